@@ -1,0 +1,40 @@
+# The two commands of the README. Both install what is missing, then build.
+#   make demo   the main job on a built-in default (benchmark suite, 4 ranks)
+#   make test   every test, in the normal build and under ASan+UBSan
+BUILD      ?= build
+BUILD_SAN  ?= build-san
+JOBS       ?= $(shell nproc)
+CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all setup build build-san demo test test-release test-san clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt: | setup
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+$(BUILD_SAN)/CMakeCache.txt: | setup
+	@cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON >/dev/null
+
+build: setup $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-san: setup $(BUILD_SAN)/CMakeCache.txt
+	@cmake --build $(BUILD_SAN) -j $(JOBS)
+
+demo: build
+	@./$(BUILD)/tessera bench all -n 4 --demo
+
+test-release: build
+	@cd $(BUILD) && ctest --output-on-failure -j 2
+
+test-san: build-san
+	@cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -L sanitize
+
+test: test-release test-san
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN)

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# mpirun as Tessera's tests and demo use it: ranks may outnumber cores, root is
+# allowed (CI and containers run as root), and idle ranks yield the core.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mpi_yield_when_idle=1
+exec mpirun --oversubscribe "$@"
