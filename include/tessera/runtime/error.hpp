@@ -1,0 +1,74 @@
+// The one exception hierarchy of Tessera. Every message says what went wrong
+// and names the thing (file, index, option) a user can act on.
+#pragma once
+#include <mpi.h>
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An MPI call returned an error code.
+class MpiError : public Error {
+ public:
+  MpiError(int code, const std::string& call, const char* file, int line);
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+// An operating-system call failed; carries errno's text.
+class SystemError : public Error {
+ public:
+  SystemError(const std::string& what, int err);
+  int error_number() const noexcept { return errno_; }
+
+ private:
+  int errno_;
+};
+
+// A file or metadata document is malformed or inconsistent.
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Two things that must agree do not (element type, size, length, rank count).
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A global index or argument lies outside its valid range.
+class RangeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An option, environment variable or command-line value is invalid.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A peer process is gone or stopped answering.
+class PeerError : public Error {
+ public:
+  using Error::Error;
+};
+
+void check_mpi(int code, const char* call, const char* file, int line);
+
+// Reports an uncaught error and ends the whole job: the message is printed by
+// one rank only (the lowest failing one wins the race in practice), then
+// MPI_Abort stops every rank. Safe to call before MPI is initialised.
+[[noreturn]] void abort_job(const std::exception& e, int exit_code = 1);
+
+}  // namespace tessera
+
+#define TESSERA_MPI(call) ::tessera::check_mpi((call), #call, __FILE__, __LINE__)

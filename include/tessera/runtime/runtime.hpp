@@ -1,0 +1,69 @@
+// The process-wide Tessera runtime: MPI, ranks, co-locales and topology.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/topology.hpp"
+
+namespace tessera {
+
+// Ranks that share a node (co-locales); they can map each other's memory.
+struct NodeGroup {
+  MPI_Comm comm = MPI_COMM_NULL;  // the ranks of this node
+  int rank = 0;                   // this rank's index on the node
+  int size = 1;                   // ranks on this node
+  int index = 0;                  // which node, 0 .. count-1
+  int count = 1;                  // nodes in the job
+  std::vector<int> world_ranks;   // world rank of each node rank
+  std::vector<int> node_of_rank;  // node index of every world rank
+  std::string hostname;
+};
+
+// RAII owner of MPI for the process. Construct exactly one, first thing in
+// main. Initialises MPI with MPI_THREAD_FUNNELED unless it is already running
+// (then it only borrows it). Works without mpirun as a singleton.
+class Runtime {
+ public:
+  Runtime();
+  Runtime(int& argc, char**& argv);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  // Tessera's world communicator (a duplicate with MPI_ERRORS_RETURN).
+  MPI_Comm comm() const noexcept { return comm_; }
+  const NodeGroup& node() const noexcept { return node_; }
+  bool is_colocal(int world_rank) const { return node_.node_of_rank.at(static_cast<std::size_t>(world_rank)) == node_.index; }
+  // hwloc view of the node and this rank's binding (read once, on first use).
+  const Topology& topology() const;
+  // Same string on every rank, unique per job: used to name shared segments.
+  const std::string& job_id() const noexcept { return job_id_; }
+  int thread_level() const noexcept { return thread_level_; }
+
+  // The runtime of this process; throws when none exists.
+  static Runtime& current();
+
+ private:
+  void init(int* argc, char*** argv);
+  void setup();
+
+  bool owns_mpi_ = false;
+  int thread_level_ = 0;
+  int rank_ = 0;
+  int size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  NodeGroup node_;
+  std::string job_id_;
+  mutable std::unique_ptr<Topology> topology_;
+};
+
+// The MPI library's own version string.
+std::string mpi_library_version();
+
+}  // namespace tessera

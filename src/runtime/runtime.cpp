@@ -1,0 +1,123 @@
+#include "tessera/runtime/runtime.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "tessera/runtime/exit_cleanup.hpp"
+
+namespace tessera {
+
+namespace {
+Runtime* g_current = nullptr;
+
+std::string local_hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::uint32_t fnv1a(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+}  // namespace
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  TESSERA_MPI(MPI_Get_library_version(text, &len));
+  std::string s(text, static_cast<std::size_t>(len));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Runtime::Runtime() { init(nullptr, nullptr); }
+Runtime::Runtime(int& argc, char**& argv) { init(&argc, &argv); }
+
+void Runtime::init(int* argc, char*** argv) {
+  if (g_current) throw Error("a tessera::Runtime already exists in this process; create only one, in main()");
+  int initialized = 0;
+  TESSERA_MPI(MPI_Initialized(&initialized));
+  if (!initialized) {
+    TESSERA_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_));
+    owns_mpi_ = true;
+  } else {
+    TESSERA_MPI(MPI_Query_thread(&thread_level_));
+  }
+  g_current = this;
+  try {
+    setup();
+  } catch (...) {
+    g_current = nullptr;
+    throw;
+  }
+  exit_cleanup::install_signal_handlers();
+}
+
+void Runtime::setup() {
+  // Errors come back as codes and become exceptions, instead of aborting.
+  TESSERA_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  TESSERA_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
+  TESSERA_MPI(MPI_Comm_size(comm_, &size_));
+
+  TESSERA_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_.comm));
+  TESSERA_MPI(MPI_Comm_rank(node_.comm, &node_.rank));
+  TESSERA_MPI(MPI_Comm_size(node_.comm, &node_.size));
+  node_.world_ranks.resize(static_cast<std::size_t>(node_.size));
+  TESSERA_MPI(MPI_Allgather(&rank_, 1, MPI_INT, node_.world_ranks.data(), 1, MPI_INT, node_.comm));
+  node_.hostname = local_hostname();
+
+  // A node is named by its lowest world rank; number nodes by that order.
+  int leader = node_.world_ranks.front();
+  std::vector<int> leaders(static_cast<std::size_t>(size_));
+  TESSERA_MPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_));
+  std::vector<int> unique_leaders = leaders;
+  std::sort(unique_leaders.begin(), unique_leaders.end());
+  unique_leaders.erase(std::unique(unique_leaders.begin(), unique_leaders.end()), unique_leaders.end());
+  node_.count = static_cast<int>(unique_leaders.size());
+  node_.node_of_rank.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    auto it = std::lower_bound(unique_leaders.begin(), unique_leaders.end(), leaders[static_cast<std::size_t>(r)]);
+    node_.node_of_rank[static_cast<std::size_t>(r)] = static_cast<int>(it - unique_leaders.begin());
+  }
+  node_.index = node_.node_of_rank[static_cast<std::size_t>(rank_)];
+
+  char id[64] = {};
+  if (rank_ == 0) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    std::snprintf(id, sizeof(id), "%08x-%x-%llx", fnv1a(node_.hostname), static_cast<unsigned>(getpid()),
+                  static_cast<unsigned long long>(us));
+  }
+  TESSERA_MPI(MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, comm_));
+  job_id_ = id;
+}
+
+Runtime::~Runtime() {
+  if (node_.comm != MPI_COMM_NULL) MPI_Comm_free(&node_.comm);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  g_current = nullptr;
+  if (owns_mpi_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+}
+
+const Topology& Runtime::topology() const {
+  if (!topology_) topology_ = std::make_unique<Topology>(Topology::discover());
+  return *topology_;
+}
+
+Runtime& Runtime::current() {
+  if (!g_current) throw Error("no tessera::Runtime exists; construct one in main() before using Tessera");
+  return *g_current;
+}
+
+}  // namespace tessera
