@@ -1,0 +1,49 @@
+// RAII owners of memory mappings and file descriptors.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace tessera {
+
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor();
+  FileDescriptor(FileDescriptor&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  FileDescriptor& operator=(FileDescriptor&& o) noexcept;
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+class Mapping {
+ public:
+  Mapping() = default;
+  ~Mapping();
+  Mapping(Mapping&& o) noexcept
+      : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  // Private zero-filled memory; pages are placed when first touched, so the
+  // rank that touches first (the owner) gets them on its NUMA domain.
+  static Mapping anonymous(std::size_t bytes);
+  // A whole file, shared with every process that maps it.
+  static Mapping file(int fd, std::size_t bytes, bool writable, const std::string& path_for_errors);
+
+  std::byte* data() const noexcept { return static_cast<std::byte*>(base_); }
+  std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace tessera

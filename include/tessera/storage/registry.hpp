@@ -1,0 +1,37 @@
+// Finding Tessera's files in a shared-storage directory, and removing those
+// whose creator is dead (a job killed with SIGKILL cannot clean up itself).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/storage/segment.hpp"
+
+namespace tessera {
+
+struct ShmEntry {
+  enum class Kind { segment, metadata };
+  Kind kind = Kind::segment;
+  std::string file;        // name inside the directory
+  std::string array_name;
+  int rank = -1;           // segments only
+  std::uint64_t bytes = 0;
+  ProcessIdentity creator;
+  bool persist = false;
+  ProcessIdentity::Liveness liveness = ProcessIdentity::Liveness::unknown;
+  std::string problem;     // non-empty when the file is unreadable or corrupt
+};
+
+// Tessera segments (by header magic) and metadata files (by format field) in dir.
+std::vector<ShmEntry> scan_shared_dir(const std::string& dir);
+
+struct GcOptions {
+  bool dry_run = false;
+  bool include_persistent = false;  // also remove persistent arrays of dead creators
+};
+// Removes files whose creator is dead on this host; returns the removed names.
+std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options);
+
+const char* liveness_name(ProcessIdentity::Liveness l);
+
+}  // namespace tessera

@@ -1,0 +1,67 @@
+// Where a distributed array's local part lives. Heap: private memory of the
+// rank. Shared: one file-backed segment per rank (POSIX shm under /dev/shm by
+// default, or any directory) plus a JSON metadata file, so other processes and
+// co-located ranks map the same bytes with no copy.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/runtime.hpp"
+#include "tessera/storage/element_type.hpp"
+#include "tessera/storage/mapping.hpp"
+#include "tessera/storage/metadata.hpp"
+
+namespace tessera {
+
+enum class StorageKind { heap, shared };
+
+struct StorageOptions {
+  StorageKind kind = StorageKind::heap;
+  std::string dir;            // shared: default $TESSERA_SHM_DIR, else /dev/shm
+  std::string name;           // shared: file base name; default tessera-<job>-<n>
+  bool persist = false;       // shared: keep segments and metadata after destruction
+  bool group_access = false;  // shared: mode 0660 instead of 0600
+
+  static StorageOptions heap() { return {}; }
+  static StorageOptions shared(std::string name = {}, std::string dir = {}) {
+    StorageOptions o;
+    o.kind = StorageKind::shared;
+    o.name = std::move(name);
+    o.dir = std::move(dir);
+    return o;
+  }
+};
+
+// What the array layer tells storage about the whole array.
+struct ArrayLayout {
+  ElementType element;
+  std::uint64_t length = 0;
+  std::string distribution = "block";
+  std::vector<std::uint64_t> offsets;  // ranks + 1
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  std::span<std::byte> local() const noexcept { return local_; }
+  virtual StorageKind kind() const noexcept = 0;
+  // Elements of a co-located rank's part, mapped into this process, or null
+  // (Heap storage, another node, or this rank itself — use local()).
+  virtual std::byte* colocal_data(int /*world_rank*/) const noexcept { return nullptr; }
+  // Shared storage: the metadata file another process attaches with.
+  virtual std::string metadata_path() const { return {}; }
+
+ protected:
+  std::span<std::byte> local_;
+};
+
+// Collective over rt.comm(): every rank passes the same layout and options.
+std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options);
+
+// The directory shared storage uses when none is given.
+std::string default_shared_dir();
+
+}  // namespace tessera

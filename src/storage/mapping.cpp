@@ -1,0 +1,60 @@
+#include "tessera/storage/mapping.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "tessera/runtime/error.hpp"
+
+namespace tessera {
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+Mapping::~Mapping() {
+  if (base_) ::munmap(base_, bytes_);
+}
+
+Mapping& Mapping::operator=(Mapping&& o) noexcept {
+  if (this != &o) {
+    if (base_) ::munmap(base_, bytes_);
+    base_ = std::exchange(o.base_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+Mapping Mapping::anonymous(std::size_t bytes) {
+  Mapping m;
+  if (bytes == 0) return m;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw SystemError("cannot allocate " + std::to_string(bytes) + " bytes", errno);
+  // Large arrays are accessed randomly (gather, histogram): huge pages cut TLB misses.
+  if (bytes >= (std::size_t{2} << 20)) ::madvise(p, bytes, MADV_HUGEPAGE);
+  m.base_ = p;
+  m.bytes_ = bytes;
+  return m;
+}
+
+Mapping Mapping::file(int fd, std::size_t bytes, bool writable, const std::string& path_for_errors) {
+  Mapping m;
+  if (bytes == 0) return m;
+  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* p = ::mmap(nullptr, bytes, prot, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) throw SystemError("cannot map " + path_for_errors, errno);
+  m.base_ = p;
+  m.bytes_ = bytes;
+  return m;
+}
+
+}  // namespace tessera

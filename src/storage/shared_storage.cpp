@@ -1,0 +1,227 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/storage/storage.hpp"
+
+namespace tessera {
+
+std::string default_shared_dir() {
+  const char* env = std::getenv("TESSERA_SHM_DIR");
+  return env && *env ? env : "/dev/shm";
+}
+
+namespace {
+
+class HeapStorage final : public Storage {
+ public:
+  explicit HeapStorage(std::size_t bytes) : mapping_(Mapping::anonymous(bytes)) {
+    local_ = {mapping_.data(), bytes};
+  }
+  StorageKind kind() const noexcept override { return StorageKind::heap; }
+
+ private:
+  Mapping mapping_;
+};
+
+// Fixed-size record gathered to rank 0 so it can write the metadata.
+struct CreatorRecord {
+  char host[64];
+  std::int32_t pid;
+  std::uint64_t start_time;
+};
+
+class SharedStorage final : public Storage {
+ public:
+  SharedStorage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options);
+  ~SharedStorage() override;
+  StorageKind kind() const noexcept override { return StorageKind::shared; }
+  std::byte* colocal_data(int world_rank) const noexcept override {
+    auto r = static_cast<std::size_t>(world_rank);
+    return r < peers_.size() && peers_[r].size() ? peers_[r].data() + header_bytes_ : nullptr;
+  }
+  std::string metadata_path() const override { return metadata_path_; }
+
+ private:
+  std::string segment_path(int rank) const { return dir_ + "/" + name_ + ".r" + std::to_string(rank) + ".seg"; }
+  void create_segment(const Runtime& rt, const ArrayLayout& layout);
+  void write_metadata(const Runtime& rt, const ArrayLayout& layout, const std::vector<CreatorRecord>& creators);
+  void map_colocal_peers(const Runtime& rt, const ArrayLayout& layout);
+
+  std::string dir_, name_, metadata_path_;
+  bool persist_ = false;
+  mode_t mode_ = 0600;
+  std::uint32_t header_bytes_ = 4096;
+  Mapping own_;
+  std::vector<Mapping> peers_;  // by world rank; empty for non co-locales and self
+  int segment_slot_ = -1, metadata_slot_ = -1;
+  bool own_created_ = false, metadata_created_ = false;
+  int rank_ = 0;
+};
+
+SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options)
+    : dir_(options.dir.empty() ? default_shared_dir() : options.dir),
+      persist_(options.persist),
+      mode_(options.group_access ? 0660 : 0600),
+      rank_(rt.rank()) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  // Rank 0 picks the default name so every rank uses the same one.
+  static std::atomic<int> counter{0};
+  char name[256] = {};
+  if (rt.rank() == 0) {
+    std::string n = options.name.empty() ? "tessera-" + rt.job_id() + "-" + std::to_string(counter++) : options.name;
+    std::strncpy(name, n.c_str(), sizeof(name) - 1);
+  }
+  TESSERA_MPI(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, rt.comm()));
+  name_ = name;
+  metadata_path_ = dir_ + "/" + name_ + ".json";
+  if (!is_safe_file_name(name_ + ".json"))
+    throw ConfigError("shared array name '" + name_ + "' is not a plain file name (use [A-Za-z0-9._-], no '/' or '..')");
+
+  try {
+    agree(rt.comm(), [&] {
+      struct stat st {};
+      if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw ConfigError("shared storage directory " + dir_ + " does not exist or is not a directory");
+      if (rt.rank() == 0 && ::access(metadata_path_.c_str(), F_OK) == 0)
+        throw ConfigError("a shared array named " + name_ + " already exists in " + dir_ +
+                          " (" + metadata_path_ + "); choose another name or remove it with 'tessera shm gc'");
+    });
+    header_bytes_ = segment_header_bytes(dir_);
+    agree(rt.comm(), [&] { create_segment(rt, layout); });
+
+    auto self = ProcessIdentity::self();
+    CreatorRecord mine{};
+    std::strncpy(mine.host, self.host.c_str(), sizeof(mine.host) - 1);
+    mine.pid = self.pid;
+    mine.start_time = self.start_time;
+    std::vector<CreatorRecord> creators(rt.rank() == 0 ? static_cast<std::size_t>(rt.size()) : 0);
+    TESSERA_MPI(MPI_Gather(&mine, sizeof(mine), MPI_BYTE, creators.data(), sizeof(mine), MPI_BYTE, 0, rt.comm()));
+    agree(rt.comm(), [&] {
+      if (rt.rank() == 0) write_metadata(rt, layout, creators);
+    });
+    agree(rt.comm(), [&] { map_colocal_peers(rt, layout); });
+  } catch (...) {
+    // Leave nothing behind: the destructor does not run for a failed constructor.
+    if (own_created_) ::unlink(segment_path(rt.rank()).c_str());
+    if (metadata_created_) ::unlink(metadata_path_.c_str());
+    exit_cleanup::remove(segment_slot_);
+    exit_cleanup::remove(metadata_slot_);
+    throw;
+  }
+}
+
+void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout) {
+  auto r = static_cast<std::size_t>(rt.rank());
+  std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
+  std::uint64_t bytes = header_bytes_ + count * layout.element.size;
+  std::string path = segment_path(rt.rank());
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_);
+  if (fd < 0) throw SystemError("cannot create shared segment " + path, errno);
+  FileDescriptor guard(fd);
+  own_created_ = true;
+  if (!persist_) segment_slot_ = exit_cleanup::add(path);
+  ::fchmod(fd, mode_);
+
+  // The header goes in before the file is sized, so even a process killed
+  // mid-creation leaves a file that `tessera shm gc` recognises as its own.
+  SegmentHeader h{};
+  std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
+  h.version = 1;
+  h.header_bytes = header_bytes_;
+  h.element_size = layout.element.size;
+  h.count = count;
+  h.global_begin = layout.offsets[r];
+  h.rank = rt.rank();
+  auto self = ProcessIdentity::self();
+  h.creator_pid = self.pid;
+  h.creator_start_time = self.start_time;
+  h.persist = persist_ ? 1 : 0;
+  std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
+  std::strncpy(h.array_name, name_.c_str(), sizeof(h.array_name) - 1);
+  std::strncpy(h.element_type, layout.element.name.c_str(), sizeof(h.element_type) - 1);
+  if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)))
+    throw SystemError("cannot write the header of shared segment " + path, errno);
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+    throw SystemError("cannot size shared segment " + path + " to " + std::to_string(bytes) + " bytes", errno);
+  own_ = Mapping::file(fd, bytes, true, path);
+  local_ = {own_.data() + header_bytes_, count * layout.element.size};
+}
+
+void SharedStorage::write_metadata(const Runtime& rt, const ArrayLayout& layout,
+                                   const std::vector<CreatorRecord>& creators) {
+  SharedArrayMetadata m;
+  m.name = name_;
+  m.element = layout.element;
+  m.length = layout.length;
+  m.distribution = layout.distribution;
+  m.offsets = layout.offsets;
+  m.header_bytes = header_bytes_;
+  for (int r = 0; r < rt.size(); ++r) {
+    auto ur = static_cast<std::size_t>(r);
+    SegmentRecord s;
+    s.rank = r;
+    s.file = name_ + ".r" + std::to_string(r) + ".seg";
+    s.begin = layout.offsets[ur];
+    s.count = layout.offsets[ur + 1] - layout.offsets[ur];
+    s.bytes = header_bytes_ + s.count * layout.element.size;
+    s.creator.host = std::string(creators[ur].host, strnlen(creators[ur].host, sizeof(creators[ur].host)));
+    s.creator.pid = creators[ur].pid;
+    s.creator.start_time = creators[ur].start_time;
+    m.segments.push_back(std::move(s));
+  }
+  m.job_id = rt.job_id();
+  m.creator = ProcessIdentity::self();
+  m.persist = persist_;
+  m.created = utc_now_iso8601();
+  if (!persist_) metadata_slot_ = exit_cleanup::add(metadata_path_);
+  m.write(metadata_path_, mode_);
+  metadata_created_ = true;
+}
+
+void SharedStorage::map_colocal_peers(const Runtime& rt, const ArrayLayout& layout) {
+  peers_.resize(static_cast<std::size_t>(rt.size()));
+  for (int peer : rt.node().world_ranks) {
+    if (peer == rt.rank()) continue;
+    auto up = static_cast<std::size_t>(peer);
+    std::uint64_t bytes = header_bytes_ + (layout.offsets[up + 1] - layout.offsets[up]) * layout.element.size;
+    std::string path = segment_path(peer);
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    // A directory private to each rank's node view (not shared between
+    // co-locales) simply disables the same-node path for that peer.
+    if (fd < 0) continue;
+    FileDescriptor guard(fd);
+    peers_[up] = Mapping::file(fd, bytes, true, path);
+  }
+}
+
+SharedStorage::~SharedStorage() {
+  if (!persist_) {
+    if (own_created_) ::unlink(segment_path(rank_).c_str());
+    if (metadata_created_) ::unlink(metadata_path_.c_str());
+  }
+  exit_cleanup::remove(segment_slot_);
+  exit_cleanup::remove(metadata_slot_);
+}
+
+}  // namespace
+
+std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options) {
+  if (layout.offsets.size() != static_cast<std::size_t>(rt.size()) + 1)
+    throw MismatchError("array layout has " + std::to_string(layout.offsets.size()) + " offsets for " +
+                        std::to_string(rt.size()) + " ranks");
+  if (options.kind == StorageKind::heap) {
+    auto r = static_cast<std::size_t>(rt.rank());
+    return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);
+  }
+  return std::make_unique<SharedStorage>(rt, layout, options);
+}
+
+}  // namespace tessera
