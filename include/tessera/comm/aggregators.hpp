@@ -1,0 +1,300 @@
+// Copy aggregators over a DistArray (after Arkouda's SrcAggregator and
+// DstAggregator), an update aggregator with a reduction, and user-defined
+// message handlers. Each buffers fine-grained operations per destination rank
+// in a RecordExchange and delivers them in bulk.
+//
+// Semantics shared by all of them:
+//  - construction and flush() are collective over the array's ranks;
+//  - an operation is guaranteed visible (or a get's destination filled) only
+//    after the next flush() (or destruction, which flushes);
+//  - no order is promised between operations, even from one rank to one element;
+//  - operations on this rank's own elements are applied at once;
+//  - same-node direct path: when the array is in Shared storage and the owner
+//    is a co-located rank, the operation goes straight through the mapping
+//    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
+#pragma once
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "tessera/array/dist_array.hpp"
+#include "tessera/comm/record_exchange.hpp"
+
+namespace tessera {
+
+// Reductions for UpdateAggregator. A user functor works too: any default-
+// constructible type with `T operator()(T current, T value) const`.
+namespace ops {
+struct Add {
+  template <class T> T operator()(T a, T b) const { return a + b; }
+};
+struct Min {
+  template <class T> T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct Max {
+  template <class T> T operator()(T a, T b) const { return a < b ? b : a; }
+};
+struct BitXor {
+  template <class T> T operator()(T a, T b) const { return a ^ b; }
+};
+struct Replace {
+  template <class T> T operator()(T, T b) const { return b; }
+};
+}  // namespace ops
+
+namespace detail {
+
+// One record: a local offset at the owner, and a value.
+template <class T>
+struct OffsetValue {
+  std::uint64_t offset;
+  T value;
+};
+template <class T>
+constexpr std::size_t kOffsetValueBytes = sizeof(std::uint64_t) + sizeof(T);
+
+template <class T>
+inline void write_record(std::byte* at, std::uint64_t offset, const T& value) {
+  std::memcpy(at, &offset, sizeof(offset));
+  std::memcpy(at + sizeof(offset), &value, sizeof(T));
+}
+template <class T>
+inline OffsetValue<T> read_record(const std::byte* at) {
+  OffsetValue<T> r;
+  std::memcpy(&r.offset, at, sizeof(r.offset));
+  std::memcpy(&r.value, at + sizeof(r.offset), sizeof(T));
+  return r;
+}
+
+// Whether T can be updated in shared memory with a lock-free atomic.
+template <class T>
+constexpr bool kAtomicCapable =
+    std::is_trivially_copyable_v<T> && (sizeof(T) == 4 || sizeof(T) == 8) && std::atomic_ref<T>::is_always_lock_free;
+
+// Applies op atomically at p (co-located ranks may update the same element).
+template <class T, class Op>
+inline void atomic_apply(T* p, T value, Op op) {
+  std::atomic_ref<T> ref(*p);
+  if constexpr (std::is_same_v<Op, ops::Add> && (std::is_integral_v<T> || std::is_floating_point_v<T>)) {
+    ref.fetch_add(value, std::memory_order_relaxed);
+  } else if constexpr (std::is_same_v<Op, ops::BitXor> && std::is_integral_v<T>) {
+    ref.fetch_xor(value, std::memory_order_relaxed);
+  } else {
+    T current = ref.load(std::memory_order_relaxed);
+    while (!ref.compare_exchange_weak(current, op(current, value), std::memory_order_relaxed)) {
+    }
+  }
+}
+
+// Per-rank pointers to co-located ranks' elements when the direct path is on.
+template <class T>
+std::vector<T*> direct_targets(const DistArray<T>& array, bool enabled) {
+  std::vector<T*> out(static_cast<std::size_t>(array.runtime().size()), nullptr);
+  if (!enabled || array.storage_kind() != StorageKind::shared) return out;
+  for (int r = 0; r < array.runtime().size(); ++r) out[static_cast<std::size_t>(r)] = array.colocal_data(r);
+  return out;
+}
+
+}  // namespace detail
+
+// Remote write: put(i, v) sets array[i] = v.
+template <class T>
+class DstAggregator {
+ public:
+  explicit DstAggregator(DistArray<T>& array, const AggregationOptions& options = {})
+      : array_(array),
+        exchange_(array.runtime().comm(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
+                  [this](int, const std::byte* recs, std::size_t n, std::byte*) {
+                    T* local = array_.local().data();
+                    for (std::size_t k = 0; k < n; ++k) {
+                      auto r = detail::read_record<T>(recs + k * detail::kOffsetValueBytes<T>);
+                      local[r.offset] = r.value;
+                    }
+                  }),
+        direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
+        me_(array.runtime().rank()) {}
+
+  void put(std::uint64_t i, const T& value) {
+    int owner = array_.owner(i);
+    std::uint64_t off = array_.distribution().local_offset(i, owner);
+    if (owner == me_) {
+      array_.local()[off] = value;
+    } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
+      direct[off] = value;
+    } else {
+      detail::write_record(exchange_.push(owner), off, value);
+    }
+  }
+  // Bounds-checked put: throws RangeError for i outside [0, size).
+  void put_checked(std::uint64_t i, const T& value) {
+    array_.distribution().check(i);
+    put(i, value);
+  }
+  void flush() { exchange_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+
+ private:
+  DistArray<T>& array_;
+  comm::RecordExchange exchange_;
+  std::vector<T*> direct_;
+  int me_;
+};
+
+// Remote read: get(i, dst) stores array[i] into dst (which must stay valid
+// until the next flush).
+template <class T>
+class SrcAggregator {
+ public:
+  explicit SrcAggregator(const DistArray<T>& array, const AggregationOptions& options = {})
+      : array_(array),
+        exchange_(
+            array.runtime().comm(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
+            [this](int, const std::byte* recs, std::size_t n, std::byte* reply) {
+              const T* local = array_.local().data();
+              for (std::size_t k = 0; k < n; ++k) {
+                std::uint64_t off;
+                std::memcpy(&off, recs + k * sizeof(off), sizeof(off));
+                std::memcpy(reply + k * sizeof(T), local + off, sizeof(T));
+              }
+            },
+            [](const std::byte* replies, const std::byte* side, std::size_t n) {
+              for (std::size_t k = 0; k < n; ++k) {
+                T* dst;
+                std::memcpy(&dst, side + k * sizeof(T*), sizeof(T*));
+                std::memcpy(dst, replies + k * sizeof(T), sizeof(T));
+              }
+            }),
+        direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
+        me_(array.runtime().rank()) {}
+
+  void get(std::uint64_t i, T& dst) {
+    int owner = array_.owner(i);
+    std::uint64_t off = array_.distribution().local_offset(i, owner);
+    if (owner == me_) {
+      dst = array_.local()[off];
+    } else if (const T* direct = direct_[static_cast<std::size_t>(owner)]) {
+      dst = direct[off];
+    } else {
+      std::byte* side;
+      std::byte* rec = exchange_.push(owner, side);
+      std::memcpy(rec, &off, sizeof(off));
+      T* p = &dst;
+      std::memcpy(side, &p, sizeof(p));
+    }
+  }
+  void get_checked(std::uint64_t i, T& dst) {
+    array_.distribution().check(i);
+    get(i, dst);
+  }
+  void flush() { exchange_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+
+ private:
+  const DistArray<T>& array_;
+  comm::RecordExchange exchange_;
+  std::vector<T*> direct_;
+  int me_;
+};
+
+// Remote read-modify-write: update(i, v) sets array[i] = op(array[i], v).
+template <class T, class Op = ops::Add>
+class UpdateAggregator {
+ public:
+  explicit UpdateAggregator(DistArray<T>& array, const AggregationOptions& options = {})
+      : array_(array),
+        exchange_(array.runtime().comm(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
+                  [this](int, const std::byte* recs, std::size_t n, std::byte*) {
+                    T* local = array_.local().data();
+                    for (std::size_t k = 0; k < n; ++k) {
+                      auto r = detail::read_record<T>(recs + k * detail::kOffsetValueBytes<T>);
+                      apply(local + r.offset, r.value);
+                    }
+                  }),
+        direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
+                                          : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
+        me_(array.runtime().rank()) {
+    // Co-locales write into this rank's elements directly, so every update
+    // here must be atomic too.
+    for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
+  }
+
+  void update(std::uint64_t i, const T& value) {
+    int owner = array_.owner(i);
+    std::uint64_t off = array_.distribution().local_offset(i, owner);
+    if (owner == me_) {
+      apply(array_.local().data() + off, value);
+    } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
+      if constexpr (detail::kAtomicCapable<T>) detail::atomic_apply(direct + off, value, op_);
+    } else {
+      detail::write_record(exchange_.push(owner), off, value);
+    }
+  }
+  void update_checked(std::uint64_t i, const T& value) {
+    array_.distribution().check(i);
+    update(i, value);
+  }
+  void flush() { exchange_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+
+ private:
+  void apply(T* p, const T& value) {
+    if constexpr (detail::kAtomicCapable<T>) {
+      if (atomic_) {
+        detail::atomic_apply(p, value, op_);
+        return;
+      }
+    }
+    *p = op_(*p, value);
+  }
+
+  DistArray<T>& array_;
+  comm::RecordExchange exchange_;
+  std::vector<T*> direct_;
+  int me_;
+  bool atomic_ = false;
+  [[no_unique_address]] Op op_{};
+};
+
+// User-defined handler: send(dest, msg) runs handler(source, msg) on rank
+// dest. Messages to this rank run at once; others run when their batch
+// arrives, at the latest by the next flush(). A handler must not send.
+template <class Msg>
+class MessageAggregator {
+  static_assert(std::is_trivially_copyable_v<Msg>, "messages must be trivially copyable");
+
+ public:
+  using Handler = std::function<void(int source, const Msg&)>;
+
+  MessageAggregator(Runtime& rt, Handler handler, const AggregationOptions& options = {})
+      : handler_(std::move(handler)),
+        exchange_(rt.comm(), {sizeof(Msg), 0, 0}, options,
+                  [this](int source, const std::byte* recs, std::size_t n, std::byte*) {
+                    for (std::size_t k = 0; k < n; ++k) {
+                      Msg m;
+                      std::memcpy(&m, recs + k * sizeof(Msg), sizeof(Msg));
+                      handler_(source, m);
+                    }
+                  }),
+        me_(rt.rank()) {}
+
+  void send(int dest, const Msg& msg) {
+    if (dest == me_) {
+      handler_(me_, msg);
+      return;
+    }
+    std::memcpy(exchange_.push(dest), &msg, sizeof(Msg));
+  }
+  void flush() { exchange_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+
+ private:
+  Handler handler_;
+  comm::RecordExchange exchange_;
+  int me_;
+};
+
+}  // namespace tessera
