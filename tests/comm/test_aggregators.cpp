@@ -1,0 +1,307 @@
+// Aggregators against serial references: every rank regenerates every other
+// rank's operations (seeded by rank) and computes what its own part must hold.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "../test_util.hpp"
+#include "tessera/comm/aggregators.hpp"
+
+using namespace tessera;
+using test::SplitMix64;
+
+namespace {
+
+struct Wide {  // a 24-byte element
+  std::int64_t a;
+  double b;
+  std::uint64_t c;
+  bool operator==(const Wide&) const = default;
+};
+Wide wide_of(std::uint64_t i) { return {static_cast<std::int64_t>(i) - 7, 0.5 * static_cast<double>(i), ~i}; }
+
+// A way to run an aggregator: storage, same-node path, buffer size.
+struct Setup {
+  const char* name;
+  StorageKind storage;
+  int direct;
+  std::size_t buffer_bytes;  // 0: default
+};
+
+const Setup kSetups[] = {
+    {"HeapDefault", StorageKind::heap, 0, 0},
+    {"HeapOneRecord", StorageKind::heap, 0, 1},  // clamps to one record per batch
+    {"HeapSmall", StorageKind::heap, 0, 200},
+    {"SharedMpi", StorageKind::shared, 0, 256},
+    {"SharedDirect", StorageKind::shared, 1, 0},
+};
+
+class AggregatorTest : public testing::TestWithParam<Setup> {
+ protected:
+  StorageOptions storage() const {
+    return GetParam().storage == StorageKind::heap ? StorageOptions::heap() : StorageOptions::shared();
+  }
+  AggregationOptions options() const {
+    AggregationOptions o;
+    o.buffer_bytes = GetParam().buffer_bytes;
+    o.same_node_direct = GetParam().direct;
+    return o;
+  }
+  Runtime& rt() const { return Runtime::current(); }
+};
+
+// How many operations rank r issues: uneven on purpose, rank 0 does 100x, the
+// last rank (when there are 3+) none at all.
+std::uint64_t ops_of(int r, int size, std::uint64_t base) {
+  if (size >= 3 && r == size - 1) return 0;
+  return r == 0 ? 100 * base : base;
+}
+
+std::vector<std::uint64_t> indices_of(int r, int size, std::uint64_t base, std::uint64_t n, std::uint64_t salt) {
+  SplitMix64 g(salt * 1000003 + static_cast<std::uint64_t>(r));
+  std::vector<std::uint64_t> out(ops_of(r, size, base));
+  for (auto& i : out) i = g.below(n);
+  return out;
+}
+
+}  // namespace
+
+TEST_P(AggregatorTest, PutWritesEveryIndexExactlyOnce) {
+  // Rank r puts the indices of a global permutation that fall in its slice.
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{5000}}) {
+    DistArray<std::uint64_t> a(rt(), n, storage());
+    {
+      DstAggregator<std::uint64_t> dst(a, options());
+      for (std::uint64_t k = static_cast<std::uint64_t>(rt().rank()); k < n; k += static_cast<std::uint64_t>(rt().size())) {
+        std::uint64_t i = (k * 7919) % n;  // 7919 is prime and does not divide these n
+        dst.put(i, test::value_of(i));
+      }
+      dst.flush();
+    }
+    for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) ASSERT_EQ(a.at(i), test::value_of(i)) << i;
+  }
+}
+
+TEST_P(AggregatorTest, GetReadsWhatTheOwnerHolds) {
+  const std::uint64_t n = 4099;
+  DistArray<std::uint64_t> a(rt(), n, storage());
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = test::value_of(i);
+  MPI_Barrier(rt().comm());
+  auto idx = indices_of(rt().rank(), rt().size(), 300, n, 1);
+  std::vector<std::uint64_t> got(idx.size(), 0);
+  SrcAggregator<std::uint64_t> src(a, options());
+  for (int round = 0; round < 3; ++round) {  // repeated flushes reuse the aggregator
+    std::fill(got.begin(), got.end(), 0);
+    for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], got[k]);
+    src.flush();
+    for (std::size_t k = 0; k < idx.size(); ++k) ASSERT_EQ(got[k], test::value_of(idx[k])) << "round " << round;
+  }
+}
+
+TEST_P(AggregatorTest, HistogramMatchesSerialRecount) {
+  const std::uint64_t n = 1000;
+  DistArray<std::int64_t> counts(rt(), n, storage());
+  {
+    UpdateAggregator<std::int64_t, ops::Add> up(counts, options());
+    for (std::uint64_t i : indices_of(rt().rank(), rt().size(), 500, n, 2)) up.update(i, 1);
+  }  // destruction flushes
+  std::vector<std::int64_t> want(n, 0);
+  for (int r = 0; r < rt().size(); ++r)
+    for (std::uint64_t i : indices_of(r, rt().size(), 500, n, 2)) ++want[i];
+  for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i) ASSERT_EQ(counts.at(i), want[i]) << i;
+}
+
+TEST_P(AggregatorTest, MinMaxXorAndUserFunctor) {
+  const std::uint64_t n = 777;
+  DistArray<std::uint64_t> mn(rt(), n, storage()), mx(rt(), n, storage()), x(rt(), n, storage()),
+      f(rt(), n, storage());
+  for (auto& v : mn.local()) v = ~std::uint64_t{0};
+  struct AddOdd {  // a user functor; its updates commute, so the order of arrival does not matter
+    std::uint64_t operator()(std::uint64_t cur, std::uint64_t v) const { return cur + (v | 1); }
+  };
+  MPI_Barrier(rt().comm());
+  {
+    UpdateAggregator<std::uint64_t, ops::Min> umin(mn, options());
+    UpdateAggregator<std::uint64_t, ops::Max> umax(mx, options());
+    UpdateAggregator<std::uint64_t, ops::BitXor> uxor(x, options());
+    UpdateAggregator<std::uint64_t, AddOdd> ufun(f, options());
+    SplitMix64 g(99 + static_cast<std::uint64_t>(rt().rank()));
+    for (std::uint64_t k = 0; k < ops_of(rt().rank(), rt().size(), 400); ++k) {
+      std::uint64_t i = g.below(n), v = g.next();
+      umin.update(i, v);
+      umax.update(i, v);
+      uxor.update(i, v);
+      ufun.update(i, v);
+    }
+    umin.flush();
+    umax.flush();
+    uxor.flush();
+    ufun.flush();
+  }
+  std::vector<std::uint64_t> wmin(n, ~std::uint64_t{0}), wmax(n, 0), wxor(n, 0), wfun(n, 0);
+  for (int r = 0; r < rt().size(); ++r) {
+    SplitMix64 g(99 + static_cast<std::uint64_t>(r));
+    for (std::uint64_t k = 0; k < ops_of(r, rt().size(), 400); ++k) {
+      std::uint64_t i = g.below(n), v = g.next();
+      wmin[i] = std::min(wmin[i], v);
+      wmax[i] = std::max(wmax[i], v);
+      wxor[i] ^= v;
+      wfun[i] += v | 1;
+    }
+  }
+  for (std::uint64_t i = mn.local_begin(); i < mn.local_end(); ++i) {
+    ASSERT_EQ(mn.at(i), wmin[i]);
+    ASSERT_EQ(mx.at(i), wmax[i]);
+    ASSERT_EQ(x.at(i), wxor[i]);
+    ASSERT_EQ(f.at(i), wfun[i]);
+  }
+}
+
+TEST_P(AggregatorTest, WideStructValues) {
+  static_assert(sizeof(Wide) == 24);
+  const std::uint64_t n = 1500;
+  DistArray<Wide> a(rt(), n, storage()), b(rt(), n, storage());
+  {
+    DstAggregator<Wide> dst(a, options());
+    for (std::uint64_t i = static_cast<std::uint64_t>(rt().rank()); i < n; i += static_cast<std::uint64_t>(rt().size()))
+      dst.put(n - 1 - i, wide_of(n - 1 - i));
+  }
+  auto idx = indices_of(rt().rank(), rt().size(), 200, n, 3);
+  std::vector<Wide> got(idx.size());
+  {
+    SrcAggregator<Wide> src(a, options());
+    for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], got[k]);
+  }
+  for (std::size_t k = 0; k < idx.size(); ++k) ASSERT_EQ(got[k], wide_of(idx[k]));
+
+  struct WideSum {
+    Wide operator()(Wide cur, Wide v) const { return {cur.a + v.a, cur.b + v.b, cur.c ^ v.c}; }
+  };
+  {
+    UpdateAggregator<Wide, WideSum> up(b, options());  // 24 bytes: never the atomic path
+    for (std::uint64_t i : idx) up.update(i, Wide{1, 0.25, i});
+  }
+  std::vector<Wide> want(n, Wide{0, 0, 0});
+  for (int r = 0; r < rt().size(); ++r)
+    for (std::uint64_t i : indices_of(r, rt().size(), 200, n, 3)) want[i] = WideSum{}(want[i], Wide{1, 0.25, i});
+  for (std::uint64_t i = b.local_begin(); i < b.local_end(); ++i) ASSERT_EQ(b.at(i), want[i]) << i;
+}
+
+TEST_P(AggregatorTest, MessagesRunTheHandlerAtTheDestination) {
+  struct Msg {
+    std::int32_t from;
+    std::int32_t seq;
+    std::uint64_t payload;
+  };
+  std::map<int, std::uint64_t> sum_from;
+  std::uint64_t received = 0;
+  {
+    MessageAggregator<Msg> agg(
+        rt(),
+        [&](int source, const Msg& m) {
+          EXPECT_EQ(source, m.from);
+          sum_from[source] += m.payload;
+          ++received;
+        },
+        options());
+    SplitMix64 g(7 + static_cast<std::uint64_t>(rt().rank()));
+    for (std::uint64_t k = 0; k < ops_of(rt().rank(), rt().size(), 250); ++k) {
+      int dest = static_cast<int>(g.below(static_cast<std::uint64_t>(rt().size())));
+      agg.send(dest, Msg{rt().rank(), static_cast<std::int32_t>(k), g.next() >> 8});
+    }
+    agg.flush();
+  }
+  std::map<int, std::uint64_t> want;
+  std::uint64_t want_count = 0;
+  for (int r = 0; r < rt().size(); ++r) {
+    SplitMix64 g(7 + static_cast<std::uint64_t>(r));
+    for (std::uint64_t k = 0; k < ops_of(r, rt().size(), 250); ++k) {
+      int dest = static_cast<int>(g.below(static_cast<std::uint64_t>(rt().size())));
+      std::uint64_t payload = g.next() >> 8;
+      if (dest == rt().rank()) want[r] += payload, ++want_count;
+    }
+  }
+  EXPECT_EQ(received, want_count);
+  EXPECT_EQ(sum_from, want);
+}
+
+TEST_P(AggregatorTest, FewerElementsThanRanks) {
+  DistArray<std::int64_t> a(rt(), 2, storage());
+  {
+    UpdateAggregator<std::int64_t, ops::Add> up(a, options());
+    for (int k = 0; k < 50; ++k) up.update(static_cast<std::uint64_t>(k % 2), 1);
+  }
+  std::int64_t mine = 0, total = 0;
+  for (auto v : a.local()) mine += v;
+  MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, rt().comm());
+  EXPECT_EQ(total, 50 * rt().size());
+  if (a.is_local(0)) {
+    EXPECT_EQ(a.at(0), 25 * rt().size());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Setups, AggregatorTest, testing::ValuesIn(kSetups),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Aggregation, CheckedOperationsRejectOutOfRangeIndices) {
+  auto& rt = Runtime::current();
+  DistArray<int> a(rt, 10);
+  DstAggregator<int> dst(a);
+  UpdateAggregator<int> up(a);
+  SrcAggregator<int> src(a);
+  int x = 0;
+  EXPECT_THROW(dst.put_checked(10, 1), RangeError);
+  EXPECT_THROW(up.update_checked(~std::uint64_t{0}, 1), RangeError);
+  EXPECT_THROW(src.get_checked(11, x), RangeError);
+}
+
+TEST(Aggregation, BufferSettingsFromEnvironment) {
+  EXPECT_EQ(parse_byte_size("4096", "x"), 4096u);
+  EXPECT_EQ(parse_byte_size("64K", "x"), 65536u);
+  EXPECT_EQ(parse_byte_size("2M", "x"), 2u << 20);
+  EXPECT_THROW(parse_byte_size("lots", "x"), ConfigError);
+  EXPECT_THROW(parse_byte_size("0", "x"), ConfigError);
+  EXPECT_THROW(parse_byte_size("12Q", "x"), ConfigError);
+
+  setenv("TESSERA_AGG_BUFFER_BYTES", "8K", 1);
+  setenv("TESSERA_AGG_SAME_NODE", "0", 1);
+  auto o = AggregationOptions{}.resolved();
+  EXPECT_EQ(o.buffer_bytes, 8192u);
+  EXPECT_EQ(o.same_node_direct, 0);
+  EXPECT_EQ(o.send_memory_bytes(4), 4u * 8192u * static_cast<std::size_t>(1 + o.max_in_flight));
+  AggregationOptions explicit_size;
+  explicit_size.buffer_bytes = 100;
+  EXPECT_EQ(explicit_size.resolved().buffer_bytes, 100u) << "the API wins over the environment";
+  setenv("TESSERA_AGG_BUFFER_BYTES", "huge", 1);
+  try {
+    AggregationOptions{}.resolved();
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TESSERA_AGG_BUFFER_BYTES"), std::string::npos);
+  }
+  unsetenv("TESSERA_AGG_BUFFER_BYTES");
+  setenv("TESSERA_AGG_SAME_NODE", "maybe", 1);
+  EXPECT_THROW(AggregationOptions{}.resolved(), ConfigError);
+  unsetenv("TESSERA_AGG_SAME_NODE");
+}
+
+TEST(Aggregation, BatchesReallyTravelAsBulk) {
+  // With 8-byte puts and a 64 KiB buffer, thousands of records share a message.
+  auto& rt = Runtime::current();
+  if (rt.size() == 1) GTEST_SKIP() << "needs a remote rank";
+  DistArray<std::uint64_t> a(rt, 1 << 16);
+  AggregationOptions o;
+  o.buffer_bytes = 64 << 10;
+  DstAggregator<std::uint64_t> dst(a, o);
+  SplitMix64 g(5 + static_cast<std::uint64_t>(rt.rank()));
+  for (int k = 0; k < 20000; ++k) {
+    std::uint64_t i = g.below(a.size());
+    dst.put(i, i);
+  }
+  dst.flush();
+  const auto& s = dst.exchange().stats();
+  ASSERT_GT(s.batches_sent, 0u);
+  EXPECT_GT(static_cast<double>(s.records_sent) / static_cast<double>(s.batches_sent), 1000.0);
+  EXPECT_EQ(dst.exchange().capacity_records(), (64u << 10) / 16u);
+}

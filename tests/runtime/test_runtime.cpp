@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/runtime.hpp"
+#include "tessera/runtime/wait.hpp"
+
+using namespace tessera;
+
+TEST(Runtime, RankAndSizeMatchMpi) {
+  auto& rt = Runtime::current();
+  int r = -1, s = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  EXPECT_EQ(rt.rank(), r);
+  EXPECT_EQ(rt.size(), s);
+  EXPECT_GE(rt.thread_level(), MPI_THREAD_FUNNELED);
+}
+
+TEST(Runtime, OnlyOneRuntimePerProcess) { EXPECT_THROW(Runtime second, Error); }
+
+TEST(Runtime, NodeGroupsPartitionTheJob) {
+  auto& rt = Runtime::current();
+  const auto& node = rt.node();
+  EXPECT_EQ(node.world_ranks.size(), static_cast<std::size_t>(node.size));
+  EXPECT_EQ(node.world_ranks[static_cast<std::size_t>(node.rank)], rt.rank());
+  EXPECT_TRUE(rt.is_colocal(rt.rank()));
+  // Each node counted once: the node sizes of the node leaders add up to the job.
+  int mine = node.rank == 0 ? node.size : 0, total = 0;
+  MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, rt.comm());
+  EXPECT_EQ(total, rt.size());
+  EXPECT_GE(node.index, 0);
+  EXPECT_LT(node.index, node.count);
+  for (int wr : node.world_ranks) EXPECT_TRUE(rt.is_colocal(wr));
+}
+
+TEST(Runtime, JobIdIsTheSameOnEveryRank) {
+  auto& rt = Runtime::current();
+  char id[64] = {};
+  std::snprintf(id, sizeof(id), "%s", rt.job_id().c_str());
+  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, rt.comm());
+  EXPECT_EQ(rt.job_id(), std::string(id));
+  EXPECT_FALSE(rt.job_id().empty());
+}
+
+TEST(Runtime, TopologyFromHwloc) {
+  const auto& t = Runtime::current().topology();
+  EXPECT_GE(t.packages, 1);
+  EXPECT_GE(t.cores, 1);
+  EXPECT_GE(t.pus, t.cores);
+  EXPECT_GE(t.numa_nodes, 1);
+  EXPECT_FALSE(t.bound_cores.empty());
+  EXPECT_NE(t.summary().find("cores"), std::string::npos);
+  EXPECT_EQ(format_index_list({3, 0, 1, 2, 7}), "0-3,7");
+}
+
+TEST(Runtime, MpiErrorsBecomeExceptions) {
+  auto& rt = Runtime::current();
+  int x = 0;
+  try {
+    TESSERA_MPI(MPI_Send(&x, 1, MPI_INT, rt.size() + 5, 0, rt.comm()));
+    FAIL() << "sending to a rank outside the job must throw";
+  } catch (const MpiError& e) {
+    EXPECT_NE(std::string(e.what()).find("MPI_Send"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Runtime, AgreeFailsOnEveryRankTogether) {
+  auto& rt = Runtime::current();
+  int bad = rt.size() - 1;
+  try {
+    agree(rt.comm(), [&] {
+      if (rt.rank() == bad) throw RangeError("local failure");
+    });
+    FAIL() << "agree must throw on every rank";
+  } catch (const RangeError& e) {
+    EXPECT_EQ(rt.rank(), bad);
+  } catch (const Error& e) {
+    EXPECT_NE(rt.rank(), bad);
+    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(bad)), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(agree(rt.comm(), [] {}));
+}

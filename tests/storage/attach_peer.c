@@ -1,0 +1,50 @@
+/* A separate, non-MPI process in plain C: attaches to a shared array through
+ * the C ABI, checks that element i holds i*2654435761+17 (what the job wrote),
+ * and writes back 3*value+1 for the job to see.
+ * Usage: attach_peer METADATA_PATH.  Exit 0 on success. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tessera.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: attach_peer METADATA_PATH\n");
+    return 64;
+  }
+  tessera_array* a = NULL;
+  if (tessera_attach(argv[1], TESSERA_READ_WRITE, &a) != 0) {
+    fprintf(stderr, "attach_peer: %s\n", tessera_last_error());
+    return 3;
+  }
+  if (strcmp(tessera_element_type(a), "uint64") != 0 || tessera_element_size(a) != 8) {
+    fprintf(stderr, "attach_peer: unexpected element type %s\n", tessera_element_type(a));
+    return 4;
+  }
+  uint64_t seen = 0;
+  for (int s = 0; s < tessera_segment_count(a); ++s) {
+    uint64_t* x = (uint64_t*)tessera_segment_data(a, s);
+    uint64_t first = tessera_segment_begin(a, s), n = tessera_segment_length(a, s);
+    if (first != seen) {
+      fprintf(stderr, "attach_peer: segment %d starts at %" PRIu64 ", expected %" PRIu64 "\n", s, first, seen);
+      return 5;
+    }
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t i = first + k, want = i * 2654435761ull + 17;
+      if (x[k] != want) {
+        fprintf(stderr, "attach_peer: element %" PRIu64 " is %" PRIu64 ", expected %" PRIu64 "\n", i, x[k], want);
+        return 2;
+      }
+      x[k] = 3 * x[k] + 1;
+    }
+    seen += n;
+  }
+  if (seen != tessera_length(a)) {
+    fprintf(stderr, "attach_peer: segments hold %" PRIu64 " of %" PRIu64 " elements\n", seen, tessera_length(a));
+    return 6;
+  }
+  if (tessera_segment_data(a, tessera_segment_count(a)) != NULL) return 7; /* out-of-range segment */
+  tessera_detach(a);
+  return 0;
+}

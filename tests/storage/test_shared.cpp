@@ -1,0 +1,310 @@
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../test_util.hpp"
+#include "tessera.h"
+#include "tessera/array/dist_array.hpp"
+#include "tessera/storage/attach.hpp"
+#include "tessera/storage/registry.hpp"
+
+extern char** environ;
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+int file_mode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int>(st.st_mode & 0777);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Runs a program to completion; returns its exit status (or -1).
+int run_program(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Fills a uint64 array with value_of(global index).
+void fill(DistArray<std::uint64_t>& a) {
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = test::value_of(i);
+}
+
+template <class E>
+std::string expect_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no exception";
+  return {};
+}
+
+}  // namespace
+
+TEST(SharedStorage, SegmentsAndMetadataAreOwnerOnly) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto opts = StorageOptions::shared("tessera-test-layout", dir.path());
+  DistArray<std::uint64_t> a(rt, 1000, opts);
+  std::string meta = a.metadata_path();
+  EXPECT_EQ(meta, dir.path() + "/tessera-test-layout.json");
+  EXPECT_EQ(file_mode(meta), 0600);
+  EXPECT_EQ(file_mode(dir.path() + "/tessera-test-layout.r" + std::to_string(rt.rank()) + ".seg"), 0600);
+
+  auto m = SharedArrayMetadata::read(meta);
+  EXPECT_EQ(m.length, 1000u);
+  EXPECT_EQ(m.element.name, "uint64");
+  EXPECT_EQ(m.element.size, 8u);
+  EXPECT_EQ(m.segments.size(), static_cast<std::size_t>(rt.size()));
+  EXPECT_EQ(m.offsets, a.distribution().offsets());
+  EXPECT_EQ(m.job_id, rt.job_id());
+  EXPECT_FALSE(m.persist);
+  for (const auto& s : m.segments) EXPECT_EQ(s.file.find('/'), std::string::npos);
+
+  auto g = StorageOptions::shared("tessera-test-group", dir.path());
+  g.group_access = true;
+  DistArray<int> b(rt, 10, g);
+  EXPECT_EQ(file_mode(b.metadata_path()), 0660);
+  MPI_Barrier(rt.comm());  // destruction is per rank: keep the files until all have looked
+}
+
+TEST(SharedStorage, DefaultsToDevShmAndCleansUp) {
+  auto& rt = Runtime::current();
+  std::string meta, seg;
+  {
+    DistArray<double> a(rt, 100, StorageOptions::shared());
+    meta = a.metadata_path();
+    EXPECT_EQ(meta.rfind("/dev/shm/tessera-", 0), 0u) << meta;
+    seg = meta.substr(0, meta.size() - 5) + ".r" + std::to_string(rt.rank()) + ".seg";
+    EXPECT_TRUE(fs::exists(seg));
+    MPI_Barrier(rt.comm());
+  }
+  MPI_Barrier(rt.comm());
+  EXPECT_FALSE(fs::exists(seg));
+  EXPECT_FALSE(fs::exists(meta));
+}
+
+TEST(SharedStorage, PersistKeepsFilesForLaterAttach) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto opts = StorageOptions::shared("tessera-test-persist", dir.path());
+  opts.persist = true;
+  std::string meta;
+  {
+    DistArray<std::uint64_t> a(rt, 777, opts);
+    fill(a);
+    meta = a.metadata_path();
+  }
+  MPI_Barrier(rt.comm());
+  auto att = AttachedArray::open(meta, Access::read_only);
+  EXPECT_TRUE(att.metadata().persist);
+  std::uint64_t checked = 0;
+  for (std::size_t s = 0; s < att.segment_count(); ++s) {
+    auto span = att.segment_span<std::uint64_t>(s);
+    for (std::size_t k = 0; k < span.size(); ++k) EXPECT_EQ(span[k], test::value_of(att.segment(s).begin + k));
+    checked += span.size();
+  }
+  EXPECT_EQ(checked, 777u);
+}
+
+TEST(SharedStorage, CoLocatedRanksMapEachOthersSegments) {
+  auto& rt = Runtime::current();
+  DistArray<std::uint64_t> a(rt, 1001, StorageOptions::shared());
+  fill(a);
+  MPI_Barrier(rt.comm());
+  for (int peer : rt.node().world_ranks) {
+    if (peer == rt.rank()) continue;
+    const std::uint64_t* p = a.colocal_data(peer);
+    ASSERT_NE(p, nullptr) << "co-located rank " << peer << " not mapped";
+    for (std::uint64_t k = 0; k < a.distribution().count(peer); ++k)
+      EXPECT_EQ(p[k], test::value_of(a.distribution().begin(peer) + k));
+  }
+  DistArray<std::uint64_t> heap(rt, 10);
+  for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(heap.colocal_data(r), nullptr);
+}
+
+TEST(SharedStorage, SeparateProcessAttachesVerifiesAndWritesBack) {
+  auto& rt = Runtime::current();
+  DistArray<std::uint64_t> a(rt, 5003, StorageOptions::shared());
+  fill(a);
+  MPI_Barrier(rt.comm());
+  int status = 0;
+  if (rt.rank() == 0) status = run_program({TESSERA_ATTACH_PEER, a.metadata_path()});
+  MPI_Bcast(&status, 1, MPI_INT, 0, rt.comm());
+  ASSERT_EQ(status, 0) << "the C peer process failed (exit " << status << ")";
+  // The peer's writes are visible here, through the same pages.
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) ASSERT_EQ(a.at(i), 3 * test::value_of(i) + 1);
+}
+
+TEST(SharedStorage, BadNamesAndCollisionsFailOnEveryRank) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  EXPECT_THROW(DistArray<int>(rt, 10, StorageOptions::shared("../escape", dir.path())), ConfigError);
+  EXPECT_THROW(DistArray<int>(rt, 10, StorageOptions::shared("a/b", dir.path())), ConfigError);
+  EXPECT_THROW(DistArray<int>(rt, 10, StorageOptions::shared("x", dir.path() + "/missing")), Error);
+  DistArray<int> a(rt, 10, StorageOptions::shared("tessera-test-taken", dir.path()));
+  try {
+    DistArray<int> b(rt, 10, StorageOptions::shared("tessera-test-taken", dir.path()));
+    FAIL() << "a second array with the same name must be refused";
+  } catch (const Error& e) {
+    if (rt.rank() == 0) {
+      EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
+    }
+  }
+  // The failed attempt removed what it had created; the first array is intact.
+  MPI_Barrier(rt.comm());
+  int segs = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) segs += e.path().extension() == ".seg";
+  EXPECT_EQ(segs, rt.size());
+  MPI_Barrier(rt.comm());
+}
+
+// Corrupt copies of a persisted array, one defect each; attaching must name
+// the file at fault and map nothing.
+class AttachBadInput : public testing::Test {
+ protected:
+  void SetUp() override {
+    auto& rt = Runtime::current();
+    dir_ = std::make_unique<test::ScratchDir>(rt);
+    auto opts = StorageOptions::shared("tessera-test-bad", dir_->path());
+    opts.persist = true;
+    DistArray<std::uint64_t> a(rt, 64, opts);
+    fill(a);
+    MPI_Barrier(rt.comm());
+  }
+  void TearDown() override { dir_.reset(); }
+  // A fresh copy of the array in its own directory; returns the metadata path.
+  std::string copy(const std::string& tag) {
+    std::string d = dir_->path() + "/" + tag;
+    fs::create_directory(d);
+    for (const auto& e : fs::directory_iterator(dir_->path()))
+      if (e.is_regular_file()) fs::copy_file(e.path(), d + "/" + e.path().filename().string());
+    return d + "/tessera-test-bad.json";
+  }
+  std::string seg0(const std::string& meta) { return meta.substr(0, meta.size() - 5) + ".r0.seg"; }
+  nlohmann::json json_of(const std::string& meta) { return nlohmann::json::parse(read_text(meta)); }
+  std::unique_ptr<test::ScratchDir> dir_;
+};
+
+TEST_F(AttachBadInput, EachDefectGetsAClearError) {
+  if (Runtime::current().rank() != 0) return;  // attaching is a single-process affair
+  std::string msg;
+
+  msg = expect_error<SystemError>([&] { AttachedArray::open(dir_->path() + "/nope.json", Access::read_only); });
+  EXPECT_NE(msg.find("nope.json"), std::string::npos) << msg;
+
+  std::string m = copy("garbage");
+  write_text(m, "{ this is not json");
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find(m), std::string::npos) << msg;
+
+  m = copy("version");
+  auto j = json_of(m);
+  j["version"] = 99;
+  write_text(m, j.dump());
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("version 99"), std::string::npos) << msg;
+
+  m = copy("escape");
+  j = json_of(m);
+  j["segments"][0]["file"] = "../../etc/passwd";
+  write_text(m, j.dump());
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("plain file names"), std::string::npos) << msg;
+
+  m = copy("lengths");
+  j = json_of(m);
+  j["length"] = 65;
+  write_text(m, j.dump());
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("length"), std::string::npos) << msg;
+
+  m = copy("bytes");
+  j = json_of(m);
+  j["segments"][0]["bytes"] = 1;
+  write_text(m, j.dump());
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("segment 0"), std::string::npos) << msg;
+
+  m = copy("truncated");
+  if (fs::file_size(seg0(m)) > 4096) {
+    fs::resize_file(seg0(m), fs::file_size(seg0(m)) - 8);
+    msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(".r0.seg"), std::string::npos) << msg;
+  }
+
+  m = copy("missing");
+  fs::remove(seg0(m));
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+
+  m = copy("magic");
+  {
+    std::fstream f(seg0(m), std::ios::in | std::ios::out | std::ios::binary);
+    f.write("XXXXXXXX", 8);
+  }
+  msg = expect_error<FormatError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("not a Tessera segment"), std::string::npos) << msg;
+
+  m = copy("type");
+  j = json_of(m);
+  j["element"]["type"] = "float64";
+  write_text(m, j.dump());
+  msg = expect_error<MismatchError>([&] { AttachedArray::open(m, Access::read_only); });
+  EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
+
+  auto good = AttachedArray::open(copy("typed"), Access::read_only);
+  msg = expect_error<MismatchError>([&] { good.segment_span<double>(0); });
+  EXPECT_NE(msg.find("uint64"), std::string::npos) << msg;
+  EXPECT_EQ(good.segment_span<std::uint64_t>(0).size(), good.segment(0).count);
+
+  // The C ABI reports the same errors through tessera_last_error().
+  tessera_array* arr = nullptr;
+  EXPECT_EQ(tessera_attach(m.c_str(), TESSERA_READ_ONLY, &arr), -1);
+  EXPECT_EQ(arr, nullptr);
+  EXPECT_NE(std::string(tessera_last_error()).find("float64"), std::string::npos);
+}
+
+TEST(SharedStorage, RegistryListsLiveFilesAndGcKeepsThem) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  DistArray<float> a(rt, 100, StorageOptions::shared("tessera-test-live", dir.path()));
+  MPI_Barrier(rt.comm());
+  if (rt.rank() == 0) {
+    auto entries = scan_shared_dir(dir.path());
+    EXPECT_EQ(entries.size(), static_cast<std::size_t>(rt.size()) + 1);
+    for (const auto& e : entries) {
+      EXPECT_EQ(e.liveness, ProcessIdentity::Liveness::alive) << e.file;
+      EXPECT_EQ(e.array_name, "tessera-test-live");
+      EXPECT_TRUE(e.problem.empty()) << e.problem;
+    }
+    EXPECT_TRUE(collect_garbage(dir.path(), {}).empty());
+  }
+  MPI_Barrier(rt.comm());
+}

@@ -1,0 +1,59 @@
+// Helpers shared by the tests: a seeded generator and temporary directories.
+#pragma once
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::test {
+
+// SplitMix64: tiny, seedable, the same on every rank and platform.
+struct SplitMix64 {
+  std::uint64_t state;
+  explicit SplitMix64(std::uint64_t seed) : state(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
+};
+
+// The value every test stores at global index i, so any rank can check it.
+inline std::uint64_t value_of(std::uint64_t i) { return i * 2654435761ull + 17; }
+
+// A directory made by rank 0 and shared by every rank; removed at scope end.
+class ScratchDir {
+ public:
+  ScratchDir(Runtime& rt, const std::string& base = "/tmp") : rt_(rt) {
+    char path[256] = {};
+    if (rt.rank() == 0) {
+      std::string tmpl = base + "/tessera-test-XXXXXX";
+      std::snprintf(path, sizeof(path), "%s", tmpl.c_str());
+      if (!mkdtemp(path)) path[0] = '\0';
+    }
+    MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, rt.comm());
+    path_ = path;
+  }
+  ~ScratchDir() {
+    MPI_Barrier(rt_.comm());
+    if (rt_.rank() == 0 && !path_.empty()) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  Runtime& rt_;
+  std::string path_;
+};
+
+// A name no other test run uses, the same on every rank.
+inline std::string unique_name(Runtime& rt, const std::string& stem) {
+  return "tessera-test-" + stem + "-" + rt.job_id();
+}
+
+}  // namespace tessera::test
