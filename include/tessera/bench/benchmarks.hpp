@@ -1,0 +1,55 @@
+// The core benchmark suite (`tessera bench NAME`). Each verifies its own
+// result, measures its baselines in the same run, prints a table and JSON
+// lines on rank 0, and returns true when every variant verified.
+#pragma once
+#include <cstdint>
+
+#include "tessera/comm/options.hpp"
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::bench {
+
+struct CommonOptions {
+  int reps = 3;
+  AggregationOptions aggregation;
+};
+
+// STREAM copy/scale/add/triad through DistArray (Heap and Shared) against the
+// same loops in one process with OpenMP at the same thread count.
+struct StreamOptions : CommonOptions {
+  std::uint64_t elements = std::uint64_t{1} << 25;  // per array, whole job
+  int baseline_threads = 0;                         // 0: as many as ranks
+};
+bool run_stream(Runtime& rt, const StreamOptions& o);
+
+// HPCC RandomAccess: aggregated XOR updates against fine-grained MPI_Accumulate.
+struct RaOptions : CommonOptions {
+  int log_table_per_rank = 20;                      // 2^20 words per rank
+  std::uint64_t fine_updates_per_rank = 1u << 14;   // the slow baseline runs a prefix
+};
+bool run_ra(Runtime& rt, const RaOptions& o);
+
+// Bale indexgather: random global reads into a local array.
+struct GatherOptions : CommonOptions {
+  std::uint64_t table_per_rank = 100000;
+  std::uint64_t requests_per_rank = 1u << 20;
+  std::uint64_t fine_requests_per_rank = 1u << 14;
+};
+bool run_indexgather(Runtime& rt, const GatherOptions& o);
+
+// Bale histogram: random global increments.
+struct HistogramOptions : CommonOptions {
+  std::uint64_t counts_per_rank = 1000;
+  std::uint64_t updates_per_rank = 1u << 20;
+  std::uint64_t fine_updates_per_rank = 1u << 14;
+};
+bool run_histogram(Runtime& rt, const HistogramOptions& o);
+
+// The plain single-process loops STREAM compares against (OpenMP).
+struct StreamBaseline {
+  double copy, scale, add, triad;  // best seconds of each kernel
+  bool verified;
+};
+StreamBaseline stream_baseline(std::uint64_t elements, int threads, int reps);
+
+}  // namespace tessera::bench

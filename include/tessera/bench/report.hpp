@@ -1,0 +1,59 @@
+// What every benchmark shares: best-of-N timing across ranks, and a report
+// printed by rank 0 as a human table plus one JSON line per result, each with
+// its ratio to the baselines measured in the same run.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::bench {
+
+struct Timing {
+  double best = 0;    // seconds, slowest rank, fastest repetition
+  double median = 0;
+  int reps = 0;
+};
+
+// Runs prepare() (untimed) then run() `reps` times; each timed run starts
+// after a barrier and ends when the slowest rank finishes.
+Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run);
+
+struct Result {
+  std::string group;    // rows compare with baselines of the same group ("triad"), or ""
+  std::string variant;  // "aggregated", "fine-grained MPI_Get", ...
+  std::string storage;  // "heap", "shared", "shared+direct", or "-"
+  Timing timing;
+  double work = 0;      // operations or bytes, in `unit` before the rate scale
+  double rate = 0;      // work per second, scaled to unit
+  std::string unit;     // "M reads/s", "GB/s", "GUPS"
+  bool verified = false;
+  std::string check;    // what the verification found, one line
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+class Report {
+ public:
+  Report(Runtime& rt, std::string bench, nlohmann::json config);
+  // Baselines are named by a prefix of "variant storage"; every row gets its
+  // ratio to the first row of its group that each of them names.
+  void set_baselines(std::vector<std::string> variants) { baselines_ = std::move(variants); }
+  void add(Result r);
+  // Prints the table and JSON lines on rank 0; returns true if all verified.
+  bool print() const;
+
+ private:
+  const Result* find(const std::string& prefix, const std::string& group) const;
+  Runtime& rt_;
+  std::string bench_;
+  nlohmann::json config_;
+  std::vector<std::string> baselines_;
+  std::vector<Result> rows_;
+};
+
+// A note about how many ranks and cores this run has, for the header.
+std::string run_context(Runtime& rt);
+
+}  // namespace tessera::bench

@@ -1,0 +1,147 @@
+// Histogram, after Bale (the bale_classic kernel `histo`): every rank adds 1
+// to random entries of a distributed count table. Variants: aggregated
+// UpdateAggregator<add> (Heap; Shared with the same-node atomic path),
+// fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
+// Verifier: the grand total must equal the number of updates, and every rank
+// recounts its own part by regenerating every rank's index stream.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "random_indices.hpp"
+#include "tessera/array/dist_array.hpp"
+#include "tessera/bench/benchmarks.hpp"
+#include "tessera/bench/report.hpp"
+#include "tessera/comm/aggregators.hpp"
+#include "tessera/runtime/wait.hpp"
+
+namespace tessera::bench {
+
+namespace {
+constexpr std::uint64_t kSalt = 0x41;
+constexpr std::uint64_t kLookAhead = 1024;
+
+// Checks counts after each rank applied the first `per_rank` of its updates.
+std::string verify(Runtime& rt, const DistArray<std::int64_t>& counts, std::uint64_t per_rank, bool& ok) {
+  std::vector<std::int64_t> want(counts.local().size(), 0);
+  std::uint64_t lo = counts.local_begin(), hi = counts.local_end();
+  for (int r = 0; r < rt.size(); ++r)
+    for (std::uint64_t i : random_indices(r, kSalt, per_rank, counts.size()))
+      if (i >= lo && i < hi) ++want[i - lo];
+  std::int64_t sum = 0, total = 0;
+  std::uint64_t bad = 0, bad_total = 0;
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    sum += counts.local()[k];
+    bad += counts.local()[k] != want[k];
+  }
+  TESSERA_MPI(MPI_Allreduce(&sum, &total, 1, MPI_INT64_T, MPI_SUM, rt.comm()));
+  TESSERA_MPI(MPI_Allreduce(&bad, &bad_total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
+  auto expected_total = static_cast<std::int64_t>(per_rank * static_cast<std::uint64_t>(rt.size()));
+  ok = total == expected_total && bad_total == 0;
+  return "total " + std::to_string(total) + " of " + std::to_string(expected_total) + ", " +
+         std::to_string(bad_total) + " counts differ from the recount";
+}
+
+void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
+                      const AggregationOptions& agg) {
+  UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
+  for (std::uint64_t i : idx) up.update(i, 1);
+  up.flush();
+}
+
+void histo_fine(DistArray<std::int64_t>& counts, MPI_Win win, const std::vector<std::uint64_t>& idx, std::size_t n) {
+  const std::int64_t one = 1;
+  TESSERA_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+  for (std::size_t k = 0; k < n; ++k) {
+    int owner = counts.owner(idx[k]);
+    auto disp = static_cast<MPI_Aint>(counts.distribution().local_offset(idx[k], owner));
+    TESSERA_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, owner, disp, 1, MPI_INT64_T, MPI_SUM, win));
+    if ((k + 1) % kLookAhead == 0) TESSERA_MPI(MPI_Win_flush_all(win));
+  }
+  TESSERA_MPI(MPI_Win_unlock_all(win));
+  barrier(counts.runtime().comm());
+}
+
+void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
+  MPI_Comm comm = counts.runtime().comm();
+  auto P = static_cast<std::size_t>(counts.runtime().size());
+  std::vector<int> send_counts(P, 0), recv_counts(P), send_displs(P), recv_displs(P);
+  for (std::uint64_t i : idx) ++send_counts[static_cast<std::size_t>(counts.owner(i))];
+  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
+  std::vector<std::uint64_t> out(idx.size());
+  std::vector<int> fill = send_displs;
+  for (std::uint64_t i : idx) {
+    int o = counts.owner(i);
+    out[static_cast<std::size_t>(fill[static_cast<std::size_t>(o)]++)] = counts.distribution().local_offset(i, o);
+  }
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
+  wait(req);
+  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
+  std::vector<std::uint64_t> in(static_cast<std::size_t>(recv_displs.back() + recv_counts.back()));
+  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, in.data(),
+                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
+  wait(req);
+  std::int64_t* local = counts.local().data();
+  for (std::uint64_t off : in) ++local[off];
+}
+}  // namespace
+
+bool run_histogram(Runtime& rt, const HistogramOptions& o) {
+  std::uint64_t table = o.counts_per_rank * static_cast<std::uint64_t>(rt.size());
+  auto idx = random_indices(rt.rank(), kSalt, o.updates_per_rank, table);
+  std::size_t fine = static_cast<std::size_t>(std::min(o.fine_updates_per_rank, o.updates_per_rank));
+  AggregationOptions agg = o.aggregation.resolved();
+  nlohmann::json config{{"counts_per_rank", o.counts_per_rank},
+                        {"updates_per_rank", o.updates_per_rank},
+                        {"fine_updates_per_rank", fine},
+                        {"reps", o.reps},
+                        {"aggregation", agg.describe(rt.size())}};
+  if (rt.rank() == 0)
+    std::printf("histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
+                static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.updates_per_rank),
+                agg.describe(rt.size()).c_str());
+  Report report(rt, "histogram", config);
+  report.set_baselines({"fine-grained", "alltoallv"});
+
+  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,
+                     DistArray<std::int64_t>& counts) {
+    Result r;
+    r.variant = variant;
+    r.storage = storage;
+    r.timing = timing;
+    r.work = static_cast<double>(per_rank) * rt.size();
+    r.rate = r.work / timing.best / 1e6;
+    r.unit = "M upd/s";
+    r.check = verify(rt, counts, per_rank, r.verified);
+    report.add(r);
+  };
+  auto zero = [](DistArray<std::int64_t>& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
+
+  DistArray<std::int64_t> heap(rt, table);
+  {
+    MPI_Win win;
+    TESSERA_MPI(MPI_Win_create(heap.local().data(), static_cast<MPI_Aint>(heap.local().size_bytes()),
+                               sizeof(std::int64_t), MPI_INFO_NULL, rt.comm(), &win));
+    Timing timing = time_reps(rt, 1, zero(heap), [&] { histo_fine(heap, win, idx, fine); });
+    TESSERA_MPI(MPI_Win_free(&win));
+    add_row("fine-grained MPI_Accumulate", "heap", timing, fine, heap);
+  }
+  add_row("alltoallv", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_alltoallv(heap, idx); }), idx.size(), heap);
+  {
+    AggregationOptions a = agg;
+    a.same_node_direct = 0;
+    add_row("aggregated", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_aggregated(heap, idx, a); }),
+            idx.size(), heap);
+  }
+  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
+  for (int direct : {0, 1}) {
+    AggregationOptions a = agg;
+    a.same_node_direct = direct;
+    add_row("aggregated", direct ? "shared+direct" : "shared",
+            time_reps(rt, o.reps, zero(shared), [&] { histo_aggregated(shared, idx, a); }), idx.size(), shared);
+  }
+  return report.print();
+}
+
+}  // namespace tessera::bench

@@ -1,0 +1,159 @@
+// Indexgather, after Bale (Maley and DeVinney, "Conveyors for Streaming
+// Many-To-Many Communication", IA3 2019; the bale_classic kernel `ig`): every
+// rank holds a table part and reads random global entries into a local array.
+// Variants: aggregated SrcAggregator (Heap; Shared with and without the
+// same-node path), fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
+// Verifier: table[i] = value_of(i) is a closed form, so every fetched value
+// is checked against the index it was read from.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "random_indices.hpp"
+#include "tessera/array/dist_array.hpp"
+#include "tessera/bench/benchmarks.hpp"
+#include "tessera/bench/report.hpp"
+#include "tessera/comm/aggregators.hpp"
+#include "tessera/runtime/wait.hpp"
+
+namespace tessera::bench {
+
+namespace {
+inline std::uint64_t table_value(std::uint64_t i) { return i * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995ull; }
+constexpr std::uint64_t kUnset = ~std::uint64_t{0};
+
+void fill_table(DistArray<std::uint64_t>& t) {
+  for (std::uint64_t i = t.local_begin(); i < t.local_end(); ++i) t.at(i) = table_value(i);
+}
+
+std::uint64_t count_wrong(Runtime& rt, const std::vector<std::uint64_t>& idx, const std::vector<std::uint64_t>& tgt,
+                          std::size_t n) {
+  std::uint64_t bad = 0, total = 0;
+  for (std::size_t k = 0; k < n; ++k) bad += tgt[k] != table_value(idx[k]);
+  TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
+  return total;
+}
+
+void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
+                       std::vector<std::uint64_t>& tgt, const AggregationOptions& agg) {
+  SrcAggregator<std::uint64_t> src(t, agg);
+  for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
+  src.flush();
+}
+
+void gather_fine(const DistArray<std::uint64_t>& t, MPI_Win win, const std::vector<std::uint64_t>& idx,
+                 std::vector<std::uint64_t>& tgt, std::size_t n) {
+  TESSERA_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+  for (std::size_t k = 0; k < n; ++k) {
+    int owner = t.owner(idx[k]);
+    auto disp = static_cast<MPI_Aint>(t.distribution().local_offset(idx[k], owner));
+    TESSERA_MPI(MPI_Get(&tgt[k], 1, MPI_UINT64_T, owner, disp, 1, MPI_UINT64_T, win));
+    TESSERA_MPI(MPI_Win_flush(owner, win));  // a read is complete before the next, as shmem_g
+  }
+  TESSERA_MPI(MPI_Win_unlock_all(win));
+}
+
+// Bulk: bucket requests by owner, exchange, look up, exchange back, scatter.
+void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
+                      std::vector<std::uint64_t>& tgt) {
+  MPI_Comm comm = t.runtime().comm();
+  int P = t.runtime().size();
+  std::vector<int> send_counts(static_cast<std::size_t>(P), 0), recv_counts(send_counts.size());
+  std::vector<int> owners(idx.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) ++send_counts[static_cast<std::size_t>(owners[k] = t.owner(idx[k]))];
+  std::vector<int> send_displs(send_counts.size()), recv_displs(send_counts.size());
+  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
+  std::vector<std::uint64_t> out(idx.size()), back(idx.size());
+  std::vector<std::size_t> slot(idx.size());
+  {
+    std::vector<int> fill = send_displs;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto o = static_cast<std::size_t>(owners[k]);
+      slot[k] = static_cast<std::size_t>(fill[o]++);
+      out[slot[k]] = t.distribution().local_offset(idx[k], owners[k]);
+    }
+  }
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
+  wait(req);
+  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
+  std::size_t incoming = static_cast<std::size_t>(recv_displs.back() + recv_counts.back());
+  std::vector<std::uint64_t> asked(incoming), answer(incoming);
+  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, asked.data(),
+                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
+  wait(req);
+  const std::uint64_t* local = t.local().data();
+  for (std::size_t k = 0; k < incoming; ++k) answer[k] = local[asked[k]];
+  TESSERA_MPI(MPI_Ialltoallv(answer.data(), recv_counts.data(), recv_displs.data(), MPI_UINT64_T, back.data(),
+                             send_counts.data(), send_displs.data(), MPI_UINT64_T, comm, &req));
+  wait(req);
+  for (std::size_t k = 0; k < idx.size(); ++k) tgt[k] = back[slot[k]];
+}
+}  // namespace
+
+bool run_indexgather(Runtime& rt, const GatherOptions& o) {
+  std::uint64_t table = o.table_per_rank * static_cast<std::uint64_t>(rt.size());
+  auto idx = random_indices(rt.rank(), 0x16, o.requests_per_rank, table);
+  std::vector<std::uint64_t> tgt(idx.size());
+  std::size_t fine = static_cast<std::size_t>(std::min(o.fine_requests_per_rank, o.requests_per_rank));
+  AggregationOptions agg = o.aggregation.resolved();
+  nlohmann::json config{{"table_per_rank", o.table_per_rank},
+                        {"requests_per_rank", o.requests_per_rank},
+                        {"fine_requests_per_rank", fine},
+                        {"reps", o.reps},
+                        {"aggregation", agg.describe(rt.size())}};
+  if (rt.rank() == 0)
+    std::printf("indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
+                static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.requests_per_rank),
+                agg.describe(rt.size()).c_str());
+  Report report(rt, "indexgather", config);
+  report.set_baselines({"fine-grained", "alltoallv"});
+
+  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t reads,
+                     std::uint64_t wrong, const nlohmann::json& extra = nlohmann::json::object()) {
+    Result r;
+    r.variant = variant;
+    r.storage = storage;
+    r.timing = timing;
+    r.work = static_cast<double>(reads) * rt.size();
+    r.rate = r.work / timing.best / 1e6;
+    r.unit = "M reads/s";
+    r.verified = wrong == 0;
+    r.check = std::to_string(wrong) + " wrong values";
+    r.extra = extra;
+    report.add(r);
+  };
+  auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
+
+  DistArray<std::uint64_t> heap(rt, table);
+  fill_table(heap);
+  {
+    MPI_Win win;
+    TESSERA_MPI(MPI_Win_create(heap.local().data(), static_cast<MPI_Aint>(heap.local().size_bytes()),
+                               sizeof(std::uint64_t), MPI_INFO_NULL, rt.comm(), &win));
+    Timing timing = time_reps(rt, 1, reset, [&] { gather_fine(heap, win, idx, tgt, fine); });
+    TESSERA_MPI(MPI_Win_free(&win));
+    add_row("fine-grained MPI_Get", "heap", timing, fine, count_wrong(rt, idx, tgt, fine));
+  }
+  {
+    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_alltoallv(heap, idx, tgt); });
+    add_row("alltoallv", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
+  }
+  {
+    AggregationOptions a = agg;
+    a.same_node_direct = 0;
+    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(heap, idx, tgt, a); });
+    add_row("aggregated", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
+  }
+  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
+  fill_table(shared);
+  for (int direct : {0, 1}) {
+    AggregationOptions a = agg;
+    a.same_node_direct = direct;
+    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(shared, idx, tgt, a); });
+    add_row("aggregated", direct ? "shared+direct" : "shared", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
+  }
+  return report.print();
+}
+
+}  // namespace tessera::bench

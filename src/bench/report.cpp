@@ -1,0 +1,76 @@
+#include "tessera/bench/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tessera/runtime/wait.hpp"
+
+namespace tessera::bench {
+
+Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, reps); ++r) {
+    if (prepare) prepare();
+    barrier(rt.comm());
+    double t0 = MPI_Wtime();
+    run();
+    double mine = MPI_Wtime() - t0, slowest = 0;
+    TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
+    times.push_back(slowest);
+  }
+  std::sort(times.begin(), times.end());
+  return {times.front(), times[times.size() / 2], static_cast<int>(times.size())};
+}
+
+Report::Report(Runtime& rt, std::string bench, nlohmann::json config)
+    : rt_(rt), bench_(std::move(bench)), config_(std::move(config)) {}
+
+void Report::add(Result r) { rows_.push_back(std::move(r)); }
+
+const Result* Report::find(const std::string& prefix, const std::string& group) const {
+  for (const auto& r : rows_)
+    if (r.group == group && (r.variant + " " + r.storage).rfind(prefix, 0) == 0) return &r;
+  return nullptr;
+}
+
+std::string run_context(Runtime& rt) {
+  const auto& t = rt.topology();
+  return std::to_string(rt.size()) + " ranks on " + std::to_string(rt.node().count) + " node(s), " +
+         std::to_string(t.cores) + " cores per node" + (rt.node().size > t.cores ? " (oversubscribed)" : "");
+}
+
+bool Report::print() const {
+  bool ok = std::all_of(rows_.begin(), rows_.end(), [](const Result& r) { return r.verified; });
+  if (rt_.rank() != 0) return ok;
+  std::printf("\n== %s == %s\n", bench_.c_str(), run_context(rt_).c_str());
+  std::printf("%-8s %-30s %-14s %10s %12s %-10s", "", "variant", "storage", "best s", "rate", "unit");
+  for (const auto& b : baselines_) std::printf(" %14s", ("x " + b.substr(0, 12)).c_str());
+  std::printf("  verified\n");
+  for (const auto& r : rows_) {
+    std::printf("%-8s %-30s %-14s %10.4f %12.4g %-10s", r.group.c_str(), r.variant.c_str(), r.storage.c_str(), r.timing.best, r.rate,
+                r.unit.c_str());
+    for (const auto& b : baselines_) {
+      const Result* base = find(b, r.group);
+      if (base && base->rate > 0)
+        std::printf(" %14.2f", r.rate / base->rate);
+      else
+        std::printf(" %14s", "-");
+    }
+    std::printf("  %s\n", r.verified ? "yes" : ("NO: " + r.check).c_str());
+  }
+  for (const auto& r : rows_) {
+    nlohmann::json ratios = nlohmann::json::object();
+    for (const auto& b : baselines_)
+      if (const Result* base = find(b, r.group); base && base->rate > 0) ratios[b] = r.rate / base->rate;
+    nlohmann::json j{{"bench", bench_},          {"group", r.group}, {"variant", r.variant},         {"storage", r.storage},
+                     {"ranks", rt_.size()},      {"seconds", r.timing.best},     {"median_seconds", r.timing.median},
+                     {"reps", r.timing.reps},    {"work", r.work},               {"rate", r.rate},
+                     {"unit", r.unit},           {"verified", r.verified},       {"check", r.check},
+                     {"ratios", ratios},         {"config", config_},            {"extra", r.extra}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  std::fflush(stdout);
+  return ok;
+}
+
+}  // namespace tessera::bench

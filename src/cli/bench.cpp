@@ -1,0 +1,84 @@
+// tessera bench stream|ra|indexgather|histogram|all
+#include <cstdio>
+
+#include "commands.hpp"
+#include "tessera/bench/benchmarks.hpp"
+#include "tessera/comm/options.hpp"
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::cli {
+
+namespace {
+struct BenchOptions {
+  bench::StreamOptions stream;
+  bench::RaOptions ra;
+  bench::GatherOptions gather;
+  bench::HistogramOptions histo;
+  int reps = 0;
+  std::string buffer;  // "64K"
+  int in_flight = 0;
+  bool demo = false;
+};
+
+void apply_common(const BenchOptions& o, bench::CommonOptions& c) {
+  if (o.reps > 0) c.reps = o.reps;
+  if (!o.buffer.empty()) c.aggregation.buffer_bytes = parse_byte_size(o.buffer, "--buffer-bytes");
+  if (o.in_flight > 0) c.aggregation.max_in_flight = o.in_flight;
+}
+
+int run(BenchOptions o, const std::string& which) {
+  Runtime rt;
+  apply_common(o, o.stream);
+  apply_common(o, o.ra);
+  apply_common(o, o.gather);
+  apply_common(o, o.histo);
+  if (o.demo) {  // the suite in about a minute on a 2-core machine
+    o.stream.elements = std::min<std::uint64_t>(o.stream.elements, 1u << 24);
+    o.ra.log_table_per_rank = std::min(o.ra.log_table_per_rank, 18);
+    o.gather.requests_per_rank = std::min<std::uint64_t>(o.gather.requests_per_rank, 1u << 19);
+    o.histo.updates_per_rank = std::min<std::uint64_t>(o.histo.updates_per_rank, 1u << 19);
+  }
+  bool ok = true;
+  if (which == "stream" || which == "all") ok = bench::run_stream(rt, o.stream) && ok;
+  if (which == "ra" || which == "all") ok = bench::run_ra(rt, o.ra) && ok;
+  if (which == "indexgather" || which == "all") ok = bench::run_indexgather(rt, o.gather) && ok;
+  if (which == "histogram" || which == "all") ok = bench::run_histogram(rt, o.histo) && ok;
+  if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
+  return ok ? 0 : 2;
+}
+}  // namespace
+
+void add_bench(CLI::App& app, Action& selected) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* bench = app.add_subcommand("bench", "Run a benchmark (verified, with baselines measured in the same run)");
+  bench->require_subcommand(1);
+  bench->add_option("--reps", o->reps, "Timed repetitions (best is reported)")->check(CLI::Range(1, 1000));
+  bench->add_option("--buffer-bytes", o->buffer, "Aggregation buffer per destination, e.g. 64K");
+  bench->add_option("--in-flight", o->in_flight, "Aggregation batches in flight per destination")
+      ->check(CLI::Range(1, 64));
+  bench->fallthrough();
+
+  auto* s = bench->add_subcommand("stream", "STREAM copy/scale/add/triad: DistArray vs plain OpenMP loops");
+  s->add_option("--elements", o->stream.elements, "Elements per array (whole job)")->check(CLI::PositiveNumber);
+  s->add_option("--threads", o->stream.baseline_threads, "Baseline OpenMP threads (default: ranks)");
+  auto* r = bench->add_subcommand("ra", "HPCC RandomAccess: aggregated vs fine-grained MPI_Accumulate");
+  r->add_option("--log-table", o->ra.log_table_per_rank, "log2 of table words per rank")->check(CLI::Range(4, 34));
+  r->add_option("--fine-updates", o->ra.fine_updates_per_rank, "Updates per rank for the fine-grained baseline");
+  auto* g = bench->add_subcommand("indexgather", "Bale indexgather: aggregated vs MPI_Get vs alltoallv");
+  g->add_option("--table", o->gather.table_per_rank, "Table entries per rank")->check(CLI::PositiveNumber);
+  g->add_option("--requests", o->gather.requests_per_rank, "Reads per rank")->check(CLI::PositiveNumber);
+  g->add_option("--fine-requests", o->gather.fine_requests_per_rank, "Reads per rank for the MPI_Get baseline");
+  auto* h = bench->add_subcommand("histogram", "Bale histogram: aggregated vs MPI_Accumulate vs alltoallv");
+  h->add_option("--counts", o->histo.counts_per_rank, "Counts per rank")->check(CLI::PositiveNumber);
+  h->add_option("--updates", o->histo.updates_per_rank, "Updates per rank")->check(CLI::PositiveNumber);
+  h->add_option("--fine-updates", o->histo.fine_updates_per_rank, "Updates per rank for the MPI_Accumulate baseline");
+  auto* a = bench->add_subcommand("all", "All four benchmarks");
+  a->add_flag("--demo", o->demo, "Sizes that finish in about a minute (make demo)");
+
+  for (auto* sub : {s, r, g, h, a}) {
+    std::string name = sub->get_name();
+    sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
+  }
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,15 @@
+// The subcommands of the `tessera` program. Each registers itself on the
+// CLI11 app and, when chosen on the command line, sets `selected` to its work.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace tessera::cli {
+
+using Action = std::function<int()>;  // returns the exit code
+
+void add_info(CLI::App& app, Action& selected);
+void add_shm(CLI::App& app, Action& selected);
+void add_bench(CLI::App& app, Action& selected);
+
+}  // namespace tessera::cli

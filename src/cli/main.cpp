@@ -1,0 +1,59 @@
+// tessera: the command-line program.
+//   tessera info                    what this job runs on
+//   tessera shm list|gc             shared-memory segments and their owners
+//   tessera bench NAME              the benchmark suite
+// -n K starts the job under mpirun with K ranks when not already under MPI.
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/launch.hpp"
+
+namespace {
+// The arguments without "-n K" / "--ranks K" / "-nK" / "--ranks=K".
+std::vector<std::string> without_rank_option(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-n" || a == "--ranks") {
+      ++i;
+      continue;
+    }
+    if ((a.rfind("-n", 0) == 0 && a.size() > 2 && std::isdigit(static_cast<unsigned char>(a[2]))) ||
+        a.rfind("--ranks=", 0) == 0)
+      continue;
+    out.push_back(a);
+  }
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: distributed graph and array analytics on MPI, zero-copy and aggregated", "tessera"};
+  app.require_subcommand(1);
+  app.fallthrough();  // -n may follow the subcommand: `tessera bench all -n 4`
+  int ranks = 0;
+  app.add_option("-n,--ranks", ranks, "Launch K ranks with mpirun (when not already under MPI)")
+      ->check(CLI::Range(1, 4096));
+  tessera::cli::Action selected;
+  tessera::cli::add_info(app, selected);
+  tessera::cli::add_shm(app, selected);
+  tessera::cli::add_bench(app, selected);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (ranks > 0 && !tessera::launched_by_mpi())
+      tessera::relaunch_under_mpirun(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
+                                     without_rank_option(argc, argv));
+    return selected ? selected() : 1;
+  } catch (const std::exception& e) {
+    tessera::abort_job(e, 1);
+  }
+}
