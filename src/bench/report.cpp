@@ -7,16 +7,23 @@
 
 namespace tessera::bench {
 
+double time_once(Runtime& rt, const std::function<void()>& run) {
+  // Barrier to barrier: with fewer cores than ranks, ranks may not run at the
+  // same time, and only the wall time of the whole step is honest.
+  barrier(rt.comm());
+  double t0 = MPI_Wtime();
+  run();
+  barrier(rt.comm());
+  double mine = MPI_Wtime() - t0, slowest = 0;
+  TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
+  return slowest;
+}
+
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
   std::vector<double> times;
   for (int r = 0; r < std::max(1, reps); ++r) {
     if (prepare) prepare();
-    barrier(rt.comm());
-    double t0 = MPI_Wtime();
-    run();
-    double mine = MPI_Wtime() - t0, slowest = 0;
-    TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
-    times.push_back(slowest);
+    times.push_back(time_once(rt, run));
   }
   std::sort(times.begin(), times.end());
   return {times.front(), times[times.size() / 2], static_cast<int>(times.size())};

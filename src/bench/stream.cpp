@@ -29,17 +29,15 @@ std::array<double, 4> run_distarray(Runtime& rt, std::uint64_t n, const StorageO
   std::array<double, 4> best{1e30, 1e30, 1e30, 1e30};
   for (int r = 0; r < reps; ++r) {
     for (int k = 0; k < 4; ++k) {
-      barrier(rt.comm());
-      double t0 = MPI_Wtime();
-      switch (k) {
-        case 0: stream::copy(c, a, m); break;
-        case 1: stream::scale(b, c, m); break;
-        case 2: stream::add(c, a, b, m); break;
-        default: stream::triad(a, b, c, m); break;
-      }
-      double mine = MPI_Wtime() - t0, slowest = 0;
-      TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
-      best[static_cast<std::size_t>(k)] = std::min(best[static_cast<std::size_t>(k)], slowest);
+      double t = time_once(rt, [&] {
+        switch (k) {
+          case 0: stream::copy(c, a, m); break;
+          case 1: stream::scale(b, c, m); break;
+          case 2: stream::add(c, a, b, m); break;
+          default: stream::triad(a, b, c, m); break;
+        }
+      });
+      best[static_cast<std::size_t>(k)] = std::min(best[static_cast<std::size_t>(k)], t);
     }
   }
   stream::Expected want(reps);

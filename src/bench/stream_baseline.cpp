@@ -1,6 +1,8 @@
 // The baseline of `tessera bench stream`: STREAM's loops in one process,
 // parallelised with OpenMP, arrays first-touched by the threads that use them.
 #include <omp.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -11,7 +13,30 @@
 
 namespace tessera::bench {
 
+namespace {
+// The launcher may have bound this rank to one core; the baseline's threads
+// must be free to use the node's cores, as a plain OpenMP program would be.
+class WholeNodeAffinity {
+ public:
+  WholeNodeAffinity() {
+    have_ = sched_getaffinity(0, sizeof(saved_), &saved_) == 0;
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &all);
+    sched_setaffinity(0, sizeof(all), &all);
+  }
+  ~WholeNodeAffinity() {
+    if (have_) sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+
+ private:
+  cpu_set_t saved_;
+  bool have_ = false;
+};
+}  // namespace
+
 StreamBaseline stream_baseline(std::uint64_t elements, int threads, int reps) {
+  WholeNodeAffinity affinity;
   auto n = static_cast<std::size_t>(elements);
   Mapping ma = Mapping::anonymous(n * sizeof(double)), mb = Mapping::anonymous(n * sizeof(double)),
           mc = Mapping::anonymous(n * sizeof(double));

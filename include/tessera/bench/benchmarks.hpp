@@ -10,7 +10,7 @@
 namespace tessera::bench {
 
 struct CommonOptions {
-  int reps = 3;
+  int reps = 7;  // best of; oversubscribed ranks are noisy, so not fewer
   AggregationOptions aggregation;
 };
 

@@ -17,6 +17,9 @@ struct Timing {
   int reps = 0;
 };
 
+// Wall time of run() from a barrier before to a barrier after (slowest rank).
+double time_once(Runtime& rt, const std::function<void()>& run);
+
 // Runs prepare() (untimed) then run() `reps` times; each timed run starts
 // after a barrier and ends when the slowest rank finishes.
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run);
