@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "random_indices.hpp"
+#include "rma_table.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
@@ -22,7 +23,8 @@ constexpr std::uint64_t kSalt = 0x41;
 constexpr std::uint64_t kLookAhead = 1024;
 
 // Checks counts after each rank applied the first `per_rank` of its updates.
-std::string verify(Runtime& rt, const DistArray<std::int64_t>& counts, std::uint64_t per_rank, bool& ok) {
+template <class Table>
+std::string verify(Runtime& rt, const Table& counts, std::uint64_t per_rank, bool& ok) {
   std::vector<std::int64_t> want(counts.local().size(), 0);
   std::uint64_t lo = counts.local_begin(), hi = counts.local_end();
   for (int r = 0; r < rt.size(); ++r)
@@ -49,17 +51,19 @@ void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::ui
   up.flush();
 }
 
-void histo_fine(DistArray<std::int64_t>& counts, MPI_Win win, const std::vector<std::uint64_t>& idx, std::size_t n) {
+void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
+                std::size_t n) {
+  MPI_Win win = counts.window();
   const std::int64_t one = 1;
   TESSERA_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
   for (std::size_t k = 0; k < n; ++k) {
     int owner = counts.owner(idx[k]);
-    auto disp = static_cast<MPI_Aint>(counts.distribution().local_offset(idx[k], owner));
-    TESSERA_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, owner, disp, 1, MPI_INT64_T, MPI_SUM, win));
+    TESSERA_MPI(
+        MPI_Accumulate(&one, 1, MPI_INT64_T, owner, counts.displacement(idx[k], owner), 1, MPI_INT64_T, MPI_SUM, win));
     if ((k + 1) % kLookAhead == 0) TESSERA_MPI(MPI_Win_flush_all(win));
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
-  barrier(counts.runtime().comm());
+  barrier(rt.comm());
 }
 
 void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
@@ -105,7 +109,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   report.set_baselines({"fine-grained", "alltoallv"});
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,
-                     DistArray<std::int64_t>& counts) {
+                     const auto& counts) {
     Result r;
     r.variant = variant;
     r.storage = storage;
@@ -116,16 +120,13 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
     r.check = verify(rt, counts, per_rank, r.verified);
     report.add(r);
   };
-  auto zero = [](DistArray<std::int64_t>& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
+  auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
 
   DistArray<std::int64_t> heap(rt, table);
   {
-    MPI_Win win;
-    TESSERA_MPI(MPI_Win_create(heap.local().data(), static_cast<MPI_Aint>(heap.local().size_bytes()),
-                               sizeof(std::int64_t), MPI_INFO_NULL, rt.comm(), &win));
-    Timing timing = time_reps(rt, 1, zero(heap), [&] { histo_fine(heap, win, idx, fine); });
-    TESSERA_MPI(MPI_Win_free(&win));
-    add_row("fine-grained MPI_Accumulate", "heap", timing, fine, heap);
+    RmaTable<std::int64_t> rma(rt, heap.distribution());
+    Timing timing = time_reps(rt, 1, zero(rma), [&] { histo_fine(rt, rma, idx, fine); });
+    add_row("fine-grained MPI_Accumulate", "MPI window", timing, fine, rma);
   }
   add_row("alltoallv", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_alltoallv(heap, idx); }), idx.size(), heap);
   {

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "random_indices.hpp"
+#include "rma_table.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
@@ -22,8 +23,9 @@ namespace {
 inline std::uint64_t table_value(std::uint64_t i) { return i * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995ull; }
 constexpr std::uint64_t kUnset = ~std::uint64_t{0};
 
-void fill_table(DistArray<std::uint64_t>& t) {
-  for (std::uint64_t i = t.local_begin(); i < t.local_end(); ++i) t.at(i) = table_value(i);
+template <class Table>
+void fill_table(Table& t) {
+  for (std::uint64_t i = t.local_begin(); i < t.local_end(); ++i) t.local()[i - t.local_begin()] = table_value(i);
 }
 
 std::uint64_t count_wrong(Runtime& rt, const std::vector<std::uint64_t>& idx, const std::vector<std::uint64_t>& tgt,
@@ -41,13 +43,13 @@ void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std:
   src.flush();
 }
 
-void gather_fine(const DistArray<std::uint64_t>& t, MPI_Win win, const std::vector<std::uint64_t>& idx,
+void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
                  std::vector<std::uint64_t>& tgt, std::size_t n) {
+  MPI_Win win = t.window();
   TESSERA_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
   for (std::size_t k = 0; k < n; ++k) {
     int owner = t.owner(idx[k]);
-    auto disp = static_cast<MPI_Aint>(t.distribution().local_offset(idx[k], owner));
-    TESSERA_MPI(MPI_Get(&tgt[k], 1, MPI_UINT64_T, owner, disp, 1, MPI_UINT64_T, win));
+    TESSERA_MPI(MPI_Get(&tgt[k], 1, MPI_UINT64_T, owner, t.displacement(idx[k], owner), 1, MPI_UINT64_T, win));
     TESSERA_MPI(MPI_Win_flush(owner, win));  // a read is complete before the next, as shmem_g
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
@@ -128,12 +130,10 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   DistArray<std::uint64_t> heap(rt, table);
   fill_table(heap);
   {
-    MPI_Win win;
-    TESSERA_MPI(MPI_Win_create(heap.local().data(), static_cast<MPI_Aint>(heap.local().size_bytes()),
-                               sizeof(std::uint64_t), MPI_INFO_NULL, rt.comm(), &win));
-    Timing timing = time_reps(rt, 1, reset, [&] { gather_fine(heap, win, idx, tgt, fine); });
-    TESSERA_MPI(MPI_Win_free(&win));
-    add_row("fine-grained MPI_Get", "heap", timing, fine, count_wrong(rt, idx, tgt, fine));
+    RmaTable<std::uint64_t> rma(rt, heap.distribution());
+    fill_table(rma);
+    Timing timing = time_reps(rt, 1, reset, [&] { gather_fine(rma, idx, tgt, fine); });
+    add_row("fine-grained MPI_Get", "MPI window", timing, fine, count_wrong(rt, idx, tgt, fine));
   }
   {
     Timing timing = time_reps(rt, o.reps, reset, [&] { gather_alltoallv(heap, idx, tgt); });

@@ -14,6 +14,7 @@
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "rma_table.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -58,8 +59,8 @@ struct Setup {
 
 // The table each rank must hold after every rank applied its first `count`
 // updates: regenerated independently of any communication.
-std::vector<std::uint64_t> expected_part(const Setup& s, const DistArray<std::uint64_t>& t, int ranks,
-                                         std::uint64_t count) {
+template <class Table>
+std::vector<std::uint64_t> expected_part(const Setup& s, const Table& t, int ranks, std::uint64_t count) {
   std::vector<std::uint64_t> want(t.local().size());
   std::uint64_t lo = t.local_begin(), hi = t.local_end();
   for (std::uint64_t i = lo; i < hi; ++i) want[i - lo] = i;
@@ -74,14 +75,16 @@ std::vector<std::uint64_t> expected_part(const Setup& s, const DistArray<std::ui
   return want;
 }
 
-std::uint64_t count_errors(Runtime& rt, const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& want) {
+template <class Table>
+std::uint64_t count_errors(Runtime& rt, const Table& t, const std::vector<std::uint64_t>& want) {
   std::uint64_t bad = 0, total = 0;
   for (std::size_t k = 0; k < want.size(); ++k) bad += t.local()[k] != want[k];
   TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
   return total;
 }
 
-void reset(DistArray<std::uint64_t>& t) {
+template <class Table>
+void reset(Table& t) {
   std::uint64_t lo = t.local_begin();
   for (std::size_t k = 0; k < t.local().size(); ++k) t.local()[k] = lo + k;
 }
@@ -100,7 +103,9 @@ void run_aggregated(const Setup& s, DistArray<std::uint64_t>& t, const Aggregati
 
 // Fine-grained RMA: one MPI_Accumulate(BXOR) per update, completed every
 // look-ahead updates.
-void run_rma(const Setup& s, DistArray<std::uint64_t>& t, MPI_Win win, int rank, std::uint64_t count) {
+void run_rma(const Setup& s, const RmaTable<std::uint64_t>& t, Runtime& rt, std::uint64_t count) {
+  MPI_Win win = t.window();
+  int rank = rt.rank();
   std::uint64_t ran = hpcc_start(s.updates_per_rank * static_cast<std::uint64_t>(rank));
   const std::uint64_t mask = s.table - 1;
   TESSERA_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
@@ -108,12 +113,11 @@ void run_rma(const Setup& s, DistArray<std::uint64_t>& t, MPI_Win win, int rank,
     ran = next_random(ran);
     std::uint64_t i = ran & mask;
     int owner = t.owner(i);
-    auto disp = static_cast<MPI_Aint>(t.distribution().local_offset(i, owner));
-    TESSERA_MPI(MPI_Accumulate(&ran, 1, MPI_UINT64_T, owner, disp, 1, MPI_UINT64_T, MPI_BXOR, win));
+    TESSERA_MPI(MPI_Accumulate(&ran, 1, MPI_UINT64_T, owner, t.displacement(i, owner), 1, MPI_UINT64_T, MPI_BXOR, win));
     if ((k + 1) % kLookAhead == 0) TESSERA_MPI(MPI_Win_flush_all(win));
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
-  barrier(t.runtime().comm());
+  barrier(rt.comm());
 }
 }  // namespace
 
@@ -162,13 +166,9 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
 
   // Fine-grained baseline on a prefix of each rank's stream.
   {
-    DistArray<std::uint64_t> t(rt, s.table);
-    MPI_Win win;
-    TESSERA_MPI(MPI_Win_create(t.local().data(), static_cast<MPI_Aint>(t.local().size_bytes()), sizeof(std::uint64_t),
-                               MPI_INFO_NULL, rt.comm(), &win));
-    Timing timing = time_reps(rt, 1, [&] { reset(t); }, [&] { run_rma(s, t, win, rt.rank(), fine); });
-    TESSERA_MPI(MPI_Win_free(&win));
-    add_row("fine-grained MPI_Accumulate", "heap", timing, fine, count_errors(rt, t, expected_part(s, t, rt.size(), fine)));
+    RmaTable<std::uint64_t> t(rt, Distribution::block(s.table, rt.size()));
+    Timing timing = time_reps(rt, 1, [&] { reset(t); }, [&] { run_rma(s, t, rt, fine); });
+    add_row("fine-grained MPI_Accumulate", "MPI window", timing, fine, count_errors(rt, t, expected_part(s, t, rt.size(), fine)));
   }
   for (bool shared : {false, true}) {
     DistArray<std::uint64_t> t(rt, s.table, shared ? StorageOptions::shared() : StorageOptions::heap());

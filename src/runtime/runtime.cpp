@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 
 #include "tessera/runtime/exit_cleanup.hpp"
 
@@ -100,9 +101,12 @@ void Runtime::setup() {
 }
 
 Runtime::~Runtime() {
+  g_current = nullptr;
+  // Unwinding after an error: leave MPI running so abort_job can stop every
+  // rank with MPI_Abort (finalizing here would hang or hide the other ranks).
+  if (std::uncaught_exceptions() > 0) return;
   if (node_.comm != MPI_COMM_NULL) MPI_Comm_free(&node_.comm);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  g_current = nullptr;
   if (owns_mpi_) {
     int finalized = 0;
     MPI_Finalized(&finalized);

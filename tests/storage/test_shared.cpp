@@ -149,8 +149,9 @@ TEST(SharedStorage, CoLocatedRanksMapEachOthersSegments) {
 }
 
 TEST(SharedStorage, SeparateProcessAttachesVerifiesAndWritesBack) {
+  // 64 MiB + a ragged tail: big enough for the peer's zero-copy memory check.
   auto& rt = Runtime::current();
-  DistArray<std::uint64_t> a(rt, 5003, StorageOptions::shared());
+  DistArray<std::uint64_t> a(rt, (std::uint64_t{1} << 23) + 5, StorageOptions::shared());
   fill(a);
   MPI_Barrier(rt.comm());
   int status = 0;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The tessera program end to end: info, one error message for a multi-rank
+# failure, and every benchmark verifying its result at small sizes.
+set -uo pipefail
+tessera=$1/tessera
+fail=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+
+out=$("$tessera" info -n 2 2>&1)
+check "info shows ranks and co-locales" 'grep -q "2 on 1 node(s); co-locales per node: 2" <<<"$out"'
+check "info shows the hwloc view" 'grep -qE "[0-9]+ cores?, [0-9]+ PUs?" <<<"$out"'
+json=$("$tessera" info --json)
+check "info --json parses" 'python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d[\"ranks\"]==1 and d[\"aggregation\"][\"buffer_bytes\"]>0" "$json"'
+
+err=$(TESSERA_AGG_BUFFER_BYTES=huge "$tessera" bench histogram -n 3 --updates 1000 2>&1 >/dev/null); rc=$?
+check "a bad setting fails the job" '[ $rc -ne 0 ]'
+check "the error names the variable once" '[ "$(grep -c "TESSERA_AGG_BUFFER_BYTES must be" <<<"$err")" -eq 1 ]'
+
+err=$("$tessera" bench ra --log-table 2 2>&1); rc=$?
+check "an out-of-range option is refused" '[ $rc -ne 0 ] && grep -q "log-table" <<<"$err"'
+
+for ranks in 1 3; do
+  out=$("$tessera" bench stream -n $ranks --elements 200000 --reps 2; \
+        "$tessera" bench ra -n $ranks --log-table 12 --fine-updates 500 --reps 2; \
+        "$tessera" bench indexgather -n $ranks --table 1000 --requests 20000 --fine-requests 500 --reps 2; \
+        "$tessera" bench histogram -n $ranks --counts 100 --updates 20000 --fine-updates 500 --reps 2)
+  rc=$?
+  check "benchmarks exit 0 at $ranks ranks" '[ $rc -eq 0 ]'
+  check "25 JSON results at $ranks ranks, all verified" \
+    'python3 -c "
+import json,sys
+rows=[json.loads(l) for l in sys.argv[1].splitlines() if l.startswith(\"{\")]
+assert len(rows)==25, len(rows)
+assert all(r[\"verified\"] for r in rows), [r for r in rows if not r[\"verified\"]]
+assert all(r[\"ranks\"]==$ranks and r[\"rate\"]>0 for r in rows)
+" "$out"'
+done
+
+left=$("$tessera" shm list | grep -c " dead " || true)
+check "no segments of dead processes left in /dev/shm" '[ "$left" -eq 0 ]'
+[ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
+exit $fail
