@@ -15,21 +15,29 @@
 namespace tessera {
 
 namespace {
-std::uint64_t process_start_time(int pid) {
+struct ProcStat {
+  char state = '?';
+  std::uint64_t start_time = 0;
+};
+
+// State (field 3) and start time (field 22) of /proc/<pid>/stat; state '?'
+// when the process does not exist.
+ProcStat read_proc_stat(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(in, line)) return 0;
+  ProcStat st;
+  if (!std::getline(in, line)) return st;
   // The command name (field 2) may contain spaces; fields resume after ')'.
   auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return st;
   std::istringstream rest(line.substr(close + 2));
   std::string field;
-  // After ')': field 3 (state) is index 0, so start time (field 22) is index 19.
-  for (int i = 0; i < 19 && rest >> field; ++i) {
+  rest >> st.state;
+  // After the state (field 3), start time (field 22) is 19 fields on.
+  for (int i = 0; i < 18 && rest >> field; ++i) {
   }
-  std::uint64_t start = 0;
-  rest >> start;
-  return start;
+  rest >> st.start_time;
+  return st;
 }
 
 std::string hostname() {
@@ -43,7 +51,7 @@ ProcessIdentity ProcessIdentity::self() {
   ProcessIdentity id;
   id.host = hostname();
   id.pid = static_cast<std::int32_t>(getpid());
-  id.start_time = process_start_time(id.pid);
+  id.start_time = read_proc_stat(id.pid).start_time;
   return id;
 }
 
@@ -51,10 +59,13 @@ ProcessIdentity::Liveness ProcessIdentity::liveness() const {
   if (host != hostname()) return Liveness::unknown;
   if (pid <= 0) return Liveness::dead;
   if (::kill(pid, 0) != 0 && errno == ESRCH) return Liveness::dead;
-  std::uint64_t now = process_start_time(pid);
-  if (now == 0) return ::kill(pid, 0) == 0 || errno == EPERM ? Liveness::alive : Liveness::dead;
-  // Zombies still answer kill(); a reaped-and-reused pid has another start time.
-  if (start_time != 0 && now != start_time) return Liveness::dead;
+  ProcStat now = read_proc_stat(pid);
+  if (now.state == '?') return ::kill(pid, 0) == 0 || errno == EPERM ? Liveness::alive : Liveness::dead;
+  // A killed process stays a zombie until reaped (in a container, perhaps
+  // never) and still answers kill(): it is dead all the same. A reaped and
+  // reused pid has another start time.
+  if (now.state == 'Z' || now.state == 'X') return Liveness::dead;
+  if (start_time != 0 && now.start_time != start_time) return Liveness::dead;
   return Liveness::alive;
 }
 
