@@ -25,6 +25,17 @@ bool progress_all() {
   for (std::size_t i = 0; i < live_exchanges().size(); ++i) did = live_exchanges()[i]->progress() || did;
   return did;
 }
+
+// Waits for a non-blocking collective while serving every exchange.
+void wait_serving(MPI_Request& request) {
+  int done = 0;
+  wait_until([&] { return done != 0; },
+             [&] {
+               bool did = progress_all();
+               TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+               return did || done;
+             });
+}
 }  // namespace
 
 RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOptions& options,
@@ -241,27 +252,14 @@ void RecordExchange::flush() {
   int expected = 0;
   MPI_Request req;
   TESSERA_MPI(MPI_Ireduce_scatter_block(sent_to_.data(), &expected, 1, MPI_INT, MPI_SUM, comm_, &req));
-  int counted = 0;
-  wait_until([&] { return counted != 0; },
-             [&] {
-               bool did = progress_all();
-               TESSERA_MPI(MPI_Test(&req, &counted, MPI_STATUS_IGNORE));
-               return did || counted;
-             });
+  wait_serving(req);
   wait_until([&] { return received_ >= static_cast<std::uint64_t>(expected) && idle(); }, progress_all);
   received_ -= static_cast<std::uint64_t>(expected);
   std::fill(sent_to_.begin(), sent_to_.end(), 0);
   // No rank may start the next round (or read results through shared memory)
   // before every rank has applied this one. Other exchanges keep being served.
-  MPI_Request done;
-  TESSERA_MPI(MPI_Ibarrier(comm_, &done));
-  int finished = 0;
-  wait_until([&] { return finished != 0; },
-             [&] {
-               bool did = progress_all();
-               TESSERA_MPI(MPI_Test(&done, &finished, MPI_STATUS_IGNORE));
-               return did || finished;
-             });
+  TESSERA_MPI(MPI_Ibarrier(comm_, &req));
+  wait_serving(req);
 }
 
 }  // namespace tessera::comm

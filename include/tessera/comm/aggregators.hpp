@@ -79,7 +79,9 @@ constexpr bool kAtomicCapable =
 template <class T, class Op>
 inline void atomic_apply(T* p, T value, Op op) {
   std::atomic_ref<T> ref(*p);
-  if constexpr (std::is_same_v<Op, ops::Add> && (std::is_integral_v<T> || std::is_floating_point_v<T>)) {
+  if constexpr (std::is_same_v<Op, ops::Replace>) {
+    ref.store(value, std::memory_order_relaxed);
+  } else if constexpr (std::is_same_v<Op, ops::Add> && (std::is_integral_v<T> || std::is_floating_point_v<T>)) {
     ref.fetch_add(value, std::memory_order_relaxed);
   } else if constexpr (std::is_same_v<Op, ops::BitXor> && std::is_integral_v<T>) {
     ref.fetch_xor(value, std::memory_order_relaxed);
@@ -100,49 +102,6 @@ std::vector<T*> direct_targets(const DistArray<T>& array, bool enabled) {
 }
 
 }  // namespace detail
-
-// Remote write: put(i, v) sets array[i] = v.
-template <class T>
-class DstAggregator {
- public:
-  explicit DstAggregator(DistArray<T>& array, const AggregationOptions& options = {})
-      : array_(array),
-        exchange_(array.runtime().comm(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
-                  [this](int, const std::byte* recs, std::size_t n, std::byte*) {
-                    T* local = array_.local().data();
-                    for (std::size_t k = 0; k < n; ++k) {
-                      auto r = detail::read_record<T>(recs + k * detail::kOffsetValueBytes<T>);
-                      local[r.offset] = r.value;
-                    }
-                  }),
-        direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
-        me_(array.runtime().rank()) {}
-
-  void put(std::uint64_t i, const T& value) {
-    int owner = array_.owner(i);
-    std::uint64_t off = array_.distribution().local_offset(i, owner);
-    if (owner == me_) {
-      array_.local()[off] = value;
-    } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
-      direct[off] = value;
-    } else {
-      detail::write_record(exchange_.push(owner), off, value);
-    }
-  }
-  // Bounds-checked put: throws RangeError for i outside [0, size).
-  void put_checked(std::uint64_t i, const T& value) {
-    array_.distribution().check(i);
-    put(i, value);
-  }
-  void flush() { exchange_.flush(); }
-  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
-
- private:
-  DistArray<T>& array_;
-  comm::RecordExchange exchange_;
-  std::vector<T*> direct_;
-  int me_;
-};
 
 // Remote read: get(i, dst) stores array[i] into dst (which must stay valid
 // until the next flush).
@@ -203,6 +162,11 @@ class SrcAggregator {
 // Remote read-modify-write: update(i, v) sets array[i] = op(array[i], v).
 template <class T, class Op = ops::Add>
 class UpdateAggregator {
+  // Co-located elements can be reached directly when the update is a single
+  // atomic instruction, or a plain store (Replace: last writer wins anyway).
+  static constexpr bool kReplace = std::is_same_v<Op, ops::Replace>;
+  static constexpr bool kDirectCapable = detail::kAtomicCapable<T> || kReplace;
+
  public:
   explicit UpdateAggregator(DistArray<T>& array, const AggregationOptions& options = {})
       : array_(array),
@@ -211,11 +175,11 @@ class UpdateAggregator {
                     T* local = array_.local().data();
                     for (std::size_t k = 0; k < n; ++k) {
                       auto r = detail::read_record<T>(recs + k * detail::kOffsetValueBytes<T>);
-                      apply(local + r.offset, r.value);
+                      apply(local + r.offset, r.value, atomic_);
                     }
                   }),
-        direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
-                                          : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
+        direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
+                               : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
         me_(array.runtime().rank()) {
     // Co-locales write into this rank's elements directly, so every update
     // here must be atomic too.
@@ -226,9 +190,9 @@ class UpdateAggregator {
     int owner = array_.owner(i);
     std::uint64_t off = array_.distribution().local_offset(i, owner);
     if (owner == me_) {
-      apply(array_.local().data() + off, value);
+      apply(array_.local().data() + off, value, atomic_);
     } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
-      if constexpr (detail::kAtomicCapable<T>) detail::atomic_apply(direct + off, value, op_);
+      if constexpr (kDirectCapable) apply(direct + off, value, true);
     } else {
       detail::write_record(exchange_.push(owner), off, value);
     }
@@ -241,9 +205,9 @@ class UpdateAggregator {
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
 
  private:
-  void apply(T* p, const T& value) {
+  void apply(T* p, const T& value, bool atomic) {
     if constexpr (detail::kAtomicCapable<T>) {
-      if (atomic_) {
+      if (atomic) {
         detail::atomic_apply(p, value, op_);
         return;
       }
@@ -257,6 +221,17 @@ class UpdateAggregator {
   int me_;
   bool atomic_ = false;
   [[no_unique_address]] Op op_{};
+};
+
+// Remote write: put(i, v) sets array[i] = v. An update whose reduction is
+// "replace"; concurrent puts to one element leave one of the values.
+template <class T>
+class DstAggregator : public UpdateAggregator<T, ops::Replace> {
+ public:
+  using UpdateAggregator<T, ops::Replace>::UpdateAggregator;
+  void put(std::uint64_t i, const T& value) { this->update(i, value); }
+  // Bounds-checked put: throws RangeError for i outside [0, size).
+  void put_checked(std::uint64_t i, const T& value) { this->update_checked(i, value); }
 };
 
 // User-defined handler: send(dest, msg) runs handler(source, msg) on rank
