@@ -32,7 +32,7 @@ bool run_ra(Runtime& rt, const RaOptions& o);
 // Bale indexgather: random global reads into a local array.
 struct GatherOptions : CommonOptions {
   std::uint64_t table_per_rank = 100000;
-  std::uint64_t requests_per_rank = 1u << 20;
+  std::uint64_t requests_per_rank = 1u << 22;
   std::uint64_t fine_requests_per_rank = 1u << 14;
 };
 bool run_indexgather(Runtime& rt, const GatherOptions& o);
@@ -40,7 +40,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o);
 // Bale histogram: random global increments.
 struct HistogramOptions : CommonOptions {
   std::uint64_t counts_per_rank = 1000;
-  std::uint64_t updates_per_rank = 1u << 20;
+  std::uint64_t updates_per_rank = 1u << 22;
   std::uint64_t fine_updates_per_rank = 1u << 14;
 };
 bool run_histogram(Runtime& rt, const HistogramOptions& o);
