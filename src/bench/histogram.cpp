@@ -110,13 +110,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,
                      const auto& counts) {
-    Result r;
-    r.variant = variant;
-    r.storage = storage;
-    r.timing = timing;
-    r.work = static_cast<double>(per_rank) * rt.size();
-    r.rate = r.work / timing.best / 1e6;
-    r.unit = "M upd/s";
+    Result r = rate_result(variant, storage, timing, static_cast<double>(per_rank) * rt.size(), 1e6, "M upd/s");
     r.check = verify(rt, counts, per_rank, r.verified);
     report.add(r);
   };

@@ -113,13 +113,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t reads,
                      std::uint64_t wrong, const nlohmann::json& extra = nlohmann::json::object()) {
-    Result r;
-    r.variant = variant;
-    r.storage = storage;
-    r.timing = timing;
-    r.work = static_cast<double>(reads) * rt.size();
-    r.rate = r.work / timing.best / 1e6;
-    r.unit = "M reads/s";
+    Result r = rate_result(variant, storage, timing, static_cast<double>(reads) * rt.size(), 1e6, "M reads/s");
     r.verified = wrong == 0;
     r.check = std::to_string(wrong) + " wrong values";
     r.extra = extra;

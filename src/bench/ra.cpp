@@ -147,13 +147,7 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::uint64_t per_rank,
                      std::uint64_t errors) {
-    Result r;
-    r.variant = variant;
-    r.storage = storage;
-    r.timing = timing;
-    r.work = static_cast<double>(per_rank * static_cast<std::uint64_t>(rt.size()));
-    r.rate = r.work / timing.best / 1e9;
-    r.unit = "GUPS";
+    Result r = rate_result(variant, storage, timing, static_cast<double>(per_rank) * rt.size(), 1e9, "GUPS");
     double frac = static_cast<double>(errors) / static_cast<double>(s.table);
     r.verified = frac <= 0.01;
     char buf[128];

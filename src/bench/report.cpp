@@ -29,6 +29,18 @@ Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, co
   return {times.front(), times[times.size() / 2], static_cast<int>(times.size())};
 }
 
+Result rate_result(std::string variant, std::string storage, Timing timing, double work, double scale,
+                   std::string unit) {
+  Result r;
+  r.variant = std::move(variant);
+  r.storage = std::move(storage);
+  r.timing = timing;
+  r.work = work;
+  r.rate = work / timing.best / scale;
+  r.unit = std::move(unit);
+  return r;
+}
+
 Report::Report(Runtime& rt, std::string bench, nlohmann::json config)
     : rt_(rt), bench_(std::move(bench)), config_(std::move(config)) {}
 

@@ -77,14 +77,8 @@ bool run_stream(Runtime& rt, const StreamOptions& o) {
     auto uk = static_cast<std::size_t>(k);
     double bytes = kBytesPerElement[k] * static_cast<double>(o.elements);
     auto row = [&](const char* variant, const char* storage, double seconds, bool ok) {
-      Result r;
+      Result r = rate_result(variant, storage, {seconds, seconds, reps}, bytes, 1e9, "GB/s");
       r.group = kKernels[k];
-      r.variant = variant;
-      r.storage = storage;
-      r.timing = {seconds, seconds, reps};
-      r.work = bytes;
-      r.rate = bytes / seconds / 1e9;
-      r.unit = "GB/s";
       r.verified = ok;
       r.check = ok ? "all elements match STREAM's expected values" : "elements differ from the expected values";
       report.add(r);

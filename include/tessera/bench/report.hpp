@@ -37,6 +37,11 @@ struct Result {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// A row whose rate is work / best time, expressed in units of `scale` per
+// second (1e6 for "M reads/s", 1e9 for "GUPS" or "GB/s").
+Result rate_result(std::string variant, std::string storage, Timing timing, double work, double scale,
+                   std::string unit);
+
 class Report {
  public:
   Report(Runtime& rt, std::string bench, nlohmann::json config);
