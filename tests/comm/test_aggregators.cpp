@@ -304,4 +304,12 @@ TEST(Aggregation, BatchesReallyTravelAsBulk) {
   ASSERT_GT(s.batches_sent, 0u);
   EXPECT_GT(static_cast<double>(s.records_sent) / static_cast<double>(s.batches_sent), 1000.0);
   EXPECT_EQ(dst.exchange().capacity_records(), (64u << 10) / 16u);
+  // The buffers really held stay within the documented cost: ranks x buffer x
+  // (1 + in flight) to send, plus min(ranks-1, 8) receive buffers (each with
+  // an 8-byte batch header).
+  auto P = static_cast<std::size_t>(rt.size());
+  std::size_t bound = o.send_memory_bytes(rt.size()) + std::min<std::size_t>(P - 1, 8) * (o.buffer_bytes + 8) +
+                      P * static_cast<std::size_t>(1 + o.resolved().max_in_flight) * 8;
+  EXPECT_GT(dst.exchange().memory_bytes(), 0u);
+  EXPECT_LE(dst.exchange().memory_bytes(), bound);
 }
