@@ -52,6 +52,8 @@ class SharedStorage final : public Storage {
  private:
   std::string segment_path(int rank) const { return dir_ + "/" + name_ + ".r" + std::to_string(rank) + ".seg"; }
   void create_segment(const Runtime& rt, const ArrayLayout& layout);
+  void open_segment(const Runtime& rt, const ArrayLayout& layout);
+  void check_existing_metadata(const ArrayLayout& layout) const;
   void write_metadata(const Runtime& rt, const ArrayLayout& layout, const std::vector<CreatorRecord>& creators);
   void map_colocal_peers(const Runtime& rt, const ArrayLayout& layout);
 
@@ -85,6 +87,15 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
   if (!is_safe_file_name(name_ + ".json"))
     throw ConfigError("shared array name '" + name_ + "' is not a plain file name (use [A-Za-z0-9._-], no '/' or '..')");
 
+  if (options.open_existing) {
+    persist_ = true;
+    agree(rt.comm(), [&] {
+      if (rt.rank() == 0) check_existing_metadata(layout);
+    });
+    agree(rt.comm(), [&] { open_segment(rt, layout); });
+    agree(rt.comm(), [&] { map_colocal_peers(rt, layout); });
+    return;
+  }
   try {
     agree(rt.comm(), [&] {
       struct stat st {};
@@ -151,6 +162,45 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
     throw SystemError("cannot write the header of shared segment " + path, errno);
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
     throw SystemError("cannot size shared segment " + path + " to " + std::to_string(bytes) + " bytes", errno);
+  own_ = Mapping::file(fd, bytes, true, path);
+  local_ = {own_.data() + header_bytes_, count * layout.element.size};
+}
+
+void SharedStorage::check_existing_metadata(const ArrayLayout& layout) const {
+  auto m = SharedArrayMetadata::read(metadata_path_);
+  auto fail = [&](const std::string& what) {
+    throw MismatchError("shared array " + metadata_path_ + " cannot be opened in place: " + what);
+  };
+  if (m.element.name != layout.element.name)
+    fail("it holds " + m.element.name + " elements, not " + layout.element.name);
+  if (m.length != layout.length)
+    fail("it has " + std::to_string(m.length) + " elements, expected " + std::to_string(layout.length));
+  if (m.offsets.size() != layout.offsets.size())
+    fail("it was written by " + std::to_string(m.offsets.size() - 1) + " ranks and this job has " +
+         std::to_string(layout.offsets.size() - 1));
+  if (m.offsets != layout.offsets) fail("its distribution over ranks differs from the requested one");
+}
+
+void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
+  auto r = static_cast<std::size_t>(rt.rank());
+  std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
+  std::string path = segment_path(rt.rank());
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw SystemError("cannot open shared segment " + path, errno);
+  FileDescriptor guard(fd);
+  SegmentHeader h = read_segment_header(fd, path);
+  if (h.rank != rt.rank() || h.count != count || h.element_size != layout.element.size ||
+      h.global_begin != layout.offsets[r])
+    throw MismatchError("segment " + path + " does not match its metadata: header says rank " +
+                        std::to_string(h.rank) + ", " + std::to_string(h.count) + " elements from " +
+                        std::to_string(h.global_begin) + ", expected rank " + std::to_string(rt.rank()) + ", " +
+                        std::to_string(count) + " from " + std::to_string(layout.offsets[r]));
+  header_bytes_ = h.header_bytes;
+  struct stat st {};
+  std::uint64_t bytes = header_bytes_ + count * layout.element.size;
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != bytes)
+    throw FormatError("segment " + path + " is " + std::to_string(st.st_size) + " bytes, expected " +
+                      std::to_string(bytes));
   own_ = Mapping::file(fd, bytes, true, path);
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
 }

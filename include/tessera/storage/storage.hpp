@@ -24,6 +24,10 @@ struct StorageOptions {
   std::string name;           // shared: file base name; default tessera-<job>-<n>
   bool persist = false;       // shared: keep segments and metadata after destruction
   bool group_access = false;  // shared: mode 0660 instead of 0600
+  // shared: map the segments of an existing array `name` in `dir` (written
+  // with persist by a job of the same rank count and layout) instead of
+  // creating them. Nothing is copied and nothing is removed afterwards.
+  bool open_existing = false;
 
   static StorageOptions heap() { return {}; }
   static StorageOptions shared(std::string name = {}, std::string dir = {}) {
@@ -31,6 +35,11 @@ struct StorageOptions {
     o.kind = StorageKind::shared;
     o.name = std::move(name);
     o.dir = std::move(dir);
+    return o;
+  }
+  static StorageOptions existing(std::string name, std::string dir) {
+    StorageOptions o = shared(std::move(name), std::move(dir));
+    o.open_existing = true;
     return o;
   }
 };
