@@ -1,0 +1,61 @@
+// Connected components of an EdgeList, and its largest component.
+//
+// Labels: every vertex gets the smallest vertex id of its component, so the
+// result does not depend on the algorithm or the rank count. A directed graph
+// gets its weakly connected components (it is symmetrized first, a copy:
+// symmetrize once yourself when you call these repeatedly).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tessera/comm/options.hpp"
+#include "tessera/graph/edge_list.hpp"
+
+namespace tessera::graph {
+
+struct ComponentsOptions {
+  AggregationOptions aggregation;
+  // Called on every rank after each round: round, vertices whose label
+  // changed (whole graph), seconds since the start.
+  std::function<void(int, std::uint64_t, double)> on_round;
+};
+
+struct Components {
+  DistArray<std::uint64_t> labels;  // on the graph's vertex ranges
+  int rounds = 0;
+  double seconds = 0;
+};
+
+// Label propagation with a frontier (only vertices whose label changed push
+// it to their neighbours, through an UpdateAggregator with min).
+Components label_propagation(const EdgeList& g, const ComponentsOptions& options = {});
+// FastSV: min-hooking and shortcutting; O(log n)-like rounds on high-diameter graphs.
+Components fastsv(const EdgeList& g, const ComponentsOptions& options = {});
+
+struct ComponentSummary {
+  std::uint64_t count = 0;          // number of components
+  std::uint64_t largest_label = 0;  // smallest id of the largest (ties: smallest label)
+  std::uint64_t largest_size = 0;
+  std::uint64_t isolated = 0;       // components of a single vertex
+};
+// Component sizes through an aggregated histogram.
+ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels);
+
+// Checks that labels are equal across every edge and that each label is the
+// smallest id of its class (label[v] <= v, label[label[v]] == label[v]).
+// Returns "" or what is wrong. Collective.
+std::string check_labels(const EdgeList& g, const DistArray<std::uint64_t>& labels);
+
+struct LargestComponent {
+  EdgeList graph;                         // vertices renumbered 0..size-1, order kept
+  DistArray<std::uint64_t> original_ids;  // new id -> id in the input graph
+  ComponentSummary summary;
+};
+// The subgraph induced by the largest component. Vertices keep their rank
+// and relative order; the arrays go to `storage` (names <name>-src, -dst,
+// -weight, -ids). Collective.
+LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint64_t>& labels,
+                                   const StorageOptions& storage = {});
+
+}  // namespace tessera::graph

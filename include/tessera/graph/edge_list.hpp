@@ -1,0 +1,132 @@
+// EdgeList: a distributed graph held as parallel source / destination (and
+// optional weight) DistArrays, in Heap or Shared storage.
+//
+// Layout, relied on by every algorithm above it:
+//  * vertices are split into contiguous ranges, one per rank, chosen so ranks
+//    hold about equal numbers of edges (a weighted block Distribution);
+//  * edge (u, v) lives on the rank that owns vertex u, so a vertex and its
+//    out-edges are on the same rank;
+//  * within a rank, edges are sorted by (source, destination, weight).
+// An undirected graph stores both directions of every edge.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/array/dist_array.hpp"
+
+namespace tessera::graph {
+
+// Edges held by one rank in any order, before distribution. `weight` is
+// either empty (unweighted) or as long as `src`.
+struct LocalEdges {
+  std::vector<std::uint64_t> src, dst;
+  std::vector<double> weight;
+
+  std::size_t size() const noexcept { return src.size(); }
+  bool weighted() const noexcept { return !weight.empty(); }
+  void add(std::uint64_t u, std::uint64_t v) {
+    src.push_back(u);
+    dst.push_back(v);
+  }
+  void add(std::uint64_t u, std::uint64_t v, double w) {
+    add(u, v);
+    weight.push_back(w);
+  }
+};
+
+// What to clean while building.
+struct BuildOptions {
+  bool symmetrize = false;          // add (v, u) for every (u, v); the result is undirected
+  bool drop_self_loops = false;
+  bool drop_duplicates = false;     // keeps the smallest weight of equal (u, v)
+  StorageOptions storage;           // Shared: arrays named <name>-src, <name>-dst, <name>-weight
+};
+
+class EdgeList {
+ public:
+  // Collective. Distributes `edges` (held anywhere) by source vertex, sorts
+  // them and applies `options`. Every id must be < vertices (RangeError
+  // names the first bad edge). `directed` is ignored when symmetrizing.
+  static EdgeList build(Runtime& rt, std::uint64_t vertices, bool directed, LocalEdges edges,
+                        const BuildOptions& options = {});
+  // Collective. Wraps arrays that already satisfy the layout above (used by
+  // loaders that map existing files). Checks the layout.
+  static EdgeList adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
+                        DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
+
+  EdgeList(EdgeList&&) noexcept = default;
+  EdgeList& operator=(EdgeList&&) noexcept = default;
+
+  Runtime& runtime() const noexcept { return src_.runtime(); }
+  std::uint64_t vertices() const noexcept { return vertices_; }
+  std::uint64_t edges() const noexcept { return src_.size(); }
+  bool directed() const noexcept { return directed_; }
+  bool weighted() const noexcept { return weight_.has_value(); }
+
+  // Vertex ranges: vertex arrays of this graph use this distribution.
+  const Distribution& vertex_ranges() const noexcept { return vertex_ranges_; }
+  const Distribution& edge_ranges() const noexcept { return src_.distribution(); }
+  std::uint64_t local_vertex_begin() const { return vertex_ranges_.begin(runtime().rank()); }
+  std::uint64_t local_vertex_end() const { return vertex_ranges_.end(runtime().rank()); }
+  std::uint64_t local_vertices() const { return local_vertex_end() - local_vertex_begin(); }
+
+  const DistArray<std::uint64_t>& src() const noexcept { return src_; }
+  const DistArray<std::uint64_t>& dst() const noexcept { return dst_; }
+  const DistArray<double>* weight() const noexcept { return weight_ ? &*weight_ : nullptr; }
+  std::span<const std::uint64_t> local_src() const noexcept { return src_.local(); }
+  std::span<const std::uint64_t> local_dst() const noexcept { return dst_.local(); }
+  std::span<const double> local_weight() const noexcept {
+    return weight_ ? weight_->local() : std::span<const double>{};
+  }
+
+  // Local edge positions [first, last) of local vertex v (binary search).
+  std::pair<std::size_t, std::size_t> out_edges(std::uint64_t v) const;
+  // Calls f(v, first, last) for every local vertex with at least one out-edge.
+  template <class F>
+  void for_each_row(F&& f) const {
+    auto s = local_src();
+    for (std::size_t k = 0; k < s.size();) {
+      std::size_t first = k;
+      std::uint64_t v = s[k];
+      while (k < s.size() && s[k] == v) ++k;
+      f(v, first, k);
+    }
+  }
+
+  // This rank's edges as plain vectors (a copy).
+  LocalEdges local_copy() const;
+
+  // New graphs (collective); this one is unchanged.
+  EdgeList symmetrized(const StorageOptions& storage = {}) const;
+  EdgeList without_self_loops(const StorageOptions& storage = {}) const;
+  EdgeList without_duplicates(const StorageOptions& storage = {}) const;
+  // Recomputes the vertex ranges so ranks hold equal numbers of edges again.
+  EdgeList rebalanced(const StorageOptions& storage = {}) const;
+
+  // Out-degree (number of stored edges) of each vertex; local, no messages.
+  DistArray<std::uint64_t> out_degrees() const;
+  // In-degree, through an aggregated add.
+  DistArray<std::uint64_t> in_degrees() const;
+  // The ranks' largest / mean local edge counts (1.0 is perfect balance).
+  double edge_imbalance() const;
+
+ private:
+  EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
+           DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
+  EdgeList rebuilt(const BuildOptions& options) const;
+
+  std::uint64_t vertices_ = 0;
+  bool directed_ = true;
+  Distribution vertex_ranges_;
+  DistArray<std::uint64_t> src_, dst_;
+  std::optional<DistArray<double>> weight_;
+};
+
+// Storage options for one of a graph's arrays: a Shared name gets `-suffix`.
+StorageOptions array_storage(const StorageOptions& graph, const std::string& suffix);
+
+}  // namespace tessera::graph

@@ -1,0 +1,56 @@
+// Reading and writing graphs, in parallel: every rank reads its own byte
+// range of a text file (lines belong to the rank holding their first byte),
+// and the binary format is a directory of Shared-storage segments, so loading
+// it with the same rank count is an mmap.
+//
+// Formats, chosen by the path:
+//   DIR (holding edgelist.json)  Tessera binary: edgelist.json + src/dst/weight arrays
+//   *.mtx                        Matrix Market coordinate: pattern | real | integer,
+//                                general | symmetric, 1-based
+//   *.wel                        weighted edge list: "u v w" per line
+//   anything else (.el, .txt)    edge list: "u v" per line (SNAP, GAP)
+// Edge lists allow '#' and '%' comment lines and blank lines.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "tessera/graph/edge_list.hpp"
+
+namespace tessera::graph {
+
+enum class FileFormat { edge_list, weighted_edge_list, matrix_market, binary };
+
+FileFormat format_of(const std::string& path);
+std::string format_name(FileFormat f);
+
+struct ReadOptions {
+  std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
+  bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
+  bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
+  StorageOptions storage;    // where the loaded arrays live
+};
+
+struct LoadedGraph {
+  EdgeList graph;
+  // With relabel: the file's id of each vertex, on the graph's vertex ranges.
+  std::optional<DistArray<std::uint64_t>> original_ids;
+};
+
+// Collective. Throws FormatError naming file and line for malformed input, a
+// header that disagrees with the content, negative or out-of-range ids, or a
+// file without edges.
+LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
+
+// Collective. Writes through a temporary file renamed at the end, so a failed
+// write leaves nothing. Refuses to overwrite an existing binary directory.
+// Text ids are written 0-based (.el/.wel) or 1-based (.mtx); an undirected
+// graph is written to .mtx as "symmetric" (lower triangle).
+void write_graph(const EdgeList& graph, const std::string& path);
+
+// The binary format on its own (write_graph / read_graph dispatch here).
+void save_binary(const EdgeList& graph, const std::string& dir);
+// Maps the segments in place when the rank count matches the writer's; with
+// another rank count it attaches, copies this rank's share and rebalances.
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage = {});
+
+}  // namespace tessera::graph

@@ -1,0 +1,210 @@
+// Kronecker generator after the Graph500 specification (graph500.org, "Graph
+// 500 Benchmark", R-MAT by Chakrabarti, Zhan and Faloutsos, SDM 2004) and the
+// GAP Benchmark Suite's kron/urand inputs (Beamer, Asanovic and Patterson,
+// arXiv:1508.03619). Counter-based randomness keeps it rank-count independent.
+#include "tessera/graph/generators.hpp"
+
+#include <bit>
+#include <cmath>
+
+#include "tessera/runtime/error.hpp"
+
+namespace tessera::graph {
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The random stream of one candidate edge.
+struct EdgeRandom {
+  std::uint64_t state;
+  EdgeRandom(std::uint64_t seed, std::uint64_t index) : state(mix64(seed * 0xd1b54a32d192ed03ull ^ mix64(index))) {}
+  std::uint64_t next() { return mix64(state += 0x9e3779b97f4a7c15ull); }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+// A bijection on [0, 2^bits): odd multiply, xor-shift and add, three rounds.
+std::uint64_t scramble_bits(std::uint64_t v, unsigned bits, std::uint64_t seed) {
+  const std::uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+  const unsigned shift = bits / 2 + 1;
+  for (std::uint64_t round = 0; round < 3; ++round) {
+    std::uint64_t key = mix64(seed + round);
+    v = (v * (key | 1)) & mask;
+    v ^= v >> shift;
+    v = (v + (key >> 17)) & mask;
+  }
+  return v;
+}
+
+std::uint64_t product(const std::vector<std::uint64_t>& d) {
+  std::uint64_t p = 1;
+  for (auto x : d) p *= x;
+  return p;
+}
+
+}  // namespace
+
+std::uint64_t permute_vertex(std::uint64_t v, std::uint64_t n, std::uint64_t seed) {
+  if (n <= 1) return v;
+  unsigned bits = static_cast<unsigned>(std::bit_width(n - 1));
+  do {  // cycle-walking keeps a bijection on [0, 2^bits) a bijection on [0, n)
+    v = scramble_bits(v, bits, seed);
+  } while (v >= n);
+  return v;
+}
+
+GraphSpec GraphSpec::kronecker(int scale, int edge_factor, std::uint64_t seed) {
+  GraphSpec s;
+  s.kind = Kind::kron;
+  s.scale = scale;
+  s.edge_factor = edge_factor;
+  s.seed = seed;
+  s.permute = true;
+  return s;
+}
+GraphSpec GraphSpec::uniform(int scale, int degree, std::uint64_t seed) {
+  GraphSpec s = kronecker(scale, degree, seed);
+  s.kind = Kind::urand;
+  s.permute = false;
+  return s;
+}
+GraphSpec GraphSpec::grid(std::vector<std::uint64_t> dims, std::uint64_t seed) {
+  GraphSpec s;
+  s.kind = Kind::grid;
+  s.dims = std::move(dims);
+  s.seed = seed;
+  return s;
+}
+
+void GraphSpec::validate() const {
+  if (kind != Kind::grid) {
+    if (scale < 1 || scale > 40) throw ConfigError("scale " + std::to_string(scale) + " is outside 1..40");
+    if (edge_factor < 1 || edge_factor > 1024)
+      throw ConfigError("edge factor " + std::to_string(edge_factor) + " is outside 1..1024");
+  } else {
+    if (dims.size() != 2 && dims.size() != 3)
+      throw ConfigError("a grid has 2 or 3 dimensions, got " + std::to_string(dims.size()));
+    for (auto d : dims)
+      if (d < 1 || d > (1ull << 31)) throw ConfigError("grid dimension " + std::to_string(d) + " is outside 1..2^31");
+    if (product(dims) > (1ull << 40)) throw ConfigError("grid has more than 2^40 vertices");
+  }
+  if (!(delete_fraction >= 0.0 && delete_fraction < 1.0))
+    throw ConfigError("delete fraction " + std::to_string(delete_fraction) + " is outside [0, 1)");
+}
+
+std::uint64_t GraphSpec::vertices() const {
+  return kind == Kind::grid ? product(dims) : std::uint64_t{1} << scale;
+}
+
+std::uint64_t GraphSpec::candidate_edges() const {
+  if (kind != Kind::grid) return vertices() * static_cast<std::uint64_t>(edge_factor);
+  std::uint64_t total = 0, n = product(dims);
+  for (auto d : dims) total += n / d * (d - 1);  // edges along each axis
+  return total;
+}
+
+bool GraphSpec::edge(std::uint64_t index, Edge& out) const {
+  EdgeRandom rng(seed, index);
+  if (delete_fraction > 0 && rng.uniform() < delete_fraction) return false;
+  const std::uint64_t n = vertices();
+  switch (kind) {
+    case Kind::kron: {
+      std::uint64_t u = 0, v = 0;
+      for (int level = 0; level < scale; ++level) {
+        double r = rng.uniform();
+        bool right = r >= 0.57 && r < 0.76;   // B
+        bool down = r >= 0.76 && r < 0.95;    // C
+        bool both = r >= 0.95;                // D = 1 - A - B - C
+        u = (u << 1) | ((down || both) ? 1 : 0);
+        v = (v << 1) | ((right || both) ? 1 : 0);
+      }
+      out = {u, v};
+      break;
+    }
+    case Kind::urand:
+      out = {rng.next() & (n - 1), rng.next() & (n - 1)};
+      break;
+    case Kind::grid: {
+      // Axis a's edges join x to x + stride(a), for x whose coordinate a is
+      // not the last; indices run axis by axis.
+      std::uint64_t rest = index, stride = 1;
+      std::vector<std::uint64_t> strides(dims.size());
+      for (std::size_t a = dims.size(); a-- > 0;) {
+        strides[a] = stride;
+        stride *= dims[a];
+      }
+      for (std::size_t a = 0; a < dims.size(); ++a) {
+        std::uint64_t on_axis = n / dims[a] * (dims[a] - 1);
+        if (rest >= on_axis) {
+          rest -= on_axis;
+          continue;
+        }
+        // rest enumerates (coordinates other than a, coordinate a < dims[a]-1).
+        std::uint64_t inner = strides[a], outer = rest / (inner * (dims[a] - 1));
+        std::uint64_t within = rest % (inner * (dims[a] - 1));
+        std::uint64_t x = outer * inner * dims[a] + within;
+        out = {x, x + inner};
+        break;
+      }
+      break;
+    }
+  }
+  if (permute) out = {permute_vertex(out.src, n, seed), permute_vertex(out.dst, n, seed)};
+  return true;
+}
+
+std::string GraphSpec::describe() const {
+  std::string s;
+  if (kind == Kind::grid) {
+    s = "grid ";
+    for (std::size_t a = 0; a < dims.size(); ++a) {
+      if (a) s += 'x';
+      s += std::to_string(dims[a]);
+    }
+  } else {
+    s = kind == Kind::kron ? "kron" : "urand";
+    s += " scale ";
+    s += std::to_string(scale);
+    s += " ef ";
+    s += std::to_string(edge_factor);
+  }
+  s += " seed ";
+  s += std::to_string(seed);
+  if (delete_fraction > 0) {
+    s += " delete ";
+    s += std::to_string(delete_fraction);
+  }
+  if (permute && kind != Kind::kron) s += " permuted";
+  return s;
+}
+
+GraphSpec::Kind parse_graph_kind(const std::string& name) {
+  if (name == "kron") return GraphSpec::Kind::kron;
+  if (name == "urand") return GraphSpec::Kind::urand;
+  if (name == "grid") return GraphSpec::Kind::grid;
+  throw ConfigError("unknown graph kind '" + name + "' (expected kron, urand or grid)");
+}
+
+EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage) {
+  spec.validate();
+  auto indices = Distribution::block(spec.candidate_edges(), rt.size());
+  LocalEdges edges;
+  edges.src.reserve(indices.count(rt.rank()));
+  edges.dst.reserve(indices.count(rt.rank()));
+  Edge e;
+  for (std::uint64_t i = indices.begin(rt.rank()); i < indices.end(rt.rank()); ++i)
+    if (spec.edge(i, e)) edges.add(e.src, e.dst);
+  BuildOptions o;
+  o.symmetrize = true;
+  o.drop_self_loops = true;
+  o.drop_duplicates = true;
+  o.storage = storage;
+  return EdgeList::build(rt, spec.vertices(), false, std::move(edges), o);
+}
+
+}  // namespace tessera::graph

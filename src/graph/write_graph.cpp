@@ -1,0 +1,252 @@
+// Writers (text in parallel through one temporary file, binary as persisted
+// Shared-storage arrays) and the binary loader.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tessera/graph/io.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/wait.hpp"
+#include "tessera/storage/attach.hpp"
+#include "tessera/storage/mapping.hpp"
+
+namespace tessera::graph {
+
+namespace {
+
+constexpr const char* kGraphFile = "edgelist.json";
+constexpr const char* kGraphFormat = "tessera.edge-list";
+
+// Every rank writes its text at its offset of one temporary file, which rank
+// 0 renames into place only when all ranks succeeded.
+void write_text_parallel(Runtime& rt, const std::string& path, const std::string& header, const std::string& body) {
+  const std::string tmp = path + ".tmp-" + rt.job_id();
+  std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
+  std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
+  bool created = false;
+  try {
+    agree(rt.comm(), [&] {
+      if (rt.rank() != 0) return;
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) throw SystemError("cannot create " + tmp, errno);
+      created = true;
+      ::close(fd);
+    });
+    agree(rt.comm(), [&] {
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) throw SystemError("cannot open " + tmp, errno);
+      FileDescriptor guard(fd);
+      std::string data = rt.rank() == 0 ? header + body : body;
+      std::size_t done = 0;
+      while (done < data.size()) {
+        ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+        if (n < 0) throw SystemError("cannot write " + tmp, errno);
+        done += static_cast<std::size_t>(n);
+      }
+    });
+    agree(rt.comm(), [&] {
+      if (rt.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw SystemError("cannot rename " + tmp + " to " + path, errno);
+    });
+  } catch (...) {
+    if (created) ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_triangle_only) {
+  std::string out;
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();
+  out.reserve(s.size() * 16);
+  char buf[96];
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    if (lower_triangle_only && s[k] < d[k]) continue;
+    int len = w.empty() ? std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", s[k] + base, d[k] + base)
+                        : std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %.17g\n", s[k] + base,
+                                        d[k] + base, w[k]);
+    out.append(buf, static_cast<std::size_t>(len));
+  }
+  return out;
+}
+
+std::string array_file(const std::string& dir, const std::string& name) { return dir + "/" + name + ".json"; }
+
+}  // namespace
+
+void write_graph(const EdgeList& g, const std::string& path) {
+  Runtime& rt = g.runtime();
+  FileFormat f = format_of(path);
+  if (f == FileFormat::binary) return save_binary(g, path);
+  if (f == FileFormat::weighted_edge_list && !g.weighted())
+    throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
+  if (f == FileFormat::edge_list && g.weighted())
+    throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
+  if (f == FileFormat::matrix_market) {
+    bool sym = !g.directed();
+    std::string body = format_edges(g, 1, sym);
+    std::uint64_t entries = 0;
+    for (std::size_t k = 0; k < g.local_src().size(); ++k)
+      if (!sym || g.local_src()[k] >= g.local_dst()[k]) ++entries;
+    entries = all_reduce(rt.comm(), entries, MPI_SUM);
+    std::string header = std::string("%%MatrixMarket matrix coordinate ") + (g.weighted() ? "real" : "pattern") +
+                         (sym ? " symmetric" : " general") + "\n% written by tessera\n" +
+                         std::to_string(g.vertices()) + " " + std::to_string(g.vertices()) + " " +
+                         std::to_string(entries) + "\n";
+    return write_text_parallel(rt, path, header, body);
+  }
+  std::string header = "# tessera " + std::string(g.directed() ? "directed" : "undirected") + " graph: " +
+                       std::to_string(g.vertices()) + " vertices, " + std::to_string(g.edges()) + " edges\n";
+  write_text_parallel(rt, path, header, format_edges(g, 0, false));
+}
+
+void save_binary(const EdgeList& g, const std::string& dir) {
+  Runtime& rt = g.runtime();
+  namespace fs = std::filesystem;
+  bool made_dir = false;
+  agree(rt.comm(), [&] {
+    if (rt.rank() != 0) return;
+    std::error_code ec;
+    if (fs::exists(dir + "/" + kGraphFile))
+      throw ConfigError("a Tessera graph already exists in " + dir + "; remove it or choose another directory");
+    if (!fs::exists(dir)) {
+      if (!fs::create_directories(dir, ec)) throw SystemError("cannot create directory " + dir, ec.value());
+      made_dir = true;
+    } else if (!fs::is_directory(dir) || !fs::is_empty(dir)) {
+      throw ConfigError(dir + " exists and is not an empty directory");
+    }
+  });
+  try {
+    auto copy = [&](const auto& from, const std::string& name) {
+      using T = typename std::decay_t<decltype(from)>::value_type;
+      StorageOptions o = StorageOptions::shared(name, dir);
+      o.persist = true;
+      DistArray<T> to(rt, from.distribution(), o);
+      std::copy(from.local().begin(), from.local().end(), to.local().begin());
+      barrier(rt.comm());
+    };
+    copy(g.src(), "src");
+    copy(g.dst(), "dst");
+    if (g.weighted()) copy(*g.weight(), "weight");
+    agree(rt.comm(), [&] {
+      if (rt.rank() != 0) return;
+      nlohmann::json j;
+      j["format"] = kGraphFormat;
+      j["version"] = 1;
+      j["vertices"] = g.vertices();
+      j["edges"] = g.edges();
+      j["directed"] = g.directed();
+      j["weighted"] = g.weighted();
+      j["ranks"] = rt.size();
+      j["vertex_offsets"] = g.vertex_ranges().offsets();
+      j["arrays"] = {{"src", "src.json"}, {"dst", "dst.json"}};
+      if (g.weighted()) j["arrays"]["weight"] = "weight.json";
+      std::string tmp = dir + "/" + kGraphFile + ".tmp";
+      std::ofstream(tmp) << j.dump(2) << "\n";
+      if (std::rename(tmp.c_str(), (dir + "/" + kGraphFile).c_str()) != 0)
+        throw SystemError("cannot write " + dir + "/" + kGraphFile, errno);
+    });
+  } catch (...) {
+    if (rt.rank() == 0) {
+      std::error_code ec;
+      if (made_dir)
+        fs::remove_all(dir, ec);
+      else
+        for (auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
+    }
+    throw;
+  }
+}
+
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+  const std::string path = dir + "/" + kGraphFile;
+  std::string text;
+  agree(rt.comm(), [&] {
+    std::ifstream in(path);
+    if (!in) throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  });
+  std::uint64_t n = 0, m = 0;
+  bool directed = true, weighted = false;
+  int ranks = 0;
+  std::vector<std::uint64_t> vertex_offsets;
+  agree(rt.comm(), [&] {
+    try {
+      auto j = nlohmann::json::parse(text);
+      if (j.at("format").get<std::string>() != kGraphFormat || j.at("version").get<int>() != 1)
+        throw FormatError(path + " is not a version 1 " + kGraphFormat + " file");
+      n = j.at("vertices").get<std::uint64_t>();
+      m = j.at("edges").get<std::uint64_t>();
+      directed = j.at("directed").get<bool>();
+      weighted = j.at("weighted").get<bool>();
+      ranks = j.at("ranks").get<int>();
+      vertex_offsets = j.at("vertex_offsets").get<std::vector<std::uint64_t>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw FormatError(path + ": " + e.what());
+    }
+    if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
+        vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
+      throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
+                        " increasing offsets from 0 to the vertex count");
+  });
+
+  if (ranks == rt.size()) {  // map the files in place
+    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(ranks));
+    agree(rt.comm(), [&] {
+      auto meta = SharedArrayMetadata::read(array_file(dir, "src"));
+      if (meta.length != m)
+        throw MismatchError(array_file(dir, "src") + " holds " + std::to_string(meta.length) + " edges but " + path +
+                            " says " + std::to_string(m));
+      for (int r = 0; r < ranks; ++r)
+        sizes[static_cast<std::size_t>(r)] =
+            meta.offsets[static_cast<std::size_t>(r) + 1] - meta.offsets[static_cast<std::size_t>(r)];
+    });
+    auto edge_ranges = Distribution::weighted_block(sizes);
+    std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(ranks));
+    for (std::size_t r = 0; r < vsizes.size(); ++r) vsizes[r] = vertex_offsets[r + 1] - vertex_offsets[r];
+    DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
+    DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
+    std::optional<DistArray<double>> weight;
+    if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
+    return EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src), std::move(dst),
+                           std::move(weight));
+  }
+
+  // Another rank count: attach every array and copy this rank's share.
+  LocalEdges edges;
+  agree(rt.comm(), [&] {
+    auto share = Distribution::block(m, rt.size());
+    std::uint64_t lo = share.begin(rt.rank()), hi = share.end(rt.rank());
+    auto take = [&](const std::string& name, auto& out) {
+      using T = typename std::decay_t<decltype(out)>::value_type;
+      auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
+      if (a.length() != m)
+        throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
+                            std::to_string(m));
+      for (std::size_t sgm = 0; sgm < a.segment_count(); ++sgm) {
+        auto seg = a.segment(sgm);
+        auto data = a.template segment_span<T>(sgm);
+        std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
+        for (std::uint64_t i = b; i < e; ++i) out.push_back(data[i - seg.begin]);
+      }
+    };
+    take("src", edges.src);
+    take("dst", edges.dst);
+    if (weighted) take("weight", edges.weight);
+  });
+  BuildOptions o;
+  o.storage = storage;
+  return EdgeList::build(rt, n, directed, std::move(edges), o);
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,64 @@
+// Serial references for graph tests: the whole graph gathered on every rank,
+// and union-find components computed from it.
+#pragma once
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "tessera/graph/edge_list.hpp"
+
+namespace tessera::test {
+
+using EdgeTuple = std::tuple<std::uint64_t, std::uint64_t, double>;
+
+template <class T>
+std::vector<T> gather_all(Runtime& rt, std::span<const T> local) {
+  int P = rt.size();
+  int mine = static_cast<int>(local.size() * sizeof(T));
+  std::vector<int> counts(static_cast<std::size_t>(P)), displ(static_cast<std::size_t>(P));
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, rt.comm());
+  int total = 0;
+  for (int r = 0; r < P; ++r) displ[static_cast<std::size_t>(r)] = total, total += counts[static_cast<std::size_t>(r)];
+  std::vector<T> out(static_cast<std::size_t>(total) / sizeof(T));
+  MPI_Allgatherv(local.data(), mine, MPI_BYTE, out.data(), counts.data(), displ.data(), MPI_BYTE, rt.comm());
+  return out;
+}
+
+template <class T>
+std::vector<T> gather_all(const DistArray<T>& a) {
+  return gather_all<T>(a.runtime(), a.local());
+}
+
+// Every edge of the graph, sorted, on every rank.
+inline std::vector<EdgeTuple> gather_edges(const graph::EdgeList& g) {
+  Runtime& rt = g.runtime();
+  auto s = gather_all<std::uint64_t>(rt, g.local_src());
+  auto d = gather_all<std::uint64_t>(rt, g.local_dst());
+  auto w = gather_all<double>(rt, g.local_weight());
+  std::vector<EdgeTuple> out;
+  for (std::size_t k = 0; k < s.size(); ++k) out.emplace_back(s[k], d[k], w.empty() ? 1.0 : w[k]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Union-find with path halving; labels are the smallest id of each set.
+inline std::vector<std::uint64_t> union_find_labels(std::uint64_t n, const std::vector<EdgeTuple>& edges) {
+  std::vector<std::uint64_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](std::uint64_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (auto& [u, v, w] : edges) {
+    auto a = find(u), b = find(v);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+  for (std::uint64_t v = 0; v < n; ++v) parent[v] = find(v);
+  return parent;
+}
+
+}  // namespace tessera::test

@@ -1,0 +1,266 @@
+// EdgeList layout and operations, generators, components and the largest
+// component, against serial references that every rank recomputes from the
+// gathered graph. The same answers are expected at 1, 2, 3 and 4 ranks.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "../test_util.hpp"
+#include "graph_test_util.hpp"
+#include "tessera/graph/components.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/wait.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using tessera::test::EdgeTuple;
+
+namespace {
+
+// The layout every algorithm relies on, checked on this rank.
+void expect_layout(const EdgeList& g) {
+  auto s = g.local_src(), d = g.local_dst();
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    ASSERT_GE(s[k], g.local_vertex_begin());
+    ASSERT_LT(s[k], g.local_vertex_end());
+    ASSERT_LT(d[k], g.vertices());
+    if (k > 0) {
+      ASSERT_TRUE(s[k - 1] < s[k] || (s[k - 1] == s[k] && d[k - 1] <= d[k]));
+    }
+  }
+}
+
+// Serial construction of a generated graph: every candidate edge, both
+// directions, no self loops, no duplicates.
+std::vector<EdgeTuple> serial_generate(const GraphSpec& spec) {
+  std::set<std::pair<std::uint64_t, std::uint64_t>> set;
+  Edge e;
+  for (std::uint64_t i = 0; i < spec.candidate_edges(); ++i)
+    if (spec.edge(i, e) && e.src != e.dst) {
+      set.emplace(e.src, e.dst);
+      set.emplace(e.dst, e.src);
+    }
+  std::vector<EdgeTuple> out;
+  for (auto [u, v] : set) out.emplace_back(u, v, 1.0);
+  return out;
+}
+
+std::vector<EdgeTuple> grid_edges(std::uint64_t rows, std::uint64_t cols) {
+  std::vector<EdgeTuple> out;
+  for (std::uint64_t i = 0; i < rows; ++i)
+    for (std::uint64_t j = 0; j < cols; ++j) {
+      std::uint64_t v = i * cols + j;
+      if (j + 1 < cols) out.emplace_back(v, v + 1, 1.0), out.emplace_back(v + 1, v, 1.0);
+      if (i + 1 < rows) out.emplace_back(v, v + cols, 1.0), out.emplace_back(v + cols, v, 1.0);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(EdgeList, BuildDistributesSortsAndCleans) {
+  Runtime& rt = Runtime::current();
+  // Rank 0 holds every edge, in reverse order, with a self loop and duplicates.
+  LocalEdges e;
+  const std::uint64_t n = 50;
+  if (rt.rank() == 0)
+    for (std::uint64_t u = n; u-- > 0;) {
+      e.add(u, (u * 7 + 3) % n, static_cast<double>(u));
+      e.add(u, (u * 7 + 3) % n, static_cast<double>(u) + 0.5);  // duplicate, larger weight
+      e.add(u, u, 1.0);
+    }
+  BuildOptions o;
+  o.drop_self_loops = true;
+  o.drop_duplicates = true;
+  auto g = EdgeList::build(rt, n, true, std::move(e), o);
+  expect_layout(g);
+  auto all = test::gather_edges(g);
+  std::vector<EdgeTuple> want;
+  for (std::uint64_t u = 0; u < n; ++u)
+    if ((u * 7 + 3) % n != u) want.emplace_back(u, (u * 7 + 3) % n, static_cast<double>(u));
+  EXPECT_EQ(all, want);
+  EXPECT_EQ(g.edges(), want.size());
+  EXPECT_TRUE(g.weighted());
+  EXPECT_TRUE(g.directed());
+
+  auto sym = g.symmetrized();
+  expect_layout(sym);
+  EXPECT_FALSE(sym.directed());
+  std::set<std::pair<std::uint64_t, std::uint64_t>> pairs;
+  for (auto& [u, v, w] : test::gather_edges(sym)) pairs.emplace(u, v);
+  for (auto& [u, v, w] : want) {
+    EXPECT_TRUE(pairs.count({u, v}) && pairs.count({v, u})) << u << " " << v;
+  }
+
+  auto out_deg = test::gather_all(g.out_degrees()), in_deg = test::gather_all(g.in_degrees());
+  std::vector<std::uint64_t> want_out(n, 0), want_in(n, 0);
+  for (auto& [u, v, w] : want) ++want_out[u], ++want_in[v];
+  EXPECT_EQ(out_deg, want_out);
+  EXPECT_EQ(in_deg, want_in);
+}
+
+TEST(EdgeList, RejectsOutOfRangeIds) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == rt.size() - 1) e.add(3, 10);
+  try {
+    EdgeList::build(rt, 10, true, std::move(e));
+    FAIL() << "expected RangeError";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("(3, 10)"), std::string::npos) << "message: " << err.what();
+  }
+}
+
+TEST(EdgeList, BalancesEdgesAcrossRanks) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::uniform(12, 8));
+  expect_layout(g);
+  EXPECT_LT(g.edge_imbalance(), 1.05);
+  // All edges with one source are on one rank: vertex ranges are contiguous.
+  EXPECT_EQ(g.vertex_ranges().size(), g.vertices());
+  auto r = g.rebalanced();
+  EXPECT_EQ(test::gather_edges(r), test::gather_edges(g));
+}
+
+TEST(Generators, GridIsTheLattice) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({5, 7}));
+  expect_layout(g);
+  EXPECT_EQ(g.vertices(), 35u);
+  EXPECT_EQ(test::gather_edges(g), grid_edges(5, 7));
+  EXPECT_FALSE(g.directed());
+
+  auto g3 = generate(rt, GraphSpec::grid({3, 4, 5}));
+  std::vector<EdgeTuple> want;
+  auto id = [](std::uint64_t x, std::uint64_t y, std::uint64_t z) { return (x * 4 + y) * 5 + z; };
+  for (std::uint64_t x = 0; x < 3; ++x)
+    for (std::uint64_t y = 0; y < 4; ++y)
+      for (std::uint64_t z = 0; z < 5; ++z) {
+        auto v = id(x, y, z);
+        for (auto u : {x + 1 < 3 ? id(x + 1, y, z) : v, y + 1 < 4 ? id(x, y + 1, z) : v, z + 1 < 5 ? id(x, y, z + 1) : v})
+          if (u != v) want.emplace_back(u, v, 1.0), want.emplace_back(v, u, 1.0);
+      }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(test::gather_edges(g3), want);
+}
+
+TEST(Generators, SameGraphWhateverTheRankCount) {
+  Runtime& rt = Runtime::current();
+  for (auto spec : {GraphSpec::kronecker(9, 8, 42), GraphSpec::uniform(9, 4, 7)}) {
+    spec.delete_fraction = 0.25;
+    auto g = generate(rt, spec);
+    expect_layout(g);
+    EXPECT_EQ(test::gather_edges(g), serial_generate(spec)) << spec.describe();
+  }
+  auto a = GraphSpec::kronecker(9, 8, 1), b = GraphSpec::kronecker(9, 8, 2);
+  EXPECT_NE(serial_generate(a), serial_generate(b));
+  // The scramble is a bijection.
+  for (std::uint64_t n : {1ull, 2ull, 7ull, 1000ull, 1024ull}) {
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t v = 0; v < n; ++v) seen.insert(permute_vertex(v, n, 5));
+    EXPECT_EQ(seen.size(), n);
+    EXPECT_LT(*seen.rbegin(), n);
+  }
+}
+
+TEST(Generators, RejectBadParameters) {
+  Runtime& rt = Runtime::current();
+  EXPECT_THROW(generate(rt, GraphSpec::kronecker(0)), ConfigError);
+  EXPECT_THROW(generate(rt, GraphSpec::grid({4})), ConfigError);
+  auto s = GraphSpec::grid({4, 4});
+  s.delete_fraction = 1.0;
+  EXPECT_THROW(generate(rt, s), ConfigError);
+}
+
+class ComponentsOn : public ::testing::TestWithParam<int> {};
+
+TEST_P(ComponentsOn, BothAlgorithmsMatchUnionFind) {
+  Runtime& rt = Runtime::current();
+  GraphSpec spec;
+  switch (GetParam()) {
+    case 0: spec = GraphSpec::kronecker(10, 4, 3); spec.delete_fraction = 0.6; break;
+    case 1: spec = GraphSpec::grid({30, 40}, 9); spec.delete_fraction = 0.45; break;
+    case 2: spec = GraphSpec::grid({6, 7, 8}, 4); spec.delete_fraction = 0.6; spec.permute = true; break;
+    default: spec = GraphSpec::grid({60, 60}); break;
+  }
+  auto g = generate(rt, spec);
+  auto edges = test::gather_edges(g);
+  auto want = test::union_find_labels(g.vertices(), edges);
+
+  auto lp = label_propagation(g);
+  auto sv = fastsv(g);
+  EXPECT_EQ(test::gather_all(lp.labels), want) << spec.describe();
+  EXPECT_EQ(test::gather_all(sv.labels), want) << spec.describe();
+  EXPECT_EQ(check_labels(g, lp.labels), "");
+  EXPECT_GT(lp.rounds, 0);
+  EXPECT_LE(sv.rounds, lp.rounds) << spec.describe();
+  if (GetParam() == 3) {
+    EXPECT_GE(lp.rounds, 118);  // about the diameter of a 60 x 60 grid
+    EXPECT_LE(sv.rounds * 4, lp.rounds);
+  }
+
+  std::map<std::uint64_t, std::uint64_t> sizes;
+  for (auto l : want) ++sizes[l];
+  std::uint64_t best = 0, best_label = 0;
+  for (auto [l, s] : sizes)
+    if (s > best) best = s, best_label = l;
+  auto summary = summarize(g, sv.labels);
+  EXPECT_EQ(summary.count, sizes.size());
+  EXPECT_EQ(summary.largest_size, best);
+  EXPECT_EQ(summary.largest_label, best_label);
+
+  // The largest component: kept vertices numbered in order, edges relabelled.
+  auto lcc = largest_component(g, sv.labels);
+  expect_layout(lcc.graph);
+  std::vector<std::uint64_t> old_ids, new_of(g.vertices(), ~0ull);
+  for (std::uint64_t v = 0; v < g.vertices(); ++v)
+    if (want[v] == best_label) new_of[v] = old_ids.size(), old_ids.push_back(v);
+  EXPECT_EQ(test::gather_all(lcc.original_ids), old_ids);
+  std::vector<EdgeTuple> want_edges;
+  for (auto& [u, v, w] : edges)
+    if (want[u] == best_label) want_edges.emplace_back(new_of[u], new_of[v], w);
+  std::sort(want_edges.begin(), want_edges.end());
+  EXPECT_EQ(lcc.graph.vertices(), best);
+  EXPECT_EQ(test::gather_edges(lcc.graph), want_edges);
+  auto again = fastsv(lcc.graph);
+  EXPECT_EQ(summarize(lcc.graph, again.labels).count, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, ComponentsOn, ::testing::Values(0, 1, 2, 3));
+
+TEST(Components, CheckLabelsFindsWrongLabels) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({8, 8}));
+  auto c = fastsv(g);
+  EXPECT_EQ(check_labels(g, c.labels), "");
+  if (c.labels.is_local(63)) c.labels.at(63) = 62;
+  EXPECT_NE(check_labels(g, c.labels), "");
+}
+
+TEST(Components, DirectedGraphsGetWeakComponents) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(1, 0), e.add(2, 1), e.add(4, 3), e.add(5, 5);
+  auto g = EdgeList::build(rt, 6, true, std::move(e));
+  std::vector<std::uint64_t> want{0, 0, 0, 3, 3, 5};
+  EXPECT_EQ(test::gather_all(label_propagation(g).labels), want);
+  EXPECT_EQ(test::gather_all(fastsv(g).labels), want);
+}
+
+TEST(LargestComponent, GoesToSharedStorageWhenAsked) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({10, 10}));
+  auto c = fastsv(g);
+  auto name = test::unique_name(rt, "lcc");
+  {
+    auto lcc = largest_component(g, c.labels, StorageOptions::shared(name));
+    EXPECT_EQ(lcc.graph.src().storage_kind(), StorageKind::shared);
+    EXPECT_EQ(lcc.original_ids.storage_kind(), StorageKind::shared);
+    EXPECT_NE(lcc.graph.dst().metadata_path().find(name + "-dst"), std::string::npos);
+    EXPECT_EQ(lcc.graph.vertices(), 100u);
+    barrier(rt.comm());
+  }
+}
