@@ -24,24 +24,41 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
   if (lowest == INT_MAX) return;
   // Every rank learns the lowest failing rank's message, so whichever rank
   // reports the error to the user names the real cause (file, line, value).
+  // The category travels too, so every rank can catch the same type.
   std::string message;
+  unsigned long head[2] = {0, 0};  // length, category
   if (rank == lowest) {
     try {
       std::rethrow_exception(failure);
     } catch (const std::exception& e) {
       message = e.what();
+      head[1] = dynamic_cast<const FormatError*>(&e)     ? 1
+                : dynamic_cast<const MismatchError*>(&e) ? 2
+                : dynamic_cast<const RangeError*>(&e)    ? 3
+                : dynamic_cast<const ConfigError*>(&e)   ? 4
+                : dynamic_cast<const PeerError*>(&e)     ? 5
+                                                         : 0;
     } catch (...) {
       message = "unknown error";
     }
+    head[0] = message.size();
   }
-  unsigned long length = message.size();
-  TESSERA_MPI(MPI_Ibcast(&length, 1, MPI_UNSIGNED_LONG, lowest, comm, &req));
+  TESSERA_MPI(MPI_Ibcast(head, 2, MPI_UNSIGNED_LONG, lowest, comm, &req));
   wait(req);
+  unsigned long length = head[0];
   message.resize(length);
   TESSERA_MPI(MPI_Ibcast(message.data(), static_cast<int>(length), MPI_CHAR, lowest, comm, &req));
   wait(req);
   if (failure) std::rethrow_exception(failure);
-  throw Error("on rank " + std::to_string(lowest) + ": " + message);
+  message = "on rank " + std::to_string(lowest) + ": " + message;
+  switch (head[1]) {
+    case 1: throw FormatError(message);
+    case 2: throw MismatchError(message);
+    case 3: throw RangeError(message);
+    case 4: throw ConfigError(message);
+    case 5: throw PeerError(message);
+    default: throw Error(message);
+  }
 }
 
 }  // namespace tessera

@@ -12,7 +12,8 @@ namespace tessera {
 
 // Runs `step` on every rank of `comm`. If it throws on any rank, every rank
 // throws: the failing ranks rethrow their own error, the others a tessera::Error
-// carrying the lowest failing rank's message ("on rank k: ...").
+// of the same category (FormatError, RangeError, ...) carrying the lowest
+// failing rank's message ("on rank k: ...").
 void agree(MPI_Comm comm, const std::function<void()>& step);
 
 }  // namespace tessera

@@ -1,0 +1,285 @@
+// Readers and writers: every format read back against the edges written by
+// hand, round trips through each writer, the binary format mapped in place,
+// the real SNAP graphs, and every kind of bad input with its message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "../test_util.hpp"
+#include "graph_test_util.hpp"
+#include "tessera/graph/components.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/graph/io.hpp"
+#include "tessera/runtime/wait.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using tessera::test::EdgeTuple;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_file(Runtime& rt, const std::string& dir, const std::string& name, const std::string& text) {
+  std::string path = dir + "/" + name;
+  if (rt.rank() == 0) std::ofstream(path, std::ios::binary) << text;
+  barrier(rt.comm());
+  return path;
+}
+
+// The error every rank gets; empty when reading succeeds.
+std::string read_error(Runtime& rt, const std::string& path, ReadOptions o = {}) {
+  try {
+    read_graph(rt, path, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<EdgeTuple> edges_of(std::initializer_list<std::pair<std::uint64_t, std::uint64_t>> list) {
+  std::vector<EdgeTuple> out;
+  for (auto [u, v] : list) out.emplace_back(u, v, 1.0);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The real graphs of ../shared/data (or $TESSERA_DATA_DIR).
+std::string data_dir() {
+  const char* env = std::getenv("TESSERA_DATA_DIR");
+  return env && *env ? env : std::string(TESSERA_SOURCE_DIR) + "/../shared/data";
+}
+
+std::vector<std::string> files_in(Runtime& rt, const std::string& dir) {
+  barrier(rt.comm());
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename());
+  std::sort(out.begin(), out.end());
+  barrier(rt.comm());
+  return out;
+}
+
+}  // namespace
+
+TEST(Readers, EdgeListWithCommentsAndBases) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto path = write_file(rt, dir.path(), "g.el",
+                         "# a comment\n% another\n\n0 1\n1\t2\r\n  2 0  \n4 0\n# trailing comment\n3 4");
+  auto g = read_graph(rt, path).graph;
+  EXPECT_EQ(g.vertices(), 5u);
+  EXPECT_TRUE(g.directed());
+  EXPECT_EQ(test::gather_edges(g), edges_of({{0, 1}, {1, 2}, {2, 0}, {4, 0}, {3, 4}}));
+
+  ReadOptions one;
+  one.base = 1;
+  auto g1 = read_graph(rt, write_file(rt, dir.path(), "one.el", "1 2\n2 3\n"), one).graph;
+  EXPECT_EQ(g1.vertices(), 3u);
+  EXPECT_EQ(test::gather_edges(g1), edges_of({{0, 1}, {1, 2}}));
+
+  ReadOptions und;
+  und.undirected = true;
+  auto gu = read_graph(rt, path, und).graph;
+  EXPECT_FALSE(gu.directed());
+  EXPECT_EQ(gu.edges(), 10u);
+}
+
+TEST(Readers, RelabelsSparseIdsInOrder) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto path = write_file(rt, dir.path(), "sparse.el", "1000 7\n7 500000\n500000 1000\n42 7\n");
+  ReadOptions o;
+  o.relabel = true;
+  auto loaded = read_graph(rt, path, o);
+  EXPECT_EQ(loaded.graph.vertices(), 4u);  // 7, 42, 1000, 500000 -> 0, 1, 2, 3
+  EXPECT_EQ(test::gather_edges(loaded.graph), edges_of({{2, 0}, {0, 3}, {3, 2}, {1, 0}}));
+  ASSERT_TRUE(loaded.original_ids.has_value());
+  EXPECT_EQ(test::gather_all(*loaded.original_ids), (std::vector<std::uint64_t>{7, 42, 1000, 500000}));
+}
+
+TEST(Readers, MatrixMarketKinds) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto sym = write_file(rt, dir.path(), "sym.mtx",
+                        "%%MatrixMarket matrix coordinate pattern symmetric\n% comment\n4 4 3\n2 1\n3 2\n4 4\n");
+  auto g = read_graph(rt, sym).graph;
+  EXPECT_FALSE(g.directed());
+  EXPECT_EQ(g.vertices(), 4u);
+  EXPECT_EQ(test::gather_edges(g), edges_of({{1, 0}, {0, 1}, {2, 1}, {1, 2}, {3, 3}}));
+
+  auto real = write_file(rt, dir.path(), "real.mtx",
+                         "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n3 1 -2e3\n");
+  auto w = read_graph(rt, real).graph;
+  EXPECT_TRUE(w.directed());
+  EXPECT_TRUE(w.weighted());
+  EXPECT_EQ(test::gather_edges(w), (std::vector<EdgeTuple>{{0, 1, 0.5}, {2, 0, -2000.0}}));
+
+  auto integer = write_file(rt, dir.path(), "int.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n2 1 7\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, integer).graph), (std::vector<EdgeTuple>{{1, 0, 7.0}}));
+
+  auto wel = write_file(rt, dir.path(), "g.wel", "0 1 2.5\n1 0 3\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, wel).graph), (std::vector<EdgeTuple>{{0, 1, 2.5}, {1, 0, 3.0}}));
+}
+
+TEST(Readers, BadInputNamesFileAndLine) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto expect_error = [&](const std::string& name, const std::string& text, const std::string& want,
+                          ReadOptions o = {}) {
+    auto path = write_file(rt, dir.path(), name, text);
+    auto err = read_error(rt, path, o);
+    EXPECT_NE(err.find(want), std::string::npos) << name << ": got '" << err << "', want '" << want << "'";
+  };
+  // Many lines, so the bad one sits in the last rank's byte range.
+  std::string good;
+  for (int i = 0; i < 200; ++i) good += std::to_string(i) + " " + std::to_string(i + 1) + "\n";
+  expect_error("malformed.el", good + "5 x7\n", "malformed.el:201: 'x7' is not a vertex id");
+  expect_error("short.el", "0 1\n2\n", "short.el:2: expected 2 fields, found 1");
+  expect_error("long.el", "0 1 2\n", "long.el:1: expected 2 fields, found more");
+  expect_error("negative.el", "# c\n0 -3\n", "negative.el:2: negative vertex id -3");
+  expect_error("huge.el", "0 99999999999999999999999\n", "is too large");
+  ReadOptions one;
+  one.base = 1;
+  expect_error("zero.el", "1 2\n0 1\n", "zero.el:2: vertex id 0 is below the first id 1", one);
+  expect_error("empty.el", "", "empty.el is empty");
+  expect_error("comments.el", "# only\n% comments\n", "comments.el has no edges");
+  expect_error("badweight.wel", "0 1 heavy\n", "badweight.wel:1: 'heavy' is not a weight");
+  expect_error("nobanner.mtx", "3 3 1\n1 2\n", "not a Matrix Market file");
+  expect_error("array.mtx", "%%MatrixMarket matrix array real general\n2 2\n", "layout 'array' is not supported");
+  expect_error("complex.mtx", "%%MatrixMarket matrix coordinate complex general\n", "field 'complex'");
+  expect_error("rect.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 1\n", "3 x 4");
+  expect_error("count.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n",
+               "the header promises 3 entries but the file has 2");
+  expect_error("range.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n4 1\n",
+               "range.mtx:4: vertex id 4 is out of range (the header says 3 vertices)");
+  expect_error("zero.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 1\n",
+               "zero.mtx:3: vertex id 0 is below the first id 1");
+  expect_error("nosize.mtx", "%%MatrixMarket matrix coordinate pattern general\n% only comments\n",
+               "size line is missing");
+  EXPECT_NE(read_error(rt, dir.path() + "/missing.el").find("cannot open graph file"), std::string::npos);
+}
+
+TEST(Writers, RoundTripEveryFormat) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::kronecker(8, 4, 11));
+  auto want = test::gather_edges(g);
+  for (std::string name : {"k.el", "k.mtx", "k.tsg"}) {
+    std::string path = dir.path() + "/" + name;
+    write_graph(g, path);
+    auto back = read_graph(rt, path).graph;
+    EXPECT_EQ(back.vertices(), g.vertices()) << name;
+    EXPECT_EQ(test::gather_edges(back), want) << name;
+    if (name != "k.el") {  // an edge list does not record direction
+      EXPECT_EQ(back.directed(), g.directed()) << name;
+    }
+  }
+  // Weighted graphs keep their weights through .wel, .mtx and binary.
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(0, 1, 0.1), e.add(1, 2, 1e-300), e.add(2, 0, -7.25);
+  auto w = EdgeList::build(rt, 3, true, std::move(e));
+  for (std::string name : {"w.wel", "w.mtx", "w.tsg"}) {
+    write_graph(w, dir.path() + "/" + name);
+    EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/" + name).graph), test::gather_edges(w)) << name;
+  }
+  EXPECT_THROW(write_graph(w, dir.path() + "/w.el"), ConfigError);
+  // No temporary files are left behind.
+  for (auto& f : files_in(rt, dir.path())) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+}
+
+TEST(Writers, FailedWriteLeavesNothing) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({4, 4}));
+  EXPECT_THROW(write_graph(g, dir.path() + "/no/such/dir/g.el"), Error);
+  write_graph(g, dir.path() + "/g.tsg");
+  EXPECT_THROW(write_graph(g, dir.path() + "/g.tsg"), ConfigError);  // never overwrites a graph
+  EXPECT_EQ(files_in(rt, dir.path()), std::vector<std::string>{"g.tsg"});
+  // A non-empty directory is never written into, and is left as it was.
+  if (rt.rank() == 0) fs::create_directory(dir.path() + "/full.tsg"), std::ofstream(dir.path() + "/full.tsg/x");
+  barrier(rt.comm());
+  EXPECT_THROW(write_graph(g, dir.path() + "/full.tsg"), ConfigError);
+  EXPECT_EQ(files_in(rt, dir.path() + "/full.tsg"), std::vector<std::string>{"x"});
+}
+
+TEST(Binary, ReloadMapsInPlaceAndChecksMetadata) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::uniform(9, 4));
+  std::string path = dir.path() + "/g.tsg";
+  save_binary(g, path);
+  {
+    auto back = load_binary(rt, path);
+    EXPECT_EQ(back.src().storage_kind(), StorageKind::shared);
+    EXPECT_EQ(back.src().metadata_path(), path + "/src.json");  // the files themselves, not a copy
+    EXPECT_EQ(test::gather_edges(back), test::gather_edges(g));
+    EXPECT_EQ(back.vertex_ranges(), g.vertex_ranges());
+    barrier(rt.comm());
+  }
+  EXPECT_TRUE(fs::exists(path + "/src.json"));  // loading never removes the files
+
+  // Wrong metadata: each is named.
+  auto corrupt = [&](const std::string& from, const std::string& to) -> std::string {
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      std::ifstream in(path + "/edgelist.json");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      auto at = text.find(from);
+      if (at == std::string::npos) ADD_FAILURE() << "no '" << from << "' in edgelist.json";
+      else text.replace(at, from.size(), to);
+      std::ofstream(path + "/edgelist.json.bad") << text;
+      fs::rename(path + "/edgelist.json", path + "/edgelist.json.good");
+      fs::rename(path + "/edgelist.json.bad", path + "/edgelist.json");
+    }
+    barrier(rt.comm());
+    auto err = read_error(rt, path);
+    barrier(rt.comm());
+    if (rt.rank() == 0) fs::rename(path + "/edgelist.json.good", path + "/edgelist.json");
+    barrier(rt.comm());
+    return err;
+  };
+  EXPECT_NE(corrupt("tessera.edge-list", "other").find("is not a version 1"), std::string::npos);
+  EXPECT_NE(corrupt("\"edges\": ", "\"edges\": 1").find("src.json holds"), std::string::npos);
+  EXPECT_NE(corrupt("\"vertex_offsets\": [", "\"vertex_offsets\": [7,").find("vertex_offsets"), std::string::npos);
+  EXPECT_NE(read_error(rt, dir.path()).find("is not a Tessera binary graph"), std::string::npos);
+}
+
+TEST(RealGraphs, WikiVoteAndOregon) {
+  Runtime& rt = Runtime::current();
+  if (!fs::exists(data_dir() + "/wiki-vote.el")) GTEST_SKIP() << "no real graphs in " << data_dir();
+  ReadOptions o;
+  o.relabel = true;
+  auto wiki = read_graph(rt, data_dir() + "/wiki-vote.el", o);
+  EXPECT_EQ(wiki.graph.vertices(), 7115u);
+  EXPECT_EQ(wiki.graph.edges(), 103689u);
+  EXPECT_TRUE(wiki.graph.directed());
+  auto c = fastsv(wiki.graph);
+  auto s = summarize(wiki.graph, c.labels);
+  EXPECT_EQ(s.count, 24u);
+  EXPECT_EQ(s.largest_size, 7066u);
+  auto lp = label_propagation(wiki.graph);
+  EXPECT_EQ(test::gather_all(lp.labels), test::gather_all(c.labels));
+  auto sym = wiki.graph.symmetrized();
+  EXPECT_EQ(test::gather_all(c.labels), test::union_find_labels(sym.vertices(), test::gather_edges(sym)));
+
+  // The Oregon file ends with a stray "-1" line: a clear error naming it.
+  const std::string oregon_path = data_dir() + "/oregon1_010331.el";
+  EXPECT_NE(read_error(rt, oregon_path).find("oregon1_010331.el:44007: negative vertex id -1"), std::string::npos);
+  // A copy without it (the data directory is read-only) is the real graph.
+  test::ScratchDir dir(rt);
+  std::string text;
+  if (rt.rank() == 0) {
+    std::ifstream in(oregon_path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    text.erase(text.rfind("-1"));
+  }
+  auto fixed = write_file(rt, dir.path(), "oregon.el", text);
+  auto oregon = read_graph(rt, fixed).graph;
+  EXPECT_EQ(oregon.vertices(), 10670u);
+  EXPECT_EQ(oregon.edges(), 44004u);
+  EXPECT_EQ(summarize(oregon, fastsv(oregon).labels).count, 1u);
+  ReadOptions u;
+  u.undirected = true;
+  EXPECT_EQ(read_graph(rt, fixed, u).graph.edges(), 44004u);  // both directions were listed already
+}
