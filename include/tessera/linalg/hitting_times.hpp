@@ -1,0 +1,34 @@
+// Hitting times of a random walk on an undirected graph: h(v) is the expected
+// number of steps a walk from v takes to first reach the target set T. It
+// solves h = 0 on T and L_UU h_U = d_U on the other vertices U (L = D - A,
+// d = weighted degrees), here by Jacobi-preconditioned CG on the grounded
+// Laplacian. Vertices whose component holds no target never arrive: they are
+// grounded too and reported as unreachable (NaN), not as a number.
+#pragma once
+#include <span>
+
+#include "tessera/graph/components.hpp"
+#include "tessera/linalg/cg.hpp"
+#include "tessera/linalg/row_matrix.hpp"
+
+namespace tessera::linalg {
+
+struct HittingOptions {
+  CgOptions cg;
+  graph::ComponentsOptions components;
+};
+
+struct HittingTimes {
+  Vector times;                  // on the graph's vertex ranges; NaN = unreachable
+  std::uint64_t unreachable = 0;
+  std::uint64_t targets = 0;     // distinct targets
+  CgResult solve;
+  double setup_seconds = 0;      // components, grounding, right-hand side
+};
+
+// Collective. `a` is the graph's adjacency matrix (an EdgeListMatrix or any
+// RowMatrix on the same vertex ranges); every rank passes the same targets.
+HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::span<const std::uint64_t> targets,
+                           const HittingOptions& options = {});
+
+}  // namespace tessera::linalg

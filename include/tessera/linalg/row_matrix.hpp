@@ -1,0 +1,63 @@
+// The operator interfaces of the linear-algebra layer, after Tpetra's
+// Operator / RowMatrix split: a LinearOperator can be applied and has a
+// diagonal (enough for Jacobi-preconditioned CG); a RowMatrix also exposes its
+// rows, transpose product, row sums and norms. Square matrices whose rows and
+// columns share one Distribution (a graph's vertex ranges).
+//
+// Import is the exchange plan of a matrix: which ghost entries (columns owned
+// elsewhere) this rank reads, and which owned entries it sends to whom. Its
+// size is O(ghosts), never O(entries).
+#pragma once
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "tessera/array/ghost_set.hpp"
+#include "tessera/linalg/vector.hpp"
+
+namespace tessera::linalg {
+
+class LinearOperator {
+ public:
+  virtual ~LinearOperator() = default;
+  virtual const Distribution& row_distribution() const = 0;
+  // y = alpha * A x + beta * y (beta == 0 ignores y's old contents, even NaN).
+  virtual void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
+  virtual void diagonal(Vector& d) const = 0;
+};
+
+class RowMatrix : public LinearOperator {
+ public:
+  std::uint64_t global_rows() const { return row_distribution().size(); }
+  std::uint64_t local_rows() const;
+  virtual std::uint64_t global_entries() const = 0;
+  virtual std::uint64_t local_entries() const = 0;
+  // y = alpha * A^T x + beta * y
+  virtual void apply_transpose(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
+  virtual void row_sums(Vector& s) const = 0;
+  virtual double frobenius_norm() const = 0;
+  // Calls f(global column, value) for every entry of local row `local_row`.
+  virtual void for_each_in_row(std::uint64_t local_row, const std::function<void(std::uint64_t, double)>& f) const = 0;
+  // Bytes this object allocated beyond the data it was built over.
+  virtual std::size_t extra_memory_bytes() const = 0;
+};
+
+class Import {
+ public:
+  Import() = default;
+  // Collective. `ghosts` are global indices owned by other ranks under `rows`.
+  Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts);
+  // ghost_values[j] = owned value of ghosts.ids()[j] on its owner.
+  void gather(std::span<const double> owned, std::span<double> ghost_values) const;
+  // owned[i] += every rank's contribution to it (the reverse of gather).
+  void scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const;
+  std::size_t memory_bytes() const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::vector<std::uint32_t> send_index_;  // owned offsets to send, grouped by destination
+  std::vector<int> send_counts_, send_displ_, recv_counts_, recv_displ_;
+  mutable std::vector<double> send_buffer_;
+};
+
+}  // namespace tessera::linalg

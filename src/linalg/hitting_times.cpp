@@ -1,0 +1,68 @@
+#include "tessera/linalg/hitting_times.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "tessera/comm/aggregators.hpp"
+#include "tessera/linalg/laplacian.hpp"
+#include "tessera/runtime/collective.hpp"
+
+namespace tessera::linalg {
+
+HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::span<const std::uint64_t> targets,
+                           const HittingOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  Runtime& rt = g.runtime();
+  if (g.directed())
+    throw ConfigError("hitting times need an undirected graph: symmetrize it first (--undirected)");
+  if (!(a.row_distribution() == g.vertex_ranges()))
+    throw MismatchError("the matrix rows are not distributed like the graph's vertices");
+  if (targets.empty()) throw ConfigError("hitting times need at least one target vertex");
+  std::vector<std::uint64_t> t(targets.begin(), targets.end());
+  for (auto v : t)
+    if (v >= g.vertices())
+      throw RangeError("target vertex " + std::to_string(v) + " is outside [0, " + std::to_string(g.vertices()) + ")");
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+
+  // A vertex can reach a target iff its component holds one.
+  auto comps = graph::fastsv(g, options.components);
+  std::vector<std::uint64_t> target_labels(t.size());
+  {
+    SrcAggregator<std::uint64_t> read(comps.labels);
+    for (std::size_t k = 0; k < t.size(); ++k) read.get(t[k], target_labels[k]);
+    read.flush();
+  }
+  std::sort(target_labels.begin(), target_labels.end());
+  auto labels = comps.labels.local();
+  const std::uint64_t base = g.local_vertex_begin();
+  std::vector<std::uint8_t> grounded(labels.size(), 0);
+  std::vector<std::uint8_t> unreachable(labels.size(), 0);
+  std::uint64_t lost = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (!std::binary_search(target_labels.begin(), target_labels.end(), labels[i])) {
+      unreachable[i] = grounded[i] = 1;
+      ++lost;
+    } else if (std::binary_search(t.begin(), t.end(), base + i)) {
+      grounded[i] = 1;
+    }
+  }
+
+  Laplacian lap(a, grounded);
+  Vector b(rt, g.vertex_ranges());
+  auto bs = b.local();
+  auto deg = lap.degrees().local();
+  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grounded[i] ? 0.0 : deg[i];
+  HittingTimes out{Vector(rt, g.vertex_ranges()), all_reduce(rt.comm(), lost, MPI_SUM), t.size(), {}, 0};
+  out.times.fill(0.0);
+  out.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.solve = conjugate_gradient(lap, b, out.times, options.cg);
+  auto h = out.times.local();
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (unreachable[i]) h[i] = std::numeric_limits<double>::quiet_NaN();
+  return out;
+}
+
+}  // namespace tessera::linalg

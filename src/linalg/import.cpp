@@ -1,0 +1,58 @@
+#include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/linalg/row_matrix.hpp"
+#include "tessera/runtime/wait.hpp"
+
+namespace tessera::linalg {
+
+std::uint64_t RowMatrix::local_rows() const {
+  return row_distribution().count(Runtime::current().rank());
+}
+
+Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts) : comm_(rt.comm()) {
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<std::uint64_t> want(P, 0);
+  for (auto id : ghosts.ids()) ++want[static_cast<std::size_t>(rows.owner(id))];  // sorted ids: grouped by owner
+  std::vector<std::uint64_t> asked;
+  auto requested = comm::exchange<std::uint64_t>(rt.comm(), ghosts.ids(), want, asked);
+  const std::uint64_t base = rows.begin(rt.rank());
+  send_index_.resize(requested.size());
+  for (std::size_t k = 0; k < requested.size(); ++k) {
+    if (requested[k] < base || requested[k] >= rows.end(rt.rank()))
+      throw RangeError("rank asked for index " + std::to_string(requested[k]) + " it does not own");
+    send_index_[k] = static_cast<std::uint32_t>(requested[k] - base);
+  }
+  send_counts_.resize(P), send_displ_.resize(P), recv_counts_.resize(P), recv_displ_.resize(P);
+  int s = 0, r = 0;
+  for (std::size_t p = 0; p < P; ++p) {
+    send_counts_[p] = static_cast<int>(asked[p]);
+    recv_counts_[p] = static_cast<int>(want[p]);
+    send_displ_[p] = s, recv_displ_[p] = r;
+    s += send_counts_[p], r += recv_counts_[p];
+  }
+  send_buffer_.resize(send_index_.size());
+}
+
+void Import::gather(std::span<const double> owned, std::span<double> ghost_values) const {
+  if (comm_ == MPI_COMM_NULL) return;
+  for (std::size_t k = 0; k < send_index_.size(); ++k) send_buffer_[k] = owned[send_index_[k]];
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ialltoallv(send_buffer_.data(), send_counts_.data(), send_displ_.data(), MPI_DOUBLE,
+                             ghost_values.data(), recv_counts_.data(), recv_displ_.data(), MPI_DOUBLE, comm_, &req));
+  wait(req);
+}
+
+void Import::scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const {
+  if (comm_ == MPI_COMM_NULL) return;
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ialltoallv(ghost_contributions.data(), recv_counts_.data(), recv_displ_.data(), MPI_DOUBLE,
+                             send_buffer_.data(), send_counts_.data(), send_displ_.data(), MPI_DOUBLE, comm_, &req));
+  wait(req);
+  for (std::size_t k = 0; k < send_index_.size(); ++k) owned[send_index_[k]] += send_buffer_[k];
+}
+
+std::size_t Import::memory_bytes() const {
+  return send_index_.capacity() * sizeof(std::uint32_t) + send_buffer_.capacity() * sizeof(double) +
+         4 * send_counts_.size() * sizeof(int);
+}
+
+}  // namespace tessera::linalg

@@ -1,0 +1,263 @@
+// The linear-algebra layer against serial references every rank recomputes:
+// matrix products from the gathered edge list, hitting times from a dense
+// direct solve (Gaussian elimination) and from the closed form on a path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../graph/graph_test_util.hpp"
+#include "../test_util.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/linalg/crs_matrix.hpp"
+#include "tessera/linalg/edge_list_matrix.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+#include "tessera/linalg/laplacian.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using namespace tessera::linalg;
+using tessera::test::EdgeTuple;
+
+namespace {
+
+double value_at(std::uint64_t i) { return std::sin(0.37 * static_cast<double>(i)) + 0.1 * static_cast<double>(i % 7); }
+
+void fill(Vector& v) {
+  auto l = v.local();
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = value_at(v.distribution().begin(Runtime::current().rank()) + i);
+}
+
+std::vector<double> gathered(const Vector& v) { return test::gather_all(v.array()); }
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double rel, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
+      continue;
+    }
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+EdgeList weighted_random_graph(Runtime& rt) {
+  test::SplitMix64 rng(99);
+  LocalEdges e;
+  const std::uint64_t n = 300;
+  for (std::uint64_t k = 0; k < 3000; ++k) {
+    std::uint64_t u = rng.below(n), v = rng.below(n);
+    double w = 0.5 + static_cast<double>(rng.below(1000)) / 100.0;
+    if (k % static_cast<std::uint64_t>(rt.size()) == static_cast<std::uint64_t>(rt.rank())) e.add(u, v, w);
+  }
+  BuildOptions o;
+  o.drop_duplicates = true;
+  return EdgeList::build(rt, n, true, std::move(e), o);
+}
+
+// Hitting times by Gaussian elimination on L_UU, with NaN where no target is reachable.
+std::vector<double> dense_hitting_times(std::uint64_t n, const std::vector<EdgeTuple>& edges,
+                                        const std::vector<std::uint64_t>& targets) {
+  auto labels = test::union_find_labels(n, edges);
+  std::vector<char> is_target(n, 0), reach(n, 0);
+  for (auto t : targets) is_target[t] = 1;
+  for (std::uint64_t v = 0; v < n; ++v)
+    for (auto t : targets)
+      if (labels[v] == labels[t]) reach[v] = 1;
+  std::vector<std::uint64_t> free;
+  std::vector<std::int64_t> index(n, -1);
+  for (std::uint64_t v = 0; v < n; ++v)
+    if (reach[v] && !is_target[v]) index[v] = static_cast<std::int64_t>(free.size()), free.push_back(v);
+  const std::size_t m = free.size();
+  std::vector<double> A(m * m, 0.0), b(m, 0.0);
+  for (auto& [u, v, w] : edges) {
+    if (index[u] < 0) continue;
+    auto i = static_cast<std::size_t>(index[u]);
+    A[i * m + i] += w;
+    b[i] += w;
+    if (index[v] >= 0) A[i * m + static_cast<std::size_t>(index[v])] -= w;
+  }
+  for (std::size_t c = 0; c < m; ++c) {  // partial pivoting
+    std::size_t p = c;
+    for (std::size_t r = c + 1; r < m; ++r)
+      if (std::fabs(A[r * m + c]) > std::fabs(A[p * m + c])) p = r;
+    for (std::size_t k = 0; k < m; ++k) std::swap(A[c * m + k], A[p * m + k]);
+    std::swap(b[c], b[p]);
+    for (std::size_t r = c + 1; r < m; ++r) {
+      double f = A[r * m + c] / A[c * m + c];
+      if (f == 0) continue;
+      for (std::size_t k = c; k < m; ++k) A[r * m + k] -= f * A[c * m + k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(m);
+  for (std::size_t c = m; c-- > 0;) {
+    double s = b[c];
+    for (std::size_t k = c + 1; k < m; ++k) s -= A[c * m + k] * x[k];
+    x[c] = s / A[c * m + c];
+  }
+  std::vector<double> h(n, 0.0);
+  for (std::uint64_t v = 0; v < n; ++v)
+    h[v] = !reach[v] ? std::nan("") : is_target[v] ? 0.0 : x[static_cast<std::size_t>(index[v])];
+  return h;
+}
+
+}  // namespace
+
+TEST(Vector, ReductionsMatchSerial) {
+  Runtime& rt = Runtime::current();
+  Vector x(rt, Distribution::block(1001, rt.size())), y(rt, x.distribution());
+  fill(x);
+  y.fill(2.0);
+  double dot = 0, sq = 0, mx = 0;
+  for (std::uint64_t i = 0; i < 1001; ++i) dot += 2 * value_at(i), sq += value_at(i) * value_at(i), mx = std::max(mx, std::fabs(value_at(i)));
+  EXPECT_NEAR(x.dot(y), dot, 1e-10);
+  EXPECT_NEAR(x.norm2(), std::sqrt(sq), 1e-10);
+  EXPECT_DOUBLE_EQ(x.norm_inf(), mx);
+  y.axpy(0.5, x);
+  auto all = gathered(y);
+  for (std::uint64_t i = 0; i < 1001; ++i) EXPECT_DOUBLE_EQ(all[i], 2.0 + 0.5 * value_at(i));
+  Vector other(rt, Distribution::block(1000, rt.size()));
+  EXPECT_THROW(x.dot(other), MismatchError);
+}
+
+TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
+  Runtime& rt = Runtime::current();
+  auto g = weighted_random_graph(rt);
+  auto edges = test::gather_edges(g);
+  const std::uint64_t n = g.vertices();
+  EdgeListMatrix el(g);
+  CrsMatrix crs(el);
+  std::vector<double> ax(n, 0), atx(n, 0), diag(n, 0), sums(n, 0);
+  double frob = 0;
+  for (auto& [u, v, w] : edges) {
+    ax[u] += w * value_at(v);
+    atx[v] += w * value_at(u);
+    if (u == v) diag[u] += w;
+    sums[u] += w;
+    frob += w * w;
+  }
+  for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
+    EXPECT_EQ(a->global_entries(), edges.size());
+    EXPECT_EQ(a->global_rows(), n);
+    Vector x(rt, a->row_distribution()), y(rt, a->row_distribution());
+    fill(x);
+    y.fill(1.0);
+    a->apply(x, y, 2.0, -3.0);  // y = 2 A x - 3
+    std::vector<double> want(n);
+    for (std::uint64_t i = 0; i < n; ++i) want[i] = 2 * ax[i] - 3;
+    expect_near(gathered(y), want, 1e-12, "apply");
+    y.fill(std::nan(""));
+    a->apply_transpose(x, y);  // beta = 0 ignores NaN
+    expect_near(gathered(y), atx, 1e-12, "apply_transpose");
+    a->diagonal(y);
+    expect_near(gathered(y), diag, 1e-12, "diagonal");
+    a->row_sums(y);
+    expect_near(gathered(y), sums, 1e-12, "row_sums");
+    EXPECT_NEAR(a->frobenius_norm(), std::sqrt(frob), 1e-9);
+    // Row access gives the same entries as the edge list.
+    std::uint64_t base = a->row_distribution().begin(rt.rank()), seen = 0;
+    for (std::uint64_t i = 0; i < a->local_rows(); ++i)
+      a->for_each_in_row(i, [&](std::uint64_t c, double w) {
+        EXPECT_TRUE(std::binary_search(edges.begin(), edges.end(), EdgeTuple{base + i, c, w}));
+        ++seen;
+      });
+    EXPECT_EQ(seen, a->local_entries());
+  }
+  // The edge-list matrix allocates only for ghosts, far less than a copy.
+  EXPECT_LT(el.extra_memory_bytes(), crs.extra_memory_bytes());
+}
+
+TEST(Laplacian, GroundedRowsAreIdentity) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({4, 5}));
+  EdgeListMatrix a(g);
+  std::vector<std::uint8_t> grounded(g.local_vertices(), 0);
+  if (g.vertex_ranges().owner(7) == rt.rank()) grounded[7 - g.local_vertex_begin()] = 1;
+  Laplacian lap(a, grounded);
+  Vector x(rt, g.vertex_ranges()), y(rt, g.vertex_ranges());
+  fill(x);
+  lap.apply(x, y);
+  auto edges = test::gather_edges(g);
+  std::vector<double> want(20, 0);
+  for (auto& [u, v, w] : edges)
+    if (u != 7) want[u] += value_at(u) - (v == 7 ? 0 : value_at(v));
+  want[7] = value_at(7);
+  expect_near(gathered(y), want, 1e-12, "grounded laplacian");
+}
+
+TEST(HittingTimes, PathHasTheClosedForm) {
+  Runtime& rt = Runtime::current();
+  const std::uint64_t n = 40, L = n - 1;
+  auto g = generate(rt, GraphSpec::grid({1, n}));
+  EdgeListMatrix a(g);
+  std::vector<std::uint64_t> target{0};
+  HittingOptions o;
+  o.cg.tolerance = 1e-13;
+  auto h = hitting_times(g, a, target, o);
+  EXPECT_TRUE(h.solve.converged);
+  std::vector<double> want(n);
+  for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (2 * L - k));
+  expect_near(gathered(h.times), want, 1e-9, "path");
+  EXPECT_EQ(h.unreachable, 0u);
+}
+
+class HittingOn : public ::testing::TestWithParam<int> {};
+
+TEST_P(HittingOn, MatchesDenseSolve) {
+  Runtime& rt = Runtime::current();
+  EdgeList g = [&] {
+    switch (GetParam()) {
+      case 0: { auto s = GraphSpec::grid({12, 15}, 3); s.delete_fraction = 0.3; return generate(rt, s); }
+      case 1: return generate(rt, GraphSpec::kronecker(7, 4, 5));
+      default: {  // weighted, symmetric
+        auto d = weighted_random_graph(rt);
+        return d.symmetrized();
+      }
+    }
+  }();
+  auto edges = test::gather_edges(g);
+  std::vector<std::uint64_t> targets{3, 17, 3};
+  auto want = dense_hitting_times(g.vertices(), edges, {3, 17});
+  HittingOptions o;
+  o.cg.tolerance = 1e-13;
+  for (int kind = 0; kind < 2; ++kind) {
+    EdgeListMatrix el(g);
+    CrsMatrix crs(el);
+    const RowMatrix& a = kind == 0 ? static_cast<const RowMatrix&>(el) : crs;
+    auto h = hitting_times(g, a, targets, o);
+    EXPECT_TRUE(h.solve.converged);
+    EXPECT_EQ(h.targets, 2u);
+    expect_near(gathered(h.times), want, 1e-9, kind == 0 ? "edge list" : "crs");
+    std::uint64_t nan = 0;
+    for (double v : want) nan += std::isnan(v);
+    EXPECT_EQ(h.unreachable, nan);
+    EXPECT_EQ(h.solve.residuals.size(), static_cast<std::size_t>(h.solve.iterations) + 1);
+    EXPECT_LE(h.solve.residuals.back(), 1e-13);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, HittingOn, ::testing::Values(0, 1, 2));
+
+TEST(HittingTimes, RejectsBadRequests) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({3, 3}));
+  EdgeListMatrix a(g);
+  std::vector<std::uint64_t> none, outside{9};
+  EXPECT_THROW(hitting_times(g, a, none), ConfigError);
+  EXPECT_THROW(hitting_times(g, a, outside), RangeError);
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(0, 1);
+  auto directed = EdgeList::build(rt, 2, true, std::move(e));
+  EdgeListMatrix ad(directed);
+  std::vector<std::uint64_t> zero{0};
+  EXPECT_THROW(hitting_times(directed, ad, zero), ConfigError);
+  CgOptions capped;
+  capped.max_iterations = 2;
+  auto path = generate(rt, GraphSpec::grid({1, 50}));
+  EdgeListMatrix ap(path);
+  HittingOptions o;
+  o.cg = capped;
+  auto h = hitting_times(path, ap, zero, o);
+  EXPECT_FALSE(h.solve.converged);
+  EXPECT_EQ(h.solve.iterations, 2);
+}
