@@ -14,6 +14,8 @@ struct BenchOptions {
   bench::RaOptions ra;
   bench::GatherOptions gather;
   bench::HistogramOptions histo;
+  bench::ComponentsBenchOptions cc;
+  bench::HittingBenchOptions hitting;
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -32,6 +34,8 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.ra);
   apply_common(o, o.gather);
   apply_common(o, o.histo);
+  apply_common(o, o.cc);
+  apply_common(o, o.hitting);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;
@@ -43,6 +47,8 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "ra" || which == "all") ok = bench::run_ra(rt, o.ra) && ok;
   if (which == "indexgather" || which == "all") ok = bench::run_indexgather(rt, o.gather) && ok;
   if (which == "histogram" || which == "all") ok = bench::run_histogram(rt, o.histo) && ok;
+  if (which == "cc") ok = bench::run_components_bench(rt, o.cc) && ok;
+  if (which == "hitting") ok = bench::run_hitting_bench(rt, o.hitting) && ok;
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
 }
@@ -72,10 +78,16 @@ void add_bench(CLI::App& app, Action& selected) {
   h->add_option("--counts", o->histo.counts_per_rank, "Counts per rank")->check(CLI::PositiveNumber);
   h->add_option("--updates", o->histo.updates_per_rank, "Updates per rank")->check(CLI::PositiveNumber);
   h->add_option("--fine-updates", o->histo.fine_updates_per_rank, "Updates per rank for the MPI_Accumulate baseline");
-  auto* a = bench->add_subcommand("all", "All four benchmarks");
+  auto* c = bench->add_subcommand("cc", "Components: label propagation and FastSV vs serial union-find");
+  c->add_option("--scale", o->cc.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
+  c->add_option("--grid", o->cc.grid_side, "Grid side (a side x side grid, ids scrambled)")->check(CLI::PositiveNumber);
+  auto* t = bench->add_subcommand("hitting", "Hitting times: EdgeListMatrix vs CrsMatrix per CG iteration and memory");
+  t->add_option("--scale", o->hitting.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
+  t->add_option("--tolerance", o->hitting.tolerance, "CG relative residual")->check(CLI::PositiveNumber);
+  auto* a = bench->add_subcommand("all", "The four core benchmarks (stream, ra, indexgather, histogram)");
   a->add_flag("--demo", o->demo, "Larger sizes, about a minute at 4 ranks on 2 cores (make demo)");
 
-  for (auto* sub : {s, r, g, h, a}) {
+  for (auto* sub : {s, r, g, h, c, t, a}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

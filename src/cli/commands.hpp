@@ -11,5 +11,6 @@ using Action = std::function<int()>;  // returns the exit code
 void add_info(CLI::App& app, Action& selected);
 void add_shm(CLI::App& app, Action& selected);
 void add_bench(CLI::App& app, Action& selected);
+void add_graph(CLI::App& app, Action& selected);
 
 }  // namespace tessera::cli

@@ -1,6 +1,7 @@
 // tessera: the command-line program.
 //   tessera info                    what this job runs on
 //   tessera shm list|gc             shared-memory segments and their owners
+//   tessera gen|convert|cc|lcc|hitting|pipeline   the graph workflow
 //   tessera bench NAME              the benchmark suite
 // -n K starts the job under mpirun with K ranks when not already under MPI.
 #include <cctype>
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   tessera::cli::Action selected;
   tessera::cli::add_info(app, selected);
   tessera::cli::add_shm(app, selected);
+  tessera::cli::add_graph(app, selected);
   tessera::cli::add_bench(app, selected);
   try {
     app.parse(argc, argv);

@@ -25,9 +25,11 @@ namespace {
 constexpr const char* kGraphFile = "edgelist.json";
 constexpr const char* kGraphFormat = "tessera.edge-list";
 
+}  // namespace
+
 // Every rank writes its text at its offset of one temporary file, which rank
 // 0 renames into place only when all ranks succeeded.
-void write_text_parallel(Runtime& rt, const std::string& path, const std::string& header, const std::string& body) {
+void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body) {
   const std::string tmp = path + ".tmp-" + rt.job_id();
   std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
   std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
@@ -61,6 +63,8 @@ void write_text_parallel(Runtime& rt, const std::string& path, const std::string
     throw;
   }
 }
+
+namespace {
 
 std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_triangle_only) {
   std::string out;
@@ -101,11 +105,11 @@ void write_graph(const EdgeList& g, const std::string& path) {
                          (sym ? " symmetric" : " general") + "\n% written by tessera\n" +
                          std::to_string(g.vertices()) + " " + std::to_string(g.vertices()) + " " +
                          std::to_string(entries) + "\n";
-    return write_text_parallel(rt, path, header, body);
+    return write_text_file(rt, path, header, body);
   }
   std::string header = "# tessera " + std::string(g.directed() ? "directed" : "undirected") + " graph: " +
                        std::to_string(g.vertices()) + " vertices, " + std::to_string(g.edges()) + " edges\n";
-  write_text_parallel(rt, path, header, format_edges(g, 0, false));
+  write_text_file(rt, path, header, format_edges(g, 0, false));
 }
 
 void save_binary(const EdgeList& g, const std::string& dir) {

@@ -1,5 +1,7 @@
 #include "tessera/linalg/edge_list_matrix.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "tessera/runtime/collective.hpp"
@@ -23,23 +25,92 @@ void prepare_output(Vector& y, double beta) {
 }
 }  // namespace
 
-EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph)
-    : graph_(graph),
-      ghosts_(remote_columns(graph), graph.vertices()),
-      import_(graph.runtime(), graph.vertex_ranges(), ghosts_),
-      ghost_values_(ghosts_.size()) {}
+EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
+  GhostSet ghosts(remote_columns(graph), graph.vertices());
+  ghost_count_ = ghosts.size();
+  const std::uint64_t words = (graph.vertices() + 63) / 64, local = graph.local_vertices();
+  if (ghost_count_ > 0 && words * sizeof(BitWord) <= ghost_count_ * sizeof(Slot)) {
+    // Bitmap mode: the ghost list is not kept; Import fills column_values_.
+    bitmap_.assign(words, BitWord{0, 0});
+    for (auto c : ghosts.ids()) bitmap_[c >> 6].bits |= 1ull << (c & 63);
+    for (std::uint64_t c = graph.local_vertex_begin(); c < graph.local_vertex_end(); ++c)
+      bitmap_[c >> 6].bits |= 1ull << (c & 63);
+    std::uint64_t before = 0;
+    for (auto& w : bitmap_) w.before = before, before += static_cast<std::uint64_t>(std::popcount(w.bits));
+    auto ids = ghosts.ids();
+    ghosts_below_ = static_cast<std::uint64_t>(std::lower_bound(ids.begin(), ids.end(), graph.local_vertex_begin()) -
+                                               ids.begin());
+    column_values_.resize(ghost_count_ + local);
+    import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts, local);
+    return;
+  }
+  import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts);
+  ghosts_ = std::move(ghosts);
+  ghost_values_.resize(ghost_count_);
+  std::size_t slots = 2;
+  unsigned bits = 1;
+  while (slots < 2 * ghost_count_) slots *= 2, ++bits;
+  table_.assign(slots, Slot{kEmpty, 0.0});
+  shift_ = 64 - bits;
+  mask_ = slots - 1;
+  slot_of_ghost_.resize(ghost_count_);
+  for (std::size_t j = 0; j < ghost_count_; ++j) {
+    std::uint64_t c = ghosts_.ids()[j];
+    std::size_t h = static_cast<std::size_t>((c * 0x9e3779b97f4a7c15ull) >> shift_);
+    while (table_[h].column != kEmpty) h = (h + 1) & mask_;
+    table_[h].column = c;
+    slot_of_ghost_[j] = static_cast<std::uint32_t>(h);
+  }
+}
 
 void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
-  import_.gather(x.local(), ghost_values_);
   prepare_output(y, beta);
+  if (!bitmap_.empty()) {
+    // Columns in global order: lower ghosts, owned, upper ghosts.
+    import_.gather(x.local(), column_values_);
+    auto xs = x.local();
+    std::copy(xs.begin(), xs.end(), column_values_.begin() + static_cast<std::ptrdiff_t>(ghosts_below_));
+    const BitWord* bits = bitmap_.data();
+    const double* values = column_values_.data();
+    multiply_all(y, alpha, [bits, values](std::uint64_t c) {
+      const BitWord& w = bits[c >> 6];
+      return values[w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (c & 63)) - 1)))];
+    });
+  } else {
+    import_.gather(x.local(), ghost_values_);
+    for (std::size_t j = 0; j < ghost_values_.size(); ++j) table_[slot_of_ghost_[j]].value = ghost_values_[j];
+    multiply(x, y, alpha, [this](std::uint64_t c) { return table_[slot_index(c)].value; });
+  }
+}
+
+// Every column through one lookup (bitmap mode).
+template <class ColumnValue>
+void EdgeListMatrix::multiply_all(Vector& y, double alpha, ColumnValue value) const {
+  const std::uint64_t base = graph_.local_vertex_begin();
+  auto s = graph_.local_src(), d = graph_.local_dst();
+  auto w = graph_.local_weight();
+  auto ys = y.local();
+  std::size_t k = 0;
+  const std::size_t m = s.size();
+  while (k < m) {
+    const std::uint64_t row = s[k];
+    double sum = 0;
+    if (w.empty())
+      for (; k < m && s[k] == row; ++k) sum += value(d[k]);
+    else
+      for (; k < m && s[k] == row; ++k) sum += w[k] * value(d[k]);
+    ys[row - base] += alpha * sum;
+  }
+}
+
+// Rows are runs of equal sources; sum a run, then add it once.
+template <class GhostValue>
+void EdgeListMatrix::multiply(const Vector& x, Vector& y, double alpha, GhostValue ghost) const {
   const std::uint64_t base = graph_.local_vertex_begin(), n = graph_.local_vertices();
   auto s = graph_.local_src(), d = graph_.local_dst();
   auto w = graph_.local_weight();
-  auto xs = x.local();
+  const double* xl = x.local().data();
   auto ys = y.local();
-  const double* xl = xs.data();
-  const double* xg = ghost_values_.data();
-  // Rows are runs of equal sources; sum a run, then add it once.
   std::size_t k = 0;
   const std::size_t m = s.size();
   while (k < m) {
@@ -48,12 +119,12 @@ void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta
     if (w.empty()) {
       for (; k < m && s[k] == row; ++k) {
         std::uint64_t c = d[k] - base;  // wraps for columns below base
-        sum += c < n ? xl[c] : xg[ghosts_.position(d[k])];
+        sum += c < n ? xl[c] : ghost(d[k]);
       }
     } else {
       for (; k < m && s[k] == row; ++k) {
         std::uint64_t c = d[k] - base;
-        sum += w[k] * (c < n ? xl[c] : xg[ghosts_.position(d[k])]);
+        sum += w[k] * (c < n ? xl[c] : ghost(d[k]));
       }
     }
     ys[row - base] += alpha * sum;
@@ -62,21 +133,27 @@ void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta
 
 void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
-  std::fill(ghost_values_.begin(), ghost_values_.end(), 0.0);
   const std::uint64_t base = graph_.local_vertex_begin(), n = graph_.local_vertices();
   auto s = graph_.local_src(), d = graph_.local_dst();
   auto w = graph_.local_weight();
   auto xs = x.local();
   auto ys = y.local();
+  // Contributions to remote columns collect in the ghost buffer, then go home.
+  std::vector<double>& acc = bitmap_.empty() ? ghost_values_ : column_values_;
+  std::fill(acc.begin(), acc.end(), 0.0);
   for (std::size_t k = 0; k < s.size(); ++k) {
     double v = alpha * (w.empty() ? 1.0 : w[k]) * xs[s[k] - base];
     std::uint64_t c = d[k] - base;
-    if (c < n)
+    if (c < n) {
       ys[c] += v;
-    else
-      ghost_values_[ghosts_.position(d[k])] += v;
+    } else if (bitmap_.empty()) {
+      acc[ghosts_.position(d[k])] += v;
+    } else {
+      const BitWord& bw = bitmap_[d[k] >> 6];
+      acc[bw.before + static_cast<std::uint64_t>(std::popcount(bw.bits & ((1ull << (d[k] & 63)) - 1)))] += v;
+    }
   }
-  import_.scatter_add(ghost_values_, ys);
+  import_.scatter_add(acc, ys);
 }
 
 void EdgeListMatrix::diagonal(Vector& out) const {
@@ -115,7 +192,9 @@ void EdgeListMatrix::for_each_in_row(std::uint64_t local_row,
 }
 
 std::size_t EdgeListMatrix::extra_memory_bytes() const {
-  return ghosts_.memory_bytes() + import_.memory_bytes() + ghost_values_.capacity() * sizeof(double);
+  return ghosts_.memory_bytes() + import_.memory_bytes() + ghost_values_.capacity() * sizeof(double) +
+         table_.capacity() * sizeof(Slot) + slot_of_ghost_.capacity() * sizeof(std::uint32_t) +
+         bitmap_.capacity() * sizeof(BitWord) + column_values_.capacity() * sizeof(double);
 }
 
 }  // namespace tessera::linalg

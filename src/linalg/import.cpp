@@ -8,7 +8,7 @@ std::uint64_t RowMatrix::local_rows() const {
   return row_distribution().count(Runtime::current().rank());
 }
 
-Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts) : comm_(rt.comm()) {
+Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rt.comm()) {
   const auto P = static_cast<std::size_t>(rt.size());
   std::vector<std::uint64_t> want(P, 0);
   for (auto id : ghosts.ids()) ++want[static_cast<std::size_t>(rows.owner(id))];  // sorted ids: grouped by owner
@@ -26,7 +26,8 @@ Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts) : 
   for (std::size_t p = 0; p < P; ++p) {
     send_counts_[p] = static_cast<int>(asked[p]);
     recv_counts_[p] = static_cast<int>(want[p]);
-    send_displ_[p] = s, recv_displ_[p] = r;
+    send_displ_[p] = s;
+    recv_displ_[p] = r + (static_cast<int>(p) > rt.rank() ? static_cast<int>(gap) : 0);
     s += send_counts_[p], r += recv_counts_[p];
   }
   send_buffer_.resize(send_index_.size());

@@ -45,6 +45,27 @@ struct HistogramOptions : CommonOptions {
 };
 bool run_histogram(Runtime& rt, const HistogramOptions& o);
 
+// Connected components on a Kronecker graph and a (permuted) 2D grid: label
+// propagation and FastSV against a serial union-find on one process, rounds
+// and time of each; verified against the union-find labels.
+struct ComponentsBenchOptions : CommonOptions {
+  ComponentsBenchOptions() { reps = 3; }
+  int kron_scale = 20;
+  std::uint64_t grid_side = 2000;
+};
+bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o);
+
+// Hitting times on the largest component of a Kronecker graph: time per CG
+// iteration with EdgeListMatrix (on the edge arrays in Shared storage) against
+// CrsMatrix (a copy), and the memory each adds; verified by agreement and by
+// the true residual.
+struct HittingBenchOptions : CommonOptions {
+  HittingBenchOptions() { reps = 3; }
+  int kron_scale = 18;
+  double tolerance = 1e-8;
+};
+bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);
+
 // The plain single-process loops STREAM compares against (OpenMP).
 struct StreamBaseline {
   double copy, scale, add, triad;  // best seconds of each kernel

@@ -47,6 +47,10 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
 // graph is written to .mtx as "symmetric" (lower triangle).
 void write_graph(const EdgeList& graph, const std::string& path);
 
+// Collective: rank 0's `header`, then every rank's `body` in rank order, into
+// one file written through a temporary renamed at the end.
+void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body);
+
 // The binary format on its own (write_graph / read_graph dispatch here).
 void save_binary(const EdgeList& graph, const std::string& dir);
 // Maps the segments in place when the rank count matches the writer's; with

@@ -26,13 +26,47 @@ class EdgeListMatrix final : public RowMatrix {
   std::size_t extra_memory_bytes() const override;
 
   const graph::EdgeList& graph() const noexcept { return graph_; }
-  std::size_t ghost_count() const noexcept { return ghosts_.size(); }
+  std::size_t ghost_count() const noexcept { return ghost_count_; }
 
  private:
+  // Where a remote column's value is, in one of two O(ghosts) indexes:
+  //  * a bitmap over the column space marking owned and ghost columns, with
+  //    a running count every 64 bits (0.25 byte per column), used when it is
+  //    no larger than the ghost list itself. A column's value sits at
+  //    count + popcount in one array of owned and ghost values, so the inner
+  //    loop has no branch (local and remote columns interleave at random);
+  //  * otherwise an open-addressing table holding key and value side by side.
+  struct BitWord {
+    std::uint64_t bits;
+    std::uint64_t before;  // ghosts in earlier words
+  };
+  struct Slot {
+    std::uint64_t column;
+    double value;
+  };
+  static constexpr std::uint64_t kEmpty = ~0ull;
+  std::size_t slot_index(std::uint64_t column) const noexcept {
+    std::size_t h = static_cast<std::size_t>((column * 0x9e3779b97f4a7c15ull) >> shift_);
+    while (table_[h].column != column) h = (h + 1) & mask_;
+    return h;
+  }
+  template <class GhostValue>
+  void multiply(const Vector& x, Vector& y, double alpha, GhostValue ghost) const;
+  template <class ColumnValue>
+  void multiply_all(Vector& y, double alpha, ColumnValue value) const;
+
   const graph::EdgeList& graph_;
-  GhostSet ghosts_;
+  std::size_t ghost_count_ = 0;
+  GhostSet ghosts_;  // hash mode only
   Import import_;
-  mutable std::vector<double> ghost_values_;
+  mutable std::vector<double> ghost_values_;   // hash mode: in ghosts_ order, as Import moves them
+  mutable std::vector<double> column_values_;  // bitmap mode: columns in global order (Import fills the ghosts)
+  std::uint64_t ghosts_below_ = 0;             // ghosts with a smaller id than the owned ones
+  std::vector<BitWord> bitmap_;
+  mutable std::vector<Slot> table_;
+  std::vector<std::uint32_t> slot_of_ghost_;
+  unsigned shift_ = 63;
+  std::size_t mask_ = 0;
 };
 
 }  // namespace tessera::linalg

@@ -46,8 +46,11 @@ class Import {
  public:
   Import() = default;
   // Collective. `ghosts` are global indices owned by other ranks under `rows`.
-  Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts);
-  // ghost_values[j] = owned value of ghosts.ids()[j] on its owner.
+  // With a `gap`, ghost buffers leave that many slots between the ghosts of
+  // lower and higher ranks, where a caller keeps its owned values.
+  Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap = 0);
+  // ghost_values[j] = owned value of ghosts.ids()[j] on its owner (j shifted
+  // by the gap for ghosts above this rank's own range).
   void gather(std::span<const double> owned, std::span<double> ghost_values) const;
   // owned[i] += every rank's contribution to it (the reverse of gather).
   void scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const;

@@ -1,0 +1,36 @@
+#include "tessera/runtime/memory.hpp"
+
+#include <malloc.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace tessera {
+
+namespace {
+// Sum of the kB values of the lines of `path` starting with one of `keys`.
+std::uint64_t sum_kib(const char* path, std::initializer_list<const char*> keys) {
+  std::ifstream in(path);
+  std::string line;
+  std::uint64_t total = 0;
+  while (std::getline(in, line))
+    for (const char* k : keys)
+      if (line.rfind(k, 0) == 0) {
+        unsigned long long v = 0;
+        if (std::sscanf(line.c_str() + std::strlen(k), " %llu", &v) == 1) total += v;
+      }
+  return total * 1024;
+}
+}  // namespace
+
+std::uint64_t private_memory_bytes() {
+  // Give freed heap pages back first, or a new copy could land in pages that
+  // were already resident and not show.
+  malloc_trim(0);
+  return sum_kib("/proc/self/smaps_rollup", {"Private_Clean:", "Private_Dirty:"});
+}
+std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
+
+}  // namespace tessera
