@@ -9,6 +9,7 @@ packages=(
   libhwloc-dev hwloc
   libcli11-dev nlohmann-json3-dev
   libgtest-dev googletest
+  python3-scipy
 )
 
 missing=()
