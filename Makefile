@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing, then build.
-#   make demo   the main job on a built-in default (benchmark suite, 4 ranks)
+#   make demo   the main job on a built-in default: the graph pipeline at 4 ranks
 #   make test   every test, in the normal build and under ASan+UBSan
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -26,7 +26,7 @@ build-san: setup $(BUILD_SAN)/CMakeCache.txt
 	@cmake --build $(BUILD_SAN) -j $(JOBS)
 
 demo: build
-	@./$(BUILD)/tessera bench all -n 4 --demo
+	@./$(BUILD)/tessera pipeline -n 4 --scale 18
 
 test-release: build
 	@cd $(BUILD) && ctest --output-on-failure -j 2

@@ -26,9 +26,20 @@ void prepare_output(Vector& y, double beta) {
 }  // namespace
 
 EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
+  row_start_.assign(graph.local_vertices() + 1, 0);
+  for (auto u : graph.local_src()) ++row_start_[u - graph.local_vertex_begin() + 1];
+  for (std::size_t i = 1; i < row_start_.size(); ++i) row_start_[i] += row_start_[i - 1];
   GhostSet ghosts(remote_columns(graph), graph.vertices());
   ghost_count_ = ghosts.size();
   const std::uint64_t words = (graph.vertices() + 63) / 64, local = graph.local_vertices();
+  if (ghost_count_ > 0 && 4 * graph.vertices() <= 5 * (ghost_count_ + local)) {
+    dense_ = true;
+    column_values_.resize(graph.vertices());
+    ghost_values_.resize(ghost_count_);
+    import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts);
+    ghosts_ = std::move(ghosts);
+    return;
+  }
   if (ghost_count_ > 0 && words * sizeof(BitWord) <= ghost_count_ * sizeof(Slot)) {
     // Bitmap mode: the ghost list is not kept; Import fills column_values_.
     bitmap_.assign(words, BitWord{0, 0});
@@ -65,7 +76,19 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
 
 void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
-  if (!bitmap_.empty()) {
+  if (ghost_count_ == 0) {
+    const double* xl = x.local().data();
+    const std::uint64_t base = graph_.local_vertex_begin();
+    multiply_all(y, alpha, [xl, base](std::uint64_t c) { return xl[c - base]; });
+  } else if (dense_) {
+    import_.gather(x.local(), ghost_values_);
+    auto ids = ghosts_.ids();
+    for (std::size_t j = 0; j < ids.size(); ++j) column_values_[ids[j]] = ghost_values_[j];
+    auto xs = x.local();
+    std::copy(xs.begin(), xs.end(), column_values_.begin() + static_cast<std::ptrdiff_t>(graph_.local_vertex_begin()));
+    const double* values = column_values_.data();
+    multiply_all(y, alpha, [values](std::uint64_t c) { return values[c]; });
+  } else if (!bitmap_.empty()) {
     // Columns in global order: lower ghosts, owned, upper ghosts.
     import_.gather(x.local(), column_values_);
     auto xs = x.local();
@@ -86,48 +109,37 @@ void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta
 // Every column through one lookup (bitmap mode).
 template <class ColumnValue>
 void EdgeListMatrix::multiply_all(Vector& y, double alpha, ColumnValue value) const {
-  const std::uint64_t base = graph_.local_vertex_begin();
-  auto s = graph_.local_src(), d = graph_.local_dst();
+  const std::uint64_t* d = graph_.local_dst().data();
   auto w = graph_.local_weight();
   auto ys = y.local();
-  std::size_t k = 0;
-  const std::size_t m = s.size();
-  while (k < m) {
-    const std::uint64_t row = s[k];
+  const std::uint64_t* start = row_start_.data();
+  for (std::size_t i = 0; i < ys.size(); ++i) {
     double sum = 0;
     if (w.empty())
-      for (; k < m && s[k] == row; ++k) sum += value(d[k]);
+      for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) sum += value(d[k]);
     else
-      for (; k < m && s[k] == row; ++k) sum += w[k] * value(d[k]);
-    ys[row - base] += alpha * sum;
+      for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) sum += w[k] * value(d[k]);
+    ys[i] += alpha * sum;
   }
 }
 
-// Rows are runs of equal sources; sum a run, then add it once.
+// Local columns directly, remote ones through `ghost` (hash mode).
 template <class GhostValue>
 void EdgeListMatrix::multiply(const Vector& x, Vector& y, double alpha, GhostValue ghost) const {
   const std::uint64_t base = graph_.local_vertex_begin(), n = graph_.local_vertices();
-  auto s = graph_.local_src(), d = graph_.local_dst();
+  const std::uint64_t* d = graph_.local_dst().data();
   auto w = graph_.local_weight();
   const double* xl = x.local().data();
   auto ys = y.local();
-  std::size_t k = 0;
-  const std::size_t m = s.size();
-  while (k < m) {
-    const std::uint64_t row = s[k];
+  const std::uint64_t* start = row_start_.data();
+  for (std::size_t i = 0; i < ys.size(); ++i) {
     double sum = 0;
-    if (w.empty()) {
-      for (; k < m && s[k] == row; ++k) {
-        std::uint64_t c = d[k] - base;  // wraps for columns below base
-        sum += c < n ? xl[c] : ghost(d[k]);
-      }
-    } else {
-      for (; k < m && s[k] == row; ++k) {
-        std::uint64_t c = d[k] - base;
-        sum += w[k] * (c < n ? xl[c] : ghost(d[k]));
-      }
+    for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) {
+      std::uint64_t c = d[k] - base;  // wraps for columns below base
+      double v = c < n ? xl[c] : ghost(d[k]);
+      sum += w.empty() ? v : w[k] * v;
     }
-    ys[row - base] += alpha * sum;
+    ys[i] += alpha * sum;
   }
 }
 
@@ -139,7 +151,7 @@ void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, d
   auto xs = x.local();
   auto ys = y.local();
   // Contributions to remote columns collect in the ghost buffer, then go home.
-  std::vector<double>& acc = bitmap_.empty() ? ghost_values_ : column_values_;
+  std::vector<double>& acc = bitmap_.empty() ? ghost_values_ : column_values_;  // hash/dense: ghost order
   std::fill(acc.begin(), acc.end(), 0.0);
   for (std::size_t k = 0; k < s.size(); ++k) {
     double v = alpha * (w.empty() ? 1.0 : w[k]) * xs[s[k] - base];
@@ -192,7 +204,7 @@ void EdgeListMatrix::for_each_in_row(std::uint64_t local_row,
 }
 
 std::size_t EdgeListMatrix::extra_memory_bytes() const {
-  return ghosts_.memory_bytes() + import_.memory_bytes() + ghost_values_.capacity() * sizeof(double) +
+  return row_start_.capacity() * sizeof(std::uint64_t) + ghosts_.memory_bytes() + import_.memory_bytes() + ghost_values_.capacity() * sizeof(double) +
          table_.capacity() * sizeof(Slot) + slot_of_ghost_.capacity() * sizeof(std::uint32_t) +
          bitmap_.capacity() * sizeof(BitWord) + column_values_.capacity() * sizeof(double);
 }

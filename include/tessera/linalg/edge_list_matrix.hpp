@@ -36,6 +36,7 @@ class EdgeListMatrix final : public RowMatrix {
   //    count + popcount in one array of owned and ghost values, so the inner
   //    loop has no branch (local and remote columns interleave at random);
   //  * otherwise an open-addressing table holding key and value side by side.
+  // (With no ghosts, or in dense mode below, columns index values directly.)
   struct BitWord {
     std::uint64_t bits;
     std::uint64_t before;  // ghosts in earlier words
@@ -56,6 +57,10 @@ class EdgeListMatrix final : public RowMatrix {
   void multiply_all(Vector& y, double alpha, ColumnValue value) const;
 
   const graph::EdgeList& graph_;
+  // Where each local row's edges start: O(local vertices), so the product
+  // streams only the destination array (8 bytes per edge; a CRS copy streams
+  // 12) instead of testing the source of every edge.
+  std::vector<std::uint64_t> row_start_;
   std::size_t ghost_count_ = 0;
   GhostSet ghosts_;  // hash mode only
   Import import_;
@@ -63,6 +68,10 @@ class EdgeListMatrix final : public RowMatrix {
   mutable std::vector<double> column_values_;  // bitmap mode: columns in global order (Import fills the ghosts)
   std::uint64_t ghosts_below_ = 0;             // ghosts with a smaller id than the owned ones
   std::vector<BitWord> bitmap_;
+  // Dense mode, when owned and ghost columns cover most of the column space
+  // (n <= 1.25 (owned + ghosts)): one value slot per column, indexed by the
+  // column itself, at most 25% larger than the compact array and no lookup.
+  bool dense_ = false;
   mutable std::vector<Slot> table_;
   std::vector<std::uint32_t> slot_of_ghost_;
   unsigned shift_ = 63;
