@@ -126,6 +126,9 @@ TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
   auto edges = test::gather_edges(g);
   const std::uint64_t n = g.vertices();
   EdgeListMatrix el(g);
+  if (rt.size() > 1) {
+    EXPECT_EQ(std::string(el.column_mode()), "dense");  // 3000 random edges on 300 vertices
+  }
   CrsMatrix crs(el);
   std::vector<double> ax(n, 0), atx(n, 0), diag(n, 0), sums(n, 0);
   double frob = 0;
@@ -185,11 +188,20 @@ TEST(Laplacian, GroundedRowsAreIdentity) {
   expect_near(gathered(y), want, 1e-12, "grounded laplacian");
 }
 
-TEST(HittingTimes, PathHasTheClosedForm) {
+class PathOf : public ::testing::TestWithParam<std::uint64_t> {};
+
+// Short paths use the bitmap (or dense) column index, long ones the hash table.
+TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
   Runtime& rt = Runtime::current();
-  const std::uint64_t n = 40, L = n - 1;
+  const std::uint64_t n = GetParam(), L = n - 1;
   auto g = generate(rt, GraphSpec::grid({1, n}));
   EdgeListMatrix a(g);
+  std::string mode = a.column_mode();
+  if (rt.size() == 1) {
+    EXPECT_EQ(mode, "direct");
+  } else if (n > 1000) {
+    EXPECT_EQ(mode, "hash");
+  }
   std::vector<std::uint64_t> target{0};
   HittingOptions o;
   o.cg.tolerance = 1e-13;
@@ -199,7 +211,18 @@ TEST(HittingTimes, PathHasTheClosedForm) {
   for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (2 * L - k));
   expect_near(gathered(h.times), want, 1e-9, "path");
   EXPECT_EQ(h.unreachable, 0u);
+  CrsMatrix crs(a);  // the same product through the copy
+  Vector x(rt, g.vertex_ranges()), y1(rt, g.vertex_ranges()), y2(rt, g.vertex_ranges());
+  fill(x);
+  a.apply(x, y1);
+  crs.apply(x, y2);
+  EXPECT_EQ(gathered(y1), gathered(y2)) << mode;
+  a.apply_transpose(x, y1);
+  crs.apply_transpose(x, y2);
+  expect_near(gathered(y1), gathered(y2), 1e-14, "transpose");
 }
+
+INSTANTIATE_TEST_SUITE_P(Lengths, PathOf, ::testing::Values(40, 3000));
 
 class HittingOn : public ::testing::TestWithParam<int> {};
 

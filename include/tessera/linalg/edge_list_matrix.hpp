@@ -27,6 +27,10 @@ class EdgeListMatrix final : public RowMatrix {
 
   const graph::EdgeList& graph() const noexcept { return graph_; }
   std::size_t ghost_count() const noexcept { return ghost_count_; }
+  // How remote columns are found: "direct" (no ghosts), "dense", "bitmap" or "hash".
+  const char* column_mode() const noexcept {
+    return ghost_count_ == 0 ? "direct" : dense_ ? "dense" : !bitmap_.empty() ? "bitmap" : "hash";
+  }
 
  private:
   // Where a remote column's value is, in one of two O(ghosts) indexes:
