@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/wait.hpp"
 
 namespace tessera::linalg {
 
@@ -32,12 +33,17 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
   GhostSet ghosts(remote_columns(graph), graph.vertices());
   ghost_count_ = ghosts.size();
   const std::uint64_t words = (graph.vertices() + 63) / 64, local = graph.local_vertices();
-  if (ghost_count_ > 0 && 4 * graph.vertices() <= 5 * (ghost_count_ + local)) {
+  // Dense mode is collective (an allgather), so every rank must choose it.
+  int want_dense = ghost_count_ > 0 && graph.vertices() <= 2 * (ghost_count_ + local) && graph.vertices() < (1ull << 31);
+  if (all_reduce(graph.runtime().comm(), want_dense, MPI_MIN)) {
     dense_ = true;
+    comm_ = graph.runtime().comm();
     column_values_.resize(graph.vertices());
-    ghost_values_.resize(ghost_count_);
-    import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts);
-    ghosts_ = std::move(ghosts);
+    const auto& r = graph.vertex_ranges();
+    for (int p = 0; p < r.ranks(); ++p) {
+      dense_counts_.push_back(static_cast<int>(r.count(p)));
+      dense_displs_.push_back(static_cast<int>(r.begin(p)));
+    }
     return;
   }
   if (ghost_count_ > 0 && words * sizeof(BitWord) <= ghost_count_ * sizeof(Slot)) {
@@ -76,16 +82,17 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
 
 void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
-  if (ghost_count_ == 0) {
+  if (ghost_count_ == 0 && !dense_) {
     const double* xl = x.local().data();
     const std::uint64_t base = graph_.local_vertex_begin();
     multiply_all(y, alpha, [xl, base](std::uint64_t c) { return xl[c - base]; });
   } else if (dense_) {
-    import_.gather(x.local(), ghost_values_);
-    auto ids = ghosts_.ids();
-    for (std::size_t j = 0; j < ids.size(); ++j) column_values_[ids[j]] = ghost_values_[j];
     auto xs = x.local();
     std::copy(xs.begin(), xs.end(), column_values_.begin() + static_cast<std::ptrdiff_t>(graph_.local_vertex_begin()));
+    MPI_Request req;
+    TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, column_values_.data(), dense_counts_.data(),
+                                dense_displs_.data(), MPI_DOUBLE, comm_, &req));
+    wait(req);
     const double* values = column_values_.data();
     multiply_all(y, alpha, [values](std::uint64_t c) { return values[c]; });
   } else if (!bitmap_.empty()) {
@@ -150,6 +157,17 @@ void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, d
   auto w = graph_.local_weight();
   auto xs = x.local();
   auto ys = y.local();
+  if (dense_) {  // every column's sum, then each owner receives its own
+    std::fill(column_values_.begin(), column_values_.end(), 0.0);
+    for (std::size_t k = 0; k < s.size(); ++k) column_values_[d[k]] += alpha * (w.empty() ? 1.0 : w[k]) * xs[s[k] - base];
+    std::vector<double> mine(ys.size());
+    MPI_Request req;
+    TESSERA_MPI(MPI_Ireduce_scatter(column_values_.data(), mine.data(), dense_counts_.data(), MPI_DOUBLE, MPI_SUM,
+                                    comm_, &req));
+    wait(req);
+    for (std::size_t i = 0; i < ys.size(); ++i) ys[i] += mine[i];
+    return;
+  }
   // Contributions to remote columns collect in the ghost buffer, then go home.
   std::vector<double>& acc = bitmap_.empty() ? ghost_values_ : column_values_;  // hash/dense: ghost order
   std::fill(acc.begin(), acc.end(), 0.0);

@@ -29,7 +29,7 @@ class EdgeListMatrix final : public RowMatrix {
   std::size_t ghost_count() const noexcept { return ghost_count_; }
   // How remote columns are found: "direct" (no ghosts), "dense", "bitmap" or "hash".
   const char* column_mode() const noexcept {
-    return ghost_count_ == 0 ? "direct" : dense_ ? "dense" : !bitmap_.empty() ? "bitmap" : "hash";
+    return dense_ ? "dense" : ghost_count_ == 0 ? "direct" : !bitmap_.empty() ? "bitmap" : "hash";
   }
 
  private:
@@ -72,10 +72,15 @@ class EdgeListMatrix final : public RowMatrix {
   mutable std::vector<double> column_values_;  // bitmap mode: columns in global order (Import fills the ghosts)
   std::uint64_t ghosts_below_ = 0;             // ghosts with a smaller id than the owned ones
   std::vector<BitWord> bitmap_;
-  // Dense mode, when owned and ghost columns cover most of the column space
-  // (n <= 1.25 (owned + ghosts)): one value slot per column, indexed by the
-  // column itself, at most 25% larger than the compact array and no lookup.
+  // Dense mode, when this rank reads at least half of all columns anyway
+  // (n <= 2 (owned + ghosts)): every column's value, indexed by the column
+  // itself, filled by one allgather straight from x and emptied (transpose)
+  // by one reduce-scatter. No ghost list, no lookup, no send buffers: at most
+  // twice the compact array, and usually less memory than it once the
+  // exchange buffers are counted.
   bool dense_ = false;
+  std::vector<int> dense_counts_, dense_displs_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
   mutable std::vector<Slot> table_;
   std::vector<std::uint32_t> slot_of_ghost_;
   unsigned shift_ = 63;
