@@ -386,9 +386,16 @@ int run_pipeline(const GraphArgs& a) {
   j["hitting"] = r;
   j["edge_array_bytes"] = lcc.graph.edges() * (16 + (lcc.graph.weighted() ? 8 : 0));
   j["private_memory_growth_bytes"] = (after > before ? after - before : 0) * 1024;
-  p.step("done in " + std::to_string(p.elapsed()) + " s; private memory grew " +
-         std::to_string((after > before ? after - before : 0) / 1024) + " MiB over all ranks (edge arrays of the " +
-         "largest component: " + std::to_string(lcc.graph.edges() * 16 / (1 << 20)) + " MiB, shared, not copied)");
+  auto mib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
+    return std::string(buf);
+  };
+  p.step("done in " + std::to_string(p.elapsed()) + " s. Edge arrays of the largest component: " +
+         mib(static_cast<double>(lcc.graph.edges()) * 16) + ", shared, never copied; the matrix added " +
+         mib(r["matrix_extra_bytes"].get<double>()) + "; private memory grew " +
+         mib(static_cast<double>(after > before ? after - before : 0) * 1024) +
+         " over all ranks (vertex arrays, aggregation buffers)");
   barrier(rt.comm());
   finish(rt, a, j);
   return r["converged"].get<bool>() ? 0 : 3;
