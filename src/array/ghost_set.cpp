@@ -27,4 +27,25 @@ GhostSet::GhostSet(std::vector<std::uint64_t> ids, std::uint64_t space) : ids_(s
   }
 }
 
+GhostSet GhostSet::remote_of(std::span<const std::uint64_t> indices, std::uint64_t owned_begin,
+                             std::uint64_t owned_end, std::uint64_t space) {
+  std::vector<std::uint64_t> bits((space + 63) / 64, 0);
+  std::size_t count = 0;
+  for (auto i : indices) {
+    if (i >= owned_begin && i < owned_end) continue;
+    if (i >= space)
+      throw RangeError("index " + std::to_string(i) + " is outside [0, " + std::to_string(space) + ")");
+    std::uint64_t& word = bits[i >> 6];
+    std::uint64_t bit = 1ull << (i & 63);
+    count += (word & bit) == 0;
+    word |= bit;
+  }
+  std::vector<std::uint64_t> ids;
+  ids.reserve(count);
+  for (std::size_t w = 0; w < bits.size(); ++w)
+    for (std::uint64_t b = bits[w]; b; b &= b - 1) ids.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(b)));
+  bits = {};
+  return GhostSet(std::move(ids), space);
+}
+
 }  // namespace tessera

@@ -1,6 +1,6 @@
 // Hitting-times benchmark: the same CG solve with the matrix read straight
 // from the edge arrays (EdgeListMatrix, Shared storage) and with the
-// conventional CRS copy. Reports time per CG iteration and the private memory
+// conventional CRS copy. Reports time per CG iteration and the anonymous memory
 // each matrix adds, measured from /proc/self/smaps_rollup.
 #include <cmath>
 #include <cstdio>
@@ -52,7 +52,7 @@ bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
     x.fill(1.0);
     y.fill(0.0);
     barrier(rt.comm());
-    std::uint64_t before = private_memory_bytes();
+    std::uint64_t before = anonymous_memory_bytes();
     double t0 = MPI_Wtime();
     auto el = std::make_unique<linalg::EdgeListMatrix>(graph);
     std::unique_ptr<linalg::CrsMatrix> copy;
@@ -60,7 +60,7 @@ bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
     const linalg::RowMatrix& a = crs ? static_cast<const linalg::RowMatrix&>(*copy) : *el;
     run.build_seconds = all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
     a.apply(x, y);  // touch everything the matrix uses once, then measure
-    std::uint64_t after = private_memory_bytes();
+    std::uint64_t after = anonymous_memory_bytes();
     run.measured = all_reduce<std::uint64_t>(rt.comm(), after > before ? after - before : 0, MPI_SUM);
     std::uint64_t acc = crs ? copy->extra_memory_bytes() + el->extra_memory_bytes() : el->extra_memory_bytes();
     run.accounted = all_reduce<std::uint64_t>(rt.comm(), acc, MPI_SUM);

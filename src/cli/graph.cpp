@@ -337,7 +337,7 @@ int run_pipeline(const GraphArgs& a) {
     loaded.graph = loaded.graph.symmetrized(StorageOptions::shared(name + "-sym"));
   }
   j["graph"] = graph_json(loaded.graph);
-  std::uint64_t before = all_reduce<std::uint64_t>(rt.comm(), (private_memory_bytes() / 1024), MPI_SUM);
+  std::uint64_t before = all_reduce<std::uint64_t>(rt.comm(), (anonymous_memory_bytes() / 1024), MPI_SUM);
 
   p.step("connected components (FastSV)");
   auto c = run_components(loaded.graph, a.algorithm, p);
@@ -381,11 +381,11 @@ int run_pipeline(const GraphArgs& a) {
     targets.push_back(all_reduce<std::uint64_t>(rt.comm(), best == top ? at : ~0ull, MPI_MIN));
   }
   auto r = solve_hitting(rt, a, p, lcc.graph, &file_ids, targets);
-  std::uint64_t after = all_reduce<std::uint64_t>(rt.comm(), (private_memory_bytes() / 1024), MPI_SUM);
+  std::uint64_t after = all_reduce<std::uint64_t>(rt.comm(), (anonymous_memory_bytes() / 1024), MPI_SUM);
   r["target_file_ids"] = a.targets.empty() ? json::array() : json(a.targets);
   j["hitting"] = r;
   j["edge_array_bytes"] = lcc.graph.edges() * (16 + (lcc.graph.weighted() ? 8 : 0));
-  j["private_memory_growth_bytes"] = (after > before ? after - before : 0) * 1024;
+  j["anonymous_memory_growth_bytes"] = (after > before ? after - before : 0) * 1024;
   auto mib = [](double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
@@ -393,7 +393,7 @@ int run_pipeline(const GraphArgs& a) {
   };
   p.step("done in " + std::to_string(p.elapsed()) + " s. Edge arrays of the largest component: " +
          mib(static_cast<double>(lcc.graph.edges()) * 16) + ", shared, never copied; the matrix added " +
-         mib(r["matrix_extra_bytes"].get<double>()) + "; private memory grew " +
+         mib(r["matrix_extra_bytes"].get<double>()) + "; anonymous (heap) memory grew " +
          mib(static_cast<double>(after > before ? after - before : 0) * 1024) +
          " over all ranks (vertex arrays, aggregation buffers)");
   barrier(rt.comm());

@@ -90,10 +90,7 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
   auto dst = g.local_dst();
 
   // The remote neighbours whose grandparents each round needs: O(ghosts).
-  std::vector<std::uint64_t> remote;
-  for (auto v : dst)
-    if (v < base || v >= end) remote.push_back(v);
-  GhostSet ghosts(std::move(remote), g.vertices());
+  GhostSet ghosts = GhostSet::remote_of(dst, base, end, g.vertices());
   std::vector<std::uint64_t> ghost_gf(ghosts.size());
 
   Components out{identity_labels(g), 0, 0};  // out.labels is the parent vector f

@@ -10,14 +10,6 @@
 namespace tessera::linalg {
 
 namespace {
-std::vector<std::uint64_t> remote_columns(const graph::EdgeList& g) {
-  std::vector<std::uint64_t> out;
-  const std::uint64_t lo = g.local_vertex_begin(), hi = g.local_vertex_end();
-  for (auto v : g.local_dst())
-    if (v < lo || v >= hi) out.push_back(v);
-  return out;
-}
-
 void prepare_output(Vector& y, double beta) {
   if (beta == 0.0)
     y.fill(0.0);
@@ -30,7 +22,8 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
   row_start_.assign(graph.local_vertices() + 1, 0);
   for (auto u : graph.local_src()) ++row_start_[u - graph.local_vertex_begin() + 1];
   for (std::size_t i = 1; i < row_start_.size(); ++i) row_start_[i] += row_start_[i - 1];
-  GhostSet ghosts(remote_columns(graph), graph.vertices());
+  GhostSet ghosts = GhostSet::remote_of(graph.local_dst(), graph.local_vertex_begin(), graph.local_vertex_end(),
+                                        graph.vertices());
   ghost_count_ = ghosts.size();
   const std::uint64_t words = (graph.vertices() + 63) / 64, local = graph.local_vertices();
   // Dense mode is collective (an allgather), so every rank must choose it.

@@ -25,11 +25,11 @@ std::uint64_t sum_kib(const char* path, std::initializer_list<const char*> keys)
 }
 }  // namespace
 
-std::uint64_t private_memory_bytes() {
+std::uint64_t anonymous_memory_bytes() {
   // Give freed heap pages back first, or a new copy could land in pages that
   // were already resident and not show.
   malloc_trim(0);
-  return sum_kib("/proc/self/smaps_rollup", {"Private_Clean:", "Private_Dirty:"});
+  return sum_kib("/proc/self/smaps_rollup", {"Anonymous:"});
 }
 std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
 

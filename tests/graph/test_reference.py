@@ -185,6 +185,15 @@ with tempfile.TemporaryDirectory() as tmp:
         compare_times(got, results[0], f"pipeline hitting times at {k} ranks vs 1 rank", rel=1e-8)
     check(set(glob.glob("/dev/shm/tessera-pipeline-*")) == before, "pipeline leaves no shared segments")
 
+    # Zero-copy: the whole pipeline's heap growth (labels, CG vectors, the
+    # matrix's ghost structures, aggregation buffers) stays far below the
+    # edge arrays it works on, which live only in Shared storage.
+    for k in [1, 4]:
+        r = json.loads(tessera("pipeline", "--scale", "16", "--json", ranks=k).stdout)
+        frac = r["anonymous_memory_growth_bytes"] / r["edge_array_bytes"]
+        check(frac < 0.10 and r["hitting"]["converged"],
+              f"pipeline kron 16 at {k} ranks: heap grew {100 * frac:.1f}% of the edge arrays (< 10%)")
+
     # Bad input in the pipeline: clear error, no segments left.
     bad = os.path.join(tmp, "bad.el")
     with open(bad, "w") as f:

@@ -15,6 +15,11 @@ class GhostSet {
   GhostSet() = default;
   // `ids` in any order, duplicates allowed; every id < space.
   GhostSet(std::vector<std::uint64_t> ids, std::uint64_t space);
+  // The distinct indices of `indices` outside [owned_begin, owned_end),
+  // found through a bitmap of `space` bits: no copy of `indices` (which may
+  // be a rank's whole edge array) is ever made.
+  static GhostSet remote_of(std::span<const std::uint64_t> indices, std::uint64_t owned_begin,
+                            std::uint64_t owned_end, std::uint64_t space);
 
   std::size_t size() const noexcept { return ids_.size(); }
   std::span<const std::uint64_t> ids() const noexcept { return ids_; }
