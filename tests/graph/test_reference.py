@@ -56,8 +56,9 @@ def read_edges(path, comment="#%"):
 
 def adjacency(edges, n):
     a = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n)).tocsr()
-    a = ((a + a.T) > 0).astype(float)  # undirected, no duplicates
+    a = ((a + a.T) > 0).astype(float).tolil()  # undirected, no duplicates
     a.setdiag(0)
+    a = a.tocsr()
     a.eliminate_zeros()
     return a
 
