@@ -44,6 +44,7 @@ struct GraphArgs {
   bool permute = false;
   // outputs and algorithms
   std::string output;
+  std::string ids_output;  // lcc: "new_id file_id" lines
   std::string algorithm = "fastsv";
   std::string matrix = "edgelist";
   std::vector<std::uint64_t> targets;
@@ -223,6 +224,24 @@ int run_lcc(const GraphArgs& a) {
   describe(p, lcc.graph);
   p.step("writing " + a.output);
   graph::write_graph(lcc.graph, a.output);
+  if (!a.ids_output.empty()) {  // new id -> id in the file (through --relabel's map too)
+    auto ids = lcc.original_ids.local();
+    std::vector<std::uint64_t> file_ids(ids.begin(), ids.end());
+    if (loaded.original_ids) {
+      SrcAggregator<std::uint64_t> read(*loaded.original_ids);
+      for (auto& v : file_ids) read.get(v, v);
+      read.flush();
+    }
+    std::string body;
+    char buf[48];
+    for (std::size_t i = 0; i < file_ids.size(); ++i) {
+      int n = std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", lcc.original_ids.local_begin() + i,
+                            file_ids[i]);
+      body.append(buf, static_cast<std::size_t>(n));
+    }
+    p.step("writing " + a.ids_output);
+    graph::write_text_file(rt, a.ids_output, "# lcc_id file_id\n", body);
+  }
   finish(rt, a, {{"command", "lcc"}, {"output", a.output}, {"input", graph_json(loaded.graph)},
                  {"components", components_json(c, lcc.summary, "fastsv")}, {"lcc", graph_json(lcc.graph)}});
   return 0;
@@ -458,6 +477,7 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
   lcc->add_option("graph", a->input, "Input graph")->required()->check(CLI::ExistingPath);
   lcc->add_option("-o,--output", a->output, "Output graph")->required();
+  lcc->add_option("--ids", a->ids_output, "Also write 'lcc_id file_id' lines (the map from new to old ids)");
   add_input_options(lcc, *a);
   add_common(lcc, *a);
   lcc->callback(set(run_lcc));

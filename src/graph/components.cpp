@@ -29,7 +29,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // Components need both directions of every edge.
 const EdgeList& undirected_view(const EdgeList& g, std::optional<EdgeList>& holder) {
   if (!g.directed()) return g;
-  holder.emplace(g.symmetrized());
+  holder.emplace(g.symmetrized({}, true));  // labels must fit g's vertex ranges
   return *holder;
 }
 
@@ -145,7 +145,16 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
   return out;
 }
 
+namespace {
+void check_fits(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
+  if (!(labels.distribution() == g.vertex_ranges()))
+    throw MismatchError("the labels are not distributed like the graph's vertices (" + std::to_string(labels.size()) +
+                        " labels, " + std::to_string(g.vertices()) + " vertices)");
+}
+}  // namespace
+
 ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
+  check_fits(g, labels);
   Runtime& rt = g.runtime();
   DistArray<std::uint64_t> size(rt, g.vertex_ranges());
   {
@@ -172,6 +181,7 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
 }
 
 std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& labels) {
+  check_fits(input, labels);
   std::optional<EdgeList> holder;
   const EdgeList& g = undirected_view(input, holder);
   Runtime& rt = g.runtime();

@@ -221,31 +221,30 @@ LocalEdges EdgeList::local_copy() const {
   return e;
 }
 
-EdgeList EdgeList::rebuilt(const BuildOptions& options) const {
+EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const {
   Runtime& rt = runtime();
-  bool keep_ranges = !options.symmetrize;  // same sources: already on their owners
   if (weighted())
     return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
   return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
 }
 
-EdgeList EdgeList::symmetrized(const StorageOptions& storage) const {
+EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) const {
   BuildOptions o;
   o.symmetrize = true;
   o.storage = storage;
-  return rebuilt(o);
+  return rebuilt(o, keep_ranges);
 }
 EdgeList EdgeList::without_self_loops(const StorageOptions& storage) const {
   BuildOptions o;
   o.drop_self_loops = true;
   o.storage = storage;
-  return rebuilt(o);
+  return rebuilt(o, true);  // same sources: already on their owners
 }
 EdgeList EdgeList::without_duplicates(const StorageOptions& storage) const {
   BuildOptions o;
   o.drop_duplicates = true;
   o.storage = storage;
-  return rebuilt(o);
+  return rebuilt(o, true);
 }
 EdgeList EdgeList::rebalanced(const StorageOptions& storage) const {
   BuildOptions o;

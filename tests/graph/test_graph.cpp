@@ -246,8 +246,17 @@ TEST(Components, DirectedGraphsGetWeakComponents) {
   if (rt.rank() == 0) e.add(1, 0), e.add(2, 1), e.add(4, 3), e.add(5, 5);
   auto g = EdgeList::build(rt, 6, true, std::move(e));
   std::vector<std::uint64_t> want{0, 0, 0, 3, 3, 5};
-  EXPECT_EQ(test::gather_all(label_propagation(g).labels), want);
-  EXPECT_EQ(test::gather_all(fastsv(g).labels), want);
+  auto lp = label_propagation(g), sv = fastsv(g);
+  EXPECT_EQ(test::gather_all(lp.labels), want);
+  EXPECT_EQ(test::gather_all(sv.labels), want);
+  // Labels fit the directed graph's own vertex ranges, so they index it.
+  EXPECT_EQ(lp.labels.distribution(), g.vertex_ranges());
+  EXPECT_EQ(sv.labels.distribution(), g.vertex_ranges());
+  auto lcc = largest_component(g, sv.labels);
+  EXPECT_EQ(lcc.graph.vertices(), 3u);
+  EXPECT_EQ(test::gather_edges(lcc.graph), (std::vector<EdgeTuple>{{1, 0, 1.0}, {2, 1, 1.0}}));
+  DistArray<std::uint64_t> wrong(rt, Distribution::block(7, rt.size()));
+  EXPECT_THROW(summarize(g, wrong), MismatchError);
 }
 
 TEST(LargestComponent, GoesToSharedStorageWhenAsked) {

@@ -162,6 +162,20 @@ with tempfile.TemporaryDirectory() as tmp:
             else:
                 compare_times(got, first, f"{name} hitting times at {k} ranks vs 1 rank", rel=1e-8)
 
+    # lcc writes the largest component and the map from its ids to the file's.
+    wiki_ids = os.path.join(tmp, "wiki-lcc.ids")
+    tessera("lcc", wiki, "--relabel", "-o", os.path.join(tmp, "wiki-lcc.el"), "--ids", wiki_ids, ranks=3)
+    we = read_edges(wiki)
+    wa = adjacency(np.vectorize({int(v): i for i, v in enumerate(np.unique(we))}.get)(we), len(np.unique(we)))
+    _, wl = csgraph.connected_components(wa, directed=False)
+    want_ids = np.unique(we)[wl == np.argmax(np.bincount(wl))]
+    got_ids = np.loadtxt(wiki_ids, dtype=np.int64, comments="#", ndmin=2)
+    check(np.array_equal(got_ids[:, 0], np.arange(len(want_ids))) and np.array_equal(got_ids[:, 1], want_ids),
+          f"lcc --ids: {len(got_ids)} new ids map to the largest component's file ids in order")
+    lcc_edges = read_edges(os.path.join(tmp, "wiki-lcc.el"))
+    check(np.array_equal(np.sort(np.unique(got_ids[lcc_edges.ravel(), 1])), want_ids),
+          "lcc edges use the new ids")
+
     # lcc writes the largest component; its size and edges match scipy.
     for k in [1, 3]:
         out = os.path.join(tmp, f"lcc{k}.mtx")

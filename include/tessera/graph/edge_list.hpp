@@ -101,7 +101,9 @@ class EdgeList {
   LocalEdges local_copy() const;
 
   // New graphs (collective); this one is unchanged.
-  EdgeList symmetrized(const StorageOptions& storage = {}) const;
+  // keep_ranges: the result keeps these vertex ranges (so vertex arrays of
+  // this graph fit it) instead of rebalancing its edges.
+  EdgeList symmetrized(const StorageOptions& storage = {}, bool keep_ranges = false) const;
   EdgeList without_self_loops(const StorageOptions& storage = {}) const;
   EdgeList without_duplicates(const StorageOptions& storage = {}) const;
   // Recomputes the vertex ranges so ranks hold equal numbers of edges again.
@@ -117,7 +119,7 @@ class EdgeList {
  private:
   EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
            DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
-  EdgeList rebuilt(const BuildOptions& options) const;
+  EdgeList rebuilt(const BuildOptions& options, bool keep_ranges) const;
 
   std::uint64_t vertices_ = 0;
   bool directed_ = true;
