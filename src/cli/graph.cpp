@@ -161,25 +161,18 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
           {"isolated_vertices", s.isolated}};
 }
 
-int run_gen(const GraphArgs& a) {
+// gen and convert: a graph (generated or read), written to OUT.
+int run_write(const GraphArgs& a) {
   Runtime rt;
   Progress p(rt, a);
   auto g = load(rt, a, p).graph;
   describe(p, g);
   p.step("writing " + a.output);
   graph::write_graph(g, a.output);
-  finish(rt, a, {{"command", "gen"}, {"graph", spec_of(a).describe()}, {"output", a.output}, {"stats", graph_json(g)}});
-  return 0;
-}
-
-int run_convert(const GraphArgs& a) {
-  Runtime rt;
-  Progress p(rt, a);
-  auto g = load(rt, a, p).graph;
-  describe(p, g);
-  p.step("writing " + a.output);
-  graph::write_graph(g, a.output);
-  finish(rt, a, {{"command", "convert"}, {"input", a.input}, {"output", a.output}, {"stats", graph_json(g)}});
+  finish(rt, a, {{"command", a.input.empty() ? "gen" : "convert"},
+                 {"input", a.input.empty() ? spec_of(a).describe() : a.input},
+                 {"output", a.output},
+                 {"stats", graph_json(g)}});
   return 0;
 }
 
@@ -457,14 +450,14 @@ void add_graph(CLI::App& app, Action& selected) {
   gen->add_option("output", a->output, "Output: .el, .mtx or a binary directory (.tsg)")->required();
   add_generator_options(gen, *a);
   add_common(gen, *a);
-  gen->callback(set(run_gen));
+  gen->callback(set(run_write));
 
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
   conv->add_option("input", a->input, "Input graph")->required()->check(CLI::ExistingPath);
   conv->add_option("output", a->output, "Output graph")->required();
   add_input_options(conv, *a);
   add_common(conv, *a);
-  conv->callback(set(run_convert));
+  conv->callback(set(run_write));
 
   auto* cc = app.add_subcommand("cc", "Connected components (weak for directed graphs)");
   cc->add_option("graph", a->input, "Input graph")->required()->check(CLI::ExistingPath);

@@ -40,6 +40,16 @@ DistArray<std::uint64_t> identity_labels(const EdgeList& g) {
   return labels;
 }
 
+// Ends a round on every rank: counts the changes of the whole graph, reports
+// progress, and says whether the labels have converged.
+bool converged(Runtime& rt, Components& out, std::uint64_t changed, const ComponentsOptions& options,
+               Clock::time_point t0) {
+  changed = all_reduce(rt.comm(), changed, MPI_SUM);
+  ++out.rounds;
+  if (options.on_round) options.on_round(out.rounds, changed, since(t0));
+  return changed == 0;
+}
+
 }  // namespace
 
 Components label_propagation(const EdgeList& input, const ComponentsOptions& options) {
@@ -72,10 +82,7 @@ Components label_propagation(const EdgeList& input, const ComponentsOptions& opt
         ++changed;
       }
     }
-    changed = all_reduce(rt.comm(), changed, MPI_SUM);
-    ++out.rounds;
-    if (options.on_round) options.on_round(out.rounds, changed, since(t0));
-    if (changed == 0) break;
+    if (converged(rt, out, changed, options, t0)) break;
   }
   out.seconds = since(t0);
   return out;
@@ -136,10 +143,7 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
       changed += gf_new[i] != gfl[i];
       gfl[i] = gf_new[i];
     }
-    changed = all_reduce(rt.comm(), changed, MPI_SUM);
-    ++out.rounds;
-    if (options.on_round) options.on_round(out.rounds, changed, since(t0));
-    if (changed == 0) break;
+    if (converged(rt, out, changed, options, t0)) break;
   }
   out.seconds = since(t0);
   return out;

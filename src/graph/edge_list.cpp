@@ -228,31 +228,27 @@ EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const 
   return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
 }
 
-EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) const {
+namespace {
+// Build options that only set `flag` (or nothing) and the storage.
+BuildOptions with_flag(const StorageOptions& storage, bool BuildOptions::*flag) {
   BuildOptions o;
-  o.symmetrize = true;
   o.storage = storage;
-  return rebuilt(o, keep_ranges);
+  if (flag) o.*flag = true;
+  return o;
 }
+}  // namespace
+
+EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) const {
+  return rebuilt(with_flag(storage, &BuildOptions::symmetrize), keep_ranges);
+}
+// Dropping edges keeps every source on its owner: the ranges stay.
 EdgeList EdgeList::without_self_loops(const StorageOptions& storage) const {
-  BuildOptions o;
-  o.drop_self_loops = true;
-  o.storage = storage;
-  return rebuilt(o, true);  // same sources: already on their owners
+  return rebuilt(with_flag(storage, &BuildOptions::drop_self_loops), true);
 }
 EdgeList EdgeList::without_duplicates(const StorageOptions& storage) const {
-  BuildOptions o;
-  o.drop_duplicates = true;
-  o.storage = storage;
-  return rebuilt(o, true);
+  return rebuilt(with_flag(storage, &BuildOptions::drop_duplicates), true);
 }
-EdgeList EdgeList::rebalanced(const StorageOptions& storage) const {
-  BuildOptions o;
-  o.storage = storage;
-  Runtime& rt = runtime();
-  if (weighted()) return build_as<Weighted>(rt, vertices_, directed_, local_copy(), o, nullptr);
-  return build_as<Plain>(rt, vertices_, directed_, local_copy(), o, nullptr);
-}
+EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebuilt(with_flag(storage, nullptr), false); }
 
 DistArray<std::uint64_t> EdgeList::out_degrees() const {
   DistArray<std::uint64_t> deg(runtime(), vertex_ranges_);
