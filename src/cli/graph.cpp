@@ -134,14 +134,20 @@ void finish(Runtime& rt, const GraphArgs& a, const json& j) {
 }
 
 // File ids (as the user sees them) of local vertices, or the ids themselves.
+// The global index holding `id` in an id map that increases with the index
+// (relabelling and the largest component keep vertex order), or ~0.
+std::uint64_t index_of(Runtime& rt, const DistArray<std::uint64_t>& ascending_ids, std::uint64_t id) {
+  std::uint64_t found = ~0ull;
+  auto ids = ascending_ids.local();
+  auto it = std::lower_bound(ids.begin(), ids.end(), id);
+  if (it != ids.end() && *it == id) found = ascending_ids.local_begin() + static_cast<std::uint64_t>(it - ids.begin());
+  return all_reduce<std::uint64_t>(rt.comm(), found, MPI_MIN);
+}
+
 std::uint64_t to_internal(Runtime& rt, const graph::LoadedGraph& g, std::uint64_t file_id) {
   if (!g.original_ids) return file_id;
-  std::uint64_t found = ~0ull;
-  auto ids = g.original_ids->local();
-  auto it = std::lower_bound(ids.begin(), ids.end(), file_id);
-  if (it != ids.end() && *it == file_id) found = g.original_ids->local_begin() + static_cast<std::uint64_t>(it - ids.begin());
-  found = all_reduce<std::uint64_t>(rt.comm(), found, MPI_MIN);
-  if (found == ~0ull) throw RangeError("vertex " + std::to_string(file_id) + " does not occur in " + "the graph file");
+  std::uint64_t found = index_of(rt, *g.original_ids, file_id);
+  if (found == ~0ull) throw RangeError("vertex " + std::to_string(file_id) + " does not occur in the graph file");
   return found;
 }
 
@@ -376,11 +382,7 @@ int run_pipeline(const GraphArgs& a) {
   std::vector<std::uint64_t> targets;
   if (!a.targets.empty()) {
     for (auto t : a.targets) {
-      std::uint64_t found = ~0ull;
-      auto ids = file_ids.local();
-      for (std::size_t i = 0; i < ids.size(); ++i)
-        if (ids[i] == t) found = file_ids.local_begin() + i;
-      found = all_reduce<std::uint64_t>(rt.comm(), found, MPI_MIN);
+      std::uint64_t found = index_of(rt, file_ids, t);
       if (found == ~0ull) throw RangeError("target vertex " + std::to_string(t) + " is not in the largest component");
       targets.push_back(found);
     }
