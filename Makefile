@@ -5,6 +5,8 @@ BUILD      ?= build
 BUILD_SAN  ?= build-san
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+# ccache (when installed) makes rebuilds in several checkouts cheap.
+CMAKE_LAUNCH := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
 
 .PHONY: all setup build build-san demo test test-release test-san clean
 
@@ -14,10 +16,10 @@ setup:
 	@bash scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
-	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) $(CMAKE_LAUNCH) -DCMAKE_BUILD_TYPE=Release >/dev/null
 
 $(BUILD_SAN)/CMakeCache.txt: | setup
-	@cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) $(CMAKE_LAUNCH) -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON >/dev/null
 
 build: setup $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j $(JOBS)

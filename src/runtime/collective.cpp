@@ -1,12 +1,90 @@
 #include "tessera/runtime/collective.hpp"
 
 #include <climits>
-#include <string>
+#include <exception>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera {
+
+namespace {
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  TESSERA_MPI(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+int to_int_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw RangeError("a collective of " + std::to_string(n) + " bytes exceeds MPI's int count; split it");
+  return static_cast<int>(n);
+}
+// Lowest rank for which `mine` is true, or INT_MAX.
+int lowest_rank_with(MPI_Comm comm, bool mine) {
+  return all_reduce(comm, mine ? rank_of(comm) : INT_MAX, MPI_MIN);
+}
+}  // namespace
+
+namespace detail {
+
+int comm_size(MPI_Comm comm) {
+  int size = 0;
+  TESSERA_MPI(MPI_Comm_size(comm, &size));
+  return size;
+}
+
+void all_gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, void* all) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Iallgather(mine, to_int_count(bytes), MPI_BYTE, all, to_int_count(bytes), MPI_BYTE, comm, &req));
+  wait(req);
+}
+
+std::vector<std::byte> gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, std::size_t unit, int root) {
+  // Counts in units of `unit` bytes keep large gathers within MPI's int count.
+  MPI_Datatype type;
+  TESSERA_MPI(MPI_Type_contiguous(to_int_count(unit), MPI_BYTE, &type));
+  TESSERA_MPI(MPI_Type_commit(&type));
+  struct Free {
+    MPI_Datatype* t;
+    ~Free() { MPI_Type_free(t); }
+  } free_type{&type};
+  int count = to_int_count(bytes / unit);
+  int size = comm_size(comm), rank = rank_of(comm);
+  std::vector<int> counts(rank == root ? static_cast<std::size_t>(size) : 0), displs(counts.size());
+  MPI_Request req;
+  TESSERA_MPI(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm, &req));
+  wait(req);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = to_int_count(total);
+    total += static_cast<std::size_t>(counts[r]);
+  }
+  std::vector<std::byte> out(total * unit);
+  TESSERA_MPI(MPI_Igatherv(mine, count, type, out.data(), counts.data(), displs.data(), type, root, comm, &req));
+  wait(req);
+  return out;
+}
+
+void broadcast_bytes(MPI_Comm comm, void* data, std::size_t bytes, int root) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ibcast(data, to_int_count(bytes), MPI_BYTE, root, comm, &req));
+  wait(req);
+}
+
+}  // namespace detail
+
+std::string broadcast(MPI_Comm comm, std::string text, int root) {
+  std::uint64_t length = broadcast<std::uint64_t>(comm, text.size(), root);
+  text.resize(length);
+  detail::broadcast_bytes(comm, text.data(), length, root);
+  return text;
+}
+
+std::string first_problem(MPI_Comm comm, const std::string& problem) {
+  int lowest = lowest_rank_with(comm, !problem.empty());
+  if (lowest == INT_MAX) return "";
+  return broadcast(comm, problem, lowest);
+}
 
 void agree(MPI_Comm comm, const std::function<void()>& step) {
   std::exception_ptr failure;
@@ -15,55 +93,30 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
   } catch (...) {
     failure = std::current_exception();
   }
-  int rank = 0;
-  TESSERA_MPI(MPI_Comm_rank(comm, &rank));
-  int mine = failure ? rank : INT_MAX, lowest = INT_MAX;
-  MPI_Request req;
-  TESSERA_MPI(MPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm, &req));
-  wait(req);
+  int lowest = lowest_rank_with(comm, failure != nullptr);
   if (lowest == INT_MAX) return;
   // Every rank learns the lowest failing rank's message, so whichever rank
   // reports the error to the user names the real cause (file, line, value).
   // The category travels too, so every rank can catch the same type.
   std::string message;
-  unsigned long head[2] = {0, 0};  // length, category
-  if (rank == lowest) {
+  int category = static_cast<int>(ErrorCategory::generic);
+  if (rank_of(comm) == lowest) {
     try {
       std::rethrow_exception(failure);
+    } catch (const Error& e) {
+      message = e.what();
+      category = static_cast<int>(e.category());
     } catch (const std::exception& e) {
       message = e.what();
-      head[1] = dynamic_cast<const FormatError*>(&e)     ? 1
-                : dynamic_cast<const MismatchError*>(&e) ? 2
-                : dynamic_cast<const RangeError*>(&e)    ? 3
-                : dynamic_cast<const ConfigError*>(&e)   ? 4
-                : dynamic_cast<const PeerError*>(&e)     ? 5
-                                                         : 0;
     } catch (...) {
       message = "unknown error";
     }
-    head[0] = message.size();
   }
-  TESSERA_MPI(MPI_Ibcast(head, 2, MPI_UNSIGNED_LONG, lowest, comm, &req));
-  wait(req);
-  unsigned long length = head[0];
-  message.resize(length);
-  TESSERA_MPI(MPI_Ibcast(message.data(), static_cast<int>(length), MPI_CHAR, lowest, comm, &req));
-  wait(req);
+  category = broadcast(comm, category, lowest);
+  message = broadcast(comm, std::move(message), lowest);
   if (failure) std::rethrow_exception(failure);
-  message = "on rank " + std::to_string(lowest) + ": " + message;
-  switch (head[1]) {
-    case 1: throw FormatError(message);
-    case 2: throw MismatchError(message);
-    case 3: throw RangeError(message);
-    case 4: throw ConfigError(message);
-    case 5: throw PeerError(message);
-    default: throw Error(message);
-  }
+  throw_error(static_cast<ErrorCategory>(category), "on rank " + std::to_string(lowest) + ": " + message);
 }
-
-}  // namespace tessera
-
-namespace tessera {
 
 template <class T>
 void all_reduce(MPI_Comm comm, T* values, int count, MPI_Op op) {
@@ -83,9 +136,7 @@ std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value) {
   MPI_Request req;
   TESSERA_MPI(MPI_Iexscan(&value, &before, 1, MPI_UINT64_T, MPI_SUM, comm, &req));
   wait(req);
-  int rank = 0;
-  TESSERA_MPI(MPI_Comm_rank(comm, &rank));
-  return rank == 0 ? 0 : before;  // MPI leaves rank 0's result undefined
+  return rank_of(comm) == 0 ? 0 : before;  // MPI leaves rank 0's result undefined
 }
 
 }  // namespace tessera

@@ -28,6 +28,20 @@ MpiError::MpiError(int code, const std::string& call, const char* file, int line
 SystemError::SystemError(const std::string& what, int err)
     : Error(what + ": " + std::strerror(err)), errno_(err) {}
 
+void throw_error(ErrorCategory category, const std::string& message) {
+  switch (category) {
+    case ErrorCategory::format: throw FormatError(message);
+    case ErrorCategory::mismatch: throw MismatchError(message);
+    case ErrorCategory::range: throw RangeError(message);
+    case ErrorCategory::config: throw ConfigError(message);
+    case ErrorCategory::peer: throw PeerError(message);
+    case ErrorCategory::generic:
+    case ErrorCategory::mpi:
+    case ErrorCategory::system: break;
+  }
+  throw Error(message);
+}
+
 void check_mpi(int code, const char* call, const char* file, int line) {
   if (code != MPI_SUCCESS) throw MpiError(code, call, file, line);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 
 namespace tessera {
@@ -60,23 +61,24 @@ void Runtime::init(int* argc, char*** argv) {
 }
 
 void Runtime::setup() {
-  // Errors come back as codes and become exceptions, instead of aborting.
-  TESSERA_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  // Errors on Tessera's own communicators come back as codes and become
+  // exceptions instead of aborting. The host's MPI_COMM_WORLD keeps its
+  // handler when Tessera only borrows an MPI that someone else initialised.
+  if (owns_mpi_) TESSERA_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   TESSERA_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  TESSERA_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
 
   TESSERA_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_.comm));
   TESSERA_MPI(MPI_Comm_rank(node_.comm, &node_.rank));
   TESSERA_MPI(MPI_Comm_size(node_.comm, &node_.size));
-  node_.world_ranks.resize(static_cast<std::size_t>(node_.size));
-  TESSERA_MPI(MPI_Allgather(&rank_, 1, MPI_INT, node_.world_ranks.data(), 1, MPI_INT, node_.comm));
+  node_.world_ranks = all_gather(node_.comm, rank_);
   node_.hostname = local_hostname();
 
   // A node is named by its lowest world rank; number nodes by that order.
   int leader = node_.world_ranks.front();
-  std::vector<int> leaders(static_cast<std::size_t>(size_));
-  TESSERA_MPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_));
+  std::vector<int> leaders = all_gather(comm_, leader);
   std::vector<int> unique_leaders = leaders;
   std::sort(unique_leaders.begin(), unique_leaders.end());
   unique_leaders.erase(std::unique(unique_leaders.begin(), unique_leaders.end()), unique_leaders.end());
@@ -96,7 +98,7 @@ void Runtime::setup() {
     std::snprintf(id, sizeof(id), "%08x-%x-%llx", fnv1a(node_.hostname), static_cast<unsigned>(getpid()),
                   static_cast<unsigned long long>(us));
   }
-  TESSERA_MPI(MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, comm_));
+  broadcast(comm_, id, sizeof(id), 0);
   job_id_ = id;
 }
 

@@ -1,12 +1,24 @@
-// Collective steps that may fail on some ranks only (a file exists on one
-// node, a disk is full on another) must fail on every rank together, or the
-// healthy ranks hang in the next collective. `agree` runs a local step and
-// makes its outcome collective.
+// The one home of collectives in Tessera. Library code calls only these, never
+// a blocking MPI collective: every wait here polls a non-blocking request with
+// back-off, so an oversubscribed rank gives its core to the rank doing the
+// work instead of spinning in MPI (see wait.hpp).
+//
+// Steps that may fail on some ranks only (a file exists on one node, a disk is
+// full on another) must fail on every rank together, or the healthy ranks hang
+// in the next collective. `agree` runs a local step and makes its outcome
+// collective.
 #pragma once
 #include <mpi.h>
 
-#include <exception>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 namespace tessera {
 
@@ -16,17 +28,16 @@ namespace tessera {
 // failing rank's message ("on rank k: ...").
 void agree(MPI_Comm comm, const std::function<void()>& step);
 
-}  // namespace tessera
-
-#include <cstdint>
-#include <type_traits>
-
-namespace tessera {
+// "" when `problem` is empty on every rank; otherwise the problem of the
+// lowest rank that has one, on every rank. For verifiers that report rather
+// than throw.
+std::string first_problem(MPI_Comm comm, const std::string& problem);
 
 template <class T>
 MPI_Datatype mpi_type() {
   if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
   else if constexpr (std::is_same_v<T, int>) return MPI_INT;
+  else if constexpr (std::is_same_v<T, char>) return MPI_CHAR;
   else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
   else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
   else if constexpr (std::is_same_v<T, std::uint8_t>) return MPI_UINT8_T;
@@ -34,8 +45,7 @@ MPI_Datatype mpi_type() {
   else static_assert(sizeof(T) == 0, "no MPI datatype for this type");
 }
 
-// Element-wise reduction of `values` over every rank of `comm`, in place,
-// waiting with back-off (never spinning the core).
+// Element-wise reduction of `values` over every rank of `comm`, in place.
 template <class T>
 void all_reduce(MPI_Comm comm, T* values, int count, MPI_Op op);
 
@@ -46,5 +56,72 @@ T all_reduce(MPI_Comm comm, T value, MPI_Op op) {
 }
 // Sum of `value` over the ranks before this one (0 on rank 0).
 std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value);
+
+namespace detail {
+void all_gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, void* all);
+std::vector<std::byte> gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, std::size_t unit, int root);
+void broadcast_bytes(MPI_Comm comm, void* data, std::size_t bytes, int root);
+int comm_size(MPI_Comm comm);
+}  // namespace detail
+
+// Every rank's `value`, in rank order, on every rank. T trivially copyable.
+template <class T>
+std::vector<T> all_gather(MPI_Comm comm, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<T> all(static_cast<std::size_t>(detail::comm_size(comm)));
+  detail::all_gather_bytes(comm, &value, sizeof(T), all.data());
+  return all;
+}
+
+// Rank `root` receives every rank's `values` concatenated in rank order (the
+// counts may differ); the other ranks get an empty vector.
+template <class T>
+std::vector<T> gather_to_root(MPI_Comm comm, std::span<const T> values, int root = 0) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  auto bytes = detail::gather_bytes(comm, values.data(), values.size_bytes(), sizeof(T), root);
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// `values` of rank `root` copied to every rank.
+template <class T>
+void broadcast(MPI_Comm comm, T* values, std::size_t count, int root) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  detail::broadcast_bytes(comm, values, count * sizeof(T), root);
+}
+template <class T>
+T broadcast(MPI_Comm comm, T value, int root) {
+  broadcast(comm, &value, 1, root);
+  return value;
+}
+std::string broadcast(MPI_Comm comm, std::string text, int root);
+
+// The largest (or smallest) value over every rank and the smallest index that
+// holds it. A rank with nothing to offer passes kNoIndex; when no rank offers
+// anything the result's index is kNoIndex.
+inline constexpr std::uint64_t kNoIndex = ~std::uint64_t{0};
+template <class T>
+struct Located {
+  T value{};
+  std::uint64_t index = kNoIndex;
+  bool found() const noexcept { return index != kNoIndex; }
+};
+template <class T>
+Located<T> all_argmax(MPI_Comm comm, T value, std::uint64_t index) {
+  if (index == kNoIndex) value = std::numeric_limits<T>::lowest();
+  Located<T> out;
+  out.value = all_reduce(comm, value, MPI_MAX);
+  out.index = all_reduce<std::uint64_t>(comm, value == out.value ? index : kNoIndex, MPI_MIN);
+  return out;
+}
+template <class T>
+Located<T> all_argmin(MPI_Comm comm, T value, std::uint64_t index) {
+  if (index == kNoIndex) value = std::numeric_limits<T>::max();
+  Located<T> out;
+  out.value = all_reduce(comm, value, MPI_MIN);
+  out.index = all_reduce<std::uint64_t>(comm, value == out.value ? index : kNoIndex, MPI_MIN);
+  return out;
+}
 
 }  // namespace tessera

@@ -7,9 +7,14 @@
 
 namespace tessera {
 
+// What kind of error it is, so that an error can travel between ranks (agree)
+// and be rethrown as the same type on a rank that did not see it.
+enum class ErrorCategory { generic, mpi, system, format, mismatch, range, config, peer };
+
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  virtual ErrorCategory category() const noexcept { return ErrorCategory::generic; }
 };
 
 // An MPI call returned an error code.
@@ -17,6 +22,7 @@ class MpiError : public Error {
  public:
   MpiError(int code, const std::string& call, const char* file, int line);
   int code() const noexcept { return code_; }
+  ErrorCategory category() const noexcept override { return ErrorCategory::mpi; }
 
  private:
   int code_;
@@ -27,6 +33,7 @@ class SystemError : public Error {
  public:
   SystemError(const std::string& what, int err);
   int error_number() const noexcept { return errno_; }
+  ErrorCategory category() const noexcept override { return ErrorCategory::system; }
 
  private:
   int errno_;
@@ -36,31 +43,40 @@ class SystemError : public Error {
 class FormatError : public Error {
  public:
   using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::format; }
 };
 
 // Two things that must agree do not (element type, size, length, rank count).
 class MismatchError : public Error {
  public:
   using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::mismatch; }
 };
 
 // A global index or argument lies outside its valid range.
 class RangeError : public Error {
  public:
   using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::range; }
 };
 
 // An option, environment variable or command-line value is invalid.
 class ConfigError : public Error {
  public:
   using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::config; }
 };
 
 // A peer process is gone or stopped answering.
 class PeerError : public Error {
  public:
   using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::peer; }
 };
+
+// Throws an error of `category` carrying `message` (MpiError and SystemError,
+// which carry codes, become a plain Error with their text).
+[[noreturn]] void throw_error(ErrorCategory category, const std::string& message);
 
 void check_mpi(int code, const char* call, const char* file, int line);
 
