@@ -76,6 +76,9 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
 void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
   if (ghost_count_ == 0 && !dense_) {
+    // No ghosts here, but other ranks may read this rank's values: the
+    // exchange is collective, so it is entered all the same.
+    import_.gather(x.local(), ghost_values_);
     const double* xl = x.local().data();
     const std::uint64_t base = graph_.local_vertex_begin();
     multiply_all(y, alpha, [xl, base](std::uint64_t c) { return xl[c - base]; });

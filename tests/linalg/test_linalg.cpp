@@ -286,3 +286,113 @@ TEST(HittingTimes, RejectsBadRequests) {
   EXPECT_FALSE(h.solve.converged);
   EXPECT_EQ(h.solve.iterations, 2);
 }
+
+// Tiny and hub-shaped graphs leave ranks with no ghosts or no rows at 3-4
+// ranks; every collective must still be entered by every rank (issue 8.2:
+// a 3-vertex path at 3 ranks and a 10-leaf star at 4 ranks hung in CG).
+namespace {
+
+EdgeList undirected_from(Runtime& rt, std::uint64_t n, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& edges) {
+  LocalEdges e;
+  if (rt.rank() == 0)
+    for (auto [u, v] : edges) e.add(u, v);
+  BuildOptions o;
+  o.symmetrize = true;
+  return EdgeList::build(rt, n, false, std::move(e), o);
+}
+
+struct TinyGraph {
+  const char* name;
+  std::uint64_t n;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> edges;
+  std::uint64_t target;
+};
+
+std::vector<TinyGraph> tiny_graphs() {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> star;
+  for (std::uint64_t leaf = 1; leaf <= 10; ++leaf) star.push_back({0, leaf});
+  return {{"path3 to an end", 3, {{0, 1}, {1, 2}}, 0},
+          {"path3 to the middle", 3, {{0, 1}, {1, 2}}, 1},
+          {"star10 to the hub", 11, star, 0},
+          {"star10 to a leaf", 11, star, 4},
+          {"one edge", 2, {{0, 1}}, 1}};
+}
+
+}  // namespace
+
+TEST(TinyGraphs, HittingTimesMatchDenseSolveOnEveryRankCount) {
+  Runtime& rt = Runtime::current();
+  for (const auto& t : tiny_graphs()) {
+    auto g = undirected_from(rt, t.n, t.edges);
+    auto want = dense_hitting_times(t.n, test::gather_edges(g), {t.target});
+    // Closed forms: path 0-1-2 to 0 gives (0, 3, 4); a star to its hub gives 1 per leaf.
+    if (std::string(t.name) == "path3 to an end") {
+      EXPECT_EQ(want, (std::vector<double>{0, 3, 4}));
+    }
+    if (std::string(t.name) == "star10 to the hub") {
+      for (std::uint64_t v = 1; v < t.n; ++v) EXPECT_NEAR(want[v], 1.0, 1e-12);
+    }
+    HittingOptions o;
+    o.cg.tolerance = 1e-13;
+    std::vector<std::uint64_t> target{t.target};
+    EdgeListMatrix el(g);
+    CrsMatrix crs(el);
+    for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
+      auto h = hitting_times(g, *a, target, o);
+      EXPECT_TRUE(h.solve.converged) << t.name;
+      expect_near(gathered(h.times), want, 1e-9, t.name);
+    }
+  }
+}
+
+TEST(TinyGraphs, OperatorsWorkWithEmptyRanks) {
+  Runtime& rt = Runtime::current();
+  for (const auto& t : tiny_graphs()) {
+    auto g = undirected_from(rt, t.n, t.edges);
+    auto edges = test::gather_edges(g);
+    std::vector<double> ax(t.n, 0), atx(t.n, 0), diag(t.n, 0), sums(t.n, 0);
+    for (auto& [u, v, w] : edges) {
+      ax[u] += w * value_at(v);
+      atx[v] += w * value_at(u);
+      if (u == v) diag[u] += w;
+      sums[u] += w;
+    }
+    EdgeListMatrix el(g);
+    CrsMatrix crs(el);
+    for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
+      Vector x(rt, a->row_distribution()), y(rt, a->row_distribution());
+      fill(x);
+      a->apply(x, y);
+      expect_near(gathered(y), ax, 1e-12, t.name);
+      a->apply_transpose(x, y);
+      expect_near(gathered(y), atx, 1e-12, t.name);
+      a->diagonal(y);
+      expect_near(gathered(y), diag, 1e-12, t.name);
+      a->row_sums(y);
+      expect_near(gathered(y), sums, 1e-12, t.name);
+    }
+  }
+  // A graph with no edges at all: every rank is empty of entries.
+  auto empty = undirected_from(rt, 4, {});
+  EdgeListMatrix a(empty);
+  Vector x(rt, a.row_distribution()), y(rt, a.row_distribution());
+  fill(x);
+  a.apply(x, y);
+  expect_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply");
+  a.apply_transpose(x, y);
+  expect_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply_transpose");
+}
+
+TEST(TinyGraphs, ConjugateGradientWithEmptyRanks) {
+  Runtime& rt = Runtime::current();
+  // Grounded path 0-1-2 (target 0): L_UU = [[2,-1],[-1,1]], d_U = (2,1) -> h = (3, 4).
+  auto g = undirected_from(rt, 3, {{0, 1}, {1, 2}});
+  EdgeListMatrix el(g);
+  std::vector<std::uint64_t> target{0};
+  HittingOptions o;
+  o.cg.tolerance = 1e-14;
+  auto h = hitting_times(g, el, target, o);
+  EXPECT_TRUE(h.solve.converged);
+  EXPECT_LE(h.solve.iterations, 3);
+  expect_near(gathered(h.times), {0, 3, 4}, 1e-10, "cg on path3");
+}
