@@ -234,8 +234,7 @@ LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint6
   for (auto x : l) kept += x == L;
   std::uint64_t first = exclusive_prefix_sum(rt.comm(), kept);
   DistArray<std::uint64_t> new_id(rt, g.vertex_ranges());
-  std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(rt.size()));
-  TESSERA_MPI(MPI_Allgather(&kept, 1, MPI_UINT64_T, vsizes.data(), 1, MPI_UINT64_T, rt.comm()));
+  auto vsizes = all_gather(rt.comm(), kept);
   auto new_ranges = Distribution::weighted_block(vsizes);
   DistArray<std::uint64_t> original(rt, new_ranges, array_storage(storage, "ids"));
   {
@@ -252,8 +251,7 @@ LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint6
   auto w = g.local_weight();
   std::uint64_t edges = 0;
   for (auto u : s) edges += l[u - base] == L;
-  std::vector<std::uint64_t> esizes(vsizes.size());
-  TESSERA_MPI(MPI_Allgather(&edges, 1, MPI_UINT64_T, esizes.data(), 1, MPI_UINT64_T, rt.comm()));
+  auto esizes = all_gather(rt.comm(), edges);
   auto edge_ranges = Distribution::weighted_block(esizes);
   DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(storage, "src"));
   DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(storage, "dst"));

@@ -133,9 +133,7 @@ EdgeList build_as(Runtime& rt, std::uint64_t n, bool directed, LocalEdges edges,
   }
   mine.resize(kept);
 
-  std::vector<std::uint64_t> sizes(P);
-  std::uint64_t count = kept;
-  TESSERA_MPI(MPI_Allgather(&count, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, rt.comm()));
+  auto sizes = all_gather(rt.comm(), std::uint64_t{kept});
   auto edge_ranges = Distribution::weighted_block(sizes);
   DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(opt.storage, "src"));
   DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(opt.storage, "dst"));

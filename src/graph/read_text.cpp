@@ -182,8 +182,7 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   std::uint64_t start = h.data_offset + static_cast<std::uint64_t>((static_cast<unsigned __int128>(span) * r) / P);
   if (r > 0)
     while (start < size && data[start - 1] != '\n') ++start;
-  std::vector<std::uint64_t> starts(P);
-  TESSERA_MPI(MPI_Allgather(&start, 1, MPI_UINT64_T, starts.data(), 1, MPI_UINT64_T, rt.comm()));
+  auto starts = all_gather(rt.comm(), start);
   const std::uint64_t end = r + 1 < P ? starts[r + 1] : size;
 
   std::uint64_t newlines = static_cast<std::uint64_t>(std::count(data + start, data + std::max(start, end), '\n'));
@@ -251,7 +250,7 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
     if (mm) h = read_matrix_market_header(path);
     if (format == FileFormat::weighted_edge_list) h.weighted = 1;
   });
-  TESSERA_MPI(MPI_Bcast(&h, sizeof(h), MPI_BYTE, 0, rt.comm()));
+  broadcast(rt.comm(), &h, 1, 0);
   const int base = options.base.value_or(mm ? 1 : 0);
   if (base != 0 && base != 1) throw ConfigError("the first vertex id must be 0 or 1, not " + std::to_string(base));
   if (mm && base != 1) throw ConfigError("Matrix Market ids are 1-based; --base 0 does not apply to " + path);
