@@ -48,7 +48,6 @@ void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::ui
                       const AggregationOptions& agg) {
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
   for (std::uint64_t i : idx) up.update(i, 1);
-  up.flush();
 }
 
 void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,

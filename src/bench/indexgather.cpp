@@ -40,7 +40,6 @@ void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std:
                        std::vector<std::uint64_t>& tgt, const AggregationOptions& agg) {
   SrcAggregator<std::uint64_t> src(t, agg);
   for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
-  src.flush();
 }
 
 void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,

@@ -98,7 +98,6 @@ void run_aggregated(const Setup& s, DistArray<std::uint64_t>& t, const Aggregati
     ran = next_random(ran);
     up.update(ran & mask, ran);
   }
-  up.flush();
 }
 
 // Fine-grained RMA: one MPI_Accumulate(BXOR) per update, completed every

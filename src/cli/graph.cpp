@@ -198,7 +198,6 @@ int run_cc(const GraphArgs& a) {
     if (loaded.original_ids) {
       SrcAggregator<std::uint64_t> read(*loaded.original_ids);
       read.get(largest, largest);
-      read.flush();
     }
     p.step(std::to_string(s.count) + " components in " + std::to_string(c.rounds) + " rounds (" +
            std::to_string(c.seconds) + " s); the largest has " + std::to_string(s.largest_size) +
@@ -229,7 +228,6 @@ int run_lcc(const GraphArgs& a) {
     if (loaded.original_ids) {
       SrcAggregator<std::uint64_t> read(*loaded.original_ids);
       for (auto& v : file_ids) read.get(v, v);
-      read.flush();
     }
     std::string body;
     char buf[48];
@@ -291,7 +289,6 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
   if (ids && farthest != ~0ull) {
     SrcAggregator<std::uint64_t> read(*ids);
     read.get(farthest, farthest);
-    read.flush();
   }
   if (!a.output.empty()) {
     p.step("writing " + a.output);
@@ -375,7 +372,6 @@ int run_pipeline(const GraphArgs& a) {
     if (src) {
       SrcAggregator<std::uint64_t> read(*src);
       for (auto& v : file_ids.local()) read.get(v, v);
-      read.flush();
     }
   }
   // Default target: the vertex of highest degree (ties: smallest id).

@@ -164,7 +164,6 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
   {
     UpdateAggregator<std::uint64_t, ops::Add> count(size);
     for (auto l : labels.local()) count.update_checked(l, 1);
-    count.flush();
   }
   ComponentSummary s;
   std::uint64_t best = 0, best_label = ~0ull;
@@ -197,7 +196,6 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
     for (std::size_t i = 0; i < l.size(); ++i) read.get_checked(l[i], of_label[i]);
     auto d = g.local_dst();
     for (std::size_t k = 0; k < d.size(); ++k) read.get(d[k], of_dst[k]);
-    read.flush();
   }
   std::string problem;
   for (std::size_t i = 0; i < l.size() && problem.empty(); ++i) {
@@ -268,7 +266,6 @@ LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint6
       if (weight) weight->local()[j] = w[k];
       ++j;
     }
-    renumber.flush();
   }
   return {EdgeList::adopt(summary.largest_size, g.directed(), std::move(new_ranges), std::move(src), std::move(dst),
                           std::move(weight)),

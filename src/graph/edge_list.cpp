@@ -57,7 +57,6 @@ Distribution balanced_vertex_ranges(Runtime& rt, std::uint64_t n, std::span<cons
   {
     UpdateAggregator<std::uint64_t, ops::Add> add(degree);
     for (auto u : sources) add.update(u, 1);
-    add.flush();
   }
   auto local = degree.local();
   std::uint64_t mine = 0;

@@ -210,7 +210,6 @@ std::uint64_t relabel(Runtime& rt, std::uint64_t id_space, LocalEdges& edges, st
       mark.put(edges.src[k], 1);
       mark.put(edges.dst[k], 1);
     }
-    mark.flush();
   }
   std::uint64_t mine = 0;
   for (auto p : present.local()) mine += p;
@@ -232,7 +231,6 @@ std::uint64_t relabel(Runtime& rt, std::uint64_t id_space, LocalEdges& edges, st
       get.get(edges.src[k], out.src[k]);
       get.get(edges.dst[k], out.dst[k]);
     }
-    get.flush();
   }
   out.weight = std::move(edges.weight);
   edges = std::move(out);
@@ -283,7 +281,6 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
     DstAggregator<std::uint64_t> put(*out.original_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
-    put.flush();
   }
   return out;
 }

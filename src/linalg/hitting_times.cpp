@@ -33,7 +33,6 @@ HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::sp
   {
     SrcAggregator<std::uint64_t> read(comps.labels);
     for (std::size_t k = 0; k < t.size(); ++k) read.get(t[k], target_labels[k]);
-    read.flush();
   }
   std::sort(target_labels.begin(), target_labels.end());
   auto labels = comps.labels.local();

@@ -7,6 +7,9 @@
 //  - construction and flush() are collective over the array's ranks;
 //  - an operation is guaranteed visible (or a get's destination filled) only
 //    after the next flush() (or destruction, which flushes);
+//  - the flush rule: let the aggregator's scope end flush it. Call flush()
+//    only when the values are needed while the aggregator still lives (every
+//    flush is a reduction plus a barrier, so `flush(); }` pays twice).
 //  - no order is promised between operations, even from one rank to one element;
 //  - operations on this rank's own elements are applied at once;
 //  - same-node direct path: when the array is in Shared storage and the owner
