@@ -160,6 +160,106 @@ TEST(Readers, BadInputNamesFileAndLine) {
   EXPECT_NE(read_error(rt, dir.path() + "/missing.el").find("cannot open graph file"), std::string::npos);
 }
 
+// Issue 8 items 4, 6, 16: hostile and unusual text input.
+TEST(Readers, NonFiniteWeightsAreRefusedNegativeKept) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  for (std::string w : {"nan", "inf", "-inf", "NaN", "1e999"}) {
+    auto path = write_file(rt, dir.path(), "w.wel", "0 1 1\n1 2 " + w + "\n");
+    auto err = read_error(rt, path);
+    EXPECT_TRUE(err.find("w.wel:2: weight " + w + " is not a finite number") != std::string::npos ||
+                (w == "1e999" && err.find("w.wel:2: '1e999' is not a weight") != std::string::npos))
+        << w << ": " << err;
+  }
+  auto mtx = write_file(rt, dir.path(), "w.mtx",
+                        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 inf\n");
+  EXPECT_NE(read_error(rt, mtx).find("w.mtx:3: weight inf is not a finite number"), std::string::npos);
+  // Negative and zero weights are read as they are (linear algebra decides).
+  auto neg = write_file(rt, dir.path(), "neg.wel", "0 1 -0.4\n1 2 0\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, neg).graph),
+            (std::vector<EdgeTuple>{{0, 1, -0.4}, {1, 2, 0.0}}));
+  // Duplicates: a directed read keeps every line; an undirected one keeps
+  // one arc per (u, v), the one with the smallest weight.
+  auto dup = write_file(rt, dir.path(), "dup.wel", "0 1 5\n0 1 2\n0 1 3\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup).graph).size(), 3u);
+  ReadOptions undirected;
+  undirected.undirected = true;
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup, undirected).graph),
+            (std::vector<EdgeTuple>{{0, 1, 2.0}, {1, 0, 2.0}}));
+}
+
+TEST(Readers, HugeIdsAreRefusedOrRelabelledCheaply) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  for (std::string id : {"9223372036854775807", "4294967296", "2305843009213693952"}) {
+    auto path = write_file(rt, dir.path(), "h.el", "0 1\n1 " + id + "\n");
+    auto err = read_error(rt, path);
+    EXPECT_NE(err.find("h.el: vertex id " + id + " needs "), std::string::npos) << err;
+    EXPECT_NE(err.find("GiB of vertex arrays"), std::string::npos) << err;
+    EXPECT_NE(err.find("use --relabel"), std::string::npos) << err;
+  }
+  auto max = write_file(rt, dir.path(), "max.el", "0 1\n1 18446744073709551615\n");
+  EXPECT_NE(read_error(rt, max).find("use --relabel"), std::string::npos);
+  auto mtx = write_file(rt, dir.path(), "big.mtx",
+                        "%%MatrixMarket matrix coordinate pattern general\n"
+                        "4611686018427387904 4611686018427387904 1\n1 2\n");
+  EXPECT_NE(read_error(rt, mtx).find("big.mtx: the header's 4611686018427387904 rows need"), std::string::npos);
+  // Relabelling costs O(distinct ids): 2^64-1 and 1e11 are fine.
+  ReadOptions relabel;
+  relabel.relabel = true;
+  std::string text = "7 18446744073709551615\n100000000000 7\n3 100000000000\n";
+  for (int i = 0; i < 50; ++i) text += std::to_string(1000000000000ull * (i + 1)) + " 3\n";
+  auto loaded = read_graph(rt, write_file(rt, dir.path(), "sparse.el", text), relabel);
+  EXPECT_EQ(loaded.graph.vertices(), 54u);
+  auto all = test::gather_all(*loaded.original_ids);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  ASSERT_EQ(all.size(), 54u);
+  EXPECT_EQ(all.front(), 3u);
+  EXPECT_EQ(all.back(), 18446744073709551615ull);
+  auto edges = test::gather_edges(loaded.graph);
+  auto new_of = [&](std::uint64_t old) {
+    return static_cast<std::uint64_t>(std::lower_bound(all.begin(), all.end(), old) - all.begin());
+  };
+  EXPECT_NE(std::find(edges.begin(), edges.end(), EdgeTuple{new_of(7), new_of(18446744073709551615ull), 1.0}),
+            edges.end());
+  EXPECT_NE(std::find(edges.begin(), edges.end(), EdgeTuple{new_of(100000000000ull), new_of(7), 1.0}), edges.end());
+  EXPECT_EQ(edges.size(), 53u);
+}
+
+TEST(Readers, CountHeaderBomAndCompressedInput) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  // SNAP-derived "vertices edges" first line: 4 edges follow, ids 0..4.
+  auto snap = write_file(rt, dir.path(), "snap.el", "# from SNAP\n5 4\n0 1\n1 2\n2 3\n3 4\n");
+  auto g = read_graph(rt, snap).graph;
+  EXPECT_EQ(g.vertices(), 5u);
+  EXPECT_EQ(test::gather_edges(g), edges_of({{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+  // V may count distinct (sparse) ids instead.
+  auto sparse = write_file(rt, dir.path(), "sparse.el", "3 2\n10 20\n20 30\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, sparse).graph), edges_of({{10, 20}, {20, 30}}));
+  // A first line that does not match the rest is an edge.
+  auto plain = write_file(rt, dir.path(), "plain.el", "5 4\n0 1\n1 2\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, plain).graph), edges_of({{5, 4}, {0, 1}, {1, 2}}));
+  auto bad_first = write_file(rt, dir.path(), "badfirst.el", "# c\n0 x\n1 2\n");
+  EXPECT_NE(read_error(rt, bad_first).find("badfirst.el:2: 'x' is not a vertex id"), std::string::npos);
+  auto bad_later = write_file(rt, dir.path(), "badlater.el", "0 1\n1 2\n1 y\n");
+  EXPECT_NE(read_error(rt, bad_later).find("badlater.el:3: 'y' is not a vertex id"), std::string::npos);
+  // A UTF-8 byte-order mark is skipped; line numbers stay right.
+  auto bom = write_file(rt, dir.path(), "bom.el", "\xef\xbb\xbf" "0 1\n1 2\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, bom).graph), edges_of({{0, 1}, {1, 2}}));
+  auto bom_bad = write_file(rt, dir.path(), "bombad.el", "\xef\xbb\xbf# c\n0 1\n1 z\n");
+  EXPECT_NE(read_error(rt, bom_bad).find("bombad.el:3: 'z' is not a vertex id"), std::string::npos);
+  auto bom_mtx = write_file(rt, dir.path(), "bom.mtx",
+                            "\xef\xbb\xbf%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n");
+  EXPECT_EQ(read_graph(rt, bom_mtx).graph.vertices(), 2u);
+  // Compressed files are named as such, their bytes never echoed.
+  auto gz = write_file(rt, dir.path(), "g.el", std::string("\x1f\x8b\x08\x00\x00\x00", 6) + "junk");
+  EXPECT_NE(read_error(rt, gz).find("g.el: compressed input is not supported (this is a gzip file"),
+            std::string::npos);
+  auto bz = write_file(rt, dir.path(), "g.mtx", "BZh91AY&SY");
+  EXPECT_NE(read_error(rt, bz).find("compressed input is not supported (this is a bzip2 file"), std::string::npos);
+}
+
 TEST(Writers, RoundTripEveryFormat) {
   Runtime& rt = Runtime::current();
   test::ScratchDir dir(rt);
