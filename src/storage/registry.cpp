@@ -22,10 +22,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return read_small_regular_file(path, "file");
+  } catch (const Error&) {
+    return {};  // unreadable: not listed as ours
+  }
 }
 }  // namespace
 

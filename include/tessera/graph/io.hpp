@@ -61,20 +61,30 @@ struct LoadedGraph {
 // the one with the smallest weight.
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
 
-// Collective. Writes through a temporary file renamed at the end, so a failed
-// write leaves nothing. Refuses to overwrite an existing binary directory.
+struct WriteOptions {
+  // Binary format: the directory, segments and metadata are group-readable
+  // and -writable (0770/0660 instead of 0700/0600).
+  bool group_access = false;
+};
+
+// Collective. Writes through a temporary file (binary: a temporary sibling
+// directory) created exclusively and renamed at the end, so a failed, killed
+// or concurrent write leaves nothing half-written. Refuses to overwrite an
+// existing binary directory.
 // Text ids are written 0-based (.el/.wel) or 1-based (.mtx); an undirected
 // graph is written to .mtx as "symmetric" (lower triangle).
-void write_graph(const EdgeList& graph, const std::string& path);
+void write_graph(const EdgeList& graph, const std::string& path, const WriteOptions& options = {});
 
 // Collective: rank 0's `header`, then every rank's `body` in rank order, into
 // one file written through a temporary renamed at the end.
 void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body);
 
 // The binary format on its own (write_graph / read_graph dispatch here).
-void save_binary(const EdgeList& graph, const std::string& dir);
-// Maps the segments in place when the rank count matches the writer's; with
-// another rank count it attaches, copies this rank's share and rebalances.
+void save_binary(const EdgeList& graph, const std::string& dir, const WriteOptions& options = {});
+// Maps the segments in place, read-only, when the rank count matches the
+// writer's; with another rank count it attaches, copies this rank's share and
+// rebalances. The metadata must be a small regular file; "directed": false
+// is verified (every arc has its reverse), else a MismatchError names the file.
 EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage = {});
 
 }  // namespace tessera::graph
