@@ -36,9 +36,16 @@ int run_list(const ShmOptions& o) {
 
 int run_gc(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
-  auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent});
+  std::vector<GcFailure> failed;
+  auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent}, &failed);
   for (const auto& f : removed) std::printf("%s %s/%s\n", o.dry_run ? "would remove" : "removed", dir.c_str(), f.c_str());
+  for (const auto& f : failed) std::printf("skipped %s/%s: %s\n", dir.c_str(), f.file.c_str(), f.reason.c_str());
   std::printf("%zu file(s) of dead creators %s in %s\n", removed.size(), o.dry_run ? "found" : "removed", dir.c_str());
+  if (!failed.empty()) {
+    std::fprintf(stderr, "tessera: error: %zu file(s) of dead creators in %s could not be removed (see above)\n",
+                 failed.size(), dir.c_str());
+    return 1;
+  }
   return 0;
 }
 }  // namespace

@@ -287,12 +287,12 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     } catch (const nlohmann::json::exception& e) {
       throw FormatError(path + ": " + e.what());
     }
+    if (auto why = vertex_arrays_problem(n, m); !why.empty())
+      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
     if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
         vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
       throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
                         " increasing offsets from 0 to the vertex count");
-    if (auto why = vertex_arrays_problem(n, m); !why.empty())
-      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
   });
 
   if (ranks == rt.size()) {  // map the files in place

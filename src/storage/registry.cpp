@@ -90,16 +90,27 @@ std::vector<ShmEntry> scan_shared_dir(const std::string& dir) {
   return out;
 }
 
-std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options) {
+std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options,
+                                         std::vector<GcFailure>* failures) {
   std::vector<std::string> removed;
+  std::vector<GcFailure> skipped;
   for (const auto& e : scan_shared_dir(dir)) {
     if (!e.problem.empty()) continue;  // never delete what we cannot read: list shows it
     if (e.liveness != ProcessIdentity::Liveness::dead) continue;
     if (e.persist && !options.include_persistent) continue;
     std::string path = dir + "/" + e.file;
-    if (!options.dry_run && ::unlink(path.c_str()) != 0 && errno != ENOENT)
-      throw SystemError("cannot remove " + path, errno);
+    if (!options.dry_run && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      skipped.push_back({e.file, SystemError("cannot remove " + path, errno).what()});
+      continue;
+    }
     removed.push_back(e.file);
+  }
+  if (failures) {
+    *failures = std::move(skipped);
+  } else if (!skipped.empty()) {
+    std::string all;
+    for (const auto& f : skipped) all += (all.empty() ? "" : "; ") + f.reason;
+    throw SystemError(std::to_string(skipped.size()) + " file(s) could not be removed (" + all + ")", EPERM);
   }
   return removed;
 }

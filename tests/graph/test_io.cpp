@@ -2,6 +2,7 @@
 // hand, round trips through each writer, the binary format mapped in place,
 // the real SNAP graphs, and every kind of bad input with its message.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "tessera/graph/generators.hpp"
 #include "tessera/graph/io.hpp"
 #include "tessera/runtime/wait.hpp"
+#include "tessera/storage/metadata.hpp"
 
 using namespace tessera;
 using namespace tessera::graph;
@@ -343,6 +345,172 @@ TEST(Binary, ReloadMapsInPlaceAndChecksMetadata) {
   EXPECT_NE(corrupt("\"edges\": ", "\"edges\": 1").find("src.json holds"), std::string::npos);
   EXPECT_NE(corrupt("\"vertex_offsets\": [", "\"vertex_offsets\": [7,").find("vertex_offsets"), std::string::npos);
   EXPECT_NE(read_error(rt, dir.path()).find("is not a Tessera binary graph"), std::string::npos);
+}
+
+// Issue 8 items 5, 6, 9, 10, 12, 13: the binary format against lies,
+// devices, symlinks and concurrent writers.
+TEST(Binary, HostileMetadataAndFiles) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  LocalEdges e;  // directed: 0->1, 1->2 without reverses
+  if (rt.rank() == 0) e.add(0, 1), e.add(1, 2), e.add(2, 3);
+  auto g = EdgeList::build(rt, 4, true, std::move(e));
+  std::string path = dir.path() + "/d.tsg";
+  save_binary(g, path);
+  auto edit = [&](const std::string& from, const std::string& to) {
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      std::ifstream in(path + "/edgelist.json");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      in.close();
+      auto at = text.find(from);
+      if (at == std::string::npos) ADD_FAILURE() << "no '" << from << "'";
+      else text.replace(at, from.size(), to);
+      std::ofstream(path + "/edgelist.json", std::ios::trunc) << text;
+    }
+    barrier(rt.comm());
+  };
+  // A directed graph claiming to be undirected is caught.
+  edit("\"directed\": true", "\"directed\": false");
+  auto err = read_error(rt, path);
+  EXPECT_NE(err.find(path + "/edgelist.json says \"directed\": false, but its arcs are not symmetric"),
+            std::string::npos)
+      << err;
+  edit("\"directed\": false", "\"directed\": true");
+  EXPECT_EQ(read_error(rt, path), "");
+  // An honest undirected graph loads (also weighted).
+  LocalEdges u;
+  if (rt.rank() == 0) u.add(0, 1, 0.5), u.add(1, 2, 2.0);
+  BuildOptions sym;
+  sym.symmetrize = true;
+  auto ug = EdgeList::build(rt, 3, false, std::move(u), sym);
+  save_binary(ug, dir.path() + "/u.tsg");
+  EXPECT_EQ(test::gather_edges(load_binary(rt, dir.path() + "/u.tsg")), test::gather_edges(ug));
+
+  // "vertices": 2^62 is refused before any vertex array exists.
+  edit("\"vertices\": 4", "\"vertices\": 4611686018427387904");
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("\"vertices\": 4611686018427387904 needs"), std::string::npos) << err;
+  edit("\"vertices\": 4611686018427387904", "\"vertices\": 4");
+
+  // In-place loads map the segments read-only.
+  {
+    auto back = load_binary(rt, path);
+    std::ifstream maps("/proc/self/maps");
+    std::string line, seg = path + "/src.r" + std::to_string(rt.rank()) + ".seg";
+    bool found = false;
+    while (std::getline(maps, line))
+      if (line.find(seg) != std::string::npos) {
+        found = true;
+        EXPECT_EQ(line.substr(line.find(' ') + 1, 4), "r--s") << line;
+      }
+    EXPECT_TRUE(found || back.local_src().empty());
+    barrier(rt.comm());
+  }
+
+  // A FIFO or a device as metadata fails at once instead of blocking or
+  // reading forever.
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::rename(path + "/edgelist.json", path + "/edgelist.json.good");
+    ASSERT_EQ(::mkfifo((path + "/edgelist.json").c_str(), 0600), 0);
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/edgelist.json");
+    fs::create_symlink("/dev/zero", path + "/edgelist.json");
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/edgelist.json");
+    fs::rename(path + "/edgelist.json.good", path + "/edgelist.json");
+    fs::rename(path + "/src.json", path + "/src.json.good");
+    fs::create_symlink("/dev/zero", path + "/src.json");
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("src.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/src.json");
+    fs::rename(path + "/src.json.good", path + "/src.json");
+    fs::rename(path + "/dst.r0.seg", path + "/dst.r0.seg.good");
+    ASSERT_EQ(::mkfifo((path + "/dst.r0.seg").c_str(), 0600), 0);
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("dst.r0.seg"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/dst.r0.seg");
+    fs::rename(path + "/dst.r0.seg.good", path + "/dst.r0.seg");
+  }
+  barrier(rt.comm());
+  EXPECT_EQ(read_error(rt, path), "");
+}
+
+TEST(Writers, TemporariesNeverFollowSymlinks) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({3, 3}));
+  const std::string victim = dir.path() + "/victim";
+  if (rt.rank() == 0) {
+    std::ofstream(victim) << "precious\n";
+    // The names the writers used to take: a symlink there was followed.
+    fs::create_symlink(victim, dir.path() + "/g.el.tmp-" + rt.job_id());
+    fs::create_directory(dir.path() + "/b.tsg");
+    fs::create_symlink(victim, dir.path() + "/b.tsg/edgelist.json.tmp");
+  }
+  barrier(rt.comm());
+  write_graph(g, dir.path() + "/g.el");
+  EXPECT_THROW(write_graph(g, dir.path() + "/b.tsg"), ConfigError);  // not empty: left alone
+  barrier(rt.comm());
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "precious\n");
+  // create_exclusive refuses an existing name and a symlink.
+  if (rt.rank() == 0) {
+    EXPECT_LT(create_exclusive(dir.path() + "/g.el.tmp-" + rt.job_id(), 0600), 0);
+    EXPECT_LT(create_exclusive(victim, 0600), 0);
+  }
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.el").graph), test::gather_edges(g));
+  barrier(rt.comm());
+}
+
+TEST(Writers, BinaryWriterIsAtomic) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({4, 4}));
+  // A leftover temporary sibling (a killed writer) does not block a run,
+  // and an empty output directory is filled.
+  if (rt.rank() == 0) {
+    fs::create_directory(dir.path() + "/g.tsg.tmp-1-0-0");
+    std::ofstream(dir.path() + "/g.tsg.tmp-1-0-0/src.r0.seg") << "partial";
+    fs::create_directory(dir.path() + "/empty.tsg");
+  }
+  barrier(rt.comm());
+  write_graph(g, dir.path() + "/g.tsg");
+  write_graph(g, dir.path() + "/empty.tsg");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.tsg").graph), test::gather_edges(g));
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/empty.tsg").graph), test::gather_edges(g));
+  // Nothing but the graph files in it; no temporaries beside it.
+  auto files = files_in(rt, dir.path() + "/g.tsg");
+  for (auto& f : files) EXPECT_TRUE(f == "edgelist.json" || f.find(".seg") != std::string::npos ||
+                                    f == "src.json" || f == "dst.json") << f;
+  for (auto& f : files_in(rt, dir.path()))
+    EXPECT_TRUE(f == "g.tsg" || f == "empty.tsg" || f == "g.tsg.tmp-1-0-0") << f;
+  // A writer losing the race to another job fails and keeps the winner.
+  auto winner = fs::last_write_time(dir.path() + "/g.tsg/edgelist.json");
+  EXPECT_THROW(write_graph(g, dir.path() + "/g.tsg"), ConfigError);
+  EXPECT_EQ(fs::last_write_time(dir.path() + "/g.tsg/edgelist.json"), winner);
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.tsg").graph), test::gather_edges(g));
+  barrier(rt.comm());
 }
 
 TEST(RealGraphs, WikiVoteAndOregon) {

@@ -29,8 +29,16 @@ struct GcOptions {
   bool dry_run = false;
   bool include_persistent = false;  // also remove persistent arrays of dead creators
 };
+struct GcFailure {
+  std::string file;    // name inside the directory
+  std::string reason;  // e.g. "cannot remove DIR/F: Permission denied"
+};
 // Removes files whose creator is dead on this host; returns the removed names.
-std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options);
+// A file that cannot be removed (another user's) is skipped and the rest are
+// still removed; the skipped ones go to `failures`, or without it a
+// SystemError listing them is thrown at the end.
+std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options,
+                                         std::vector<GcFailure>* failures = nullptr);
 
 const char* liveness_name(ProcessIdentity::Liveness l);
 
