@@ -135,5 +135,34 @@ else
   echo "NOTE: not root or no 'nobody' user: the gc permission part is skipped"
 fi
 
+# --- Open MPI's vader_segment.* files of a SIGKILLed mpirun ---------------------
+name=tessera-test-vader-$$
+ready=$work/ready-vader
+"$src/scripts/mpirun.sh" -n 2 "$bin/tests/shm_holder" "$name" "$ready" >/dev/null 2>&1 &
+job=$!
+for _ in $(seq 1 300); do [ -f "$ready" ] && break; sleep 0.1; done
+if [ -f "$ready" ]; then
+  vader=$(cat "$ready" | xargs -I{} grep -o "/dev/shm/vader_segment[^ ]*" /proc/{}/maps 2>/dev/null | sort -u)
+  kill -KILL $job
+  xargs kill -KILL < "$ready"
+  wait $job 2>/dev/null
+  rm -f /dev/shm/"$name".*
+  trap 'cleanup; rm -rf "${TMPDIR:-/tmp}"/ompi.*/pid.'"$job"'' EXIT  # the killed mpirun's session directory
+  if [ -z "$vader" ]; then
+    echo "NOTE: this Open MPI maps no vader_segment files: the MPI leftover part is skipped"
+  else
+    "$tessera" shm gc --dry-run >"$work/gc-out" 2>&1
+    grep -q "remove them with --include-mpi" "$work/gc-out" || { fail "gc does not mention the vader leftovers"; cat "$work/gc-out"; }
+    "$tessera" shm gc --include-mpi >"$work/gc-out" 2>&1 || { fail "gc --include-mpi failed"; cat "$work/gc-out"; }
+    for f in $vader; do
+      [ ! -e "$f" ] || fail "gc --include-mpi kept $f of the killed job"
+      rm -f "$f"
+    done
+  fi
+else
+  fail "the vader holder job never became ready"
+  kill $job 2>/dev/null
+fi
+
 if [ $failures -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "PASS: full file systems, SIGTERM and concurrent writers, FIFOs, gc permission errors"
