@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -20,6 +21,8 @@
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/storage/metadata.hpp"
 #include "tessera/storage/mapping.hpp"
 
 namespace tessera::graph {
@@ -482,6 +485,83 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   return out;
 }
 
+// A stream copied to a temporary file (created exclusively, removed on
+// every exit path); its format sniffed from the first data line.
+struct SpooledInput {
+  std::string path, display;
+  int slot = -1;
+  bool created = false;
+  bool matrix_market = false;
+  FileFormat format = FileFormat::edge_list;
+
+  SpooledInput(Runtime& rt, const std::string& source) : display(source == "-" ? "<stdin>" : source) {
+    int flags[2] = {0, 0};
+    try {
+      agree(rt.comm(), [&] {
+        if (rt.rank() != 0) return;
+        const char* env = std::getenv("TMPDIR");
+        path = unique_temporary_name(std::string(env && *env ? env : "/tmp") + "/tessera-input");
+        slot = exit_cleanup::add(path);
+        int out = create_exclusive(path, 0600);
+        if (out < 0) throw SystemError("cannot create " + path + " to hold " + display, errno);
+        created = true;
+        FileDescriptor out_guard(out);
+        int in = source == "-" ? ::dup(0) : ::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (in < 0) throw SystemError("cannot open " + display, errno);
+        FileDescriptor in_guard(in);
+        ::fcntl(in, F_SETFL, ::fcntl(in, F_GETFL) & ~O_NONBLOCK);  // a FIFO without writer reads as empty
+        std::string head;
+        std::vector<char> buf(1 << 20);
+        for (;;) {
+          ssize_t n = ::read(in, buf.data(), buf.size());
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) throw SystemError("cannot read " + display, errno);
+          if (n == 0) break;
+          if (head.size() < 4096) head.append(buf.data(), std::min<std::size_t>(static_cast<std::size_t>(n), 4096));
+          for (ssize_t done = 0; done < n;) {
+            ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) throw SystemError("cannot write " + path + " (holding " + display + ")", w < 0 ? errno : ENOSPC);
+            done += w;
+          }
+        }
+        auto first = head.find_first_not_of("\xef\xbb\xbf");
+        flags[0] = first != std::string::npos && head.compare(first, 14, "%%MatrixMarket") == 0;
+        // Three fields on the first data line: a weighted edge list.
+        std::istringstream lines(head);
+        std::string line;
+        while (std::getline(lines, line)) {
+          auto at = line.find_first_not_of(" \t\r");
+          if (at == std::string::npos || line[at] == '#' || line[at] == '%') continue;
+          std::istringstream fields(line);
+          std::string a, b, c, d;
+          flags[1] = (fields >> a >> b >> c) && !(fields >> d);
+          break;
+        }
+      });
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    path = broadcast(rt.comm(), path, 0);
+    broadcast(rt.comm(), flags, 2, 0);
+    matrix_market = flags[0] != 0;
+    format = flags[1] ? FileFormat::weighted_edge_list : FileFormat::edge_list;
+  }
+  ~SpooledInput() { cleanup(); }
+  void cleanup() {
+    if (created) ::unlink(path.c_str());
+    created = false;
+    exit_cleanup::remove(slot);
+    slot = -1;
+  }
+  std::string rename(std::string message) const {
+    for (auto at = message.find(path); at != std::string::npos; at = message.find(path, at + display.size()))
+      message.replace(at, path.size(), display);
+    return message;
+  }
+};
+
 }  // namespace
 
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
@@ -493,7 +573,30 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
     if (options.undirected && g.graph.directed()) g.graph = g.graph.symmetrized(options.storage);
     return g;
   }
-  return load_text(rt, path, f, options);
+  // Standard input ("-"), a pipe or a FIFO: rank 0 spools it to a temporary
+  // file every rank then reads (ranks on one host, or TMPDIR shared).
+  int stream = 0;
+  agree(rt.comm(), [&] {
+    if (rt.rank() != 0 || path == "-") {
+      stream = path == "-";
+      return;
+    }
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return;  // load_text names the error
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) stream = 1;
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+      throw FormatError(path + " is a device, not a graph file");
+  });
+  if (!broadcast(rt.comm(), stream, 0)) return load_text(rt, path, f, options);
+  SpooledInput spool(rt, path);
+  if (path == "-" || spool.matrix_market) f = spool.matrix_market ? FileFormat::matrix_market : spool.format;
+  try {
+    return load_text(rt, spool.path, f, options);
+  } catch (const FormatError& e) {
+    throw FormatError(spool.rename(e.what()));
+  } catch (const RangeError& e) {
+    throw RangeError(spool.rename(e.what()));
+  }
 }
 
 }  // namespace tessera::graph

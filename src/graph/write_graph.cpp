@@ -125,6 +125,7 @@ void write_new_file(const std::string& path, const std::string& text, mode_t mod
   int fd = create_exclusive(path, mode);
   if (fd < 0) throw SystemError("cannot create " + path, errno);
   FileDescriptor guard(fd);
+  ::fchmod(fd, mode);  // the umask must not narrow what the caller asked
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -169,6 +170,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
     tmp = unique_temporary_name(dir);
     if (::mkdir(tmp.c_str(), options.group_access ? 0770 : 0700) != 0)
       throw SystemError("cannot create directory " + tmp, errno);
+    ::chmod(tmp.c_str(), options.group_access ? 0770 : 0700);  // whatever the umask
   });
   tmp = broadcast(rt.comm(), tmp, 0);
   CleanupSlots cleanup;

@@ -505,6 +505,20 @@ TEST(Writers, BinaryWriterIsAtomic) {
                                     f == "src.json" || f == "dst.json") << f;
   for (auto& f : files_in(rt, dir.path()))
     EXPECT_TRUE(f == "g.tsg" || f == "empty.tsg" || f == "g.tsg.tmp-1-0-0") << f;
+  barrier(rt.comm());
+  // Group access, for a graph a group shares.
+  WriteOptions shared;
+  shared.group_access = true;
+  write_graph(g, dir.path() + "/group.tsg", shared);
+  barrier(rt.comm());
+  auto mode = [](const std::string& p) { return fs::status(p).permissions() & fs::perms::all; };
+  using fs::perms;
+  EXPECT_EQ(mode(dir.path() + "/group.tsg"), perms::owner_all | perms::group_all);
+  EXPECT_EQ(mode(dir.path() + "/group.tsg/edgelist.json"),
+            perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
+  EXPECT_EQ(mode(dir.path() + "/group.tsg/src.r0.seg"),
+            perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
+  EXPECT_EQ(mode(dir.path() + "/g.tsg/src.r0.seg"), perms::owner_read | perms::owner_write);
   // A writer losing the race to another job fails and keeps the winner.
   auto winner = fs::last_write_time(dir.path() + "/g.tsg/edgelist.json");
   EXPECT_THROW(write_graph(g, dir.path() + "/g.tsg"), ConfigError);

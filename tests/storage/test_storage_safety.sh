@@ -99,7 +99,18 @@ done
 # --- FIFOs ---------------------------------------------------------------------
 mkfifo "$work/fifo.el"
 timeout 60 "$tessera" cc "$work/fifo.el" 2>"$work/err"; rc=$?
-expect_clean_failure "cc on a FIFO" $rc "$work/err" "is not a regular file"
+expect_clean_failure "cc on a FIFO without a writer" $rc "$work/err" "fifo.el is empty"
+# A FIFO, a pipe or standard input with a writer is read (rank 0 spools it).
+(printf '0 1\n1 2\n5 6\n' > "$work/fifo.el" &)
+timeout 60 "$tessera" -n 2 cc "$work/fifo.el" 2>"$work/err" | grep -q "" ; rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] && grep -q "4 components" "$work/err" || { fail "cc on a FIFO with a writer: exit $rc"; cat "$work/err"; }
+printf '0 1\n1 2\n5 6\n' | timeout 60 "$tessera" cc /dev/stdin 2>"$work/err"; rc=$?
+[ "$rc" -eq 0 ] && grep -q "4 components" "$work/err" || { fail "cc /dev/stdin: exit $rc"; cat "$work/err"; }
+printf '0 1\n1 x\n' | timeout 60 "$tessera" cc /dev/stdin 2>"$work/err"; rc=$?
+expect_clean_failure "cc /dev/stdin with a bad line" $rc "$work/err" "/dev/stdin:2: 'x' is not a vertex id"
+ls "${TMPDIR:-/tmp}" | grep -q "^tessera-input" && fail "spooled input left in ${TMPDIR:-/tmp}"
+timeout 60 "$tessera" cc /dev/null 2>"$work/err"; rc=$?
+expect_clean_failure "cc on a device" $rc "$work/err" "/dev/null is a device, not a graph file"
 mkdir "$work/fifo.tsg" && mkfifo "$work/fifo.tsg/edgelist.json"
 timeout 60 "$tessera" cc "$work/fifo.tsg" 2>"$work/err"; rc=$?
 expect_clean_failure "cc on a binary graph whose metadata is a FIFO" $rc "$work/err" "is not a regular file"
