@@ -109,7 +109,7 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     std::string n = options.name.empty() ? "tessera-" + rt.job_id() + "-" + std::to_string(counter++) : options.name;
     std::strncpy(name, n.c_str(), sizeof(name) - 1);
   }
-  TESSERA_MPI(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, rt.comm()));
+  broadcast(rt.comm(), name, sizeof(name), 0);
   name_ = name;
   metadata_path_ = dir_ + "/" + name_ + ".json";
   if (!is_safe_file_name(name_ + ".json"))
@@ -141,8 +141,7 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     std::strncpy(mine.host, self.host.c_str(), sizeof(mine.host) - 1);
     mine.pid = self.pid;
     mine.start_time = self.start_time;
-    std::vector<CreatorRecord> creators(rt.rank() == 0 ? static_cast<std::size_t>(rt.size()) : 0);
-    TESSERA_MPI(MPI_Gather(&mine, sizeof(mine), MPI_BYTE, creators.data(), sizeof(mine), MPI_BYTE, 0, rt.comm()));
+    auto creators = gather_to_root<CreatorRecord>(rt.comm(), std::span<const CreatorRecord>(&mine, 1), 0);
     agree(rt.comm(), [&] {
       if (rt.rank() == 0) write_metadata(rt, layout, creators);
     });
