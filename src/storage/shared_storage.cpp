@@ -302,6 +302,16 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
   if (layout.offsets.size() != static_cast<std::size_t>(rt.size()) + 1)
     throw MismatchError("array layout has " + std::to_string(layout.offsets.size()) + " offsets for " +
                         std::to_string(rt.size()) + " ranks");
+  // count x size must not wrap around: a huge length would otherwise map a
+  // tiny buffer that the array then indexes past.
+  for (std::size_t r = 0; r + 1 < layout.offsets.size(); ++r) {
+    std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
+    if (layout.offsets[r + 1] < layout.offsets[r] ||
+        (layout.element.size && count > (std::uint64_t{1} << 48) / layout.element.size))  // 256 TiB per rank
+      throw RangeError("an array of " + std::to_string(layout.length) + " elements of " +
+                       std::to_string(layout.element.size) + " bytes cannot be allocated (rank " + std::to_string(r) +
+                       " would hold " + std::to_string(count) + ")");
+  }
   if (options.kind == StorageKind::heap) {
     auto r = static_cast<std::size_t>(rt.rank());
     return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);

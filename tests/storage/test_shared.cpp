@@ -379,3 +379,17 @@ TEST(SharedStorage, MetadataFilesAreRegularAndExclusive) {
   }
   MPI_Barrier(rt.comm());
 }
+
+// Issue 8 item 6: count x size never wraps around.
+TEST(SharedStorage, HugeLengthsAreRefusedNotWrapped) {
+  auto& rt = Runtime::current();
+  for (std::uint64_t n : {std::uint64_t{1} << 61, ~std::uint64_t{0}}) {
+    std::string err;
+    try {
+      DistArray<std::uint64_t> a(rt, n);
+    } catch (const RangeError& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("cannot be allocated"), std::string::npos) << n << ": " << err;
+  }
+}
