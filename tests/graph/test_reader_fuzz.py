@@ -38,7 +38,32 @@ def seed_texts():
     return {"el": el, "wel": wel, "mtx": mtx, "snap.el": snap}
 
 
+SEMANTIC = [b"nan", b"inf", b"-inf", b"18446744073709551615", b"9223372036854775807", b"4294967296",
+            b"2305843009213693952", b"100000000000", b"1e999", b"-1", b"0"]
+
+
+def replace_number(data, rng, tokens):
+    """One number of a well-formed file replaced: the file stays parseable
+    up to that value, so the value itself is what the reader meets."""
+    spans, i = [], 0
+    while i < len(data):
+        if chr(data[i]).isdigit() and (i == 0 or chr(data[i - 1]) in " \t\n"):
+            j = i
+            while j < len(data) and chr(data[j]) not in " \t\r\n":
+                j += 1
+            spans.append((i, j))
+            i = j
+        else:
+            i += 1
+    if not spans:
+        return bytes(data)
+    a, b = rng.choice(spans)
+    return bytes(data[:a] + rng.choice(tokens) + data[b:])
+
+
 def mutate(data, rng):
+    if rng.random() < 0.5:
+        return replace_number(bytearray(data), rng, SEMANTIC)
     data = bytearray(data)
     for _ in range(rng.randint(1, 4)):
         kind = rng.randrange(8)
