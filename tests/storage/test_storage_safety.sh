@@ -101,7 +101,7 @@ mkfifo "$work/fifo.el"
 timeout 60 "$tessera" cc "$work/fifo.el" 2>"$work/err"; rc=$?
 expect_clean_failure "cc on a FIFO without a writer" $rc "$work/err" "fifo.el is empty"
 # A FIFO, a pipe or standard input with a writer is read (rank 0 spools it).
-(printf '0 1\n1 2\n5 6\n' > "$work/fifo.el" &)
+(timeout 60 sh -c 'printf "0 1\n1 2\n5 6\n" > "$1"' _ "$work/fifo.el" >/dev/null 2>&1 &)  # never outlives a failed reader
 timeout 60 "$tessera" -n 2 cc "$work/fifo.el" 2>"$work/err" | grep -q "" ; rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] && grep -q "4 components" "$work/err" || { fail "cc on a FIFO with a writer: exit $rc"; cat "$work/err"; }
 printf '0 1\n1 2\n5 6\n' | timeout 60 "$tessera" cc /dev/stdin 2>"$work/err"; rc=$?
