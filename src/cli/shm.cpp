@@ -12,6 +12,7 @@ struct ShmOptions {
   std::string dir;
   bool dry_run = false;
   bool include_persistent = false;
+  bool include_mpi = false;
 };
 
 int run_list(const ShmOptions& o) {
@@ -36,9 +37,31 @@ int run_list(const ShmOptions& o) {
 
 int run_gc(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
-  auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent});
+  std::vector<GcFailure> failed;
+  auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent}, &failed);
   for (const auto& f : removed) std::printf("%s %s/%s\n", o.dry_run ? "would remove" : "removed", dir.c_str(), f.c_str());
   std::printf("%zu file(s) of dead creators %s in %s\n", removed.size(), o.dry_run ? "found" : "removed", dir.c_str());
+  // Open MPI's vader_segment.* files of killed jobs: named by job id, not
+  // pid, so "dead" means no process on this host maps or holds them.
+  if (o.include_mpi) {
+    auto mpi = remove_mpi_leftovers(dir, o.dry_run, &failed);
+    for (const auto& f : mpi) std::printf("%s %s/%s\n", o.dry_run ? "would remove" : "removed", dir.c_str(), f.c_str());
+    std::printf("%zu Open MPI shared-memory file(s) no process uses %s in %s\n", mpi.size(),
+                o.dry_run ? "found" : "removed", dir.c_str());
+  } else {
+    std::size_t unused = 0;
+    for (const auto& f : scan_mpi_files(dir)) unused += f.in_use ? 0 : 1;
+    if (unused > 0)
+      std::printf("%zu Open MPI shared-memory file(s) (vader_segment.*) in %s are used by no process (left by a "
+                  "killed mpirun); remove them with --include-mpi\n",
+                  unused, dir.c_str());
+  }
+  for (const auto& f : failed) std::printf("skipped %s/%s: %s\n", dir.c_str(), f.file.c_str(), f.reason.c_str());
+  if (!failed.empty()) {
+    std::fprintf(stderr, "tessera: error: %zu file(s) of dead creators in %s could not be removed (see above)\n",
+                 failed.size(), dir.c_str());
+    return 1;
+  }
   return 0;
 }
 }  // namespace
@@ -54,6 +77,8 @@ void add_shm(CLI::App& app, Action& selected) {
   gc->add_option("--dir", o->dir, "Directory (default $TESSERA_SHM_DIR or /dev/shm)");
   gc->add_flag("--dry-run", o->dry_run, "Only say what would be removed");
   gc->add_flag("--include-persistent", o->include_persistent, "Also remove persistent arrays of dead creators");
+  gc->add_flag("--include-mpi", o->include_mpi,
+               "Also remove Open MPI's vader_segment.* files that no process on this host uses");
   gc->callback([o, &selected] { selected = [o] { return run_gc(*o); }; });
 }
 

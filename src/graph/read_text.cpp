@@ -5,16 +5,24 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/storage/metadata.hpp"
 #include "tessera/storage/mapping.hpp"
 
 namespace tessera::graph {
@@ -42,6 +50,26 @@ std::string format_name(FileFormat f) {
   return "?";
 }
 
+std::string vertex_arrays_problem(std::uint64_t vertices, std::uint64_t edges) {
+  const unsigned __int128 bytes = static_cast<unsigned __int128>(vertices) * kVertexArrayBytes;
+  const double gib = static_cast<double>(bytes) / double(1ull << 30);
+  char need[64];
+  std::snprintf(need, sizeof(need), "%.1f GiB", gib);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const unsigned __int128 memory =
+      pages > 0 && page > 0 ? static_cast<unsigned __int128>(pages) * static_cast<unsigned long>(page) : 0;
+  if (memory && bytes > memory) {
+    char have[64];
+    std::snprintf(have, sizeof(have), "%.1f GiB", static_cast<double>(memory) / double(1ull << 30));
+    return std::string(need) + " of vertex arrays (" + std::to_string(kVertexArrayBytes) +
+           " bytes per vertex) but this machine has " + have;
+  }
+  if (vertices > kSparseVertexFloor && vertices / kMaxVerticesPerEdge > edges)
+    return std::string(need) + " of vertex arrays for " + std::to_string(vertices) + " vertices but the file has only " +
+           std::to_string(edges) + " edges";
+  return {};
+}
+
 namespace {
 
 // What rank 0 learns from the top of the file; sent to every rank as bytes.
@@ -50,7 +78,24 @@ struct TextHeader {
   std::uint64_t lines_before = 0;  // lines in the header
   std::uint64_t rows = 0, cols = 0, entries = 0;
   std::uint8_t matrix_market = 0, symmetric = 0, weighted = 0, integer = 0;
+  // Edge lists: the first data line when it has exactly two fields, set
+  // aside as a possible SNAP-style count header ("vertices edges").
+  std::uint8_t has_first_line = 0;
+  std::uint64_t first_line_number = 0;
+  std::uint64_t first_line_offset = 0, first_line_end = 0;
 };
+
+// Compressed files start with a magic number; their bytes are never a graph.
+const char* compression_of(const unsigned char* b, std::size_t n) {
+  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return "gzip";
+  if (n >= 3 && b[0] == 'B' && b[1] == 'Z' && b[2] == 'h') return "bzip2";
+  if (n >= 6 && b[0] == 0xfd && b[1] == '7' && b[2] == 'z' && b[3] == 'X' && b[4] == 'Z' && b[5] == 0) return "xz";
+  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return "zstd";
+  if (n >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4) return "zip";
+  return nullptr;
+}
+
+bool has_utf8_bom(const unsigned char* b, std::size_t n) { return n >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf; }
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -68,6 +113,7 @@ TextHeader read_matrix_market_header(const std::string& path) {
   };
   if (!std::getline(in, line)) throw FormatError(path + " is empty");
   h.lines_before = 1;
+  if (has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size())) line.erase(0, 3);
   std::istringstream banner(line);
   std::string tag, object, layout, field, symmetry;
   banner >> tag >> object >> layout >> field >> symmetry;
@@ -102,6 +148,53 @@ TextHeader read_matrix_market_header(const std::string& path) {
     return h;
   }
   throw FormatError(path + ": the Matrix Market size line is missing");
+}
+
+// Rank 0's look at the top of the file: refuses compressed input, skips a
+// UTF-8 byte-order mark, and sets aside a first data line of two fields
+// that may be a count header.
+TextHeader read_text_header(const std::string& path, FileFormat format) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw SystemError("cannot open graph file " + path, errno);
+  FileDescriptor guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw SystemError("cannot stat graph file " + path, errno);
+  if (!S_ISREG(st.st_mode)) throw FormatError(path + " is not a regular file");
+  if (st.st_size == 0) throw FormatError(path + " is empty");
+  std::string top(std::min<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), 1 << 20), '\0');
+  ssize_t got = ::pread(fd, top.data(), top.size(), 0);
+  if (got < 0) throw SystemError("cannot read graph file " + path, errno);
+  top.resize(static_cast<std::size_t>(got));
+  auto bytes = reinterpret_cast<const unsigned char*>(top.data());
+  if (const char* kind = compression_of(bytes, top.size()))
+    throw FormatError(path + ": compressed input is not supported (this is a " + std::string(kind) +
+                      " file; decompress it first)");
+  if (format == FileFormat::matrix_market) return read_matrix_market_header(path);
+  TextHeader h;
+  if (format == FileFormat::weighted_edge_list) h.weighted = 1;
+  if (has_utf8_bom(bytes, top.size())) h.data_offset = 3;
+  if (format != FileFormat::edge_list) return h;
+  std::uint64_t line = 1;
+  for (std::size_t p = h.data_offset; p < top.size(); ++line) {
+    auto nl = top.find('\n', p);
+    if (nl == std::string::npos) {
+      if (top.size() < static_cast<std::size_t>(st.st_size)) return h;  // a line longer than we looked at
+      nl = top.size();
+    }
+    auto first = top.find_first_not_of(" \t\r", p);
+    if (first >= nl || top[first] == '#' || top[first] == '%') {
+      p = nl + 1;
+      continue;
+    }
+    h.has_first_line = 1;
+    h.first_line_number = line;
+    h.first_line_offset = p;
+    h.first_line_end = nl;
+    h.data_offset = std::min<std::uint64_t>(nl + 1, static_cast<std::uint64_t>(st.st_size));
+    h.lines_before = line;
+    return h;
+  }
+  return h;
 }
 
 // One rank's lines, parsed. The first error is kept with its line number.
@@ -147,6 +240,7 @@ struct LineParser {
         auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), w);
         if (ec != std::errc() || end != tok.data() + tok.size())
           return fail(out, "'" + std::string(tok) + "' is not a weight");
+        if (!std::isfinite(w)) return fail(out, "weight " + std::string(tok) + " is not a finite number");
       }
     }
     while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
@@ -182,7 +276,7 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   std::uint64_t start = h.data_offset + static_cast<std::uint64_t>((static_cast<unsigned __int128>(span) * r) / P);
   if (r > 0)
     while (start < size && data[start - 1] != '\n') ++start;
-  auto starts = all_gather(rt.comm(), start);
+  std::vector<std::uint64_t> starts = all_gather(rt.comm(), start);
   const std::uint64_t end = r + 1 < P ? starts[r + 1] : size;
 
   std::uint64_t newlines = static_cast<std::uint64_t>(std::count(data + start, data + std::max(start, end), '\n'));
@@ -200,40 +294,101 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   return out;
 }
 
+std::size_t owner_of(const std::vector<std::uint64_t>& splitters, std::uint64_t id) {
+  return static_cast<std::size_t>(std::upper_bound(splitters.begin(), splitters.end(), id) - splitters.begin());
+}
+
+// The first data line set aside by read_text_header, parsed as an edge (its
+// error kept), and its two numbers as a count header would give them.
+ParsedRange parse_first_line(const std::string& path, const TextHeader& h, std::uint64_t base,
+                             std::uint64_t& claimed_vertices, std::uint64_t& claimed_edges) {
+  std::string text(h.first_line_end - h.first_line_offset, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw SystemError("cannot open " + path, errno);
+  FileDescriptor guard(fd);
+  if (::pread(fd, text.data(), text.size(), static_cast<off_t>(h.first_line_offset)) !=
+      static_cast<ssize_t>(text.size()))
+    throw SystemError("cannot read " + path, errno);
+  ParsedRange out;
+  LineParser parser{path, h.first_line_number, 2, base, 0};
+  parser.parse(text.data(), text.data() + text.size(), out);
+  std::istringstream fields(text);
+  std::string a, b, extra;
+  claimed_vertices = claimed_edges = ~std::uint64_t{0};
+  if (fields >> a >> b && !(fields >> extra)) {
+    std::uint64_t v = 0, e = 0;
+    auto [pa, ea] = std::from_chars(a.data(), a.data() + a.size(), v);
+    auto [pb, eb] = std::from_chars(b.data(), b.data() + b.size(), e);
+    if (ea == std::errc() && eb == std::errc() && pa == a.data() + a.size() && pb == b.data() + b.size())
+      claimed_vertices = v, claimed_edges = e;
+  }
+  return out;
+}
+
+// This rank's share of the distinct ids of all ranks' edges, sorted: ids are
+// range-partitioned by splitters sampled from every rank, so rank r's ids
+// all precede rank r+1's. Costs O(distinct ids), never O(largest id).
+std::vector<std::uint64_t> distinct_ids(Runtime& rt, const LocalEdges& edges, std::vector<std::uint64_t>& splitters) {
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<std::uint64_t> ids;
+  ids.reserve(2 * edges.size());
+  ids.insert(ids.end(), edges.src.begin(), edges.src.end());
+  ids.insert(ids.end(), edges.dst.begin(), edges.dst.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::uint64_t> samples;
+  for (std::size_t k = 0; k < P && !ids.empty(); ++k) samples.push_back(ids[k * ids.size() / P]);
+  auto all = gather_to_root<std::uint64_t>(rt.comm(), samples, 0);
+  splitters.assign(P > 0 ? P - 1 : 0, ~std::uint64_t{0});
+  if (rt.rank() == 0 && !all.empty()) {
+    std::sort(all.begin(), all.end());
+    for (std::size_t k = 1; k < P; ++k) splitters[k - 1] = all[k * all.size() / P];
+  }
+  broadcast(rt.comm(), splitters.data(), splitters.size(), 0);
+  std::vector<std::uint64_t> counts(P, 0);
+  for (auto id : ids) ++counts[owner_of(splitters, id)];
+  std::vector<std::uint64_t> received;
+  auto mine = comm::exchange<std::uint64_t>(rt.comm(), ids, counts, received);
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  return mine;
+}
+
+std::uint64_t count_distinct(Runtime& rt, const LocalEdges& edges) {
+  std::vector<std::uint64_t> splitters;
+  return all_reduce<std::uint64_t>(rt.comm(), distinct_ids(rt, edges, splitters).size(), MPI_SUM);
+}
+
 // Numbers the ids that occur 0..n-1 in increasing order, rewrites the edges,
-// and returns the old id of every new one (indexed by new id, block layout).
-std::uint64_t relabel(Runtime& rt, std::uint64_t id_space, LocalEdges& edges, std::vector<std::uint64_t>& old_of_new) {
-  DistArray<std::uint8_t> present(rt, id_space);
-  {
-    DstAggregator<std::uint8_t> mark(present);
-    for (std::size_t k = 0; k < edges.size(); ++k) {
-      mark.put(edges.src[k], 1);
-      mark.put(edges.dst[k], 1);
-    }
-  }
-  std::uint64_t mine = 0;
-  for (auto p : present.local()) mine += p;
-  std::uint64_t next = exclusive_prefix_sum(rt.comm(), mine);
-  std::uint64_t n = all_reduce(rt.comm(), mine, MPI_SUM);
-  DistArray<std::uint64_t> new_id(rt, id_space);
-  old_of_new.clear();
-  for (std::size_t i = 0; i < present.local().size(); ++i)
-    if (present.local()[i]) {
-      new_id.local()[i] = next++;
-      old_of_new.push_back(present.local_begin() + i);
-    }
-  LocalEdges out;
-  out.src.resize(edges.size());
-  out.dst.resize(edges.size());
-  {
-    SrcAggregator<std::uint64_t> get(new_id);
-    for (std::size_t k = 0; k < edges.size(); ++k) {
-      get.get(edges.src[k], out.src[k]);
-      get.get(edges.dst[k], out.dst[k]);
-    }
-  }
-  out.weight = std::move(edges.weight);
-  edges = std::move(out);
+// and returns the old id of every new one this rank numbered (contiguous new
+// ids from the prefix sum of the counts).
+std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>& old_of_new) {
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<std::uint64_t> splitters;
+  old_of_new = distinct_ids(rt, edges, splitters);
+  const std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
+  const std::uint64_t n = all_reduce<std::uint64_t>(rt.comm(), old_of_new.size(), MPI_SUM);
+
+  // Ask each owner for the new ids of this rank's distinct ids, in order.
+  std::vector<std::uint64_t> ids;
+  ids.reserve(2 * edges.size());
+  ids.insert(ids.end(), edges.src.begin(), edges.src.end());
+  ids.insert(ids.end(), edges.dst.begin(), edges.dst.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::uint64_t> counts(P, 0), asked_counts;
+  for (auto id : ids) ++counts[owner_of(splitters, id)];
+  auto asked = comm::exchange<std::uint64_t>(rt.comm(), ids, counts, asked_counts);
+  for (auto& id : asked)
+    id = first_new + static_cast<std::uint64_t>(std::lower_bound(old_of_new.begin(), old_of_new.end(), id) -
+                                                old_of_new.begin());
+  std::vector<std::uint64_t> back_counts;
+  auto new_of_id = comm::exchange<std::uint64_t>(rt.comm(), asked, asked_counts, back_counts);
+  auto renumber = [&](std::uint64_t id) {
+    return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
+  };
+  for (auto& u : edges.src) u = renumber(u);
+  for (auto& v : edges.dst) v = renumber(v);
   return n;
 }
 
@@ -242,29 +397,73 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   TextHeader h;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw SystemError("cannot open graph file " + path, errno);
-    if (st.st_size == 0) throw FormatError(path + " is empty");
-    if (mm) h = read_matrix_market_header(path);
-    if (format == FileFormat::weighted_edge_list) h.weighted = 1;
+    h = read_text_header(path, format);
   });
   broadcast(rt.comm(), &h, 1, 0);
   const int base = options.base.value_or(mm ? 1 : 0);
   if (base != 0 && base != 1) throw ConfigError("the first vertex id must be 0 or 1, not " + std::to_string(base));
   if (mm && base != 1) throw ConfigError("Matrix Market ids are 1-based; --base 0 does not apply to " + path);
 
-  ParsedRange parsed;
+  ParsedRange parsed, first;
+  std::uint64_t claimed_vertices = 0, claimed_edges = 0;
   agree(rt.comm(), [&] {
     parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base));
     if (!parsed.error.empty()) throw FormatError(parsed.error);
+    if (rt.rank() == 0 && h.has_first_line)
+      first = parse_first_line(path, h, static_cast<std::uint64_t>(base), claimed_vertices, claimed_edges);
   });
   std::uint64_t entries = all_reduce(rt.comm(), parsed.entries, MPI_SUM);
+  // A SNAP-style count header "V E": its E is the number of edges that
+  // follow and its V the number of vertices (dense ids or distinct ids).
+  if (h.has_first_line) {
+    std::uint64_t rest_max = all_reduce(rt.comm(), parsed.max_id, MPI_MAX);
+    int header = 0;
+    if (rt.rank() == 0) header = claimed_edges == entries && entries > 0 && claimed_vertices > 0 &&
+                                    rest_max != ~std::uint64_t{0} && claimed_vertices == rest_max + 1;
+    header = broadcast(rt.comm(), header, 0);
+    if (!header && broadcast(rt.comm(), static_cast<int>(claimed_edges == entries && entries > 0 && claimed_vertices > 0), 0))
+      header = broadcast(rt.comm(), static_cast<int>(count_distinct(rt, parsed.edges) == claimed_vertices), 0);
+    if (!header) {  // an ordinary edge after all
+      if (rt.rank() == 0) {
+        if (!first.error.empty() && parsed.error.empty()) parsed.error = first.error;
+        for (std::size_t k = 0; k < first.edges.size(); ++k) {
+          if (first.edges.weighted())
+            parsed.edges.add(first.edges.src[k], first.edges.dst[k], first.edges.weight[k]);
+          else
+            parsed.edges.add(first.edges.src[k], first.edges.dst[k]);
+        }
+        parsed.max_id = std::max(parsed.max_id, first.max_id);
+        parsed.entries += first.entries;
+      }
+      agree(rt.comm(), [&] {
+        if (rt.rank() == 0 && !first.error.empty()) throw FormatError(first.error);
+      });
+      entries = all_reduce(rt.comm(), parsed.entries, MPI_SUM);
+    }
+  }
   std::uint64_t max_id = all_reduce(rt.comm(), parsed.max_id, MPI_MAX);
   if (mm && entries != h.entries)
     throw FormatError(path + ": the header promises " + std::to_string(h.entries) + " entries but the file has " +
                       std::to_string(entries));
   if (entries == 0) throw FormatError(path + " has no edges");
 
+  if (!options.relabel && !mm) {
+    agree(rt.comm(), [&] {
+      if (rt.rank() != 0) return;
+      if (max_id == ~std::uint64_t{0})
+        throw RangeError(path + ": vertex id " + std::to_string(max_id) +
+                         " is the largest 64-bit number: the vertices up to it cannot be counted; use --relabel");
+      if (auto why = vertex_arrays_problem(max_id + 1, entries); !why.empty())
+        throw RangeError(path + ": vertex id " + std::to_string(max_id + static_cast<std::uint64_t>(base)) +
+                         " needs " + why + "; use --relabel");
+    });
+  }
+  if (mm) {
+    agree(rt.comm(), [&] {
+      if (auto why = vertex_arrays_problem(h.rows, entries); rt.rank() == 0 && !why.empty())
+        throw RangeError(path + ": the header's " + std::to_string(h.rows) + " rows need " + why);
+    });
+  }
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
@@ -274,16 +473,94 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
     return {EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
   }
   std::vector<std::uint64_t> old_of_new;
-  n = relabel(rt, n, parsed.edges, old_of_new);
+  n = relabel(rt, parsed.edges, old_of_new);
   LoadedGraph out{EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
   out.original_ids.emplace(rt, out.graph.vertex_ranges());
   {
     DstAggregator<std::uint64_t> put(*out.original_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
+    put.flush();
   }
   return out;
 }
+
+// A stream copied to a temporary file (created exclusively, removed on
+// every exit path); its format sniffed from the first data line.
+struct SpooledInput {
+  std::string path, display;
+  int slot = -1;
+  bool created = false;
+  bool matrix_market = false;
+  FileFormat format = FileFormat::edge_list;
+
+  SpooledInput(Runtime& rt, const std::string& source) : display(source == "-" ? "<stdin>" : source) {
+    int flags[2] = {0, 0};
+    try {
+      agree(rt.comm(), [&] {
+        if (rt.rank() != 0) return;
+        const char* env = std::getenv("TMPDIR");
+        path = unique_temporary_name(std::string(env && *env ? env : "/tmp") + "/tessera-input");
+        slot = exit_cleanup::add(path);
+        int out = create_exclusive(path, 0600);
+        if (out < 0) throw SystemError("cannot create " + path + " to hold " + display, errno);
+        created = true;
+        FileDescriptor out_guard(out);
+        int in = source == "-" ? ::dup(0) : ::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (in < 0) throw SystemError("cannot open " + display, errno);
+        FileDescriptor in_guard(in);
+        ::fcntl(in, F_SETFL, ::fcntl(in, F_GETFL) & ~O_NONBLOCK);  // a FIFO without writer reads as empty
+        std::string head;
+        std::vector<char> buf(1 << 20);
+        for (;;) {
+          ssize_t n = ::read(in, buf.data(), buf.size());
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) throw SystemError("cannot read " + display, errno);
+          if (n == 0) break;
+          if (head.size() < 4096) head.append(buf.data(), std::min<std::size_t>(static_cast<std::size_t>(n), 4096));
+          for (ssize_t done = 0; done < n;) {
+            ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) throw SystemError("cannot write " + path + " (holding " + display + ")", w < 0 ? errno : ENOSPC);
+            done += w;
+          }
+        }
+        auto first = head.find_first_not_of("\xef\xbb\xbf");
+        flags[0] = first != std::string::npos && head.compare(first, 14, "%%MatrixMarket") == 0;
+        // Three fields on the first data line: a weighted edge list.
+        std::istringstream lines(head);
+        std::string line;
+        while (std::getline(lines, line)) {
+          auto at = line.find_first_not_of(" \t\r");
+          if (at == std::string::npos || line[at] == '#' || line[at] == '%') continue;
+          std::istringstream fields(line);
+          std::string a, b, c, d;
+          flags[1] = (fields >> a >> b >> c) && !(fields >> d);
+          break;
+        }
+      });
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    path = broadcast(rt.comm(), path, 0);
+    broadcast(rt.comm(), flags, 2, 0);
+    matrix_market = flags[0] != 0;
+    format = flags[1] ? FileFormat::weighted_edge_list : FileFormat::edge_list;
+  }
+  ~SpooledInput() { cleanup(); }
+  void cleanup() {
+    if (created) ::unlink(path.c_str());
+    created = false;
+    exit_cleanup::remove(slot);
+    slot = -1;
+  }
+  std::string rename(std::string message) const {
+    for (auto at = message.find(path); at != std::string::npos; at = message.find(path, at + display.size()))
+      message.replace(at, path.size(), display);
+    return message;
+  }
+};
 
 }  // namespace
 
@@ -296,7 +573,30 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
     if (options.undirected && g.graph.directed()) g.graph = g.graph.symmetrized(options.storage);
     return g;
   }
-  return load_text(rt, path, f, options);
+  // Standard input ("-"), a pipe or a FIFO: rank 0 spools it to a temporary
+  // file every rank then reads (ranks on one host, or TMPDIR shared).
+  int stream = 0;
+  agree(rt.comm(), [&] {
+    if (rt.rank() != 0 || path == "-") {
+      stream = path == "-";
+      return;
+    }
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return;  // load_text names the error
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) stream = 1;
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+      throw FormatError(path + " is a device, not a graph file");
+  });
+  if (!broadcast(rt.comm(), stream, 0)) return load_text(rt, path, f, options);
+  SpooledInput spool(rt, path);
+  if (path == "-" || spool.matrix_market) f = spool.matrix_market ? FileFormat::matrix_market : spool.format;
+  try {
+    return load_text(rt, spool.path, f, options);
+  } catch (const FormatError& e) {
+    throw FormatError(spool.rename(e.what()));
+  } catch (const RangeError& e) {
+    throw RangeError(spool.rename(e.what()));
+  }
 }
 
 }  // namespace tessera::graph

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 
 #include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"
 #include "tessera/storage/mapping.hpp"
@@ -30,14 +32,16 @@ constexpr const char* kGraphFormat = "tessera.edge-list";
 // Every rank writes its text at its offset of one temporary file, which rank
 // 0 renames into place only when all ranks succeeded.
 void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body) {
-  const std::string tmp = path + ".tmp-" + rt.job_id();
+  std::string tmp;
+  if (rt.rank() == 0) tmp = unique_temporary_name(path);
+  tmp = broadcast(rt.comm(), tmp, 0);
   std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
   std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
   bool created = false;
   try {
     agree(rt.comm(), [&] {
       if (rt.rank() != 0) return;
-      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      int fd = create_exclusive(tmp, 0644);
       if (fd < 0) throw SystemError("cannot create " + tmp, errno);
       created = true;
       ::close(fd);
@@ -50,7 +54,8 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
       std::size_t done = 0;
       while (done < data.size()) {
         ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
-        if (n < 0) throw SystemError("cannot write " + tmp, errno);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw SystemError("cannot write " + tmp, n < 0 ? errno : ENOSPC);
         done += static_cast<std::size_t>(n);
       }
     });
@@ -86,10 +91,10 @@ std::string array_file(const std::string& dir, const std::string& name) { return
 
 }  // namespace
 
-void write_graph(const EdgeList& g, const std::string& path) {
+void write_graph(const EdgeList& g, const std::string& path, const WriteOptions& options) {
   Runtime& rt = g.runtime();
   FileFormat f = format_of(path);
-  if (f == FileFormat::binary) return save_binary(g, path);
+  if (f == FileFormat::binary) return save_binary(g, path, options);
   if (f == FileFormat::weighted_edge_list && !g.weighted())
     throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
   if (f == FileFormat::edge_list && g.weighted())
@@ -112,27 +117,76 @@ void write_graph(const EdgeList& g, const std::string& path) {
   write_text_file(rt, path, header, format_edges(g, 0, false));
 }
 
-void save_binary(const EdgeList& g, const std::string& dir) {
+namespace {
+
+// Writes all of `text` into a new file (never through a symlink, never over
+// an existing file); every write checked.
+void write_new_file(const std::string& path, const std::string& text, mode_t mode) {
+  int fd = create_exclusive(path, mode);
+  if (fd < 0) throw SystemError("cannot create " + path, errno);
+  FileDescriptor guard(fd);
+  ::fchmod(fd, mode);  // the umask must not narrow what the caller asked
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw SystemError("cannot write " + path, n < 0 ? errno : ENOSPC);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL) throw SystemError("cannot write " + path, errno);
+}
+
+// Exit-cleanup slots of a temporary directory and its files: a SIGTERM or
+// SIGINT during the write removes them.
+struct CleanupSlots {
+  std::vector<int> slots;
+  void add(const std::string& path) { slots.push_back(exit_cleanup::add(path)); }
+  ~CleanupSlots() {
+    for (int s : slots) exit_cleanup::remove(s);
+  }
+};
+
+}  // namespace
+
+void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOptions& options) {
   Runtime& rt = g.runtime();
   namespace fs = std::filesystem;
-  bool made_dir = false;
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  // Everything goes into a fresh sibling directory that is renamed into
+  // place when complete: a failed, killed or losing concurrent writer never
+  // leaves a partial graph at `dir` nor touches another writer's files.
+  std::string tmp;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
     std::error_code ec;
     if (fs::exists(dir + "/" + kGraphFile))
       throw ConfigError("a Tessera graph already exists in " + dir + "; remove it or choose another directory");
-    if (!fs::exists(dir)) {
-      if (!fs::create_directories(dir, ec)) throw SystemError("cannot create directory " + dir, ec.value());
-      made_dir = true;
-    } else if (!fs::is_directory(dir) || !fs::is_empty(dir)) {
+    if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir)))
       throw ConfigError(dir + " exists and is not an empty directory");
-    }
+    fs::path parent = fs::path(dir).parent_path();
+    if (!parent.empty() && !fs::exists(parent) && !fs::create_directories(parent, ec))
+      throw SystemError("cannot create directory " + parent.string(), ec.value());
+    tmp = unique_temporary_name(dir);
+    if (::mkdir(tmp.c_str(), options.group_access ? 0770 : 0700) != 0)
+      throw SystemError("cannot create directory " + tmp, errno);
+    ::chmod(tmp.c_str(), options.group_access ? 0770 : 0700);  // whatever the umask
   });
+  tmp = broadcast(rt.comm(), tmp, 0);
+  CleanupSlots cleanup;
+  std::vector<std::string> names = {"src", "dst"};
+  if (g.weighted()) names.push_back("weight");
+  for (const auto& name : names) {
+    cleanup.add(tmp + "/" + name + ".r" + std::to_string(rt.rank()) + ".seg");
+    if (rt.rank() == 0) cleanup.add(array_file(tmp, name));
+  }
+  if (rt.rank() == 0) cleanup.add(tmp + "/" + kGraphFile), cleanup.add(tmp);
   try {
     auto copy = [&](const auto& from, const std::string& name) {
       using T = typename std::decay_t<decltype(from)>::value_type;
-      StorageOptions o = StorageOptions::shared(name, dir);
+      StorageOptions o = StorageOptions::shared(name, tmp);
       o.persist = true;
+      o.group_access = options.group_access;
       DistArray<T> to(rt, from.distribution(), o);
       std::copy(from.local().begin(), from.local().end(), to.local().begin());
       barrier(rt.comm());
@@ -153,32 +207,69 @@ void save_binary(const EdgeList& g, const std::string& dir) {
       j["vertex_offsets"] = g.vertex_ranges().offsets();
       j["arrays"] = {{"src", "src.json"}, {"dst", "dst.json"}};
       if (g.weighted()) j["arrays"]["weight"] = "weight.json";
-      std::string tmp = dir + "/" + kGraphFile + ".tmp";
-      std::ofstream(tmp) << j.dump(2) << "\n";
-      if (std::rename(tmp.c_str(), (dir + "/" + kGraphFile).c_str()) != 0)
-        throw SystemError("cannot write " + dir + "/" + kGraphFile, errno);
+      write_new_file(tmp + "/" + kGraphFile, j.dump(2) + "\n", options.group_access ? 0660 : 0600);
+      // rename() replaces only an empty directory: a graph that another job
+      // completed meanwhile stays as it is.
+      if (std::rename(tmp.c_str(), dir.c_str()) != 0) {
+        int err = errno;
+        if (err == ENOTEMPTY || err == EEXIST)
+          throw ConfigError("a Tessera graph was written to " + dir + " by another job meanwhile; it is kept");
+        throw SystemError("cannot rename " + tmp + " to " + dir, err);
+      }
     });
   } catch (...) {
+    barrier(rt.comm());
     if (rt.rank() == 0) {
       std::error_code ec;
-      if (made_dir)
-        fs::remove_all(dir, ec);
-      else
-        for (auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
+      fs::remove_all(tmp, ec);
     }
     throw;
   }
 }
 
+namespace {
+
+// An undirected graph stores both arcs of every edge: the multiset of arcs
+// equals the multiset of reversed arcs. Compared by the sums of a 64-bit
+// hash of (u, v, w) and of (v, u, w) over all ranks: one all-reduce.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bool arcs_are_symmetric(const EdgeList& g) {
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();
+  std::uint64_t sums[2] = {0, 0};
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    std::uint64_t wb = 0;
+    if (!w.empty()) std::memcpy(&wb, &w[k], sizeof(wb));
+    sums[0] += mix(mix(mix(s[k]) + d[k]) + wb);
+    sums[1] += mix(mix(mix(d[k]) + s[k]) + wb);
+  }
+  all_reduce(g.runtime().comm(), sums, 2, MPI_SUM);
+  return sums[0] == sums[1];
+}
+
+EdgeList checked_direction(EdgeList g, const std::string& path) {
+  if (!g.directed() && !arcs_are_symmetric(g))
+    throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
+                        "reverse); the file is corrupt or was edited: write it again, or set \"directed\": true");
+  return g;
+}
+
+}  // namespace
+
 EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
   const std::string path = dir + "/" + kGraphFile;
   std::string text;
   agree(rt.comm(), [&] {
-    std::ifstream in(path);
-    if (!in) throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
+      throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
+    text = read_small_regular_file(path, "graph metadata");
   });
   std::uint64_t n = 0, m = 0;
   bool directed = true, weighted = false;
@@ -198,6 +289,8 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     } catch (const nlohmann::json::exception& e) {
       throw FormatError(path + ": " + e.what());
     }
+    if (auto why = vertex_arrays_problem(n, m); !why.empty())
+      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
     if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
         vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
       throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
@@ -222,8 +315,9 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
     std::optional<DistArray<double>> weight;
     if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
-    return EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src), std::move(dst),
-                           std::move(weight));
+    return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
+                                             std::move(dst), std::move(weight)),
+                             path);
   }
 
   // Another rank count: attach every array and copy this rank's share.
@@ -250,7 +344,7 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
   });
   BuildOptions o;
   o.storage = storage;
-  return EdgeList::build(rt, n, directed, std::move(edges), o);
+  return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
 }
 
 }  // namespace tessera::graph

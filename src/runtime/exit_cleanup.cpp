@@ -1,6 +1,7 @@
 #include "tessera/runtime/exit_cleanup.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstring>
@@ -42,11 +43,15 @@ void remove(int slot) {
 }
 
 void run() noexcept {
-  for (auto& s : g_slots) {
-    int expected = 2;
-    if (s.state.compare_exchange_strong(expected, 1)) {
-      ::unlink(s.path);
-      s.state.store(0, std::memory_order_release);
+  // Files first, then (empty by then) directories, whatever their slots.
+  for (bool directories : {false, true}) {
+    for (auto& s : g_slots) {
+      int expected = 2;
+      if (s.state.compare_exchange_strong(expected, 1)) {
+        bool is_dir = ::unlink(s.path) != 0 && (errno == EISDIR || errno == EPERM);
+        if (is_dir && directories) ::rmdir(s.path);
+        s.state.store(is_dir && !directories ? 2 : 0, std::memory_order_release);
+      }
     }
   }
 }

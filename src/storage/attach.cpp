@@ -28,7 +28,7 @@ AttachedArray AttachedArray::open(const std::string& metadata_path, Access acces
   std::vector<FileDescriptor> fds;
   for (const auto& s : m.segments) {
     std::string path = dir + "/" + s.file;
-    int fd = ::open(path.c_str(), (access == Access::read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::open(path.c_str(), (access == Access::read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
       int err = errno;
       if (err == ENOENT)

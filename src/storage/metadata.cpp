@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <fstream>
@@ -101,6 +102,9 @@ SharedArrayMetadata SharedArrayMetadata::parse(const std::string& text, const st
   if (m.element.size == 0 || m.element.size > (1u << 20))
     throw bad("element size " + std::to_string(m.element.size) + " is out of range");
   validate_element_name(m.element.name);
+  if (auto implied = implied_element_size(m.element.name); implied != 0 && implied != m.element.size)
+    throw bad("element type " + m.element.name + " has " + std::to_string(implied) + "-byte elements, not " +
+              std::to_string(m.element.size));
   if (m.distribution != "block" && m.distribution != "weighted_block")
     throw bad("unknown distribution kind '" + m.distribution + "'");
   if (m.header_bytes < sizeof(SegmentHeader) || m.header_bytes % 4096 != 0)
@@ -129,30 +133,68 @@ SharedArrayMetadata SharedArrayMetadata::parse(const std::string& text, const st
   return m;
 }
 
+std::string read_small_regular_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw SystemError("cannot open " + what + " " + path, errno);
+  FileDescriptor guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw SystemError("cannot stat " + what + " " + path, errno);
+  if (!S_ISREG(st.st_mode)) throw FormatError(what + " " + path + " is not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    throw FormatError(what + " " + path + " is " + std::to_string(st.st_size) + " bytes; more than " +
+                      std::to_string(max_bytes) + " is not a metadata file");
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw SystemError("cannot read " + what + " " + path, errno);
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  text.resize(done);
+  return text;
+}
+
+int create_exclusive(const std::string& path, mode_t mode) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+std::string unique_temporary_name(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+         std::to_string(static_cast<unsigned long>(ts.tv_nsec));
+}
+
 SharedArrayMetadata SharedArrayMetadata::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SystemError("cannot open shared-array metadata " + path, errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  return parse(read_small_regular_file(path, "shared-array metadata"), path);
 }
 
 void SharedArrayMetadata::write(const std::string& path, mode_t mode) const {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::string tmp = unique_temporary_name(path);
   std::string text = to_json();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  int fd = create_exclusive(tmp, mode);
   if (fd < 0) throw SystemError("cannot create metadata " + tmp, errno);
   FileDescriptor guard(fd);
   ::fchmod(fd, mode);  // the umask must not widen or narrow what the caller asked
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      int err = errno;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : ENOSPC;
       ::unlink(tmp.c_str());
       throw SystemError("cannot write metadata " + tmp, err);
     }
     done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw SystemError("cannot write metadata " + tmp, err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -22,10 +24,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return read_small_regular_file(path, "file");
+  } catch (const Error&) {
+    return {};  // unreadable: not listed as ours
+  }
 }
 }  // namespace
 
@@ -89,16 +92,149 @@ std::vector<ShmEntry> scan_shared_dir(const std::string& dir) {
   return out;
 }
 
-std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options) {
+std::vector<std::string> collect_garbage(const std::string& dir, const GcOptions& options,
+                                         std::vector<GcFailure>* failures) {
   std::vector<std::string> removed;
+  std::vector<GcFailure> skipped;
   for (const auto& e : scan_shared_dir(dir)) {
     if (!e.problem.empty()) continue;  // never delete what we cannot read: list shows it
     if (e.liveness != ProcessIdentity::Liveness::dead) continue;
     if (e.persist && !options.include_persistent) continue;
     std::string path = dir + "/" + e.file;
-    if (!options.dry_run && ::unlink(path.c_str()) != 0 && errno != ENOENT)
-      throw SystemError("cannot remove " + path, errno);
+    if (!options.dry_run && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      skipped.push_back({e.file, SystemError("cannot remove " + path, errno).what()});
+      continue;
+    }
     removed.push_back(e.file);
+  }
+  if (failures) {
+    *failures = std::move(skipped);
+  } else if (!skipped.empty()) {
+    std::string all;
+    for (const auto& f : skipped) all += (all.empty() ? "" : "; ") + f.reason;
+    throw SystemError(std::to_string(skipped.size()) + " file(s) could not be removed (" + all + ")", EPERM);
+  }
+  return removed;
+}
+
+namespace {
+bool is_mpi_file(const std::string& name) { return name.rfind("vader_segment.", 0) == 0; }
+
+// Paths under `dir` that some process maps or holds open; `complete` is
+// false when a process could not be inspected.
+std::vector<std::string> paths_in_use(const std::string& dir, bool& complete) {
+  complete = true;
+  std::vector<std::string> used;
+  std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
+  if (!proc) {
+    complete = false;
+    return used;
+  }
+  const std::string prefix = dir + "/";
+  while (dirent* e = ::readdir(proc.get())) {
+    std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream maps("/proc/" + pid + "/maps");
+    if (!maps) {
+      if (::access(("/proc/" + pid).c_str(), F_OK) == 0) complete = false;
+      continue;
+    }
+    std::string line;
+    while (std::getline(maps, line)) {
+      auto at = line.find(prefix);
+      if (at != std::string::npos) used.push_back(line.substr(at));
+    }
+    std::string fd_dir = "/proc/" + pid + "/fd";
+    std::unique_ptr<DIR, int (*)(DIR*)> fds(::opendir(fd_dir.c_str()), ::closedir);
+    if (!fds) {
+      complete = false;
+      continue;
+    }
+    while (dirent* f = ::readdir(fds.get())) {
+      char target[4096];
+      ssize_t n = ::readlink((fd_dir + "/" + f->d_name).c_str(), target, sizeof(target) - 1);
+      if (n > 0 && std::string(target, static_cast<std::size_t>(n)).rfind(prefix, 0) == 0)
+        used.emplace_back(target, static_cast<std::size_t>(n));
+    }
+  }
+  return used;
+}
+// The mpirun that started job `jobid` (the hex field of a vader_segment
+// name), from Open MPI 4's session directory: its PMIx store
+// TMP/ompi.HOST.UID/pid.PID/pmix_dstor_ds21_PID/ holds smseg-JOBID-*. Returns
+// 0 when no such directory names the job.
+int mpirun_of_job(const std::string& uid, std::uint64_t jobid) {
+  const char* env = std::getenv("TMPDIR");
+  std::string tmp = env && *env ? env : "/tmp";
+  std::unique_ptr<DIR, int (*)(DIR*)> top(::opendir(tmp.c_str()), ::closedir);
+  if (!top) return 0;
+  const std::string want = "smseg-" + std::to_string(jobid) + "-";
+  while (dirent* s = ::readdir(top.get())) {
+    std::string session = s->d_name;
+    if (session.rfind("ompi.", 0) != 0 || !ends_with(session, "." + uid)) continue;
+    std::string session_dir = tmp + "/" + session;
+    std::unique_ptr<DIR, int (*)(DIR*)> pids(::opendir(session_dir.c_str()), ::closedir);
+    if (!pids) continue;
+    while (dirent* p = ::readdir(pids.get())) {
+      std::string name = p->d_name;
+      if (name.rfind("pid.", 0) != 0) continue;
+      std::string pid = name.substr(4);
+      std::string store = session_dir + "/" + name + "/pmix_dstor_ds21_" + pid;
+      std::unique_ptr<DIR, int (*)(DIR*)> files(::opendir(store.c_str()), ::closedir);
+      if (!files) continue;
+      while (dirent* f = ::readdir(files.get()))
+        if (std::string(f->d_name).rfind(want, 0) == 0) return std::atoi(pid.c_str());
+    }
+  }
+  return 0;
+}
+}  // namespace
+
+std::vector<MpiLeftover> scan_mpi_files(const std::string& dir) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) throw SystemError("cannot list shared storage directory " + dir, errno);
+  std::vector<MpiLeftover> out;
+  while (dirent* e = ::readdir(d.get())) {
+    std::string name = e->d_name;
+    struct stat st {};
+    if (!is_mpi_file(name) || ::lstat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    out.push_back({name, static_cast<std::uint64_t>(st.st_size), true});
+  }
+  if (out.empty()) return out;
+  bool complete = false;
+  auto used = paths_in_use(dir, complete);
+  for (auto& f : out) {
+    std::string path = dir + "/" + f.file;
+    bool seen = std::any_of(used.begin(), used.end(), [&](const std::string& u) { return u.rfind(path, 0) == 0; });
+    // vader_segment.HOST.UID.JOBID.RANK (HOST may hold dots): read from the end.
+    int mpirun = 0;
+    auto r = f.file.rfind('.');
+    auto j = r == std::string::npos ? r : f.file.rfind('.', r - 1);
+    auto u = j == std::string::npos || j == 0 ? std::string::npos : f.file.rfind('.', j - 1);
+    if (u != std::string::npos) {
+      std::string uid = f.file.substr(u + 1, j - u - 1), job = f.file.substr(j + 1, r - j - 1);
+      char* end = nullptr;
+      std::uint64_t jobid = std::strtoull(job.c_str(), &end, 16);
+      if (!job.empty() && end && *end == '\0') mpirun = mpirun_of_job(uid, jobid);
+    }
+    bool mpirun_alive = mpirun > 0 && (::kill(mpirun, 0) == 0 || errno == EPERM);
+    // Unknown mpirun and processes we could not inspect: assume in use.
+    f.in_use = seen || mpirun_alive || (mpirun == 0 && !complete);
+  }
+  std::sort(out.begin(), out.end(), [](const MpiLeftover& a, const MpiLeftover& b) { return a.file < b.file; });
+  return out;
+}
+
+std::vector<std::string> remove_mpi_leftovers(const std::string& dir, bool dry_run, std::vector<GcFailure>* failures) {
+  std::vector<std::string> removed;
+  for (const auto& f : scan_mpi_files(dir)) {
+    if (f.in_use) continue;
+    std::string path = dir + "/" + f.file;
+    if (!dry_run && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      if (failures) failures->push_back({f.file, SystemError("cannot remove " + path, errno).what()});
+      continue;
+    }
+    removed.push_back(f.file);
   }
   return removed;
 }

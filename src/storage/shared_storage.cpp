@@ -1,10 +1,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include "tessera/runtime/collective.hpp"
@@ -38,6 +40,30 @@ struct CreatorRecord {
   std::uint64_t start_time;
 };
 
+std::string mebibytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / double(1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir) {
+  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err == 0 || err == EOPNOTSUPP || err == EINVAL) return;  // no fallocate here: best effort
+  struct statvfs st {};
+  std::string free = ::statvfs(dir.c_str(), &st) == 0
+                         ? mebibytes(static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize))
+                         : std::string("unknown");
+  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+    throw SystemError(path + " needs " + mebibytes(static_cast<double>(bytes)) + " in " + dir + ", " + free +
+                          " free; free space there or point TESSERA_SHM_DIR (or the output) elsewhere",
+                      err);
+  throw SystemError("cannot reserve " + mebibytes(static_cast<double>(bytes)) + " for " + path, err);
+}
+
+namespace {
+
 class SharedStorage final : public Storage {
  public:
   SharedStorage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options);
@@ -65,6 +91,7 @@ class SharedStorage final : public Storage {
   std::vector<Mapping> peers_;  // by world rank; empty for non co-locales and self
   int segment_slot_ = -1, metadata_slot_ = -1;
   bool own_created_ = false, metadata_created_ = false;
+  bool writable_ = true;
   int rank_ = 0;
 };
 
@@ -72,6 +99,7 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     : dir_(options.dir.empty() ? default_shared_dir() : options.dir),
       persist_(options.persist),
       mode_(options.group_access ? 0660 : 0600),
+      writable_(!options.open_existing || options.open_writable),
       rank_(rt.rank()) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   // Rank 0 picks the default name so every rank uses the same one.
@@ -113,7 +141,7 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     std::strncpy(mine.host, self.host.c_str(), sizeof(mine.host) - 1);
     mine.pid = self.pid;
     mine.start_time = self.start_time;
-    auto creators = gather_to_root(rt.comm(), std::span<const CreatorRecord>(&mine, 1));
+    auto creators = gather_to_root<CreatorRecord>(rt.comm(), std::span<const CreatorRecord>(&mine, 1), 0);
     agree(rt.comm(), [&] {
       if (rt.rank() == 0) write_metadata(rt, layout, creators);
     });
@@ -161,6 +189,9 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
     throw SystemError("cannot write the header of shared segment " + path, errno);
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
     throw SystemError("cannot size shared segment " + path + " to " + std::to_string(bytes) + " bytes", errno);
+  // Reserve the blocks now: a sparse file on a full file system would kill
+  // the job with SIGBUS at the first write through the mapping.
+  reserve_space(fd, bytes, path, dir_);
   own_ = Mapping::file(fd, bytes, true, path);
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
 }
@@ -184,9 +215,12 @@ void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
   auto r = static_cast<std::size_t>(rt.rank());
   std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
   std::string path = segment_path(rt.rank());
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  int fd = ::open(path.c_str(), (writable_ ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw SystemError("cannot open shared segment " + path, errno);
   FileDescriptor guard(fd);
+  struct stat kind {};
+  if (::fstat(fd, &kind) != 0 || !S_ISREG(kind.st_mode))
+    throw FormatError("shared segment " + path + " is not a regular file");
   SegmentHeader h = read_segment_header(fd, path);
   if (h.rank != rt.rank() || h.count != count || h.element_size != layout.element.size ||
       h.global_begin != layout.offsets[r])
@@ -200,7 +234,7 @@ void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
   if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != bytes)
     throw FormatError("segment " + path + " is " + std::to_string(st.st_size) + " bytes, expected " +
                       std::to_string(bytes));
-  own_ = Mapping::file(fd, bytes, true, path);
+  own_ = Mapping::file(fd, bytes, writable_, path);
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
 }
 
@@ -242,12 +276,14 @@ void SharedStorage::map_colocal_peers(const Runtime& rt, const ArrayLayout& layo
     auto up = static_cast<std::size_t>(peer);
     std::uint64_t bytes = header_bytes_ + (layout.offsets[up + 1] - layout.offsets[up]) * layout.element.size;
     std::string path = segment_path(peer);
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::open(path.c_str(), (writable_ ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     // A directory private to each rank's node view (not shared between
     // co-locales) simply disables the same-node path for that peer.
     if (fd < 0) continue;
     FileDescriptor guard(fd);
-    peers_[up] = Mapping::file(fd, bytes, true, path);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) < bytes) continue;
+    peers_[up] = Mapping::file(fd, bytes, writable_, path);
   }
 }
 
@@ -266,6 +302,16 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
   if (layout.offsets.size() != static_cast<std::size_t>(rt.size()) + 1)
     throw MismatchError("array layout has " + std::to_string(layout.offsets.size()) + " offsets for " +
                         std::to_string(rt.size()) + " ranks");
+  // count x size must not wrap around: a huge length would otherwise map a
+  // tiny buffer that the array then indexes past.
+  for (std::size_t r = 0; r + 1 < layout.offsets.size(); ++r) {
+    std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
+    if (layout.offsets[r + 1] < layout.offsets[r] ||
+        (layout.element.size && count > (std::uint64_t{1} << 48) / layout.element.size))  // 256 TiB per rank
+      throw RangeError("an array of " + std::to_string(layout.length) + " elements of " +
+                       std::to_string(layout.element.size) + " bytes cannot be allocated (rank " + std::to_string(r) +
+                       " would hold " + std::to_string(count) + ")");
+  }
   if (options.kind == StorageKind::heap) {
     auto r = static_cast<std::size_t>(rt.rank());
     return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);

@@ -2,6 +2,7 @@
 // hand, round trips through each writer, the binary format mapped in place,
 // the real SNAP graphs, and every kind of bad input with its message.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "tessera/graph/generators.hpp"
 #include "tessera/graph/io.hpp"
 #include "tessera/runtime/wait.hpp"
+#include "tessera/storage/metadata.hpp"
 
 using namespace tessera;
 using namespace tessera::graph;
@@ -160,6 +162,106 @@ TEST(Readers, BadInputNamesFileAndLine) {
   EXPECT_NE(read_error(rt, dir.path() + "/missing.el").find("cannot open graph file"), std::string::npos);
 }
 
+// Issue 8 items 4, 6, 16: hostile and unusual text input.
+TEST(Readers, NonFiniteWeightsAreRefusedNegativeKept) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  for (std::string w : {"nan", "inf", "-inf", "NaN", "1e999"}) {
+    auto path = write_file(rt, dir.path(), "w.wel", "0 1 1\n1 2 " + w + "\n");
+    auto err = read_error(rt, path);
+    EXPECT_TRUE(err.find("w.wel:2: weight " + w + " is not a finite number") != std::string::npos ||
+                (w == "1e999" && err.find("w.wel:2: '1e999' is not a weight") != std::string::npos))
+        << w << ": " << err;
+  }
+  auto mtx = write_file(rt, dir.path(), "w.mtx",
+                        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 inf\n");
+  EXPECT_NE(read_error(rt, mtx).find("w.mtx:3: weight inf is not a finite number"), std::string::npos);
+  // Negative and zero weights are read as they are (linear algebra decides).
+  auto neg = write_file(rt, dir.path(), "neg.wel", "0 1 -0.4\n1 2 0\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, neg).graph),
+            (std::vector<EdgeTuple>{{0, 1, -0.4}, {1, 2, 0.0}}));
+  // Duplicates: a directed read keeps every line; an undirected one keeps
+  // one arc per (u, v), the one with the smallest weight.
+  auto dup = write_file(rt, dir.path(), "dup.wel", "0 1 5\n0 1 2\n0 1 3\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup).graph).size(), 3u);
+  ReadOptions undirected;
+  undirected.undirected = true;
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup, undirected).graph),
+            (std::vector<EdgeTuple>{{0, 1, 2.0}, {1, 0, 2.0}}));
+}
+
+TEST(Readers, HugeIdsAreRefusedOrRelabelledCheaply) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  for (std::string id : {"9223372036854775807", "4294967296", "2305843009213693952"}) {
+    auto path = write_file(rt, dir.path(), "h.el", "0 1\n1 " + id + "\n");
+    auto err = read_error(rt, path);
+    EXPECT_NE(err.find("h.el: vertex id " + id + " needs "), std::string::npos) << err;
+    EXPECT_NE(err.find("GiB of vertex arrays"), std::string::npos) << err;
+    EXPECT_NE(err.find("use --relabel"), std::string::npos) << err;
+  }
+  auto max = write_file(rt, dir.path(), "max.el", "0 1\n1 18446744073709551615\n");
+  EXPECT_NE(read_error(rt, max).find("use --relabel"), std::string::npos);
+  auto mtx = write_file(rt, dir.path(), "big.mtx",
+                        "%%MatrixMarket matrix coordinate pattern general\n"
+                        "4611686018427387904 4611686018427387904 1\n1 2\n");
+  EXPECT_NE(read_error(rt, mtx).find("big.mtx: the header's 4611686018427387904 rows need"), std::string::npos);
+  // Relabelling costs O(distinct ids): 2^64-1 and 1e11 are fine.
+  ReadOptions relabel;
+  relabel.relabel = true;
+  std::string text = "7 18446744073709551615\n100000000000 7\n3 100000000000\n";
+  for (int i = 0; i < 50; ++i) text += std::to_string(1000000000000ull * (i + 1)) + " 3\n";
+  auto loaded = read_graph(rt, write_file(rt, dir.path(), "sparse.el", text), relabel);
+  EXPECT_EQ(loaded.graph.vertices(), 54u);
+  auto all = test::gather_all(*loaded.original_ids);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  ASSERT_EQ(all.size(), 54u);
+  EXPECT_EQ(all.front(), 3u);
+  EXPECT_EQ(all.back(), 18446744073709551615ull);
+  auto edges = test::gather_edges(loaded.graph);
+  auto new_of = [&](std::uint64_t old) {
+    return static_cast<std::uint64_t>(std::lower_bound(all.begin(), all.end(), old) - all.begin());
+  };
+  EXPECT_NE(std::find(edges.begin(), edges.end(), EdgeTuple{new_of(7), new_of(18446744073709551615ull), 1.0}),
+            edges.end());
+  EXPECT_NE(std::find(edges.begin(), edges.end(), EdgeTuple{new_of(100000000000ull), new_of(7), 1.0}), edges.end());
+  EXPECT_EQ(edges.size(), 53u);
+}
+
+TEST(Readers, CountHeaderBomAndCompressedInput) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  // SNAP-derived "vertices edges" first line: 4 edges follow, ids 0..4.
+  auto snap = write_file(rt, dir.path(), "snap.el", "# from SNAP\n5 4\n0 1\n1 2\n2 3\n3 4\n");
+  auto g = read_graph(rt, snap).graph;
+  EXPECT_EQ(g.vertices(), 5u);
+  EXPECT_EQ(test::gather_edges(g), edges_of({{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+  // V may count distinct (sparse) ids instead.
+  auto sparse = write_file(rt, dir.path(), "sparse.el", "3 2\n10 20\n20 30\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, sparse).graph), edges_of({{10, 20}, {20, 30}}));
+  // A first line that does not match the rest is an edge.
+  auto plain = write_file(rt, dir.path(), "plain.el", "5 4\n0 1\n1 2\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, plain).graph), edges_of({{5, 4}, {0, 1}, {1, 2}}));
+  auto bad_first = write_file(rt, dir.path(), "badfirst.el", "# c\n0 x\n1 2\n");
+  EXPECT_NE(read_error(rt, bad_first).find("badfirst.el:2: 'x' is not a vertex id"), std::string::npos);
+  auto bad_later = write_file(rt, dir.path(), "badlater.el", "0 1\n1 2\n1 y\n");
+  EXPECT_NE(read_error(rt, bad_later).find("badlater.el:3: 'y' is not a vertex id"), std::string::npos);
+  // A UTF-8 byte-order mark is skipped; line numbers stay right.
+  auto bom = write_file(rt, dir.path(), "bom.el", "\xef\xbb\xbf" "0 1\n1 2\n");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, bom).graph), edges_of({{0, 1}, {1, 2}}));
+  auto bom_bad = write_file(rt, dir.path(), "bombad.el", "\xef\xbb\xbf# c\n0 1\n1 z\n");
+  EXPECT_NE(read_error(rt, bom_bad).find("bombad.el:3: 'z' is not a vertex id"), std::string::npos);
+  auto bom_mtx = write_file(rt, dir.path(), "bom.mtx",
+                            "\xef\xbb\xbf%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n");
+  EXPECT_EQ(read_graph(rt, bom_mtx).graph.vertices(), 2u);
+  // Compressed files are named as such, their bytes never echoed.
+  auto gz = write_file(rt, dir.path(), "g.el", std::string("\x1f\x8b\x08\x00\x00\x00", 6) + "junk");
+  EXPECT_NE(read_error(rt, gz).find("g.el: compressed input is not supported (this is a gzip file"),
+            std::string::npos);
+  auto bz = write_file(rt, dir.path(), "g.mtx", "BZh91AY&SY");
+  EXPECT_NE(read_error(rt, bz).find("compressed input is not supported (this is a bzip2 file"), std::string::npos);
+}
+
 TEST(Writers, RoundTripEveryFormat) {
   Runtime& rt = Runtime::current();
   test::ScratchDir dir(rt);
@@ -243,6 +345,186 @@ TEST(Binary, ReloadMapsInPlaceAndChecksMetadata) {
   EXPECT_NE(corrupt("\"edges\": ", "\"edges\": 1").find("src.json holds"), std::string::npos);
   EXPECT_NE(corrupt("\"vertex_offsets\": [", "\"vertex_offsets\": [7,").find("vertex_offsets"), std::string::npos);
   EXPECT_NE(read_error(rt, dir.path()).find("is not a Tessera binary graph"), std::string::npos);
+}
+
+// Issue 8 items 5, 6, 9, 10, 12, 13: the binary format against lies,
+// devices, symlinks and concurrent writers.
+TEST(Binary, HostileMetadataAndFiles) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  LocalEdges e;  // directed: 0->1, 1->2 without reverses
+  if (rt.rank() == 0) e.add(0, 1), e.add(1, 2), e.add(2, 3);
+  auto g = EdgeList::build(rt, 4, true, std::move(e));
+  std::string path = dir.path() + "/d.tsg";
+  save_binary(g, path);
+  auto edit = [&](const std::string& from, const std::string& to) {
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      std::ifstream in(path + "/edgelist.json");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      in.close();
+      auto at = text.find(from);
+      if (at == std::string::npos) ADD_FAILURE() << "no '" << from << "'";
+      else text.replace(at, from.size(), to);
+      std::ofstream(path + "/edgelist.json", std::ios::trunc) << text;
+    }
+    barrier(rt.comm());
+  };
+  // A directed graph claiming to be undirected is caught.
+  edit("\"directed\": true", "\"directed\": false");
+  auto err = read_error(rt, path);
+  EXPECT_NE(err.find(path + "/edgelist.json says \"directed\": false, but its arcs are not symmetric"),
+            std::string::npos)
+      << err;
+  edit("\"directed\": false", "\"directed\": true");
+  EXPECT_EQ(read_error(rt, path), "");
+  // An honest undirected graph loads (also weighted).
+  LocalEdges u;
+  if (rt.rank() == 0) u.add(0, 1, 0.5), u.add(1, 2, 2.0);
+  BuildOptions sym;
+  sym.symmetrize = true;
+  auto ug = EdgeList::build(rt, 3, false, std::move(u), sym);
+  save_binary(ug, dir.path() + "/u.tsg");
+  EXPECT_EQ(test::gather_edges(load_binary(rt, dir.path() + "/u.tsg")), test::gather_edges(ug));
+
+  // "vertices": 2^62 is refused before any vertex array exists.
+  edit("\"vertices\": 4", "\"vertices\": 4611686018427387904");
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("\"vertices\": 4611686018427387904 needs"), std::string::npos) << err;
+  edit("\"vertices\": 4611686018427387904", "\"vertices\": 4");
+
+  // In-place loads map the segments read-only.
+  {
+    auto back = load_binary(rt, path);
+    std::ifstream maps("/proc/self/maps");
+    std::string line, seg = path + "/src.r" + std::to_string(rt.rank()) + ".seg";
+    bool found = false;
+    while (std::getline(maps, line))
+      if (line.find(seg) != std::string::npos) {
+        found = true;
+        EXPECT_EQ(line.substr(line.find(' ') + 1, 4), "r--s") << line;
+      }
+    EXPECT_TRUE(found || back.local_src().empty());
+    barrier(rt.comm());
+  }
+
+  // A FIFO or a device as metadata fails at once instead of blocking or
+  // reading forever.
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::rename(path + "/edgelist.json", path + "/edgelist.json.good");
+    ASSERT_EQ(::mkfifo((path + "/edgelist.json").c_str(), 0600), 0);
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/edgelist.json");
+    fs::create_symlink("/dev/zero", path + "/edgelist.json");
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/edgelist.json");
+    fs::rename(path + "/edgelist.json.good", path + "/edgelist.json");
+    fs::rename(path + "/src.json", path + "/src.json.good");
+    fs::create_symlink("/dev/zero", path + "/src.json");
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("src.json is not a regular file"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/src.json");
+    fs::rename(path + "/src.json.good", path + "/src.json");
+    fs::rename(path + "/dst.r0.seg", path + "/dst.r0.seg.good");
+    ASSERT_EQ(::mkfifo((path + "/dst.r0.seg").c_str(), 0600), 0);
+  }
+  barrier(rt.comm());
+  err = read_error(rt, path);
+  EXPECT_NE(err.find("dst.r0.seg"), std::string::npos) << err;
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    fs::remove(path + "/dst.r0.seg");
+    fs::rename(path + "/dst.r0.seg.good", path + "/dst.r0.seg");
+  }
+  barrier(rt.comm());
+  EXPECT_EQ(read_error(rt, path), "");
+}
+
+TEST(Writers, TemporariesNeverFollowSymlinks) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({3, 3}));
+  const std::string victim = dir.path() + "/victim";
+  if (rt.rank() == 0) {
+    std::ofstream(victim) << "precious\n";
+    // The names the writers used to take: a symlink there was followed.
+    fs::create_symlink(victim, dir.path() + "/g.el.tmp-" + rt.job_id());
+    fs::create_directory(dir.path() + "/b.tsg");
+    fs::create_symlink(victim, dir.path() + "/b.tsg/edgelist.json.tmp");
+  }
+  barrier(rt.comm());
+  write_graph(g, dir.path() + "/g.el");
+  EXPECT_THROW(write_graph(g, dir.path() + "/b.tsg"), ConfigError);  // not empty: left alone
+  barrier(rt.comm());
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "precious\n");
+  // create_exclusive refuses an existing name and a symlink.
+  if (rt.rank() == 0) {
+    EXPECT_LT(create_exclusive(dir.path() + "/g.el.tmp-" + rt.job_id(), 0600), 0);
+    EXPECT_LT(create_exclusive(victim, 0600), 0);
+  }
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.el").graph), test::gather_edges(g));
+  barrier(rt.comm());
+}
+
+TEST(Writers, BinaryWriterIsAtomic) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({4, 4}));
+  // A leftover temporary sibling (a killed writer) does not block a run,
+  // and an empty output directory is filled.
+  if (rt.rank() == 0) {
+    fs::create_directory(dir.path() + "/g.tsg.tmp-1-0-0");
+    std::ofstream(dir.path() + "/g.tsg.tmp-1-0-0/src.r0.seg") << "partial";
+    fs::create_directory(dir.path() + "/empty.tsg");
+  }
+  barrier(rt.comm());
+  write_graph(g, dir.path() + "/g.tsg");
+  write_graph(g, dir.path() + "/empty.tsg");
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.tsg").graph), test::gather_edges(g));
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/empty.tsg").graph), test::gather_edges(g));
+  // Nothing but the graph files in it; no temporaries beside it.
+  auto files = files_in(rt, dir.path() + "/g.tsg");
+  for (auto& f : files) EXPECT_TRUE(f == "edgelist.json" || f.find(".seg") != std::string::npos ||
+                                    f == "src.json" || f == "dst.json") << f;
+  for (auto& f : files_in(rt, dir.path()))
+    EXPECT_TRUE(f == "g.tsg" || f == "empty.tsg" || f == "g.tsg.tmp-1-0-0") << f;
+  barrier(rt.comm());
+  // Group access, for a graph a group shares.
+  WriteOptions shared;
+  shared.group_access = true;
+  write_graph(g, dir.path() + "/group.tsg", shared);
+  barrier(rt.comm());
+  auto mode = [](const std::string& p) { return fs::status(p).permissions() & fs::perms::all; };
+  using fs::perms;
+  EXPECT_EQ(mode(dir.path() + "/group.tsg"), perms::owner_all | perms::group_all);
+  EXPECT_EQ(mode(dir.path() + "/group.tsg/edgelist.json"),
+            perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
+  EXPECT_EQ(mode(dir.path() + "/group.tsg/src.r0.seg"),
+            perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
+  EXPECT_EQ(mode(dir.path() + "/g.tsg/src.r0.seg"), perms::owner_read | perms::owner_write);
+  // A writer losing the race to another job fails and keeps the winner.
+  auto winner = fs::last_write_time(dir.path() + "/g.tsg/edgelist.json");
+  EXPECT_THROW(write_graph(g, dir.path() + "/g.tsg"), ConfigError);
+  EXPECT_EQ(fs::last_write_time(dir.path() + "/g.tsg/edgelist.json"), winner);
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dir.path() + "/g.tsg").graph), test::gather_edges(g));
+  barrier(rt.comm());
 }
 
 TEST(RealGraphs, WikiVoteAndOregon) {

@@ -309,3 +309,87 @@ TEST(SharedStorage, RegistryListsLiveFilesAndGcKeepsThem) {
   }
   MPI_Barrier(rt.comm());
 }
+
+// Issue 8 item 13: a known element type must have its size.
+TEST(SharedStorage, ElementTypeMustMatchItsSize) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  DistArray<std::uint64_t> a(rt, 64, StorageOptions::shared("tessera-test-typesize", dir.path()));
+  MPI_Barrier(rt.comm());
+  if (rt.rank() == 0) {
+    std::ifstream in(a.metadata_path());
+    auto j = nlohmann::json::parse(in);
+    j["element"]["size"] = 1;
+    std::string err;
+    try {
+      SharedArrayMetadata::parse(j.dump(), "m.json");
+    } catch (const FormatError& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("m.json: element type uint64 has 8-byte elements, not 1"), std::string::npos) << err;
+    EXPECT_EQ(implied_element_size("bytes24"), 24u);
+    EXPECT_EQ(implied_element_size("my_struct"), 0u);
+  }
+  MPI_Barrier(rt.comm());
+}
+
+// Issue 8 items 10 and 12: the metadata temporary never follows a symlink;
+// metadata that is a FIFO or a device is refused without blocking.
+TEST(SharedStorage, MetadataFilesAreRegularAndExclusive) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  if (rt.rank() == 0) {
+    SharedArrayMetadata m;
+    m.name = "x";
+    m.element = element_type_of<double>();
+    m.length = 0;
+    m.offsets = {0, 0};
+    SegmentRecord s;
+    s.file = "x.r0.seg";
+    s.bytes = m.header_bytes;
+    m.segments.push_back(s);
+    const std::string victim = dir.path() + "/victim", target = dir.path() + "/x.json";
+    std::ofstream(victim) << "precious\n";
+    // The name the writer used to take (path.tmp<pid>) as a symlink.
+    fs::create_symlink(victim, target + ".tmp" + std::to_string(getpid()));
+    m.write(target, 0600);
+    std::ifstream in(victim);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(text, "precious\n");
+    EXPECT_EQ(SharedArrayMetadata::read(target).name, "x");
+    // FIFO and device: refused at once.
+    ASSERT_EQ(::mkfifo((dir.path() + "/fifo.json").c_str(), 0600), 0);
+    fs::create_symlink("/dev/zero", dir.path() + "/zero.json");
+    for (std::string name : {"fifo.json", "zero.json"}) {
+      std::string err;
+      try {
+        SharedArrayMetadata::read(dir.path() + "/" + name);
+      } catch (const Error& e) {
+        err = e.what();
+      }
+      EXPECT_NE(err.find(name + " is not a regular file"), std::string::npos) << err;
+      tessera_array* arr = nullptr;
+      EXPECT_EQ(tessera_attach((dir.path() + "/" + name).c_str(), TESSERA_READ_ONLY, &arr), -1);
+    }
+    // Larger than any metadata: refused without reading it all.
+    { std::ofstream(dir.path() + "/big.json") << std::string(kMaxMetadataBytes + 1, ' '); }
+    EXPECT_THROW(SharedArrayMetadata::read(dir.path() + "/big.json"), FormatError);
+    // scan_shared_dir (shm list/gc) skips them too, without blocking.
+    EXPECT_NO_THROW(scan_shared_dir(dir.path()));
+  }
+  MPI_Barrier(rt.comm());
+}
+
+// Issue 8 item 6: count x size never wraps around.
+TEST(SharedStorage, HugeLengthsAreRefusedNotWrapped) {
+  auto& rt = Runtime::current();
+  for (std::uint64_t n : {std::uint64_t{1} << 61, ~std::uint64_t{0}}) {
+    std::string err;
+    try {
+      DistArray<std::uint64_t> a(rt, n);
+    } catch (const RangeError& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("cannot be allocated"), std::string::npos) << n << ": " << err;
+  }
+}

@@ -7,7 +7,7 @@
 
 namespace tessera::exit_cleanup {
 
-// Registers a path to unlink on abnormal exit; returns a slot id (or -1 when
+// Registers a path to unlink (a directory: rmdir, after the files) on abnormal exit; returns a slot id (or -1 when
 // the table is full, which only loses the safety net, not correctness).
 int add(const std::string& path);
 // Forgets a slot after the owner removed the file itself.

@@ -43,6 +43,10 @@ ElementType element_type_of() {
   return ElementType{ElementName<T>::name(), sizeof(T)};
 }
 
+// The element size a known name implies: int8..uint64, float32/64, bytesN;
+// 0 for other (user-defined) names, which only the size can check.
+std::size_t implied_element_size(const std::string& name);
+
 // Rejects names that are empty, too long, or not [A-Za-z0-9_]; throws ConfigError.
 void validate_element_name(const std::string& name);
 

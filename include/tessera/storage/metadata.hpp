@@ -50,4 +50,17 @@ struct SharedArrayMetadata {
 
 std::string utc_now_iso8601();
 
+// The whole of a small regular file: refuses FIFOs, devices and directories
+// (opened without blocking) and files over `max_bytes`, naming `what`.
+inline constexpr std::size_t kMaxMetadataBytes = 16u << 20;
+std::string read_small_regular_file(const std::string& path, const std::string& what,
+                                    std::size_t max_bytes = kMaxMetadataBytes);
+
+// Creates `path` new for writing: never follows a symlink, never truncates
+// an existing file (O_CREAT | O_EXCL | O_NOFOLLOW). Returns the descriptor.
+int create_exclusive(const std::string& path, mode_t mode);
+
+// A temporary name beside `path` no other process or call uses.
+std::string unique_temporary_name(const std::string& path);
+
 }  // namespace tessera

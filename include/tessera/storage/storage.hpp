@@ -28,6 +28,9 @@ struct StorageOptions {
   // with persist by a job of the same rank count and layout) instead of
   // creating them. Nothing is copied and nothing is removed afterwards.
   bool open_existing = false;
+  // open_existing: map the segments writable too (default: read-only, so a
+  // read-only copy opens and the input cannot be changed by accident).
+  bool open_writable = false;
 
   static StorageOptions heap() { return {}; }
   static StorageOptions shared(std::string name = {}, std::string dir = {}) {
@@ -69,6 +72,11 @@ class Storage {
 
 // Collective over rt.comm(): every rank passes the same layout and options.
 std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options);
+
+// Allocates the first `bytes` of the open file `fd` (posix_fallocate), so
+// later writes through a mapping cannot fail; throws SystemError "PATH needs
+// N MiB in DIR, M MiB free" when the file system is full.
+void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir);
 
 // The directory shared storage uses when none is given.
 std::string default_shared_dir();
