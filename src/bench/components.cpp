@@ -18,16 +18,8 @@ namespace {
 
 // Labels of every vertex on rank 0 (empty elsewhere).
 std::vector<std::uint64_t> gather_labels(Runtime& rt, const DistArray<std::uint64_t>& labels) {
-  const auto& d = labels.distribution();
-  std::vector<int> counts(static_cast<std::size_t>(rt.size())), displ(counts.size());
-  for (int r = 0; r < rt.size(); ++r) {
-    counts[static_cast<std::size_t>(r)] = static_cast<int>(d.count(r));
-    displ[static_cast<std::size_t>(r)] = static_cast<int>(d.begin(r));
-  }
-  std::vector<std::uint64_t> all(rt.rank() == 0 ? d.size() : 0);
-  TESSERA_MPI(MPI_Gatherv(labels.local().data(), static_cast<int>(labels.local().size()), MPI_UINT64_T, all.data(),
-                          counts.data(), displ.data(), MPI_UINT64_T, 0, rt.comm()));
-  return all;
+  // Block distribution: rank order is global order.
+  return gather_to_root(rt.comm(), std::span<const std::uint64_t>(labels.local().data(), labels.local().size()), 0);
 }
 
 // Serial union-find over the candidate edges (rank 0): the baseline and the reference.
@@ -85,8 +77,7 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
       serial.reps = o.reps;
       reference = std::move(uf.parent);
     }
-    barrier(rt.comm());
-    TESSERA_MPI(MPI_Bcast(&serial, sizeof(serial), MPI_BYTE, 0, rt.comm()));
+    serial = broadcast(rt.comm(), serial, 0);  // yielding: the other ranks waited here
     Result base = rate_result("serial union-find", "1 rank", serial, edges / 2, 1e6, "M edges/s");
     base.group = group;
     base.verified = true;
@@ -99,7 +90,7 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
                            [&] { last = alg == "FastSV" ? graph::fastsv(g) : graph::label_propagation(g); });
       auto labels = gather_labels(rt, last->labels);
       int ok = rt.rank() == 0 ? labels == reference : 1;
-      TESSERA_MPI(MPI_Bcast(&ok, 1, MPI_INT, 0, rt.comm()));
+      ok = broadcast(rt.comm(), ok, 0);
       auto summary = graph::summarize(g, last->labels);
       Result r = rate_result(alg, "heap", t, edges / 2, 1e6, "M edges/s");
       r.group = group;

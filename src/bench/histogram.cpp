@@ -13,6 +13,7 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -36,8 +37,8 @@ std::string verify(Runtime& rt, const Table& counts, std::uint64_t per_rank, boo
     sum += counts.local()[k];
     bad += counts.local()[k] != want[k];
   }
-  TESSERA_MPI(MPI_Allreduce(&sum, &total, 1, MPI_INT64_T, MPI_SUM, rt.comm()));
-  TESSERA_MPI(MPI_Allreduce(&bad, &bad_total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
+  total = all_reduce(rt.comm(), sum, MPI_SUM);
+  bad_total = all_reduce(rt.comm(), bad, MPI_SUM);
   auto expected_total = static_cast<std::int64_t>(per_rank * static_cast<std::uint64_t>(rt.size()));
   ok = total == expected_total && bad_total == 0;
   return "total " + std::to_string(total) + " of " + std::to_string(expected_total) + ", " +

@@ -14,6 +14,7 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -30,10 +31,9 @@ void fill_table(Table& t) {
 
 std::uint64_t count_wrong(Runtime& rt, const std::vector<std::uint64_t>& idx, const std::vector<std::uint64_t>& tgt,
                           std::size_t n) {
-  std::uint64_t bad = 0, total = 0;
+  std::uint64_t bad = 0;
   for (std::size_t k = 0; k < n; ++k) bad += tgt[k] != table_value(idx[k]);
-  TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
-  return total;
+  return all_reduce(rt.comm(), bad, MPI_SUM);
 }
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,

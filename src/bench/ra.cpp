@@ -13,6 +13,7 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "rma_table.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -77,10 +78,9 @@ std::vector<std::uint64_t> expected_part(const Setup& s, const Table& t, int ran
 
 template <class Table>
 std::uint64_t count_errors(Runtime& rt, const Table& t, const std::vector<std::uint64_t>& want) {
-  std::uint64_t bad = 0, total = 0;
+  std::uint64_t bad = 0;
   for (std::size_t k = 0; k < want.size(); ++k) bad += t.local()[k] != want[k];
-  TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
-  return total;
+  return all_reduce(rt.comm(), bad, MPI_SUM);
 }
 
 template <class Table>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -14,9 +15,7 @@ double time_once(Runtime& rt, const std::function<void()>& run) {
   double t0 = MPI_Wtime();
   run();
   barrier(rt.comm());
-  double mine = MPI_Wtime() - t0, slowest = 0;
-  TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
-  return slowest;
+  return all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
 }
 
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
