@@ -46,13 +46,12 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
   auto kron = graph::GraphSpec::kronecker(o.kron_scale);
   auto grid = graph::GraphSpec::grid({o.grid_side, o.grid_side});
   grid.permute = true;
-  Report report(rt, "cc", {{"kron_scale", o.kron_scale}, {"grid_side", o.grid_side}, {"reps", o.reps}});
+  Report report(rt, "cc", {{"kron_scale", o.kron_scale}, {"grid_side", o.grid_side}, {"reps", o.reps}}, o.format);
   report.set_baselines({"serial union-find"});
   std::uint64_t lp_rounds_grid = 0, sv_rounds_grid = 0;
 
   for (auto [group, spec] : {std::pair{std::string("kron"), kron}, std::pair{std::string("grid"), grid}}) {
-    if (rt.rank() == 0) std::printf("cc: %s, generating...\n", spec.describe().c_str());
-    std::fflush(stdout);
+    progress(rt, o.format, "cc: " + spec.describe() + ", generating...");
     auto g = graph::generate(rt, spec);
     const double edges = static_cast<double>(g.edges());
 
@@ -103,18 +102,13 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
       report.add(r);
     }
   }
-  bool ok = report.print();
-  if (rt.rank() == 0) {
-    double ratio = sv_rounds_grid ? static_cast<double>(lp_rounds_grid) / static_cast<double>(sv_rounds_grid) : 0;
-    std::printf("grid rounds: label propagation %llu, FastSV %llu: %.1fx fewer (target >= 10x: %s)\n",
-                static_cast<unsigned long long>(lp_rounds_grid), static_cast<unsigned long long>(sv_rounds_grid), ratio,
-                ratio >= 10 ? "met" : "NOT met");
-    std::printf("{\"bench\":\"cc\",\"target\":\"grid rounds ratio\",\"lp_rounds\":%llu,\"fastsv_rounds\":%llu,"
-                "\"ratio\":%.2f,\"met\":%s}\n",
-                static_cast<unsigned long long>(lp_rounds_grid), static_cast<unsigned long long>(sv_rounds_grid), ratio,
-                ratio >= 10 ? "true" : "false");
-  }
-  return ok;
+  // A ratio, not a verdict: the acceptance target lives in the README and its checks.
+  double ratio = sv_rounds_grid ? static_cast<double>(lp_rounds_grid) / static_cast<double>(sv_rounds_grid) : 0;
+  char text[160];
+  std::snprintf(text, sizeof(text), "grid rounds: label propagation %llu, FastSV %llu: %.1fx fewer",
+                static_cast<unsigned long long>(lp_rounds_grid), static_cast<unsigned long long>(sv_rounds_grid), ratio);
+  report.add_summary(text, {{"lp_rounds", lp_rounds_grid}, {"fastsv_rounds", sv_rounds_grid}, {"rounds_ratio", ratio}});
+  return report.print();
 }
 
 }  // namespace tessera::bench

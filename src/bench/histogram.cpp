@@ -102,11 +102,11 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                         {"fine_updates_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
                 static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.updates_per_rank),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "histogram", config);
+  Report report(rt, "histogram", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,

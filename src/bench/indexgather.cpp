@@ -104,11 +104,11 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                         {"fine_requests_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
                 static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.requests_per_rank),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "indexgather", config);
+  Report report(rt, "indexgather", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t reads,

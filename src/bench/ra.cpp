@@ -138,11 +138,11 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
                         {"fine_updates", fine * static_cast<std::uint64_t>(rt.size())},
                         {"look_ahead", kLookAhead},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("RA: table 2^%d words, %llu updates; aggregation: %s\n", std::countr_zero(s.table),
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "RA: table 2^%d words, %llu updates; aggregation: %s\n", std::countr_zero(s.table),
                 static_cast<unsigned long long>(s.updates_per_rank * static_cast<std::uint64_t>(rt.size())),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "ra", config);
+  Report report(rt, "ra", config, o.format);
   report.set_baselines({"fine-grained", "aggregated heap"});
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::uint64_t per_rank,

@@ -40,10 +40,18 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
   return r;
 }
 
-Report::Report(Runtime& rt, std::string bench, nlohmann::json config)
-    : rt_(rt), bench_(std::move(bench)), config_(std::move(config)) {}
+void progress(Runtime& rt, const ReportFormat& format, const std::string& text) {
+  if (rt.rank() == 0 && !format.quiet) std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+Report::Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format)
+    : rt_(rt), bench_(std::move(bench)), config_(std::move(config)), format_(format) {}
 
 void Report::add(Result r) { rows_.push_back(std::move(r)); }
+
+void Report::add_summary(std::string text, nlohmann::json values) {
+  summaries_.emplace_back(std::move(text), std::move(values));
+}
 
 const Result* Report::find(const std::string& prefix, const std::string& group) const {
   for (const auto& r : rows_)
@@ -60,6 +68,15 @@ std::string run_context(Runtime& rt) {
 bool Report::print() const {
   bool ok = std::all_of(rows_.begin(), rows_.end(), [](const Result& r) { return r.verified; });
   if (rt_.rank() != 0) return ok;
+  if (format_.json)
+    print_json();
+  else
+    print_table();
+  std::fflush(stdout);
+  return ok;
+}
+
+void Report::print_table() const {
   std::printf("\n== %s == %s\n", bench_.c_str(), run_context(rt_).c_str());
   std::printf("%-8s %-30s %-14s %10s %12s %-10s", "", "variant", "storage", "best s", "rate", "unit");
   for (const auto& b : baselines_) std::printf(" %14s", ("x " + b.substr(0, 12)).c_str());
@@ -76,6 +93,10 @@ bool Report::print() const {
     }
     std::printf("  %s\n", r.verified ? "yes" : ("NO: " + r.check).c_str());
   }
+  for (const auto& [text, values] : summaries_) std::printf("%s\n", text.c_str());
+}
+
+void Report::print_json() const {
   for (const auto& r : rows_) {
     nlohmann::json ratios = nlohmann::json::object();
     for (const auto& b : baselines_)
@@ -87,8 +108,11 @@ bool Report::print() const {
                      {"ratios", ratios},         {"config", config_},            {"extra", r.extra}};
     std::printf("%s\n", j.dump().c_str());
   }
-  std::fflush(stdout);
-  return ok;
+  for (const auto& [text, values] : summaries_) {
+    nlohmann::json j{{"bench", bench_}, {"summary", text}, {"ranks", rt_.size()}};
+    j.update(values);
+    std::printf("%s\n", j.dump().c_str());
+  }
 }
 
 }  // namespace tessera::bench

@@ -58,7 +58,7 @@ bool run_stream(Runtime& rt, const StreamOptions& o) {
                         {"array_bytes", o.elements * sizeof(double)},
                         {"reps", reps},
                         {"baseline_threads", threads}};
-  Report report(rt, "stream", config);
+  Report report(rt, "stream", config, o.format);
   report.set_baselines({"plain loop", "DistArray heap"});
 
   // The baseline runs alone on rank 0 while the other ranks wait in a

@@ -5,11 +5,22 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::bench {
+
+// Where a report goes: the human table on stdout (default), or with `json`
+// only JSON lines on stdout; `quiet` drops the progress notes on stderr.
+struct ReportFormat {
+  bool json = false;
+  bool quiet = false;
+};
+
+// A progress note on stderr (rank 0), unless quiet.
+void progress(Runtime& rt, const ReportFormat& format, const std::string& text);
 
 struct Timing {
   double best = 0;    // seconds, slowest rank, fastest repetition
@@ -44,20 +55,27 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
 
 class Report {
  public:
-  Report(Runtime& rt, std::string bench, nlohmann::json config);
+  Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format = {});
   // Baselines are named by a prefix of "variant storage"; every row gets its
   // ratio to the first row of its group that each of them names.
   void set_baselines(std::vector<std::string> variants) { baselines_ = std::move(variants); }
   void add(Result r);
-  // Prints the table and JSON lines on rank 0; returns true if all verified.
+  // A derived figure (a ratio of two rows, say) printed after the table: as a
+  // line of text, or under --json as one JSON line {"bench", "summary", ...}.
+  void add_summary(std::string text, nlohmann::json values);
+  // Prints the table or the JSON lines on rank 0; returns true if all verified.
   bool print() const;
 
  private:
+  void print_table() const;
+  void print_json() const;
   const Result* find(const std::string& prefix, const std::string& group) const;
   Runtime& rt_;
   std::string bench_;
   nlohmann::json config_;
+  ReportFormat format_;
   std::vector<std::string> baselines_;
+  std::vector<std::pair<std::string, nlohmann::json>> summaries_;
   std::vector<Result> rows_;
 };
 
