@@ -16,6 +16,16 @@ err=$(TESSERA_AGG_BUFFER_BYTES=huge "$tessera" bench histogram -n 3 --updates 10
 check "a bad setting fails the job" '[ $rc -ne 0 ]'
 check "the error names the variable once" '[ "$(grep -c "TESSERA_AGG_BUFFER_BYTES must be" <<<"$err")" -eq 1 ]'
 
+# An error under -n K: one line on stderr, no Open MPI abort banner.
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+printf '0 1\n1 2\n' > "$scratch/p.el"
+for ranks in 2 3; do
+  err=$("$tessera" hitting -n $ranks "$scratch/p.el" --target 7 -q 2>&1 >/dev/null); rc=$?
+  check "an error at $ranks ranks fails the job" '[ $rc -ne 0 ]'
+  check "an error at $ranks ranks prints exactly one line" \
+    '[ "$(wc -l <<<"$err")" -eq 1 ] && grep -q "target vertex 7 is outside" <<<"$err" || { echo "$err"; false; }'
+done
+
 err=$("$tessera" bench ra --log-table 2 2>&1); rc=$?
 check "an out-of-range option is refused" '[ $rc -ne 0 ] && grep -q "log-table" <<<"$err"'
 
