@@ -7,6 +7,7 @@
 
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/bench/union_find.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -23,22 +24,11 @@ std::vector<std::uint64_t> gather_labels(Runtime& rt, const DistArray<std::uint6
 }
 
 // Serial union-find over the candidate edges (rank 0): the baseline and the reference.
-struct UnionFind {
-  std::vector<std::uint64_t> parent;
-  std::uint64_t find(std::uint64_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  void run(std::uint64_t n, const std::vector<graph::Edge>& edges) {
-    parent.resize(n);
-    std::iota(parent.begin(), parent.end(), 0);
-    for (auto& e : edges) {
-      auto a = find(e.src), b = find(e.dst);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    }
-    for (std::uint64_t v = 0; v < n; ++v) parent[v] = find(v);
-  }
-};
+std::vector<std::uint64_t> serial_labels(std::uint64_t n, const std::vector<graph::Edge>& edges) {
+  UnionFind uf(n);
+  for (const auto& e : edges) uf.unite(e.src, e.dst);
+  return std::move(uf).labels();
+}
 
 }  // namespace
 
@@ -64,17 +54,14 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
       graph::Edge e;
       for (std::uint64_t i = 0; i < spec.candidate_edges(); ++i)
         if (spec.edge(i, e)) candidates.push_back(e);
-      UnionFind uf;
       serial.best = 1e300;
       for (int r = 0; r < o.reps; ++r) {
-        uf.parent.clear();
         auto t0 = MPI_Wtime();
-        uf.run(spec.vertices(), candidates);
+        reference = serial_labels(spec.vertices(), candidates);
         serial.best = std::min(serial.best, MPI_Wtime() - t0);
       }
       serial.median = serial.best;
       serial.reps = o.reps;
-      reference = std::move(uf.parent);
     }
     serial = broadcast(rt.comm(), serial, 0);  // yielding: the other ranks waited here
     Result base = rate_result("serial union-find", "1 rank", serial, edges / 2, 1e6, "M edges/s");
