@@ -10,6 +10,7 @@
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
+#include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
@@ -68,27 +69,9 @@ void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::ve
 }
 
 void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
-  MPI_Comm comm = counts.runtime().comm();
-  auto P = static_cast<std::size_t>(counts.runtime().size());
-  std::vector<int> send_counts(P, 0), recv_counts(P), send_displs(P), recv_displs(P);
-  for (std::uint64_t i : idx) ++send_counts[static_cast<std::size_t>(counts.owner(i))];
-  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
-  std::vector<std::uint64_t> out(idx.size());
-  std::vector<int> fill = send_displs;
-  for (std::uint64_t i : idx) {
-    int o = counts.owner(i);
-    out[static_cast<std::size_t>(fill[static_cast<std::size_t>(o)]++)] = counts.distribution().local_offset(i, o);
-  }
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
-  wait(req);
-  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
-  std::vector<std::uint64_t> in(static_cast<std::size_t>(recv_displs.back() + recv_counts.back()));
-  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, in.data(),
-                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
+  BucketExchange exchange(counts, idx);
   std::int64_t* local = counts.local().data();
-  for (std::uint64_t off : in) ++local[off];
+  for (std::uint64_t off : exchange.incoming) ++local[off];
 }
 }  // namespace
 

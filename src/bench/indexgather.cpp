@@ -11,6 +11,7 @@
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
+#include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
@@ -55,41 +56,14 @@ void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64
   TESSERA_MPI(MPI_Win_unlock_all(win));
 }
 
-// Bulk: bucket requests by owner, exchange, look up, exchange back, scatter.
+// Bulk: bucket requests by owner, exchange, look up, exchange back.
 void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
                       std::vector<std::uint64_t>& tgt) {
-  MPI_Comm comm = t.runtime().comm();
-  int P = t.runtime().size();
-  std::vector<int> send_counts(static_cast<std::size_t>(P), 0), recv_counts(send_counts.size());
-  std::vector<int> owners(idx.size());
-  for (std::size_t k = 0; k < idx.size(); ++k) ++send_counts[static_cast<std::size_t>(owners[k] = t.owner(idx[k]))];
-  std::vector<int> send_displs(send_counts.size()), recv_displs(send_counts.size());
-  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
-  std::vector<std::uint64_t> out(idx.size()), back(idx.size());
-  std::vector<std::size_t> slot(idx.size());
-  {
-    std::vector<int> fill = send_displs;
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      auto o = static_cast<std::size_t>(owners[k]);
-      slot[k] = static_cast<std::size_t>(fill[o]++);
-      out[slot[k]] = t.distribution().local_offset(idx[k], owners[k]);
-    }
-  }
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
-  wait(req);
-  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
-  std::size_t incoming = static_cast<std::size_t>(recv_displs.back() + recv_counts.back());
-  std::vector<std::uint64_t> asked(incoming), answer(incoming);
-  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, asked.data(),
-                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
+  BucketExchange exchange(t, idx);
+  std::vector<std::uint64_t> answers(exchange.incoming.size());
   const std::uint64_t* local = t.local().data();
-  for (std::size_t k = 0; k < incoming; ++k) answer[k] = local[asked[k]];
-  TESSERA_MPI(MPI_Ialltoallv(answer.data(), recv_counts.data(), recv_displs.data(), MPI_UINT64_T, back.data(),
-                             send_counts.data(), send_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
-  for (std::size_t k = 0; k < idx.size(); ++k) tgt[k] = back[slot[k]];
+  for (std::size_t k = 0; k < answers.size(); ++k) answers[k] = local[exchange.incoming[k]];
+  tgt = exchange.reply(answers);
 }
 }  // namespace
 
