@@ -1,11 +1,12 @@
 // Components benchmark: GAP-style inputs (Kronecker, and a 2D grid whose ids
 // are scrambled so the minimum label starts anywhere), label propagation and
 // FastSV against serial union-find; the serial labels verify both.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <cstdio>
 #include <numeric>
 #include <optional>
 
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/union_find.hpp"
 #include "tessera/graph/components.hpp"

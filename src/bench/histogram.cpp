@@ -4,6 +4,8 @@
 // fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
 // Verifier: the grand total must equal the number of updates, and every rank
 // recounts its own part by regenerating every rank's index stream.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -12,7 +14,6 @@
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"

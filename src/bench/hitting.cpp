@@ -2,11 +2,12 @@
 // from the edge arrays (EdgeListMatrix, Shared storage) and with the
 // conventional CRS copy. Reports time per CG iteration and the anonymous memory
 // each matrix adds, measured from /proc/self/smaps_rollup.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
@@ -19,7 +20,6 @@
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
-
 
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
   auto spec = graph::GraphSpec::kronecker(o.kron_scale);

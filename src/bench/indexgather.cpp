@@ -5,6 +5,8 @@
 // same-node path), fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
 // Verifier: table[i] = value_of(i) is a closed form, so every fetched value
 // is checked against the index it was read from.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -13,7 +15,6 @@
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"

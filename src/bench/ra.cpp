@@ -6,12 +6,13 @@
 // buffered per rank (the look-ahead), at most 1% wrong words.
 // Verifier: every rank regenerates the whole update stream and applies the
 // updates that land in its part to a fresh table, then compares word by word.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"

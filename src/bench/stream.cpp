@@ -1,13 +1,14 @@
 // STREAM (McCalpin) through DistArray: each rank runs the kernels on its local
 // span, in Heap and in Shared storage; the baseline is the same loops in one
 // process with OpenMP at the same thread count, measured in the same run.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "stream_kernels.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"

@@ -1,7 +1,8 @@
 // tessera bench stream|ra|indexgather|histogram|all
+#include "commands.hpp"
+
 #include <cstdio>
 
-#include "commands.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/runtime.hpp"

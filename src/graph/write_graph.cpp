@@ -1,5 +1,7 @@
 // Writers (text in parallel through one temporary file, binary as persisted
 // Shared-storage arrays) and the binary loader.
+#include "tessera/graph/io.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"

@@ -1,3 +1,5 @@
+#include "tessera/storage/storage.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
-#include "tessera/storage/storage.hpp"
 
 namespace tessera {
 
