@@ -93,34 +93,31 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   Report report(rt, "histogram", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
-  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,
-                     const auto& counts) {
-    Result r = rate_result(variant, storage, timing, static_cast<double>(per_rank) * rt.size(), 1e6, "M upd/s");
-    r.check = verify(rt, counts, per_rank, r.verified);
-    report.add(r);
-  };
   auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
-
-  DistArray<std::int64_t> heap(rt, table);
-  {
-    RmaTable<std::int64_t> rma(rt, heap.distribution());
-    Timing timing = time_reps(rt, 1, zero(rma), [&] { histo_fine(rt, rma, idx, fine); });
-    add_row("fine-grained MPI_Accumulate", "MPI window", timing, fine, rma);
-  }
-  add_row("alltoallv", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_alltoallv(heap, idx); }), idx.size(), heap);
-  {
-    AggregationOptions a = agg;
-    a.same_node_direct = 0;
-    add_row("aggregated", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_aggregated(heap, idx, a); }),
-            idx.size(), heap);
-  }
-  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
-  for (int direct : {0, 1}) {
+  auto check = [&](const auto& c, std::uint64_t per_rank) {
+    return [&rt, &c, per_rank](bool& ok) { return verify(rt, c, per_rank, ok); };
+  };
+  auto aggregation = [&](int direct) {
     AggregationOptions a = agg;
     a.same_node_direct = direct;
-    add_row("aggregated", direct ? "shared+direct" : "shared",
-            time_reps(rt, o.reps, zero(shared), [&] { histo_aggregated(shared, idx, a); }), idx.size(), shared);
-  }
+    return a;
+  };
+  const double jobs = static_cast<double>(rt.size());
+  DistArray<std::int64_t> heap(rt, table);
+  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
+  RmaTable<std::int64_t> rma(rt, heap.distribution());
+  const double all = static_cast<double>(idx.size()) * jobs;
+  run_variants(rt, report,
+               {{"fine-grained MPI_Accumulate", "MPI window", 1, static_cast<double>(fine) * jobs, zero(rma),
+                 [&] { histo_fine(rt, rma, idx, fine); }, check(rma, fine)},
+                {"alltoallv", "heap", o.reps, all, zero(heap), [&] { histo_alltoallv(heap, idx); }, check(heap, idx.size())},
+                {"aggregated", "heap", o.reps, all, zero(heap), [&] { histo_aggregated(heap, idx, aggregation(0)); },
+                 check(heap, idx.size())},
+                {"aggregated", "shared", o.reps, all, zero(shared), [&] { histo_aggregated(shared, idx, aggregation(0)); },
+                 check(shared, idx.size())},
+                {"aggregated", "shared+direct", o.reps, all, zero(shared),
+                 [&] { histo_aggregated(shared, idx, aggregation(1)); }, check(shared, idx.size())}},
+               1e6, "M upd/s");
   return report.print();
 }
 

@@ -40,6 +40,16 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
   return r;
 }
 
+void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                  const std::string& unit) {
+  for (const auto& v : variants) {
+    Timing timing = time_reps(rt, v.reps, v.prepare, v.run);
+    Result r = rate_result(v.variant, v.storage, timing, v.work, scale, unit);
+    r.check = v.verify(r.verified);
+    report.add(r);
+  }
+}
+
 void progress(Runtime& rt, const ReportFormat& format, const std::string& text) {
   if (rt.rank() == 0 && !format.quiet) std::fprintf(stderr, "%s\n", text.c_str());
 }

@@ -53,6 +53,25 @@ struct Result {
 Result rate_result(std::string variant, std::string storage, Timing timing, double work, double scale,
                    std::string unit);
 
+// One variant of a benchmark as data: what it is, how to reset its input
+// (untimed), what to time, and how to verify the result (collective; returns
+// what the check found and sets ok).
+struct Variant {
+  std::string variant;
+  std::string storage;
+  int reps = 1;        // timed repetitions (1 for the slow fine-grained baselines)
+  double work = 0;     // operations of one repetition, whole job
+  std::function<void()> prepare;
+  std::function<void()> run;
+  std::function<std::string(bool& ok)> verify;
+};
+
+class Report;
+// The one runner: times each variant best of its reps, verifies it, and adds
+// its row (rate = work / best time / scale, in `unit`).
+void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                  const std::string& unit);
+
 class Report {
  public:
   Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format = {});
