@@ -86,42 +86,37 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   Report report(rt, "indexgather", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
-  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t reads,
-                     std::uint64_t wrong, const nlohmann::json& extra = nlohmann::json::object()) {
-    Result r = rate_result(variant, storage, timing, static_cast<double>(reads) * rt.size(), 1e6, "M reads/s");
-    r.verified = wrong == 0;
-    r.check = std::to_string(wrong) + " wrong values";
-    r.extra = extra;
-    report.add(r);
-  };
   auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
-
-  DistArray<std::uint64_t> heap(rt, table);
-  fill_table(heap);
-  {
-    RmaTable<std::uint64_t> rma(rt, heap.distribution());
-    fill_table(rma);
-    Timing timing = time_reps(rt, 1, reset, [&] { gather_fine(rma, idx, tgt, fine); });
-    add_row("fine-grained MPI_Get", "MPI window", timing, fine, count_wrong(rt, idx, tgt, fine));
-  }
-  {
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_alltoallv(heap, idx, tgt); });
-    add_row("alltoallv", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
-  {
-    AggregationOptions a = agg;
-    a.same_node_direct = 0;
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(heap, idx, tgt, a); });
-    add_row("aggregated", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
-  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
-  fill_table(shared);
-  for (int direct : {0, 1}) {
+  auto check = [&](std::size_t reads) {
+    return [&rt, &idx, &tgt, reads](bool& ok) {
+      std::uint64_t wrong = count_wrong(rt, idx, tgt, reads);
+      ok = wrong == 0;
+      return std::to_string(wrong) + " wrong values";
+    };
+  };
+  auto aggregation = [&](int direct) {
     AggregationOptions a = agg;
     a.same_node_direct = direct;
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(shared, idx, tgt, a); });
-    add_row("aggregated", direct ? "shared+direct" : "shared", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
+    return a;
+  };
+  DistArray<std::uint64_t> heap(rt, table);
+  fill_table(heap);
+  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
+  fill_table(shared);
+  RmaTable<std::uint64_t> rma(rt, heap.distribution());
+  fill_table(rma);
+  const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
+  run_variants(rt, report,
+               {{"fine-grained MPI_Get", "MPI window", 1, static_cast<double>(fine) * ranks, reset,
+                 [&] { gather_fine(rma, idx, tgt, fine); }, check(fine)},
+                {"alltoallv", "heap", o.reps, all, reset, [&] { gather_alltoallv(heap, idx, tgt); }, check(idx.size())},
+                {"aggregated", "heap", o.reps, all, reset, [&] { gather_aggregated(heap, idx, tgt, aggregation(0)); },
+                 check(idx.size())},
+                {"aggregated", "shared", o.reps, all, reset, [&] { gather_aggregated(shared, idx, tgt, aggregation(0)); },
+                 check(idx.size())},
+                {"aggregated", "shared+direct", o.reps, all, reset,
+                 [&] { gather_aggregated(shared, idx, tgt, aggregation(1)); }, check(idx.size())}},
+               1e6, "M reads/s");
   return report.print();
 }
 
