@@ -27,7 +27,8 @@ build: setup $(BUILD)/CMakeCache.txt
 build-san: setup $(BUILD_SAN)/CMakeCache.txt
 	@cmake --build $(BUILD_SAN) -j $(JOBS)
 
-demo: build
+demo: setup $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) --target tessera_cli  # only what the demo runs
 	@./$(BUILD)/tessera pipeline -n 4 --scale 18
 
 test-release: build

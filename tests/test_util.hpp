@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tessera/runtime/runtime.hpp"
+#include "tessera/runtime/splitmix64.hpp"
 
 namespace tessera::test {
 
@@ -15,12 +16,7 @@ namespace tessera::test {
 struct SplitMix64 {
   std::uint64_t state;
   explicit SplitMix64(std::uint64_t seed) : state(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64(state); }
   std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
 };
 

@@ -4,15 +4,18 @@
 // fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
 // Verifier: the grand total must equal the number of updates, and every rank
 // recounts its own part by regenerating every rank's index stream.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
+#include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -36,8 +39,8 @@ std::string verify(Runtime& rt, const Table& counts, std::uint64_t per_rank, boo
     sum += counts.local()[k];
     bad += counts.local()[k] != want[k];
   }
-  TESSERA_MPI(MPI_Allreduce(&sum, &total, 1, MPI_INT64_T, MPI_SUM, rt.comm()));
-  TESSERA_MPI(MPI_Allreduce(&bad, &bad_total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
+  total = all_reduce(rt.comm(), sum, MPI_SUM);
+  bad_total = all_reduce(rt.comm(), bad, MPI_SUM);
   auto expected_total = static_cast<std::int64_t>(per_rank * static_cast<std::uint64_t>(rt.size()));
   ok = total == expected_total && bad_total == 0;
   return "total " + std::to_string(total) + " of " + std::to_string(expected_total) + ", " +
@@ -66,27 +69,9 @@ void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::ve
 }
 
 void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
-  MPI_Comm comm = counts.runtime().comm();
-  auto P = static_cast<std::size_t>(counts.runtime().size());
-  std::vector<int> send_counts(P, 0), recv_counts(P), send_displs(P), recv_displs(P);
-  for (std::uint64_t i : idx) ++send_counts[static_cast<std::size_t>(counts.owner(i))];
-  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
-  std::vector<std::uint64_t> out(idx.size());
-  std::vector<int> fill = send_displs;
-  for (std::uint64_t i : idx) {
-    int o = counts.owner(i);
-    out[static_cast<std::size_t>(fill[static_cast<std::size_t>(o)]++)] = counts.distribution().local_offset(i, o);
-  }
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
-  wait(req);
-  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
-  std::vector<std::uint64_t> in(static_cast<std::size_t>(recv_displs.back() + recv_counts.back()));
-  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, in.data(),
-                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
+  BucketExchange exchange(counts, idx);
   std::int64_t* local = counts.local().data();
-  for (std::uint64_t off : in) ++local[off];
+  for (std::uint64_t off : exchange.incoming) ++local[off];
 }
 }  // namespace
 
@@ -100,41 +85,38 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                         {"fine_updates_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
                 static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.updates_per_rank),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "histogram", config);
+  Report report(rt, "histogram", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
-  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t per_rank,
-                     const auto& counts) {
-    Result r = rate_result(variant, storage, timing, static_cast<double>(per_rank) * rt.size(), 1e6, "M upd/s");
-    r.check = verify(rt, counts, per_rank, r.verified);
-    report.add(r);
-  };
   auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
-
-  DistArray<std::int64_t> heap(rt, table);
-  {
-    RmaTable<std::int64_t> rma(rt, heap.distribution());
-    Timing timing = time_reps(rt, 1, zero(rma), [&] { histo_fine(rt, rma, idx, fine); });
-    add_row("fine-grained MPI_Accumulate", "MPI window", timing, fine, rma);
-  }
-  add_row("alltoallv", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_alltoallv(heap, idx); }), idx.size(), heap);
-  {
-    AggregationOptions a = agg;
-    a.same_node_direct = 0;
-    add_row("aggregated", "heap", time_reps(rt, o.reps, zero(heap), [&] { histo_aggregated(heap, idx, a); }),
-            idx.size(), heap);
-  }
-  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
-  for (int direct : {0, 1}) {
+  auto check = [&](const auto& c, std::uint64_t per_rank) {
+    return [&rt, &c, per_rank](bool& ok) { return verify(rt, c, per_rank, ok); };
+  };
+  auto aggregation = [&](int direct) {
     AggregationOptions a = agg;
     a.same_node_direct = direct;
-    add_row("aggregated", direct ? "shared+direct" : "shared",
-            time_reps(rt, o.reps, zero(shared), [&] { histo_aggregated(shared, idx, a); }), idx.size(), shared);
-  }
+    return a;
+  };
+  const double jobs = static_cast<double>(rt.size());
+  DistArray<std::int64_t> heap(rt, table);
+  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
+  RmaTable<std::int64_t> rma(rt, heap.distribution());
+  const double all = static_cast<double>(idx.size()) * jobs;
+  run_variants(rt, report,
+               {{"fine-grained MPI_Accumulate", "MPI window", 1, static_cast<double>(fine) * jobs, zero(rma),
+                 [&] { histo_fine(rt, rma, idx, fine); }, check(rma, fine)},
+                {"alltoallv", "heap", o.reps, all, zero(heap), [&] { histo_alltoallv(heap, idx); }, check(heap, idx.size())},
+                {"aggregated", "heap", o.reps, all, zero(heap), [&] { histo_aggregated(heap, idx, aggregation(0)); },
+                 check(heap, idx.size())},
+                {"aggregated", "shared", o.reps, all, zero(shared), [&] { histo_aggregated(shared, idx, aggregation(0)); },
+                 check(shared, idx.size())},
+                {"aggregated", "shared+direct", o.reps, all, zero(shared),
+                 [&] { histo_aggregated(shared, idx, aggregation(1)); }, check(shared, idx.size())}},
+               1e6, "M upd/s");
   return report.print();
 }
 

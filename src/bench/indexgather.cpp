@@ -5,15 +5,18 @@
 // same-node path), fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
 // Verifier: table[i] = value_of(i) is a closed form, so every fetched value
 // is checked against the index it was read from.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
+#include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -30,10 +33,9 @@ void fill_table(Table& t) {
 
 std::uint64_t count_wrong(Runtime& rt, const std::vector<std::uint64_t>& idx, const std::vector<std::uint64_t>& tgt,
                           std::size_t n) {
-  std::uint64_t bad = 0, total = 0;
+  std::uint64_t bad = 0;
   for (std::size_t k = 0; k < n; ++k) bad += tgt[k] != table_value(idx[k]);
-  TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
-  return total;
+  return all_reduce(rt.comm(), bad, MPI_SUM);
 }
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
@@ -54,41 +56,14 @@ void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64
   TESSERA_MPI(MPI_Win_unlock_all(win));
 }
 
-// Bulk: bucket requests by owner, exchange, look up, exchange back, scatter.
+// Bulk: bucket requests by owner, exchange, look up, exchange back.
 void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
                       std::vector<std::uint64_t>& tgt) {
-  MPI_Comm comm = t.runtime().comm();
-  int P = t.runtime().size();
-  std::vector<int> send_counts(static_cast<std::size_t>(P), 0), recv_counts(send_counts.size());
-  std::vector<int> owners(idx.size());
-  for (std::size_t k = 0; k < idx.size(); ++k) ++send_counts[static_cast<std::size_t>(owners[k] = t.owner(idx[k]))];
-  std::vector<int> send_displs(send_counts.size()), recv_displs(send_counts.size());
-  std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
-  std::vector<std::uint64_t> out(idx.size()), back(idx.size());
-  std::vector<std::size_t> slot(idx.size());
-  {
-    std::vector<int> fill = send_displs;
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      auto o = static_cast<std::size_t>(owners[k]);
-      slot[k] = static_cast<std::size_t>(fill[o]++);
-      out[slot[k]] = t.distribution().local_offset(idx[k], owners[k]);
-    }
-  }
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm, &req));
-  wait(req);
-  std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
-  std::size_t incoming = static_cast<std::size_t>(recv_displs.back() + recv_counts.back());
-  std::vector<std::uint64_t> asked(incoming), answer(incoming);
-  TESSERA_MPI(MPI_Ialltoallv(out.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, asked.data(),
-                             recv_counts.data(), recv_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
+  BucketExchange exchange(t, idx);
+  std::vector<std::uint64_t> answers(exchange.incoming.size());
   const std::uint64_t* local = t.local().data();
-  for (std::size_t k = 0; k < incoming; ++k) answer[k] = local[asked[k]];
-  TESSERA_MPI(MPI_Ialltoallv(answer.data(), recv_counts.data(), recv_displs.data(), MPI_UINT64_T, back.data(),
-                             send_counts.data(), send_displs.data(), MPI_UINT64_T, comm, &req));
-  wait(req);
-  for (std::size_t k = 0; k < idx.size(); ++k) tgt[k] = back[slot[k]];
+  for (std::size_t k = 0; k < answers.size(); ++k) answers[k] = local[exchange.incoming[k]];
+  tgt = exchange.reply(answers);
 }
 }  // namespace
 
@@ -103,49 +78,44 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                         {"fine_requests_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
                 static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.requests_per_rank),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "indexgather", config);
+  Report report(rt, "indexgather", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
-  auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::size_t reads,
-                     std::uint64_t wrong, const nlohmann::json& extra = nlohmann::json::object()) {
-    Result r = rate_result(variant, storage, timing, static_cast<double>(reads) * rt.size(), 1e6, "M reads/s");
-    r.verified = wrong == 0;
-    r.check = std::to_string(wrong) + " wrong values";
-    r.extra = extra;
-    report.add(r);
-  };
   auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
-
-  DistArray<std::uint64_t> heap(rt, table);
-  fill_table(heap);
-  {
-    RmaTable<std::uint64_t> rma(rt, heap.distribution());
-    fill_table(rma);
-    Timing timing = time_reps(rt, 1, reset, [&] { gather_fine(rma, idx, tgt, fine); });
-    add_row("fine-grained MPI_Get", "MPI window", timing, fine, count_wrong(rt, idx, tgt, fine));
-  }
-  {
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_alltoallv(heap, idx, tgt); });
-    add_row("alltoallv", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
-  {
-    AggregationOptions a = agg;
-    a.same_node_direct = 0;
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(heap, idx, tgt, a); });
-    add_row("aggregated", "heap", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
-  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
-  fill_table(shared);
-  for (int direct : {0, 1}) {
+  auto check = [&](std::size_t reads) {
+    return [&rt, &idx, &tgt, reads](bool& ok) {
+      std::uint64_t wrong = count_wrong(rt, idx, tgt, reads);
+      ok = wrong == 0;
+      return std::to_string(wrong) + " wrong values";
+    };
+  };
+  auto aggregation = [&](int direct) {
     AggregationOptions a = agg;
     a.same_node_direct = direct;
-    Timing timing = time_reps(rt, o.reps, reset, [&] { gather_aggregated(shared, idx, tgt, a); });
-    add_row("aggregated", direct ? "shared+direct" : "shared", timing, idx.size(), count_wrong(rt, idx, tgt, idx.size()));
-  }
+    return a;
+  };
+  DistArray<std::uint64_t> heap(rt, table);
+  fill_table(heap);
+  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
+  fill_table(shared);
+  RmaTable<std::uint64_t> rma(rt, heap.distribution());
+  fill_table(rma);
+  const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
+  run_variants(rt, report,
+               {{"fine-grained MPI_Get", "MPI window", 1, static_cast<double>(fine) * ranks, reset,
+                 [&] { gather_fine(rma, idx, tgt, fine); }, check(fine)},
+                {"alltoallv", "heap", o.reps, all, reset, [&] { gather_alltoallv(heap, idx, tgt); }, check(idx.size())},
+                {"aggregated", "heap", o.reps, all, reset, [&] { gather_aggregated(heap, idx, tgt, aggregation(0)); },
+                 check(idx.size())},
+                {"aggregated", "shared", o.reps, all, reset, [&] { gather_aggregated(shared, idx, tgt, aggregation(0)); },
+                 check(idx.size())},
+                {"aggregated", "shared+direct", o.reps, all, reset,
+                 [&] { gather_aggregated(shared, idx, tgt, aggregation(1)); }, check(idx.size())}},
+               1e6, "M reads/s");
   return report.print();
 }
 

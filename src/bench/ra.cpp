@@ -6,13 +6,15 @@
 // buffered per rank (the look-ahead), at most 1% wrong words.
 // Verifier: every rank regenerates the whole update stream and applies the
 // updates that land in its part to a fresh table, then compares word by word.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "rma_table.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -77,10 +79,9 @@ std::vector<std::uint64_t> expected_part(const Setup& s, const Table& t, int ran
 
 template <class Table>
 std::uint64_t count_errors(Runtime& rt, const Table& t, const std::vector<std::uint64_t>& want) {
-  std::uint64_t bad = 0, total = 0;
+  std::uint64_t bad = 0;
   for (std::size_t k = 0; k < want.size(); ++k) bad += t.local()[k] != want[k];
-  TESSERA_MPI(MPI_Allreduce(&bad, &total, 1, MPI_UINT64_T, MPI_SUM, rt.comm()));
-  return total;
+  return all_reduce(rt.comm(), bad, MPI_SUM);
 }
 
 template <class Table>
@@ -137,11 +138,11 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
                         {"fine_updates", fine * static_cast<std::uint64_t>(rt.size())},
                         {"look_ahead", kLookAhead},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0)
-    std::printf("RA: table 2^%d words, %llu updates; aggregation: %s\n", std::countr_zero(s.table),
+  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
+    std::fprintf(stderr, "RA: table 2^%d words, %llu updates; aggregation: %s\n", std::countr_zero(s.table),
                 static_cast<unsigned long long>(s.updates_per_rank * static_cast<std::uint64_t>(rt.size())),
                 agg.describe(rt.size()).c_str());
-  Report report(rt, "ra", config);
+  Report report(rt, "ra", config, o.format);
   report.set_baselines({"fine-grained", "aggregated heap"});
 
   auto add_row = [&](const std::string& variant, const std::string& storage, Timing timing, std::uint64_t per_rank,

@@ -4,15 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/runtime/splitmix64.hpp"
 
 namespace tessera::bench {
-
-inline std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 inline std::uint64_t stream_seed(int rank, std::uint64_t salt) {
   std::uint64_t s = 0x243f6a8885a308d3ull ^ (salt << 32) ^ static_cast<std::uint64_t>(rank);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -14,9 +15,7 @@ double time_once(Runtime& rt, const std::function<void()>& run) {
   double t0 = MPI_Wtime();
   run();
   barrier(rt.comm());
-  double mine = MPI_Wtime() - t0, slowest = 0;
-  TESSERA_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, rt.comm()));
-  return slowest;
+  return all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
 }
 
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
@@ -41,10 +40,28 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
   return r;
 }
 
-Report::Report(Runtime& rt, std::string bench, nlohmann::json config)
-    : rt_(rt), bench_(std::move(bench)), config_(std::move(config)) {}
+void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                  const std::string& unit) {
+  for (const auto& v : variants) {
+    Timing timing = time_reps(rt, v.reps, v.prepare, v.run);
+    Result r = rate_result(v.variant, v.storage, timing, v.work, scale, unit);
+    r.check = v.verify(r.verified);
+    report.add(r);
+  }
+}
+
+void progress(Runtime& rt, const ReportFormat& format, const std::string& text) {
+  if (rt.rank() == 0 && !format.quiet) std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+Report::Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format)
+    : rt_(rt), bench_(std::move(bench)), config_(std::move(config)), format_(format) {}
 
 void Report::add(Result r) { rows_.push_back(std::move(r)); }
+
+void Report::add_summary(std::string text, nlohmann::json values) {
+  summaries_.emplace_back(std::move(text), std::move(values));
+}
 
 const Result* Report::find(const std::string& prefix, const std::string& group) const {
   for (const auto& r : rows_)
@@ -61,6 +78,15 @@ std::string run_context(Runtime& rt) {
 bool Report::print() const {
   bool ok = std::all_of(rows_.begin(), rows_.end(), [](const Result& r) { return r.verified; });
   if (rt_.rank() != 0) return ok;
+  if (format_.json)
+    print_json();
+  else
+    print_table();
+  std::fflush(stdout);
+  return ok;
+}
+
+void Report::print_table() const {
   std::printf("\n== %s == %s\n", bench_.c_str(), run_context(rt_).c_str());
   std::printf("%-8s %-30s %-14s %10s %12s %-10s", "", "variant", "storage", "best s", "rate", "unit");
   for (const auto& b : baselines_) std::printf(" %14s", ("x " + b.substr(0, 12)).c_str());
@@ -77,6 +103,10 @@ bool Report::print() const {
     }
     std::printf("  %s\n", r.verified ? "yes" : ("NO: " + r.check).c_str());
   }
+  for (const auto& [text, values] : summaries_) std::printf("%s\n", text.c_str());
+}
+
+void Report::print_json() const {
   for (const auto& r : rows_) {
     nlohmann::json ratios = nlohmann::json::object();
     for (const auto& b : baselines_)
@@ -88,8 +118,11 @@ bool Report::print() const {
                      {"ratios", ratios},         {"config", config_},            {"extra", r.extra}};
     std::printf("%s\n", j.dump().c_str());
   }
-  std::fflush(stdout);
-  return ok;
+  for (const auto& [text, values] : summaries_) {
+    nlohmann::json j{{"bench", bench_}, {"summary", text}, {"ranks", rt_.size()}};
+    j.update(values);
+    std::printf("%s\n", j.dump().c_str());
+  }
 }
 
 }  // namespace tessera::bench

@@ -1,14 +1,16 @@
 // STREAM (McCalpin) through DistArray: each rank runs the kernels on its local
 // span, in Heap and in Shared storage; the baseline is the same loops in one
 // process with OpenMP at the same thread count, measured in the same run.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "stream_kernels.hpp"
 #include "tessera/array/dist_array.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -45,9 +47,7 @@ std::array<double, 4> run_distarray(Runtime& rt, std::uint64_t n, const StorageO
   for (std::size_t j = 0; j < m && ok; ++j)
     ok = stream::Expected::close(a[j], want.a) && stream::Expected::close(b[j], want.b) &&
          stream::Expected::close(c[j], want.c);
-  int all = 0;
-  TESSERA_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, rt.comm()));
-  verified = all != 0;
+  verified = all_reduce(rt.comm(), ok, MPI_LAND) != 0;
   return best;
 }
 }  // namespace
@@ -59,14 +59,14 @@ bool run_stream(Runtime& rt, const StreamOptions& o) {
                         {"array_bytes", o.elements * sizeof(double)},
                         {"reps", reps},
                         {"baseline_threads", threads}};
-  Report report(rt, "stream", config);
+  Report report(rt, "stream", config, o.format);
   report.set_baselines({"plain loop", "DistArray heap"});
 
-  // The baseline runs alone on rank 0 while the other ranks sleep in a barrier.
+  // The baseline runs alone on rank 0 while the other ranks wait in a
+  // yielding broadcast: a busy-polling MPI_Bcast would take a core from it.
   StreamBaseline base{};
   if (rt.rank() == 0) base = stream_baseline(o.elements, threads, reps);
-  TESSERA_MPI(MPI_Bcast(&base, sizeof(base), MPI_BYTE, 0, rt.comm()));
-  barrier(rt.comm());
+  base = broadcast(rt.comm(), base, 0);
 
   bool heap_ok = false, shared_ok = false;
   auto heap = run_distarray(rt, o.elements, StorageOptions::heap(), reps, heap_ok);

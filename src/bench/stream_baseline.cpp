@@ -1,5 +1,7 @@
 // The baseline of `tessera bench stream`: STREAM's loops in one process,
 // parallelised with OpenMP, arrays first-touched by the threads that use them.
+#include "tessera/bench/benchmarks.hpp"
+
 #include <omp.h>
 #include <sched.h>
 #include <unistd.h>
@@ -8,7 +10,6 @@
 #include <memory>
 
 #include "stream_kernels.hpp"
-#include "tessera/bench/benchmarks.hpp"
 #include "tessera/storage/mapping.hpp"
 
 namespace tessera::bench {

@@ -1,7 +1,8 @@
 // tessera bench stream|ra|indexgather|histogram|all
+#include "commands.hpp"
+
 #include <cstdio>
 
-#include "commands.hpp"
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/runtime.hpp"
@@ -20,12 +21,14 @@ struct BenchOptions {
   std::string buffer;  // "64K"
   int in_flight = 0;
   bool demo = false;
+  bench::ReportFormat format;
 };
 
 void apply_common(const BenchOptions& o, bench::CommonOptions& c) {
   if (o.reps > 0) c.reps = o.reps;
   if (!o.buffer.empty()) c.aggregation.buffer_bytes = parse_byte_size(o.buffer, "--buffer-bytes");
   if (o.in_flight > 0) c.aggregation.max_in_flight = o.in_flight;
+  c.format = o.format;
 }
 
 int run(BenchOptions o, const std::string& which) {
@@ -62,6 +65,8 @@ void add_bench(CLI::App& app, Action& selected) {
   bench->add_option("--buffer-bytes", o->buffer, "Aggregation buffer per destination, e.g. 64K");
   bench->add_option("--in-flight", o->in_flight, "Aggregation batches in flight per destination")
       ->check(CLI::Range(1, 64));
+  bench->add_flag("--json", o->format.json, "Only JSON lines on stdout (one per result), no table");
+  bench->add_flag("-q,--quiet", o->format.quiet, "No progress notes on stderr");
   bench->fallthrough();
 
   auto* s = bench->add_subcommand("stream", "STREAM copy/scale/add/triad: DistArray vs plain OpenMP loops");

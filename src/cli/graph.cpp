@@ -1,6 +1,8 @@
 // tessera gen | convert | cc | lcc | hitting | pipeline: the graph workflow.
 // Long steps print progress on rank 0 (stderr); --json prints one JSON
 // document on stdout at the end.
+#include "commands.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "commands.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"

@@ -1,4 +1,6 @@
 // tessera info: what a user needs to trust a run.
+#include "commands.hpp"
+
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 
@@ -6,7 +8,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/storage/storage.hpp"

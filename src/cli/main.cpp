@@ -4,13 +4,14 @@
 //   tessera gen|convert|cc|lcc|hitting|pipeline   the graph workflow
 //   tessera bench NAME              the benchmark suite
 // -n K starts the job under mpirun with K ranks when not already under MPI.
+#include "commands.hpp"
+
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
 

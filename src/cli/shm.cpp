@@ -1,7 +1,8 @@
 // tessera shm list|gc: Tessera's shared-memory files and their creators.
+#include "commands.hpp"
+
 #include <cstdio>
 
-#include "commands.hpp"
 #include "tessera/storage/registry.hpp"
 #include "tessera/storage/storage.hpp"
 

@@ -10,12 +10,13 @@
 //    grandparents gf = f[f] stop changing.
 //
 // Their verifier (check_labels) and the component summary sit beside them.
+#include "tessera/graph/components.hpp"
+
 #include <chrono>
 #include <optional>
 
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/comm/aggregators.hpp"
-#include "tessera/graph/components.hpp"
 #include "tessera/runtime/collective.hpp"
 
 namespace tessera::graph {

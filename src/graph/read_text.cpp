@@ -2,6 +2,8 @@
 // lists. Rank 0 reads the header; every rank then maps the file, takes the
 // lines that start in its byte range and learns their line numbers from a
 // prefix sum of newline counts, so errors name the file and line.
+#include "tessera/graph/io.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -19,7 +21,6 @@
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
-#include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/storage/metadata.hpp"

@@ -1,5 +1,7 @@
 // Writers (text in parallel through one temporary file, binary as persisted
 // Shared-storage arrays) and the binary loader.
+#include "tessera/graph/io.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tessera/graph/io.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/wait.hpp"

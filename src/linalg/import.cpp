@@ -1,5 +1,6 @@
-#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/linalg/row_matrix.hpp"
+
+#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::linalg {

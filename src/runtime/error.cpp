@@ -72,6 +72,9 @@ void abort_job(const std::exception& e, int exit_code) {
     MPI_Finalize();
     std::exit(exit_code);
   }
+  // mpirun forwards our stderr asynchronously; aborting at once can kill the
+  // job before the line above reaches the user (seen once in 9 runs).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);
 }

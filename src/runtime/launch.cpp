@@ -22,7 +22,10 @@ void relaunch_under_mpirun(int ranks, const std::string& program, const std::vec
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", program};
+  // --quiet: Open MPI 4.1 then prints neither its 8-line MPI_ABORT banner nor
+  // "Primary job terminated normally, but 1 process returned a non-zero exit
+  // code": the user sees Tessera's one error line (tests/cli/test_cli.sh).
+  std::vector<std::string> argv_s = {"mpirun", "--quiet", "-n", std::to_string(ranks), "--oversubscribe", program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());

@@ -1,8 +1,9 @@
 // The C ABI of include/tessera.h over AttachedArray. Exceptions never cross it.
+#include "tessera.h"
+
 #include <memory>
 #include <string>
 
-#include "tessera.h"
 #include "tessera/storage/attach.hpp"
 
 struct tessera_array {

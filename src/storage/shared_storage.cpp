@@ -1,3 +1,5 @@
+#include "tessera/storage/storage.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -11,7 +13,6 @@
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
-#include "tessera/storage/storage.hpp"
 
 namespace tessera {
 

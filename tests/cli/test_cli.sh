@@ -16,16 +16,27 @@ err=$(TESSERA_AGG_BUFFER_BYTES=huge "$tessera" bench histogram -n 3 --updates 10
 check "a bad setting fails the job" '[ $rc -ne 0 ]'
 check "the error names the variable once" '[ "$(grep -c "TESSERA_AGG_BUFFER_BYTES must be" <<<"$err")" -eq 1 ]'
 
+# An error under -n K: one line on stderr, no Open MPI abort banner.
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+printf '0 1\n1 2\n' > "$scratch/p.el"
+for ranks in 2 3; do
+  err=$("$tessera" hitting -n $ranks "$scratch/p.el" --target 7 -q 2>&1 >/dev/null); rc=$?
+  check "an error at $ranks ranks fails the job" '[ $rc -ne 0 ]'
+  check "an error at $ranks ranks prints exactly one line" \
+    '[ "$(wc -l <<<"$err")" -eq 1 ] && grep -q "target vertex 7 is outside" <<<"$err" || { echo "$err"; false; }'
+done
+
 err=$("$tessera" bench ra --log-table 2 2>&1); rc=$?
 check "an out-of-range option is refused" '[ $rc -ne 0 ] && grep -q "log-table" <<<"$err"'
 
 for ranks in 1 3; do
-  out=$("$tessera" bench stream -n $ranks --elements 200000 --reps 2; \
-        "$tessera" bench ra -n $ranks --log-table 12 --fine-updates 500 --reps 2; \
-        "$tessera" bench indexgather -n $ranks --table 1000 --requests 20000 --fine-requests 500 --reps 2; \
-        "$tessera" bench histogram -n $ranks --counts 100 --updates 20000 --fine-updates 500 --reps 2)
+  out=$("$tessera" bench stream -n $ranks --elements 200000 --reps 2 --json; \
+        "$tessera" bench ra -n $ranks --log-table 12 --fine-updates 500 --reps 2 --json; \
+        "$tessera" bench indexgather -n $ranks --table 1000 --requests 20000 --fine-requests 500 --reps 2 --json; \
+        "$tessera" bench histogram -n $ranks --counts 100 --updates 20000 --fine-updates 500 --reps 2 --json)
   rc=$?
   check "benchmarks exit 0 at $ranks ranks" '[ $rc -eq 0 ]'
+  check "bench --json prints only JSON lines on stdout" '! grep -qv "^{" <<<"$out"'
   check "25 JSON results at $ranks ranks, all verified" \
     'python3 -c "
 import json,sys
@@ -35,6 +46,11 @@ assert all(r[\"verified\"] for r in rows), [r for r in rows if not r[\"verified\
 assert all(r[\"ranks\"]==$ranks and r[\"rate\"]>0 for r in rows)
 " "$out"'
 done
+
+out=$("$tessera" bench ra --log-table 10 --fine-updates 100 --reps 1 2>/dev/null); rc=$?
+check "bench without --json prints a table and no JSON" '[ $rc -eq 0 ] && grep -q "verified" <<<"$out" && ! grep -q "^{" <<<"$out"'
+err=$("$tessera" bench ra -q --log-table 10 --fine-updates 100 --reps 1 2>&1 >/dev/null)
+check "bench -q prints nothing on stderr" '[ -z "$err" ]'
 
 left=$("$tessera" shm list | grep -c " dead " || true)
 check "no segments of dead processes left in /dev/shm" '[ "$left" -eq 0 ]'

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tessera/bench/union_find.hpp"
 #include "tessera/graph/edge_list.hpp"
 
 namespace tessera::test {
@@ -45,20 +46,12 @@ inline std::vector<EdgeTuple> gather_edges(const graph::EdgeList& g) {
   return out;
 }
 
-// Union-find with path halving; labels are the smallest id of each set.
+// The serial reference the components benchmark uses too; labels are the
+// smallest id of each set.
 inline std::vector<std::uint64_t> union_find_labels(std::uint64_t n, const std::vector<EdgeTuple>& edges) {
-  std::vector<std::uint64_t> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  auto find = [&](std::uint64_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
-  for (auto& [u, v, w] : edges) {
-    auto a = find(u), b = find(v);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-  }
-  for (std::uint64_t v = 0; v < n; ++v) parent[v] = find(v);
-  return parent;
+  bench::UnionFind uf(n);
+  for (auto& [u, v, w] : edges) uf.unite(u, v);
+  return std::move(uf).labels();
 }
 
 }  // namespace tessera::test

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "tessera/bench/report.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/runtime.hpp"
 
@@ -12,6 +13,7 @@ namespace tessera::bench {
 struct CommonOptions {
   int reps = 7;  // best of; oversubscribed ranks are noisy, so not fewer
   AggregationOptions aggregation;
+  ReportFormat format;
 };
 
 // STREAM copy/scale/add/triad through DistArray (Heap and Shared) against the

@@ -5,11 +5,22 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::bench {
+
+// Where a report goes: the human table on stdout (default), or with `json`
+// only JSON lines on stdout; `quiet` drops the progress notes on stderr.
+struct ReportFormat {
+  bool json = false;
+  bool quiet = false;
+};
+
+// A progress note on stderr (rank 0), unless quiet.
+void progress(Runtime& rt, const ReportFormat& format, const std::string& text);
 
 struct Timing {
   double best = 0;    // seconds, slowest rank, fastest repetition
@@ -42,22 +53,48 @@ struct Result {
 Result rate_result(std::string variant, std::string storage, Timing timing, double work, double scale,
                    std::string unit);
 
+// One variant of a benchmark as data: what it is, how to reset its input
+// (untimed), what to time, and how to verify the result (collective; returns
+// what the check found and sets ok).
+struct Variant {
+  std::string variant;
+  std::string storage;
+  int reps = 1;        // timed repetitions (1 for the slow fine-grained baselines)
+  double work = 0;     // operations of one repetition, whole job
+  std::function<void()> prepare;
+  std::function<void()> run;
+  std::function<std::string(bool& ok)> verify;
+};
+
+class Report;
+// The one runner: times each variant best of its reps, verifies it, and adds
+// its row (rate = work / best time / scale, in `unit`).
+void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                  const std::string& unit);
+
 class Report {
  public:
-  Report(Runtime& rt, std::string bench, nlohmann::json config);
+  Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format = {});
   // Baselines are named by a prefix of "variant storage"; every row gets its
   // ratio to the first row of its group that each of them names.
   void set_baselines(std::vector<std::string> variants) { baselines_ = std::move(variants); }
   void add(Result r);
-  // Prints the table and JSON lines on rank 0; returns true if all verified.
+  // A derived figure (a ratio of two rows, say) printed after the table: as a
+  // line of text, or under --json as one JSON line {"bench", "summary", ...}.
+  void add_summary(std::string text, nlohmann::json values);
+  // Prints the table or the JSON lines on rank 0; returns true if all verified.
   bool print() const;
 
  private:
+  void print_table() const;
+  void print_json() const;
   const Result* find(const std::string& prefix, const std::string& group) const;
   Runtime& rt_;
   std::string bench_;
   nlohmann::json config_;
+  ReportFormat format_;
   std::vector<std::string> baselines_;
+  std::vector<std::pair<std::string, nlohmann::json>> summaries_;
   std::vector<Result> rows_;
 };
 
