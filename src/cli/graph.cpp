@@ -170,6 +170,7 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
 
 // gen and convert: a graph (generated or read), written to OUT.
 int run_write(const GraphArgs& a) {
+  if (a.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx or a .tsg directory)");
   Runtime rt;
   Progress p(rt, a);
   auto g = load(rt, a, p).graph;
@@ -446,14 +447,16 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* gen = app.add_subcommand("gen", "Generate a graph (kron, urand, grid) and write it");
   gen->add_option("kind", a->kind, "kron | urand | grid")->required();
-  gen->add_option("output", a->output, "Output: .el, .mtx or a binary directory (.tsg)")->required();
+  gen->add_option("-o,--output", a->output, "Output: .el, .mtx or a binary directory (.tsg)");
+  gen->add_option("output", a->output, "Output (older positional form of -o)");
   add_generator_options(gen, *a);
   add_common(gen, *a);
   gen->callback(set(run_write));
 
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
   conv->add_option("input", a->input, "Input graph")->required()->check(CLI::ExistingPath);
-  conv->add_option("output", a->output, "Output graph")->required();
+  conv->add_option("-o,--output", a->output, "Output graph");
+  conv->add_option("output", a->output, "Output graph (older positional form of -o)");
   add_input_options(conv, *a);
   add_common(conv, *a);
   conv->callback(set(run_write));
