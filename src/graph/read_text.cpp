@@ -326,17 +326,24 @@ ParsedRange parse_first_line(const std::string& path, const TextHeader& h, std::
   return out;
 }
 
-// This rank's share of the distinct ids of all ranks' edges, sorted: ids are
-// range-partitioned by splitters sampled from every rank, so rank r's ids
-// all precede rank r+1's. Costs O(distinct ids), never O(largest id).
-std::vector<std::uint64_t> distinct_ids(Runtime& rt, const LocalEdges& edges, std::vector<std::uint64_t>& splitters) {
-  const auto P = static_cast<std::size_t>(rt.size());
+// This rank's edge endpoints, sorted, each once.
+std::vector<std::uint64_t> local_distinct_ids(const LocalEdges& edges) {
   std::vector<std::uint64_t> ids;
   ids.reserve(2 * edges.size());
   ids.insert(ids.end(), edges.src.begin(), edges.src.end());
   ids.insert(ids.end(), edges.dst.begin(), edges.dst.end());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// This rank's share of the distinct ids of all ranks' edges, sorted, from
+// each rank's `ids` (its local_distinct_ids): ids are range-partitioned by
+// splitters sampled from every rank, so rank r's ids all precede rank r+1's.
+// Costs O(distinct ids), never O(largest id).
+std::vector<std::uint64_t> distinct_ids(Runtime& rt, const std::vector<std::uint64_t>& ids,
+                                        std::vector<std::uint64_t>& splitters) {
+  const auto P = static_cast<std::size_t>(rt.size());
   std::vector<std::uint64_t> samples;
   for (std::size_t k = 0; k < P && !ids.empty(); ++k) samples.push_back(ids[k * ids.size() / P]);
   auto all = gather_to_root<std::uint64_t>(rt.comm(), samples, 0);
@@ -357,7 +364,7 @@ std::vector<std::uint64_t> distinct_ids(Runtime& rt, const LocalEdges& edges, st
 
 std::uint64_t count_distinct(Runtime& rt, const LocalEdges& edges) {
   std::vector<std::uint64_t> splitters;
-  return all_reduce<std::uint64_t>(rt.comm(), distinct_ids(rt, edges, splitters).size(), MPI_SUM);
+  return all_reduce<std::uint64_t>(rt.comm(), distinct_ids(rt, local_distinct_ids(edges), splitters).size(), MPI_SUM);
 }
 
 // Numbers the ids that occur 0..n-1 in increasing order, rewrites the edges,
@@ -366,17 +373,12 @@ std::uint64_t count_distinct(Runtime& rt, const LocalEdges& edges) {
 std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>& old_of_new) {
   const auto P = static_cast<std::size_t>(rt.size());
   std::vector<std::uint64_t> splitters;
-  old_of_new = distinct_ids(rt, edges, splitters);
+  const std::vector<std::uint64_t> ids = local_distinct_ids(edges);
+  old_of_new = distinct_ids(rt, ids, splitters);
   const std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
   const std::uint64_t n = all_reduce<std::uint64_t>(rt.comm(), old_of_new.size(), MPI_SUM);
 
   // Ask each owner for the new ids of this rank's distinct ids, in order.
-  std::vector<std::uint64_t> ids;
-  ids.reserve(2 * edges.size());
-  ids.insert(ids.end(), edges.src.begin(), edges.src.end());
-  ids.insert(ids.end(), edges.dst.begin(), edges.dst.end());
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::uint64_t> counts(P, 0), asked_counts;
   for (auto id : ids) ++counts[owner_of(splitters, id)];
   auto asked = comm::exchange<std::uint64_t>(rt.comm(), ids, counts, asked_counts);
