@@ -8,17 +8,14 @@
 #include <cmath>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/splitmix64.hpp"
 
 namespace tessera::graph {
 
 namespace {
 
-std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+// A stateless hash: one SplitMix64 step from state z.
+std::uint64_t mix64(std::uint64_t z) { return splitmix64(z); }
 
 // The random stream of one candidate edge.
 struct EdgeRandom {

@@ -2,7 +2,7 @@
 // lists. Rank 0 reads the header; every rank then maps the file, takes the
 // lines that start in its byte range and learns their line numbers from a
 // prefix sum of newline counts, so errors name the file and line.
-#include "tessera/graph/io.hpp"
+#include "tessera/graph/read.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tessera/comm/aggregators.hpp"
@@ -24,32 +25,12 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/storage/metadata.hpp"
+#include "tessera/runtime/splitmix64.hpp"
+#include "tessera/storage/attach.hpp"
 #include "tessera/storage/mapping.hpp"
+#include "binary_format.hpp"
 
 namespace tessera::graph {
-
-FileFormat format_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return FileFormat::binary;
-  auto ends_with = [&](const char* ext) {
-    std::string e = ext;
-    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
-  };
-  if (ends_with(".mtx")) return FileFormat::matrix_market;
-  if (ends_with(".wel")) return FileFormat::weighted_edge_list;
-  if (ends_with(".tsg") || ends_with("/")) return FileFormat::binary;
-  return FileFormat::edge_list;
-}
-
-std::string format_name(FileFormat f) {
-  switch (f) {
-    case FileFormat::edge_list: return "edge list";
-    case FileFormat::weighted_edge_list: return "weighted edge list";
-    case FileFormat::matrix_market: return "Matrix Market";
-    case FileFormat::binary: return "Tessera binary";
-  }
-  return "?";
-}
 
 std::string vertex_arrays_problem(std::uint64_t vertices, std::uint64_t edges) {
   const unsigned __int128 bytes = static_cast<unsigned __int128>(vertices) * kVertexArrayBytes;
@@ -600,6 +581,122 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
   } catch (const RangeError& e) {
     throw RangeError(spool.rename(e.what()));
   }
+}
+
+namespace {
+
+// An undirected graph stores both arcs of every edge: the multiset of arcs
+// equals the multiset of reversed arcs. Compared by the sums of a 64-bit
+// hash of (u, v, w) and of (v, u, w) over all ranks: one all-reduce.
+std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
+
+bool arcs_are_symmetric(const EdgeList& g) {
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();
+  std::uint64_t sums[2] = {0, 0};
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    std::uint64_t wb = 0;
+    if (!w.empty()) std::memcpy(&wb, &w[k], sizeof(wb));
+    sums[0] += mix(mix(mix(s[k]) + d[k]) + wb);
+    sums[1] += mix(mix(mix(d[k]) + s[k]) + wb);
+  }
+  all_reduce(g.runtime().comm(), sums, 2, MPI_SUM);
+  return sums[0] == sums[1];
+}
+
+EdgeList checked_direction(EdgeList g, const std::string& path) {
+  if (!g.directed() && !arcs_are_symmetric(g))
+    throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
+                        "reverse); the file is corrupt or was edited: write it again, or set \"directed\": true");
+  return g;
+}
+
+}  // namespace
+
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+  using namespace binary_format;
+  const std::string path = dir + "/" + kGraphFile;
+  std::string text;
+  agree(rt.comm(), [&] {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
+      throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
+    text = read_small_regular_file(path, "graph metadata");
+  });
+  std::uint64_t n = 0, m = 0;
+  bool directed = true, weighted = false;
+  int ranks = 0;
+  std::vector<std::uint64_t> vertex_offsets;
+  agree(rt.comm(), [&] {
+    try {
+      auto j = nlohmann::json::parse(text);
+      if (j.at("format").get<std::string>() != kGraphFormat || j.at("version").get<int>() != 1)
+        throw FormatError(path + " is not a version 1 " + kGraphFormat + " file");
+      n = j.at("vertices").get<std::uint64_t>();
+      m = j.at("edges").get<std::uint64_t>();
+      directed = j.at("directed").get<bool>();
+      weighted = j.at("weighted").get<bool>();
+      ranks = j.at("ranks").get<int>();
+      vertex_offsets = j.at("vertex_offsets").get<std::vector<std::uint64_t>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw FormatError(path + ": " + e.what());
+    }
+    if (auto why = vertex_arrays_problem(n, m); !why.empty())
+      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
+    if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
+        vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
+      throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
+                        " increasing offsets from 0 to the vertex count");
+  });
+
+  if (ranks == rt.size()) {  // map the files in place
+    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(ranks));
+    agree(rt.comm(), [&] {
+      auto meta = SharedArrayMetadata::read(array_file(dir, "src"));
+      if (meta.length != m)
+        throw MismatchError(array_file(dir, "src") + " holds " + std::to_string(meta.length) + " edges but " + path +
+                            " says " + std::to_string(m));
+      for (int r = 0; r < ranks; ++r)
+        sizes[static_cast<std::size_t>(r)] =
+            meta.offsets[static_cast<std::size_t>(r) + 1] - meta.offsets[static_cast<std::size_t>(r)];
+    });
+    auto edge_ranges = Distribution::weighted_block(sizes);
+    std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(ranks));
+    for (std::size_t r = 0; r < vsizes.size(); ++r) vsizes[r] = vertex_offsets[r + 1] - vertex_offsets[r];
+    DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
+    DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
+    std::optional<DistArray<double>> weight;
+    if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
+    return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
+                                             std::move(dst), std::move(weight)),
+                             path);
+  }
+
+  // Another rank count: attach every array and copy this rank's share.
+  LocalEdges edges;
+  agree(rt.comm(), [&] {
+    auto share = Distribution::block(m, rt.size());
+    std::uint64_t lo = share.begin(rt.rank()), hi = share.end(rt.rank());
+    auto take = [&](const std::string& name, auto& out) {
+      using T = typename std::decay_t<decltype(out)>::value_type;
+      auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
+      if (a.length() != m)
+        throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
+                            std::to_string(m));
+      for (std::size_t sgm = 0; sgm < a.segment_count(); ++sgm) {
+        auto seg = a.segment(sgm);
+        auto data = a.template segment_span<T>(sgm);
+        std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
+        for (std::uint64_t i = b; i < e; ++i) out.push_back(data[i - seg.begin]);
+      }
+    };
+    take("src", edges.src);
+    take("dst", edges.dst);
+    if (weighted) take("weight", edges.weight);
+  });
+  BuildOptions o;
+  o.storage = storage;
+  return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
 }
 
 }  // namespace tessera::graph

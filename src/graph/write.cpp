@@ -1,6 +1,6 @@
-// Writers (text in parallel through one temporary file, binary as persisted
-// Shared-storage arrays) and the binary loader.
-#include "tessera/graph/io.hpp"
+// Writers: text in parallel through one temporary file, binary as persisted
+// Shared-storage arrays.
+#include "tessera/graph/write.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,15 +20,11 @@
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"
 #include "tessera/storage/mapping.hpp"
+#include "binary_format.hpp"
 
 namespace tessera::graph {
 
-namespace {
-
-constexpr const char* kGraphFile = "edgelist.json";
-constexpr const char* kGraphFormat = "tessera.edge-list";
-
-}  // namespace
+using namespace binary_format;
 
 // Every rank writes its text at its offset of one temporary file, which rank
 // 0 renames into place only when all ranks succeeded.
@@ -87,8 +83,6 @@ std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_trian
   }
   return out;
 }
-
-std::string array_file(const std::string& dir, const std::string& name) { return dir + "/" + name + ".json"; }
 
 }  // namespace
 
@@ -226,126 +220,6 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
     }
     throw;
   }
-}
-
-namespace {
-
-// An undirected graph stores both arcs of every edge: the multiset of arcs
-// equals the multiset of reversed arcs. Compared by the sums of a 64-bit
-// hash of (u, v, w) and of (v, u, w) over all ranks: one all-reduce.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-bool arcs_are_symmetric(const EdgeList& g) {
-  auto s = g.local_src(), d = g.local_dst();
-  auto w = g.local_weight();
-  std::uint64_t sums[2] = {0, 0};
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    std::uint64_t wb = 0;
-    if (!w.empty()) std::memcpy(&wb, &w[k], sizeof(wb));
-    sums[0] += mix(mix(mix(s[k]) + d[k]) + wb);
-    sums[1] += mix(mix(mix(d[k]) + s[k]) + wb);
-  }
-  all_reduce(g.runtime().comm(), sums, 2, MPI_SUM);
-  return sums[0] == sums[1];
-}
-
-EdgeList checked_direction(EdgeList g, const std::string& path) {
-  if (!g.directed() && !arcs_are_symmetric(g))
-    throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
-                        "reverse); the file is corrupt or was edited: write it again, or set \"directed\": true");
-  return g;
-}
-
-}  // namespace
-
-EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
-  const std::string path = dir + "/" + kGraphFile;
-  std::string text;
-  agree(rt.comm(), [&] {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
-      throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
-    text = read_small_regular_file(path, "graph metadata");
-  });
-  std::uint64_t n = 0, m = 0;
-  bool directed = true, weighted = false;
-  int ranks = 0;
-  std::vector<std::uint64_t> vertex_offsets;
-  agree(rt.comm(), [&] {
-    try {
-      auto j = nlohmann::json::parse(text);
-      if (j.at("format").get<std::string>() != kGraphFormat || j.at("version").get<int>() != 1)
-        throw FormatError(path + " is not a version 1 " + kGraphFormat + " file");
-      n = j.at("vertices").get<std::uint64_t>();
-      m = j.at("edges").get<std::uint64_t>();
-      directed = j.at("directed").get<bool>();
-      weighted = j.at("weighted").get<bool>();
-      ranks = j.at("ranks").get<int>();
-      vertex_offsets = j.at("vertex_offsets").get<std::vector<std::uint64_t>>();
-    } catch (const nlohmann::json::exception& e) {
-      throw FormatError(path + ": " + e.what());
-    }
-    if (auto why = vertex_arrays_problem(n, m); !why.empty())
-      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
-    if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
-        vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
-      throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
-                        " increasing offsets from 0 to the vertex count");
-  });
-
-  if (ranks == rt.size()) {  // map the files in place
-    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(ranks));
-    agree(rt.comm(), [&] {
-      auto meta = SharedArrayMetadata::read(array_file(dir, "src"));
-      if (meta.length != m)
-        throw MismatchError(array_file(dir, "src") + " holds " + std::to_string(meta.length) + " edges but " + path +
-                            " says " + std::to_string(m));
-      for (int r = 0; r < ranks; ++r)
-        sizes[static_cast<std::size_t>(r)] =
-            meta.offsets[static_cast<std::size_t>(r) + 1] - meta.offsets[static_cast<std::size_t>(r)];
-    });
-    auto edge_ranges = Distribution::weighted_block(sizes);
-    std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(ranks));
-    for (std::size_t r = 0; r < vsizes.size(); ++r) vsizes[r] = vertex_offsets[r + 1] - vertex_offsets[r];
-    DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
-    DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
-    std::optional<DistArray<double>> weight;
-    if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
-    return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
-                                             std::move(dst), std::move(weight)),
-                             path);
-  }
-
-  // Another rank count: attach every array and copy this rank's share.
-  LocalEdges edges;
-  agree(rt.comm(), [&] {
-    auto share = Distribution::block(m, rt.size());
-    std::uint64_t lo = share.begin(rt.rank()), hi = share.end(rt.rank());
-    auto take = [&](const std::string& name, auto& out) {
-      using T = typename std::decay_t<decltype(out)>::value_type;
-      auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
-      if (a.length() != m)
-        throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
-                            std::to_string(m));
-      for (std::size_t sgm = 0; sgm < a.segment_count(); ++sgm) {
-        auto seg = a.segment(sgm);
-        auto data = a.template segment_span<T>(sgm);
-        std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
-        for (std::uint64_t i = b; i < e; ++i) out.push_back(data[i - seg.begin]);
-      }
-    };
-    take("src", edges.src);
-    take("dst", edges.dst);
-    if (weighted) take("weight", edges.weight);
-  });
-  BuildOptions o;
-  o.storage = storage;
-  return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
 }
 
 }  // namespace tessera::graph

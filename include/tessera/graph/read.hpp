@@ -1,0 +1,59 @@
+// Reading graphs, in parallel: every rank reads its own byte
+// range of a text file (lines belong to the rank holding their first byte),
+// and the binary format is a directory of Shared-storage segments, so loading
+// it with the same rank count is an mmap.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/format.hpp"
+
+namespace tessera::graph {
+
+struct ReadOptions {
+  std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
+  bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
+  bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
+  StorageOptions storage;    // where the loaded arrays live
+};
+
+// Bytes of vertex arrays a graph command keeps per vertex (degree, labels,
+// vectors), and the point past which ids count as sparse: more than
+// kMaxVerticesPerEdge vertices per edge above kSparseVertexFloor vertices.
+inline constexpr std::uint64_t kVertexArrayBytes = 32;
+inline constexpr std::uint64_t kSparseVertexFloor = std::uint64_t{1} << 26;
+inline constexpr std::uint64_t kMaxVerticesPerEdge = 64;
+// Empty when `vertices` vertex arrays are sane for a graph of `edges` edges;
+// else "N GiB of vertex arrays ... but ..." (the readers prefix the file and id).
+std::string vertex_arrays_problem(std::uint64_t vertices, std::uint64_t edges);
+
+struct LoadedGraph {
+  EdgeList graph;
+  // With relabel: the file's id of each vertex, on the graph's vertex ranges.
+  std::optional<DistArray<std::uint64_t>> original_ids;
+};
+
+// Collective. Throws FormatError naming file and line for malformed input, a
+// header that disagrees with the content, negative or out-of-range ids,
+// non-finite weights (NaN, inf; negative and zero weights are read as they
+// are), compressed files, or a file without edges. A UTF-8 byte-order mark is
+// skipped. An edge list whose first data line "V E" matches the rest of the
+// file (E edges follow, and V is the largest id + 1 or the number of distinct
+// ids) has that line taken as a SNAP-style count header, not as an edge.
+// Without relabel, ids so large (or so sparse) that the vertex arrays would
+// not fit (see vertex_arrays_problem) are refused with a hint to relabel;
+// relabel costs O(distinct ids), whatever the largest id.
+// Duplicate edges: a directed graph keeps every line (each is an arc); an
+// undirected one (symmetric .mtx, --undirected) keeps one arc per (u, v),
+// the one with the smallest weight.
+LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
+
+// The binary format on its own (read_graph dispatches here; save_binary in
+// write.hpp writes it). Maps the segments in place, read-only, when the rank count matches the
+// writer's; with another rank count it attaches, copies this rank's share and
+// rebalances. The metadata must be a small regular file; "directed": false
+// is verified (every arc has its reverse), else a MismatchError names the file.
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage = {});
+
+}  // namespace tessera::graph
