@@ -184,41 +184,85 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
   return s;
 }
 
+// A labelling is the components' labelling iff (1) every label is at most
+// its vertex's id and is a root (label[label[v]] == label[v]), (2) labels
+// agree across every edge, so each class is a union of components, and (3)
+// each class is connected: a search seeded only from the roots (label[v] ==
+// v), crossing edges, reaches every vertex. (3) is what rejects two
+// components that share a label: the one without the root is never reached.
+// The search is the distributed form of GAPBS's per-label BFS verifier; it
+// expands locally as far as it can and messages only boundary crossings, so
+// its rounds count rank crossings, not hops.
 std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& labels) {
   check_fits(input, labels);
   std::optional<EdgeList> holder;
   const EdgeList& g = undirected_view(input, holder);
   Runtime& rt = g.runtime();
   auto l = labels.local();
-  const std::uint64_t base = g.local_vertex_begin();
-  std::vector<std::uint64_t> of_label(l.size()), of_dst(g.local_dst().size());
+  const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
+  auto s = g.local_src(), d = g.local_dst();
+  std::string problem;
+
+  // (1) Local bounds first: only labels below their vertex are read remotely.
+  for (std::size_t i = 0; i < l.size() && problem.empty(); ++i)
+    if (l[i] > base + i)
+      problem = "vertex " + std::to_string(base + i) + " has label " + std::to_string(l[i]) +
+                ", above its own id (a label is the smallest id of its component)";
+  std::vector<std::uint64_t> of_label(l.size()), of_dst(d.size());
   {
     SrcAggregator<std::uint64_t> read(labels);
-    for (std::size_t i = 0; i < l.size(); ++i) read.get_checked(l[i], of_label[i]);
-    auto d = g.local_dst();
+    if (problem.empty())
+      for (std::size_t i = 0; i < l.size(); ++i) read.get(l[i], of_label[i]);
     for (std::size_t k = 0; k < d.size(); ++k) read.get(d[k], of_dst[k]);
   }
-  std::string problem;
-  for (std::size_t i = 0; i < l.size() && problem.empty(); ++i) {
-    if (l[i] > base + i)
-      problem = "vertex " + std::to_string(base + i) + " has label " + std::to_string(l[i]) + ", above its own id";
-    else if (of_label[i] != l[i])
+  for (std::size_t i = 0; i < l.size() && problem.empty(); ++i)
+    if (of_label[i] != l[i])
       problem = "vertex " + std::to_string(base + i) + " has label " + std::to_string(l[i]) + " whose own label is " +
-                std::to_string(of_label[i]);
-  }
-  auto s = g.local_src();
+                std::to_string(of_label[i]) + " (a label must be a vertex labelled with itself)";
+  // (2)
   for (std::size_t k = 0; k < s.size() && problem.empty(); ++k)
     if (of_dst[k] != l[s[k] - base])
-      problem = "edge (" + std::to_string(s[k]) + ", " + std::to_string(g.local_dst()[k]) + ") joins labels " +
+      problem = "edge (" + std::to_string(s[k]) + ", " + std::to_string(d[k]) + ") joins labels " +
                 std::to_string(l[s[k] - base]) + " and " + std::to_string(of_dst[k]);
-  int bad = problem.empty() ? rt.size() : rt.rank();
-  int first = all_reduce(rt.comm(), bad, MPI_MIN);
-  if (first == rt.size()) return "";
-  unsigned long len = problem.size();
-  TESSERA_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, first, rt.comm()));
-  problem.resize(len);
-  TESSERA_MPI(MPI_Bcast(problem.data(), static_cast<int>(len), MPI_CHAR, first, rt.comm()));
-  return problem;
+  if (problem = first_problem(rt.comm(), problem); !problem.empty()) return problem;
+
+  // (3) Every rank runs every round, also with nothing to expand.
+  std::vector<std::uint8_t> reached(l.size(), 0);
+  std::vector<std::uint64_t> frontier;
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (l[i] == base + i) reached[i] = 1, frontier.push_back(base + i);
+  GhostSet ghosts = GhostSet::remote_of(d, base, end, g.vertices());
+  std::vector<std::uint8_t> ghost_sent(ghosts.size(), 0);
+  DistArray<std::uint64_t> arrived(rt, g.vertex_ranges());
+  for (;;) {
+    {
+      UpdateAggregator<std::uint64_t, ops::Max> reach(arrived);
+      while (!frontier.empty()) {
+        std::uint64_t v = frontier.back();
+        frontier.pop_back();
+        auto [first, last] = g.out_edges(v);
+        for (std::size_t k = first; k < last; ++k) {
+          std::uint64_t w = d[k];
+          if (w >= base && w < end) {
+            if (!reached[w - base]) reached[w - base] = 1, frontier.push_back(w);
+          } else if (auto& sent = ghost_sent[ghosts.position(w)]; !sent) {
+            sent = 1;
+            reach.update(w, 1);
+          }
+        }
+      }
+    }  // the aggregator flushes here: arrivals from every rank are in
+    auto a = arrived.local();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] && !reached[i]) reached[i] = 1, frontier.push_back(base + i);
+    if (all_reduce<std::uint64_t>(rt.comm(), frontier.size(), MPI_SUM) == 0) break;
+  }
+  for (std::size_t i = 0; i < l.size() && problem.empty(); ++i)
+    if (!reached[i])
+      problem = "vertex " + std::to_string(base + i) + " has label " + std::to_string(l[i]) +
+                " but is not connected to vertex " + std::to_string(l[i]) +
+                ": two or more components share that label";
+  return first_problem(rt.comm(), problem);
 }
 
 LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint64_t>& labels,

@@ -240,6 +240,78 @@ TEST(Components, CheckLabelsFindsWrongLabels) {
   EXPECT_NE(check_labels(g, c.labels), "");
 }
 
+// Two triangles {0,1,2} {3,4,5} and a path 6-7-8, plus isolated vertex 9,
+// checked with labellings given in full (the same on every rank count).
+struct LabelCase {
+  const char* why;
+  std::vector<std::uint64_t> labels;
+  const char* expected_words;  // "" for a right labelling
+};
+
+std::string check_given_labels(const std::vector<std::uint64_t>& given, bool directed) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == 0) {
+    for (auto [u, v] : std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 0}, {3, 4}, {4, 5}, {5, 3}, {6, 7}, {7, 8}}) {
+      e.add(u, v);
+      if (!directed) e.add(v, u);
+    }
+  }
+  auto g = EdgeList::build(rt, 10, directed, std::move(e));
+  DistArray<std::uint64_t> labels(rt, g.vertex_ranges());
+  auto l = labels.local();
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = given[g.local_vertex_begin() + i];
+  return check_labels(g, labels);
+}
+
+TEST(Components, CheckLabelsRejectsEveryWrongLabelling) {
+  const std::vector<LabelCase> cases = {
+      {"right", {0, 0, 0, 3, 3, 3, 6, 6, 6, 9}, ""},
+      {"two triangles share label 0", {0, 0, 0, 0, 0, 0, 6, 6, 6, 9}, "share that label"},
+      {"everything labelled 0", {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "share that label"},
+      {"isolated vertex joins a path's label", {0, 0, 0, 3, 3, 3, 6, 6, 6, 6}, "share that label"},
+      {"a triangle split in two", {0, 0, 2, 3, 3, 3, 6, 6, 6, 9}, "joins labels"},
+      {"a label above the vertex id", {0, 0, 0, 4, 4, 4, 6, 6, 6, 9}, "above its own id"},
+      {"a label that is not a root", {0, 0, 0, 3, 3, 3, 6, 6, 7, 9}, "whose own label"},
+      {"a component labelled with a middle vertex", {0, 0, 0, 3, 3, 3, 7, 7, 7, 9}, "above its own id"},
+      {"a label that is another component's root", {0, 0, 0, 3, 3, 3, 3, 3, 3, 9}, "share that label"},
+  };
+  for (bool directed : {false, true}) {
+    for (const auto& c : cases) {
+      std::string got = check_given_labels(c.labels, directed);
+      if (*c.expected_words == 0)
+        EXPECT_EQ(got, "") << c.why;
+      else
+        EXPECT_NE(got.find(c.expected_words), std::string::npos) << c.why << ": got \"" << got << "\"";
+      // Every rank returns the same message.
+      auto all = gather_to_root<char>(Runtime::current().comm(), std::vector<char>(got.begin(), got.end()), 0);
+      if (Runtime::current().rank() == 0) {
+        std::string joined(all.begin(), all.end()), want;
+        for (int r = 0; r < Runtime::current().size(); ++r) want += got;
+        EXPECT_EQ(joined, want) << c.why;
+      }
+    }
+  }
+}
+
+TEST(Components, CheckLabelsRejectsMergedComponentsOfGeneratedGraphs) {
+  Runtime& rt = Runtime::current();
+  GraphSpec spec = GraphSpec::grid({20, 20}, 5);
+  spec.delete_fraction = 0.5;
+  auto g = generate(rt, spec);
+  auto c = fastsv(g);
+  ASSERT_EQ(check_labels(g, c.labels), "");
+  auto summary = summarize(g, c.labels);
+  ASSERT_GT(summary.count, 2u);
+  // Merge the component of the last vertex into component 0.
+  auto all = test::gather_all(c.labels);
+  const std::uint64_t victim = all.back();
+  ASSERT_NE(victim, 0u);
+  for (std::size_t i = 0; i < c.labels.local().size(); ++i)
+    if (c.labels.local()[i] == victim) c.labels.local()[i] = 0;
+  EXPECT_NE(check_labels(g, c.labels).find("share that label"), std::string::npos);
+}
+
 TEST(Components, DirectedGraphsGetWeakComponents) {
   Runtime& rt = Runtime::current();
   LocalEdges e;
