@@ -16,6 +16,7 @@
 // of this rank's remote out-neighbours each round (no transposed graph).
 #include "tessera/graph/strong_components.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "tessera/array/ghost_set.hpp"
@@ -175,38 +176,46 @@ class StrongComponentsSearch {
     }
   }
 
-  // colour[v]: the smallest live id with a live path to v.
+  // colour[v]: the smallest live id with a live path to v. Seeds are
+  // expanded in increasing colour, so a vertex is claimed at most once per
+  // round (the first colour to reach it is the smallest this round offers).
   void colour() {
     auto prop = proposed_.local();
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> seeds;  // (colour, vertex)
     for (std::size_t i = 0; i < n_; ++i) {
       colour_[i] = is_alive(base_ + i) ? base_ + i : kNone;
       prop[i] = colour_[i];
-      if (colour_[i] != kNone) work_.push_back(base_ + i);
+      if (colour_[i] != kNone) seeds.emplace_back(base_ + i, base_ + i);
     }
     std::vector<std::uint64_t> sent(ghosts_.size(), kNone);
     for (;;) {
       {
         UpdateAggregator<std::uint64_t, ops::Min> push(proposed_, options_.aggregation);
-        while (!work_.empty()) {
-          std::uint64_t v = work_.back();
-          work_.pop_back();
-          const std::uint64_t c = colour_[v - base_];
-          auto [first, last] = g_.out_edges(v);
-          for (std::size_t k = first; k < last; ++k) {
-            std::uint64_t w = dst_[k];
-            if (local(w)) {
-              if (is_alive(w) && c < colour_[w - base_]) colour_[w - base_] = c, work_.push_back(w);
-            } else if (std::size_t j = ghosts_.position(w); ghost_alive_[j] && c < sent[j]) {
-              sent[j] = c;
-              push.update(w, c);
+        for (auto [c, seed] : seeds) {
+          if (colour_[seed - base_] != c) continue;  // a smaller colour got here first
+          work_.push_back(seed);
+          while (!work_.empty()) {
+            std::uint64_t v = work_.back();
+            work_.pop_back();
+            auto [first, last] = g_.out_edges(v);
+            for (std::size_t k = first; k < last; ++k) {
+              std::uint64_t w = dst_[k];
+              if (local(w)) {
+                if (is_alive(w) && c < colour_[w - base_]) colour_[w - base_] = c, work_.push_back(w);
+              } else if (std::size_t j = ghosts_.position(w); ghost_alive_[j] && c < sent[j]) {
+                sent[j] = c;
+                push.update(w, c);
+              }
             }
           }
         }
       }
+      seeds.clear();
       for (std::size_t i = 0; i < n_; ++i)
-        if (is_alive(base_ + i) && prop[i] < colour_[i]) colour_[i] = prop[i], work_.push_back(base_ + i);
+        if (is_alive(base_ + i) && prop[i] < colour_[i]) colour_[i] = prop[i], seeds.emplace_back(prop[i], base_ + i);
+      std::sort(seeds.begin(), seeds.end());
       ++out_.rounds;
-      if (all_reduce<std::uint64_t>(rt_.comm(), work_.size(), MPI_SUM) == 0) break;
+      if (all_reduce<std::uint64_t>(rt_.comm(), seeds.size(), MPI_SUM) == 0) break;
     }
     // The colours of the remote out-neighbours, for the backward search.
     std::copy(colour_.begin(), colour_.end(), prop.begin());
