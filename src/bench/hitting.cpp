@@ -25,8 +25,10 @@ namespace tessera::bench {
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
   auto spec = graph::GraphSpec::kronecker(o.kron_scale);
   const std::string name = "tessera-bench-hitting-" + rt.job_id();
-  if (rt.rank() == 0 && !o.format.quiet)
-    std::fprintf(stderr, "hitting: %s, largest component, CG tolerance %.1e\n", spec.describe().c_str(), o.tolerance);
+  char note[160];
+  std::snprintf(note, sizeof(note), "hitting: %s, largest component, CG tolerance %.1e", spec.describe().c_str(),
+                o.tolerance);
+  progress(rt, o.format, note);
   auto g = graph::generate(rt, spec, StorageOptions::shared(name));
   auto comps = graph::fastsv(g);
   auto lcc = graph::largest_component(g, comps.labels, StorageOptions::shared(name + "-lcc"));
