@@ -11,6 +11,9 @@
 #include "tessera/bench/union_find.hpp"
 #include "tessera/bench/verifiers.hpp"
 #include "tessera/comm/bulk_access.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/linalg/edge_list_matrix.hpp"
+#include "tessera/linalg/hitting_times.hpp"
 
 using namespace tessera;
 using namespace tessera::bench;
@@ -120,4 +123,24 @@ TEST(Verifiers, ComponentsRejectTwoComponentsUnderOneLabel) {
   EXPECT_NE(merged.found.find("first at vertex 3"), std::string::npos) << merged.found;
   EXPECT_FALSE(labelled({0, 0, 0, 3, 3, 3, 6, 7, 8}).ok) << "an edge split across two labels";
   EXPECT_FALSE(labelled({1, 1, 1, 3, 3, 3, 6, 7, 7}).ok) << "a label that is not the smallest id";
+}
+
+TEST(Verifiers, HittingTimesRejectAWrongTimeEvenWhenTheReferenceAgrees) {
+  auto g = graph::generate(rt(), graph::GraphSpec::grid({5, 6}));  // connected
+  linalg::EdgeListMatrix a(g);
+  linalg::HittingOptions options;
+  options.cg.tolerance = 1e-10;
+  std::vector<std::uint64_t> target{0};
+  auto h = linalg::hitting_times(g, a, target, options);
+  std::vector<double> times(h.times.local().begin(), h.times.local().end());
+
+  Verdict right = check_hitting_times(g, times, times, options.cg.tolerance);
+  EXPECT_TRUE(right.ok) << right.found;
+
+  std::vector<double> wrong = times;
+  if (rt().rank() == last_rank() && !wrong.empty()) wrong.back() *= 1.001;
+  EXPECT_FALSE(check_hitting_times(g, wrong, times, options.cg.tolerance).ok) << "differs from the reference";
+  Verdict agreeing = check_hitting_times(g, wrong, wrong, options.cg.tolerance);
+  EXPECT_FALSE(agreeing.ok) << "two answers agreeing on a wrong time: " << agreeing.found;
+  EXPECT_NE(agreeing.found.find("true residual"), std::string::npos);
 }

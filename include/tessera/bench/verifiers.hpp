@@ -12,6 +12,10 @@
 
 #include "tessera/runtime/runtime.hpp"
 
+namespace tessera::graph {
+class EdgeList;
+}
+
 namespace tessera::bench {
 
 struct Verdict {
@@ -72,5 +76,14 @@ Verdict check_stream(Runtime& rt, std::span<const double> a, std::span<const dou
 // rank 0 needs to hold.
 Verdict check_components(Runtime& rt, std::span<const std::uint64_t> local_labels,
                          const std::vector<std::uint64_t>& reference_on_root);
+
+// --- Hitting times ---------------------------------------------------------
+// Expected hitting times to vertex 0 of a connected graph (this rank's part,
+// on the graph's vertex ranges): the true residual |b - L h| / |b| of the
+// grounded Laplacian system must be within 10x the solver's tolerance, and
+// the answer must agree with `reference` (another matrix's answer) to 1e-6 of
+// its largest value, so two matrices agreeing on a wrong answer still fail.
+Verdict check_hitting_times(const graph::EdgeList& graph, std::span<const double> times,
+                            std::span<const double> reference, double tolerance);
 
 }  // namespace tessera::bench
