@@ -2,12 +2,12 @@
 // to random entries of a distributed count table. Variants: aggregated
 // UpdateAggregator<add> (Heap; Shared with the same-node atomic path),
 // fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
-// Verifier: the grand total must equal the number of updates, and every rank
-// recounts its own part by regenerating every rank's index stream.
+// Verifier (check_histogram): the grand total must equal the number of
+// updates, and every rank recounts its own part by regenerating every rank's
+// index stream.
 #include "tessera/bench/benchmarks.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <numeric>
 
 #include "random_indices.hpp"
@@ -15,6 +15,7 @@
 #include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/bench/verifiers.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -24,29 +25,34 @@ namespace tessera::bench {
 namespace {
 constexpr std::uint64_t kSalt = 0x41;
 constexpr std::uint64_t kLookAhead = 1024;
+}  // namespace
 
-// Checks counts after each rank applied the first `per_rank` of its updates.
-template <class Table>
-std::string verify(Runtime& rt, const Table& counts, std::uint64_t per_rank, bool& ok) {
-  std::vector<std::int64_t> want(counts.local().size(), 0);
-  std::uint64_t lo = counts.local_begin(), hi = counts.local_end();
-  for (int r = 0; r < rt.size(); ++r)
-    for (std::uint64_t i : random_indices(r, kSalt, per_rank, counts.size()))
-      if (i >= lo && i < hi) ++want[i - lo];
-  std::int64_t sum = 0, total = 0;
-  std::uint64_t bad = 0, bad_total = 0;
-  for (std::size_t k = 0; k < want.size(); ++k) {
-    sum += counts.local()[k];
-    bad += counts.local()[k] != want[k];
-  }
-  total = all_reduce(rt.comm(), sum, MPI_SUM);
-  bad_total = all_reduce(rt.comm(), bad, MPI_SUM);
-  auto expected_total = static_cast<std::int64_t>(per_rank * static_cast<std::uint64_t>(rt.size()));
-  ok = total == expected_total && bad_total == 0;
-  return "total " + std::to_string(total) + " of " + std::to_string(expected_total) + ", " +
-         std::to_string(bad_total) + " counts differ from the recount";
+std::vector<std::uint64_t> histogram_indices(int rank, std::uint64_t count, std::uint64_t counts) {
+  return random_indices(rank, kSalt, count, counts);
 }
 
+Verdict check_histogram(Runtime& rt, std::span<const std::int64_t> local, std::uint64_t local_begin,
+                        std::uint64_t counts, std::uint64_t updates_done) {
+  std::vector<std::int64_t> want(local.size(), 0);
+  std::uint64_t lo = local_begin, hi = local_begin + local.size();
+  for (int r = 0; r < rt.size(); ++r)
+    for (std::uint64_t i : histogram_indices(r, updates_done, counts))
+      if (i >= lo && i < hi) ++want[i - lo];
+  std::int64_t sum = 0;
+  std::uint64_t bad = 0;
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    sum += local[k];
+    bad += local[k] != want[k];
+  }
+  std::int64_t total = all_reduce(rt.comm(), sum, MPI_SUM);
+  std::uint64_t bad_total = all_reduce(rt.comm(), bad, MPI_SUM);
+  auto expected_total = static_cast<std::int64_t>(updates_done * static_cast<std::uint64_t>(rt.size()));
+  return {total == expected_total && bad_total == 0,
+          "total " + std::to_string(total) + " of " + std::to_string(expected_total) + ", " +
+              std::to_string(bad_total) + " counts differ from the recount"};
+}
+
+namespace {
 void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
                       const AggregationOptions& agg) {
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
@@ -77,7 +83,7 @@ void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uin
 
 bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   std::uint64_t table = o.counts_per_rank * static_cast<std::uint64_t>(rt.size());
-  auto idx = random_indices(rt.rank(), kSalt, o.updates_per_rank, table);
+  auto idx = histogram_indices(rt.rank(), o.updates_per_rank, table);
   std::size_t fine = static_cast<std::size_t>(std::min(o.fine_updates_per_rank, o.updates_per_rank));
   AggregationOptions agg = o.aggregation.resolved();
   nlohmann::json config{{"counts_per_rank", o.counts_per_rank},
@@ -85,37 +91,43 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                         {"fine_updates_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
-    std::fprintf(stderr, "histogram: %llu counts, %llu updates per rank; aggregation: %s\n",
-                static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.updates_per_rank),
-                agg.describe(rt.size()).c_str());
+  progress(rt, o.format,
+           "histogram: " + std::to_string(table) + " counts, " + std::to_string(o.updates_per_rank) +
+               " updates per rank; aggregation: " + agg.describe(rt.size()));
   Report report(rt, "histogram", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
   auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
   auto check = [&](const auto& c, std::uint64_t per_rank) {
-    return [&rt, &c, per_rank](bool& ok) { return verify(rt, c, per_rank, ok); };
+    return [&rt, &c, table, per_rank](bool& ok) {
+      Verdict v = check_histogram(rt, c.local(), c.local_begin(), table, per_rank);
+      ok = v.ok;
+      return v.found;
+    };
   };
   auto aggregation = [&](int direct) {
     AggregationOptions a = agg;
     a.same_node_direct = direct;
     return a;
   };
-  const double jobs = static_cast<double>(rt.size());
+  const double ranks = static_cast<double>(rt.size());
   DistArray<std::int64_t> heap(rt, table);
   DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
-  const double all = static_cast<double>(idx.size()) * jobs;
+  const double all = static_cast<double>(idx.size()) * ranks;
   run_variants(rt, report,
-               {{"fine-grained MPI_Accumulate", "MPI window", 1, static_cast<double>(fine) * jobs, zero(rma),
-                 [&] { histo_fine(rt, rma, idx, fine); }, check(rma, fine)},
-                {"alltoallv", "heap", o.reps, all, zero(heap), [&] { histo_alltoallv(heap, idx); }, check(heap, idx.size())},
-                {"aggregated", "heap", o.reps, all, zero(heap), [&] { histo_aggregated(heap, idx, aggregation(0)); },
-                 check(heap, idx.size())},
-                {"aggregated", "shared", o.reps, all, zero(shared), [&] { histo_aggregated(shared, idx, aggregation(0)); },
-                 check(shared, idx.size())},
-                {"aggregated", "shared+direct", o.reps, all, zero(shared),
-                 [&] { histo_aggregated(shared, idx, aggregation(1)); }, check(shared, idx.size())}},
+               {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
+                 .work = static_cast<double>(fine) * ranks, .prepare = zero(rma),
+                 .run = [&] { histo_fine(rt, rma, idx, fine); }, .verify = check(rma, fine)},
+                {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
+                 .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
+                {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
+                 .run = [&] { histo_aggregated(heap, idx, aggregation(0)); }, .verify = check(heap, idx.size())},
+                {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
+                 .run = [&] { histo_aggregated(shared, idx, aggregation(0)); }, .verify = check(shared, idx.size())},
+                {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
+                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, aggregation(1)); },
+                 .verify = check(shared, idx.size())}},
                1e6, "M upd/s");
   return report.print();
 }

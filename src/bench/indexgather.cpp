@@ -3,12 +3,11 @@
 // rank holds a table part and reads random global entries into a local array.
 // Variants: aggregated SrcAggregator (Heap; Shared with and without the
 // same-node path), fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
-// Verifier: table[i] = value_of(i) is a closed form, so every fetched value
-// is checked against the index it was read from.
+// Verifier (check_indexgather): table[i] = indexgather_value(i) is a closed
+// form, so every fetched value is checked against the index it was read from.
 #include "tessera/bench/benchmarks.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <numeric>
 
 #include "random_indices.hpp"
@@ -16,26 +15,34 @@
 #include "bucket_exchange.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
+#include "tessera/bench/verifiers.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
 
+std::uint64_t indexgather_value(std::uint64_t i) { return i * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995ull; }
+
+std::vector<std::uint64_t> indexgather_indices(int rank, std::uint64_t count, std::uint64_t table) {
+  return random_indices(rank, 0x16, count, table);
+}
+
+Verdict check_indexgather(Runtime& rt, std::span<const std::uint64_t> indices, std::span<const std::uint64_t> fetched) {
+  std::uint64_t bad = indices.size() == fetched.size() ? 0 : 1;
+  for (std::size_t k = 0; k < std::min(indices.size(), fetched.size()); ++k)
+    bad += fetched[k] != indexgather_value(indices[k]);
+  bad = all_reduce(rt.comm(), bad, MPI_SUM);
+  return {bad == 0, std::to_string(bad) + " wrong values"};
+}
+
 namespace {
-inline std::uint64_t table_value(std::uint64_t i) { return i * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995ull; }
 constexpr std::uint64_t kUnset = ~std::uint64_t{0};
 
 template <class Table>
 void fill_table(Table& t) {
-  for (std::uint64_t i = t.local_begin(); i < t.local_end(); ++i) t.local()[i - t.local_begin()] = table_value(i);
-}
-
-std::uint64_t count_wrong(Runtime& rt, const std::vector<std::uint64_t>& idx, const std::vector<std::uint64_t>& tgt,
-                          std::size_t n) {
-  std::uint64_t bad = 0;
-  for (std::size_t k = 0; k < n; ++k) bad += tgt[k] != table_value(idx[k]);
-  return all_reduce(rt.comm(), bad, MPI_SUM);
+  for (std::uint64_t i = t.local_begin(); i < t.local_end(); ++i)
+    t.local()[i - t.local_begin()] = indexgather_value(i);
 }
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
@@ -69,7 +76,7 @@ void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::
 
 bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   std::uint64_t table = o.table_per_rank * static_cast<std::uint64_t>(rt.size());
-  auto idx = random_indices(rt.rank(), 0x16, o.requests_per_rank, table);
+  auto idx = indexgather_indices(rt.rank(), o.requests_per_rank, table);
   std::vector<std::uint64_t> tgt(idx.size());
   std::size_t fine = static_cast<std::size_t>(std::min(o.fine_requests_per_rank, o.requests_per_rank));
   AggregationOptions agg = o.aggregation.resolved();
@@ -78,19 +85,18 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                         {"fine_requests_per_rank", fine},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
-  if (rt.rank() == 0 && !o.format.quiet)  // progress on stderr: stdout holds the report
-    std::fprintf(stderr, "indexgather: %llu table entries, %llu reads per rank; aggregation: %s\n",
-                static_cast<unsigned long long>(table), static_cast<unsigned long long>(o.requests_per_rank),
-                agg.describe(rt.size()).c_str());
+  progress(rt, o.format,
+           "indexgather: " + std::to_string(table) + " table entries, " + std::to_string(o.requests_per_rank) +
+               " reads per rank; aggregation: " + agg.describe(rt.size()));
   Report report(rt, "indexgather", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
 
   auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
   auto check = [&](std::size_t reads) {
     return [&rt, &idx, &tgt, reads](bool& ok) {
-      std::uint64_t wrong = count_wrong(rt, idx, tgt, reads);
-      ok = wrong == 0;
-      return std::to_string(wrong) + " wrong values";
+      Verdict v = check_indexgather(rt, std::span(idx).first(reads), std::span(tgt).first(reads));
+      ok = v.ok;
+      return v.found;
     };
   };
   auto aggregation = [&](int direct) {
@@ -106,15 +112,17 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
   run_variants(rt, report,
-               {{"fine-grained MPI_Get", "MPI window", 1, static_cast<double>(fine) * ranks, reset,
-                 [&] { gather_fine(rma, idx, tgt, fine); }, check(fine)},
-                {"alltoallv", "heap", o.reps, all, reset, [&] { gather_alltoallv(heap, idx, tgt); }, check(idx.size())},
-                {"aggregated", "heap", o.reps, all, reset, [&] { gather_aggregated(heap, idx, tgt, aggregation(0)); },
-                 check(idx.size())},
-                {"aggregated", "shared", o.reps, all, reset, [&] { gather_aggregated(shared, idx, tgt, aggregation(0)); },
-                 check(idx.size())},
-                {"aggregated", "shared+direct", o.reps, all, reset,
-                 [&] { gather_aggregated(shared, idx, tgt, aggregation(1)); }, check(idx.size())}},
+               {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
+                 .work = static_cast<double>(fine) * ranks, .prepare = reset,
+                 .run = [&] { gather_fine(rma, idx, tgt, fine); }, .verify = check(fine)},
+                {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
+                {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_aggregated(heap, idx, tgt, aggregation(0)); }, .verify = check(idx.size())},
+                {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_aggregated(shared, idx, tgt, aggregation(0)); }, .verify = check(idx.size())},
+                {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_aggregated(shared, idx, tgt, aggregation(1)); }, .verify = check(idx.size())}},
                1e6, "M reads/s");
   return report.print();
 }

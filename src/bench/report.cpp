@@ -40,14 +40,53 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
   return r;
 }
 
-void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
-                  const std::string& unit) {
-  for (const auto& v : variants) {
-    Timing timing = time_reps(rt, v.reps, v.prepare, v.run);
-    Result r = rate_result(v.variant, v.storage, timing, v.work, scale, unit);
-    r.check = v.verify(r.verified);
-    report.add(r);
+namespace {
+// Rank 0 runs and times the repetitions alone; the others wait for the timing.
+Timing time_on_rank0(Runtime& rt, const Variant& v) {
+  Timing timing;
+  if (rt.rank() == 0) {
+    std::vector<double> times;
+    for (int r = 0; r < std::max(1, v.reps); ++r) {
+      if (v.prepare) v.prepare();
+      double t0 = MPI_Wtime();
+      v.run();
+      times.push_back(v.measured_seconds ? v.measured_seconds() : MPI_Wtime() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    timing = {times.front(), times[times.size() / 2], static_cast<int>(times.size())};
   }
+  return broadcast(rt.comm(), timing, 0);
+}
+
+// Each repetition reports its own time (the slowest rank's).
+Timing time_measured(Runtime& rt, const Variant& v) {
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, v.reps); ++r) {
+    if (v.prepare) v.prepare();
+    barrier(rt.comm());
+    v.run();
+    times.push_back(all_reduce(rt.comm(), v.measured_seconds(), MPI_MAX));
+  }
+  std::sort(times.begin(), times.end());
+  return {times.front(), times[times.size() / 2], static_cast<int>(times.size())};
+}
+}  // namespace
+
+std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                                 const std::string& unit) {
+  std::vector<Result> rows;
+  for (const auto& v : variants) {
+    Timing timing = v.rank0_only         ? time_on_rank0(rt, v)
+                    : v.measured_seconds ? time_measured(rt, v)
+                                         : time_reps(rt, v.reps, v.prepare, v.run);
+    Result r = rate_result(v.variant, v.storage, timing, v.work, scale, unit);
+    r.group = v.group;
+    r.check = v.verify(r.verified);
+    if (v.details) r.extra = v.details();
+    rows.push_back(r);
+    report.add(std::move(r));
+  }
+  return rows;
 }
 
 void progress(Runtime& rt, const ReportFormat& format, const std::string& text) {
@@ -57,7 +96,12 @@ void progress(Runtime& rt, const ReportFormat& format, const std::string& text) 
 Report::Report(Runtime& rt, std::string bench, nlohmann::json config, ReportFormat format)
     : rt_(rt), bench_(std::move(bench)), config_(std::move(config)), format_(format) {}
 
-void Report::add(Result r) { rows_.push_back(std::move(r)); }
+void Report::add(Result r) {
+  // Grouped: after the last row of its group, so a benchmark may run the
+  // baselines of every group first and still print each group together.
+  auto after = std::find_if(rows_.rbegin(), rows_.rend(), [&](const Result& x) { return x.group == r.group; });
+  rows_.insert(after == rows_.rend() ? rows_.end() : after.base(), std::move(r));
+}
 
 void Report::add_summary(std::string text, nlohmann::json values) {
   summaries_.emplace_back(std::move(text), std::move(values));

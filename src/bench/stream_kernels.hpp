@@ -2,12 +2,14 @@
 // Current High Performance Computers", 1995), on raw pointers so the
 // DistArray run and the plain OpenMP baseline execute the very same loops.
 #pragma once
-#include <cmath>
 #include <cstddef>
 
 namespace tessera::bench::stream {
 
 constexpr double kScalar = 3.0;
+constexpr int kKernels = 4;
+constexpr const char* kKernelNames[kKernels] = {"copy", "scale", "add", "triad"};
+constexpr double kBytesPerElement[kKernels] = {16, 16, 24, 24};
 
 inline void copy(double* __restrict c, const double* __restrict a, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) c[j] = a[j];
@@ -22,19 +24,14 @@ inline void triad(double* __restrict a, const double* __restrict b, const double
   for (std::size_t j = 0; j < n; ++j) a[j] = b[j] + kScalar * c[j];
 }
 
-// Values every element must hold after `iterations` rounds of the four
-// kernels, starting from a=1, b=2, c=0 (STREAM's own check).
-struct Expected {
-  double a = 1.0, b = 2.0, c = 0.0;
-  explicit Expected(int iterations) {
-    for (int k = 0; k < iterations; ++k) {
-      c = a;
-      b = kScalar * c;
-      c = a + b;
-      a = b + kScalar * c;
-    }
+// Kernel k (0-3, STREAM's order) over n elements of a, b, c.
+inline void run_kernel(int k, double* a, double* b, double* c, std::size_t n) {
+  switch (k) {
+    case 0: copy(c, a, n); break;
+    case 1: scale(b, c, n); break;
+    case 2: add(c, a, b, n); break;
+    default: triad(a, b, c, n); break;
   }
-  static bool close(double got, double want) { return std::fabs(got - want) <= 1e-13 * std::fabs(want); }
-};
+}
 
 }  // namespace tessera::bench::stream

@@ -68,11 +68,4 @@ struct HittingBenchOptions : CommonOptions {
 };
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);
 
-// The plain single-process loops STREAM compares against (OpenMP).
-struct StreamBaseline {
-  double copy, scale, add, triad;  // best seconds of each kernel
-  bool verified;
-};
-StreamBaseline stream_baseline(std::uint64_t elements, int threads, int reps);
-
 }  // namespace tessera::bench

@@ -55,22 +55,35 @@ Result rate_result(std::string variant, std::string storage, Timing timing, doub
 
 // One variant of a benchmark as data: what it is, how to reset its input
 // (untimed), what to time, and how to verify the result (collective; returns
-// what the check found and sets ok).
+// what the check found and sets ok). Written with designated initializers;
+// every member has a default, so a variant names only what it uses.
 struct Variant {
-  std::string variant;
-  std::string storage;
+  std::string group{};   // rows compare with baselines of the same group ("triad"), or ""
+  std::string variant{};
+  std::string storage{};
   int reps = 1;        // timed repetitions (1 for the slow fine-grained baselines)
   double work = 0;     // operations of one repetition, whole job
-  std::function<void()> prepare;
-  std::function<void()> run;
-  std::function<std::string(bool& ok)> verify;
+  std::function<void()> prepare{};  // untimed, before each repetition; may be empty
+  std::function<void()> run{};      // timed from a barrier before to a barrier after
+  std::function<std::string(bool& ok)> verify{};  // once, after the last repetition
+  // A one-process baseline (a plain loop, a serial union-find): run and timed
+  // on rank 0 alone while the other ranks wait in one yielding collective, so
+  // they take no core from it and no barrier latency enters its time.
+  bool rank0_only = false;
+  // When set, a repetition's time is what it measured itself (slowest rank),
+  // e.g. seconds per CG iteration, instead of the wall time around run.
+  std::function<double()> measured_seconds{};
+  // Extra JSON fields of the row (rounds, iterations, memory); after verify.
+  std::function<nlohmann::json()> details{};
 };
 
 class Report;
 // The one runner: times each variant best of its reps, verifies it, and adds
-// its row (rate = work / best time / scale, in `unit`).
-void run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
-                  const std::string& unit);
+// its row (rate = work / best time / scale, in `unit`). Rows print grouped by
+// group, groups in order of first appearance.
+// Returns the rows it added, in the order of `variants`.
+std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
+                                 const std::string& unit);
 
 class Report {
  public:

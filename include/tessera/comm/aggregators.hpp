@@ -29,8 +29,10 @@
 
 namespace tessera {
 
-// Reductions for UpdateAggregator. A user functor works too: any default-
-// constructible type with `T operator()(T current, T value) const`.
+// Reductions for UpdateAggregator. A user functor works too: any type with
+// `T operator()(T current, T value) const`, default-constructed or passed to
+// the constructor (a lambda with captures). The order in which updates to one
+// element arrive is not fixed, so the reduction should commute.
 namespace ops {
 struct Add {
   template <class T> T operator()(T a, T b) const { return a + b; }
@@ -113,23 +115,8 @@ class SrcAggregator {
  public:
   explicit SrcAggregator(const DistArray<T>& array, const AggregationOptions& options = {})
       : array_(array),
-        exchange_(
-            array.runtime().comm(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
-            [this](int, const std::byte* recs, std::size_t n, std::byte* reply) {
-              const T* local = array_.local().data();
-              for (std::size_t k = 0; k < n; ++k) {
-                std::uint64_t off;
-                std::memcpy(&off, recs + k * sizeof(off), sizeof(off));
-                std::memcpy(reply + k * sizeof(T), local + off, sizeof(T));
-              }
-            },
-            [](const std::byte* replies, const std::byte* side, std::size_t n) {
-              for (std::size_t k = 0; k < n; ++k) {
-                T* dst;
-                std::memcpy(&dst, side + k * sizeof(T*), sizeof(T*));
-                std::memcpy(dst, replies + k * sizeof(T), sizeof(T));
-              }
-            }),
+        exchange_(array.runtime().comm(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
+                  std::bind_front(&SrcAggregator::serve_reads, this), &SrcAggregator::store_replies),
         direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
         me_(array.runtime().rank()) {}
 
@@ -156,6 +143,24 @@ class SrcAggregator {
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
 
  private:
+  // At the owner: each record is a local offset; the reply is the element there.
+  void serve_reads(int, const std::byte* offsets, std::size_t n, std::byte* reply) const {
+    const T* local = array_.local().data();
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t off;
+      std::memcpy(&off, offsets + k * sizeof(off), sizeof(off));
+      std::memcpy(reply + k * sizeof(T), local + off, sizeof(T));
+    }
+  }
+  // At the origin: each side record is where the value read must go.
+  static void store_replies(const std::byte* values, const std::byte* destinations, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+      T* dst;
+      std::memcpy(&dst, destinations + k * sizeof(T*), sizeof(T*));
+      std::memcpy(dst, values + k * sizeof(T), sizeof(T));
+    }
+  }
+
   const DistArray<T>& array_;
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
@@ -172,15 +177,13 @@ class UpdateAggregator {
 
  public:
   explicit UpdateAggregator(DistArray<T>& array, const AggregationOptions& options = {})
+      : UpdateAggregator(array, Op{}, options) {}
+  // With a given reduction object (a lambda, or a functor that carries state).
+  UpdateAggregator(DistArray<T>& array, Op op, const AggregationOptions& options = {})
       : array_(array),
+        op_(std::move(op)),
         exchange_(array.runtime().comm(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
-                  [this](int, const std::byte* recs, std::size_t n, std::byte*) {
-                    T* local = array_.local().data();
-                    for (std::size_t k = 0; k < n; ++k) {
-                      auto r = detail::read_record<T>(recs + k * detail::kOffsetValueBytes<T>);
-                      apply(local + r.offset, r.value, atomic_);
-                    }
-                  }),
+                  std::bind_front(&UpdateAggregator::apply_batch, this)),
         direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
                                : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
         me_(array.runtime().rank()) {
@@ -208,6 +211,14 @@ class UpdateAggregator {
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
 
  private:
+  // At the owner: each record is a local offset and a value to fold in.
+  void apply_batch(int, const std::byte* records, std::size_t n, std::byte*) {
+    T* local = array_.local().data();
+    for (std::size_t k = 0; k < n; ++k) {
+      auto r = detail::read_record<T>(records + k * detail::kOffsetValueBytes<T>);
+      apply(local + r.offset, r.value, atomic_);
+    }
+  }
   void apply(T* p, const T& value, bool atomic) {
     if constexpr (detail::kAtomicCapable<T>) {
       if (atomic) {
@@ -219,22 +230,27 @@ class UpdateAggregator {
   }
 
   DistArray<T>& array_;
+  [[no_unique_address]] Op op_;  // before exchange_: its handler uses it
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   int me_;
   bool atomic_ = false;
-  [[no_unique_address]] Op op_{};
 };
 
 // Remote write: put(i, v) sets array[i] = v. An update whose reduction is
-// "replace"; concurrent puts to one element leave one of the values.
+// "replace" underneath; concurrent puts to one element leave one of the values.
 template <class T>
-class DstAggregator : public UpdateAggregator<T, ops::Replace> {
+class DstAggregator {
  public:
-  using UpdateAggregator<T, ops::Replace>::UpdateAggregator;
-  void put(std::uint64_t i, const T& value) { this->update(i, value); }
+  explicit DstAggregator(DistArray<T>& array, const AggregationOptions& options = {}) : writes_(array, options) {}
+  void put(std::uint64_t i, const T& value) { writes_.update(i, value); }
   // Bounds-checked put: throws RangeError for i outside [0, size).
-  void put_checked(std::uint64_t i, const T& value) { this->update_checked(i, value); }
+  void put_checked(std::uint64_t i, const T& value) { writes_.update_checked(i, value); }
+  void flush() { writes_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return writes_.exchange(); }
+
+ private:
+  UpdateAggregator<T, ops::Replace> writes_;
 };
 
 // User-defined handler: send(dest, msg) runs handler(source, msg) on rank
@@ -249,14 +265,7 @@ class MessageAggregator {
 
   MessageAggregator(Runtime& rt, Handler handler, const AggregationOptions& options = {})
       : handler_(std::move(handler)),
-        exchange_(rt.comm(), {sizeof(Msg), 0, 0}, options,
-                  [this](int source, const std::byte* recs, std::size_t n, std::byte*) {
-                    for (std::size_t k = 0; k < n; ++k) {
-                      Msg m;
-                      std::memcpy(&m, recs + k * sizeof(Msg), sizeof(Msg));
-                      handler_(source, m);
-                    }
-                  }),
+        exchange_(rt.comm(), {sizeof(Msg), 0, 0}, options, std::bind_front(&MessageAggregator::run_batch, this)),
         me_(rt.rank()) {}
 
   void send(int dest, const Msg& msg) {
@@ -270,6 +279,15 @@ class MessageAggregator {
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
 
  private:
+  // At the destination: runs the handler on each message of a batch.
+  void run_batch(int source, const std::byte* messages, std::size_t n, std::byte*) {
+    for (std::size_t k = 0; k < n; ++k) {
+      Msg m;
+      std::memcpy(&m, messages + k * sizeof(Msg), sizeof(Msg));
+      handler_(source, m);
+    }
+  }
+
   Handler handler_;
   comm::RecordExchange exchange_;
   int me_;

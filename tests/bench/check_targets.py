@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The project's acceptance targets for `tessera bench`, checked against what
+the benchmarks print with --json. The program reports ratios and never judges
+them; the targets live here (and in the README's tables).
+
+  tessera bench cc --json | python3 tests/bench/check_targets.py
+  tessera bench hitting -n 2 --json | python3 tests/bench/check_targets.py
+
+Every result line must be verified; every target whose figure appears in the
+input must hold. Exit 0 when all hold, 1 otherwise (each failure on stderr).
+`--self-test` checks this checker on canned lines (run by ctest)."""
+import json
+import operator
+import sys
+
+# (bench, figure of its summary line, comparison, bound, what the target says)
+TARGETS = [
+    ("cc", "rounds_ratio", ">=", 10.0, "FastSV needs at least 10x fewer rounds than label propagation on the grid"),
+    ("hitting", "time_ratio", "<=", 1.25, "EdgeListMatrix time per CG iteration within 1.25x of CrsMatrix"),
+    ("hitting", "edgelist_memory_fraction", "<", 0.10, "EdgeListMatrix adds under 10% of the edge arrays"),
+]
+COMPARE = {">=": operator.ge, "<=": operator.le, "<": operator.lt}
+
+
+def failures(lines):
+    found = []
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        bench = record.get("bench", "?")
+        if "summary" not in record:
+            if not record.get("verified", False):
+                found.append(f"{bench}: {record.get('group', '')} {record.get('variant')} {record.get('storage')} "
+                             f"not verified: {record.get('check')}")
+            continue
+        for target_bench, figure, op, bound, what in TARGETS:
+            if bench == target_bench and figure in record and not COMPARE[op](record[figure], bound):
+                found.append(f"{bench} at {record.get('ranks')} ranks: {what}: {figure} = {record[figure]:.3g}, "
+                             f"target {op} {bound}")
+    return found
+
+
+def self_test():
+    good = [
+        '{"bench":"cc","group":"grid","variant":"FastSV","storage":"heap","verified":true,"check":"ok"}',
+        '{"bench":"cc","summary":"grid rounds","ranks":2,"rounds_ratio":255.0}',
+        '{"bench":"hitting","summary":"...","ranks":2,"time_ratio":0.9,"edgelist_memory_fraction":0.03}',
+        'not json: a progress note',
+    ]
+    assert failures(good) == [], failures(good)
+    bad_rounds = ['{"bench":"cc","summary":"grid rounds","ranks":2,"rounds_ratio":8.7}']
+    assert len(failures(bad_rounds)) == 1
+    bad_hitting = ['{"bench":"hitting","summary":"...","ranks":4,"time_ratio":1.3,"edgelist_memory_fraction":0.1}']
+    assert len(failures(bad_hitting)) == 2, failures(bad_hitting)
+    unverified = ['{"bench":"ra","group":"","variant":"aggregated","storage":"heap","verified":false,"check":"1 of 64 words wrong"}']
+    assert "not verified" in failures(unverified)[0]
+    print("check_targets self-test: ok")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        sys.exit(0)
+    problems = failures(sys.stdin)
+    for p in problems:
+        print(p, file=sys.stderr)
+    sys.exit(1 if problems else 0)
