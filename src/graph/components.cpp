@@ -161,10 +161,19 @@ void check_fits(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
 ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
   check_fits(g, labels);
   Runtime& rt = g.runtime();
+  // A bad label is found on its rank before any traffic and reported on
+  // every rank (a throw inside the aggregator would leave the others waiting).
+  std::string problem;
+  for (std::size_t i = 0; i < labels.local().size() && problem.empty(); ++i)
+    if (labels.local()[i] >= g.vertices())
+      problem = "vertex " + std::to_string(g.local_vertex_begin() + i) + " has label " +
+                std::to_string(labels.local()[i]) + ", not a vertex of this " + std::to_string(g.vertices()) +
+                "-vertex graph";
+  if (problem = first_problem(rt.comm(), problem); !problem.empty()) throw RangeError(problem);
   DistArray<std::uint64_t> size(rt, g.vertex_ranges());
   {
     UpdateAggregator<std::uint64_t, ops::Add> count(size);
-    for (auto l : labels.local()) count.update_checked(l, 1);
+    for (auto l : labels.local()) count.update(l, 1);
   }
   ComponentSummary s;
   std::uint64_t best = 0, best_label = ~0ull;

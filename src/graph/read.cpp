@@ -464,7 +464,6 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
     DstAggregator<std::uint64_t> put(*out.original_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
-    put.flush();
   }
   return out;
 }

@@ -329,6 +329,15 @@ TEST(Components, DirectedGraphsGetWeakComponents) {
   EXPECT_EQ(test::gather_edges(lcc.graph), (std::vector<EdgeTuple>{{1, 0, 1.0}, {2, 1, 1.0}}));
   DistArray<std::uint64_t> wrong(rt, Distribution::block(7, rt.size()));
   EXPECT_THROW(summarize(g, wrong), MismatchError);
+  // A label outside the graph on one rank only: every rank throws, none waits.
+  DistArray<std::uint64_t> outside(rt, g.vertex_ranges());
+  if (outside.is_local(5)) outside.at(5) = 99;
+  try {
+    summarize(g, outside);
+    ADD_FAILURE() << "no error";
+  } catch (const RangeError& e) {
+    EXPECT_NE(std::string(e.what()).find("vertex 5 has label 99"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LargestComponent, GoesToSharedStorageWhenAsked) {
