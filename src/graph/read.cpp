@@ -448,25 +448,29 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
         throw RangeError(path + ": the header's " + std::to_string(h.rows) + " rows need " + why);
     });
   }
+  if (options.pattern) parsed.edges.weight.clear();  // the structure only
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
   const bool directed = !build.symmetrize;
   std::uint64_t n = mm ? h.rows : max_id + 1;
+  const auto file_base = static_cast<std::uint64_t>(base);
   if (!options.relabel) {
-    return {EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
+    auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+    auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
+    return {std::move(g), std::move(ids)};
   }
   std::vector<std::uint64_t> old_of_new;
   n = relabel(rt, parsed.edges, old_of_new);
-  LoadedGraph out{EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
-  out.original_ids.emplace(rt, out.graph.vertex_ranges());
+  auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+  DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
   {
-    DstAggregator<std::uint64_t> put(*out.original_ids);
+    DstAggregator<std::uint64_t> put(file_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
-    put.flush();
   }
-  return out;
+  auto ids = IdMap::relabelled(std::move(file_ids), file_base);
+  return {std::move(g), std::move(ids)};
 }
 
 // A stream copied to a temporary file (created exclusively, removed on
@@ -548,14 +552,20 @@ struct SpooledInput {
 
 }  // namespace
 
+namespace {
+// load_binary, optionally without the weight array (ReadOptions::pattern).
+EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights);
+}  // namespace
+
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
   FileFormat f = format_of(path);
   if (f == FileFormat::binary) {
     if (options.relabel || options.base)
       throw ConfigError("--relabel and --base apply to text files, not to the binary graph " + path);
-    LoadedGraph g{load_binary(rt, path, options.storage), std::nullopt};
-    if (options.undirected && g.graph.directed()) g.graph = g.graph.symmetrized(options.storage);
-    return g;
+    auto g = load_binary_arrays(rt, path, options.storage, !options.pattern);
+    if (options.undirected && g.directed()) g = g.symmetrized(options.storage);
+    auto ids = IdMap::identity(rt, g.vertex_ranges(), 0);  // binary ids are 0-based
+    return {std::move(g), std::move(ids)};
   }
   // Standard input ("-"), a pipe or a FIFO: rank 0 spools it to a temporary
   // file every rank then reads (ranks on one host, or TMPDIR shared).
@@ -613,7 +623,9 @@ EdgeList checked_direction(EdgeList g, const std::string& path) {
 
 }  // namespace
 
-EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+namespace {
+
+EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights) {
   using namespace binary_format;
   const std::string path = dir + "/" + kGraphFile;
   std::string text;
@@ -666,7 +678,7 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
     DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
     std::optional<DistArray<double>> weight;
-    if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
+    if (weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
     return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
                                              std::move(dst), std::move(weight)),
                              path);
@@ -692,11 +704,17 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     };
     take("src", edges.src);
     take("dst", edges.dst);
-    if (weighted) take("weight", edges.weight);
+    if (weighted && with_weights) take("weight", edges.weight);
   });
   BuildOptions o;
   o.storage = storage;
   return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
+}
+
+}  // namespace
+
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+  return load_binary_arrays(rt, dir, storage, true);
 }
 
 }  // namespace tessera::graph
