@@ -63,6 +63,7 @@ int run_info(bool as_json) {
     nlohmann::json j{
         {"mpi", {{"library", mpi_library_version()}, {"standard", std::to_string(version) + "." + std::to_string(subversion)},
                  {"thread_level", levels[std::clamp(rt.thread_level(), 0, 3)]}}},
+        {"version", TESSERA_VERSION},
         {"ranks", rt.size()},
         {"nodes", rt.node().count},
         {"ranks_per_node", per_node},
@@ -76,7 +77,7 @@ int run_info(bool as_json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("Tessera %s\n", "0.1.0");
+  std::printf("Tessera %s\n", TESSERA_VERSION);
   std::printf("MPI        %s\n", mpi_library_version().c_str());
   std::printf("           MPI %d.%d, thread level %s\n", version, subversion,
               levels[std::clamp(rt.thread_level(), 0, 3)]);
@@ -103,8 +104,10 @@ int run_info(bool as_json) {
 
 void add_info(CLI::App& app, Action& selected) {
   auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("info", "Show MPI, ranks, co-locales, topology, shared memory and aggregation settings");
   sub->add_flag("--json", *json, "Print JSON");
+  sub->add_flag("-q,--quiet", *quiet, "Accepted as by every command (info prints no progress)");
   sub->callback([json, &selected] { selected = [json] { return run_info(*json); }; });
 }
 
