@@ -193,6 +193,7 @@ struct LineParser {
   std::size_t fields;  // 2 or 3
   std::uint64_t base;
   std::uint64_t limit;  // ids must be < limit after subtracting base (0: no limit)
+  bool keep_weight = true;  // false (ReadOptions::pattern): the third field is skipped unread
 
   // Parses [p, e); returns false (and sets error) when malformed.
   bool parse(const char* p, const char* e, ParsedRange& out) {
@@ -218,7 +219,7 @@ struct LineParser {
         if (limit && id[f] >= limit)
           return fail(out, "vertex id " + std::string(tok) + " is out of range (the header says " +
                                std::to_string(limit) + " vertices)");
-      } else {
+      } else if (keep_weight) {
         auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), w);
         if (ec != std::errc() || end != tok.data() + tok.size())
           return fail(out, "'" + std::string(tok) + "' is not a weight");
@@ -227,7 +228,7 @@ struct LineParser {
     }
     while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
     if (p != e) return fail(out, "expected " + std::to_string(fields) + " fields, found more");
-    if (fields == 3)
+    if (fields == 3 && keep_weight)
       out.edges.add(id[0], id[1], w);
     else
       out.edges.add(id[0], id[1]);
@@ -242,7 +243,7 @@ struct LineParser {
 };
 
 ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& h, std::size_t fields,
-                        std::uint64_t base) {
+                        std::uint64_t base, bool keep_weight) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError("cannot open " + path, errno);
   FileDescriptor guard(fd);
@@ -265,7 +266,7 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   std::uint64_t first_line = h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1;
 
   ParsedRange out;
-  LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0};
+  LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0, keep_weight};
   for (std::uint64_t p = start; p < end;) {
     const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
     std::uint64_t e = nl ? static_cast<std::uint64_t>(nl - data) : end;
@@ -391,7 +392,7 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   ParsedRange parsed, first;
   std::uint64_t claimed_vertices = 0, claimed_edges = 0;
   agree(rt.comm(), [&] {
-    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base));
+    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
     if (!parsed.error.empty()) throw FormatError(parsed.error);
     if (rt.rank() == 0 && h.has_first_line)
       first = parse_first_line(path, h, static_cast<std::uint64_t>(base), claimed_vertices, claimed_edges);

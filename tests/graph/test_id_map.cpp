@@ -33,6 +33,15 @@ std::string write_file(Runtime& rt, const std::string& dir, const std::string& n
   return path;
 }
 
+std::string read_error(Runtime& rt, const std::string& path, ReadOptions o = {}) {
+  try {
+    read_graph(rt, path, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -251,6 +260,10 @@ TEST(Readers, PatternDropsTheWeights) {
   auto g = read_graph(rt, path, o);
   EXPECT_FALSE(g.graph.weighted());
   EXPECT_EQ(g.graph.edges(), 2u);
+  // Values are not read at all: a NaN in a structural matrix does not matter.
+  auto nan = write_file(rt, dir.path(), "nan.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 nan\n2 3 -1\n");
+  EXPECT_NE(read_error(rt, nan).find("nan.mtx:3: weight nan is not a finite number"), std::string::npos);
+  EXPECT_EQ(read_graph(rt, nan, o).graph.edges(), 2u);
   auto weighted = read_graph(rt, path).graph;
   EXPECT_TRUE(weighted.weighted());
   write_graph(weighted, dir.path() + "/w.tsg");

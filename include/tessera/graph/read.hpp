@@ -16,7 +16,7 @@ struct ReadOptions {
   std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
   bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
   bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
-  bool pattern = false;      // ignore the weights (a structural matrix whose values are no weights)
+  bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
   StorageOptions storage;    // where the loaded arrays live
 };
 
