@@ -103,12 +103,16 @@ int run_info(bool as_json) {
 }  // namespace
 
 void add_info(CLI::App& app, Action& selected) {
-  auto json = std::make_shared<bool>(false);
-  auto quiet = std::make_shared<bool>(false);
+  struct Options {
+    bool json = false;
+    bool quiet = false;  // accepted as by every command; info prints no progress
+  };
+  // Owned by the callback: CLI11 writes the flags through these references while parsing.
+  auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("info", "Show MPI, ranks, co-locales, topology, shared memory and aggregation settings");
-  sub->add_flag("--json", *json, "Print JSON");
-  sub->add_flag("-q,--quiet", *quiet, "Accepted as by every command (info prints no progress)");
-  sub->callback([json, &selected] { selected = [json] { return run_info(*json); }; });
+  sub->add_flag("--json", o->json, "Print JSON");
+  sub->add_flag("-q,--quiet", o->quiet, "Accepted as by every command (info prints no progress)");
+  sub->callback([o, &selected] { selected = [o] { return run_info(o->json); }; });
 }
 
 }  // namespace tessera::cli
