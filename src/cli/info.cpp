@@ -63,6 +63,7 @@ int run_info(bool as_json) {
     nlohmann::json j{
         {"mpi", {{"library", mpi_library_version()}, {"standard", std::to_string(version) + "." + std::to_string(subversion)},
                  {"thread_level", levels[std::clamp(rt.thread_level(), 0, 3)]}}},
+        {"version", TESSERA_VERSION},
         {"ranks", rt.size()},
         {"nodes", rt.node().count},
         {"ranks_per_node", per_node},
@@ -76,7 +77,7 @@ int run_info(bool as_json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("Tessera %s\n", "0.1.0");
+  std::printf("Tessera %s\n", TESSERA_VERSION);
   std::printf("MPI        %s\n", mpi_library_version().c_str());
   std::printf("           MPI %d.%d, thread level %s\n", version, subversion,
               levels[std::clamp(rt.thread_level(), 0, 3)]);
@@ -102,10 +103,16 @@ int run_info(bool as_json) {
 }  // namespace
 
 void add_info(CLI::App& app, Action& selected) {
-  auto json = std::make_shared<bool>(false);
+  struct Options {
+    bool json = false;
+    bool quiet = false;  // accepted as by every command; info prints no progress
+  };
+  // Owned by the callback: CLI11 writes the flags through these references while parsing.
+  auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("info", "Show MPI, ranks, co-locales, topology, shared memory and aggregation settings");
-  sub->add_flag("--json", *json, "Print JSON");
-  sub->callback([json, &selected] { selected = [json] { return run_info(*json); }; });
+  sub->add_flag("--json", o->json, "Print JSON");
+  sub->add_flag("-q,--quiet", o->quiet, "Accepted as by every command (info prints no progress)");
+  sub->callback([o, &selected] { selected = [o] { return run_info(o->json); }; });
 }
 
 }  // namespace tessera::cli

@@ -37,6 +37,7 @@ std::vector<std::string> without_rank_option(int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: distributed graph and array analytics on MPI, zero-copy and aggregated", "tessera"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   app.fallthrough();  // -n may follow the subcommand: `tessera bench all -n 4`
   int ranks = 0;
   app.add_option("-n,--ranks", ranks, "Launch K ranks with mpirun (when not already under MPI)")

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "tessera/storage/registry.hpp"
 #include "tessera/storage/storage.hpp"
@@ -14,11 +15,29 @@ struct ShmOptions {
   bool dry_run = false;
   bool include_persistent = false;
   bool include_mpi = false;
+  bool json = false;   // one JSON document on stdout, nothing else there
+  bool quiet = false;  // gc: only the summary line
 };
 
 int run_list(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
   auto entries = scan_shared_dir(dir);
+  if (o.json) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& e : entries)
+      files.push_back({{"file", e.file},
+                       {"kind", e.kind == ShmEntry::Kind::segment ? "segment" : "metadata"},
+                       {"array", e.array_name},
+                       {"rank", e.rank >= 0 ? nlohmann::json(e.rank) : nlohmann::json(nullptr)},
+                       {"bytes", e.bytes},
+                       {"host", e.creator.host},
+                       {"pid", e.creator.pid},
+                       {"creator", e.problem.empty() ? liveness_name(e.liveness) : "corrupt"},
+                       {"persist", e.persist},
+                       {"problem", e.problem}});
+    std::printf("%s\n", nlohmann::json{{"command", "shm list"}, {"dir", dir}, {"files", files}}.dump().c_str());
+    return 0;
+  }
   if (entries.empty()) {
     std::printf("no Tessera files in %s\n", dir.c_str());
     return 0;
@@ -40,27 +59,47 @@ int run_gc(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
   std::vector<GcFailure> failed;
   auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent}, &failed);
-  for (const auto& f : removed) std::printf("%s %s/%s\n", o.dry_run ? "would remove" : "removed", dir.c_str(), f.c_str());
-  std::printf("%zu file(s) of dead creators %s in %s\n", removed.size(), o.dry_run ? "found" : "removed", dir.c_str());
   // Open MPI's vader_segment.* files of killed jobs: named by job id, not
   // pid, so "dead" means no process on this host maps or holds them.
+  std::vector<std::string> mpi;
+  std::size_t mpi_unused = 0;
   if (o.include_mpi) {
-    auto mpi = remove_mpi_leftovers(dir, o.dry_run, &failed);
-    for (const auto& f : mpi) std::printf("%s %s/%s\n", o.dry_run ? "would remove" : "removed", dir.c_str(), f.c_str());
-    std::printf("%zu Open MPI shared-memory file(s) no process uses %s in %s\n", mpi.size(),
-                o.dry_run ? "found" : "removed", dir.c_str());
+    mpi = remove_mpi_leftovers(dir, o.dry_run, &failed);
   } else {
-    std::size_t unused = 0;
-    for (const auto& f : scan_mpi_files(dir)) unused += f.in_use ? 0 : 1;
-    if (unused > 0)
+    for (const auto& f : scan_mpi_files(dir)) mpi_unused += f.in_use ? 0 : 1;
+  }
+  const char* verb = o.dry_run ? "would remove" : "removed";
+  if (o.json) {
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& f : failed) skipped.push_back({{"file", f.file}, {"reason", f.reason}});
+    std::printf("%s\n", nlohmann::json{{"command", "shm gc"},
+                                       {"dir", dir},
+                                       {"dry_run", o.dry_run},
+                                       {"removed", removed},
+                                       {"mpi_removed", mpi},
+                                       {"mpi_unused", mpi_unused},
+                                       {"skipped", skipped}}
+                            .dump()
+                            .c_str());
+  } else {
+    if (!o.quiet)
+      for (const auto& f : removed) std::printf("%s %s/%s\n", verb, dir.c_str(), f.c_str());
+    std::printf("%zu file(s) of dead creators %s in %s\n", removed.size(), o.dry_run ? "found" : "removed", dir.c_str());
+    if (o.include_mpi) {
+      if (!o.quiet)
+        for (const auto& f : mpi) std::printf("%s %s/%s\n", verb, dir.c_str(), f.c_str());
+      std::printf("%zu Open MPI shared-memory file(s) no process uses %s in %s\n", mpi.size(),
+                  o.dry_run ? "found" : "removed", dir.c_str());
+    } else if (mpi_unused > 0 && !o.quiet) {
       std::printf("%zu Open MPI shared-memory file(s) (vader_segment.*) in %s are used by no process (left by a "
                   "killed mpirun); remove them with --include-mpi\n",
-                  unused, dir.c_str());
+                  mpi_unused, dir.c_str());
+    }
+    for (const auto& f : failed) std::printf("skipped %s/%s: %s\n", dir.c_str(), f.file.c_str(), f.reason.c_str());
   }
-  for (const auto& f : failed) std::printf("skipped %s/%s: %s\n", dir.c_str(), f.file.c_str(), f.reason.c_str());
   if (!failed.empty()) {
-    std::fprintf(stderr, "tessera: error: %zu file(s) of dead creators in %s could not be removed (see above)\n",
-                 failed.size(), dir.c_str());
+    std::fprintf(stderr, "tessera: error: %zu file(s) of dead creators in %s could not be removed (see %s)\n",
+                 failed.size(), dir.c_str(), o.json ? "\"skipped\"" : "above");
     return 1;
   }
   return 0;
@@ -71,6 +110,9 @@ void add_shm(CLI::App& app, Action& selected) {
   auto o = std::make_shared<ShmOptions>();
   auto* shm = app.add_subcommand("shm", "Inspect or clean Tessera's shared-memory segments");
   shm->require_subcommand(1);
+  shm->add_flag("--json", o->json, "Print one JSON document on stdout (nothing else there)");
+  shm->add_flag("-q,--quiet", o->quiet, "gc: print only the summary, not every file");
+  shm->fallthrough();
   auto* list = shm->add_subcommand("list", "List segments and metadata with their creators and liveness");
   list->add_option("--dir", o->dir, "Directory (default $TESSERA_SHM_DIR or /dev/shm)");
   list->callback([o, &selected] { selected = [o] { return run_list(*o); }; });

@@ -187,6 +187,23 @@ GraphSpec::Kind parse_graph_kind(const std::string& name) {
   throw ConfigError("unknown graph kind '" + name + "' (expected kron, urand or grid)");
 }
 
+std::vector<std::uint64_t> parse_grid_dims(const std::string& text) {
+  auto bad = [&] { return ConfigError("grid dimensions '" + text + "' are not ROWSxCOLS or XxYxZ (e.g. 100x100)"); };
+  std::vector<std::uint64_t> dims;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t end = text.find('x', at);
+    std::string part = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    // Digits only: stoull would take "-3" as a huge number and "5abc" as 5.
+    if (part.empty() || part.size() > 19 || part.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    dims.push_back(std::stoull(part));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  if (dims.size() != 2 && dims.size() != 3) throw bad();
+  return dims;
+}
+
 EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage) {
   spec.validate();
   auto indices = Distribution::block(spec.candidate_edges(), rt.size());

@@ -193,6 +193,7 @@ struct LineParser {
   std::size_t fields;  // 2 or 3
   std::uint64_t base;
   std::uint64_t limit;  // ids must be < limit after subtracting base (0: no limit)
+  bool keep_weight = true;  // false (ReadOptions::pattern): the third field is skipped unread
 
   // Parses [p, e); returns false (and sets error) when malformed.
   bool parse(const char* p, const char* e, ParsedRange& out) {
@@ -218,7 +219,7 @@ struct LineParser {
         if (limit && id[f] >= limit)
           return fail(out, "vertex id " + std::string(tok) + " is out of range (the header says " +
                                std::to_string(limit) + " vertices)");
-      } else {
+      } else if (keep_weight) {
         auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), w);
         if (ec != std::errc() || end != tok.data() + tok.size())
           return fail(out, "'" + std::string(tok) + "' is not a weight");
@@ -227,7 +228,7 @@ struct LineParser {
     }
     while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
     if (p != e) return fail(out, "expected " + std::to_string(fields) + " fields, found more");
-    if (fields == 3)
+    if (fields == 3 && keep_weight)
       out.edges.add(id[0], id[1], w);
     else
       out.edges.add(id[0], id[1]);
@@ -242,7 +243,7 @@ struct LineParser {
 };
 
 ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& h, std::size_t fields,
-                        std::uint64_t base) {
+                        std::uint64_t base, bool keep_weight) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError("cannot open " + path, errno);
   FileDescriptor guard(fd);
@@ -265,7 +266,7 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   std::uint64_t first_line = h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1;
 
   ParsedRange out;
-  LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0};
+  LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0, keep_weight};
   for (std::uint64_t p = start; p < end;) {
     const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
     std::uint64_t e = nl ? static_cast<std::uint64_t>(nl - data) : end;
@@ -391,7 +392,7 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   ParsedRange parsed, first;
   std::uint64_t claimed_vertices = 0, claimed_edges = 0;
   agree(rt.comm(), [&] {
-    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base));
+    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
     if (!parsed.error.empty()) throw FormatError(parsed.error);
     if (rt.rank() == 0 && h.has_first_line)
       first = parse_first_line(path, h, static_cast<std::uint64_t>(base), claimed_vertices, claimed_edges);
@@ -448,24 +449,29 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
         throw RangeError(path + ": the header's " + std::to_string(h.rows) + " rows need " + why);
     });
   }
+  if (options.pattern) parsed.edges.weight.clear();  // the structure only
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
   const bool directed = !build.symmetrize;
   std::uint64_t n = mm ? h.rows : max_id + 1;
+  const auto file_base = static_cast<std::uint64_t>(base);
   if (!options.relabel) {
-    return {EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
+    auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+    auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
+    return {std::move(g), std::move(ids)};
   }
   std::vector<std::uint64_t> old_of_new;
   n = relabel(rt, parsed.edges, old_of_new);
-  LoadedGraph out{EdgeList::build(rt, n, directed, std::move(parsed.edges), build), std::nullopt};
-  out.original_ids.emplace(rt, out.graph.vertex_ranges());
+  auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+  DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
   {
-    DstAggregator<std::uint64_t> put(*out.original_ids);
+    DstAggregator<std::uint64_t> put(file_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
   }
-  return out;
+  auto ids = IdMap::relabelled(std::move(file_ids), file_base);
+  return {std::move(g), std::move(ids)};
 }
 
 // A stream copied to a temporary file (created exclusively, removed on
@@ -547,14 +553,20 @@ struct SpooledInput {
 
 }  // namespace
 
+namespace {
+// load_binary, optionally without the weight array (ReadOptions::pattern).
+EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights);
+}  // namespace
+
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
   FileFormat f = format_of(path);
   if (f == FileFormat::binary) {
     if (options.relabel || options.base)
       throw ConfigError("--relabel and --base apply to text files, not to the binary graph " + path);
-    LoadedGraph g{load_binary(rt, path, options.storage), std::nullopt};
-    if (options.undirected && g.graph.directed()) g.graph = g.graph.symmetrized(options.storage);
-    return g;
+    auto g = load_binary_arrays(rt, path, options.storage, !options.pattern);
+    if (options.undirected && g.directed()) g = g.symmetrized(options.storage);
+    auto ids = IdMap::identity(rt, g.vertex_ranges(), 0);  // binary ids are 0-based
+    return {std::move(g), std::move(ids)};
   }
   // Standard input ("-"), a pipe or a FIFO: rank 0 spools it to a temporary
   // file every rank then reads (ranks on one host, or TMPDIR shared).
@@ -612,7 +624,9 @@ EdgeList checked_direction(EdgeList g, const std::string& path) {
 
 }  // namespace
 
-EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+namespace {
+
+EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights) {
   using namespace binary_format;
   const std::string path = dir + "/" + kGraphFile;
   std::string text;
@@ -665,7 +679,7 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
     DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
     std::optional<DistArray<double>> weight;
-    if (weighted) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
+    if (weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
     return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
                                              std::move(dst), std::move(weight)),
                              path);
@@ -691,11 +705,17 @@ EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& 
     };
     take("src", edges.src);
     take("dst", edges.dst);
-    if (weighted) take("weight", edges.weight);
+    if (weighted && with_weights) take("weight", edges.weight);
   });
   BuildOptions o;
   o.storage = storage;
   return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
+}
+
+}  // namespace
+
+EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
+  return load_binary_arrays(rt, dir, storage, true);
 }
 
 }  // namespace tessera::graph

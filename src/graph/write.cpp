@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
@@ -27,20 +29,23 @@ namespace tessera::graph {
 using namespace binary_format;
 
 // Every rank writes its text at its offset of one temporary file, which rank
-// 0 renames into place only when all ranks succeeded.
-void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body) {
+// 0 renames into place only when all ranks succeeded (or hands to `pending`).
+void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
+                     PendingOutputs* pending) {
   std::string tmp;
   if (rt.rank() == 0) tmp = unique_temporary_name(path);
   tmp = broadcast(rt.comm(), tmp, 0);
   std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
   std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
   bool created = false;
+  int slot = -1;
   try {
     agree(rt.comm(), [&] {
       if (rt.rank() != 0) return;
       int fd = create_exclusive(tmp, 0644);
       if (fd < 0) throw SystemError("cannot create " + tmp, errno);
       created = true;
+      slot = exit_cleanup::add(tmp);
       ::close(fd);
     });
     agree(rt.comm(), [&] {
@@ -56,14 +61,153 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
         done += static_cast<std::size_t>(n);
       }
     });
+    if (pending) {
+      pending->add(tmp, path, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
+      return;
+    }
     agree(rt.comm(), [&] {
       if (rt.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
         throw SystemError("cannot rename " + tmp + " to " + path, errno);
     });
+    if (slot >= 0) exit_cleanup::remove(slot);
   } catch (...) {
     if (created) ::unlink(tmp.c_str());
+    if (slot >= 0) exit_cleanup::remove(slot);
     throw;
   }
+}
+
+PendingOutputs::~PendingOutputs() { discard(); }
+
+void PendingOutputs::add(std::string temporary, std::string destination, bool directory,
+                         std::vector<int> cleanup_slots) {
+  entries_.push_back({std::move(temporary), std::move(destination), directory, std::move(cleanup_slots)});
+}
+
+void PendingOutputs::discard() noexcept {
+  for (auto& e : entries_) {
+    if (rt_->rank() == 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(e.temporary, ec);
+    }
+    for (int s : e.cleanup_slots) exit_cleanup::remove(s);
+  }
+  entries_.clear();
+}
+
+void PendingOutputs::commit() {
+  std::size_t done = 0;
+  try {
+    agree(rt_->comm(), [&] {
+      if (rt_->rank() != 0) return;
+      for (; done < entries_.size(); ++done) {
+        const auto& e = entries_[done];
+        if (std::rename(e.temporary.c_str(), e.destination.c_str()) == 0) continue;
+        int err = errno;
+        std::string written;
+        for (std::size_t k = 0; k < done; ++k) written += (k ? ", " : "") + entries_[k].destination;
+        std::string note = done ? " (already written: " + written + ")" : "";
+        if (e.directory && (err == ENOTEMPTY || err == EEXIST))
+          throw ConfigError("a Tessera graph was written to " + e.destination + " by another job meanwhile; it is kept" +
+                            note);
+        throw SystemError("cannot rename " + e.temporary + " to " + e.destination + note, err);
+      }
+    });
+  } catch (...) {
+    // The renamed ones are in place; the others are removed.
+    done = broadcast(rt_->comm(), static_cast<std::uint64_t>(done), 0);
+    for (std::size_t k = 0; k < done; ++k)
+      for (int s : entries_[k].cleanup_slots) exit_cleanup::remove(s);
+    entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(done));
+    discard();
+    throw;
+  }
+  for (auto& e : entries_)
+    for (int s : e.cleanup_slots) exit_cleanup::remove(s);
+  entries_.clear();
+}
+
+void check_graph_format(const std::string& path, bool weighted) {
+  FileFormat f = format_of(path);
+  if (f == FileFormat::weighted_edge_list && !weighted)
+    throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
+  if (f == FileFormat::edge_list && weighted)
+    throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
+}
+
+void check_output_path(Runtime& rt, const std::string& path) {
+  namespace fs = std::filesystem;
+  agree(rt.comm(), [&] {
+    if (rt.rank() != 0) return;
+    if (path.empty()) throw ConfigError("an output path is empty");
+    std::error_code ec;
+    const bool binary = format_of(path) == FileFormat::binary;
+    std::string trimmed = path;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    if (binary) {
+      if (fs::exists(trimmed + "/" + kGraphFile, ec))
+        throw ConfigError("a Tessera graph already exists in " + trimmed + "; remove it or choose another directory");
+      if (fs::exists(trimmed, ec) && (!fs::is_directory(trimmed, ec) || !fs::is_empty(trimmed, ec)))
+        throw ConfigError(trimmed + " exists and is not an empty directory");
+      return;  // the binary writer creates missing parent directories
+    } else if (fs::is_directory(trimmed, ec)) {
+      throw ConfigError(path + " is a directory; name a file");
+    }
+    fs::path parent = fs::path(trimmed).parent_path();
+    if (parent.empty()) parent = ".";
+    if (!fs::exists(parent, ec)) throw ConfigError("cannot write " + path + ": directory " + parent.string() + " does not exist");
+    if (!fs::is_directory(parent, ec)) throw ConfigError("cannot write " + path + ": " + parent.string() + " is not a directory");
+    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+      throw ConfigError("cannot write " + path + ": directory " + parent.string() + " is not writable");
+  });
+}
+
+namespace {
+
+template <class T, class Format>
+void write_values(const IdMap& ids, std::span<const T> values, const std::string& path,
+                  const VertexValuesOptions& options, Format format) {
+  Runtime& rt = ids.runtime();
+  agree(rt.comm(), [&] {
+    if (values.size() != ids.vertex_ranges().count(rt.rank()))
+      throw MismatchError("write_vertex_values: " + std::to_string(values.size()) + " values for this rank's " +
+                          std::to_string(ids.vertex_ranges().count(rt.rank())) + " vertices");
+  });
+  auto file_ids = ids.local_file_ids();
+  std::string body;
+  body.reserve(values.size() * 24);
+  char buf[96];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    int n = std::snprintf(buf, sizeof(buf), "%" PRIu64 " ", file_ids[i]);
+    body.append(buf, static_cast<std::size_t>(n));
+    format(body, values[i]);
+    body.push_back('\n');
+  }
+  write_text_file(rt, path, "# " + options.id_column + " " + options.value_column + "\n", body, options.pending);
+}
+
+}  // namespace
+
+void write_vertex_values(const IdMap& ids, std::span<const double> local_values, const std::string& path,
+                         const VertexValuesOptions& options) {
+  write_values(ids, local_values, path, options, [&](std::string& out, double v) {
+    if (std::isnan(v)) {
+      out += options.nan_text;
+      return;
+    }
+    char buf[40];
+    int n = std::snprintf(buf, sizeof(buf), "%.17g", v);
+    out.append(buf, static_cast<std::size_t>(n));
+  });
+}
+
+void write_vertex_values(const IdMap& ids, std::span<const std::uint64_t> local_values, const std::string& path,
+                         const VertexValuesOptions& options) {
+  write_values(ids, local_values, path, options, [](std::string& out, std::uint64_t v) {
+    char buf[24];
+    int n = std::snprintf(buf, sizeof(buf), "%" PRIu64, v);
+    out.append(buf, static_cast<std::size_t>(n));
+  });
 }
 
 namespace {
@@ -90,10 +234,7 @@ void write_graph(const EdgeList& g, const std::string& path, const WriteOptions&
   Runtime& rt = g.runtime();
   FileFormat f = format_of(path);
   if (f == FileFormat::binary) return save_binary(g, path, options);
-  if (f == FileFormat::weighted_edge_list && !g.weighted())
-    throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
-  if (f == FileFormat::edge_list && g.weighted())
-    throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
+  check_graph_format(path, g.weighted());
   if (f == FileFormat::matrix_market) {
     bool sym = !g.directed();
     std::string body = format_edges(g, 1, sym);
@@ -105,11 +246,11 @@ void write_graph(const EdgeList& g, const std::string& path, const WriteOptions&
                          (sym ? " symmetric" : " general") + "\n% written by tessera\n" +
                          std::to_string(g.vertices()) + " " + std::to_string(g.vertices()) + " " +
                          std::to_string(entries) + "\n";
-    return write_text_file(rt, path, header, body);
+    return write_text_file(rt, path, header, body, options.pending);
   }
   std::string header = "# tessera " + std::string(g.directed() ? "directed" : "undirected") + " graph: " +
                        std::to_string(g.vertices()) + " vertices, " + std::to_string(g.edges()) + " edges\n";
-  write_text_file(rt, path, header, format_edges(g, 0, false));
+  write_text_file(rt, path, header, format_edges(g, 0, false), options.pending);
 }
 
 namespace {
@@ -136,6 +277,7 @@ void write_new_file(const std::string& path, const std::string& text, mode_t mod
 struct CleanupSlots {
   std::vector<int> slots;
   void add(const std::string& path) { slots.push_back(exit_cleanup::add(path)); }
+  std::vector<int> release() { return std::exchange(slots, {}); }
   ~CleanupSlots() {
     for (int s : slots) exit_cleanup::remove(s);
   }
@@ -203,6 +345,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
       j["arrays"] = {{"src", "src.json"}, {"dst", "dst.json"}};
       if (g.weighted()) j["arrays"]["weight"] = "weight.json";
       write_new_file(tmp + "/" + kGraphFile, j.dump(2) + "\n", options.group_access ? 0660 : 0600);
+      if (options.pending) return;  // renamed at commit
       // rename() replaces only an empty directory: a graph that another job
       // completed meanwhile stays as it is.
       if (std::rename(tmp.c_str(), dir.c_str()) != 0) {
@@ -219,7 +362,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
       fs::remove_all(tmp, ec);
     }
     throw;
-  }
+  }  if (options.pending) options.pending->add(tmp, dir, true, cleanup.release());
 }
 
 }  // namespace tessera::graph

@@ -27,25 +27,31 @@ HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::sp
   std::sort(t.begin(), t.end());
   t.erase(std::unique(t.begin(), t.end()), t.end());
 
-  // A vertex can reach a target iff its component holds one.
-  auto comps = graph::fastsv(g, options.components);
-  std::vector<std::uint64_t> target_labels(t.size());
-  {
-    SrcAggregator<std::uint64_t> read(comps.labels);
-    for (std::size_t k = 0; k < t.size(); ++k) read.get(t[k], target_labels[k]);
-  }
-  std::sort(target_labels.begin(), target_labels.end());
-  auto labels = comps.labels.local();
+  // A vertex can reach a target iff its component holds one (every vertex
+  // of a graph the caller knows to be connected).
   const std::uint64_t base = g.local_vertex_begin();
-  std::vector<std::uint8_t> grounded(labels.size(), 0);
-  std::vector<std::uint8_t> unreachable(labels.size(), 0);
+  const std::size_t local = g.local_vertices();
+  std::vector<std::uint8_t> grounded(local, 0);
+  std::vector<std::uint8_t> unreachable(local, 0);
   std::uint64_t lost = 0;
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (!std::binary_search(target_labels.begin(), target_labels.end(), labels[i])) {
-      unreachable[i] = grounded[i] = 1;
-      ++lost;
-    } else if (std::binary_search(t.begin(), t.end(), base + i)) {
-      grounded[i] = 1;
+  if (options.connected) {
+    for (std::size_t i = 0; i < local; ++i) grounded[i] = std::binary_search(t.begin(), t.end(), base + i);
+  } else {
+    auto comps = graph::fastsv(g, options.components);
+    std::vector<std::uint64_t> target_labels(t.size());
+    {
+      SrcAggregator<std::uint64_t> read(comps.labels);
+      for (std::size_t k = 0; k < t.size(); ++k) read.get(t[k], target_labels[k]);
+    }
+    std::sort(target_labels.begin(), target_labels.end());
+    auto labels = comps.labels.local();
+    for (std::size_t i = 0; i < local; ++i) {
+      if (!std::binary_search(target_labels.begin(), target_labels.end(), labels[i])) {
+        unreachable[i] = grounded[i] = 1;
+        ++lost;
+      } else if (std::binary_search(t.begin(), t.end(), base + i)) {
+        grounded[i] = 1;
+      }
     }
   }
 

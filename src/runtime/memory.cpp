@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "tessera/runtime/collective.hpp"
+
 namespace tessera {
 
 namespace {
@@ -32,5 +34,13 @@ std::uint64_t anonymous_memory_bytes() {
   return sum_kib("/proc/self/smaps_rollup", {"Anonymous:"});
 }
 std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
+
+AnonymousMemoryMeter::AnonymousMemoryMeter(MPI_Comm comm)
+    : comm_(comm), start_(all_reduce<std::uint64_t>(comm, anonymous_memory_bytes(), MPI_SUM)) {}
+
+std::uint64_t AnonymousMemoryMeter::growth_bytes() const {
+  std::uint64_t now = all_reduce<std::uint64_t>(comm_, anonymous_memory_bytes(), MPI_SUM);
+  return now > start_ ? now - start_ : 0;
+}
 
 }  // namespace tessera

@@ -96,8 +96,8 @@ TEST(Readers, RelabelsSparseIdsInOrder) {
   auto loaded = read_graph(rt, path, o);
   EXPECT_EQ(loaded.graph.vertices(), 4u);  // 7, 42, 1000, 500000 -> 0, 1, 2, 3
   EXPECT_EQ(test::gather_edges(loaded.graph), edges_of({{2, 0}, {0, 3}, {3, 2}, {1, 0}}));
-  ASSERT_TRUE(loaded.original_ids.has_value());
-  EXPECT_EQ(test::gather_all(*loaded.original_ids), (std::vector<std::uint64_t>{7, 42, 1000, 500000}));
+  ASSERT_NE(loaded.ids.relabelled_ids(), nullptr);
+  EXPECT_EQ(test::gather_all(*loaded.ids.relabelled_ids()), (std::vector<std::uint64_t>{7, 42, 1000, 500000}));
 }
 
 TEST(Readers, MatrixMarketKinds) {
@@ -213,7 +213,7 @@ TEST(Readers, HugeIdsAreRefusedOrRelabelledCheaply) {
   for (int i = 0; i < 50; ++i) text += std::to_string(1000000000000ull * (i + 1)) + " 3\n";
   auto loaded = read_graph(rt, write_file(rt, dir.path(), "sparse.el", text), relabel);
   EXPECT_EQ(loaded.graph.vertices(), 54u);
-  auto all = test::gather_all(*loaded.original_ids);
+  auto all = test::gather_all(*loaded.ids.relabelled_ids());
   EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
   ASSERT_EQ(all.size(), 54u);
   EXPECT_EQ(all.front(), 3u);

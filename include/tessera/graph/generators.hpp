@@ -57,5 +57,8 @@ EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& stor
 
 // Parses "kron", "urand", "grid"; throws ConfigError otherwise.
 GraphSpec::Kind parse_graph_kind(const std::string& name);
+// Parses grid dimensions "ROWSxCOLS" or "XxYxZ" (positive integers, e.g.
+// "100x100"); throws ConfigError naming the text otherwise.
+std::vector<std::uint64_t> parse_grid_dims(const std::string& text);
 
 }  // namespace tessera::graph

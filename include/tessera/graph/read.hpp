@@ -8,6 +8,7 @@
 
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/graph/format.hpp"
+#include "tessera/graph/id_map.hpp"
 
 namespace tessera::graph {
 
@@ -15,6 +16,7 @@ struct ReadOptions {
   std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
   bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
   bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
+  bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
   StorageOptions storage;    // where the loaded arrays live
 };
 
@@ -30,8 +32,9 @@ std::string vertex_arrays_problem(std::uint64_t vertices, std::uint64_t edges);
 
 struct LoadedGraph {
   EdgeList graph;
-  // With relabel: the file's id of each vertex, on the graph's vertex ranges.
-  std::optional<DistArray<std::uint64_t>> original_ids;
+  // The file's id of each vertex: the file's base (1 for .mtx and --base 1)
+  // and, with relabel, the id each vertex had in the file.
+  IdMap ids;
 };
 
 // Collective. Throws FormatError naming file and line for malformed input, a

@@ -16,6 +16,10 @@ namespace tessera::linalg {
 struct HittingOptions {
   CgOptions cg;
   graph::ComponentsOptions components;
+  // The caller knows the graph is connected (it is a largest component it
+  // just extracted): every vertex reaches a target, so the components pass
+  // that finds unreachable vertices is skipped.
+  bool connected = false;
 };
 
 struct HittingTimes {

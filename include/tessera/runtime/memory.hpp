@@ -4,6 +4,8 @@
 // which is how benchmarks and the pipeline prove "no copy". (Private_* would
 // not do: a shared file page only one process has touched counts as private.)
 #pragma once
+#include <mpi.h>
+
 #include <cstdint>
 
 namespace tessera {
@@ -13,5 +15,18 @@ namespace tessera {
 std::uint64_t anonymous_memory_bytes();
 // Peak resident set (VmHWM of /proc/self/status), in bytes.
 std::uint64_t peak_rss_bytes();
+
+// Heap growth of a whole job over a step: anonymous memory summed over the
+// ranks of `comm` at construction, compared with the sum at growth_bytes().
+// Both are collective. What the pipeline reports as its "no copy" evidence.
+class AnonymousMemoryMeter {
+ public:
+  explicit AnonymousMemoryMeter(MPI_Comm comm);
+  std::uint64_t growth_bytes() const;  // 0 when memory shrank
+
+ private:
+  MPI_Comm comm_;
+  std::uint64_t start_ = 0;
+};
 
 }  // namespace tessera
