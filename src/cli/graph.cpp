@@ -13,6 +13,7 @@
 
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
+#include "tessera/graph/strong_components.hpp"
 #include "tessera/graph/id_map.hpp"
 #include "tessera/graph/io.hpp"
 #include "tessera/linalg/crs_matrix.hpp"
@@ -45,6 +46,7 @@ struct GraphArgs {
   std::string output;
   std::string ids_output;  // lcc: "lcc_id file_id" lines
   std::string algorithm = "fastsv";
+  bool strong = false;  // cc: strongly connected components
   std::string matrix = "edgelist";
   std::vector<std::uint64_t> targets;
   double tolerance = 1e-10;
@@ -84,6 +86,7 @@ std::string count_of(std::uint64_t n, const std::string& one, const std::string&
 std::string count_of(std::uint64_t n, const std::string& one) { return count_of(n, one, one + "s"); }
 
 std::string algorithm_name(const std::string& algorithm) {
+  if (algorithm == "scc") return "trimming and colouring";
   return algorithm == "lp" ? "label propagation" : "FastSV";
 }
 
@@ -161,12 +164,18 @@ void finish(Runtime& rt, const GraphArgs& a, const json& j) {
 }
 
 graph::Components run_components(const graph::EdgeList& g, const std::string& algorithm, Progress& p) {
-  p.step("connected components by " + algorithm_name(algorithm));
+  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " + algorithm_name(algorithm));
   graph::ComponentsOptions o;
   o.on_round = [&p](int round, std::uint64_t changed, double) {
     p.tick(changed == 0, "round %d: %" PRIu64 " labels changed", round, changed);
   };
   if (algorithm == "lp") return graph::label_propagation(g, o);
+  if (algorithm == "scc") {
+    o.on_round = [&p](int pass, std::uint64_t found, double) {
+      p.tick(false, "round %d: %" PRIu64 " vertices placed by colouring", pass, found);
+    };
+    return graph::strong_components(g, o);
+  }
   return graph::fastsv(g, o);
 }
 
@@ -206,8 +215,9 @@ int run_cc(const GraphArgs& a) {
   describe(p, loaded.graph);
   graph::PendingOutputs outputs(rt);
   json j = {{"command", "cc"}, {"stats", graph_json(loaded.graph)}, {"results", json::array()}};
-  std::vector<std::string> algorithms = a.algorithm == "both" ? std::vector<std::string>{"lp", "fastsv"}
-                                                              : std::vector<std::string>{a.algorithm};
+  std::vector<std::string> algorithms = a.strong               ? std::vector<std::string>{"scc"}
+                                       : a.algorithm == "both" ? std::vector<std::string>{"lp", "fastsv"}
+                                                               : std::vector<std::string>{a.algorithm};
   for (const auto& alg : algorithms) {
     auto c = run_components(loaded.graph, alg, p);
     auto s = graph::summarize(loaded.graph, c.labels);
@@ -467,9 +477,11 @@ void add_graph(CLI::App& app, Action& selected) {
   add_common(conv, *a);
   conv->callback(set(run_write));
 
-  auto* cc = app.add_subcommand("cc", "Connected components (weak for directed graphs)");
+  auto* cc = app.add_subcommand("cc", "Connected components (weak for directed graphs; --strong: strong)");
   add_graph_input(cc, *a, "Input graph");
   add_components_algorithm(cc, *a, true);
+  cc->add_flag("--strong", a->strong, "Strongly connected components of a directed graph (trimming and colouring; "
+                                       "an undirected graph's are its connected components)");
   cc->add_option("-o,--output", a->output, "Write 'vertex component' lines (file ids; a component is named by its "
                                             "smallest vertex)");
   add_input_options(cc, *a);

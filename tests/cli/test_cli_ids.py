@@ -212,5 +212,24 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode != 0 and "5000000003" in p.stderr and "largest component" in p.stderr,
           "pipeline names a target outside the largest component")
 
+    # cc --strong on the directed sparse-id graph (its chords close many
+    # cycles) vs scipy's strong components, labels = smallest file id.
+    n = len(ids)
+    arcs = sp.coo_matrix((np.ones(len(edges)), ([index[u] for u, _ in edges], [index[v] for _, v in edges])),
+                         shape=(n, n)).tocsr()
+    count, comp = csgraph.connected_components(arcs, directed=True, connection="strong")
+    smallest = {}
+    for i, c in enumerate(comp):
+        smallest[c] = min(smallest.get(c, ids[i]), ids[i])
+    want_strong = {ids[i]: smallest[comp[i]] for i in range(n)}
+    check(1 < count < n - 3, f"the directed test graph has nontrivial strong components ({count} of {n} vertices)")
+    for k in RANKS:
+        out = os.path.join(tmp, f"scc{k}.txt")
+        p = tessera("cc", directed, "--relabel", "--strong", "-o", out, "--json", ranks=k)
+        if p.returncode == 0:
+            check(read_pairs(out, int) == want_strong, f"cc --strong -o at {k} ranks: scipy's strong components")
+            r = json.loads(p.stdout)["results"][0]
+            check(r["components"] == count and r["algorithm"] == "scc", f"cc --strong --json at {k} ranks: {count} components")
+
 print(f"{len(failures)} failed" if failures else "PASS")
 sys.exit(1 if failures else 0)
