@@ -210,7 +210,7 @@ int run_write(const GraphArgs& a) {
 int run_cc(const GraphArgs& a) {
   Runtime rt;
   Progress p(rt, a);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output);
+  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
   auto loaded = load(rt, a, p);
   describe(p, loaded.graph);
   graph::PendingOutputs outputs(rt);
@@ -245,7 +245,7 @@ int run_lcc(const GraphArgs& a) {
   Runtime rt;
   Progress p(rt, a);
   graph::check_output_path(rt, a.output);
-  if (!a.ids_output.empty()) graph::check_output_path(rt, a.ids_output);
+  if (!a.ids_output.empty()) graph::check_output_path(rt, a.ids_output, graph::OutputKind::text_lines);
   auto loaded = load(rt, a, p);
   describe(p, loaded.graph);
   graph::check_graph_format(a.output, loaded.graph.weighted());
@@ -329,7 +329,7 @@ int run_hitting(const GraphArgs& a) {
   if (a.targets.empty()) throw ConfigError("name at least one --target vertex");
   Runtime rt;
   Progress p(rt, a);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output);
+  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
   auto loaded = load(rt, a, p);
   describe(p, loaded.graph);
   auto targets = find_targets(loaded.ids, a.targets, a.input == "-" ? "standard input" : a.input);
@@ -345,7 +345,7 @@ int run_pipeline(const GraphArgs& a) {
   if (a.input.empty()) spec_of(a);  // a bad generator option fails before anything runs
   Runtime rt;
   Progress p(rt, a);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output);
+  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
   const std::string name = "tessera-pipeline-" + rt.job_id();
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", input_name(a)}};
   auto loaded = load(rt, a, p, StorageOptions::shared(name));

@@ -176,7 +176,7 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
     for (auto l : labels.local()) count.update(l, 1);
   }
   ComponentSummary s;
-  std::uint64_t best = 0, best_label = ~0ull;
+  std::uint64_t best = 0, best_label = kNoIndex;
   auto sz = size.local();
   for (std::size_t i = 0; i < sz.size(); ++i) {
     if (sz[i] == 0) continue;
@@ -186,10 +186,10 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
   }
   s.count = all_reduce(rt.comm(), s.count, MPI_SUM);
   s.isolated = all_reduce(rt.comm(), s.isolated, MPI_SUM);
-  s.largest_size = all_reduce(rt.comm(), best, MPI_MAX);
-  // Ranks hold increasing labels, so the first rank with the largest size
-  // has the smallest such label.
-  s.largest_label = all_reduce(rt.comm(), best == s.largest_size ? best_label : ~0ull, MPI_MIN);
+  // Ties: the smallest label of the largest size (each rank offers its first).
+  auto largest = all_argmax<std::uint64_t>(rt.comm(), best, best_label);
+  s.largest_size = largest.value;
+  s.largest_label = largest.index;
   return s;
 }
 

@@ -135,13 +135,16 @@ void check_graph_format(const std::string& path, bool weighted) {
     throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
 }
 
-void check_output_path(Runtime& rt, const std::string& path) {
+void check_output_path(Runtime& rt, const std::string& path, OutputKind kind) {
   namespace fs = std::filesystem;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
     if (path.empty()) throw ConfigError("an output path is empty");
     std::error_code ec;
     const bool binary = format_of(path) == FileFormat::binary;
+    if (binary && kind == OutputKind::text_lines)
+      throw ConfigError(path + " names a binary graph directory, but this output is text lines (\"vertex value\"): "
+                        "choose a file name such as values.txt");
     std::string trimmed = path;
     while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
     if (binary) {

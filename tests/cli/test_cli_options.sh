@@ -36,6 +36,11 @@ done
 err=$("$tessera" hitting p.el --target 0 -o /missing/dir/h.txt 2>&1); rc=$?
 check "an output into a missing directory is refused before reading" \
   '[ $rc -ne 0 ] && grep -q "/missing/dir" <<<"$err" && ! grep -q reading <<<"$err"'
+for cmd in "cc p.el" "hitting p.el --target 0"; do
+  err=$("$tessera" $cmd -o labels.tsg 2>&1); rc=$?
+  check "$cmd -o labels.tsg (text lines into a binary-looking name) is refused before reading" \
+    '[ $rc -ne 0 ] && grep -q "values.txt" <<<"$err" && ! grep -q reading <<<"$err" && [ ! -e labels.tsg ]'
+done
 
 # --- item 11: all outputs or none ----------------------------------------------
 echo precious > keep.el

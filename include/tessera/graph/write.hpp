@@ -55,7 +55,10 @@ struct WriteOptions {
 // computed, when `path` cannot be written: its directory does not exist or
 // is no directory, it is an existing directory (text outputs), or it is a
 // directory that already holds a graph or other files (binary outputs).
-void check_output_path(Runtime& rt, const std::string& path);
+// OutputKind::text_lines: per-vertex values or id maps, which are text
+// only; a binary-looking path (.tsg, trailing /) is refused.
+enum class OutputKind { graph, text_lines };
+void check_output_path(Runtime& rt, const std::string& path, OutputKind kind = OutputKind::graph);
 // Throws ConfigError when `path`'s format cannot hold the graph: .el would
 // drop the weights of a weighted graph, .wel has none to write.
 void check_graph_format(const std::string& path, bool weighted);
