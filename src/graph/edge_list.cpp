@@ -173,16 +173,15 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
                    DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight)
     : vertices_(vertices),
       directed_(directed),
-      vertex_ranges_(std::move(vertex_ranges)),
+      vertex_map_(src.runtime(), std::move(vertex_ranges)),
       src_(std::move(src)),
       dst_(std::move(dst)),
       weight_(std::move(weight)) {
-  Runtime& rt = src_.runtime();
+  Runtime& rt = runtime();
   agree(rt.comm(), [&] {
-    if (vertex_ranges_.size() != vertices_ || vertex_ranges_.ranks() != rt.size())
-      throw MismatchError("vertex ranges cover " + std::to_string(vertex_ranges_.size()) + " vertices on " +
-                          std::to_string(vertex_ranges_.ranks()) + " ranks, expected " + std::to_string(vertices_) +
-                          " on " + std::to_string(rt.size()));
+    if (vertex_map_.size() != vertices_)
+      throw MismatchError("vertex ranges cover " + std::to_string(vertex_map_.size()) + " vertices, expected " +
+                          std::to_string(vertices_));
     if (!(dst_.distribution() == src_.distribution()) ||
         (weight_ && !(weight_->distribution() == src_.distribution())))
       throw MismatchError("source, destination and weight arrays are distributed differently");
@@ -221,8 +220,8 @@ LocalEdges EdgeList::local_copy() const {
 EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const {
   Runtime& rt = runtime();
   if (weighted())
-    return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
-  return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
+    return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
+  return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
 }
 
 namespace {
@@ -248,14 +247,14 @@ EdgeList EdgeList::without_duplicates(const StorageOptions& storage) const {
 EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebuilt(with_flag(storage, nullptr), false); }
 
 DistArray<std::uint64_t> EdgeList::out_degrees() const {
-  DistArray<std::uint64_t> deg(runtime(), vertex_ranges_);
+  DistArray<std::uint64_t> deg(vertex_map_);
   std::uint64_t base = local_vertex_begin();
   for (auto u : local_src()) ++deg.local()[u - base];
   return deg;
 }
 
 DistArray<std::uint64_t> EdgeList::in_degrees() const {
-  DistArray<std::uint64_t> deg(runtime(), vertex_ranges_);
+  DistArray<std::uint64_t> deg(vertex_map_);
   UpdateAggregator<std::uint64_t, ops::Add> add(deg);
   for (auto v : local_dst()) add.update(v, 1);
   add.flush();

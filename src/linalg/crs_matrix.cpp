@@ -6,10 +6,9 @@
 
 namespace tessera::linalg {
 
-CrsMatrix::CrsMatrix(const RowMatrix& source) : rows_(source.row_distribution()) {
-  Runtime& rt = Runtime::current();
-  base_ = rows_.begin(rt.rank());
-  local_rows_ = rows_.count(rt.rank());
+CrsMatrix::CrsMatrix(const RowMatrix& source) : rows_(source.row_map()) {
+  base_ = rows_.local_begin();
+  local_rows_ = rows_.local_size();
   global_entries_ = source.global_entries();
   if (local_rows_ >= (1ull << 31)) throw ConfigError("CrsMatrix: more than 2^31 local rows; use more ranks");
   std::vector<std::uint64_t> remote;
@@ -23,7 +22,7 @@ CrsMatrix::CrsMatrix(const RowMatrix& source) : rows_(source.row_distribution())
   }
   ghosts_ = GhostSet(std::move(remote), rows_.size());
   if (local_rows_ + ghosts_.size() >= (1ull << 32)) throw ConfigError("CrsMatrix: too many columns for 32-bit indices");
-  import_ = Import(rt, rows_, ghosts_);
+  import_ = Import(rows_, ghosts_);
   columns_.resize(row_offsets_.back());
   values_.resize(row_offsets_.back());
   for (std::uint64_t i = 0; i < local_rows_; ++i) {
@@ -81,7 +80,7 @@ void CrsMatrix::row_sums(Vector& s) const {
 double CrsMatrix::frobenius_norm() const {
   double sum = 0;
   for (double v : values_) sum += v * v;
-  return std::sqrt(all_reduce(Runtime::current().comm(), sum, MPI_SUM));
+  return std::sqrt(all_reduce(rows_.comm(), sum, MPI_SUM));
 }
 
 void CrsMatrix::for_each_in_row(std::uint64_t local_row, const std::function<void(std::uint64_t, double)>& f) const {

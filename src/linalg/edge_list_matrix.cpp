@@ -51,10 +51,10 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
     ghosts_below_ = static_cast<std::uint64_t>(std::lower_bound(ids.begin(), ids.end(), graph.local_vertex_begin()) -
                                                ids.begin());
     column_values_.resize(ghost_count_ + local);
-    import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts, local);
+    import_ = Import(graph.vertex_map(), ghosts, local);
     return;
   }
-  import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts);
+  import_ = Import(graph.vertex_map(), ghosts);
   ghosts_ = std::move(ghosts);
   ghost_values_.resize(ghost_count_);
   std::size_t slots = 2;

@@ -5,10 +5,10 @@ namespace tessera::linalg {
 Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
     : a_(a),
       grounded_(std::move(grounded)),
-      degree_(Runtime::current(), a.row_distribution()),
-      self_(Runtime::current(), a.row_distribution()),
-      masked_(Runtime::current(), a.row_distribution()),
-      ax_(Runtime::current(), a.row_distribution()) {
+      degree_(a.row_map()),
+      self_(a.row_map()),
+      masked_(a.row_map()),
+      ax_(a.row_map()) {
   if (!grounded_.empty() && grounded_.size() != degree_.local().size())
     throw MismatchError("grounded flags cover " + std::to_string(grounded_.size()) + " rows, this rank has " +
                         std::to_string(degree_.local().size()));

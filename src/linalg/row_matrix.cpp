@@ -5,20 +5,16 @@
 
 namespace tessera::linalg {
 
-std::uint64_t RowMatrix::local_rows() const {
-  return row_distribution().count(Runtime::current().rank());
-}
-
-Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rt.comm()) {
-  const auto P = static_cast<std::size_t>(rt.size());
+Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rows.comm()) {
+  const auto P = static_cast<std::size_t>(rows.ranks());
   std::vector<std::uint64_t> want(P, 0);
   for (auto id : ghosts.ids()) ++want[static_cast<std::size_t>(rows.owner(id))];  // sorted ids: grouped by owner
   std::vector<std::uint64_t> asked;
-  auto requested = comm::exchange<std::uint64_t>(rt.comm(), ghosts.ids(), want, asked);
-  const std::uint64_t base = rows.begin(rt.rank());
+  auto requested = comm::exchange<std::uint64_t>(comm_, ghosts.ids(), want, asked);
+  const std::uint64_t base = rows.local_begin();
   send_index_.resize(requested.size());
   for (std::size_t k = 0; k < requested.size(); ++k) {
-    if (requested[k] < base || requested[k] >= rows.end(rt.rank()))
+    if (requested[k] < base || requested[k] >= rows.local_end())
       throw RangeError("rank asked for index " + std::to_string(requested[k]) + " it does not own");
     send_index_[k] = static_cast<std::uint32_t>(requested[k] - base);
   }
@@ -28,7 +24,7 @@ Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, st
     send_counts_[p] = static_cast<int>(asked[p]);
     recv_counts_[p] = static_cast<int>(want[p]);
     send_displ_[p] = s;
-    recv_displ_[p] = r + (static_cast<int>(p) > rt.rank() ? static_cast<int>(gap) : 0);
+    recv_displ_[p] = r + (static_cast<int>(p) > rows.rank() ? static_cast<int>(gap) : 0);
     s += send_counts_[p], r += recv_counts_[p];
   }
   send_buffer_.resize(send_index_.size());

@@ -61,18 +61,20 @@ class EdgeList {
   EdgeList(EdgeList&&) noexcept = default;
   EdgeList& operator=(EdgeList&&) noexcept = default;
 
-  Runtime& runtime() const noexcept { return src_.runtime(); }
+  Runtime& runtime() const noexcept { return vertex_map_.runtime(); }
   std::uint64_t vertices() const noexcept { return vertices_; }
   std::uint64_t edges() const noexcept { return src_.size(); }
   bool directed() const noexcept { return directed_; }
   bool weighted() const noexcept { return weight_.has_value(); }
 
-  // Vertex ranges: vertex arrays of this graph use this distribution.
-  const Distribution& vertex_ranges() const noexcept { return vertex_ranges_; }
+  // Vertex ranges: vertex arrays of this graph use this distribution; the
+  // vertex map is the same ranges bound to the graph's runtime.
+  const Distribution& vertex_ranges() const noexcept { return vertex_map_.distribution(); }
+  const Map& vertex_map() const noexcept { return vertex_map_; }
   const Distribution& edge_ranges() const noexcept { return src_.distribution(); }
-  std::uint64_t local_vertex_begin() const { return vertex_ranges_.begin(runtime().rank()); }
-  std::uint64_t local_vertex_end() const { return vertex_ranges_.end(runtime().rank()); }
-  std::uint64_t local_vertices() const { return local_vertex_end() - local_vertex_begin(); }
+  std::uint64_t local_vertex_begin() const noexcept { return vertex_map_.local_begin(); }
+  std::uint64_t local_vertex_end() const noexcept { return vertex_map_.local_end(); }
+  std::uint64_t local_vertices() const noexcept { return vertex_map_.local_size(); }
 
   const DistArray<std::uint64_t>& src() const noexcept { return src_; }
   const DistArray<std::uint64_t>& dst() const noexcept { return dst_; }
@@ -123,7 +125,7 @@ class EdgeList {
 
   std::uint64_t vertices_ = 0;
   bool directed_ = true;
-  Distribution vertex_ranges_;
+  Map vertex_map_;
   DistArray<std::uint64_t> src_, dst_;
   std::optional<DistArray<double>> weight_;
 };

@@ -14,7 +14,7 @@ class EdgeListMatrix final : public RowMatrix {
   // Collective. The graph must outlive the matrix.
   explicit EdgeListMatrix(const graph::EdgeList& graph);
 
-  const Distribution& row_distribution() const override { return graph_.vertex_ranges(); }
+  const Map& row_map() const override { return graph_.vertex_map(); }
   std::uint64_t global_entries() const override { return graph_.edges(); }
   std::uint64_t local_entries() const override { return graph_.local_src().size(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;

@@ -16,7 +16,7 @@ class Laplacian final : public LinearOperator {
   // Collective. `grounded` is empty, or one flag per local row (1 = grounded).
   explicit Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded = {});
 
-  const Distribution& row_distribution() const override { return a_.row_distribution(); }
+  const Map& row_map() const override { return a_.row_map(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
   void diagonal(Vector& d) const override;
   const Vector& degrees() const noexcept { return degree_; }

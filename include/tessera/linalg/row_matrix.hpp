@@ -2,7 +2,8 @@
 // Operator / RowMatrix split: a LinearOperator can be applied and has a
 // diagonal (enough for Jacobi-preconditioned CG); a RowMatrix also exposes its
 // rows, transpose product, row sums and norms. Square matrices whose rows and
-// columns share one Distribution (a graph's vertex ranges).
+// columns share one Map (a graph's vertex ranges and its runtime): an
+// operator reaches its communicator through its row map.
 //
 // Import is the exchange plan of a matrix: which ghost entries (columns owned
 // elsewhere) this rank reads, and which owned entries it sends to whom. Its
@@ -20,7 +21,9 @@ namespace tessera::linalg {
 class LinearOperator {
  public:
   virtual ~LinearOperator() = default;
-  virtual const Distribution& row_distribution() const = 0;
+  virtual const Map& row_map() const = 0;
+  const Distribution& row_distribution() const { return row_map().distribution(); }
+  Runtime& runtime() const { return row_map().runtime(); }
   // y = alpha * A x + beta * y (beta == 0 ignores y's old contents, even NaN).
   virtual void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
   virtual void diagonal(Vector& d) const = 0;
@@ -29,7 +32,7 @@ class LinearOperator {
 class RowMatrix : public LinearOperator {
  public:
   std::uint64_t global_rows() const { return row_distribution().size(); }
-  std::uint64_t local_rows() const;
+  std::uint64_t local_rows() const { return row_map().local_size(); }
   virtual std::uint64_t global_entries() const = 0;
   virtual std::uint64_t local_entries() const = 0;
   // y = alpha * A^T x + beta * y
@@ -48,7 +51,7 @@ class Import {
   // Collective. `ghosts` are global indices owned by other ranks under `rows`.
   // With a `gap`, ghost buffers leave that many slots between the ghosts of
   // lower and higher ranks, where a caller keeps its owned values.
-  Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap = 0);
+  Import(const Map& rows, const GhostSet& ghosts, std::size_t gap = 0);
   // ghost_values[j] = owned value of ghosts.ids()[j] on its owner (j shifted
   // by the gap for ghosts above this rank's own range).
   void gather(std::span<const double> owned, std::span<double> ghost_values) const;
