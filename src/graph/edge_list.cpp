@@ -187,6 +187,7 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
       throw MismatchError("source, destination and weight arrays are distributed differently");
     auto s = src_.local(), d = dst_.local();
     std::uint64_t lo = local_vertex_begin(), hi = local_vertex_end();
+    row_offsets_.assign(hi - lo + 1, 0);
     for (std::size_t k = 0; k < s.size(); ++k) {
       if (s[k] < lo || s[k] >= hi)
         throw MismatchError("edge " + std::to_string(src_.local_begin() + k) + " has source " + std::to_string(s[k]) +
@@ -198,15 +199,16 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
       if (k > 0 && (s[k] < s[k - 1] || (s[k] == s[k - 1] && d[k] < d[k - 1])))
         throw MismatchError("edges are not sorted by (source, destination) at edge " +
                             std::to_string(src_.local_begin() + k));
+      ++row_offsets_[s[k] - lo + 1];
     }
   });
+  for (std::size_t i = 1; i < row_offsets_.size(); ++i) row_offsets_[i] += row_offsets_[i - 1];
 }
 
-std::pair<std::size_t, std::size_t> EdgeList::out_edges(std::uint64_t v) const {
-  auto s = local_src();
-  auto lo = std::lower_bound(s.begin(), s.end(), v);
-  auto hi = std::upper_bound(lo, s.end(), v);
-  return {static_cast<std::size_t>(lo - s.begin()), static_cast<std::size_t>(hi - s.begin())};
+void EdgeList::throw_not_local(std::uint64_t v) const {
+  throw RangeError("vertex " + std::to_string(v) + " is not local: rank " + std::to_string(runtime().rank()) +
+                   " owns vertices [" + std::to_string(local_vertex_begin()) + ", " +
+                   std::to_string(local_vertex_end()) + ")");
 }
 
 LocalEdges EdgeList::local_copy() const {
@@ -248,8 +250,8 @@ EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebu
 
 DistArray<std::uint64_t> EdgeList::out_degrees() const {
   DistArray<std::uint64_t> deg(vertex_map_);
-  std::uint64_t base = local_vertex_begin();
-  for (auto u : local_src()) ++deg.local()[u - base];
+  auto d = deg.local();
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = row_offsets_[i + 1] - row_offsets_[i];
   return deg;
 }
 

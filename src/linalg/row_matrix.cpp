@@ -1,9 +1,23 @@
 #include "tessera/linalg/row_matrix.hpp"
 
+#include <algorithm>
+
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::linalg {
+
+std::size_t RowMatrix::max_row_length() const {
+  std::size_t longest = 0;
+  for (std::uint64_t i = 0; i < local_rows(); ++i) longest = std::max(longest, row_length(i));
+  return longest;
+}
+
+void check_row_buffers(std::size_t length, std::span<std::uint64_t> columns, std::span<double> values) {
+  if (columns.size() < length || values.size() < length)
+    throw RangeError("a row of " + std::to_string(length) + " entries does not fit buffers of " +
+                     std::to_string(columns.size()) + " columns and " + std::to_string(values.size()) + " values");
+}
 
 Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rows.comm()) {
   const auto P = static_cast<std::size_t>(rows.ranks());

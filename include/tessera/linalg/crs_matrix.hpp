@@ -20,10 +20,15 @@ class CrsMatrix final : public RowMatrix {
   void diagonal(Vector& d) const override;
   void row_sums(Vector& s) const override;
   double frobenius_norm() const override;
-  void for_each_in_row(std::uint64_t local_row, const std::function<void(std::uint64_t, double)>& f) const override;
+  std::size_t row_length(std::uint64_t local_row) const override {
+    return static_cast<std::size_t>(row_offsets_[local_row + 1] - row_offsets_[local_row]);
+  }
+  std::size_t copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
+                       std::span<double> values) const override;
   std::size_t extra_memory_bytes() const override;
 
  private:
+  void copy_entries(const RowMatrix& source);
   std::uint64_t global_column(std::uint32_t c) const {
     return c < local_rows_ ? base_ + c : ghosts_.ids()[c - local_rows_];
   }
