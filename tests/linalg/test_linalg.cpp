@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
 
 #include "../graph/graph_test_util.hpp"
 #include "../test_util.hpp"
@@ -542,3 +545,71 @@ TEST(EdgeListRows, EveryColumnModeMatchesSerialProducts) {
     }
   }
 }
+
+// Issue 8.4: weights that make no Laplacian are refused with the vertex and
+// the weight named, on every rank, instead of a wrong "converged" answer.
+class InvalidWeights : public ::testing::TestWithParam<double> {};
+
+TEST_P(InvalidWeights, AreRejectedNamingTheVertexAndWeight) {
+  Runtime& rt = Runtime::current();
+  const double bad = GetParam();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.10g", bad);
+  LocalEdges e;
+  if (rt.rank() == 0) {  // a triangle, edge {1, 2} bad
+    e.add(0, 1, 1.0);
+    e.add(1, 2, bad);
+    e.add(2, 0, 2.0);
+  }
+  BuildOptions o;
+  o.symmetrize = true;
+  auto balanced = EdgeList::build(rt, 3, false, std::move(e), o);
+  auto from_back = with_vertex_counts(rt, balanced, counts_from_the_back(rt, 3));
+  std::vector<std::uint64_t> target{0};
+  for (const EdgeList* g : {&balanced, &from_back}) {
+    EdgeListMatrix el(*g);
+    CrsMatrix crs(el);
+    for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
+      auto found = find_invalid_weight(*a);
+      ASSERT_TRUE(found.has_value());
+      EXPECT_EQ(found->row, 1u);  // arcs (1, 2) and (2, 1): the smallest row
+      EXPECT_EQ(found->column, 2u);
+      if (std::isnan(bad)) {
+        EXPECT_TRUE(std::isnan(found->weight));
+      } else {
+        EXPECT_EQ(found->weight, bad);
+      }
+      try {
+        hitting_times(*g, *a, target);
+        ADD_FAILURE() << "weight " << text << " was accepted";
+      } catch (const RangeError& err) {
+        std::string msg = err.what();
+        EXPECT_NE(msg.find("vertex 1 has an edge to vertex 2 with weight " + std::string(text)), std::string::npos)
+            << msg;
+      }
+      EXPECT_THROW(Laplacian{*a}, RangeError);
+    }
+  }
+  // The same triangle with usable weights solves.
+  LocalEdges ok;
+  if (rt.rank() == 0) {
+    ok.add(0, 1, 1.0);
+    ok.add(1, 2, 0.5);
+    ok.add(2, 0, 2.0);
+  }
+  auto good = EdgeList::build(rt, 3, false, std::move(ok), o);
+  EdgeListMatrix a(good);
+  EXPECT_FALSE(find_invalid_weight(a).has_value());
+  auto h = hitting_times(good, a, target);
+  expect_near(gathered(h.times), dense_hitting_times(3, test::gather_edges(good), target), 1e-9, "good triangle");
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, InvalidWeights,
+                         ::testing::Values(-0.4, -0.5, std::numeric_limits<double>::quiet_NaN(),
+                                           std::numeric_limits<double>::infinity(), 0.0),
+                         [](const auto& info) {
+                           double w = info.param;
+                           return std::isnan(w) ? std::string("NaN") : std::isinf(w) ? std::string("Inf")
+                                  : w == 0 ? std::string("Zero") : w == -0.4 ? std::string("Minus04")
+                                  : std::string("Minus05");
+                         });
