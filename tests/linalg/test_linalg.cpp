@@ -546,6 +546,41 @@ TEST(EdgeListRows, EveryColumnModeMatchesSerialProducts) {
   }
 }
 
+// Issue 8.2: every collective entered by every rank, whatever its share. The
+// tiny and hub-shaped graphs again, on layouts that leave ranks (rank 0
+// among them) without a single row, through every column strategy and the
+// CRS copy, against the dense solve.
+TEST(TinyGraphs, HittingTimesWithRanksThatOwnNoRows) {
+  Runtime& rt = Runtime::current();
+  HittingOptions o;
+  o.cg.tolerance = 1e-13;
+  for (const auto& t : tiny_graphs()) {
+    auto balanced = undirected_from(rt, t.n, t.edges);
+    auto from_back = with_vertex_counts(rt, balanced, counts_from_the_back(rt, t.n));
+    auto want = dense_hitting_times(t.n, test::gather_edges(balanced), {t.target});
+    std::vector<std::uint64_t> target{t.target};
+    for (const EdgeList* g : {&balanced, &from_back}) {
+      std::uint64_t fewest_rows = all_reduce<std::uint64_t>(rt.comm(), g->local_vertices(), MPI_MIN);
+      if (g == &from_back && rt.size() > 1) {
+        EXPECT_EQ(fewest_rows, 0u) << t.name;
+      }
+      EdgeListMatrix automatic(*g);
+      std::uint64_t ghosts = all_reduce<std::uint64_t>(rt.comm(), automatic.ghost_count(), MPI_SUM);
+      std::string layout = std::string(t.name) + (g == &from_back ? ", rows from the back" : ", balanced");
+      for (ColumnMode mode : kModes) {
+        if (mode == ColumnMode::direct && ghosts > 0) continue;
+        EdgeListMatrix a(*g, mode);
+        auto h = hitting_times(*g, a, target, o);
+        EXPECT_TRUE(h.solve.converged) << layout << " " << to_string(mode);
+        expect_near(gathered(h.times), want, 1e-9, (layout + " " + to_string(mode)).c_str());
+      }
+      CrsMatrix crs(automatic);
+      auto h = hitting_times(*g, crs, target, o);
+      expect_near(gathered(h.times), want, 1e-9, (layout + " crs").c_str());
+    }
+  }
+}
+
 // Issue 8.4: weights that make no Laplacian are refused with the vertex and
 // the weight named, on every rank, instead of a wrong "converged" answer.
 class InvalidWeights : public ::testing::TestWithParam<double> {};
