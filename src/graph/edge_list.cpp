@@ -173,21 +173,21 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
                    DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight)
     : vertices_(vertices),
       directed_(directed),
-      vertex_ranges_(std::move(vertex_ranges)),
+      vertex_map_(src.runtime(), std::move(vertex_ranges)),
       src_(std::move(src)),
       dst_(std::move(dst)),
       weight_(std::move(weight)) {
-  Runtime& rt = src_.runtime();
+  Runtime& rt = runtime();
   agree(rt.comm(), [&] {
-    if (vertex_ranges_.size() != vertices_ || vertex_ranges_.ranks() != rt.size())
-      throw MismatchError("vertex ranges cover " + std::to_string(vertex_ranges_.size()) + " vertices on " +
-                          std::to_string(vertex_ranges_.ranks()) + " ranks, expected " + std::to_string(vertices_) +
-                          " on " + std::to_string(rt.size()));
+    if (vertex_map_.size() != vertices_)
+      throw MismatchError("vertex ranges cover " + std::to_string(vertex_map_.size()) + " vertices, expected " +
+                          std::to_string(vertices_));
     if (!(dst_.distribution() == src_.distribution()) ||
         (weight_ && !(weight_->distribution() == src_.distribution())))
       throw MismatchError("source, destination and weight arrays are distributed differently");
     auto s = src_.local(), d = dst_.local();
     std::uint64_t lo = local_vertex_begin(), hi = local_vertex_end();
+    row_offsets_.assign(hi - lo + 1, 0);
     for (std::size_t k = 0; k < s.size(); ++k) {
       if (s[k] < lo || s[k] >= hi)
         throw MismatchError("edge " + std::to_string(src_.local_begin() + k) + " has source " + std::to_string(s[k]) +
@@ -199,15 +199,16 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
       if (k > 0 && (s[k] < s[k - 1] || (s[k] == s[k - 1] && d[k] < d[k - 1])))
         throw MismatchError("edges are not sorted by (source, destination) at edge " +
                             std::to_string(src_.local_begin() + k));
+      ++row_offsets_[s[k] - lo + 1];
     }
   });
+  for (std::size_t i = 1; i < row_offsets_.size(); ++i) row_offsets_[i] += row_offsets_[i - 1];
 }
 
-std::pair<std::size_t, std::size_t> EdgeList::out_edges(std::uint64_t v) const {
-  auto s = local_src();
-  auto lo = std::lower_bound(s.begin(), s.end(), v);
-  auto hi = std::upper_bound(lo, s.end(), v);
-  return {static_cast<std::size_t>(lo - s.begin()), static_cast<std::size_t>(hi - s.begin())};
+void EdgeList::throw_not_local(std::uint64_t v) const {
+  throw RangeError("vertex " + std::to_string(v) + " is not local: rank " + std::to_string(runtime().rank()) +
+                   " owns vertices [" + std::to_string(local_vertex_begin()) + ", " +
+                   std::to_string(local_vertex_end()) + ")");
 }
 
 LocalEdges EdgeList::local_copy() const {
@@ -221,8 +222,8 @@ LocalEdges EdgeList::local_copy() const {
 EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const {
   Runtime& rt = runtime();
   if (weighted())
-    return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
-  return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges_ : nullptr);
+    return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
+  return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
 }
 
 namespace {
@@ -248,14 +249,14 @@ EdgeList EdgeList::without_duplicates(const StorageOptions& storage) const {
 EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebuilt(with_flag(storage, nullptr), false); }
 
 DistArray<std::uint64_t> EdgeList::out_degrees() const {
-  DistArray<std::uint64_t> deg(runtime(), vertex_ranges_);
-  std::uint64_t base = local_vertex_begin();
-  for (auto u : local_src()) ++deg.local()[u - base];
+  DistArray<std::uint64_t> deg(vertex_map_);
+  auto d = deg.local();
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = row_offsets_[i + 1] - row_offsets_[i];
   return deg;
 }
 
 DistArray<std::uint64_t> EdgeList::in_degrees() const {
-  DistArray<std::uint64_t> deg(runtime(), vertex_ranges_);
+  DistArray<std::uint64_t> deg(vertex_map_);
   UpdateAggregator<std::uint64_t, ops::Add> add(deg);
   for (auto v : local_dst()) add.update(v, 1);
   add.flush();

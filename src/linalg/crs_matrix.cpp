@@ -6,35 +6,41 @@
 
 namespace tessera::linalg {
 
-CrsMatrix::CrsMatrix(const RowMatrix& source) : rows_(source.row_distribution()) {
-  Runtime& rt = Runtime::current();
-  base_ = rows_.begin(rt.rank());
-  local_rows_ = rows_.count(rt.rank());
+CrsMatrix::CrsMatrix(const RowMatrix& source) : rows_(source.row_map()) {
+  base_ = rows_.local_begin();
+  local_rows_ = rows_.local_size();
   global_entries_ = source.global_entries();
+  // Local work that may fail on one rank only; then the collective exchange plan.
+  agree(rows_.comm(), [&] { copy_entries(source); });
+  import_ = Import(rows_, ghosts_);
+  column_values_.resize(local_rows_ + ghosts_.size());
+}
+
+void CrsMatrix::copy_entries(const RowMatrix& source) {
   if (local_rows_ >= (1ull << 31)) throw ConfigError("CrsMatrix: more than 2^31 local rows; use more ranks");
-  std::vector<std::uint64_t> remote;
   row_offsets_.assign(local_rows_ + 1, 0);
+  for (std::uint64_t i = 0; i < local_rows_; ++i) row_offsets_[i + 1] = row_offsets_[i] + source.row_length(i);
+  // Two passes over the source, as the ghost positions are known only after
+  // the first: the remote columns, then the entries in place.
+  std::vector<std::uint64_t> remote, row(source.max_row_length());
+  std::vector<double> row_values(row.size());
   for (std::uint64_t i = 0; i < local_rows_; ++i) {
-    source.for_each_in_row(i, [&](std::uint64_t c, double) {
-      if (c - base_ >= local_rows_) remote.push_back(c);
-      ++row_offsets_[i + 1];
-    });
-    row_offsets_[i + 1] += row_offsets_[i];
+    std::size_t n = source.copy_row(i, row, row_values);
+    for (std::size_t k = 0; k < n; ++k)
+      if (row[k] - base_ >= local_rows_) remote.push_back(row[k]);  // wraps for columns below base
   }
   ghosts_ = GhostSet(std::move(remote), rows_.size());
   if (local_rows_ + ghosts_.size() >= (1ull << 32)) throw ConfigError("CrsMatrix: too many columns for 32-bit indices");
-  import_ = Import(rt, rows_, ghosts_);
   columns_.resize(row_offsets_.back());
   values_.resize(row_offsets_.back());
   for (std::uint64_t i = 0; i < local_rows_; ++i) {
-    std::uint64_t k = row_offsets_[i];
-    source.for_each_in_row(i, [&](std::uint64_t c, double v) {
-      std::uint64_t local = c - base_;
-      columns_[k] = static_cast<std::uint32_t>(local < local_rows_ ? local : local_rows_ + ghosts_.position(c));
-      values_[k++] = v;
-    });
+    const std::uint64_t first = row_offsets_[i];
+    std::size_t n = source.copy_row(i, row, std::span<double>(values_).subspan(first));
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t local = row[k] - base_;
+      columns_[first + k] = static_cast<std::uint32_t>(local < local_rows_ ? local : local_rows_ + ghosts_.position(row[k]));
+    }
   }
-  column_values_.resize(local_rows_ + ghosts_.size());
 }
 
 void CrsMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
@@ -81,12 +87,19 @@ void CrsMatrix::row_sums(Vector& s) const {
 double CrsMatrix::frobenius_norm() const {
   double sum = 0;
   for (double v : values_) sum += v * v;
-  return std::sqrt(all_reduce(Runtime::current().comm(), sum, MPI_SUM));
+  return std::sqrt(all_reduce(rows_.comm(), sum, MPI_SUM));
 }
 
-void CrsMatrix::for_each_in_row(std::uint64_t local_row, const std::function<void(std::uint64_t, double)>& f) const {
-  for (std::uint64_t k = row_offsets_[local_row]; k < row_offsets_[local_row + 1]; ++k)
-    f(global_column(columns_[k]), values_[k]);
+std::size_t CrsMatrix::copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
+                               std::span<double> values) const {
+  const std::uint64_t first = row_offsets_[local_row];
+  const std::size_t n = row_length(local_row);
+  check_row_buffers(n, columns, values);
+  for (std::size_t k = 0; k < n; ++k) {
+    columns[k] = global_column(columns_[first + k]);
+    values[k] = values_[first + k];
+  }
+  return n;
 }
 
 std::size_t CrsMatrix::extra_memory_bytes() const {

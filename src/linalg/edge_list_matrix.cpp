@@ -3,224 +3,366 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <variant>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::linalg {
 
+const char* to_string(ColumnMode mode) noexcept {
+  switch (mode) {
+    case ColumnMode::direct: return "direct";
+    case ColumnMode::dense: return "dense";
+    case ColumnMode::bitmap: return "bitmap";
+    case ColumnMode::hash: return "hash";
+  }
+  return "unknown";
+}
+
 namespace {
+
+// The column strategies. Each offers
+//   load(x)         makes every column's value readable, returns value(column);
+//   accumulator(y)  returns add(column, v), adding v to the column's entry of
+//                   A^T x (owned columns straight into y);
+//   finish(y)       sends the remote columns' contributions home into y.
+// load and finish are collective, and every strategy enters its collective
+// on every rank whatever its share of rows or ghosts: a rank with nothing to
+// read may still own values others read (issue 8.2).
+
+struct DirectColumns {
+  static constexpr ColumnMode kMode = ColumnMode::direct;
+  std::uint64_t base = 0;
+  Import import;  // no ghosts here; it serves the ranks that read ours
+
+  auto load(std::span<const double> x) const {
+    import.gather(x, {});
+    return [xl = x.data(), base = base](std::uint64_t c) { return xl[c - base]; };
+  }
+  auto accumulator(std::span<double> y) const {
+    return [yl = y.data(), base = base](std::uint64_t c, double v) { yl[c - base] += v; };
+  }
+  void finish(std::span<double> y) const { import.scatter_add({}, y); }
+  std::size_t memory_bytes() const { return import.memory_bytes(); }
+};
+
+struct DenseColumns {
+  static constexpr ColumnMode kMode = ColumnMode::dense;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::uint64_t base = 0;
+  std::vector<int> counts, displs;     // every rank's rows
+  mutable std::vector<double> values;  // every column, indexed by the column
+
+  auto load(std::span<const double> x) const {
+    std::copy(x.begin(), x.end(), values.begin() + static_cast<std::ptrdiff_t>(base));
+    MPI_Request req;
+    TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), counts.data(), displs.data(),
+                                MPI_DOUBLE, comm, &req));
+    wait(req);
+    return [v = values.data()](std::uint64_t c) { return v[c]; };
+  }
+  auto accumulator(std::span<double>) const {
+    std::fill(values.begin(), values.end(), 0.0);
+    return [v = values.data()](std::uint64_t c, double x) { v[c] += x; };
+  }
+  void finish(std::span<double> y) const {  // each owner receives its columns' sums
+    std::vector<double> mine(y.size());
+    MPI_Request req;
+    TESSERA_MPI(MPI_Ireduce_scatter(values.data(), mine.data(), counts.data(), MPI_DOUBLE, MPI_SUM, comm, &req));
+    wait(req);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += mine[i];
+  }
+  std::size_t memory_bytes() const {
+    return values.capacity() * sizeof(double) + (counts.capacity() + displs.capacity()) * sizeof(int);
+  }
+};
+
+struct BitWord {
+  std::uint64_t bits;    // owned and ghost columns of these 64
+  std::uint64_t before;  // owned and ghost columns in earlier words
+};
+
+struct BitmapColumns {
+  static constexpr ColumnMode kMode = ColumnMode::bitmap;
+  std::vector<BitWord> words;
+  std::uint64_t ghosts_below = 0;      // ghosts with a smaller id than the owned columns
+  Import import;                       // leaves a gap for the owned values
+  mutable std::vector<double> values;  // lower ghosts, owned, upper ghosts
+
+  static std::uint64_t position(const BitWord* words, std::uint64_t c) noexcept {
+    const BitWord& w = words[c >> 6];
+    return w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (c & 63)) - 1)));
+  }
+  auto load(std::span<const double> x) const {
+    import.gather(x, values);
+    std::copy(x.begin(), x.end(), values.begin() + static_cast<std::ptrdiff_t>(ghosts_below));
+    return [w = words.data(), v = values.data()](std::uint64_t c) { return v[position(w, c)]; };
+  }
+  auto accumulator(std::span<double>) const {
+    std::fill(values.begin(), values.end(), 0.0);
+    return [w = words.data(), v = values.data()](std::uint64_t c, double x) { v[position(w, c)] += x; };
+  }
+  void finish(std::span<double> y) const {
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += values[ghosts_below + i];
+    import.scatter_add(values, y);  // reads the ghost slots only
+  }
+  std::size_t memory_bytes() const {
+    return words.capacity() * sizeof(BitWord) + import.memory_bytes() + values.capacity() * sizeof(double);
+  }
+};
+
+struct HashColumns {
+  static constexpr ColumnMode kMode = ColumnMode::hash;
+  struct Slot {
+    std::uint64_t column;
+    double value;
+  };
+  static constexpr std::uint64_t kEmpty = ~0ull;
+  std::uint64_t base = 0, local = 0;
+  GhostSet ghosts;
+  Import import;
+  mutable std::vector<double> ghost_values;  // in ghosts order, as Import moves them
+  mutable std::vector<Slot> table;
+  std::vector<std::uint32_t> slot_of_ghost;
+  unsigned shift = 63;
+  std::size_t mask = 0;
+
+  static std::size_t home(std::uint64_t column, unsigned shift) noexcept {
+    return static_cast<std::size_t>((column * 0x9e3779b97f4a7c15ull) >> shift);
+  }
+  HashColumns(const Map& rows, GhostSet ghost_set) : base(rows.local_begin()), local(rows.local_size()) {
+    import = Import(rows, ghost_set);
+    ghosts = std::move(ghost_set);
+    ghost_values.resize(ghosts.size());
+    std::size_t slots = 2;
+    unsigned bits = 1;
+    while (slots < 2 * ghosts.size()) slots *= 2, ++bits;
+    table.assign(slots, Slot{kEmpty, 0.0});
+    shift = 64 - bits;
+    mask = slots - 1;
+    slot_of_ghost.resize(ghosts.size());
+    for (std::size_t j = 0; j < ghosts.size(); ++j) {
+      std::uint64_t c = ghosts.ids()[j];
+      std::size_t h = home(c, shift);
+      while (table[h].column != kEmpty) h = (h + 1) & mask;
+      table[h].column = c;
+      slot_of_ghost[j] = static_cast<std::uint32_t>(h);
+    }
+  }
+  auto load(std::span<const double> x) const {
+    import.gather(x, ghost_values);
+    for (std::size_t j = 0; j < ghost_values.size(); ++j) table[slot_of_ghost[j]].value = ghost_values[j];
+    return [xl = x.data(), base = base, local = local, t = table.data(), shift = shift, mask = mask](std::uint64_t c) {
+      std::uint64_t o = c - base;  // wraps for columns below base
+      if (o < local) return xl[o];
+      std::size_t h = home(c, shift);
+      while (t[h].column != c) h = (h + 1) & mask;
+      return t[h].value;
+    };
+  }
+  auto accumulator(std::span<double> y) const {
+    std::fill(ghost_values.begin(), ghost_values.end(), 0.0);
+    return [yl = y.data(), base = base, local = local, this](std::uint64_t c, double v) {
+      std::uint64_t o = c - base;
+      if (o < local)
+        yl[o] += v;
+      else
+        ghost_values[ghosts.position(c)] += v;
+    };
+  }
+  void finish(std::span<double> y) const { import.scatter_add(ghost_values, y); }
+  std::size_t memory_bytes() const {
+    return ghosts.memory_bytes() + import.memory_bytes() + ghost_values.capacity() * sizeof(double) +
+           table.capacity() * sizeof(Slot) + slot_of_ghost.capacity() * sizeof(std::uint32_t);
+  }
+};
+
 void prepare_output(Vector& y, double beta) {
   if (beta == 0.0)
     y.fill(0.0);
   else if (beta != 1.0)
     y.scale(beta);
 }
-}  // namespace
 
-EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph) : graph_(graph) {
-  row_start_.assign(graph.local_vertices() + 1, 0);
-  for (auto u : graph.local_src()) ++row_start_[u - graph.local_vertex_begin() + 1];
-  for (std::size_t i = 1; i < row_start_.size(); ++i) row_start_[i] += row_start_[i - 1];
-  GhostSet ghosts = GhostSet::remote_of(graph.local_dst(), graph.local_vertex_begin(), graph.local_vertex_end(),
-                                        graph.vertices());
-  ghost_count_ = ghosts.size();
-  const std::uint64_t words = (graph.vertices() + 63) / 64, local = graph.local_vertices();
-  // Dense mode is collective (an allgather), so every rank must choose it.
-  int want_dense = ghost_count_ > 0 && graph.vertices() <= 2 * (ghost_count_ + local) && graph.vertices() < (1ull << 31);
-  if (all_reduce(graph.runtime().comm(), want_dense, MPI_MIN)) {
-    dense_ = true;
-    comm_ = graph.runtime().comm();
-    column_values_.resize(graph.vertices());
-    const auto& r = graph.vertex_ranges();
-    for (int p = 0; p < r.ranks(); ++p) {
-      dense_counts_.push_back(static_cast<int>(r.count(p)));
-      dense_displs_.push_back(static_cast<int>(r.begin(p)));
-    }
-    return;
-  }
-  if (ghost_count_ > 0 && words * sizeof(BitWord) <= ghost_count_ * sizeof(Slot)) {
-    // Bitmap mode: the ghost list is not kept; Import fills column_values_.
-    bitmap_.assign(words, BitWord{0, 0});
-    for (auto c : ghosts.ids()) bitmap_[c >> 6].bits |= 1ull << (c & 63);
-    for (std::uint64_t c = graph.local_vertex_begin(); c < graph.local_vertex_end(); ++c)
-      bitmap_[c >> 6].bits |= 1ull << (c & 63);
-    std::uint64_t before = 0;
-    for (auto& w : bitmap_) w.before = before, before += static_cast<std::uint64_t>(std::popcount(w.bits));
-    auto ids = ghosts.ids();
-    ghosts_below_ = static_cast<std::uint64_t>(std::lower_bound(ids.begin(), ids.end(), graph.local_vertex_begin()) -
-                                               ids.begin());
-    column_values_.resize(ghost_count_ + local);
-    import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts, local);
-    return;
-  }
-  import_ = Import(graph.runtime(), graph.vertex_ranges(), ghosts);
-  ghosts_ = std::move(ghosts);
-  ghost_values_.resize(ghost_count_);
-  std::size_t slots = 2;
-  unsigned bits = 1;
-  while (slots < 2 * ghost_count_) slots *= 2, ++bits;
-  table_.assign(slots, Slot{kEmpty, 0.0});
-  shift_ = 64 - bits;
-  mask_ = slots - 1;
-  slot_of_ghost_.resize(ghost_count_);
-  for (std::size_t j = 0; j < ghost_count_; ++j) {
-    std::uint64_t c = ghosts_.ids()[j];
-    std::size_t h = static_cast<std::size_t>((c * 0x9e3779b97f4a7c15ull) >> shift_);
-    while (table_[h].column != kEmpty) h = (h + 1) & mask_;
-    table_[h].column = c;
-    slot_of_ghost_[j] = static_cast<std::uint32_t>(h);
-  }
-}
-
-void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
-  prepare_output(y, beta);
-  if (ghost_count_ == 0 && !dense_) {
-    // No ghosts here, but other ranks may read this rank's values: the
-    // exchange is collective, so it is entered all the same.
-    import_.gather(x.local(), ghost_values_);
-    const double* xl = x.local().data();
-    const std::uint64_t base = graph_.local_vertex_begin();
-    multiply_all(y, alpha, [xl, base](std::uint64_t c) { return xl[c - base]; });
-  } else if (dense_) {
-    auto xs = x.local();
-    std::copy(xs.begin(), xs.end(), column_values_.begin() + static_cast<std::ptrdiff_t>(graph_.local_vertex_begin()));
-    MPI_Request req;
-    TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, column_values_.data(), dense_counts_.data(),
-                                dense_displs_.data(), MPI_DOUBLE, comm_, &req));
-    wait(req);
-    const double* values = column_values_.data();
-    multiply_all(y, alpha, [values](std::uint64_t c) { return values[c]; });
-  } else if (!bitmap_.empty()) {
-    // Columns in global order: lower ghosts, owned, upper ghosts.
-    import_.gather(x.local(), column_values_);
-    auto xs = x.local();
-    std::copy(xs.begin(), xs.end(), column_values_.begin() + static_cast<std::ptrdiff_t>(ghosts_below_));
-    const BitWord* bits = bitmap_.data();
-    const double* values = column_values_.data();
-    multiply_all(y, alpha, [bits, values](std::uint64_t c) {
-      const BitWord& w = bits[c >> 6];
-      return values[w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (c & 63)) - 1)))];
-    });
-  } else {
-    import_.gather(x.local(), ghost_values_);
-    for (std::size_t j = 0; j < ghost_values_.size(); ++j) table_[slot_of_ghost_[j]].value = ghost_values_[j];
-    multiply(x, y, alpha, [this](std::uint64_t c) { return table_[slot_index(c)].value; });
-  }
-}
-
-// Every column through one lookup (bitmap mode).
+// y += alpha A x, row by row over the graph's row offsets: the product
+// streams only the destination (and weight) array, 8 bytes per edge where a
+// CRS copy streams 12.
 template <class ColumnValue>
-void EdgeListMatrix::multiply_all(Vector& y, double alpha, ColumnValue value) const {
-  const std::uint64_t* d = graph_.local_dst().data();
-  auto w = graph_.local_weight();
-  auto ys = y.local();
-  const std::uint64_t* start = row_start_.data();
-  for (std::size_t i = 0; i < ys.size(); ++i) {
+void multiply_rows(const graph::EdgeList& g, std::span<double> y, double alpha, ColumnValue value) {
+  const std::uint64_t* d = g.local_dst().data();
+  const std::uint64_t* start = g.row_offsets().data();
+  auto w = g.local_weight();
+  for (std::size_t i = 0; i < y.size(); ++i) {
     double sum = 0;
     if (w.empty())
       for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) sum += value(d[k]);
     else
       for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) sum += w[k] * value(d[k]);
-    ys[i] += alpha * sum;
+    y[i] += alpha * sum;
   }
 }
 
-// Local columns directly, remote ones through `ghost` (hash mode).
-template <class GhostValue>
-void EdgeListMatrix::multiply(const Vector& x, Vector& y, double alpha, GhostValue ghost) const {
-  const std::uint64_t base = graph_.local_vertex_begin(), n = graph_.local_vertices();
-  const std::uint64_t* d = graph_.local_dst().data();
-  auto w = graph_.local_weight();
-  const double* xl = x.local().data();
-  auto ys = y.local();
-  const std::uint64_t* start = row_start_.data();
-  for (std::size_t i = 0; i < ys.size(); ++i) {
-    double sum = 0;
-    for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) {
-      std::uint64_t c = d[k] - base;  // wraps for columns below base
-      double v = c < n ? xl[c] : ghost(d[k]);
-      sum += w.empty() ? v : w[k] * v;
-    }
-    ys[i] += alpha * sum;
+// add(column, alpha A[row][column] x[row]) for every local entry.
+template <class Add>
+void multiply_columns(const graph::EdgeList& g, std::span<const double> x, double alpha, Add add) {
+  const std::uint64_t* d = g.local_dst().data();
+  const std::uint64_t* start = g.row_offsets().data();
+  auto w = g.local_weight();
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) add(d[k], alpha * (w.empty() ? 1.0 : w[k]) * x[i]);
+}
+
+}  // namespace
+
+struct EdgeListMatrix::Columns {
+  std::variant<DirectColumns, DenseColumns, BitmapColumns, HashColumns> strategy;
+};
+
+EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<ColumnMode> forced) : graph_(graph) {
+  const Map& rows = graph.vertex_map();
+  GhostSet ghosts = GhostSet::remote_of(graph.local_dst(), rows.local_begin(), rows.local_end(), graph.vertices());
+  ghost_count_ = ghosts.size();
+  const std::uint64_t n = graph.vertices(), local = rows.local_size(), words = (n + 63) / 64;
+  const bool dense_fits = n < (1ull << 31);  // MPI counts and displacements are int
+  ColumnMode mode;
+  if (forced) {
+    mode = *forced;
+    agree(rows.comm(), [&] {
+      if (mode == ColumnMode::direct && ghost_count_ > 0)
+        throw ConfigError("column mode direct: rank " + std::to_string(rows.rank()) + " reads " +
+                          std::to_string(ghost_count_) + " columns owned by other ranks; use dense, bitmap or hash");
+      if (mode == ColumnMode::dense && !dense_fits)
+        throw ConfigError("column mode dense: " + std::to_string(n) + " columns exceed 2^31; use bitmap or hash");
+    });
+  } else {
+    // Dense mode is collective (an allgather), so every rank must choose it.
+    int want_dense = ghost_count_ > 0 && n <= 2 * (ghost_count_ + local) && dense_fits;
+    if (all_reduce(rows.comm(), want_dense, MPI_MIN))
+      mode = ColumnMode::dense;
+    else if (ghost_count_ == 0)
+      mode = ColumnMode::direct;
+    else if (words * sizeof(BitWord) <= ghost_count_ * sizeof(HashColumns::Slot))
+      mode = ColumnMode::bitmap;
+    else
+      mode = ColumnMode::hash;
   }
+
+  columns_ = std::make_unique<Columns>();
+  switch (mode) {
+    case ColumnMode::direct:
+      columns_->strategy = DirectColumns{rows.local_begin(), Import(rows, ghosts)};
+      break;
+    case ColumnMode::dense: {
+      DenseColumns c;
+      c.comm = rows.comm();
+      c.base = rows.local_begin();
+      c.values.resize(n);
+      const auto& r = rows.distribution();
+      for (int p = 0; p < r.ranks(); ++p) {
+        c.counts.push_back(static_cast<int>(r.count(p)));
+        c.displs.push_back(static_cast<int>(r.begin(p)));
+      }
+      columns_->strategy = std::move(c);
+      break;
+    }
+    case ColumnMode::bitmap: {
+      // The ghost list is not kept: Import fills the ghost slots of `values`.
+      BitmapColumns c;
+      c.words.assign(words, BitWord{0, 0});
+      for (auto col : ghosts.ids()) c.words[col >> 6].bits |= 1ull << (col & 63);
+      for (std::uint64_t col = rows.local_begin(); col < rows.local_end(); ++col)
+        c.words[col >> 6].bits |= 1ull << (col & 63);
+      std::uint64_t before = 0;
+      for (auto& w : c.words) w.before = before, before += static_cast<std::uint64_t>(std::popcount(w.bits));
+      auto ids = ghosts.ids();
+      c.ghosts_below =
+          static_cast<std::uint64_t>(std::lower_bound(ids.begin(), ids.end(), rows.local_begin()) - ids.begin());
+      c.values.resize(ghost_count_ + local);
+      c.import = Import(rows, ghosts, local);
+      columns_->strategy = std::move(c);
+      break;
+    }
+    case ColumnMode::hash:
+      columns_->strategy = HashColumns(rows, std::move(ghosts));
+      break;
+  }
+}
+
+EdgeListMatrix::~EdgeListMatrix() = default;
+
+ColumnMode EdgeListMatrix::column_mode() const noexcept {
+  return std::visit([](const auto& c) { return std::decay_t<decltype(c)>::kMode; }, columns_->strategy);
+}
+
+void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
+  prepare_output(y, beta);
+  std::visit([&](const auto& columns) { multiply_rows(graph_, y.local(), alpha, columns.load(x.local())); },
+             columns_->strategy);
 }
 
 void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
-  const std::uint64_t base = graph_.local_vertex_begin(), n = graph_.local_vertices();
-  auto s = graph_.local_src(), d = graph_.local_dst();
-  auto w = graph_.local_weight();
-  auto xs = x.local();
-  auto ys = y.local();
-  if (dense_) {  // every column's sum, then each owner receives its own
-    std::fill(column_values_.begin(), column_values_.end(), 0.0);
-    for (std::size_t k = 0; k < s.size(); ++k) column_values_[d[k]] += alpha * (w.empty() ? 1.0 : w[k]) * xs[s[k] - base];
-    std::vector<double> mine(ys.size());
-    MPI_Request req;
-    TESSERA_MPI(MPI_Ireduce_scatter(column_values_.data(), mine.data(), dense_counts_.data(), MPI_DOUBLE, MPI_SUM,
-                                    comm_, &req));
-    wait(req);
-    for (std::size_t i = 0; i < ys.size(); ++i) ys[i] += mine[i];
-    return;
-  }
-  // Contributions to remote columns collect in the ghost buffer, then go home.
-  std::vector<double>& acc = bitmap_.empty() ? ghost_values_ : column_values_;  // hash/dense: ghost order
-  std::fill(acc.begin(), acc.end(), 0.0);
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    double v = alpha * (w.empty() ? 1.0 : w[k]) * xs[s[k] - base];
-    std::uint64_t c = d[k] - base;
-    if (c < n) {
-      ys[c] += v;
-    } else if (bitmap_.empty()) {
-      acc[ghosts_.position(d[k])] += v;
-    } else {
-      const BitWord& bw = bitmap_[d[k] >> 6];
-      acc[bw.before + static_cast<std::uint64_t>(std::popcount(bw.bits & ((1ull << (d[k] & 63)) - 1)))] += v;
-    }
-  }
-  import_.scatter_add(acc, ys);
+  std::visit(
+      [&](const auto& columns) {
+        multiply_columns(graph_, x.local(), alpha, columns.accumulator(y.local()));
+        columns.finish(y.local());
+      },
+      columns_->strategy);
 }
 
 void EdgeListMatrix::diagonal(Vector& out) const {
-  out.fill(0.0);
+  auto o = out.local();
   const std::uint64_t base = graph_.local_vertex_begin();
-  auto s = graph_.local_src(), d = graph_.local_dst();
-  auto w = graph_.local_weight();
-  for (std::size_t k = 0; k < s.size(); ++k)
-    if (s[k] == d[k]) out.local()[s[k] - base] += w.empty() ? 1.0 : w[k];
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    RowView r = row(i);
+    auto [lo, hi] = std::equal_range(r.columns.begin(), r.columns.end(), base + i);  // self loops
+    o[i] = 0;
+    for (auto k = static_cast<std::size_t>(lo - r.columns.begin()); k < static_cast<std::size_t>(hi - r.columns.begin()); ++k)
+      o[i] += r.value(k);
+  }
 }
 
 void EdgeListMatrix::row_sums(Vector& out) const {
-  out.fill(0.0);
-  const std::uint64_t base = graph_.local_vertex_begin();
-  auto s = graph_.local_src();
+  auto o = out.local();
+  auto offsets = graph_.row_offsets();
   auto w = graph_.local_weight();
-  for (std::size_t k = 0; k < s.size(); ++k) out.local()[s[k] - base] += w.empty() ? 1.0 : w[k];
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    if (w.empty()) {
+      o[i] = static_cast<double>(offsets[i + 1] - offsets[i]);
+    } else {
+      double sum = 0;
+      for (std::uint64_t k = offsets[i]; k < offsets[i + 1]; ++k) sum += w[k];
+      o[i] = sum;
+    }
+  }
 }
 
 double EdgeListMatrix::frobenius_norm() const {
   double sum = 0;
   auto w = graph_.local_weight();
   if (w.empty())
-    sum = static_cast<double>(graph_.local_src().size());
+    sum = static_cast<double>(graph_.local_dst().size());
   else
     for (double v : w) sum += v * v;
-  return std::sqrt(all_reduce(graph_.runtime().comm(), sum, MPI_SUM));
+  return std::sqrt(all_reduce(row_map().comm(), sum, MPI_SUM));
 }
 
-void EdgeListMatrix::for_each_in_row(std::uint64_t local_row,
-                                     const std::function<void(std::uint64_t, double)>& f) const {
-  auto [first, last] = graph_.out_edges(graph_.local_vertex_begin() + local_row);
-  auto d = graph_.local_dst();
-  auto w = graph_.local_weight();
-  for (std::size_t k = first; k < last; ++k) f(d[k], w.empty() ? 1.0 : w[k]);
+std::size_t EdgeListMatrix::copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
+                                     std::span<double> values) const {
+  RowView r = row(local_row);
+  check_row_buffers(r.size(), columns, values);
+  std::copy(r.columns.begin(), r.columns.end(), columns.begin());
+  if (r.values.empty())
+    std::fill_n(values.begin(), r.size(), 1.0);
+  else
+    std::copy(r.values.begin(), r.values.end(), values.begin());
+  return r.size();
 }
 
+// The graph's row offsets belong to the graph, not to the matrix.
 std::size_t EdgeListMatrix::extra_memory_bytes() const {
-  return row_start_.capacity() * sizeof(std::uint64_t) + ghosts_.memory_bytes() + import_.memory_bytes() + ghost_values_.capacity() * sizeof(double) +
-         table_.capacity() * sizeof(Slot) + slot_of_ghost_.capacity() * sizeof(std::uint32_t) +
-         bitmap_.capacity() * sizeof(BitWord) + column_values_.capacity() * sizeof(double);
+  return std::visit([](const auto& c) { return c.memory_bytes(); }, columns_->strategy);
 }
 
 }  // namespace tessera::linalg

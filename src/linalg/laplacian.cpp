@@ -1,14 +1,49 @@
 #include "tessera/linalg/laplacian.hpp"
 
+#include <cmath>
+#include <cstdio>
+
+#include "tessera/runtime/collective.hpp"
+
 namespace tessera::linalg {
+
+std::string InvalidWeight::describe() const {
+  char w[32];
+  std::snprintf(w, sizeof(w), "%.10g", weight);
+  return "vertex " + std::to_string(row) + " has an edge to vertex " + std::to_string(column) + " with weight " + w +
+         ": the graph Laplacian (hitting times) needs finite positive edge weights; fix or drop that edge, or "
+         "ignore the weights";
+}
+
+std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a) {
+  const Map& rows = a.row_map();
+  std::optional<InvalidWeight> mine;
+  std::vector<std::uint64_t> columns(a.max_row_length());
+  std::vector<double> values(columns.size());
+  for (std::uint64_t i = 0; i < a.local_rows() && !mine; ++i) {
+    std::size_t n = a.copy_row(i, columns, values);
+    for (std::size_t k = 0; k < n; ++k)
+      if (!(std::isfinite(values[k]) && values[k] > 0)) {
+        mine = InvalidWeight{rows.local_begin() + i, columns[k], values[k]};
+        break;
+      }
+  }
+  // Rows are owned by one rank each: the smallest bad row names its rank.
+  auto first = all_argmin<std::uint64_t>(rows.comm(), mine ? mine->row : kNoIndex,
+                                         mine ? static_cast<std::uint64_t>(rows.rank()) : kNoIndex);
+  if (!first.found()) return std::nullopt;
+  InvalidWeight bad = mine.value_or(InvalidWeight{});
+  return broadcast(rows.comm(), bad, static_cast<int>(first.index));
+}
 
 Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
     : a_(a),
       grounded_(std::move(grounded)),
-      degree_(Runtime::current(), a.row_distribution()),
-      self_(Runtime::current(), a.row_distribution()),
-      masked_(Runtime::current(), a.row_distribution()),
-      ax_(Runtime::current(), a.row_distribution()) {
+      degree_(a.row_map()),
+      self_(a.row_map()),
+      masked_(a.row_map()),
+      ax_(a.row_map()) {
+  if (auto bad = find_invalid_weight(a)) throw RangeError(bad->describe());
   if (!grounded_.empty() && grounded_.size() != degree_.local().size())
     throw MismatchError("grounded flags cover " + std::to_string(grounded_.size()) + " rows, this rank has " +
                         std::to_string(degree_.local().size()));

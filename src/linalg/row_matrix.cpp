@@ -1,24 +1,34 @@
 #include "tessera/linalg/row_matrix.hpp"
 
+#include <algorithm>
+
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::linalg {
 
-std::uint64_t RowMatrix::local_rows() const {
-  return row_distribution().count(Runtime::current().rank());
+std::size_t RowMatrix::max_row_length() const {
+  std::size_t longest = 0;
+  for (std::uint64_t i = 0; i < local_rows(); ++i) longest = std::max(longest, row_length(i));
+  return longest;
 }
 
-Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rt.comm()) {
-  const auto P = static_cast<std::size_t>(rt.size());
+void check_row_buffers(std::size_t length, std::span<std::uint64_t> columns, std::span<double> values) {
+  if (columns.size() < length || values.size() < length)
+    throw RangeError("a row of " + std::to_string(length) + " entries does not fit buffers of " +
+                     std::to_string(columns.size()) + " columns and " + std::to_string(values.size()) + " values");
+}
+
+Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rows.comm()) {
+  const auto P = static_cast<std::size_t>(rows.ranks());
   std::vector<std::uint64_t> want(P, 0);
   for (auto id : ghosts.ids()) ++want[static_cast<std::size_t>(rows.owner(id))];  // sorted ids: grouped by owner
   std::vector<std::uint64_t> asked;
-  auto requested = comm::exchange<std::uint64_t>(rt.comm(), ghosts.ids(), want, asked);
-  const std::uint64_t base = rows.begin(rt.rank());
+  auto requested = comm::exchange<std::uint64_t>(comm_, ghosts.ids(), want, asked);
+  const std::uint64_t base = rows.local_begin();
   send_index_.resize(requested.size());
   for (std::size_t k = 0; k < requested.size(); ++k) {
-    if (requested[k] < base || requested[k] >= rows.end(rt.rank()))
+    if (requested[k] < base || requested[k] >= rows.local_end())
       throw RangeError("rank asked for index " + std::to_string(requested[k]) + " it does not own");
     send_index_[k] = static_cast<std::uint32_t>(requested[k] - base);
   }
@@ -28,7 +38,7 @@ Import::Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, st
     send_counts_[p] = static_cast<int>(asked[p]);
     recv_counts_[p] = static_cast<int>(want[p]);
     send_displ_[p] = s;
-    recv_displ_[p] = r + (static_cast<int>(p) > rt.rank() ? static_cast<int>(gap) : 0);
+    recv_displ_[p] = r + (static_cast<int>(p) > rows.rank() ? static_cast<int>(gap) : 0);
     s += send_counts_[p], r += recv_counts_[p];
   }
   send_buffer_.resize(send_index_.size());

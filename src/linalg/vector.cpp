@@ -7,9 +7,9 @@
 namespace tessera::linalg {
 
 void Vector::check_same(const Vector& x) const {
-  if (!(x.distribution() == distribution()))
+  if (!(x.map() == map()))
     throw MismatchError("vectors of " + std::to_string(x.size()) + " and " + std::to_string(size()) +
-                        " elements are distributed differently");
+                        " elements are distributed differently (or over different runtimes)");
 }
 
 void Vector::fill(double value) {

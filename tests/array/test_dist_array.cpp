@@ -64,3 +64,24 @@ TEST_P(DistArrayTest, StructElementsAndWeightedDistribution) {
 
 INSTANTIATE_TEST_SUITE_P(Storages, DistArrayTest, testing::Values(StorageKind::heap, StorageKind::shared),
                          [](const auto& info) { return info.param == StorageKind::heap ? "Heap" : "Shared"; });
+
+// A Map binds a distribution to its runtime: it gives this rank's range and
+// the communicator, and arrays built over it report the same map.
+TEST(Map, CarriesRuntimeAndLocalRange) {
+  auto& rt = Runtime::current();
+  std::vector<std::uint64_t> sizes;
+  for (int r = 0; r < rt.size(); ++r) sizes.push_back(r == 0 ? 0 : 3 + static_cast<std::uint64_t>(r));  // rank 0 empty
+  Map m(rt, Distribution::weighted_block(sizes));
+  EXPECT_EQ(&m.runtime(), &rt);
+  EXPECT_EQ(m.comm(), rt.comm());
+  EXPECT_EQ(m.rank(), rt.rank());
+  EXPECT_EQ(m.local_size(), sizes[static_cast<std::size_t>(rt.rank())]);
+  EXPECT_EQ(m.local_begin(), m.distribution().begin(rt.rank()));
+  for (std::uint64_t i = 0; i < m.size(); ++i) EXPECT_EQ(m.is_local(i), m.owner(i) == rt.rank());
+  DistArray<double> a(m);
+  EXPECT_TRUE(a.map() == m);
+  EXPECT_EQ(a.local().size(), m.local_size());
+  EXPECT_EQ(a.local_begin(), m.local_begin());
+  EXPECT_FALSE(Map::block(rt, m.size() + 1) == m);
+  EXPECT_THROW(Map(rt, Distribution::block(5, rt.size() + 1)), MismatchError);
+}

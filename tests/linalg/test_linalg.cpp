@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
 
 #include "../graph/graph_test_util.hpp"
 #include "../test_util.hpp"
@@ -12,6 +16,7 @@
 #include "tessera/linalg/edge_list_matrix.hpp"
 #include "tessera/linalg/hitting_times.hpp"
 #include "tessera/linalg/laplacian.hpp"
+#include "tessera/runtime/collective.hpp"
 
 using namespace tessera;
 using namespace tessera::graph;
@@ -127,7 +132,7 @@ TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
   const std::uint64_t n = g.vertices();
   EdgeListMatrix el(g);
   if (rt.size() > 1) {
-    EXPECT_EQ(std::string(el.column_mode()), "dense");  // 3000 random edges on 300 vertices
+    EXPECT_EQ(el.column_mode(), ColumnMode::dense);  // 3000 random edges on 300 vertices
   }
   CrsMatrix crs(el);
   std::vector<double> ax(n, 0), atx(n, 0), diag(n, 0), sums(n, 0);
@@ -159,11 +164,22 @@ TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
     EXPECT_NEAR(a->frobenius_norm(), std::sqrt(frob), 1e-9);
     // Row access gives the same entries as the edge list.
     std::uint64_t base = a->row_distribution().begin(rt.rank()), seen = 0;
-    for (std::uint64_t i = 0; i < a->local_rows(); ++i)
-      a->for_each_in_row(i, [&](std::uint64_t c, double w) {
-        EXPECT_TRUE(std::binary_search(edges.begin(), edges.end(), EdgeTuple{base + i, c, w}));
+    std::vector<std::uint64_t> columns(a->max_row_length());
+    std::vector<double> values(columns.size());
+    for (std::uint64_t i = 0; i < a->local_rows(); ++i) {
+      std::size_t n = a->copy_row(i, columns, values);
+      EXPECT_EQ(n, a->row_length(i));
+      for (std::size_t k = 0; k < n; ++k) {
+        EXPECT_TRUE(std::binary_search(edges.begin(), edges.end(), EdgeTuple{base + i, columns[k], values[k]}));
+        if (k > 0) {
+          EXPECT_LE(columns[k - 1], columns[k]);
+        }
         ++seen;
-      });
+      }
+      if (n > 0) {
+        EXPECT_THROW(a->copy_row(i, std::span(columns).first(n - 1), values), RangeError);
+      }
+    }
     EXPECT_EQ(seen, a->local_entries());
   }
   // The edge-list matrix allocates only for ghosts, far less than a copy.
@@ -196,7 +212,7 @@ TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
   const std::uint64_t n = GetParam(), L = n - 1;
   auto g = generate(rt, GraphSpec::grid({1, n}));
   EdgeListMatrix a(g);
-  std::string mode = a.column_mode();
+  std::string mode = to_string(a.column_mode());
   if (rt.size() == 1) {
     EXPECT_EQ(mode, "direct");
   } else if (n > 1000 && rt.size() >= 3) {  // few ghosts in a large column space
@@ -396,3 +412,246 @@ TEST(TinyGraphs, ConjugateGradientWithEmptyRanks) {
   EXPECT_LE(h.solve.iterations, 3);
   expect_near(gathered(h.times), {0, 3, 4}, 1e-10, "cg on path3");
 }
+
+// Issue 7.6: row offsets, out_neighbours spans and the column strategies.
+namespace {
+
+// `g` redistributed so rank r owns `vertex_counts[r]` vertices (zeros give
+// ranks with no rows at all), built through EdgeList::adopt as a loader would.
+EdgeList with_vertex_counts(Runtime& rt, const EdgeList& g, const std::vector<std::uint64_t>& vertex_counts) {
+  auto edges = test::gather_edges(g);
+  auto ranges = Distribution::weighted_block(vertex_counts);
+  std::vector<std::uint64_t> edge_counts(static_cast<std::size_t>(rt.size()), 0);
+  for (auto& [u, v, w] : edges) ++edge_counts[static_cast<std::size_t>(ranges.owner(u))];
+  auto edge_ranges = Distribution::weighted_block(edge_counts);
+  DistArray<std::uint64_t> src(rt, edge_ranges), dst(rt, edge_ranges);
+  std::optional<DistArray<double>> weight;
+  if (g.weighted()) weight.emplace(rt, edge_ranges);
+  std::size_t k = 0;
+  for (auto& [u, v, w] : edges) {
+    if (ranges.owner(u) != rt.rank()) continue;
+    src.local()[k] = u;
+    dst.local()[k] = v;
+    if (weight) weight->local()[k] = w;
+    ++k;
+  }
+  return EdgeList::adopt(g.vertices(), g.directed(), ranges, std::move(src), std::move(dst), std::move(weight));
+}
+
+// Vertex counts for n vertices that leave rank 0 (and every rank but the
+// last few) empty: one vertex per rank from the back, the rest on the last.
+std::vector<std::uint64_t> counts_from_the_back(Runtime& rt, std::uint64_t n) {
+  std::vector<std::uint64_t> c(static_cast<std::size_t>(rt.size()), 0);
+  std::uint64_t left = n;
+  for (int r = rt.size() - 1; r >= 1 && left > 1; --r) c[static_cast<std::size_t>(r)] = 1, --left;
+  c.back() += left;
+  if (rt.size() == 1) c[0] = n;
+  return c;
+}
+
+// A against the serial products of `edges` (apply, transpose, diagonal, row sums).
+void expect_operator_matches(Runtime& rt, const RowMatrix& a, std::uint64_t n, const std::vector<EdgeTuple>& edges,
+                             const std::string& what) {
+  std::vector<double> ax(n, 0), atx(n, 0), diag(n, 0), sums(n, 0);
+  for (auto& [u, v, w] : edges) {
+    ax[u] += w * value_at(v);
+    atx[v] += w * value_at(u);
+    if (u == v) diag[u] += w;
+    sums[u] += w;
+  }
+  Vector x(a.row_map()), y(a.row_map());
+  ASSERT_EQ(&x.runtime(), &rt);
+  fill(x);
+  y.fill(1.0);
+  a.apply(x, y, 2.0, 1.0);  // y = 2 A x + 1
+  std::vector<double> want(n);
+  for (std::uint64_t i = 0; i < n; ++i) want[i] = 2 * ax[i] + 1;
+  expect_near(gathered(y), want, 1e-12, (what + " apply").c_str());
+  y.fill(std::nan(""));
+  a.apply_transpose(x, y);
+  expect_near(gathered(y), atx, 1e-12, (what + " apply_transpose").c_str());
+  a.diagonal(y);
+  expect_near(gathered(y), diag, 1e-12, (what + " diagonal").c_str());
+  a.row_sums(y);
+  expect_near(gathered(y), sums, 1e-12, (what + " row_sums").c_str());
+}
+
+const ColumnMode kModes[] = {ColumnMode::direct, ColumnMode::dense, ColumnMode::bitmap, ColumnMode::hash};
+
+}  // namespace
+
+TEST(EdgeListRows, OutNeighboursAreEachVertexsSortedDestinations) {
+  Runtime& rt = Runtime::current();
+  auto random = weighted_random_graph(rt);
+  auto path = undirected_from(rt, 3, {{0, 1}, {1, 2}});
+  auto moved = with_vertex_counts(rt, random, counts_from_the_back(rt, random.vertices()));
+  for (const EdgeList* g : {&random, &path, &moved}) {
+    auto edges = test::gather_edges(*g);
+    auto offsets = g->row_offsets();
+    ASSERT_EQ(offsets.size(), g->local_vertices() + 1);
+    EXPECT_EQ(offsets.front(), 0u);
+    EXPECT_EQ(offsets.back(), g->local_dst().size());
+    auto degrees = g->out_degrees();
+    EdgeListMatrix a(*g);  // collective: outside the per-vertex loop
+    for (std::uint64_t v = g->local_vertex_begin(); v < g->local_vertex_end(); ++v) {
+      std::vector<std::uint64_t> want;
+      std::vector<double> want_w;
+      for (auto& [u, d, w] : edges)
+        if (u == v) want.push_back(d), want_w.push_back(w);
+      auto got = g->out_neighbours(v);
+      EXPECT_EQ(std::vector<std::uint64_t>(got.begin(), got.end()), want) << "vertex " << v;
+      EXPECT_EQ(g->out_degree(v), want.size());
+      EXPECT_EQ(degrees.at(v), want.size());
+      auto w = g->out_weights(v);
+      if (g->weighted()) {
+        EXPECT_EQ(std::vector<double>(w.begin(), w.end()), want_w) << "vertex " << v;
+      } else {
+        EXPECT_TRUE(w.empty());
+      }
+      // The row view of the matrix is the same span, no copy.
+      RowView r = a.row(v - g->local_vertex_begin());
+      EXPECT_EQ(r.columns.data(), got.data());
+      EXPECT_EQ(r.size(), want.size());
+    }
+    // A vertex this rank does not own is an error naming the range.
+    for (std::uint64_t v : {std::uint64_t{0}, g->vertices() - 1})
+      if (!g->vertex_map().is_local(v)) {
+        EXPECT_THROW(g->out_neighbours(v), RangeError);
+      }
+  }
+}
+
+// Every column strategy forced on every rank gives the serial products, on
+// balanced ranges and on ranges that leave ranks without rows.
+TEST(EdgeListRows, EveryColumnModeMatchesSerialProducts) {
+  Runtime& rt = Runtime::current();
+  auto random = weighted_random_graph(rt);
+  auto grid = generate(rt, GraphSpec::grid({1, 3000}));
+  auto star = undirected_from(rt, 11, {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 7}, {0, 8}, {0, 9}, {0, 10}});
+  auto star_back = with_vertex_counts(rt, star, counts_from_the_back(rt, 11));
+  for (const EdgeList* g : {&random, &grid, &star, &star_back}) {
+    auto edges = test::gather_edges(*g);
+    EdgeListMatrix automatic(*g);
+    std::uint64_t ghosts = all_reduce<std::uint64_t>(rt.comm(), automatic.ghost_count(), MPI_SUM);
+    for (ColumnMode mode : kModes) {
+      std::string what = std::string(to_string(mode)) + " on " + std::to_string(g->vertices()) + " vertices";
+      if (mode == ColumnMode::direct && ghosts > 0) {  // every rank refuses, together
+        EXPECT_THROW(EdgeListMatrix(*g, mode), ConfigError) << what;
+        continue;
+      }
+      EdgeListMatrix a(*g, mode);
+      EXPECT_EQ(a.column_mode(), mode);
+      expect_operator_matches(rt, a, g->vertices(), edges, what);
+      EXPECT_NEAR(a.frobenius_norm(), automatic.frobenius_norm(), 1e-9);
+    }
+  }
+}
+
+// Issue 8.2: every collective entered by every rank, whatever its share. The
+// tiny and hub-shaped graphs again, on layouts that leave ranks (rank 0
+// among them) without a single row, through every column strategy and the
+// CRS copy, against the dense solve.
+TEST(TinyGraphs, HittingTimesWithRanksThatOwnNoRows) {
+  Runtime& rt = Runtime::current();
+  HittingOptions o;
+  o.cg.tolerance = 1e-13;
+  for (const auto& t : tiny_graphs()) {
+    auto balanced = undirected_from(rt, t.n, t.edges);
+    auto from_back = with_vertex_counts(rt, balanced, counts_from_the_back(rt, t.n));
+    auto want = dense_hitting_times(t.n, test::gather_edges(balanced), {t.target});
+    std::vector<std::uint64_t> target{t.target};
+    for (const EdgeList* g : {&balanced, &from_back}) {
+      std::uint64_t fewest_rows = all_reduce<std::uint64_t>(rt.comm(), g->local_vertices(), MPI_MIN);
+      if (g == &from_back && rt.size() > 1) {
+        EXPECT_EQ(fewest_rows, 0u) << t.name;
+      }
+      EdgeListMatrix automatic(*g);
+      std::uint64_t ghosts = all_reduce<std::uint64_t>(rt.comm(), automatic.ghost_count(), MPI_SUM);
+      std::string layout = std::string(t.name) + (g == &from_back ? ", rows from the back" : ", balanced");
+      // The automatic choice mixes strategies across ranks (a rank without
+      // rows reads no ghosts: direct, beside bitmap or hash elsewhere).
+      std::vector<std::unique_ptr<EdgeListMatrix>> forced;
+      for (ColumnMode mode : kModes)
+        if (mode != ColumnMode::direct || ghosts == 0) forced.push_back(std::make_unique<EdgeListMatrix>(*g, mode));
+      std::vector<const EdgeListMatrix*> matrices{&automatic};
+      for (auto& m : forced) matrices.push_back(m.get());
+      for (const EdgeListMatrix* a : matrices) {
+        std::string what = layout + " " + to_string(a->column_mode()) + (a == &automatic ? " (automatic)" : "");
+        auto h = hitting_times(*g, *a, target, o);
+        EXPECT_TRUE(h.solve.converged) << what;
+        expect_near(gathered(h.times), want, 1e-9, what.c_str());
+      }
+      CrsMatrix crs(automatic);
+      auto h = hitting_times(*g, crs, target, o);
+      expect_near(gathered(h.times), want, 1e-9, (layout + " crs").c_str());
+    }
+  }
+}
+
+// Issue 8.4: weights that make no Laplacian are refused with the vertex and
+// the weight named, on every rank, instead of a wrong "converged" answer.
+class InvalidWeights : public ::testing::TestWithParam<double> {};
+
+TEST_P(InvalidWeights, AreRejectedNamingTheVertexAndWeight) {
+  Runtime& rt = Runtime::current();
+  const double bad = GetParam();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.10g", bad);
+  LocalEdges e;
+  if (rt.rank() == 0) {  // a triangle, edge {1, 2} bad
+    e.add(0, 1, 1.0);
+    e.add(1, 2, bad);
+    e.add(2, 0, 2.0);
+  }
+  BuildOptions o;
+  o.symmetrize = true;
+  auto balanced = EdgeList::build(rt, 3, false, std::move(e), o);
+  auto from_back = with_vertex_counts(rt, balanced, counts_from_the_back(rt, 3));
+  std::vector<std::uint64_t> target{0};
+  for (const EdgeList* g : {&balanced, &from_back}) {
+    EdgeListMatrix el(*g);
+    CrsMatrix crs(el);
+    for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
+      auto found = find_invalid_weight(*a);
+      ASSERT_TRUE(found.has_value());
+      EXPECT_EQ(found->row, 1u);  // arcs (1, 2) and (2, 1): the smallest row
+      EXPECT_EQ(found->column, 2u);
+      if (std::isnan(bad)) {
+        EXPECT_TRUE(std::isnan(found->weight));
+      } else {
+        EXPECT_EQ(found->weight, bad);
+      }
+      try {
+        hitting_times(*g, *a, target);
+        ADD_FAILURE() << "weight " << text << " was accepted";
+      } catch (const RangeError& err) {
+        std::string msg = err.what();
+        EXPECT_NE(msg.find("vertex 1 has an edge to vertex 2 with weight " + std::string(text)), std::string::npos)
+            << msg;
+      }
+      EXPECT_THROW(Laplacian{*a}, RangeError);
+    }
+  }
+  // The same triangle with usable weights solves.
+  LocalEdges ok;
+  if (rt.rank() == 0) {
+    ok.add(0, 1, 1.0);
+    ok.add(1, 2, 0.5);
+    ok.add(2, 0, 2.0);
+  }
+  auto good = EdgeList::build(rt, 3, false, std::move(ok), o);
+  EdgeListMatrix a(good);
+  EXPECT_FALSE(find_invalid_weight(a).has_value());
+  auto h = hitting_times(good, a, target);
+  expect_near(gathered(h.times), dense_hitting_times(3, test::gather_edges(good), target), 1e-9, "good triangle");
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, InvalidWeights,
+                         ::testing::Values(-0.4, -0.5, std::numeric_limits<double>::quiet_NaN(),
+                                           std::numeric_limits<double>::infinity(), 0.0),
+                         [](const auto& info) {
+                           double w = info.param;
+                           return std::isnan(w) ? std::string("NaN") : std::isinf(w) ? std::string("Inf")
+                                  : w == 0 ? std::string("Zero") : w == -0.4 ? std::string("Minus04")
+                                  : std::string("Minus05");
+                         });

@@ -7,8 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tessera/array/distribution.hpp"
-#include "tessera/runtime/runtime.hpp"
+#include "tessera/array/map.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera {
@@ -27,11 +26,10 @@ class DistArray {
   DistArray(Runtime& rt, std::uint64_t n, const StorageOptions& storage = {})
       : DistArray(rt, Distribution::block(n, rt.size()), storage) {}
   DistArray(Runtime& rt, Distribution dist, const StorageOptions& storage = {})
-      : rt_(&rt), dist_(std::move(dist)) {
-    if (dist_.ranks() != rt.size())
-      throw MismatchError("distribution is for " + std::to_string(dist_.ranks()) + " ranks but the job has " +
-                          std::to_string(rt.size()));
-    storage_ = make_storage(rt, ArrayLayout{element_type_of<T>(), dist_.size(), dist_.kind(), dist_.offsets()}, storage);
+      : DistArray(Map(rt, std::move(dist)), storage) {}
+  explicit DistArray(Map map, const StorageOptions& storage = {}) : map_(std::move(map)) {
+    const Distribution& d = map_.distribution();
+    storage_ = make_storage(map_.runtime(), ArrayLayout{element_type_of<T>(), d.size(), d.kind(), d.offsets()}, storage);
     auto bytes = storage_->local();
     local_ = {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
@@ -39,17 +37,18 @@ class DistArray {
   DistArray(DistArray&&) noexcept = default;
   DistArray& operator=(DistArray&&) noexcept = default;
 
-  Runtime& runtime() const noexcept { return *rt_; }
-  const Distribution& distribution() const noexcept { return dist_; }
-  std::uint64_t size() const noexcept { return dist_.size(); }
+  Runtime& runtime() const noexcept { return map_.runtime(); }
+  const Map& map() const noexcept { return map_; }
+  const Distribution& distribution() const noexcept { return map_.distribution(); }
+  std::uint64_t size() const noexcept { return map_.size(); }
 
   std::span<T> local() noexcept { return local_; }
   std::span<const T> local() const noexcept { return local_; }
-  std::uint64_t local_begin() const noexcept { return dist_.begin(rt_->rank()); }
-  std::uint64_t local_end() const noexcept { return dist_.end(rt_->rank()); }
+  std::uint64_t local_begin() const noexcept { return map_.local_begin(); }
+  std::uint64_t local_end() const noexcept { return map_.local_end(); }
 
-  int owner(std::uint64_t i) const noexcept { return dist_.owner(i); }
-  bool is_local(std::uint64_t i) const noexcept { return i >= local_begin() && i < local_end(); }
+  int owner(std::uint64_t i) const noexcept { return map_.owner(i); }
+  bool is_local(std::uint64_t i) const noexcept { return map_.is_local(i); }
 
   // Checked access to a locally owned element by global index.
   T& at(std::uint64_t i) { return local_[checked_local_offset(i)]; }
@@ -63,16 +62,15 @@ class DistArray {
 
  private:
   std::size_t checked_local_offset(std::uint64_t i) const {
-    dist_.check(i);
+    map_.distribution().check(i);
     if (!is_local(i))
       throw RangeError("global index " + std::to_string(i) + " is owned by rank " + std::to_string(owner(i)) +
-                       ", not by rank " + std::to_string(rt_->rank()) + " (local range [" +
+                       ", not by rank " + std::to_string(map_.rank()) + " (local range [" +
                        std::to_string(local_begin()) + ", " + std::to_string(local_end()) + "))");
     return static_cast<std::size_t>(i - local_begin());
   }
 
-  Runtime* rt_;
-  Distribution dist_;
+  Map map_;
   std::unique_ptr<Storage> storage_;
   std::span<T> local_;
 };

@@ -6,7 +6,10 @@
 //    hold about equal numbers of edges (a weighted block Distribution);
 //  * edge (u, v) lives on the rank that owns vertex u, so a vertex and its
 //    out-edges are on the same rank;
-//  * within a rank, edges are sorted by (source, destination, weight).
+//  * within a rank, edges are sorted by (source, destination, weight), and
+//    row offsets (CSR style, one per local vertex) say where each vertex's
+//    out-edges start, so a vertex's neighbours are a span of the destination
+//    array (out_neighbours) and nothing scans the source array for them.
 // An undirected graph stores both directions of every edge.
 #pragma once
 #include <cstdint>
@@ -61,18 +64,20 @@ class EdgeList {
   EdgeList(EdgeList&&) noexcept = default;
   EdgeList& operator=(EdgeList&&) noexcept = default;
 
-  Runtime& runtime() const noexcept { return src_.runtime(); }
+  Runtime& runtime() const noexcept { return vertex_map_.runtime(); }
   std::uint64_t vertices() const noexcept { return vertices_; }
   std::uint64_t edges() const noexcept { return src_.size(); }
   bool directed() const noexcept { return directed_; }
   bool weighted() const noexcept { return weight_.has_value(); }
 
-  // Vertex ranges: vertex arrays of this graph use this distribution.
-  const Distribution& vertex_ranges() const noexcept { return vertex_ranges_; }
+  // Vertex ranges: vertex arrays of this graph use this distribution; the
+  // vertex map is the same ranges bound to the graph's runtime.
+  const Distribution& vertex_ranges() const noexcept { return vertex_map_.distribution(); }
+  const Map& vertex_map() const noexcept { return vertex_map_; }
   const Distribution& edge_ranges() const noexcept { return src_.distribution(); }
-  std::uint64_t local_vertex_begin() const { return vertex_ranges_.begin(runtime().rank()); }
-  std::uint64_t local_vertex_end() const { return vertex_ranges_.end(runtime().rank()); }
-  std::uint64_t local_vertices() const { return local_vertex_end() - local_vertex_begin(); }
+  std::uint64_t local_vertex_begin() const noexcept { return vertex_map_.local_begin(); }
+  std::uint64_t local_vertex_end() const noexcept { return vertex_map_.local_end(); }
+  std::uint64_t local_vertices() const noexcept { return vertex_map_.local_size(); }
 
   const DistArray<std::uint64_t>& src() const noexcept { return src_; }
   const DistArray<std::uint64_t>& dst() const noexcept { return dst_; }
@@ -83,18 +88,39 @@ class EdgeList {
     return weight_ ? weight_->local() : std::span<const double>{};
   }
 
-  // Local edge positions [first, last) of local vertex v (binary search).
-  std::pair<std::size_t, std::size_t> out_edges(std::uint64_t v) const;
+  // Where each local vertex's out-edges start in the local edge arrays: CSR
+  // row offsets, local_vertices() + 1 of them (8 bytes per local vertex),
+  // built with the graph. Local vertex i = local_vertex_begin() + i.
+  std::span<const std::uint64_t> row_offsets() const noexcept { return row_offsets_; }
+  // Out-neighbours of local vertex v, increasing (GAPBS's out_neigh), and
+  // their weights (empty when unweighted). RangeError for a vertex this rank
+  // does not own.
+  std::span<const std::uint64_t> out_neighbours(std::uint64_t v) const {
+    auto [first, last] = out_edges(v);
+    return local_dst().subspan(first, last - first);
+  }
+  std::span<const double> out_weights(std::uint64_t v) const {
+    if (!weighted()) return {};
+    auto [first, last] = out_edges(v);
+    return local_weight().subspan(first, last - first);
+  }
+  std::uint64_t out_degree(std::uint64_t v) const {
+    auto [first, last] = out_edges(v);
+    return last - first;
+  }
+  // Local edge positions [first, last) of local vertex v.
+  std::pair<std::size_t, std::size_t> out_edges(std::uint64_t v) const {
+    if (!vertex_map_.is_local(v)) throw_not_local(v);
+    std::size_t i = static_cast<std::size_t>(v - local_vertex_begin());
+    return {static_cast<std::size_t>(row_offsets_[i]), static_cast<std::size_t>(row_offsets_[i + 1])};
+  }
   // Calls f(v, first, last) for every local vertex with at least one out-edge.
   template <class F>
   void for_each_row(F&& f) const {
-    auto s = local_src();
-    for (std::size_t k = 0; k < s.size();) {
-      std::size_t first = k;
-      std::uint64_t v = s[k];
-      while (k < s.size() && s[k] == v) ++k;
-      f(v, first, k);
-    }
+    const std::uint64_t base = local_vertex_begin();
+    for (std::size_t i = 0; i + 1 < row_offsets_.size(); ++i)
+      if (row_offsets_[i] < row_offsets_[i + 1])
+        f(base + i, static_cast<std::size_t>(row_offsets_[i]), static_cast<std::size_t>(row_offsets_[i + 1]));
   }
 
   // This rank's edges as plain vectors (a copy).
@@ -120,12 +146,14 @@ class EdgeList {
   EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
            DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
   EdgeList rebuilt(const BuildOptions& options, bool keep_ranges) const;
+  [[noreturn]] void throw_not_local(std::uint64_t v) const;
 
   std::uint64_t vertices_ = 0;
   bool directed_ = true;
-  Distribution vertex_ranges_;
+  Map vertex_map_;
   DistArray<std::uint64_t> src_, dst_;
   std::optional<DistArray<double>> weight_;
+  std::vector<std::uint64_t> row_offsets_;
 };
 
 // Storage options for one of a graph's arrays: a Shared name gets `-suffix`.

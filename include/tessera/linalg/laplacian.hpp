@@ -3,20 +3,40 @@
 // removed. To keep one vector layout, grounded rows become identity rows and
 // grounded columns are dropped, so on the other vertices the operator is
 // exactly L_UU, and a right-hand side that is zero on G keeps x zero there.
+//
+// Only finite positive weights make L a Laplacian (a negative weight can make
+// it indefinite or singular, zero or NaN ones break the walk): the
+// constructor rejects any other entry with a RangeError naming the vertex.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tessera/linalg/row_matrix.hpp"
 
 namespace tessera::linalg {
 
+// An entry a graph Laplacian cannot use: A[row][column] = weight is not
+// finite or not positive. Indices are the matrix's (the graph's internal
+// vertex ids); a program that relabelled its input maps them back.
+struct InvalidWeight {
+  std::uint64_t row = 0, column = 0;
+  double weight = 0;
+  std::string describe() const;  // "vertex 5 has an edge to vertex 7 with weight -0.4: ..."
+};
+
+// Collective. The invalid entry with the smallest row (the first in that
+// row), the same on every rank, or nothing when every weight is usable.
+std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a);
+
 class Laplacian final : public LinearOperator {
  public:
   // Collective. `grounded` is empty, or one flag per local row (1 = grounded).
+  // RangeError (on every rank) when `a` holds an invalid weight.
   explicit Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded = {});
 
-  const Distribution& row_distribution() const override { return a_.row_distribution(); }
+  const Map& row_map() const override { return a_.row_map(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
   void diagonal(Vector& d) const override;
   const Vector& degrees() const noexcept { return degree_; }

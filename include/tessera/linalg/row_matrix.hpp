@@ -2,13 +2,13 @@
 // Operator / RowMatrix split: a LinearOperator can be applied and has a
 // diagonal (enough for Jacobi-preconditioned CG); a RowMatrix also exposes its
 // rows, transpose product, row sums and norms. Square matrices whose rows and
-// columns share one Distribution (a graph's vertex ranges).
+// columns share one Map (a graph's vertex ranges and its runtime): an
+// operator reaches its communicator through its row map.
 //
 // Import is the exchange plan of a matrix: which ghost entries (columns owned
 // elsewhere) this rank reads, and which owned entries it sends to whom. Its
 // size is O(ghosts), never O(entries).
 #pragma once
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,27 +20,50 @@ namespace tessera::linalg {
 class LinearOperator {
  public:
   virtual ~LinearOperator() = default;
-  virtual const Distribution& row_distribution() const = 0;
+  virtual const Map& row_map() const = 0;
+  const Distribution& row_distribution() const { return row_map().distribution(); }
+  Runtime& runtime() const { return row_map().runtime(); }
   // y = alpha * A x + beta * y (beta == 0 ignores y's old contents, even NaN).
   virtual void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
   virtual void diagonal(Vector& d) const = 0;
 };
 
+// One row of a matrix as spans: global column ids, increasing for the
+// matrices here, and values (empty: every value is 1, an unweighted graph).
+struct RowView {
+  std::span<const std::uint64_t> columns;
+  std::span<const double> values;
+  std::size_t size() const noexcept { return columns.size(); }
+  double value(std::size_t k) const noexcept { return values.empty() ? 1.0 : values[k]; }
+};
+
 class RowMatrix : public LinearOperator {
  public:
   std::uint64_t global_rows() const { return row_distribution().size(); }
-  std::uint64_t local_rows() const;
+  std::uint64_t local_rows() const { return row_map().local_size(); }
   virtual std::uint64_t global_entries() const = 0;
   virtual std::uint64_t local_entries() const = 0;
   // y = alpha * A^T x + beta * y
   virtual void apply_transpose(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
   virtual void row_sums(Vector& s) const = 0;
   virtual double frobenius_norm() const = 0;
-  // Calls f(global column, value) for every entry of local row `local_row`.
-  virtual void for_each_in_row(std::uint64_t local_row, const std::function<void(std::uint64_t, double)>& f) const = 0;
+  // Entries in local row `local_row`.
+  virtual std::size_t row_length(std::uint64_t local_row) const = 0;
+  // Copies local row `local_row`'s global column ids and values into the
+  // front of `columns` and `values` (after Tpetra's getGlobalRowCopy) and
+  // returns the row length; RangeError if the spans are shorter than that.
+  // Matrices that hold global columns also offer a view without the copy
+  // (EdgeListMatrix::row).
+  virtual std::size_t copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
+                               std::span<double> values) const = 0;
+  // The longest local row (sizes the buffers of copy_row).
+  std::size_t max_row_length() const;
   // Bytes this object allocated beyond the data it was built over.
   virtual std::size_t extra_memory_bytes() const = 0;
 };
+
+// RangeError unless `columns` and `values` hold `length` entries (copy_row).
+void check_row_buffers(std::size_t length, std::span<std::uint64_t> columns, std::span<double> values);
 
 class Import {
  public:
@@ -48,7 +71,7 @@ class Import {
   // Collective. `ghosts` are global indices owned by other ranks under `rows`.
   // With a `gap`, ghost buffers leave that many slots between the ghosts of
   // lower and higher ranks, where a caller keeps its owned values.
-  Import(Runtime& rt, const Distribution& rows, const GhostSet& ghosts, std::size_t gap = 0);
+  Import(const Map& rows, const GhostSet& ghosts, std::size_t gap = 0);
   // ghost_values[j] = owned value of ghosts.ids()[j] on its owner (j shifted
   // by the gap for ghosts above this rank's own range).
   void gather(std::span<const double> owned, std::span<double> ghost_values) const;

@@ -1,6 +1,6 @@
-// Vector: a distributed vector of doubles on a row Distribution, with the
-// reductions Krylov solvers need. Reductions are collective and yield the
-// core while they wait.
+// Vector: a distributed vector of doubles on a row Map, with the reductions
+// Krylov solvers need. Reductions are collective over the map's runtime and
+// yield the core while they wait.
 #pragma once
 #include <span>
 
@@ -10,9 +10,12 @@ namespace tessera::linalg {
 
 class Vector {
  public:
+  // Collective.
+  explicit Vector(const Map& rows, const StorageOptions& storage = {}) : data_(rows, storage) {}
   Vector(Runtime& rt, const Distribution& rows, const StorageOptions& storage = {}) : data_(rt, rows, storage) {}
 
   Runtime& runtime() const noexcept { return data_.runtime(); }
+  const Map& map() const noexcept { return data_.map(); }
   const Distribution& distribution() const noexcept { return data_.distribution(); }
   std::uint64_t size() const noexcept { return data_.size(); }
   std::span<double> local() noexcept { return data_.local(); }
