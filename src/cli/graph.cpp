@@ -20,6 +20,7 @@
 #include "tessera/linalg/edge_list_matrix.hpp"
 #include "tessera/linalg/hitting_summary.hpp"
 #include "tessera/linalg/hitting_times.hpp"
+#include "tessera/linalg/laplacian.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
 
@@ -131,6 +132,19 @@ void make_undirected(graph::LoadedGraph& g, Progress& p, const std::string& why,
   p.step("symmetrizing (" + why + ")");
   g.graph = g.graph.symmetrized(storage);
   g.ids = g.ids.redistributed(g.graph.vertex_ranges());
+}
+
+// The random walk needs finite positive weights: checked right after
+// reading, before any components or matrix work, and named in file ids.
+// `--pattern` graphs are unweighted and need no look.
+void check_walk_weights(const graph::LoadedGraph& g) {
+  if (!g.graph.weighted()) return;
+  linalg::EdgeListMatrix a(g.graph);
+  auto bad = linalg::find_invalid_weight(a);  // the same on every rank
+  if (!bad) return;
+  bad->row = g.ids.file_id(bad->row);
+  bad->column = g.ids.file_id(bad->column);
+  throw RangeError(bad->describe() + " (--pattern)");
 }
 
 // The internal ids of the file ids the user named; RangeError naming the first
@@ -334,6 +348,7 @@ int run_hitting(const GraphArgs& a) {
   describe(p, loaded.graph);
   auto targets = find_targets(loaded.ids, a.targets, a.input == "-" ? "standard input" : a.input);
   make_undirected(loaded, p, "a random walk needs an undirected graph");
+  check_walk_weights(loaded);
   graph::PendingOutputs outputs(rt);
   auto r = solve_hitting(rt, a, p, loaded.graph, loaded.ids, targets, false, outputs);
   outputs.commit();
@@ -353,6 +368,7 @@ int run_pipeline(const GraphArgs& a) {
   p.step("loaded into Shared storage: " + loaded.graph.src().metadata_path());
   find_targets(loaded.ids, a.targets, a.input.empty() ? "the generated graph" : a.input == "-" ? "standard input" : a.input);
   make_undirected(loaded, p, "weak components, undirected walk; into Shared storage", StorageOptions::shared(name + "-sym"));
+  check_walk_weights(loaded);
   j["graph"] = graph_json(loaded.graph);
   AnonymousMemoryMeter heap(rt.comm());
 

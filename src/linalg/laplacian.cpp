@@ -44,9 +44,11 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
       masked_(a.row_map()),
       ax_(a.row_map()) {
   if (auto bad = find_invalid_weight(a)) throw RangeError(bad->describe());
-  if (!grounded_.empty() && grounded_.size() != degree_.local().size())
-    throw MismatchError("grounded flags cover " + std::to_string(grounded_.size()) + " rows, this rank has " +
-                        std::to_string(degree_.local().size()));
+  agree(a.row_map().comm(), [&] {  // a mismatch on one rank fails every rank
+    if (!grounded_.empty() && grounded_.size() != degree_.local().size())
+      throw MismatchError("grounded flags cover " + std::to_string(grounded_.size()) + " rows, this rank has " +
+                          std::to_string(degree_.local().size()));
+  });
   a.row_sums(degree_);
   a.diagonal(self_);
 }

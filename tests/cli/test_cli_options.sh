@@ -87,6 +87,32 @@ for ranks in 1 3; do
 done
 rm -f s.txt
 
+# --- item 4: weights a random walk cannot use, named in file ids, before any work --
+printf '11 21 1\n21 31 -0.4\n31 11 1\n' > neg1.wel
+printf '0 1 1\n1 2 nan\n' > nan.wel
+printf '0 1 1\n1 2 0\n2 0 1\n' > zero.wel
+for ranks in 1 3; do
+  for cmd in hitting pipeline; do
+    err=$("$tessera" $cmd -n $ranks neg1.wel --base 1 --relabel --target 11 2>&1); rc=$?
+    check "$cmd refuses weight -0.4 naming file vertices 21 and 31 before components ($ranks ranks)" \
+      '[ $rc -ne 0 ] && grep -q "vertex 21 has an edge to vertex 31 with weight -0.4" <<<"$err" && grep -q -- "--pattern" <<<"$err" && ! grep -q "components by" <<<"$err"'
+  done
+  err=$("$tessera" hitting -n $ranks zero.wel --target 0 2>&1); rc=$?
+  check "hitting refuses a zero weight naming the vertex ($ranks ranks)" \
+    '[ $rc -ne 0 ] && grep -q "vertex 1 has an edge to vertex 2 with weight 0" <<<"$err"'
+done
+err=$("$tessera" hitting nan.wel --target 0 2>&1); rc=$?
+check "hitting: a NaN weight is refused at FILE:LINE" '[ $rc -ne 0 ] && grep -q "nan.wel:2" <<<"$err"'
+
+# A self loop is a lazy step (README): triangle 0-1-2 with a loop at 1, target
+# 0: h1 = 1 + h1/3 + h2/3, h2 = 1 + h1/2, so h1 = 8/3 and h2 = 7/3.
+printf '0 1\n1 2\n2 0\n1 1\n' > loop.el
+for ranks in 1 2; do
+  "$tessera" hitting -n $ranks loop.el --target 0 -o loop$ranks.txt -q; rc=$?
+  check "a self loop is a lazy step in the walk ($ranks ranks)" \
+    '[ $rc -eq 0 ] && python3 -c "import sys; t={int(a): float(b) for a, b in (l.split() for l in open(sys.argv[1]) if l[0] != \"#\")}; sys.exit(0 if abs(t[1]-8/3) < 1e-8 and abs(t[2]-7/3) < 1e-8 else 1)" loop$ranks.txt'
+done
+
 # --- item 4's CLI part: --pattern ----------------------------------------------------
 "$tessera" hitting tri.el --target 0 -o plain.txt -q
 "$tessera" hitting neg.wel --pattern --target 0 -o pattern.txt -q; rc=$?
