@@ -99,16 +99,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
 
   auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
   auto check = [&](const auto& c, std::uint64_t per_rank) {
-    return [&rt, &c, table, per_rank](bool& ok) {
-      Verdict v = check_histogram(rt, c.local(), c.local_begin(), table, per_rank);
-      ok = v.ok;
-      return v.found;
-    };
-  };
-  auto aggregation = [&](int direct) {
-    AggregationOptions a = agg;
-    a.same_node_direct = direct;
-    return a;
+    return verify_by([&rt, &c, table, per_rank] { return check_histogram(rt, c.local(), c.local_begin(), table, per_rank); });
   };
   const double ranks = static_cast<double>(rt.size());
   DistArray<std::int64_t> heap(rt, table);
@@ -122,11 +113,11 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_aggregated(heap, idx, aggregation(0)); }, .verify = check(heap, idx.size())},
+                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0)); }, .verify = check(heap, idx.size())},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
-                 .run = [&] { histo_aggregated(shared, idx, aggregation(0)); }, .verify = check(shared, idx.size())},
+                 .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(0)); }, .verify = check(shared, idx.size())},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
-                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, aggregation(1)); },
+                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1)); },
                  .verify = check(shared, idx.size())}},
                1e6, "M upd/s");
   return report.print();

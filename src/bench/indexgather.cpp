@@ -93,16 +93,9 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
 
   auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
   auto check = [&](std::size_t reads) {
-    return [&rt, &idx, &tgt, reads](bool& ok) {
-      Verdict v = check_indexgather(rt, std::span(idx).first(reads), std::span(tgt).first(reads));
-      ok = v.ok;
-      return v.found;
-    };
-  };
-  auto aggregation = [&](int direct) {
-    AggregationOptions a = agg;
-    a.same_node_direct = direct;
-    return a;
+    return verify_by([&rt, &idx, &tgt, reads] {
+      return check_indexgather(rt, std::span(idx).first(reads), std::span(tgt).first(reads));
+    });
   };
   DistArray<std::uint64_t> heap(rt, table);
   fill_table(heap);
@@ -118,11 +111,11 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(heap, idx, tgt, aggregation(0)); }, .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, aggregation(0)); }, .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, aggregation(1)); }, .verify = check(idx.size())}},
+                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())}},
                1e6, "M reads/s");
   return report.print();
 }

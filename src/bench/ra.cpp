@@ -148,16 +148,7 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
   report.set_baselines({"fine-grained", "aggregated heap"});
 
   auto check = [&](const auto& t, std::uint64_t per_rank) {
-    return [&rt, &p, &t, per_rank](bool& ok) {
-      Verdict v = check_ra(rt, p, t.local(), t.local_begin(), per_rank);
-      ok = v.ok;
-      return v.found;
-    };
-  };
-  auto aggregation = [&](int direct) {
-    AggregationOptions a = agg;
-    a.same_node_direct = direct;
-    return a;
+    return verify_by([&rt, &p, &t, per_rank] { return check_ra(rt, p, t.local(), t.local_begin(), per_rank); });
   };
   RmaTable<std::uint64_t> rma(rt, Distribution::block(p.table_words, rt.size()));
   DistArray<std::uint64_t> heap(rt, p.table_words);
@@ -168,10 +159,10 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
                  .work = static_cast<double>(fine * ranks), .prepare = [&] { reset(rma); },
                  .run = [&] { run_rma(p, rma, rt, fine); }, .verify = check(rma, fine)},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = work,
-                 .prepare = [&] { reset(heap); }, .run = [&] { run_aggregated(p, heap, aggregation(0), rt.rank()); },
+                 .prepare = [&] { reset(heap); }, .run = [&] { run_aggregated(p, heap, agg.with_same_node_direct(0), rt.rank()); },
                  .verify = check(heap, p.updates_per_rank)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = work,
-                 .prepare = [&] { reset(shared); }, .run = [&] { run_aggregated(p, shared, aggregation(1), rt.rank()); },
+                 .prepare = [&] { reset(shared); }, .run = [&] { run_aggregated(p, shared, agg.with_same_node_direct(1), rt.rank()); },
                  .verify = check(shared, p.updates_per_rank)}},
                1e9, "GUPS");
   return report.print();

@@ -96,11 +96,7 @@ bool run_stream(Runtime& rt, const StreamOptions& o) {
                           .reps = o.reps,
                           .work = bytes(k),
                           .run = [=] { stream::run_kernel(k, a, b, c, m); },
-                          .verify = [&, k](bool& ok) {
-                            Verdict v = check_stream(rt, A.local(), B.local(), C.local(), k + 1);
-                            ok = v.ok;
-                            return v.found;
-                          }});
+                          .verify = verify_by([&, k] { return check_stream(rt, A.local(), B.local(), C.local(), k + 1); })});
     run_variants(rt, report, variants, 1e9, "GB/s");
   }
   return report.print();

@@ -14,32 +14,23 @@ Usage: test_cli_ids.py BUILD_DIR
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
-import scipy.sparse.linalg as spla
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_harness import Harness  # noqa: E402
+from scipy_reference import read_vertex_values, reference_hitting  # noqa: E402
 
 TESSERA = os.path.join(sys.argv[1], "tessera")
 RANKS = [1, 2, 3, 4]
-failures = []
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def tessera(*args, ranks=1, expect_ok=True):
-    cmd = [TESSERA, *args, "-n", str(ranks), "--quiet"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if expect_ok and p.returncode != 0:
-        check(False, f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-400:]}")
-    return p
+harness = Harness(TESSERA, timeout=300, fatal=False)
+check, tessera, failures = harness.check, harness.tessera, harness.failures
 
 
 def undirected(edges):
@@ -55,33 +46,6 @@ def undirected(edges):
     a = a.tocsr()
     a.eliminate_zeros()
     return ids, index, a
-
-
-def reference_hitting(a, targets):
-    n = a.shape[0]
-    _, labels = csgraph.connected_components(a, directed=False)
-    reach = np.isin(labels, labels[targets])
-    free = reach.copy()
-    free[targets] = False
-    idx = np.flatnonzero(free)
-    deg = np.asarray(a.sum(axis=1)).ravel()
-    lap = sp.diags(deg) - a
-    h = np.full(n, np.nan)
-    h[targets] = 0.0
-    if len(idx):
-        h[idx] = spla.spsolve(lap[idx][:, idx].tocsc(), deg[idx])
-    return h
-
-
-def read_pairs(path, value=float):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#"):
-                continue
-            v, t = line.split()
-            out[int(v)] = float("nan") if t == "unreachable" else value(t)
-    return out
 
 
 def same_times(got, want, rel=1e-7):
@@ -124,7 +88,7 @@ with tempfile.TemporaryDirectory() as tmp:
                     "-o", out, "--json", ranks=k)
         if p.returncode != 0:
             continue
-        ok, how = same_times(read_pairs(out), want)
+        ok, how = same_times(read_vertex_values(out), want)
         check(ok, f"hitting --relabel on a directed sparse-id graph at {k} ranks vs spsolve ({how})")
         r = json.loads(p.stdout)["hitting"]
         far = max((v for v in want if not np.isnan(want[v])), key=lambda v: (want[v], -v))
@@ -138,7 +102,7 @@ with tempfile.TemporaryDirectory() as tmp:
         p = tessera("hitting", shifted, "--base", "1", "--relabel", "--target", ",".join(str(t + 1) for t in targets),
                     "--tolerance", "1e-13", "-o", out, ranks=k)
         if p.returncode == 0:
-            ok, how = same_times(read_pairs(out), {v + 1: t for v, t in want.items()})
+            ok, how = same_times(read_vertex_values(out), {v + 1: t for v, t in want.items()})
             check(ok, f"hitting --base 1 --relabel at {k} ranks: file ids + 1 ({how})")
 
     # Issue 8 item 3 as reported.
@@ -146,13 +110,13 @@ with tempfile.TemporaryDirectory() as tmp:
     for k in RANKS:
         out = os.path.join(tmp, f"r{k}.txt")
         p = tessera("hitting", r_el, "--base", "1", "--relabel", "--target", "10", "-o", out, ranks=k)
-        check(p.returncode == 0 and read_pairs(out) == {10: 0.0, 20: 3.0, 30: 4.0},
+        check(p.returncode == 0 and read_vertex_values(out) == {10: 0.0, 20: 3.0, 30: 4.0},
               f"hitting r.el --base 1 --relabel --target 10 at {k} ranks")
     mtx = write(os.path.join(tmp, "p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n")
     for k in RANKS:
         out = os.path.join(tmp, f"m{k}.txt")
         p = tessera("hitting", mtx, "--target", "1", "-o", out, ranks=k)
-        check(p.returncode == 0 and read_pairs(out) == {1: 0.0, 2: 3.0, 3: 4.0},
+        check(p.returncode == 0 and read_vertex_values(out) == {1: 0.0, 2: 3.0, 3: 4.0},
               f"hitting --target 1 on a 3-vertex .mtx path targets file vertex 1 at {k} ranks")
     p = tessera("hitting", mtx, "--target", "0", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "target vertex 0 is outside" in p.stderr and "1..3" in p.stderr,
@@ -175,7 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
         p = tessera("cc", mm, "--algorithm", "both", "-o", out, "--json", ranks=k)
         if p.returncode != 0:
             continue
-        got = read_pairs(out, int)
+        got = read_vertex_values(out, int)
         check(got == want_labels, f"cc -o on a .mtx at {k} ranks: 'vertex component' lines in file ids")
         res = json.loads(p.stdout)["results"]
         check(all(r["largest_label"] == 5 and r["largest_size"] == 4 and r["components"] == 3 for r in res),
@@ -183,7 +147,7 @@ with tempfile.TemporaryDirectory() as tmp:
         lcc_out, ids_out = os.path.join(tmp, f"lcc{k}.mtx"), os.path.join(tmp, f"lcc{k}.ids")
         p = tessera("lcc", mm, "-o", lcc_out, "--ids", ids_out, "--json", ranks=k)
         if p.returncode == 0:
-            check(read_pairs(ids_out, int) == {1: 5, 2: 6, 3: 7, 4: 8},
+            check(read_vertex_values(ids_out, int) == {1: 5, 2: 6, 3: 7, 4: 8},
                   f"lcc --ids at {k} ranks: ids in OUT (1-based .mtx) -> file ids")
             check(json.loads(p.stdout)["components"]["largest_label"] == 5, f"lcc largest_label in file ids at {k} ranks")
 
@@ -200,7 +164,7 @@ with tempfile.TemporaryDirectory() as tmp:
         p = tessera("pipeline", directed, "--relabel", "--target", str(big[77]), "--tolerance", "1e-13", "-o", out,
                     "--json", ranks=k)
         if p.returncode == 0:
-            ok, how = same_times(read_pairs(out), want_lcc)
+            ok, how = same_times(read_vertex_values(out), want_lcc)
             check(ok, f"pipeline --relabel on a directed sparse-id graph at {k} ranks vs spsolve ({how})")
         p = tessera("pipeline", directed, "--relabel", "--json", "--algorithm", "lp", ranks=k)
         if p.returncode == 0:
@@ -227,9 +191,8 @@ with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, f"scc{k}.txt")
         p = tessera("cc", directed, "--relabel", "--strong", "-o", out, "--json", ranks=k)
         if p.returncode == 0:
-            check(read_pairs(out, int) == want_strong, f"cc --strong -o at {k} ranks: scipy's strong components")
+            check(read_vertex_values(out, int) == want_strong, f"cc --strong -o at {k} ranks: scipy's strong components")
             r = json.loads(p.stdout)["results"][0]
             check(r["components"] == count and r["algorithm"] == "scc", f"cc --strong --json at {k} ranks: {count} components")
 
-print(f"{len(failures)} failed" if failures else "PASS")
-sys.exit(1 if failures else 0)
+harness.finish()

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "../test_util.hpp"
+#include "aggregation_setup.hpp"
 #include "tessera/comm/aggregators.hpp"
 
 using namespace tessera;
@@ -21,13 +22,7 @@ struct Wide {  // a 24-byte element
 };
 Wide wide_of(std::uint64_t i) { return {static_cast<std::int64_t>(i) - 7, 0.5 * static_cast<double>(i), ~i}; }
 
-// A way to run an aggregator: storage, same-node path, buffer size.
-struct Setup {
-  const char* name;
-  StorageKind storage;
-  int direct;
-  std::size_t buffer_bytes;  // 0: default
-};
+using test::Setup;
 
 const Setup kSetups[] = {
     {"HeapDefault", StorageKind::heap, 0, 0},
@@ -37,19 +32,7 @@ const Setup kSetups[] = {
     {"SharedDirect", StorageKind::shared, 1, 0},
 };
 
-class AggregatorTest : public testing::TestWithParam<Setup> {
- protected:
-  StorageOptions storage() const {
-    return GetParam().storage == StorageKind::heap ? StorageOptions::heap() : StorageOptions::shared();
-  }
-  AggregationOptions options() const {
-    AggregationOptions o;
-    o.buffer_bytes = GetParam().buffer_bytes;
-    o.same_node_direct = GetParam().direct;
-    return o;
-  }
-  Runtime& rt() const { return Runtime::current(); }
-};
+class AggregatorTest : public test::AggregationFixture {};
 
 // How many operations rank r issues: uneven on purpose, rank 0 does 100x, the
 // last rank (when there are 3+) none at all.

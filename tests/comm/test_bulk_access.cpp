@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../test_util.hpp"
+#include "aggregation_setup.hpp"
 #include "tessera/comm/bulk_access.hpp"
 
 using namespace tessera;
@@ -16,12 +17,7 @@ using test::SplitMix64;
 
 namespace {
 
-struct Setup {
-  const char* name;
-  StorageKind storage;
-  int direct;
-  std::size_t buffer_bytes;  // 0: default
-};
+using test::Setup;
 
 const Setup kSetups[] = {
     {"Heap", StorageKind::heap, 0, 0},
@@ -30,19 +26,7 @@ const Setup kSetups[] = {
     {"SharedDirect", StorageKind::shared, 1, 0},
 };
 
-class BulkAccess : public testing::TestWithParam<Setup> {
- protected:
-  StorageOptions storage() const {
-    return GetParam().storage == StorageKind::heap ? StorageOptions::heap() : StorageOptions::shared();
-  }
-  AggregationOptions options() const {
-    AggregationOptions o;
-    o.buffer_bytes = GetParam().buffer_bytes;
-    o.same_node_direct = GetParam().direct;
-    return o;
-  }
-  Runtime& rt() const { return Runtime::current(); }
-};
+class BulkAccess : public test::AggregationFixture {};
 
 std::uint64_t share_of(int r, int size) {
   if (r == 1) return 0;                      // an empty index array

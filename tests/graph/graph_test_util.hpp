@@ -4,6 +4,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 #include <cstdint>
 #include <numeric>
 #include <tuple>
@@ -11,6 +13,8 @@
 
 #include "tessera/bench/union_find.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/read.hpp"
+#include "tessera/runtime/wait.hpp"
 
 namespace tessera::test {
 
@@ -52,6 +56,24 @@ inline std::vector<std::uint64_t> union_find_labels(std::uint64_t n, const std::
   bench::UnionFind uf(n);
   for (auto& [u, v, w] : edges) uf.unite(u, v);
   return std::move(uf).labels();
+}
+
+// Rank 0 writes `text` to dir/name; every rank gets the path after a barrier.
+inline std::string write_file(Runtime& rt, const std::string& dir, const std::string& name, const std::string& text) {
+  std::string path = dir + "/" + name;
+  if (rt.rank() == 0) std::ofstream(path, std::ios::binary) << text;
+  barrier(rt.comm());
+  return path;
+}
+
+// The error every rank gets reading `path`; empty when reading succeeds.
+inline std::string read_error(Runtime& rt, const std::string& path, graph::ReadOptions o = {}) {
+  try {
+    graph::read_graph(rt, path, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace tessera::test

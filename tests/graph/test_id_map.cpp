@@ -24,23 +24,10 @@ using namespace tessera;
 using namespace tessera::graph;
 namespace fs = std::filesystem;
 
+using test::read_error;
+using test::write_file;
+
 namespace {
-
-std::string write_file(Runtime& rt, const std::string& dir, const std::string& name, const std::string& text) {
-  std::string path = dir + "/" + name;
-  if (rt.rank() == 0) std::ofstream(path, std::ios::binary) << text;
-  barrier(rt.comm());
-  return path;
-}
-
-std::string read_error(Runtime& rt, const std::string& path, ReadOptions o = {}) {
-  try {
-    read_graph(rt, path, o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

@@ -21,24 +21,10 @@ using namespace tessera::graph;
 using tessera::test::EdgeTuple;
 namespace fs = std::filesystem;
 
+using test::read_error;
+using test::write_file;
+
 namespace {
-
-std::string write_file(Runtime& rt, const std::string& dir, const std::string& name, const std::string& text) {
-  std::string path = dir + "/" + name;
-  if (rt.rank() == 0) std::ofstream(path, std::ios::binary) << text;
-  barrier(rt.comm());
-  return path;
-}
-
-// The error every rank gets; empty when reading succeeds.
-std::string read_error(Runtime& rt, const std::string& path, ReadOptions o = {}) {
-  try {
-    read_graph(rt, path, o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<EdgeTuple> edges_of(std::initializer_list<std::pair<std::uint64_t, std::uint64_t>> list) {
   std::vector<EdgeTuple> out;
@@ -408,49 +394,30 @@ TEST(Binary, HostileMetadataAndFiles) {
     barrier(rt.comm());
   }
 
-  // A FIFO or a device as metadata fails at once instead of blocking or
-  // reading forever.
-  barrier(rt.comm());
-  if (rt.rank() == 0) {
-    fs::rename(path + "/edgelist.json", path + "/edgelist.json.good");
-    ASSERT_EQ(::mkfifo((path + "/edgelist.json").c_str(), 0600), 0);
-  }
-  barrier(rt.comm());
-  err = read_error(rt, path);
-  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
-  barrier(rt.comm());
-  if (rt.rank() == 0) {
-    fs::remove(path + "/edgelist.json");
-    fs::create_symlink("/dev/zero", path + "/edgelist.json");
-  }
-  barrier(rt.comm());
-  err = read_error(rt, path);
-  EXPECT_NE(err.find("edgelist.json is not a regular file"), std::string::npos) << err;
-  barrier(rt.comm());
-  if (rt.rank() == 0) {
-    fs::remove(path + "/edgelist.json");
-    fs::rename(path + "/edgelist.json.good", path + "/edgelist.json");
-    fs::rename(path + "/src.json", path + "/src.json.good");
-    fs::create_symlink("/dev/zero", path + "/src.json");
-  }
-  barrier(rt.comm());
-  err = read_error(rt, path);
-  EXPECT_NE(err.find("src.json is not a regular file"), std::string::npos) << err;
-  barrier(rt.comm());
-  if (rt.rank() == 0) {
-    fs::remove(path + "/src.json");
-    fs::rename(path + "/src.json.good", path + "/src.json");
-    fs::rename(path + "/dst.r0.seg", path + "/dst.r0.seg.good");
-    ASSERT_EQ(::mkfifo((path + "/dst.r0.seg").c_str(), 0600), 0);
-  }
-  barrier(rt.comm());
-  err = read_error(rt, path);
-  EXPECT_NE(err.find("dst.r0.seg"), std::string::npos) << err;
-  barrier(rt.comm());
-  if (rt.rank() == 0) {
-    fs::remove(path + "/dst.r0.seg");
-    fs::rename(path + "/dst.r0.seg.good", path + "/dst.r0.seg");
-  }
+  // A FIFO or a device as metadata or segment fails at once instead of
+  // blocking or reading forever. Each case swaps one file for the bad kind,
+  // expects an error naming it, and puts the file back.
+  auto expect_refused = [&](const std::string& file, bool fifo, const std::string& words) {
+    const std::string f = path + "/" + file;
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      fs::rename(f, f + ".good");
+      if (fifo) EXPECT_EQ(::mkfifo(f.c_str(), 0600), 0);
+      else fs::create_symlink("/dev/zero", f);
+    }
+    barrier(rt.comm());
+    std::string e = read_error(rt, path);
+    EXPECT_NE(e.find(words), std::string::npos) << file << ": " << e;
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      fs::remove(f);
+      fs::rename(f + ".good", f);
+    }
+  };
+  expect_refused("edgelist.json", true, "edgelist.json is not a regular file");
+  expect_refused("edgelist.json", false, "edgelist.json is not a regular file");
+  expect_refused("src.json", false, "src.json is not a regular file");
+  expect_refused("dst.r0.seg", true, "dst.r0.seg");
   barrier(rt.comm());
   EXPECT_EQ(read_error(rt, path), "");
 }

@@ -11,36 +11,27 @@ Usage: test_reference.py BUILD_DIR DATA_DIR
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
-import scipy.sparse.linalg as spla
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_harness import Harness  # noqa: E402
+from scipy_reference import read_vertex_values, reference_hitting  # noqa: E402
 
 BUILD, DATA = sys.argv[1], sys.argv[2]
 TESSERA = os.path.join(BUILD, "tessera")
 RANKS = [1, 2, 3, 4]
-failures = []
 HAVE_DATA = os.path.exists(os.path.join(DATA, "wiki-vote.el"))
 if not HAVE_DATA:
     print(f"note: no real graphs in {DATA}; checking generated graphs only", flush=True)
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def tessera(*args, ranks=1, expect_ok=True):
-    cmd = [TESSERA, *args, "-n", str(ranks), "--quiet"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if expect_ok and p.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
-    return p
+harness = Harness(TESSERA, timeout=600, fatal=True)
+check, tessera, failures = harness.check, harness.tessera, harness.failures
 
 
 def read_edges(path, comment="#%"):
@@ -61,32 +52,6 @@ def adjacency(edges, n):
     a = a.tocsr()
     a.eliminate_zeros()
     return a
-
-
-def reference_hitting(a, targets):
-    n = a.shape[0]
-    ncomp, labels = csgraph.connected_components(a, directed=False)
-    reach = np.isin(labels, labels[targets])
-    free = reach.copy()
-    free[targets] = False
-    idx = np.flatnonzero(free)
-    deg = np.asarray(a.sum(axis=1)).ravel()
-    lap = sp.diags(deg) - a
-    h = np.full(n, np.nan)
-    h[targets] = 0.0
-    h[idx] = spla.spsolve(lap[idx][:, idx].tocsc(), deg[idx])
-    return h
-
-
-def read_times(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#"):
-                continue
-            v, t = line.split()
-            out[int(v)] = float("nan") if t == "unreachable" else float(t)
-    return out
 
 
 def compare_times(got, want_by_id, what, rel=1e-6):
@@ -156,7 +121,7 @@ with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, f"{name}.h{k}")
             h = json.loads(tessera("hitting", path, *flags, "--undirected", "--target", ",".join(str(t + shift) for t in targets),
                                    "--tolerance", "1e-13", "-o", out, "--json", ranks=k).stdout)["hitting"]
-            got = read_times(out)
+            got = read_vertex_values(out)
             compare_times(got, want_by_id, f"{name} hitting times at {k} ranks vs spsolve ({h['iterations']} CG iterations)")
             if first is None:
                 first = got
@@ -196,7 +161,7 @@ with tempfile.TemporaryDirectory() as tmp:
                                "--tolerance", "1e-13", "-o", out, "--json", ranks=k).stdout)
         if HAVE_DATA:
             check(r["lcc"]["vertices"] == 7066, f"pipeline at {k} ranks: largest component {r['lcc']['vertices']} vertices")
-        results.append(read_times(out))
+        results.append(read_vertex_values(out))
     for k, got in zip(RANKS[1:], results[1:]):
         compare_times(got, results[0], f"pipeline hitting times at {k} ranks vs 1 rank", rel=1e-8)
     check(set(glob.glob("/dev/shm/tessera-pipeline-*")) == before, "pipeline leaves no shared segments")
@@ -224,5 +189,4 @@ with tempfile.TemporaryDirectory() as tmp:
     p = tessera("hitting", oregon, "--target", "999999", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "999999" in p.stderr, "hitting with an out-of-range target names it")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+harness.finish()

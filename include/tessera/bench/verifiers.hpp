@@ -6,6 +6,7 @@
 // span and the global index of its first element.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +23,17 @@ struct Verdict {
   bool ok = false;
   std::string found;  // what the check found, one line
 };
+
+// A benchmark variant's verify step (Variant::verify) from a check that
+// returns a Verdict.
+template <class Check>
+std::function<std::string(bool&)> verify_by(Check check) {
+  return [check](bool& ok) {
+    Verdict v = check();
+    ok = v.ok;
+    return v.found;
+  };
+}
 
 // --- HPCC RandomAccess -----------------------------------------------------
 // The table starts as table[i] = i; rank r's k-th update XORs the k-th value v

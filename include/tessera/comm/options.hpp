@@ -21,6 +21,12 @@ struct AggregationOptions {
   // ranks x buffer_bytes x (1 + max_in_flight).
   std::size_t send_memory_bytes(int ranks) const;
   std::string describe(int ranks) const;
+  // A copy with the same-node path switched on (1) or off (0).
+  AggregationOptions with_same_node_direct(int on) const {
+    AggregationOptions a = *this;
+    a.same_node_direct = on;
+    return a;
+  }
 };
 
 constexpr std::size_t kDefaultAggBufferBytes = 64 * 1024;

@@ -107,21 +107,24 @@ struct Located {
   std::uint64_t index = kNoIndex;
   bool found() const noexcept { return index != kNoIndex; }
 };
+namespace detail {
+// `op` picks the value (MPI_MAX or MPI_MIN); `absent` loses every comparison.
 template <class T>
-Located<T> all_argmax(MPI_Comm comm, T value, std::uint64_t index) {
-  if (index == kNoIndex) value = std::numeric_limits<T>::lowest();
+Located<T> all_arg(MPI_Comm comm, T value, std::uint64_t index, MPI_Op op, T absent) {
+  if (index == kNoIndex) value = absent;
   Located<T> out;
-  out.value = all_reduce(comm, value, MPI_MAX);
+  out.value = all_reduce(comm, value, op);
   out.index = all_reduce<std::uint64_t>(comm, value == out.value ? index : kNoIndex, MPI_MIN);
   return out;
 }
+}  // namespace detail
+template <class T>
+Located<T> all_argmax(MPI_Comm comm, T value, std::uint64_t index) {
+  return detail::all_arg(comm, value, index, MPI_MAX, std::numeric_limits<T>::lowest());
+}
 template <class T>
 Located<T> all_argmin(MPI_Comm comm, T value, std::uint64_t index) {
-  if (index == kNoIndex) value = std::numeric_limits<T>::max();
-  Located<T> out;
-  out.value = all_reduce(comm, value, MPI_MIN);
-  out.index = all_reduce<std::uint64_t>(comm, value == out.value ? index : kNoIndex, MPI_MIN);
-  return out;
+  return detail::all_arg(comm, value, index, MPI_MIN, std::numeric_limits<T>::max());
 }
 
 }  // namespace tessera
