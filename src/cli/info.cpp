@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/comm/options.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/storage/storage.hpp"
 
@@ -34,8 +35,7 @@ int run_info(bool as_json) {
   std::snprintf(mine.cpuset, sizeof(mine.cpuset), "%s", topo.cpuset.c_str());
   std::snprintf(mine.cores, sizeof(mine.cores), "%s", format_index_list(topo.bound_cores).c_str());
   std::snprintf(mine.numa, sizeof(mine.numa), "%s", format_index_list(topo.bound_numa).c_str());
-  std::vector<RankView> all(rt.rank() == 0 ? static_cast<std::size_t>(rt.size()) : 0);
-  TESSERA_MPI(MPI_Gather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, 0, rt.comm()));
+  auto all = gather_to_root<RankView>(rt.comm(), std::span<const RankView>(&mine, 1), 0);
   if (rt.rank() != 0) return 0;
 
   int version = 0, subversion = 0;

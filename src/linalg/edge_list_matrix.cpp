@@ -56,10 +56,7 @@ struct DenseColumns {
 
   auto load(std::span<const double> x) const {
     std::copy(x.begin(), x.end(), values.begin() + static_cast<std::ptrdiff_t>(base));
-    MPI_Request req;
-    TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), counts.data(), displs.data(),
-                                MPI_DOUBLE, comm, &req));
-    wait(req);
+    all_gather_in_place<double>(comm, values, counts, displs);
     return [v = values.data()](std::uint64_t c) { return v[c]; };
   }
   auto accumulator(std::span<double>) const {
@@ -68,9 +65,7 @@ struct DenseColumns {
   }
   void finish(std::span<double> y) const {  // each owner receives its columns' sums
     std::vector<double> mine(y.size());
-    MPI_Request req;
-    TESSERA_MPI(MPI_Ireduce_scatter(values.data(), mine.data(), counts.data(), MPI_DOUBLE, MPI_SUM, comm, &req));
-    wait(req);
+    reduce_scatter_sum<double>(comm, values, mine, counts);
     for (std::size_t i = 0; i < y.size(); ++i) y[i] += mine[i];
   }
   std::size_t memory_bytes() const {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tessera/comm/bulk_exchange.hpp"
-#include "tessera/runtime/wait.hpp"
+#include "tessera/runtime/collective.hpp"
 
 namespace tessera::linalg {
 
@@ -47,18 +47,14 @@ Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_
 void Import::gather(std::span<const double> owned, std::span<double> ghost_values) const {
   if (comm_ == MPI_COMM_NULL) return;
   for (std::size_t k = 0; k < send_index_.size(); ++k) send_buffer_[k] = owned[send_index_[k]];
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoallv(send_buffer_.data(), send_counts_.data(), send_displ_.data(), MPI_DOUBLE,
-                             ghost_values.data(), recv_counts_.data(), recv_displ_.data(), MPI_DOUBLE, comm_, &req));
-  wait(req);
+  all_to_all_v(comm_, send_buffer_.data(), send_counts_.data(), send_displ_.data(), ghost_values.data(),
+               recv_counts_.data(), recv_displ_.data());
 }
 
 void Import::scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const {
   if (comm_ == MPI_COMM_NULL) return;
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ialltoallv(ghost_contributions.data(), recv_counts_.data(), recv_displ_.data(), MPI_DOUBLE,
-                             send_buffer_.data(), send_counts_.data(), send_displ_.data(), MPI_DOUBLE, comm_, &req));
-  wait(req);
+  all_to_all_v(comm_, ghost_contributions.data(), recv_counts_.data(), recv_displ_.data(), send_buffer_.data(),
+               send_counts_.data(), send_displ_.data());
   for (std::size_t k = 0; k < send_index_.size(); ++k) owned[send_index_[k]] += send_buffer_[k];
 }
 

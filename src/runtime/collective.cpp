@@ -131,6 +131,33 @@ template void all_reduce<std::uint64_t>(MPI_Comm, std::uint64_t*, int, MPI_Op);
 template void all_reduce<std::uint8_t>(MPI_Comm, std::uint8_t*, int, MPI_Op);
 template void all_reduce<unsigned long long>(MPI_Comm, unsigned long long*, int, MPI_Op);
 
+template <class T>
+void all_gather_in_place(MPI_Comm comm, std::span<T> values, std::span<const int> counts, std::span<const int> displs) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), counts.data(), displs.data(),
+                              mpi_type<T>(), comm, &req));
+  wait(req);
+}
+template void all_gather_in_place<double>(MPI_Comm, std::span<double>, std::span<const int>, std::span<const int>);
+
+template <class T>
+void reduce_scatter_sum(MPI_Comm comm, std::span<const T> values, std::span<T> mine, std::span<const int> counts) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ireduce_scatter(values.data(), mine.data(), counts.data(), mpi_type<T>(), MPI_SUM, comm, &req));
+  wait(req);
+}
+template void reduce_scatter_sum<double>(MPI_Comm, std::span<const double>, std::span<double>, std::span<const int>);
+
+template <class T>
+void all_to_all_v(MPI_Comm comm, const T* send, const int* send_counts, const int* send_displs, T* recv,
+                  const int* recv_counts, const int* recv_displs) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ialltoallv(send, send_counts, send_displs, mpi_type<T>(), recv, recv_counts, recv_displs,
+                             mpi_type<T>(), comm, &req));
+  wait(req);
+}
+template void all_to_all_v<double>(MPI_Comm, const double*, const int*, const int*, double*, const int*, const int*);
+
 std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value) {
   std::uint64_t before = 0;
   MPI_Request req;

@@ -54,6 +54,22 @@ T all_reduce(MPI_Comm comm, T value, MPI_Op op) {
   all_reduce(comm, &value, 1, op);
   return value;
 }
+// Variable-size exchanges; counts and displacements are in elements, one
+// per rank (instantiated for double).
+// Every rank's block [displs[r], displs[r] + counts[r]) of `values` on every
+// rank; this rank's own block is already in place.
+template <class T>
+void all_gather_in_place(MPI_Comm comm, std::span<T> values, std::span<const int> counts, std::span<const int> displs);
+// The element-wise sum of every rank's `values`; rank r receives block r
+// (counts[r] elements, blocks in rank order) into `mine`.
+template <class T>
+void reduce_scatter_sum(MPI_Comm comm, std::span<const T> values, std::span<T> mine, std::span<const int> counts);
+// Block r of `send` goes to rank r, which receives it as this rank's block of
+// its `recv` (MPI_Alltoallv).
+template <class T>
+void all_to_all_v(MPI_Comm comm, const T* send, const int* send_counts, const int* send_displs, T* recv,
+                  const int* recv_counts, const int* recv_displs);
+
 // Sum of `value` over the ranks before this one (0 on rank 0).
 std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value);
 
