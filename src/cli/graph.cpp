@@ -47,7 +47,8 @@ struct GraphArgs {
   std::string output;
   std::string ids_output;  // lcc: "lcc_id file_id" lines
   std::string algorithm = "fastsv";
-  bool strong = false;  // cc: strongly connected components
+  bool strong = false;        // cc: strongly connected components
+  bool group_access = false;  // binary outputs readable and writable by the group
   std::string matrix = "edgelist";
   std::vector<std::uint64_t> targets;
   double tolerance = 1e-10;
@@ -211,7 +212,9 @@ int run_write(const GraphArgs& a) {
   auto g = load(rt, a, p).graph;
   describe(p, g);
   p.step("writing " + a.output);
-  graph::write_graph(g, a.output);
+  graph::WriteOptions w;
+  w.group_access = a.group_access;
+  graph::write_graph(g, a.output, w);
   finish(rt, a, {{"command", a.input.empty() ? "gen" : "convert"},
                  {"input", input_name(a)},
                  {"output", a.output},
@@ -271,6 +274,7 @@ int run_lcc(const GraphArgs& a) {
   p.step("writing " + a.output);
   graph::WriteOptions w;
   w.pending = &outputs;
+  w.group_access = a.group_access;
   graph::write_graph(lcc.graph, a.output, w);
   if (!a.ids_output.empty()) {
     // "lcc_id file_id": the id in OUT (1-based in a .mtx) -> the id in GRAPH.
@@ -480,6 +484,8 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* gen = app.add_subcommand("gen", "Generate a graph (kron, urand, grid) and write it");
   gen->add_option("kind", a->kind, "kron | urand | grid")->required()->check(CLI::IsMember({"kron", "urand", "grid"}));
   gen->add_option("-o,--output", a->output, "Output: .el, .mtx or a binary directory (.tsg)");
+  gen->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
+                                             "for a directory shared by a team");
   gen->add_option("output", a->output, "Output (older positional form of -o)");
   add_generator_options(gen, *a);
   add_common(gen, *a);
@@ -488,6 +494,8 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
   add_graph_input(conv, *a, "Input graph");
   conv->add_option("-o,--output", a->output, "Output graph");
+  conv->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
+                                             "for a directory shared by a team");
   conv->add_option("output", a->output, "Output graph (older positional form of -o)");
   add_input_options(conv, *a);
   add_common(conv, *a);
@@ -507,6 +515,8 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
   add_graph_input(lcc, *a, "Input graph");
   lcc->add_option("-o,--output", a->output, "Output graph")->required();
+  lcc->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
+                                             "for a directory shared by a team");
   lcc->add_option("--ids", a->ids_output, "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)");
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, *a);

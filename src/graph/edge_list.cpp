@@ -257,9 +257,10 @@ DistArray<std::uint64_t> EdgeList::out_degrees() const {
 
 DistArray<std::uint64_t> EdgeList::in_degrees() const {
   DistArray<std::uint64_t> deg(vertex_map_);
-  UpdateAggregator<std::uint64_t, ops::Add> add(deg);
-  for (auto v : local_dst()) add.update(v, 1);
-  add.flush();
+  {
+    UpdateAggregator<std::uint64_t, ops::Add> add(deg);
+    for (auto v : local_dst()) add.update(v, 1);
+  }  // flushed here, once
   return deg;
 }
 

@@ -123,5 +123,13 @@ check "pipeline --pattern: an unweighted graph" \
 "$tessera" lcc neg.wel --pattern -o pat.el -q; rc=$?
 check "lcc --pattern may write .el" '[ $rc -eq 0 ] && [ -s pat.el ]'
 
+# --- item 13: --group for persisted binary outputs -----------------------------
+"$tessera" gen grid --dims 4x4 -o shared.tsg --group -q -n 2; rc=$?
+check "gen --group: the .tsg directory is 0770 and its files 0660" \
+  '[ $rc -eq 0 ] && [ "$(stat -c %a shared.tsg)" = 770 ] && [ -z "$(find shared.tsg -type f ! -perm 660)" ]'
+"$tessera" convert p.el -o private.tsg -q; rc=$?
+check "without --group the .tsg is private (0700, files 0600)" \
+  '[ $rc -eq 0 ] && [ "$(stat -c %a private.tsg)" = 700 ] && [ -z "$(find private.tsg -type f ! -perm 600)" ]'
+
 [ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
 exit $fail
