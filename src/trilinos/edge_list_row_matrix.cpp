@@ -12,9 +12,10 @@ namespace {
 
 // y[:, j] = alpha L x[:, j] + beta y[:, j] for every row, one variant per
 // layout so the per-edge loop has no test it does not need.
+// `xd`: X on the rows (domain), `x`: X on the columns (the same with no ghosts).
 template <bool kGhosts, bool kGrounded, bool kWeighted, class XView, class YView>
-void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& x,
-                       const YView& y, double alpha, double beta) {
+void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
+                       const XView& x, const YView& y, double alpha, double beta) {
   const graph::EdgeList& g = m.graph();
   auto offsets = g.row_offsets();
   const std::uint64_t* dst = g.local_dst().data();
@@ -23,9 +24,9 @@ void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t>
   const std::size_t rows = g.local_vertices();
   for (std::size_t j = 0; j < x.extent(1); ++j) {
     for (std::size_t i = 0; i < rows; ++i) {
-      const double xi = x(i, j);
+      const double xi = xd(i, j);
       double lx;
-      if (kGrounded && grounded[i]) {
+      if (kGrounded && grounded[static_cast<std::size_t>(kGhosts ? m.local_column(begin + i) : static_cast<LocalOrdinal>(i))]) {
         lx = xi;
       } else {
         double degree = 0, sum = 0;
@@ -45,10 +46,10 @@ void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t>
 }
 
 template <bool kGhosts, bool kGrounded, class XView, class YView>
-void dispatch_weighted(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& x,
-                       const YView& y, double alpha, double beta) {
-  if (m.graph().weighted()) laplacian_product<kGhosts, kGrounded, true>(m, grounded, x, y, alpha, beta);
-  else laplacian_product<kGhosts, kGrounded, false>(m, grounded, x, y, alpha, beta);
+void dispatch_weighted(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
+                       const XView& x, const YView& y, double alpha, double beta) {
+  if (m.graph().weighted()) laplacian_product<kGhosts, kGrounded, true>(m, grounded, xd, x, y, alpha, beta);
+  else laplacian_product<kGhosts, kGrounded, false>(m, grounded, xd, x, y, alpha, beta);
 }
 
 }  // namespace
@@ -66,18 +67,30 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   if (owned_ > static_cast<std::size_t>(std::numeric_limits<LocalOrdinal>::max() / 2))
     throw RangeError("this rank holds " + std::to_string(owned_) +
                      " vertices, more than Tpetra's 32-bit local indices allow: use more ranks");
-  ghosts_ = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), g.vertices());
+  GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), g.vertices());
+  ghost_count_ = ghosts.size();
 
   auto comm = teuchos_comm(rt);
   row_map_ = Teuchos::rcp(new TpetraMap(g.vertices(), owned_, 0, comm));
-  if (all_reduce<std::uint64_t>(rt.comm(), ghosts_.size(), MPI_MAX) == 0) {
+  if (all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) == 0) {
     column_map_ = row_map_;  // every column is owned: no import
   } else {
-    // Owned vertices first, then the ghosts (increasing): O(vertices + ghosts).
-    std::vector<GlobalOrdinal> ids(owned_ + ghosts_.size());
-    for (std::size_t i = 0; i < owned_; ++i) ids[i] = static_cast<GlobalOrdinal>(begin_ + i);
-    auto ghost_ids = ghosts_.ids();
-    for (std::size_t k = 0; k < ghost_ids.size(); ++k) ids[owned_ + k] = static_cast<GlobalOrdinal>(ghost_ids[k]);
+    // Owned vertices and ghosts in one increasing list: O(vertices + ghosts).
+    const std::size_t words = static_cast<std::size_t>((g.vertices() + 63) / 64);
+    column_bits_.assign(words, 0);
+    column_counts_.assign(words, 0);
+    for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) column_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    for (auto v : ghosts.ids()) column_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    std::uint32_t running = 0;
+    for (std::size_t w = 0; w < words; ++w) {
+      column_counts_[w] = running;
+      running += static_cast<std::uint32_t>(__builtin_popcountll(column_bits_[w]));
+    }
+    std::vector<GlobalOrdinal> ids;
+    ids.reserve(owned_ + ghost_count_);
+    for (std::size_t w = 0; w < words; ++w)
+      for (std::uint64_t bits = column_bits_[w]; bits; bits &= bits - 1)
+        ids.push_back(static_cast<GlobalOrdinal>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
     column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
                                              Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
     importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
@@ -86,17 +99,18 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   bool any_grounded = false;
   for (auto f : grounded) any_grounded = any_grounded || f;
   if (all_reduce<int>(rt.comm(), any_grounded ? 1 : 0, MPI_MAX)) {
-    grounded_columns_.assign(owned_ + ghosts_.size(), 0);
-    for (std::size_t i = 0; i < grounded.size(); ++i) grounded_columns_[i] = grounded[i] ? 1 : 0;
-    if (importer_) {  // the ghosts' flags from their owners
+    grounded_columns_.assign(owned_ + ghost_count_, 0);
+    if (!importer_) {
+      for (std::size_t i = 0; i < grounded.size(); ++i) grounded_columns_[i] = grounded[i] ? 1 : 0;
+    } else {  // every column's flag from its owner (the owned ones included)
       TpetraVector owned_flags(row_map_), column_flags(column_map_);
       {
         auto f = owned_flags.getLocalViewHost(Tpetra::Access::OverwriteAll);
-        for (std::size_t i = 0; i < owned_; ++i) f(i, 0) = grounded_columns_[i];
+        for (std::size_t i = 0; i < owned_; ++i) f(i, 0) = !grounded.empty() && grounded[i] ? 1.0 : 0.0;
       }
       column_flags.doImport(owned_flags, *importer_, Tpetra::INSERT);
       auto f = column_flags.getLocalViewHost(Tpetra::Access::ReadOnly);
-      for (std::size_t c = owned_; c < grounded_columns_.size(); ++c) grounded_columns_[c] = f(c, 0) != 0.0 ? 1 : 0;
+      for (std::size_t c = 0; c < grounded_columns_.size(); ++c) grounded_columns_[c] = f(c, 0) != 0.0 ? 1 : 0;
     }
   }
 
@@ -130,14 +144,15 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x_in, TpetraMultiVector& 
     x = alias_copy.get();
   }
   auto xv = x->getLocalViewHost(Tpetra::Access::ReadOnly);
-  const bool ghosts = ghosts_.size() > 0;
+  auto xd = x_in.getLocalViewHost(Tpetra::Access::ReadOnly);
+  const bool ghosts = !column_bits_.empty();
   const bool grounded = !grounded_columns_.empty();
   std::span<const std::uint8_t> flags(grounded_columns_);
   auto run = [&](const auto& yv) {
-    if (ghosts && grounded) dispatch_weighted<true, true>(*this, flags, xv, yv, alpha, beta);
-    else if (ghosts) dispatch_weighted<true, false>(*this, flags, xv, yv, alpha, beta);
-    else if (grounded) dispatch_weighted<false, true>(*this, flags, xv, yv, alpha, beta);
-    else dispatch_weighted<false, false>(*this, flags, xv, yv, alpha, beta);
+    if (ghosts && grounded) dispatch_weighted<true, true>(*this, flags, xd, xv, yv, alpha, beta);
+    else if (ghosts) dispatch_weighted<true, false>(*this, flags, xd, xv, yv, alpha, beta);
+    else if (grounded) dispatch_weighted<false, true>(*this, flags, xd, xv, yv, alpha, beta);
+    else dispatch_weighted<false, false>(*this, flags, xd, xv, yv, alpha, beta);
   };
   if (beta == 0.0) run(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
   else run(y.getLocalViewHost(Tpetra::Access::ReadWrite));
@@ -252,9 +267,10 @@ void EdgeListRowMatrix::getLocalDiagCopy(TpetraVector& diagonal) const {
                         " local entries, the matrix " + std::to_string(owned_) + " rows");
   auto d = diagonal.getLocalViewHost(Tpetra::Access::OverwriteAll);
   for (std::size_t i = 0; i < owned_; ++i) {
+    const LocalOrdinal own = local_column(begin_ + i);
     d(i, 0) = 0.0;
     for_each_entry(i, [&](LocalOrdinal c, double v) {
-      if (static_cast<std::size_t>(c) == i) d(i, 0) = v;
+      if (c == own) d(i, 0) += v;
     });
   }
 }
@@ -276,11 +292,12 @@ EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
 
 std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
   std::size_t columns = column_map_->TESSERA_TPETRA_LOCAL(NumElements)();
-  std::size_t bytes = grounded_columns_.capacity() + ghosts_.memory_bytes();
+  std::size_t bytes = grounded_columns_.capacity() + column_bits_.capacity() * sizeof(std::uint64_t) +
+                      column_counts_.capacity() * sizeof(std::uint32_t);
   if (importer_) {
-    // The column map's id list and ghost hash table, the importer's lists
+    // The column map's id list and hash table, the importer's lists
     // (Tpetra's own layout: an estimate), the imported column vector.
-    bytes += columns * sizeof(GlobalOrdinal) + ghosts_.size() * 24 + importer_->getNumRemoteIDs() * 16 +
+    bytes += columns * (sizeof(GlobalOrdinal) + 24) + importer_->getNumRemoteIDs() * 16 +
              importer_->getNumExportIDs() * 16;
     if (!x_columns_.is_null()) bytes += columns * x_columns_->getNumVectors() * sizeof(double);
   }

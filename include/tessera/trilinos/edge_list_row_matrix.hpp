@@ -7,10 +7,14 @@
 // precondition and solve. With no grounded vertex it is the plain Laplacian.
 //
 // What it builds: row / domain / range Map (contiguous, O(1)), a column Map
-// of the owned vertices then the ghosts in increasing order (O(vertices +
-// ghosts)), the Import from domain to column map (O(ghosts)), one grounded
-// flag per column and a column vector for imported x; never anything per
-// edge. Row i of L: the out-edges of vertex begin + i in destination order,
+// of the owned vertices and the ghosts together in increasing id order
+// (O(vertices + ghosts)), the Import from domain to column map (O(ghosts)),
+// one grounded flag per column and a column vector for imported x; never
+// anything per edge. A column's local index is found without a branch or a
+// hash (owned and ghost columns interleave at random in a permuted graph):
+// a bitmap over the global vertex ids with a running count every 64 ids
+// (0.19 byte per vertex of the whole graph, on ranks that have ghosts), as
+// linalg::EdgeListMatrix's bitmap mode. Row i of L: the out-edges of vertex begin + i in destination order,
 // minus self loops and grounded columns, with value -w, and the diagonal
 // d - (self-loop weight) in its sorted place; a grounded row is just (i, 1).
 //
@@ -183,15 +187,17 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
 
   // Tessera side.
   const graph::EdgeList& graph() const noexcept { return g_; }
-  std::size_t ghost_count() const noexcept { return ghosts_.size(); }
+  std::size_t ghost_count() const noexcept { return ghost_count_; }
   const TpetraImport* importer() const noexcept { return importer_.get(); }
   // Bytes this rank allocated for the matrix (maps, importer, flags, column
   // vector, ghost lookup), excluding the graph it reads.
   std::size_t extra_memory_bytes() const;
-  // Local column of global vertex v (owned or a ghost of this rank).
+  // Local column of global vertex v (owned or a ghost of this rank): its
+  // rank among the set bits of the column bitmap.
   LocalOrdinal local_column(std::uint64_t v) const noexcept {
-    return g_.vertex_map().is_local(v) ? static_cast<LocalOrdinal>(v - begin_)
-                                       : static_cast<LocalOrdinal>(owned_ + ghosts_.position(v));
+    if (column_bits_.empty()) return static_cast<LocalOrdinal>(v - begin_);
+    const std::uint64_t below = column_bits_[v >> 6] & ((std::uint64_t{1} << (v & 63)) - 1);
+    return static_cast<LocalOrdinal>(column_counts_[v >> 6] + static_cast<std::uint32_t>(__builtin_popcountll(below)));
   }
   // Calls f(local column, value) for every entry of local row `row`, in
   // increasing column id order (the diagonal in its place).
@@ -206,8 +212,10 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   const graph::EdgeList& g_;
   std::uint64_t begin_ = 0;
   std::size_t owned_ = 0;
-  std::vector<std::uint8_t> grounded_columns_;  // owned rows, then ghosts (empty: none grounded)
-  GhostSet ghosts_;
+  std::vector<std::uint8_t> grounded_columns_;  // per local column (empty: none grounded)
+  std::size_t ghost_count_ = 0;
+  std::vector<std::uint64_t> column_bits_;    // bit v: global vertex v is a column here (empty: no ghosts anywhere)
+  std::vector<std::uint32_t> column_counts_;  // set bits before each word
   Teuchos::RCP<const TpetraMap> row_map_, column_map_;
   Teuchos::RCP<const TpetraImport> importer_;
   Teuchos::RCP<const EdgeListRowGraph> graph_;
@@ -219,8 +227,9 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
 template <class F>
 void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
   const std::uint64_t u = begin_ + row;
-  if (!grounded_columns_.empty() && grounded_columns_[row]) {
-    f(static_cast<LocalOrdinal>(row), 1.0);
+  const LocalOrdinal own = local_column(u);
+  if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(own)]) {
+    f(own, 1.0);
     return;
   }
   auto offsets = g_.row_offsets();
@@ -237,14 +246,14 @@ void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
     const std::uint64_t v = dst[e];
     if (v == u) continue;
     if (v > u && !diagonal_done) {
-      f(static_cast<LocalOrdinal>(row), degree - self);
+      f(own, degree - self);
       diagonal_done = true;
     }
     LocalOrdinal c = local_column(v);
     if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(c)]) continue;
     f(c, -(weight.empty() ? 1.0 : weight[e]));
   }
-  if (!diagonal_done) f(static_cast<LocalOrdinal>(row), degree - self);
+  if (!diagonal_done) f(own, degree - self);
 }
 
 }  // namespace tessera::trilinos
