@@ -11,6 +11,14 @@ packages=(
   libgtest-dev googletest
   python3-scipy
 )
+# The trilinos/ layer (Tpetra, Belos, Ifpack2; ~170 MB). The last three must
+# be named: the -dev packages above do not pull them in. Skip with
+# TESSERA_WITH_TRILINOS=OFF in the environment (then configure with
+# -DTESSERA_WITH_TRILINOS=OFF too).
+if [ "${TESSERA_WITH_TRILINOS:-ON}" != "OFF" ]; then
+  packages+=(libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev
+             libtrilinos-teuchos-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -23,6 +23,7 @@
 #include "tessera/linalg/laplacian.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
+#include "tessera/trilinos/hitting.hpp"
 
 namespace tessera::cli {
 
@@ -50,6 +51,7 @@ struct GraphArgs {
   bool strong = false;        // cc: strongly connected components
   bool group_access = false;  // binary outputs readable and writable by the group
   std::string matrix = "edgelist";
+  std::string solver = "tessera";  // hitting/pipeline: tessera (own CG) or belos (trilinos/ layer)
   std::vector<std::uint64_t> targets;
   double tolerance = 1e-10;
   int max_iterations = 20000;
@@ -293,26 +295,64 @@ int run_lcc(const GraphArgs& a) {
   return 0;
 }
 
+// --solver belos: the same grounded system solved by Trilinos (Belos CG,
+// Ifpack2 Jacobi) on a Tpetra RowMatrix over the edge arrays, or on its
+// CrsMatrix copy with --matrix crs. Kokkos/Tpetra live for this call only.
+linalg::HittingTimes solve_hitting_belos(Runtime& rt, const GraphArgs& a, Progress& p, const graph::EdgeList& g,
+                                         const std::vector<std::uint64_t>& targets, bool connected,
+                                         std::uint64_t& matrix_extra_bytes) {
+  trilinos::Session session(rt);
+  trilinos::BelosHittingOptions o;
+  o.hitting.cg.tolerance = a.tolerance;
+  o.hitting.cg.max_iterations = a.max_iterations;
+  o.hitting.connected = connected;
+  o.matrix = a.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  p.step(std::string("hitting times: Belos CG with Ifpack2 Jacobi on the grounded Laplacian, ") +
+         (a.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
+         " (" + trilinos::description() + ")");
+  auto r = trilinos::belos_hitting_times(g, targets, o);
+  p.tick(true, "Belos stopped after %d iterations: true relative residual %.3e (%s)", r.result.solve.iterations,
+         r.result.solve.relative_residual, r.result.solve.converged ? "converged" : "NOT converged");
+  matrix_extra_bytes = r.matrix_extra_bytes;
+  return std::move(r.result);
+}
+
+// Fails before anything is read when --solver belos cannot run here.
+void check_solver(const GraphArgs& a) {
+  if (a.solver == "belos" && !trilinos::available())
+    throw ConfigError("--solver belos: this tessera was built without Trilinos (" + trilinos::description() +
+                      "); use --solver tessera, or install Trilinos (scripts/setup.sh) and rebuild with "
+                      "-DTESSERA_WITH_TRILINOS=ON");
+}
+
 // Hitting times to `targets` (internal ids) on an undirected graph, its
 // summary in file ids, and optionally "vertex time" lines.
 json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::EdgeList& g, const graph::IdMap& ids,
                    const std::vector<std::uint64_t>& targets, bool connected, graph::PendingOutputs& outputs) {
-  p.step(a.matrix == "crs" ? "building the CRS copy of the matrix" : "matrix: EdgeListMatrix on the edge arrays (no copy)");
-  linalg::EdgeListMatrix el(g);
-  std::optional<linalg::CrsMatrix> crs;
-  if (a.matrix == "crs") crs.emplace(el);
-  const linalg::RowMatrix& matrix =
-      crs ? static_cast<const linalg::RowMatrix&>(*crs) : static_cast<const linalg::RowMatrix&>(el);
+  std::uint64_t matrix_extra_bytes = 0;
+  auto solve = [&]() -> linalg::HittingTimes {
+    if (a.solver == "belos") return solve_hitting_belos(rt, a, p, g, targets, connected, matrix_extra_bytes);
+    p.step(a.matrix == "crs" ? "building the CRS copy of the matrix" : "matrix: EdgeListMatrix on the edge arrays (no copy)");
+    linalg::EdgeListMatrix el(g);
+    std::optional<linalg::CrsMatrix> crs;
+    if (a.matrix == "crs") crs.emplace(el);
+    const linalg::RowMatrix& matrix =
+        crs ? static_cast<const linalg::RowMatrix&>(*crs) : static_cast<const linalg::RowMatrix&>(el);
 
-  linalg::HittingOptions o;
-  o.cg.tolerance = a.tolerance;
-  o.cg.max_iterations = a.max_iterations;
-  o.cg.on_iteration = [&p](int it, double res, double) { p.tick(false, "CG iteration %d: relative residual %.3e", it, res); };
-  o.connected = connected;
-  p.step("hitting times: CG with Jacobi on the grounded Laplacian");
-  auto h = linalg::hitting_times(g, matrix, targets, o);
-  p.tick(true, "CG stopped after %d iterations: relative residual %.3e (%s)", h.solve.iterations,
-         h.solve.relative_residual, h.solve.converged ? "converged" : "NOT converged");
+    linalg::HittingOptions o;
+    o.cg.tolerance = a.tolerance;
+    o.cg.max_iterations = a.max_iterations;
+    o.cg.on_iteration = [&p](int it, double res, double) { p.tick(false, "CG iteration %d: relative residual %.3e", it, res); };
+    o.connected = connected;
+    p.step("hitting times: CG with Jacobi on the grounded Laplacian");
+    auto h = linalg::hitting_times(g, matrix, targets, o);
+    p.tick(true, "CG stopped after %d iterations: relative residual %.3e (%s)", h.solve.iterations,
+           h.solve.relative_residual, h.solve.converged ? "converged" : "NOT converged");
+
+    matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), matrix.extra_memory_bytes(), MPI_SUM);
+    return h;
+  };
+  auto h = solve();
 
   auto s = linalg::summarize(h.times);
   const std::uint64_t farthest = ids.file_id(s.farthest);
@@ -326,6 +366,7 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
   std::vector<std::uint64_t> target_ids(targets);
   ids.translate(target_ids);
   return {{"matrix", a.matrix},
+          {"solver", a.solver},
           {"targets", h.targets},
           {"target_file_ids", target_ids},
           {"iterations", h.solve.iterations},
@@ -340,11 +381,12 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
           {"mean", s.mean},
           {"max", s.max},
           {"farthest_vertex", farthest == kNoIndex ? json(nullptr) : json(farthest)},
-          {"matrix_extra_bytes", all_reduce<std::uint64_t>(rt.comm(), matrix.extra_memory_bytes(), MPI_SUM)}};
+          {"matrix_extra_bytes", matrix_extra_bytes}};
 }
 
 int run_hitting(const GraphArgs& a) {
   if (a.targets.empty()) throw ConfigError("name at least one --target vertex");
+  check_solver(a);
   Runtime rt;
   Progress p(rt, a);
   if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
@@ -362,6 +404,7 @@ int run_hitting(const GraphArgs& a) {
 
 int run_pipeline(const GraphArgs& a) {
   if (a.input.empty()) spec_of(a);  // a bad generator option fails before anything runs
+  check_solver(a);
   Runtime rt;
   Progress p(rt, a);
   if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
@@ -462,6 +505,10 @@ void add_hitting_options(CLI::App* c, GraphArgs& a) {
   c->add_option("--max-iterations", a.max_iterations, "CG iteration cap")->check(CLI::PositiveNumber);
   c->add_option("--matrix", a.matrix, "edgelist (no copy) or crs (the conventional copy)")
       ->check(CLI::IsMember({"edgelist", "crs"}));
+  c->add_option("--solver", a.solver,
+                "tessera (its own Jacobi-preconditioned CG) or belos (Trilinos: Belos CG with an Ifpack2 Jacobi "
+                "preconditioner on a Tpetra RowMatrix over the edge arrays; with --matrix crs on a CrsMatrix copy)")
+      ->check(CLI::IsMember({"tessera", "belos"}));
 }
 void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
   c->add_option("--algorithm", a.algorithm, both ? "lp (label propagation), fastsv, or both" : "lp or fastsv")

@@ -63,7 +63,8 @@ HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::sp
   HittingTimes out{Vector(rt, g.vertex_ranges()), all_reduce(rt.comm(), lost, MPI_SUM), t.size(), {}, 0};
   out.times.fill(0.0);
   out.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.solve = conjugate_gradient(lap, b, out.times, options.cg);
+  out.solve = options.solver ? options.solver(lap, grounded, b, out.times)
+                             : conjugate_gradient(lap, b, out.times, options.cg);
   auto h = out.times.local();
   for (std::size_t i = 0; i < h.size(); ++i)
     if (unreachable[i]) h[i] = std::numeric_limits<double>::quiet_NaN();

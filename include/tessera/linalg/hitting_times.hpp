@@ -5,6 +5,8 @@
 // Laplacian. Vertices whose component holds no target never arrive: they are
 // grounded too and reported as unreachable (NaN), not as a number.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <span>
 
 #include "tessera/graph/components.hpp"
@@ -13,6 +15,14 @@
 
 namespace tessera::linalg {
 
+class Laplacian;
+
+// Solves the grounded system L x = b from x = 0 in place of
+// conjugate_gradient (another library's solver: trilinos/). `grounded` holds
+// the local rows' flags (1 = grounded: an identity row, its column dropped).
+using GroundedSolver = std::function<CgResult(const Laplacian& grounded_laplacian,
+                                              std::span<const std::uint8_t> grounded, const Vector& b, Vector& x)>;
+
 struct HittingOptions {
   CgOptions cg;
   graph::ComponentsOptions components;
@@ -20,6 +30,8 @@ struct HittingOptions {
   // just extracted): every vertex reaches a target, so the components pass
   // that finds unreachable vertices is skipped.
   bool connected = false;
+  // Empty: Tessera's own Jacobi-preconditioned CG (options `cg`).
+  GroundedSolver solver;
 };
 
 struct HittingTimes {

@@ -1,0 +1,259 @@
+// EdgeListRowMatrix: a Tpetra::RowMatrix read straight from an EdgeList's
+// arrays as they are (Heap or Shared storage), the way Grafiki replaced
+// Tpetra::CrsMatrix with a RowMatrix over Chapel's edge lists. It is the
+// grounded graph Laplacian L = D - A of an undirected graph (D = weighted
+// degrees): grounded rows are identity rows and grounded columns are dropped,
+// exactly as linalg::Laplacian, so Ifpack2 and Belos see the operator they
+// precondition and solve. With no grounded vertex it is the plain Laplacian.
+//
+// What it builds: row / domain / range Map (contiguous, O(1)), a column Map
+// of the owned vertices and the ghosts together in increasing id order
+// (O(vertices + ghosts)), the Import from domain to column map (O(ghosts)),
+// one grounded flag per column and a column vector for imported x; never
+// anything per edge. A column's local index is found without a branch or a
+// hash (owned and ghost columns interleave at random in a permuted graph):
+// a bitmap over the global vertex ids with a running count every 64 ids
+// (0.19 byte per vertex of the whole graph, on ranks that have ghosts), as
+// linalg::EdgeListMatrix's bitmap mode. Row i of L: the out-edges of vertex begin + i in destination order,
+// minus self loops and grounded columns, with value -w, and the diagonal
+// d - (self-loop weight) in its sorted place; a grounded row is just (i, 1).
+//
+// Row access copies (getLocalRowCopy / getGlobalRowCopy): the values are
+// computed (-w, the diagonal) and the columns are global 64-bit ids in the
+// arrays, so no view of LO indices and Scalars exists: supportsRowViews() is
+// false and the view methods throw std::runtime_error, as Tpetra documents
+// for matrices without views. leftScale / rightScale throw too: the matrix
+// never writes the edge arrays (they may be another process's read-only
+// mapping). Ifpack2 Relaxation (Jacobi) and Chebyshev and every Belos solver
+// use only apply, the maps, the diagonal and the graph's importer.
+//
+// Requires a live trilinos::Session. The graph must outlive the matrix.
+#pragma once
+#include <Tpetra_Core.hpp>
+#include <Tpetra_Import.hpp>
+#include <Tpetra_Map.hpp>
+#include <Tpetra_MultiVector.hpp>
+#include <Tpetra_RowGraph.hpp>
+#include <Tpetra_RowMatrix.hpp>
+#include <Tpetra_Vector.hpp>
+#include <Trilinos_version.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tessera/array/ghost_set.hpp"
+#include "tessera/graph/edge_list.hpp"
+
+// 13.2 names the per-process sizes getNode*; 13.4 renamed them getLocal*.
+#if TRILINOS_MAJOR_MINOR_VERSION >= 130400
+#define TESSERA_TPETRA_LOCAL(name) getLocal##name
+#else
+#define TESSERA_TPETRA_LOCAL(name) getNode##name
+#endif
+
+namespace tessera::trilinos {
+
+using Scalar = double;
+using LocalOrdinal = int;
+using GlobalOrdinal = long long;
+using Node = Tpetra::Map<>::node_type;
+using TpetraMap = Tpetra::Map<LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraImport = Tpetra::Import<LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraExport = Tpetra::Export<LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraMultiVector = Tpetra::MultiVector<Scalar, LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraVector = Tpetra::Vector<Scalar, LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraRowMatrix = Tpetra::RowMatrix<Scalar, LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraRowGraph = Tpetra::RowGraph<LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraOperator = Tpetra::Operator<Scalar, LocalOrdinal, GlobalOrdinal, Node>;
+using TpetraComm = Teuchos::Comm<int>;
+
+// The Teuchos communicator of a Tessera runtime (its communicator, not a
+// copy: Tpetra's messages use their own tags).
+Teuchos::RCP<const TpetraComm> teuchos_comm(Runtime& rt);
+
+class EdgeListRowMatrix;
+
+// The sparsity of an EdgeListRowMatrix, for Ifpack2 (which asks for its
+// importer at 2+ ranks) and anything else reading structure only.
+class EdgeListRowGraph final : public TpetraRowGraph {
+ public:
+  explicit EdgeListRowGraph(const EdgeListRowMatrix& matrix) : m_(matrix) {}
+
+  Teuchos::RCP<const TpetraComm> getComm() const override;
+  Teuchos::RCP<const TpetraMap> getRowMap() const override;
+  Teuchos::RCP<const TpetraMap> getColMap() const override;
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override;
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override;
+  Teuchos::RCP<const TpetraImport> getImporter() const override;
+  Teuchos::RCP<const TpetraExport> getExporter() const override { return Teuchos::null; }
+  Tpetra::global_size_t getGlobalNumRows() const override;
+  Tpetra::global_size_t getGlobalNumCols() const override;
+  size_t TESSERA_TPETRA_LOCAL(NumRows)() const override;
+  size_t TESSERA_TPETRA_LOCAL(NumCols)() const override;
+  GlobalOrdinal getIndexBase() const override { return 0; }
+  Tpetra::global_size_t getGlobalNumEntries() const override;
+  size_t TESSERA_TPETRA_LOCAL(NumEntries)() const override;
+  size_t getNumEntriesInGlobalRow(GlobalOrdinal row) const override;
+  size_t getNumEntriesInLocalRow(LocalOrdinal row) const override;
+  size_t getGlobalMaxNumRowEntries() const override;
+  size_t TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const override;
+  bool hasColMap() const override { return true; }
+  bool isLocallyIndexed() const override { return true; }
+  bool isGloballyIndexed() const override { return false; }
+  bool isFillComplete() const override { return true; }
+
+  void getGlobalRowCopy(const GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
+                        size_t& length) const override;
+  void getLocalRowCopy(const LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
+                       size_t& length) const override;
+  void getLocalRowView(const LocalOrdinal row, local_inds_host_view_type& columns) const override;
+  void getGlobalRowView(const GlobalOrdinal row, global_inds_host_view_type& columns) const override;
+#ifdef TPETRA_ENABLE_DEPRECATED_CODE
+  void getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
+                        size_t& length) const override;
+  void getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
+                       size_t& length) const override;
+#endif
+
+ private:
+  const EdgeListRowMatrix& m_;
+};
+
+class EdgeListRowMatrix final : public TpetraRowMatrix {
+ public:
+  // Collective. `grounded` is empty (the plain Laplacian) or one flag per
+  // local vertex (1 = grounded). ConfigError for a directed graph,
+  // MismatchError for flags of the wrong length (on every rank).
+  explicit EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded = {});
+  ~EdgeListRowMatrix() override;
+
+  // Operator
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override { return row_map_; }
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override { return row_map_; }
+  // Y = alpha L X + beta Y (beta == 0 ignores Y's contents); L is symmetric,
+  // so every mode is the same product.
+  void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp mode = Teuchos::NO_TRANS,
+             Scalar alpha = 1.0, Scalar beta = 0.0) const override;
+  bool hasTransposeApply() const override { return true; }
+
+  // RowMatrix: structure
+  Teuchos::RCP<const TpetraComm> getComm() const override { return row_map_->getComm(); }
+  Teuchos::RCP<const TpetraMap> getRowMap() const override { return row_map_; }
+  Teuchos::RCP<const TpetraMap> getColMap() const override { return column_map_; }
+  Teuchos::RCP<const TpetraRowGraph> getGraph() const override { return graph_; }
+  Tpetra::global_size_t getGlobalNumRows() const override { return g_.vertices(); }
+  Tpetra::global_size_t getGlobalNumCols() const override { return g_.vertices(); }
+  size_t TESSERA_TPETRA_LOCAL(NumRows)() const override { return g_.local_vertices(); }
+  size_t TESSERA_TPETRA_LOCAL(NumCols)() const override { return column_map_->TESSERA_TPETRA_LOCAL(NumElements)(); }
+  GlobalOrdinal getIndexBase() const override { return 0; }
+  Tpetra::global_size_t getGlobalNumEntries() const override { return global_entries_; }
+  size_t TESSERA_TPETRA_LOCAL(NumEntries)() const override { return local_entries_; }
+  size_t getNumEntriesInGlobalRow(GlobalOrdinal row) const override;
+  size_t getNumEntriesInLocalRow(LocalOrdinal row) const override;
+  size_t getGlobalMaxNumRowEntries() const override { return global_max_row_; }
+  size_t TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const override { return local_max_row_; }
+  bool hasColMap() const override { return true; }
+  bool isLocallyIndexed() const override { return true; }
+  bool isGloballyIndexed() const override { return false; }
+  bool isFillComplete() const override { return true; }
+  bool supportsRowViews() const override { return false; }
+
+  // RowMatrix: rows (copies; see the header comment for the views)
+  void getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
+                        nonconst_values_host_view_type& values, size_t& length) const override;
+  void getLocalRowCopy(LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
+                       nonconst_values_host_view_type& values, size_t& length) const override;
+  void getGlobalRowView(GlobalOrdinal row, global_inds_host_view_type& columns,
+                        values_host_view_type& values) const override;
+  void getLocalRowView(LocalOrdinal row, local_inds_host_view_type& columns,
+                       values_host_view_type& values) const override;
+#ifdef TPETRA_ENABLE_DEPRECATED_CODE
+  void getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
+                        const Teuchos::ArrayView<Scalar>& values, size_t& length) const override;
+  void getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
+                       const Teuchos::ArrayView<Scalar>& values, size_t& length) const override;
+  void getGlobalRowView(GlobalOrdinal row, Teuchos::ArrayView<const GlobalOrdinal>& columns,
+                        Teuchos::ArrayView<const Scalar>& values) const override;
+  void getLocalRowView(LocalOrdinal row, Teuchos::ArrayView<const LocalOrdinal>& columns,
+                       Teuchos::ArrayView<const Scalar>& values) const override;
+#endif
+
+  // RowMatrix: values
+  void getLocalDiagCopy(TpetraVector& diagonal) const override;
+  void leftScale(const TpetraVector& x) override;
+  void rightScale(const TpetraVector& x) override;
+  mag_type getFrobeniusNorm() const override;
+
+  // Tessera side.
+  const graph::EdgeList& graph() const noexcept { return g_; }
+  std::size_t ghost_count() const noexcept { return ghost_count_; }
+  const TpetraImport* importer() const noexcept { return importer_.get(); }
+  // Bytes this rank allocated for the matrix (maps, importer, flags, column
+  // vector, ghost lookup), excluding the graph it reads.
+  std::size_t extra_memory_bytes() const;
+  // Local column of global vertex v (owned or a ghost of this rank): its
+  // rank among the set bits of the column bitmap.
+  LocalOrdinal local_column(std::uint64_t v) const noexcept {
+    if (column_bits_.empty()) return static_cast<LocalOrdinal>(v - begin_);
+    const std::uint64_t below = column_bits_[v >> 6] & ((std::uint64_t{1} << (v & 63)) - 1);
+    return static_cast<LocalOrdinal>(column_counts_[v >> 6] + static_cast<std::uint32_t>(__builtin_popcountll(below)));
+  }
+  // Calls f(local column, value) for every entry of local row `row`, in
+  // increasing column id order (the diagonal in its place).
+  template <class F>
+  void for_each_entry(std::size_t row, F&& f) const;
+
+ private:
+  void check_local_row(LocalOrdinal row) const;
+  LocalOrdinal local_row_of(GlobalOrdinal row) const;
+  [[noreturn]] void no_views() const;
+
+  const graph::EdgeList& g_;
+  std::uint64_t begin_ = 0;
+  std::size_t owned_ = 0;
+  std::vector<std::uint8_t> grounded_columns_;  // per local column (empty: none grounded)
+  std::size_t ghost_count_ = 0;
+  std::vector<std::uint64_t> column_bits_;    // bit v: global vertex v is a column here (empty: no ghosts anywhere)
+  std::vector<std::uint32_t> column_counts_;  // set bits before each word
+  Teuchos::RCP<const TpetraMap> row_map_, column_map_;
+  Teuchos::RCP<const TpetraImport> importer_;
+  Teuchos::RCP<const EdgeListRowGraph> graph_;
+  mutable Teuchos::RCP<TpetraMultiVector> x_columns_;  // imported X, resized to X's column count
+  std::size_t local_entries_ = 0, local_max_row_ = 0, global_max_row_ = 0;
+  Tpetra::global_size_t global_entries_ = 0;
+};
+
+template <class F>
+void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
+  const std::uint64_t u = begin_ + row;
+  const LocalOrdinal own = local_column(u);
+  if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(own)]) {
+    f(own, 1.0);
+    return;
+  }
+  auto offsets = g_.row_offsets();
+  auto dst = g_.local_dst();
+  auto weight = g_.local_weight();
+  double degree = 0, self = 0;
+  for (std::size_t e = offsets[row]; e < offsets[row + 1]; ++e) {
+    double w = weight.empty() ? 1.0 : weight[e];
+    degree += w;
+    if (dst[e] == u) self += w;
+  }
+  bool diagonal_done = false;
+  for (std::size_t e = offsets[row]; e < offsets[row + 1]; ++e) {
+    const std::uint64_t v = dst[e];
+    if (v == u) continue;
+    if (v > u && !diagonal_done) {
+      f(own, degree - self);
+      diagonal_done = true;
+    }
+    LocalOrdinal c = local_column(v);
+    if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(c)]) continue;
+    f(c, -(weight.empty() ? 1.0 : weight[e]));
+  }
+  if (!diagonal_done) f(own, degree - self);
+}
+
+}  // namespace tessera::trilinos

@@ -1,0 +1,62 @@
+// Hitting times solved by Trilinos (Belos CG with an Ifpack2 Jacobi
+// preconditioner) on the graph's own edge arrays. Tessera types only: what
+// the CLI and other callers include; no Trilinos header is reached from here.
+// When Tessera was built without Trilinos every entry point below throws a
+// ConfigError saying so (available() tells beforehand).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tessera/graph/edge_list.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+
+namespace tessera::trilinos {
+
+// Whether this Tessera was built with the trilinos/ layer.
+bool available() noexcept;
+// "Trilinos 13.2 (Tpetra, Belos, Ifpack2; Kokkos Serial)", or why it is absent.
+std::string description();
+
+// Kokkos and Tpetra, once per process (a Tpetra::ScopeGuard on the runtime's
+// communicator). Create it after the Runtime, destroy it before: every
+// Tpetra object must be gone by then. At most one at a time; the solvers
+// below need one alive (ConfigError otherwise).
+class Session {
+ public:
+  explicit Session(Runtime& rt);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  static bool active() noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Which operator Belos and Ifpack2 see.
+enum class MatrixKind {
+  edge_list,  // EdgeListRowMatrix: the grounded Laplacian read from the edge arrays (no copy)
+  crs,        // a Tpetra::CrsMatrix copied from it (the conventional path, for comparison)
+};
+const char* to_string(MatrixKind kind) noexcept;
+
+struct BelosHittingOptions {
+  linalg::HittingOptions hitting;  // cg.tolerance / cg.max_iterations drive Belos; `solver` is set here
+  MatrixKind matrix = MatrixKind::edge_list;
+};
+
+struct BelosHittingTimes {
+  linalg::HittingTimes result;  // result.solve: Belos' iterations and seconds; relative_residual is the true one
+  std::uint64_t matrix_extra_bytes = 0;  // summed over ranks: what the operator allocated (maps, importer, flags / the copy)
+  int belos_solves = 0;                  // > 1 when Belos' own estimate stopped early and the true residual asked for more
+};
+
+// Collective. Like linalg::hitting_times (same grounding, unreachable
+// vertices NaN) with the solve done by Belos; `g` must be undirected.
+BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
+                                      const BelosHittingOptions& options = {});
+
+}  // namespace tessera::trilinos

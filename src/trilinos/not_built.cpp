@@ -1,0 +1,27 @@
+// The trilinos/ layer when Tessera is built without Trilinos: every entry
+// point says so, so callers (the CLI's --solver belos) need no #ifdef.
+#include "tessera/trilinos/hitting.hpp"
+
+namespace tessera::trilinos {
+
+namespace {
+[[noreturn]] void not_built() {
+  throw ConfigError("this Tessera was built without Trilinos, so --solver belos is not available: use --solver "
+                    "tessera, or install Trilinos (scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
+}
+}  // namespace
+
+bool available() noexcept { return false; }
+std::string description() { return "not built (configured without Trilinos)"; }
+const char* to_string(MatrixKind kind) noexcept { return kind == MatrixKind::crs ? "crs" : "edgelist"; }
+
+struct Session::State {};
+Session::Session(Runtime&) { not_built(); }
+Session::~Session() = default;
+bool Session::active() noexcept { return false; }
+
+BelosHittingTimes belos_hitting_times(const graph::EdgeList&, std::span<const std::uint64_t>, const BelosHittingOptions&) {
+  not_built();
+}
+
+}  // namespace tessera::trilinos

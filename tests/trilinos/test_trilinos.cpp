@@ -1,0 +1,329 @@
+// The trilinos/ layer against independent references at 1-4 ranks:
+// EdgeListRowMatrix against linalg::Laplacian (Tessera's own operator) and
+// against its Tpetra::CrsMatrix copy; Belos/Ifpack2 hitting times against
+// Tessera's CG and against the closed form on a path; the memory each path
+// adds; and the clear errors.
+#include <Tpetra_CrsMatrix.hpp>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "../graph/graph_test_util.hpp"
+#include "../test_util.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/linalg/edge_list_matrix.hpp"
+#include "tessera/linalg/hitting_summary.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+#include "tessera/linalg/laplacian.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/memory.hpp"
+#include "tessera/trilinos/belos.hpp"
+#include "tessera/trilinos/hitting.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using namespace tessera::trilinos;
+
+namespace {
+
+// Kokkos and Tpetra for the whole run: after main's Runtime, before its end.
+class TpetraEnvironment : public testing::Environment {
+ public:
+  void SetUp() override { session_ = std::make_unique<Session>(Runtime::current()); }
+  void TearDown() override { session_.reset(); }
+
+ private:
+  std::unique_ptr<Session> session_;
+};
+const auto* const kEnvironment = testing::AddGlobalTestEnvironment(new TpetraEnvironment);
+
+double value_at(std::uint64_t i) { return std::sin(0.37 * static_cast<double>(i)) + 0.1 * static_cast<double>(i % 7); }
+
+std::vector<double> gather(Runtime& rt, std::span<const double> local) {
+  return test::gather_all<double>(rt, local);
+}
+
+std::vector<double> gather(Runtime& rt, const TpetraMultiVector& v) {
+  auto view = v.getLocalViewHost(Tpetra::Access::ReadOnly);
+  std::vector<double> local(view.extent(0));
+  for (std::size_t i = 0; i < local.size(); ++i) local[i] = view(i, 0);
+  return gather(rt, local);
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
+      continue;
+    }
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+// An undirected weighted graph with self loops and duplicate edges.
+EdgeList weighted_graph(Runtime& rt) {
+  test::SplitMix64 rng(7);
+  LocalEdges e;
+  const std::uint64_t n = 120;
+  for (std::uint64_t k = 0; k < 900; ++k) {
+    std::uint64_t u = rng.below(n), v = k % 50 == 0 ? u : rng.below(n);
+    double w = 0.5 + static_cast<double>(rng.below(100)) / 25.0;
+    if (k % static_cast<std::uint64_t>(rt.size()) == static_cast<std::uint64_t>(rt.rank())) e.add(u, v, w);
+  }
+  BuildOptions o;
+  o.symmetrize = true;
+  return EdgeList::build(rt, n, false, std::move(e), o);
+}
+
+std::vector<std::uint8_t> grounded_every(const EdgeList& g, std::uint64_t stride) {
+  std::vector<std::uint8_t> f(g.local_vertices());
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = (g.local_vertex_begin() + i) % stride == 0;
+  return f;
+}
+
+TEST(Trilinos, SessionAndMapsFollowTheRuntime) {
+  Runtime& rt = Runtime::current();
+  ASSERT_TRUE(available());
+  EXPECT_TRUE(Session::active());
+  EXPECT_THROW(Session second(rt), ConfigError);
+  auto g = weighted_graph(rt);
+  EdgeListRowMatrix m(g);
+  EXPECT_EQ(m.getRowMap()->getGlobalNumElements(), g.vertices());
+  EXPECT_EQ(m.getRowMap()->TESSERA_TPETRA_LOCAL(NumElements)(), g.local_vertices());
+  EXPECT_EQ(m.getComm()->getSize(), rt.size());
+  EXPECT_EQ(m.getComm()->getRank(), rt.rank());
+  EXPECT_TRUE(m.getDomainMap()->isSameAs(*m.getRowMap()));
+  EXPECT_EQ(m.getColMap()->TESSERA_TPETRA_LOCAL(NumElements)(), g.local_vertices() + m.ghost_count());
+  EXPECT_EQ(m.getGraph()->getImporter().is_null(), all_reduce<std::uint64_t>(rt.comm(), m.ghost_count(), MPI_MAX) == 0);
+}
+
+// Tessera's own grounded Laplacian is the reference operator.
+TEST(Trilinos, ApplyAndDiagonalMatchTesserasLaplacian) {
+  Runtime& rt = Runtime::current();
+  auto g = weighted_graph(rt);
+  for (std::uint64_t stride : {0ull, 5ull}) {
+    auto flags = stride ? grounded_every(g, stride) : std::vector<std::uint8_t>{};
+    linalg::EdgeListMatrix a(g);
+    linalg::Laplacian lap(a, flags);
+    EdgeListRowMatrix m(g, flags);
+
+    linalg::Vector x(g.vertex_map()), y(g.vertex_map()), d(g.vertex_map());
+    auto xs = x.local();
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = value_at(g.local_vertex_begin() + i);
+    lap.apply(x, y, 2.0);
+    lap.diagonal(d);
+
+    TpetraMultiVector tx(m.getDomainMap(), 2), ty(m.getRangeMap(), 2);
+    {
+      auto v = tx.getLocalViewHost(Tpetra::Access::OverwriteAll);
+      auto w = ty.getLocalViewHost(Tpetra::Access::OverwriteAll);
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        v(i, 0) = v(i, 1) = xs[i];
+        w(i, 0) = 1.0;
+        w(i, 1) = std::numeric_limits<double>::quiet_NaN();  // beta = 0 ignores it
+      }
+    }
+    // Column 0: 2 L x + 0.5 * 1, column 1: 2 L x; via two applies.
+    TpetraMultiVector t0(*ty.getVector(0), Teuchos::Copy);
+    m.apply(*tx.getVector(0), t0, Teuchos::NO_TRANS, 2.0, 0.5);
+    TpetraMultiVector t1(*ty.getVector(1), Teuchos::Copy);
+    m.apply(*tx.getVector(1), t1, Teuchos::TRANS, 2.0, 0.0);
+    auto want = gather(rt, y.local());
+    auto got0 = gather(rt, t0), got1 = gather(rt, t1);
+    for (auto& w : got0) w -= 0.5;
+    expect_close(got0, want, 1e-12, "alpha L x + beta y");
+    expect_close(got1, want, 1e-12, "alpha L x, beta 0");
+    // Two columns at once.
+    m.apply(tx, ty, Teuchos::NO_TRANS, 2.0, 0.0);
+    expect_close(gather(rt, *ty.getVector(1)), want, 1e-12, "two-column apply");
+
+    TpetraVector td(m.getRowMap());
+    m.getLocalDiagCopy(td);
+    expect_close(gather(rt, td), gather(rt, d.local()), 1e-14, "diagonal");
+  }
+}
+
+// Row copies define the CrsMatrix; the copy must be the same operator, and
+// the row access itself is checked against the edge arrays.
+TEST(Trilinos, RowsNormAndCrsCopyAgree) {
+  Runtime& rt = Runtime::current();
+  auto g = weighted_graph(rt);
+  auto flags = grounded_every(g, 7);
+  EdgeListRowMatrix m(g, flags);
+  auto crs = crs_copy(m);
+  EXPECT_EQ(crs->getGlobalNumEntries(), m.getGlobalNumEntries());
+  EXPECT_NEAR(crs->getFrobeniusNorm(), m.getFrobeniusNorm(), 1e-12 * m.getFrobeniusNorm());
+
+  // Row sums of a Laplacian without grounding are zero: check through copies.
+  EdgeListRowMatrix plain(g);
+  const std::size_t max = plain.TESSERA_TPETRA_LOCAL(MaxNumRowEntries)();
+  TpetraRowMatrix::nonconst_local_inds_host_view_type cols("cols", max);
+  TpetraRowMatrix::nonconst_values_host_view_type vals("vals", max);
+  TpetraRowMatrix::nonconst_global_inds_host_view_type gcols("gcols", max);
+  for (LocalOrdinal i = 0; i < static_cast<LocalOrdinal>(g.local_vertices()); ++i) {
+    size_t n = 0;
+    plain.getLocalRowCopy(i, cols, vals, n);
+    ASSERT_EQ(n, plain.getNumEntriesInLocalRow(i));
+    double sum = 0;
+    for (size_t k = 0; k < n; ++k) sum += vals(k);
+    EXPECT_NEAR(sum, 0.0, 1e-12) << "row " << i;
+    plain.getGlobalRowCopy(static_cast<GlobalOrdinal>(g.local_vertex_begin()) + i, gcols, vals, n);
+    for (size_t k = 1; k < n; ++k) EXPECT_LT(gcols(k - 1), gcols(k)) << "row " << i;  // increasing, diagonal in place
+    std::vector<LocalOrdinal> acols(max);
+    std::vector<double> avals(max);
+    size_t n2 = 0;
+    plain.getLocalRowCopy(i, Teuchos::ArrayView<LocalOrdinal>(acols), Teuchos::ArrayView<double>(avals), n2);
+    EXPECT_EQ(n2, n);
+  }
+  size_t n = 0;
+  plain.getGlobalRowCopy(-1, gcols, vals, n);
+  EXPECT_EQ(n, Teuchos::OrdinalTraits<size_t>::invalid());
+  if (g.local_vertices() > 0 && max > 1) {
+    TpetraRowMatrix::nonconst_local_inds_host_view_type small("small", 0);
+    EXPECT_THROW(plain.getLocalRowCopy(0, small, vals, n), RangeError);
+  }
+
+  TpetraMultiVector x(m.getDomainMap(), 1), y1(m.getRangeMap(), 1), y2(m.getRangeMap(), 1);
+  {
+    auto v = x.getLocalViewHost(Tpetra::Access::OverwriteAll);
+    for (std::size_t i = 0; i < g.local_vertices(); ++i) v(i, 0) = value_at(g.local_vertex_begin() + i);
+  }
+  m.apply(x, y1);
+  crs->apply(x, y2);
+  expect_close(gather(rt, y1), gather(rt, y2), 1e-12, "CrsMatrix copy");
+}
+
+TEST(Trilinos, UnsupportedOperationsSaySo) {
+  Runtime& rt = Runtime::current();
+  auto g = weighted_graph(rt);
+  EdgeListRowMatrix m(g);
+  EXPECT_FALSE(m.supportsRowViews());
+  TpetraVector s(m.getRowMap());
+  EXPECT_THROW(m.leftScale(s), ConfigError);
+  EXPECT_THROW(m.rightScale(s), ConfigError);
+  TpetraRowMatrix::local_inds_host_view_type c;
+  TpetraRowMatrix::values_host_view_type v;
+  if (g.local_vertices() > 0) {
+    EXPECT_THROW(m.getLocalRowView(0, c, v), ConfigError);
+  }
+  // Wrong-length flags fail on every rank; a directed graph is refused.
+  std::vector<std::uint8_t> wrong(rt.rank() == 0 ? g.local_vertices() + 1 : g.local_vertices(), 0);
+  EXPECT_THROW(EdgeListRowMatrix(g, wrong), MismatchError);
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(0, 1);
+  auto directed = EdgeList::build(rt, 2, true, std::move(e));
+  EXPECT_THROW(EdgeListRowMatrix{directed}, ConfigError);
+}
+
+// Belos (on the RowMatrix and on the CrsMatrix) against Tessera's own CG.
+void expect_same_hitting_times(const EdgeList& g, std::vector<std::uint64_t> targets, const char* what) {
+  Runtime& rt = g.runtime();
+  linalg::HittingOptions o;
+  o.cg.tolerance = 1e-12;
+  linalg::EdgeListMatrix a(g);
+  auto tessera_cg = linalg::hitting_times(g, a, targets, o);
+  ASSERT_TRUE(tessera_cg.solve.converged) << what;
+  auto want = gather(rt, tessera_cg.times.local());
+  for (MatrixKind kind : {MatrixKind::edge_list, MatrixKind::crs}) {
+    BelosHittingOptions b;
+    b.hitting = o;
+    b.matrix = kind;
+    auto belos = belos_hitting_times(g, targets, b);
+    EXPECT_TRUE(belos.result.solve.converged) << what << " " << to_string(kind);
+    EXPECT_LE(belos.result.solve.relative_residual, 1e-12) << what;
+    EXPECT_EQ(belos.result.unreachable, tessera_cg.unreachable) << what;
+    expect_close(gather(rt, belos.result.times.local()), want, 1e-8, what);
+    // Same preconditioned CG: the iteration counts agree closely.
+    EXPECT_NEAR(belos.result.solve.iterations, tessera_cg.solve.iterations, 3 + tessera_cg.solve.iterations / 10) << what;
+  }
+}
+
+TEST(Trilinos, BelosHittingTimesOnKron) {
+  auto g = generate(Runtime::current(), GraphSpec::kronecker(9, 8, 3));
+  expect_same_hitting_times(g, {linalg::highest_degree_vertex(g)}, "kron 9");  // isolated vertices: unreachable
+}
+
+TEST(Trilinos, BelosHittingTimesOnGrid) {
+  auto g = generate(Runtime::current(), GraphSpec::grid({17, 23}));
+  expect_same_hitting_times(g, {0, 200}, "grid 17x23");
+}
+
+TEST(Trilinos, BelosHittingTimesOnWeightedGraph) {
+  auto g = weighted_graph(Runtime::current());
+  expect_same_hitting_times(g, {3}, "weighted random");
+}
+
+// The 3-vertex path 0-1-2 with target 0 (ranks without rows at 3-4 ranks):
+// h(1) = 3, h(2) = 4 worked by hand (h1 = 1 + h2/2, h2 = 1 + h1).
+TEST(Trilinos, BelosOnTinyPath) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == 0) {
+    e.add(0, 1);
+    e.add(1, 2);
+  }
+  BuildOptions o;
+  o.symmetrize = true;
+  auto g = EdgeList::build(rt, 3, false, std::move(e), o);
+  std::vector<std::uint64_t> target{0};
+  for (MatrixKind kind : {MatrixKind::edge_list, MatrixKind::crs}) {
+    BelosHittingOptions b;
+    b.matrix = kind;
+    auto h = belos_hitting_times(g, target, b);
+    expect_close(gather(rt, h.result.times.local()), {0.0, 3.0, 4.0}, 1e-10, "path");
+  }
+  expect_same_hitting_times(g, target, "path");
+  // Every vertex a target: nothing to solve.
+  std::vector<std::uint64_t> all{0, 1, 2};
+  auto h = belos_hitting_times(g, all, {});
+  expect_close(gather(rt, h.result.times.local()), {0.0, 0.0, 0.0}, 0, "all targets");
+}
+
+// The proof of "no copy": anonymous memory the operator adds, against the
+// size of the edge arrays it reads (16 bytes per stored edge), summed over
+// the ranks. The CrsMatrix stores 12 bytes per entry (int column, double
+// value) plus its row offsets.
+TEST(Trilinos, RowMatrixAddsLittleMemoryCrsCopiesTheEdges) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::kronecker(15, 16, 5));
+  const double edge_bytes = static_cast<double>(g.edges()) * 16.0;
+  auto flags = grounded_every(g, 1000);
+  std::uint64_t row_matrix_growth = 0, crs_growth = 0;
+  {
+    AnonymousMemoryMeter meter(rt.comm());
+    EdgeListRowMatrix m(g, flags);
+    TpetraMultiVector x(m.getDomainMap(), 1), y(m.getRangeMap(), 1);
+    m.apply(x, y);  // allocates the imported column vector
+    row_matrix_growth = meter.growth_bytes();
+    AnonymousMemoryMeter crs_meter(rt.comm());
+    auto crs = crs_copy(m);
+    crs->apply(x, y);
+    crs_growth = crs_meter.growth_bytes();
+  }
+  if (rt.rank() == 0)
+    std::printf("memory: edge arrays %.1f MiB; EdgeListRowMatrix (with x, y) added %.2f MiB (%.1f%%), "
+                "CrsMatrix copy added %.1f MiB (%.0f%%)\n",
+                edge_bytes / 1048576.0, static_cast<double>(row_matrix_growth) / 1048576.0,
+                100.0 * static_cast<double>(row_matrix_growth) / edge_bytes, static_cast<double>(crs_growth) / 1048576.0,
+                100.0 * static_cast<double>(crs_growth) / edge_bytes);
+  // No per-edge term: what the RowMatrix adds is bounded by its columns
+  // (owned vertices and ghosts: maps, importer, imported x, flags). At one
+  // rank that is < 10% of the edge arrays; at P ranks a Kronecker graph this
+  // small makes nearly every vertex a ghost on every rank, so the bound is
+  // per column (the CrsMatrix pays the same column map on top of its copy).
+  const double columns = static_cast<double>(
+      all_reduce<std::uint64_t>(rt.comm(), g.local_vertices() + GhostSet::remote_of(g.local_dst(), g.local_vertex_begin(),
+                                                                                     g.local_vertex_end(), g.vertices())
+                                                                     .size(),
+                                MPI_SUM));
+  if (rt.rank() == 0) std::printf("memory: %.0f bytes per column (owned + ghost)\n", static_cast<double>(row_matrix_growth) / columns);
+  if (rt.size() == 1) {
+    EXPECT_LT(static_cast<double>(row_matrix_growth), 0.10 * edge_bytes);
+  }
+  EXPECT_LT(static_cast<double>(row_matrix_growth), 128.0 * columns + 0.02 * edge_bytes);
+  EXPECT_GT(static_cast<double>(crs_growth), 0.6 * edge_bytes);
+}
+
+}  // namespace
