@@ -35,6 +35,7 @@
 // aggregation buffers, and no copy of the edges.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <unordered_map>
 
 #include "tessera/comm/aggregators.hpp"
@@ -94,8 +95,11 @@ struct HookStats {
 // vertex points at its local root, a root at itself): hooks the roots across
 // `arcs` until none joins two trees, then points every local vertex at its
 // component's root. Collective; every rank runs every round.
+// `max_hooks` rounds at most: a partial forest is still a true one (each tree
+// is connected), which is all the sampling needs.
 void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
-                       const ComponentsOptions& options, HookStats& stats, Clock::time_point t0) {
+                       const ComponentsOptions& options, HookStats& stats, Clock::time_point t0,
+                       int max_hooks = std::numeric_limits<int>::max()) {
   auto p = parent.local();
   const std::uint64_t base = parent.local_begin(), end = base + p.size();
   auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
@@ -140,7 +144,7 @@ void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vecto
     std::uint64_t left = all_reduce<std::uint64_t>(rt.comm(), kept, MPI_SUM);
     ++stats.rounds;
     if (options.on_round) options.on_round(stats.rounds, left, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (left == 0) break;
+    if (left == 0 || max_hooks-- == 0) break;
     {
       UpdateAggregator<std::uint64_t, ops::Min> hook(parent, options.aggregation);
       for (std::size_t k = 0; k < kept; ++k) {
@@ -202,6 +206,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   };
 
   constexpr std::size_t kNeighbourRounds = 2;
+  constexpr int kSamplingHooks = 2;  // enough to join the ranks' big trees; the rest waits for step 3
   if (g.directed()) {
     // No skipping: an arc is stored at its source only (see step 2 above).
     for (std::size_t i = 0; i < n; ++i) link_range(i, rows[i], rows[i + 1]);
@@ -219,7 +224,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
     {
     DistArray<std::uint64_t> sampled(rt, g.vertex_ranges());
     std::copy(parent.begin(), parent.end(), sampled.local().begin());
-    hook_across_ranks(rt, sampled, cut, options, stats, t0);
+    hook_across_ranks(rt, sampled, cut, options, stats, t0, kSamplingHooks);
     auto label = sampled.local();
     struct Candidate {
       std::uint64_t label;
