@@ -7,9 +7,11 @@
 // FastSV, Zhang, Azad and Hu, SIAM PP 2020) across ranks, on the local trees
 // only:
 //
-//  1. Sampling: every vertex links its first two neighbours. Links whose two
-//     ends are on this rank go into a local union-find (min-id roots, path
-//     splitting); the others are kept as cut arcs. The local trees' roots are
+//  1. Sampling: every vertex links two neighbours on its rank (into a local
+//     union-find: min-id roots, path splitting) and keeps one on another rank
+//     as a cut arc, looked for among its first 8 (at 1 rank: its first two,
+//     as GAPBS). Local links first make big local trees, so the cut arcs
+//     collapse into few pairs of roots. The local trees' roots are
 //     hooked across those cut arcs (step 3) on a copy, and the most frequent
 //     label among 1024 sampled vertices per rank, weighted by the rank's
 //     vertex count, names the likely largest component c.
@@ -206,6 +208,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   };
 
   constexpr std::size_t kNeighbourRounds = 2;
+  std::vector<std::uint8_t> done;
   constexpr int kSamplingHooks = 2;  // enough to join the ranks' big trees; the rest waits for step 3
   if (g.directed()) {
     // No skipping: an arc is stored at its source only (see step 2 above).
@@ -213,9 +216,31 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
     forest.compress();
     out.local_rounds = 1;
   } else {
-    for (std::size_t r = 0; r < kNeighbourRounds; ++r)
-      for (std::size_t i = 0; i < n; ++i)
-        if (rows[i] + r < rows[i + 1]) link_range(i, rows[i] + r, rows[i] + r + 1);
+    // Sampling: two local neighbours and one remote neighbour of each vertex,
+    // looked for among its first kScan. (At 1 rank: GAPBS's first two.) The
+    // local ones grow big local trees, so the cut arcs collapse into few
+    // pairs of roots. done[i]: how many leading neighbours are linked.
+    constexpr std::size_t kScan = 8;
+    done.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t u = base + i;
+      std::size_t locals = 0, remotes = 0, prefix = 0;
+      bool whole = true;
+      for (std::size_t k = rows[i]; k < rows[i + 1] && k < rows[i] + kScan; ++k) {
+        std::uint64_t v = dst[k];
+        bool linked = false;
+        if (is_local(v)) {
+          if (locals < kNeighbourRounds) forest.link(u, v), ++locals, linked = true;
+        } else if (remotes == 0) {
+          cut.push_back({u, v}), ++remotes, linked = true;
+        }
+        whole = whole && linked;
+        prefix += whole;
+        if (locals == kNeighbourRounds && remotes == 1) break;
+        if (locals == kNeighbourRounds && rt.size() == 1) break;
+      }
+      done[i] = static_cast<std::uint8_t>(prefix);
+    }
     forest.compress();
 
     // The likely largest component, from the sampled subgraph's labels (on a
@@ -254,12 +279,11 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       if (w > giant.weight || (w == giant.weight && c.label < giant.label)) giant = {c.label, w};
     }
     for (std::size_t i = 0; i < n; ++i) in_giant[i] = label[i] == giant.label;
-    extra = std::max(extra, label.size_bytes() + n + stats.pair_bytes);
+    extra = std::max(extra, label.size_bytes() + 2 * n + stats.pair_bytes);
     }  // frees the copy
 
     for (std::size_t i = 0; i < n; ++i)
-      if (!in_giant[i] && rows[i] + kNeighbourRounds < rows[i + 1])
-        link_range(i, rows[i] + kNeighbourRounds, rows[i + 1]);
+      if (!in_giant[i] && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
     forest.compress();
     out.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
   }
