@@ -24,12 +24,13 @@
 //     is made (weak components).
 //  3. Across ranks: every cut arc (u, v) becomes a pair of local roots
 //     (root(u), root(v)) (one aggregated read of v's root), duplicates
-//     dropped. Rounds: read the other root's current parent, drop pairs now
-//     in one tree, hook the larger root under the smaller (an aggregated min
-//     on the parent of a root: parents only decrease, so no cycles), then jump
-//     pointers until every root points at a root. When no pair is left, each
-//     local root's parent is its component's smallest id, and every vertex
-//     takes its root's.
+//     dropped. Each round is one aggregated read (the other end's current
+//     ancestor, and one pointer-jumping step for every hooked root), then the
+//     pairs whose ends share an ancestor are dropped and the rest hook the
+//     larger ancestor under the smaller, only where it is still a root (a min
+//     at the owner: parents only decrease, so no cycles). When no pair is left
+//     and no pointer moved, each local root's parent is its component's
+//     smallest id, and every vertex takes its root's.
 //
 // Memory: the parent array (the labels), its copy for the sampling round, a
 // byte per vertex, and the cut arcs actually linked (two per vertex at most in
@@ -37,7 +38,6 @@
 // aggregation buffers, and no copy of the edges.
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <unordered_map>
 
 #include "tessera/comm/aggregators.hpp"
@@ -97,78 +97,96 @@ struct HookStats {
 // vertex points at its local root, a root at itself): hooks the roots across
 // `arcs` until none joins two trees, then points every local vertex at its
 // component's root. Collective; every rank runs every round.
-// `max_hooks` rounds at most: a partial forest is still a true one (each tree
-// is connected), which is all the sampling needs.
 void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
-                       const ComponentsOptions& options, HookStats& stats, Clock::time_point t0,
-                       int max_hooks = std::numeric_limits<int>::max()) {
+                       const ComponentsOptions& options, HookStats& stats, Clock::time_point t0) {
   auto p = parent.local();
   const std::uint64_t base = parent.local_begin(), end = base + p.size();
   auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
 
-  // Pairs of local roots, without duplicates.
-  std::vector<std::uint64_t> remote_root(arcs.size());
+  // Pairs of local roots, without duplicates; one read per distinct far end
+  // (many arcs name the same one, e.g. the sampled component's root).
+  std::sort(arcs.begin(), arcs.end(), [](const CutArc& x, const CutArc& y) { return x.remote < y.remote; });
+  std::vector<std::uint64_t> far, remote_root;
+  for (const auto& a : arcs)
+    if (far.empty() || far.back() != a.remote) far.push_back(a.remote);
+  remote_root.resize(far.size());
   {
     SrcAggregator<std::uint64_t> read(parent, options.aggregation);
-    for (std::size_t k = 0; k < arcs.size(); ++k) read.get(arcs[k].remote, remote_root[k]);
+    for (std::size_t k = 0; k < far.size(); ++k) read.get(far[k], remote_root[k]);
   }
-  for (std::size_t k = 0; k < arcs.size(); ++k) arcs[k] = {p[arcs[k].local - base], remote_root[k]};
+  for (std::size_t k = 0, j = 0; k < arcs.size(); ++k) {
+    while (far[j] != arcs[k].remote) ++j;
+    arcs[k] = {p[arcs[k].local - base], remote_root[j]};
+  }
+  std::erase_if(arcs, [](const CutArc& a) { return a.local == a.remote; });
+  far = {};
+  remote_root.assign(arcs.size(), 0);
   std::sort(arcs.begin(), arcs.end());
   arcs.erase(std::unique(arcs.begin(), arcs.end()), arcs.end());
   arcs.shrink_to_fit();
   stats.pair_bytes = std::max(stats.pair_bytes, arcs.size() * (sizeof(CutArc) + sizeof(std::uint64_t)));
 
-  // Local roots not hooked yet, and those hooked: only these move.
-  std::vector<std::uint64_t> roots;
+  // Local roots not hooked yet (is_root), and those hooked: only these move.
+  std::vector<std::uint64_t> roots, hooked, grandparent, own_root(arcs.size());
+  std::vector<std::uint8_t> is_root(p.size(), 0);
   for (std::size_t i = 0; i < p.size(); ++i)
-    if (p[i] == base + i) roots.push_back(base + i);
-  std::vector<std::uint64_t> hooked, grandparent, own_root(arcs.size());
+    if (p[i] == base + i) roots.push_back(base + i), is_root[i] = 1;
+  // A hook lands only on a vertex that is still a root: trees need not be
+  // stars, so one pointer-jumping step rides along with each round's reads
+  // instead of jumping to stars between hooks (a hook that finds a non-root
+  // is dropped and its pair tries again next round).
+  struct Hook {
+    std::uint64_t high, low;
+  };
+  MessageAggregator<Hook> hook(
+      rt,
+      [&](int, const Hook& h) {
+        if (std::size_t i = h.high - base; is_root[i]) p[i] = std::min(p[i], h.low);
+      },
+      options.aggregation);
 
   for (;;) {
-    // The other end's root (roots are stars at the start of each round).
+    // One exchange: the other end's current ancestor, and each hooked root's
+    // grandparent. Parents only decrease, and any ancestor is in the tree.
+    grandparent.resize(hooked.size());
     {
       SrcAggregator<std::uint64_t> read(parent, options.aggregation);
       for (std::size_t k = 0; k < arcs.size(); ++k) read.get(arcs[k].remote, remote_root[k]);
+      for (std::size_t k = 0; k < hooked.size(); ++k) read.get(p[hooked[k] - base], grandparent[k]);
     }
-    // Pairs already in one tree are done for good; the rest hook. The parents
-    // are read before any hook lands (local hooks apply at once).
+    std::uint64_t jumped = 0;
+    for (std::size_t k = 0; k < hooked.size(); ++k)
+      if (grandparent[k] != p[hooked[k] - base]) p[hooked[k] - base] = grandparent[k], ++jumped;
+    // Pairs whose ends share an ancestor are in one tree for good; the rest
+    // hook the larger ancestor under the smaller if it is a root.
     std::size_t kept = 0;
     for (std::size_t k = 0; k < arcs.size(); ++k) {
       std::uint64_t a = p[arcs[k].local - base], b = remote_root[k];
       if (a == b) continue;
       remote_root[kept] = b;
       own_root[kept] = a;
-      arcs[kept++] = arcs[k];
+      arcs[kept++] = {arcs[k].local, b};  // the far end's ancestor: next round reads further up
     }
     arcs.resize(kept);
     remote_root.resize(kept);
     own_root.resize(kept);
-    std::uint64_t left = all_reduce<std::uint64_t>(rt.comm(), kept, MPI_SUM);
+    // Done when no pair is left and no pointer moved: every tree is a star.
+    std::uint64_t work[2] = {kept, jumped};
+    all_reduce(rt.comm(), work, 2, MPI_SUM);
     ++stats.rounds;
-    if (options.on_round) options.on_round(stats.rounds, left, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (left == 0 || max_hooks-- == 0) break;
-    {
-      UpdateAggregator<std::uint64_t, ops::Min> hook(parent, options.aggregation);
-      for (std::size_t k = 0; k < kept; ++k) {
-        std::uint64_t a = own_root[k], b = remote_root[k];
-        hook.update(std::max(a, b), std::min(a, b));
-      }
+    if (options.on_round) options.on_round(stats.rounds, work[0], std::chrono::duration<double>(Clock::now() - t0).count());
+    if (work[0] == 0 && work[1] == 0) break;
+    for (std::size_t k = 0; k < kept; ++k) {
+      std::uint64_t a = own_root[k], b = remote_root[k], high = std::max(a, b);
+      hook.send(parent.owner(high), {high, std::min(a, b)});
     }
-    // Pointer jumping over every root ever hooked (one hooked earlier points
-    // at an old root that may have been hooked now) until each points at a root.
-    std::erase_if(roots, [&](std::uint64_t r) { return p[r - base] != r ? (hooked.push_back(r), true) : false; });
-    grandparent.resize(hooked.size());
-    for (;;) {
-      {
-        SrcAggregator<std::uint64_t> read(parent, options.aggregation);
-        for (std::size_t k = 0; k < hooked.size(); ++k) read.get(p[hooked[k] - base], grandparent[k]);
-      }
-      std::uint64_t changed = 0;
-      for (std::size_t k = 0; k < hooked.size(); ++k)
-        if (grandparent[k] != p[hooked[k] - base]) p[hooked[k] - base] = grandparent[k], ++changed;
-      ++stats.rounds;
-      if (all_reduce(rt.comm(), changed, MPI_SUM) == 0) break;
-    }
+    hook.flush();
+    std::erase_if(roots, [&](std::uint64_t r) {
+      if (p[r - base] == r) return false;
+      is_root[r - base] = 0;
+      hooked.push_back(r);
+      return true;
+    });
   }
   // Every vertex takes its local root's parent, which is a root: a non-root
   // points at a smaller local root, already final in this increasing pass.
@@ -209,7 +227,6 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
 
   constexpr std::size_t kNeighbourRounds = 2;
   std::vector<std::uint8_t> done;
-  constexpr int kSamplingHooks = 2;  // enough to join the ranks' big trees; the rest waits for step 3
   if (g.directed()) {
     // No skipping: an arc is stored at its source only (see step 2 above).
     for (std::size_t i = 0; i < n; ++i) link_range(i, rows[i], rows[i + 1]);
@@ -245,11 +262,9 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
 
     // The likely largest component, from the sampled subgraph's labels (on a
     // copy: the local forest goes on growing in `parent`).
-    std::vector<std::uint8_t> in_giant(n);
-    {
     DistArray<std::uint64_t> sampled(rt, g.vertex_ranges());
     std::copy(parent.begin(), parent.end(), sampled.local().begin());
-    hook_across_ranks(rt, sampled, cut, options, stats, t0, kSamplingHooks);
+    hook_across_ranks(rt, sampled, cut, options, stats, t0);
     auto label = sampled.local();
     struct Candidate {
       std::uint64_t label;
@@ -278,14 +293,27 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       for (const auto& d : all) w += d.label == c.label ? d.weight : 0;
       if (w > giant.weight || (w == giant.weight && c.label < giant.label)) giant = {c.label, w};
     }
-    for (std::size_t i = 0; i < n; ++i) in_giant[i] = label[i] == giant.label;
-    extra = std::max(extra, label.size_bytes() + 2 * n + stats.pair_bytes);
-    }  // frees the copy
+    extra = std::max(extra, label.size_bytes() + n + cut.capacity() * sizeof(CutArc) + stats.pair_bytes);
 
+    // The sampled arcs' work is done: what they joined is v ~ label[v].
+    cut.clear();
     for (std::size_t i = 0; i < n; ++i)
-      if (!in_giant[i] && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
+      if (label[i] != giant.label && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
     forest.compress();
+    // Each local tree meets each sampled label of its vertices once (a local
+    // tree mostly holds one: `first` finds the repeats without sorting).
+    std::vector<std::uint64_t> first(n, kNoIndex);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t r = parent[i], l = label[i];
+      if (l == r || (is_local(l) && parent[l - base] == r)) continue;  // the local tree holds it
+      auto& f = first[r - base];
+      if (f == l) continue;
+      if (f == kNoIndex) f = l;
+      cut.push_back({r, l});
+    }
     out.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
+    extra = std::max(extra, label.size_bytes() + first.capacity() * sizeof(std::uint64_t) + n +
+                                cut.capacity() * sizeof(CutArc));
   }
   extra = std::max(extra, cut.capacity() * sizeof(CutArc) + stats.pair_bytes);
   hook_across_ranks(rt, out.labels, std::move(cut), options, stats, t0);
