@@ -32,10 +32,11 @@
 //     and no pointer moved, each local root's parent is its component's
 //     smallest id, and every vertex takes its root's.
 //
-// Memory: the parent array (the labels), its copy for the sampling round, a
-// byte per vertex, and the cut arcs actually linked (two per vertex at most in
-// the sampling, then those of vertices outside c): O(vertices per rank) plus
-// aggregation buffers, and no copy of the edges.
+// Memory: the parent array (the labels), its copy for the sampling, the first
+// sampled label each local tree meets, a byte per vertex, and the cut arcs
+// actually linked (one per vertex in the sampling, then those of vertices
+// outside c) with their root pairs: O(vertices per rank) plus aggregation
+// buffers, and no copy of the edges.
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
