@@ -9,4 +9,4 @@ head -3 times.txt
 $tessera convert examples/grid.el -o g.tsg             # a .tsg directory: persistent arrays, one segment per rank
 ls g.tsg                                               # dst.json dst.r0.seg edgelist.json src.json src.r0.seg
 $tessera gen kron -o kron.el --scale 10                # or generate one: kron, urand, grid
-$tessera cc kron.el -n 2 --algorithm both
+$tessera cc kron.el -n 2 --algorithm all          # Afforest (the default), label propagation, FastSV

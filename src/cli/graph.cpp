@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
@@ -47,7 +48,7 @@ struct GraphArgs {
   // outputs and algorithms
   std::string output;
   std::string ids_output;  // lcc: "lcc_id file_id" lines
-  std::string algorithm = "fastsv";
+  std::string algorithm = "afforest";
   bool strong = false;        // cc: strongly connected components
   bool group_access = false;  // binary outputs readable and writable by the group
   std::string matrix = "edgelist";
@@ -91,6 +92,7 @@ std::string count_of(std::uint64_t n, const std::string& one) { return count_of(
 
 std::string algorithm_name(const std::string& algorithm) {
   if (algorithm == "scc") return "trimming and colouring";
+  if (algorithm == "afforest") return "Afforest (local union-find, sampling, hooking across ranks)";
   return algorithm == "lp" ? "label propagation" : "FastSV";
 }
 
@@ -186,21 +188,30 @@ graph::Components run_components(const graph::EdgeList& g, const std::string& al
   o.on_round = [&p](int round, std::uint64_t changed, double) {
     p.tick(changed == 0, "round %d: %" PRIu64 " labels changed", round, changed);
   };
-  if (algorithm == "lp") return graph::label_propagation(g, o);
   if (algorithm == "scc") {
     o.on_round = [&p](int pass, std::uint64_t found, double) {
       p.tick(false, "round %d: %" PRIu64 " vertices placed by colouring", pass, found);
     };
     return graph::strong_components(g, o);
   }
-  return graph::fastsv(g, o);
+  if (algorithm == "afforest")
+    o.on_round = [&p](int round, std::uint64_t pairs, double) {
+      p.tick(pairs == 0, "round %d: %" PRIu64 " cut-edge pairs still join two trees", round, pairs);
+    };
+  return graph::components_by(algorithm, g, o);
 }
 
 // `largest_label` is a file id.
 json components_json(const graph::Components& c, const graph::ComponentSummary& s, const std::string& algorithm,
                      std::uint64_t largest_label) {
-  return {{"algorithm", algorithm}, {"rounds", c.rounds},           {"seconds", c.seconds},
-          {"components", s.count},  {"largest_size", s.largest_size}, {"largest_label", largest_label},
+  return {{"algorithm", algorithm},
+          {"rounds", c.rounds},
+          {"local_rounds", c.local_rounds},
+          {"seconds", c.seconds},
+          {"extra_bytes", c.extra_bytes},
+          {"components", s.count},
+          {"largest_size", s.largest_size},
+          {"largest_label", largest_label},
           {"isolated_vertices", s.isolated}};
 }
 
@@ -234,11 +245,21 @@ int run_cc(const GraphArgs& a) {
   describe(p, loaded.graph);
   graph::PendingOutputs outputs(rt);
   json j = {{"command", "cc"}, {"stats", graph_json(loaded.graph)}, {"results", json::array()}};
-  std::vector<std::string> algorithms = a.strong               ? std::vector<std::string>{"scc"}
-                                       : a.algorithm == "both" ? std::vector<std::string>{"lp", "fastsv"}
-                                                               : std::vector<std::string>{a.algorithm};
+  const bool all = a.algorithm == "all" || a.algorithm == "both";
+  std::vector<std::string> algorithms = a.strong ? std::vector<std::string>{"scc"}
+                                        : all    ? std::vector<std::string>{"afforest", "lp", "fastsv"}
+                                                 : std::vector<std::string>{a.algorithm};
+  // Afforest reads a directed graph's arcs both ways; label propagation and
+  // FastSV need an undirected copy, made once for all of them (on the same
+  // vertex ranges, so the labels fit the graph's ids).
+  std::optional<graph::EdgeList> undirected;
+  for (const auto& alg : algorithms)
+    if (!a.strong && alg != "afforest" && loaded.graph.directed() && !undirected) {
+      p.step("symmetrizing once (label propagation and FastSV need both directions of every arc)");
+      undirected.emplace(loaded.graph.symmetrized({}, true));
+    }
   for (const auto& alg : algorithms) {
-    auto c = run_components(loaded.graph, alg, p);
+    auto c = run_components(undirected && alg != "afforest" ? *undirected : loaded.graph, alg, p);
     auto s = graph::summarize(loaded.graph, c.labels);
     std::uint64_t largest = loaded.ids.file_id(s.largest_label);
     p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
@@ -511,8 +532,11 @@ void add_hitting_options(CLI::App* c, GraphArgs& a) {
       ->check(CLI::IsMember({"tessera", "belos"}));
 }
 void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
-  c->add_option("--algorithm", a.algorithm, both ? "lp (label propagation), fastsv, or both" : "lp or fastsv")
-      ->check(both ? CLI::IsMember({"lp", "fastsv", "both"}) : CLI::IsMember({"lp", "fastsv"}));
+  c->add_option("--algorithm", a.algorithm,
+                both ? "afforest (default), fastsv, lp (label propagation), or all three (same labels; 'both' is all)"
+                     : "afforest (default), fastsv or lp (label propagation)")
+      ->check(both ? CLI::IsMember({"afforest", "lp", "fastsv", "all", "both"})
+                   : CLI::IsMember({"afforest", "lp", "fastsv"}));
 }
 void add_common(CLI::App* c, GraphArgs& a) {
   c->add_flag("--json", a.json, "Print the results as one JSON document on stdout (nothing else there)");

@@ -196,10 +196,14 @@ TEST_P(ComponentsOn, BothAlgorithmsMatchUnionFind) {
   EXPECT_EQ(test::gather_all(sv.labels), want) << spec.describe();
   EXPECT_EQ(check_labels(g, lp.labels), "");
   EXPECT_GT(lp.rounds, 0);
-  EXPECT_LE(sv.rounds, lp.rounds) << spec.describe();
   if (GetParam() == 3) {
-    EXPECT_GE(lp.rounds, 118);  // about the diameter of a 60 x 60 grid
-    EXPECT_LE(sv.rounds * 4, lp.rounds);
+    // Label propagation is local first: on the unscrambled grid (ranks hold
+    // bands of rows) its global rounds follow the rank crossings, not the
+    // diameter of 118; at 1 rank one round finds everything.
+    EXPECT_LE(lp.rounds, 2 * rt.size() + 2);
+    if (rt.size() == 1) {
+      EXPECT_EQ(lp.rounds, 1);
+    }
   }
 
   std::map<std::uint64_t, std::uint64_t> sizes;

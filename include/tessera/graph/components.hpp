@@ -2,8 +2,10 @@
 //
 // Labels: every vertex gets the smallest vertex id of its component, so the
 // result does not depend on the algorithm or the rank count. A directed graph
-// gets its weakly connected components (it is symmetrized first, a copy:
-// symmetrize once yourself when you call these repeatedly).
+// gets its weakly connected components: afforest reads each arc in both
+// directions and makes no copy; label_propagation, fastsv and check_labels
+// symmetrize first (a copy: symmetrize once yourself when you call these
+// repeatedly).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -23,12 +25,27 @@ struct ComponentsOptions {
 
 struct Components {
   DistArray<std::uint64_t> labels;  // on the graph's vertex ranges
-  int rounds = 0;
+  int rounds = 0;                   // global rounds: exchanges between ranks, each ending in a reduction
+  int local_rounds = 0;             // passes within each rank without messages (label propagation's local fixed points)
   double seconds = 0;
+  // The algorithm's working memory beyond the labels and the graph, the
+  // largest of any rank (aggregation buffers excluded).
+  std::uint64_t extra_bytes = 0;
 };
 
-// Label propagation with a frontier (only vertices whose label changed push
-// it to their neighbours, through an UpdateAggregator with min).
+// Afforest, distributed (the default): a union-find over the edges whose two
+// ends are on this rank, Afforest's sampling (Sutton, Ben-Nun and Barak,
+// IPDPS 2018: link two neighbours of each vertex, find the likely largest
+// component, skip its vertices' other edges), then min-hooking of the local
+// trees' roots across cut edges with pointer jumping (Shiloach-Vishkin) until
+// no cut edge joins two trees. Rounds: about log of the number of local trees
+// a component spans, not its diameter.
+Components afforest(const EdgeList& g, const ComponentsOptions& options = {});
+// Label propagation with a frontier, local first: each global round starts
+// from the rank's local fixed point (the smallest label of each piece joined
+// by local edges), then only vertices whose label changed push it across cut
+// edges, through an UpdateAggregator with min. Global rounds: about the
+// number of rank crossings of a shortest path, not hops.
 Components label_propagation(const EdgeList& g, const ComponentsOptions& options = {});
 // FastSV: min-hooking and shortcutting; O(log n)-like rounds on high-diameter graphs.
 Components fastsv(const EdgeList& g, const ComponentsOptions& options = {});
@@ -39,6 +56,8 @@ struct ComponentSummary {
   std::uint64_t largest_size = 0;
   std::uint64_t isolated = 0;       // components of a single vertex
 };
+// The names --algorithm accepts ("afforest", "fastsv", "lp") and the run.
+Components components_by(const std::string& algorithm, const EdgeList& g, const ComponentsOptions& options = {});
 // Component sizes through an aggregated histogram.
 ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels);
 

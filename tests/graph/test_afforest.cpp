@@ -1,0 +1,127 @@
+// Afforest and local-first label propagation: the same labels as the serial
+// union-find (the smallest id of each component) at every rank count, on
+// Kronecker, uniform random and grid graphs with and without deleted edges,
+// directed graphs (weak components without a copy) and graphs so small that
+// some ranks own no vertex. The verifier (check_labels) must accept each.
+#include <gtest/gtest.h>
+
+#include "../test_util.hpp"
+#include "graph_test_util.hpp"
+#include "tessera/graph/components.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/runtime/collective.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using tessera::test::EdgeTuple;
+
+namespace {
+
+GraphSpec spec_of(int which) {
+  GraphSpec spec;
+  switch (which) {
+    case 0: spec = GraphSpec::kronecker(11, 8, 5); break;
+    case 1: spec = GraphSpec::kronecker(10, 4, 3); spec.delete_fraction = 0.6; break;
+    case 2: spec = GraphSpec::uniform(10, 4, 7); break;
+    case 3: spec = GraphSpec::uniform(11, 2, 2); spec.delete_fraction = 0.3; break;  // many small components
+    case 4: spec = GraphSpec::grid({30, 40}, 9); spec.delete_fraction = 0.45; break;
+    case 5: spec = GraphSpec::grid({6, 7, 8}, 4); spec.delete_fraction = 0.6; spec.permute = true; break;
+    case 6: spec = GraphSpec::grid({60, 60}); break;
+    default: spec = GraphSpec::grid({60, 60}); spec.permute = true; break;
+  }
+  return spec;
+}
+
+// Every algorithm's labels against the union-find of the same edges.
+void expect_union_find_labels(const EdgeList& g, const std::string& what) {
+  auto want = test::union_find_labels(g.vertices(), test::gather_edges(g));
+  for (const char* name : {"afforest", "lp", "fastsv"}) {
+    auto c = components_by(name, g);
+    EXPECT_EQ(test::gather_all(c.labels), want) << name << " on " << what;
+    EXPECT_EQ(c.labels.distribution(), g.vertex_ranges()) << name;
+    EXPECT_EQ(check_labels(g, c.labels), "") << name << " on " << what;
+  }
+}
+
+}  // namespace
+
+class AfforestOn : public ::testing::TestWithParam<int> {};
+
+TEST_P(AfforestOn, MatchesUnionFind) {
+  Runtime& rt = Runtime::current();
+  auto spec = spec_of(GetParam());
+  auto g = generate(rt, spec);
+  auto want = test::union_find_labels(g.vertices(), test::gather_edges(g));
+
+  auto af = afforest(g);
+  EXPECT_EQ(test::gather_all(af.labels), want) << spec.describe();
+  EXPECT_EQ(check_labels(g, af.labels), "") << spec.describe();
+  EXPECT_GT(af.rounds, 0);
+  EXPECT_LE(af.rounds, 30) << spec.describe();  // log of the trees a component spans, not its diameter
+  EXPECT_GT(af.extra_bytes, 0u);
+  // O(vertices per rank) plus the cut arcs actually linked: below the edge arrays.
+  EXPECT_LT(af.extra_bytes, 8 * g.vertices() + 16 * g.edges() + 1024) << spec.describe();
+
+  auto lp = label_propagation(g);
+  EXPECT_EQ(test::gather_all(lp.labels), want) << spec.describe();
+  EXPECT_EQ(lp.local_rounds, lp.rounds);  // one local fixed point before each global round
+  if (GetParam() == 6) {
+    // Unscrambled grid: vertex ranges are bands of rows, so a path crosses
+    // each rank boundary once: rounds follow ranks, not the diameter of 118.
+    EXPECT_LE(lp.rounds, 2 * rt.size() + 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, AfforestOn, ::testing::Range(0, 8));
+
+TEST(Afforest, DirectedGraphsGetWeakComponentsWithoutACopy) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  // Arcs only one way, some pointing up and some down, across ranks.
+  if (rt.rank() == 0) e.add(1, 0), e.add(2, 1), e.add(4, 3), e.add(5, 5), e.add(6, 9), e.add(9, 8), e.add(7, 8);
+  auto g = EdgeList::build(rt, 10, true, std::move(e));
+  std::vector<std::uint64_t> want{0, 0, 0, 3, 3, 5, 6, 6, 6, 6};
+  auto af = afforest(g);
+  EXPECT_EQ(test::gather_all(af.labels), want);
+  EXPECT_EQ(af.labels.distribution(), g.vertex_ranges());
+  EXPECT_EQ(check_labels(g, af.labels), "");
+
+  // A generated graph with each edge kept in one direction only.
+  auto full = generate(rt, GraphSpec::kronecker(10, 4, 11));
+  LocalEdges one_way;
+  auto s = full.local_src(), d = full.local_dst();
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if ((s[k] + d[k]) % 2 ? s[k] < d[k] : s[k] > d[k]) one_way.add(s[k], d[k]);
+  auto directed = EdgeList::build(rt, full.vertices(), true, std::move(one_way));
+  auto want_full = test::union_find_labels(full.vertices(), test::gather_edges(full));
+  auto c = afforest(directed);
+  EXPECT_EQ(test::gather_all(c.labels), want_full);
+  expect_union_find_labels(directed, "one-way kron 10");
+}
+
+TEST(Afforest, TinyGraphsWhereRanksOwnNoVertex) {
+  Runtime& rt = Runtime::current();
+  for (std::uint64_t n : {1, 2, 3, 5}) {
+    for (int edges = 0; edges < 3; ++edges) {
+      LocalEdges e;
+      if (rt.rank() == 0 && n > 1) {
+        if (edges >= 1) e.add(n - 1, 0), e.add(0, n - 1);
+        if (edges >= 2 && n > 2) e.add(1, 2), e.add(2, 1);
+      }
+      if (rt.rank() == 0 && edges == 2) e.add(0, 0);  // a self loop
+      auto g = EdgeList::build(rt, n, false, std::move(e));
+      expect_union_find_labels(g, std::to_string(n) + " vertices, edge set " + std::to_string(edges));
+    }
+  }
+}
+
+TEST(Afforest, SelectableByName) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({4, 4}));
+  EXPECT_THROW(components_by("afforst", g), ConfigError);
+  try {
+    components_by("union-find", g);
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("afforest, fastsv or lp"), std::string::npos) << e.what();
+  }
+}
