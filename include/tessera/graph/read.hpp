@@ -52,6 +52,16 @@ struct LoadedGraph {
 // the one with the smallest weight.
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
 
+// The parse step of read_graph alone, for a regular text file (no build,
+// relabel or symmetrization): what `tessera bench parse` times. Collective;
+// the same errors as read_graph.
+struct ParsedText {
+  LocalEdges edges;            // this rank's lines, in file order, ids minus the base
+  std::uint64_t vertices = 0;  // the largest id + 1 (.mtx: the header's rows)
+  std::uint64_t bytes = 0;     // of the file, in this rank's byte range
+};
+ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOptions& options = {});
+
 // The binary format on its own (read_graph dispatches here; save_binary in
 // write.hpp writes it). Maps the segments in place, read-only, when the rank count matches the
 // writer's; with another rank count it attaches, copies this rank's share and
