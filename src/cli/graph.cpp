@@ -38,6 +38,7 @@ struct GraphArgs {
   std::string input;
   int base = -1;
   bool relabel = false, undirected = false, pattern = false;
+  bool symmetric = false;  // cc, lcc, pipeline: the file lists both directions
   // generator
   std::string kind = "kron";
   int scale = 16, edge_factor = 16;
@@ -125,6 +126,7 @@ graph::LoadedGraph load(Runtime& rt, const GraphArgs& a, Progress& progress, con
   if (a.base >= 0) o.base = a.base;
   o.relabel = a.relabel;
   o.undirected = a.undirected;
+  o.symmetric = a.symmetric;
   o.pattern = a.pattern;
   o.storage = storage;
   return graph::read_graph(rt, a.input, o);
@@ -580,6 +582,12 @@ void add_input_options(CLI::App* c, GraphArgs& a) {
   c->add_flag("--undirected", a.undirected, "Add the reverse of every edge");
   c->add_flag("--pattern", a.pattern, "Ignore the weights (values of a structural matrix)");
 }
+// Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
+void add_symmetric_option(CLI::App* c, GraphArgs& a) {
+  c->add_flag("--symmetric", a.symmetric,
+              "The text file lists both directions of every edge: read it as undirected without adding reverses "
+              "(verified; duplicates dropped)");
+}
 void add_generator_options(CLI::App* c, GraphArgs& a) {
   c->add_option("--scale", a.scale, "kron/urand: 2^scale vertices")->check(CLI::Range(1, 40));
   c->add_option("--edge-factor", a.edge_factor, "kron/urand: candidate edges per vertex")->check(CLI::Range(1, 1024));
@@ -647,6 +655,7 @@ void add_graph(CLI::App& app, Action& selected) {
   cc->add_option("-o,--output", a->output, "Write 'vertex component' lines (file ids; a component is named by its "
                                             "smallest vertex)");
   add_input_options(cc, *a);
+  add_symmetric_option(cc, *a);
   add_common(cc, *a);
   cc->callback(set(run_cc));
 
@@ -658,6 +667,7 @@ void add_graph(CLI::App& app, Action& selected) {
   lcc->add_option("--ids", a->ids_output, "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)");
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, *a);
+  add_symmetric_option(lcc, *a);
   add_common(lcc, *a);
   lcc->callback(set(run_lcc));
 
@@ -685,6 +695,7 @@ void add_graph(CLI::App& app, Action& selected) {
   pipe->add_option("-o,--output", a->output, "Write 'vertex time' lines for the largest component");
   add_components_algorithm(pipe, *a, false);
   add_input_options(pipe, *a);
+  add_symmetric_option(pipe, *a);
   add_generator_options(pipe, *a);
   add_hitting_options(pipe, *a);
   add_common(pipe, *a);

@@ -383,6 +383,8 @@ std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>
   return n;
 }
 
+bool arcs_are_symmetric(const EdgeList& g);
+
 // The parse step of load_text: every rank's edges as the file lists them
 // (ids minus the base), the count header resolved, nothing built.
 struct TextParse {
@@ -481,17 +483,27 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
-  const bool directed = !build.symmetrize;
+  // --symmetric: the file's arcs are the undirected graph's, as they are.
+  const bool listed_both_ways = options.symmetric && !build.symmetrize;
+  build.drop_duplicates = listed_both_ways;
+  const bool directed = !build.symmetrize && !listed_both_ways;
+  auto checked = [&](EdgeList g) {
+    if (listed_both_ways && !arcs_are_symmetric(g))
+      throw FormatError(path + " was read with --symmetric, but its arcs are not symmetric (some edge is listed in "
+                        "one direction only, or with another weight): drop --symmetric to read it as directed, or "
+                        "use --undirected to add the missing reverses");
+    return g;
+  };
   std::uint64_t n = mm ? h.rows : max_id + 1;
   const auto file_base = static_cast<std::uint64_t>(base);
   if (!options.relabel) {
-    auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+    auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
     auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
     return {std::move(g), std::move(ids)};
   }
   std::vector<std::uint64_t> old_of_new;
   n = relabel(rt, parsed.edges, old_of_new);
-  auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+  auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
   DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
   {
     DstAggregator<std::uint64_t> put(file_ids);
@@ -588,7 +600,12 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
 
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
   FileFormat f = format_of(path);
+  if (options.symmetric && options.undirected)
+    throw ConfigError("--symmetric (the file lists both directions) and --undirected (add the reverses) exclude each "
+                      "other; name one");
   if (f == FileFormat::binary) {
+    if (options.symmetric)
+      throw ConfigError("--symmetric applies to text files; the binary graph " + path + " records its direction");
     if (options.relabel || options.base)
       throw ConfigError("--relabel and --base apply to text files, not to the binary graph " + path);
     auto g = load_binary_arrays(rt, path, options.storage, !options.pattern);

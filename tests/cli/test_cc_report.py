@@ -31,8 +31,8 @@ with tempfile.TemporaryDirectory() as tmp:
             h.check(set(s) == steps | {"total"}, f"{what}: step_seconds has {sorted(steps)} and total ({sorted(s)})")
             h.check(all(isinstance(v, (int, float)) and 0 <= v < 60 for v in s.values()),
                     f"{what}: step times are seconds in [0, 60)")
-            h.check(sum(v for k, v in s.items() if k != "total") <= s.get("total", 0) * 1.01 + 1e-3,
-                    f"{what}: the steps fit in the total")
+            # each step is its slowest rank's, so only each one (not their sum) is bounded by the total
+            h.check(all(v <= s.get("total", 0) + 1e-6 for v in s.values()), f"{what}: each step fits in the total ({s})")
             h.check(m.get("edge_array_bytes") == 16 * arcs, f"{what}: edge arrays = 16 bytes x {arcs} arcs")
             h.check(m.get("ranks") == ranks, f"{what}: memory names its {ranks} ranks")
             peak_sum, peak_max = m.get("peak_rss_bytes_sum", 0), m.get("peak_rss_bytes_max_rank", 0)

@@ -16,6 +16,10 @@ struct ReadOptions {
   std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
   bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
   bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
+  // Text files that already list both directions of every edge (GAPBS, SNAP):
+  // read as undirected without adding reverses (drops duplicates), verified
+  // (every arc has its reverse, with its weight) else a FormatError names the file.
+  bool symmetric = false;
   bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
   StorageOptions storage;    // where the loaded arrays live
 };
