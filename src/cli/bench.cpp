@@ -17,6 +17,7 @@ struct BenchOptions {
   bench::HistogramOptions histo;
   bench::ComponentsBenchOptions cc;
   bench::HittingBenchOptions hitting;
+  bench::ParseBenchOptions parse;
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -39,6 +40,7 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.histo);
   apply_common(o, o.cc);
   apply_common(o, o.hitting);
+  apply_common(o, o.parse);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;
@@ -51,6 +53,7 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "indexgather" || which == "all") ok = bench::run_indexgather(rt, o.gather) && ok;
   if (which == "histogram" || which == "all") ok = bench::run_histogram(rt, o.histo) && ok;
   if (which == "cc") ok = bench::run_components_bench(rt, o.cc) && ok;
+  if (which == "parse") ok = bench::run_parse_bench(rt, o.parse) && ok;
   if (which == "hitting") ok = bench::run_hitting_bench(rt, o.hitting) && ok;
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
@@ -89,10 +92,12 @@ void add_bench(CLI::App& app, Action& selected) {
   auto* t = bench->add_subcommand("hitting", "Hitting times: EdgeListMatrix vs CrsMatrix per CG iteration and memory");
   t->add_option("--scale", o->hitting.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
   t->add_option("--tolerance", o->hitting.tolerance, "CG relative residual")->check(CLI::PositiveNumber);
+  auto* p = bench->add_subcommand("parse", "Edge-list parse rate (MB/s per rank) on a generated .el file in page cache");
+  p->add_option("--scale", o->parse.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
   auto* a = bench->add_subcommand("all", "The four core benchmarks (stream, ra, indexgather, histogram)");
   a->add_flag("--demo", o->demo, "Larger sizes, about a minute at 4 ranks on 2 cores (make demo)");
 
-  for (auto* sub : {s, r, g, h, c, t, a}) {
+  for (auto* sub : {s, r, g, h, c, t, p, a}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

@@ -38,6 +38,7 @@ struct GraphArgs {
   std::string input;
   int base = -1;
   bool relabel = false, undirected = false, pattern = false;
+  bool symmetric = false;  // cc, lcc, pipeline: the file lists both directions
   // generator
   std::string kind = "kron";
   int scale = 16, edge_factor = 16;
@@ -125,6 +126,7 @@ graph::LoadedGraph load(Runtime& rt, const GraphArgs& a, Progress& progress, con
   if (a.base >= 0) o.base = a.base;
   o.relabel = a.relabel;
   o.undirected = a.undirected;
+  o.symmetric = a.symmetric;
   o.pattern = a.pattern;
   o.storage = storage;
   return graph::read_graph(rt, a.input, o);
@@ -240,8 +242,23 @@ int run_write(const GraphArgs& a) {
 int run_cc(const GraphArgs& a) {
   Runtime rt;
   Progress p(rt, a);
+  // Wall time of every step the user waits for, slowest rank (all ranks take
+  // the same steps, so the closing all-reduce is entered by all).
+  std::vector<std::pair<std::string, double>> steps;
+  auto timed = [&](const std::string& step, auto&& run) {
+    const double t0 = p.elapsed();
+    run();
+    const double took = p.elapsed() - t0;
+    for (auto& [name, seconds] : steps)
+      if (name == step) return void(seconds += took);
+    steps.emplace_back(step, took);
+  };
+  // What the runtime and MPI hold before any graph: the part of the peak no graph size changes.
+  const std::uint64_t start_peak = peak_rss_bytes();
   if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
-  auto loaded = load(rt, a, p);
+  std::optional<graph::LoadedGraph> loaded_slot;
+  timed(a.input.empty() ? "generate" : "read", [&] { loaded_slot.emplace(load(rt, a, p)); });
+  auto& loaded = *loaded_slot;
   describe(p, loaded.graph);
   graph::PendingOutputs outputs(rt);
   json j = {{"command", "cc"}, {"stats", graph_json(loaded.graph)}, {"results", json::array()}};
@@ -256,27 +273,79 @@ int run_cc(const GraphArgs& a) {
   for (const auto& alg : algorithms)
     if (!a.strong && alg != "afforest" && loaded.graph.directed() && !undirected) {
       p.step("symmetrizing once (label propagation and FastSV need both directions of every arc)");
-      undirected.emplace(loaded.graph.symmetrized({}, true));
+      timed("symmetrize", [&] { undirected.emplace(loaded.graph.symmetrized({}, true)); });
     }
   for (const auto& alg : algorithms) {
-    auto c = run_components(undirected && alg != "afforest" ? *undirected : loaded.graph, alg, p);
-    auto s = graph::summarize(loaded.graph, c.labels);
+    std::optional<graph::Components> found;
+    timed("components",
+          [&] { found.emplace(run_components(undirected && alg != "afforest" ? *undirected : loaded.graph, alg, p)); });
+    auto& c = *found;
+    graph::ComponentSummary s;
+    timed("summary", [&] { s = graph::summarize(loaded.graph, c.labels); });
     std::uint64_t largest = loaded.ids.file_id(s.largest_label);
     p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
            std::to_string(c.seconds) + " s); the largest has " + count_of(s.largest_size, "vertex", "vertices") +
            ", smallest vertex " + std::to_string(largest));
     j["results"].push_back(components_json(c, s, alg, largest));
     if (!a.output.empty() && &alg == &algorithms.front()) {  // both algorithms give the same labels
-      auto labels = c.labels.local();
-      std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
-      loaded.ids.translate(file_labels);
-      p.step("writing " + a.output);
-      graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
-                                 {"vertex", "component", "nan", &outputs});
+      timed("write", [&] {
+        auto labels = c.labels.local();
+        std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
+        loaded.ids.translate(file_labels);
+        p.step("writing " + a.output);
+        graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
+                                   {"vertex", "component", "nan", &outputs});
+      });
     }
   }
-  outputs.commit();
+  if (a.output.empty()) outputs.commit();
+  else timed("write", [&] { outputs.commit(); });
   if (!a.output.empty()) j["output"] = a.output;
+
+  // Steps, slowest rank; peak resident memory (VmHWM) summed over the ranks
+  // (the job's footprint) and of the largest rank, and the sum's growth over
+  // the start (runtime and MPI) as a multiple of the edge arrays.
+  std::vector<double> seconds;
+  for (auto& step : steps) seconds.push_back(step.second);
+  seconds.push_back(p.elapsed());
+  all_reduce(rt.comm(), seconds.data(), seconds.size(), MPI_MAX);
+  json step_seconds = json::object();
+  std::string line = "time:";
+  char text[256];
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    step_seconds[steps[k].first] = seconds[k];
+    std::snprintf(text, sizeof(text), " %s %.3f s,", steps[k].first.c_str(), seconds[k]);
+    line += text;
+  }
+  step_seconds["total"] = seconds.back();
+  std::snprintf(text, sizeof(text), " total %.3f s", seconds.back());
+  p.step(line + text);
+  const std::uint64_t peak = peak_rss_bytes();
+  const std::uint64_t peak_sum = all_reduce<std::uint64_t>(rt.comm(), peak, MPI_SUM);
+  const std::uint64_t peak_max = all_reduce<std::uint64_t>(rt.comm(), peak, MPI_MAX);
+  const std::uint64_t start_sum = all_reduce<std::uint64_t>(rt.comm(), start_peak, MPI_SUM);
+  const std::uint64_t growth = peak_sum > start_sum ? peak_sum - start_sum : 0;
+  const std::uint64_t edge_bytes = loaded.graph.edges() * (16 + (loaded.graph.weighted() ? 8 : 0));
+  const std::uint64_t vertex_bytes = loaded.graph.vertices() * graph::kVertexArrayBytes;
+  const double ratio = edge_bytes ? static_cast<double>(growth) / static_cast<double>(edge_bytes) : 0;
+  j["step_seconds"] = step_seconds;
+  j["memory"] = {{"peak_rss_bytes_sum", peak_sum},
+                 {"peak_rss_bytes_max_rank", peak_max},
+                 {"start_rss_bytes_sum", start_sum},
+                 {"peak_growth_bytes", growth},
+                 {"edge_array_bytes", edge_bytes},
+                 {"vertex_array_bytes", vertex_bytes},
+                 {"peak_to_edge_arrays", ratio},
+                 {"ranks", rt.size()}};
+  std::snprintf(text, sizeof(text),
+                "peak memory: %.1f MiB resident summed over %d rank%s (largest rank %.1f MiB), %.1f MiB above the "
+                "%.1f MiB at start = %.2fx the edge arrays (%.1f MiB; vertex arrays %.1f MiB); target <= 2x plus "
+                "O(vertices)",
+                static_cast<double>(peak_sum) / 1048576.0, rt.size(), rt.size() == 1 ? "" : "s",
+                static_cast<double>(peak_max) / 1048576.0, static_cast<double>(growth) / 1048576.0,
+                static_cast<double>(start_sum) / 1048576.0, ratio, static_cast<double>(edge_bytes) / 1048576.0,
+                static_cast<double>(vertex_bytes) / 1048576.0);
+  p.step(text);
   finish(rt, a, j);
   return 0;
 }
@@ -513,6 +582,12 @@ void add_input_options(CLI::App* c, GraphArgs& a) {
   c->add_flag("--undirected", a.undirected, "Add the reverse of every edge");
   c->add_flag("--pattern", a.pattern, "Ignore the weights (values of a structural matrix)");
 }
+// Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
+void add_symmetric_option(CLI::App* c, GraphArgs& a) {
+  c->add_flag("--symmetric", a.symmetric,
+              "The text file lists both directions of every edge: read it as undirected without adding reverses "
+              "(verified; duplicates dropped)");
+}
 void add_generator_options(CLI::App* c, GraphArgs& a) {
   c->add_option("--scale", a.scale, "kron/urand: 2^scale vertices")->check(CLI::Range(1, 40));
   c->add_option("--edge-factor", a.edge_factor, "kron/urand: candidate edges per vertex")->check(CLI::Range(1, 1024));
@@ -580,6 +655,7 @@ void add_graph(CLI::App& app, Action& selected) {
   cc->add_option("-o,--output", a->output, "Write 'vertex component' lines (file ids; a component is named by its "
                                             "smallest vertex)");
   add_input_options(cc, *a);
+  add_symmetric_option(cc, *a);
   add_common(cc, *a);
   cc->callback(set(run_cc));
 
@@ -591,6 +667,7 @@ void add_graph(CLI::App& app, Action& selected) {
   lcc->add_option("--ids", a->ids_output, "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)");
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, *a);
+  add_symmetric_option(lcc, *a);
   add_common(lcc, *a);
   lcc->callback(set(run_lcc));
 
@@ -618,6 +695,7 @@ void add_graph(CLI::App& app, Action& selected) {
   pipe->add_option("-o,--output", a->output, "Write 'vertex time' lines for the largest component");
   add_components_algorithm(pipe, *a, false);
   add_input_options(pipe, *a);
+  add_symmetric_option(pipe, *a);
   add_generator_options(pipe, *a);
   add_hitting_options(pipe, *a);
   add_common(pipe, *a);

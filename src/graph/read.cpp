@@ -184,6 +184,7 @@ struct ParsedRange {
   LocalEdges edges;
   std::uint64_t max_id = 0;
   std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;  // of the file, in this rank's range
   std::string error;
 };
 
@@ -266,6 +267,11 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   std::uint64_t first_line = h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1;
 
   ParsedRange out;
+  out.bytes = end > start ? end - start : 0;
+  // At most one edge per line: reserving once keeps the parse loop free of reallocation.
+  out.edges.src.reserve(newlines + 1);
+  out.edges.dst.reserve(newlines + 1);
+  if (fields == 3 && keep_weight) out.edges.weight.reserve(newlines + 1);
   LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0, keep_weight};
   for (std::uint64_t p = start; p < end;) {
     const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
@@ -377,19 +383,32 @@ std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>
   return n;
 }
 
-LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
-  const bool mm = format == FileFormat::matrix_market;
+bool arcs_are_symmetric(const EdgeList& g);
+
+// The parse step of load_text: every rank's edges as the file lists them
+// (ids minus the base), the count header resolved, nothing built.
+struct TextParse {
   TextHeader h;
+  ParsedRange parsed;
+  int base = 0;
+  std::uint64_t entries = 0, max_id = 0;
+};
+
+TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
+  const bool mm = format == FileFormat::matrix_market;
+  TextParse t;
+  TextHeader& h = t.h;
+  ParsedRange& parsed = t.parsed;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
     h = read_text_header(path, format);
   });
   broadcast(rt.comm(), &h, 1, 0);
-  const int base = options.base.value_or(mm ? 1 : 0);
+  const int base = t.base = options.base.value_or(mm ? 1 : 0);
   if (base != 0 && base != 1) throw ConfigError("the first vertex id must be 0 or 1, not " + std::to_string(base));
   if (mm && base != 1) throw ConfigError("Matrix Market ids are 1-based; --base 0 does not apply to " + path);
 
-  ParsedRange parsed, first;
+  ParsedRange first;
   std::uint64_t claimed_vertices = 0, claimed_edges = 0;
   agree(rt.comm(), [&] {
     parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
@@ -431,6 +450,17 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
     throw FormatError(path + ": the header promises " + std::to_string(h.entries) + " entries but the file has " +
                       std::to_string(entries));
   if (entries == 0) throw FormatError(path + " has no edges");
+  t.entries = entries, t.max_id = max_id;
+  return t;
+}
+
+LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
+  const bool mm = format == FileFormat::matrix_market;
+  TextParse t = parse_text(rt, path, format, options);
+  const TextHeader& h = t.h;
+  ParsedRange& parsed = t.parsed;
+  const int base = t.base;
+  const std::uint64_t entries = t.entries, max_id = t.max_id;
 
   if (!options.relabel && !mm) {
     agree(rt.comm(), [&] {
@@ -453,17 +483,27 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
-  const bool directed = !build.symmetrize;
+  // --symmetric: the file's arcs are the undirected graph's, as they are.
+  const bool listed_both_ways = options.symmetric && !build.symmetrize;
+  build.drop_duplicates = listed_both_ways;
+  const bool directed = !build.symmetrize && !listed_both_ways;
+  auto checked = [&](EdgeList g) {
+    if (listed_both_ways && !arcs_are_symmetric(g))
+      throw FormatError(path + " was read with --symmetric, but its arcs are not symmetric (some edge is listed in "
+                        "one direction only, or with another weight): drop --symmetric to read it as directed, or "
+                        "use --undirected to add the missing reverses");
+    return g;
+  };
   std::uint64_t n = mm ? h.rows : max_id + 1;
   const auto file_base = static_cast<std::uint64_t>(base);
   if (!options.relabel) {
-    auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+    auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
     auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
     return {std::move(g), std::move(ids)};
   }
   std::vector<std::uint64_t> old_of_new;
   n = relabel(rt, parsed.edges, old_of_new);
-  auto g = EdgeList::build(rt, n, directed, std::move(parsed.edges), build);
+  auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
   DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
   {
     DstAggregator<std::uint64_t> put(file_ids);
@@ -560,7 +600,12 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
 
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
   FileFormat f = format_of(path);
+  if (options.symmetric && options.undirected)
+    throw ConfigError("--symmetric (the file lists both directions) and --undirected (add the reverses) exclude each "
+                      "other; name one");
   if (f == FileFormat::binary) {
+    if (options.symmetric)
+      throw ConfigError("--symmetric applies to text files; the binary graph " + path + " records its direction");
     if (options.relabel || options.base)
       throw ConfigError("--relabel and --base apply to text files, not to the binary graph " + path);
     auto g = load_binary_arrays(rt, path, options.storage, !options.pattern);
@@ -592,6 +637,18 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
   } catch (const RangeError& e) {
     throw RangeError(spool.rename(e.what()));
   }
+}
+
+ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOptions& options) {
+  const FileFormat f = format_of(path);
+  if (f == FileFormat::binary) throw ConfigError(path + " is a binary graph, not a text file to parse");
+  TextParse t = parse_text(rt, path, f, options);
+  ParsedText out;
+  out.edges = std::move(t.parsed.edges);
+  if (options.pattern) out.edges.weight.clear();
+  out.vertices = f == FileFormat::matrix_market ? t.h.rows : t.max_id + 1;
+  out.bytes = t.parsed.bytes;
+  return out;
 }
 
 namespace {

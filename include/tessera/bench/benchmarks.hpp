@@ -68,4 +68,13 @@ struct HittingBenchOptions : CommonOptions {
 };
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);
 
+// Text parse rate: a Kronecker graph written as an edge list (untimed, in the
+// page cache), then parsed (parse_text_edges) and read (read_graph, parse +
+// build); MB/s of file per rank, verified against the generated arcs.
+struct ParseBenchOptions : CommonOptions {
+  ParseBenchOptions() { reps = 3; }
+  int kron_scale = 18;
+};
+bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o);
+
 }  // namespace tessera::bench

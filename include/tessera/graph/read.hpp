@@ -16,6 +16,10 @@ struct ReadOptions {
   std::optional<int> base;   // first vertex id: 0 or 1; default 1 for .mtx, else 0
   bool relabel = false;      // number the ids that occur 0..n-1, keeping their order
   bool undirected = false;   // edge lists: add the reverse of every edge (drops duplicates)
+  // Text files that already list both directions of every edge (GAPBS, SNAP):
+  // read as undirected without adding reverses (drops duplicates), verified
+  // (every arc has its reverse, with its weight) else a FormatError names the file.
+  bool symmetric = false;
   bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
   StorageOptions storage;    // where the loaded arrays live
 };
@@ -51,6 +55,16 @@ struct LoadedGraph {
 // undirected one (symmetric .mtx, --undirected) keeps one arc per (u, v),
 // the one with the smallest weight.
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
+
+// The parse step of read_graph alone, for a regular text file (no build,
+// relabel or symmetrization): what `tessera bench parse` times. Collective;
+// the same errors as read_graph.
+struct ParsedText {
+  LocalEdges edges;            // this rank's lines, in file order, ids minus the base
+  std::uint64_t vertices = 0;  // the largest id + 1 (.mtx: the header's rows)
+  std::uint64_t bytes = 0;     // of the file, in this rank's byte range
+};
+ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOptions& options = {});
 
 // The binary format on its own (read_graph dispatches here; save_binary in
 // write.hpp writes it). Maps the segments in place, read-only, when the rank count matches the
