@@ -1,11 +1,15 @@
 // Helpers shared by the tests: a seeded generator and temporary directories.
 #pragma once
+#include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/runtime/splitmix64.hpp"
@@ -19,6 +23,20 @@ struct SplitMix64 {
   std::uint64_t next() { return splitmix64(state); }
   std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
 };
+
+// Element-wise |got - want| <= rel * max(1, |want|); a NaN wanted (an
+// unreachable vertex) must be NaN.
+inline void expect_values_near(const std::vector<double>& got, const std::vector<double>& want, double rel,
+                               const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
+      continue;
+    }
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
 
 // The value every test stores at global index i, so any rank can check it.
 inline std::uint64_t value_of(std::uint64_t i) { return i * 2654435761ull + 17; }

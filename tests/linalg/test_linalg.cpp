@@ -34,17 +34,6 @@ void fill(Vector& v) {
 
 std::vector<double> gathered(const Vector& v) { return test::gather_all(v.array()); }
 
-void expect_near(const std::vector<double>& got, const std::vector<double>& want, double rel, const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
-      continue;
-    }
-    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
-  }
-}
-
 EdgeList weighted_random_graph(Runtime& rt) {
   test::SplitMix64 rng(99);
   LocalEdges e;
@@ -153,14 +142,14 @@ TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
     a->apply(x, y, 2.0, -3.0);  // y = 2 A x - 3
     std::vector<double> want(n);
     for (std::uint64_t i = 0; i < n; ++i) want[i] = 2 * ax[i] - 3;
-    expect_near(gathered(y), want, 1e-12, "apply");
+    test::expect_values_near(gathered(y), want, 1e-12, "apply");
     y.fill(std::nan(""));
     a->apply_transpose(x, y);  // beta = 0 ignores NaN
-    expect_near(gathered(y), atx, 1e-12, "apply_transpose");
+    test::expect_values_near(gathered(y), atx, 1e-12, "apply_transpose");
     a->diagonal(y);
-    expect_near(gathered(y), diag, 1e-12, "diagonal");
+    test::expect_values_near(gathered(y), diag, 1e-12, "diagonal");
     a->row_sums(y);
-    expect_near(gathered(y), sums, 1e-12, "row_sums");
+    test::expect_values_near(gathered(y), sums, 1e-12, "row_sums");
     EXPECT_NEAR(a->frobenius_norm(), std::sqrt(frob), 1e-9);
     // Row access gives the same entries as the edge list.
     std::uint64_t base = a->row_distribution().begin(rt.rank()), seen = 0;
@@ -201,7 +190,7 @@ TEST(Laplacian, GroundedRowsAreIdentity) {
   for (auto& [u, v, w] : edges)
     if (u != 7) want[u] += value_at(u) - (v == 7 ? 0 : value_at(v));
   want[7] = value_at(7);
-  expect_near(gathered(y), want, 1e-12, "grounded laplacian");
+  test::expect_values_near(gathered(y), want, 1e-12, "grounded laplacian");
 }
 
 class PathOf : public ::testing::TestWithParam<std::uint64_t> {};
@@ -227,7 +216,7 @@ TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
   EXPECT_TRUE(h.solve.converged);
   std::vector<double> want(n);
   for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (2 * L - k));
-  expect_near(gathered(h.times), want, 1e-9, "path");
+  test::expect_values_near(gathered(h.times), want, 1e-9, "path");
   EXPECT_EQ(h.unreachable, 0u);
   CrsMatrix crs(a);  // the same product through the copy
   Vector x(rt, g.vertex_ranges()), y1(rt, g.vertex_ranges()), y2(rt, g.vertex_ranges());
@@ -237,7 +226,7 @@ TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
   EXPECT_EQ(gathered(y1), gathered(y2)) << mode;
   a.apply_transpose(x, y1);
   crs.apply_transpose(x, y2);
-  expect_near(gathered(y1), gathered(y2), 1e-14, "transpose");
+  test::expect_values_near(gathered(y1), gathered(y2), 1e-14, "transpose");
 }
 
 INSTANTIATE_TEST_SUITE_P(Lengths, PathOf, ::testing::Values(40, 3000));
@@ -268,7 +257,7 @@ TEST_P(HittingOn, MatchesDenseSolve) {
     auto h = hitting_times(g, a, targets, o);
     EXPECT_TRUE(h.solve.converged);
     EXPECT_EQ(h.targets, 2u);
-    expect_near(gathered(h.times), want, 1e-9, kind == 0 ? "edge list" : "crs");
+    test::expect_values_near(gathered(h.times), want, 1e-9, kind == 0 ? "edge list" : "crs");
     std::uint64_t nan = 0;
     for (double v : want) nan += std::isnan(v);
     EXPECT_EQ(h.unreachable, nan);
@@ -356,7 +345,7 @@ TEST(TinyGraphs, HittingTimesMatchDenseSolveOnEveryRankCount) {
     for (const RowMatrix* a : {static_cast<const RowMatrix*>(&el), static_cast<const RowMatrix*>(&crs)}) {
       auto h = hitting_times(g, *a, target, o);
       EXPECT_TRUE(h.solve.converged) << t.name;
-      expect_near(gathered(h.times), want, 1e-9, t.name);
+      test::expect_values_near(gathered(h.times), want, 1e-9, t.name);
     }
   }
 }
@@ -379,13 +368,13 @@ TEST(TinyGraphs, OperatorsWorkWithEmptyRanks) {
       Vector x(rt, a->row_distribution()), y(rt, a->row_distribution());
       fill(x);
       a->apply(x, y);
-      expect_near(gathered(y), ax, 1e-12, t.name);
+      test::expect_values_near(gathered(y), ax, 1e-12, t.name);
       a->apply_transpose(x, y);
-      expect_near(gathered(y), atx, 1e-12, t.name);
+      test::expect_values_near(gathered(y), atx, 1e-12, t.name);
       a->diagonal(y);
-      expect_near(gathered(y), diag, 1e-12, t.name);
+      test::expect_values_near(gathered(y), diag, 1e-12, t.name);
       a->row_sums(y);
-      expect_near(gathered(y), sums, 1e-12, t.name);
+      test::expect_values_near(gathered(y), sums, 1e-12, t.name);
     }
   }
   // A graph with no edges at all: every rank is empty of entries.
@@ -394,9 +383,9 @@ TEST(TinyGraphs, OperatorsWorkWithEmptyRanks) {
   Vector x(rt, a.row_distribution()), y(rt, a.row_distribution());
   fill(x);
   a.apply(x, y);
-  expect_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply");
+  test::expect_values_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply");
   a.apply_transpose(x, y);
-  expect_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply_transpose");
+  test::expect_values_near(gathered(y), std::vector<double>(4, 0.0), 0, "empty apply_transpose");
 }
 
 TEST(TinyGraphs, ConjugateGradientWithEmptyRanks) {
@@ -410,7 +399,7 @@ TEST(TinyGraphs, ConjugateGradientWithEmptyRanks) {
   auto h = hitting_times(g, el, target, o);
   EXPECT_TRUE(h.solve.converged);
   EXPECT_LE(h.solve.iterations, 3);
-  expect_near(gathered(h.times), {0, 3, 4}, 1e-10, "cg on path3");
+  test::expect_values_near(gathered(h.times), {0, 3, 4}, 1e-10, "cg on path3");
 }
 
 // Issue 7.6: row offsets, out_neighbours spans and the column strategies.
@@ -466,14 +455,14 @@ void expect_operator_matches(Runtime& rt, const RowMatrix& a, std::uint64_t n, c
   a.apply(x, y, 2.0, 1.0);  // y = 2 A x + 1
   std::vector<double> want(n);
   for (std::uint64_t i = 0; i < n; ++i) want[i] = 2 * ax[i] + 1;
-  expect_near(gathered(y), want, 1e-12, (what + " apply").c_str());
+  test::expect_values_near(gathered(y), want, 1e-12, (what + " apply").c_str());
   y.fill(std::nan(""));
   a.apply_transpose(x, y);
-  expect_near(gathered(y), atx, 1e-12, (what + " apply_transpose").c_str());
+  test::expect_values_near(gathered(y), atx, 1e-12, (what + " apply_transpose").c_str());
   a.diagonal(y);
-  expect_near(gathered(y), diag, 1e-12, (what + " diagonal").c_str());
+  test::expect_values_near(gathered(y), diag, 1e-12, (what + " diagonal").c_str());
   a.row_sums(y);
-  expect_near(gathered(y), sums, 1e-12, (what + " row_sums").c_str());
+  test::expect_values_near(gathered(y), sums, 1e-12, (what + " row_sums").c_str());
 }
 
 const ColumnMode kModes[] = {ColumnMode::direct, ColumnMode::dense, ColumnMode::bitmap, ColumnMode::hash};
@@ -579,11 +568,11 @@ TEST(TinyGraphs, HittingTimesWithRanksThatOwnNoRows) {
         std::string what = layout + " " + to_string(a->column_mode()) + (a == &automatic ? " (automatic)" : "");
         auto h = hitting_times(*g, *a, target, o);
         EXPECT_TRUE(h.solve.converged) << what;
-        expect_near(gathered(h.times), want, 1e-9, what.c_str());
+        test::expect_values_near(gathered(h.times), want, 1e-9, what.c_str());
       }
       CrsMatrix crs(automatic);
       auto h = hitting_times(*g, crs, target, o);
-      expect_near(gathered(h.times), want, 1e-9, (layout + " crs").c_str());
+      test::expect_values_near(gathered(h.times), want, 1e-9, (layout + " crs").c_str());
     }
   }
 }
@@ -643,7 +632,7 @@ TEST_P(InvalidWeights, AreRejectedNamingTheVertexAndWeight) {
   EdgeListMatrix a(good);
   EXPECT_FALSE(find_invalid_weight(a).has_value());
   auto h = hitting_times(good, a, target);
-  expect_near(gathered(h.times), dense_hitting_times(3, test::gather_edges(good), target), 1e-9, "good triangle");
+  test::expect_values_near(gathered(h.times), dense_hitting_times(3, test::gather_edges(good), target), 1e-9, "good triangle");
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, InvalidWeights,

@@ -51,17 +51,6 @@ std::vector<double> gather(Runtime& rt, const TpetraMultiVector& v) {
   return gather(rt, local);
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "]";
-      continue;
-    }
-    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
-  }
-}
-
 // An undirected weighted graph with self loops and duplicate edges.
 EdgeList weighted_graph(Runtime& rt) {
   test::SplitMix64 rng(7);
@@ -133,15 +122,15 @@ TEST(Trilinos, ApplyAndDiagonalMatchTesserasLaplacian) {
     auto want = gather(rt, y.local());
     auto got0 = gather(rt, t0), got1 = gather(rt, t1);
     for (auto& w : got0) w -= 0.5;
-    expect_close(got0, want, 1e-12, "alpha L x + beta y");
-    expect_close(got1, want, 1e-12, "alpha L x, beta 0");
+    test::expect_values_near(got0, want, 1e-12, "alpha L x + beta y");
+    test::expect_values_near(got1, want, 1e-12, "alpha L x, beta 0");
     // Two columns at once.
     m.apply(tx, ty, Teuchos::NO_TRANS, 2.0, 0.0);
-    expect_close(gather(rt, *ty.getVector(1)), want, 1e-12, "two-column apply");
+    test::expect_values_near(gather(rt, *ty.getVector(1)), want, 1e-12, "two-column apply");
 
     TpetraVector td(m.getRowMap());
     m.getLocalDiagCopy(td);
-    expect_close(gather(rt, td), gather(rt, d.local()), 1e-14, "diagonal");
+    test::expect_values_near(gather(rt, td), gather(rt, d.local()), 1e-14, "diagonal");
   }
 }
 
@@ -192,7 +181,7 @@ TEST(Trilinos, RowsNormAndCrsCopyAgree) {
   }
   m.apply(x, y1);
   crs->apply(x, y2);
-  expect_close(gather(rt, y1), gather(rt, y2), 1e-12, "CrsMatrix copy");
+  test::expect_values_near(gather(rt, y1), gather(rt, y2), 1e-12, "CrsMatrix copy");
 }
 
 TEST(Trilinos, UnsupportedOperationsSaySo) {
@@ -234,7 +223,7 @@ void expect_same_hitting_times(const EdgeList& g, std::vector<std::uint64_t> tar
     EXPECT_TRUE(belos.result.solve.converged) << what << " " << to_string(kind);
     EXPECT_LE(belos.result.solve.relative_residual, 1e-12) << what;
     EXPECT_EQ(belos.result.unreachable, tessera_cg.unreachable) << what;
-    expect_close(gather(rt, belos.result.times.local()), want, 1e-8, what);
+    test::expect_values_near(gather(rt, belos.result.times.local()), want, 1e-8, what);
     // Same preconditioned CG: the iteration counts agree closely.
     EXPECT_NEAR(belos.result.solve.iterations, tessera_cg.solve.iterations, 3 + tessera_cg.solve.iterations / 10) << what;
   }
@@ -272,13 +261,13 @@ TEST(Trilinos, BelosOnTinyPath) {
     BelosHittingOptions b;
     b.matrix = kind;
     auto h = belos_hitting_times(g, target, b);
-    expect_close(gather(rt, h.result.times.local()), {0.0, 3.0, 4.0}, 1e-10, "path");
+    test::expect_values_near(gather(rt, h.result.times.local()), {0.0, 3.0, 4.0}, 1e-10, "path");
   }
   expect_same_hitting_times(g, target, "path");
   // Every vertex a target: nothing to solve.
   std::vector<std::uint64_t> all{0, 1, 2};
   auto h = belos_hitting_times(g, all, {});
-  expect_close(gather(rt, h.result.times.local()), {0.0, 0.0, 0.0}, 0, "all targets");
+  test::expect_values_near(gather(rt, h.result.times.local()), {0.0, 0.0, 0.0}, 0, "all targets");
 }
 
 // The proof of "no copy": anonymous memory the operator adds, against the
