@@ -20,6 +20,7 @@
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "local_forest.hpp"
 
 namespace tessera::graph {
 
@@ -74,18 +75,12 @@ Components label_propagation(const EdgeList& input, const ComponentsOptions& opt
   // smallest label of each piece, so each round jumps straight to it.
   std::vector<std::uint64_t> piece(n);
   for (std::size_t i = 0; i < n; ++i) piece[i] = i;
-  auto find = [&](std::uint64_t x) {
-    while (piece[x] != x) x = piece[x] = piece[piece[x]];
-    return x;
-  };
+  LocalForest pieces(piece, 0);
   g.for_each_row([&](std::uint64_t v, std::size_t first, std::size_t last) {
     for (std::size_t k = first; k < last; ++k)
-      if (local(dst[k])) {
-        auto a = find(v - base), b = find(dst[k] - base);
-        if (a != b) piece[std::max(a, b)] = std::min(a, b);
-      }
+      if (local(dst[k])) pieces.link(v - base, dst[k] - base);
   });
-  for (std::size_t i = 0; i < n; ++i) piece[i] = piece[piece[i]];  // roots come first
+  pieces.compress();
   // Vertices with a remote neighbour: only they push.
   std::vector<std::uint8_t> active(n, 1);
 
