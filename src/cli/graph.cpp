@@ -146,8 +146,7 @@ void make_undirected(graph::LoadedGraph& g, Progress& p, const std::string& why,
 // `--pattern` graphs are unweighted and need no look.
 void check_walk_weights(const graph::LoadedGraph& g) {
   if (!g.graph.weighted()) return;
-  linalg::EdgeListMatrix a(g.graph);
-  auto bad = linalg::find_invalid_weight(a);  // the same on every rank
+  auto bad = linalg::find_invalid_weight(g.graph);  // the same on every rank
   if (!bad) return;
   bad->row = g.ids.file_id(bad->row);
   bad->column = g.ids.file_id(bad->column);

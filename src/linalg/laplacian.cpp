@@ -15,6 +15,22 @@ std::string InvalidWeight::describe() const {
          "ignore the weights";
 }
 
+namespace {
+
+bool usable(double weight) { return std::isfinite(weight) && weight > 0; }
+
+// Every rank's first invalid entry (or none) -> the one with the smallest row,
+// on every rank. Rows are owned by one rank each: that row names its rank.
+std::optional<InvalidWeight> first_invalid(const Map& rows, const std::optional<InvalidWeight>& mine) {
+  auto first = all_argmin<std::uint64_t>(rows.comm(), mine ? mine->row : kNoIndex,
+                                         mine ? static_cast<std::uint64_t>(rows.rank()) : kNoIndex);
+  if (!first.found()) return std::nullopt;
+  InvalidWeight bad = mine.value_or(InvalidWeight{});
+  return broadcast(rows.comm(), bad, static_cast<int>(first.index));
+}
+
+}  // namespace
+
 std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a) {
   const Map& rows = a.row_map();
   std::optional<InvalidWeight> mine;
@@ -23,17 +39,24 @@ std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a) {
   for (std::uint64_t i = 0; i < a.local_rows() && !mine; ++i) {
     std::size_t n = a.copy_row(i, columns, values);
     for (std::size_t k = 0; k < n; ++k)
-      if (!(std::isfinite(values[k]) && values[k] > 0)) {
+      if (!usable(values[k])) {
         mine = InvalidWeight{rows.local_begin() + i, columns[k], values[k]};
         break;
       }
   }
-  // Rows are owned by one rank each: the smallest bad row names its rank.
-  auto first = all_argmin<std::uint64_t>(rows.comm(), mine ? mine->row : kNoIndex,
-                                         mine ? static_cast<std::uint64_t>(rows.rank()) : kNoIndex);
-  if (!first.found()) return std::nullopt;
-  InvalidWeight bad = mine.value_or(InvalidWeight{});
-  return broadcast(rows.comm(), bad, static_cast<int>(first.index));
+  return first_invalid(rows, mine);
+}
+
+std::optional<InvalidWeight> find_invalid_weight(const graph::EdgeList& g) {
+  std::optional<InvalidWeight> mine;
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();  // empty: every weight is 1
+  for (std::size_t k = 0; k < w.size(); ++k)
+    if (!usable(w[k])) {
+      mine = InvalidWeight{s[k], d[k], w[k]};  // arcs are sorted by row: the first bad one
+      break;
+    }
+  return first_invalid(g.vertex_map(), mine);
 }
 
 Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)

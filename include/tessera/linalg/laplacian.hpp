@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/graph/edge_list.hpp"
 #include "tessera/linalg/row_matrix.hpp"
 
 namespace tessera::linalg {
@@ -29,6 +30,9 @@ struct InvalidWeight {
 // Collective. The invalid entry with the smallest row (the first in that
 // row), the same on every rank, or nothing when every weight is usable.
 std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a);
+// The same straight from a graph's arcs (its adjacency matrix's entries),
+// without building a matrix: for checking right after reading.
+std::optional<InvalidWeight> find_invalid_weight(const graph::EdgeList& g);
 
 class Laplacian final : public LinearOperator {
  public:
