@@ -2,6 +2,7 @@
 
 #include <Teuchos_DefaultMpiComm.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tessera/runtime/collective.hpp"
@@ -13,7 +14,10 @@ namespace {
 // y[:, j] = alpha L x[:, j] + beta y[:, j] for every row, one variant per
 // layout so the per-edge loop has no test it does not need.
 // `xd`: X on the rows (domain), `x`: X on the columns (the same with no ghosts).
-template <bool kGhosts, bool kGrounded, bool kWeighted, class XView, class YView>
+// kGrounded: some rows are grounded (identity rows); kCheckColumns: grounded
+// columns must be skipped per edge (with ghosts the imported copy has them
+// zeroed instead, so the inner loop reads no flag).
+template <bool kGhosts, bool kGrounded, bool kCheckColumns, bool kWeighted, class XView, class YView>
 void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
                        const XView& x, const YView& y, double alpha, double beta) {
   const graph::EdgeList& g = m.graph();
@@ -26,7 +30,7 @@ void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t>
     for (std::size_t i = 0; i < rows; ++i) {
       const double xi = xd(i, j);
       double lx;
-      if (kGrounded && grounded[static_cast<std::size_t>(kGhosts ? m.local_column(begin + i) : static_cast<LocalOrdinal>(i))]) {
+      if (kGrounded && grounded[i]) {  // row i's own column is i
         lx = xi;
       } else {
         double degree = 0, sum = 0;
@@ -36,7 +40,7 @@ void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t>
                                         : static_cast<std::size_t>(dst[e] - begin);
           degree += w;
           // A self loop adds w x_i to both terms: it cancels, as in L = D - A.
-          if (!kGrounded || !grounded[c]) sum += w * x(c, j);
+          if (!kCheckColumns || !grounded[c]) sum += w * x(c, j);
         }
         lx = degree * xi - sum;
       }
@@ -45,11 +49,13 @@ void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t>
   }
 }
 
-template <bool kGhosts, bool kGrounded, class XView, class YView>
+template <bool kGhosts, bool kGrounded, bool kCheckColumns, class XView, class YView>
 void dispatch_weighted(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
                        const XView& x, const YView& y, double alpha, double beta) {
-  if (m.graph().weighted()) laplacian_product<kGhosts, kGrounded, true>(m, grounded, xd, x, y, alpha, beta);
-  else laplacian_product<kGhosts, kGrounded, false>(m, grounded, xd, x, y, alpha, beta);
+  if (m.graph().weighted())
+    laplacian_product<kGhosts, kGrounded, kCheckColumns, true>(m, grounded, xd, x, y, alpha, beta);
+  else
+    laplacian_product<kGhosts, kGrounded, kCheckColumns, false>(m, grounded, xd, x, y, alpha, beta);
 }
 
 }  // namespace
@@ -75,22 +81,21 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   if (all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) == 0) {
     column_map_ = row_map_;  // every column is owned: no import
   } else {
-    // Owned vertices and ghosts in one increasing list: O(vertices + ghosts).
-    const std::size_t words = static_cast<std::size_t>((g.vertices() + 63) / 64);
-    column_bits_.assign(words, 0);
-    column_counts_.assign(words, 0);
-    for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) column_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
-    for (auto v : ghosts.ids()) column_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
-    std::uint32_t running = 0;
-    for (std::size_t w = 0; w < words; ++w) {
-      column_counts_[w] = running;
-      running += static_cast<std::uint32_t>(__builtin_popcountll(column_bits_[w]));
+    // Owned vertices first, then the ghosts: O(vertices + ghosts). With the
+    // owned prefix equal to the row map, the Import copies it in place
+    // (Tpetra's "same" ids) and keeps lists only for the ghosts.
+    ghost_words_.assign(static_cast<std::size_t>((g.vertices() + 63) / 64), GhostWord{});
+    for (auto v : ghosts.ids()) ghost_words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
+    std::uint64_t running = 0;
+    for (auto& w : ghost_words_) {
+      w.before = running;
+      running += static_cast<std::uint64_t>(__builtin_popcountll(w.bits));
     }
     std::vector<GlobalOrdinal> ids;
     ids.reserve(owned_ + ghost_count_);
-    for (std::size_t w = 0; w < words; ++w)
-      for (std::uint64_t bits = column_bits_[w]; bits; bits &= bits - 1)
-        ids.push_back(static_cast<GlobalOrdinal>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
+    for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) ids.push_back(static_cast<GlobalOrdinal>(v));
+    for (auto v : ghosts.ids()) ids.push_back(static_cast<GlobalOrdinal>(v));
+    std::sort(ids.begin() + static_cast<std::ptrdiff_t>(owned_), ids.end());
     column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
                                              Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
     importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
@@ -113,6 +118,8 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       for (std::size_t c = 0; c < grounded_columns_.size(); ++c) grounded_columns_[c] = f(c, 0) != 0.0 ? 1 : 0;
     }
   }
+  for (std::size_t c = 0; c < grounded_columns_.size(); ++c)
+    if (grounded_columns_[c]) grounded_list_.push_back(static_cast<LocalOrdinal>(c));
 
   for (std::size_t i = 0; i < owned_; ++i) {
     std::size_t n = 0;
@@ -138,6 +145,11 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x_in, TpetraMultiVector& 
     if (x_columns_.is_null() || x_columns_->getNumVectors() != x_in.getNumVectors())
       x_columns_ = Teuchos::rcp(new TpetraMultiVector(column_map_, x_in.getNumVectors(), false));
     x_columns_->doImport(x_in, *importer_, Tpetra::INSERT);
+    if (!grounded_list_.empty()) {  // a grounded column contributes nothing
+      auto xc = x_columns_->getLocalViewHost(Tpetra::Access::ReadWrite);
+      for (std::size_t j = 0; j < xc.extent(1); ++j)
+        for (LocalOrdinal c : grounded_list_) xc(static_cast<std::size_t>(c), j) = 0.0;
+    }
     x = x_columns_.get();
   } else if (&x_in == &y) {  // Y is written row by row while X is read
     alias_copy = Teuchos::rcp(new TpetraMultiVector(x_in, Teuchos::Copy));
@@ -145,14 +157,14 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x_in, TpetraMultiVector& 
   }
   auto xv = x->getLocalViewHost(Tpetra::Access::ReadOnly);
   auto xd = x_in.getLocalViewHost(Tpetra::Access::ReadOnly);
-  const bool ghosts = !column_bits_.empty();
+  const bool ghosts = !ghost_words_.empty();
   const bool grounded = !grounded_columns_.empty();
   std::span<const std::uint8_t> flags(grounded_columns_);
   auto run = [&](const auto& yv) {
-    if (ghosts && grounded) dispatch_weighted<true, true>(*this, flags, xd, xv, yv, alpha, beta);
-    else if (ghosts) dispatch_weighted<true, false>(*this, flags, xd, xv, yv, alpha, beta);
-    else if (grounded) dispatch_weighted<false, true>(*this, flags, xd, xv, yv, alpha, beta);
-    else dispatch_weighted<false, false>(*this, flags, xd, xv, yv, alpha, beta);
+    if (ghosts && grounded) dispatch_weighted<true, true, false>(*this, flags, xd, xv, yv, alpha, beta);
+    else if (ghosts) dispatch_weighted<true, false, false>(*this, flags, xd, xv, yv, alpha, beta);
+    else if (grounded) dispatch_weighted<false, true, true>(*this, flags, xd, xv, yv, alpha, beta);
+    else dispatch_weighted<false, false, false>(*this, flags, xd, xv, yv, alpha, beta);
   };
   if (beta == 0.0) run(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
   else run(y.getLocalViewHost(Tpetra::Access::ReadWrite));
@@ -292,12 +304,13 @@ EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
 
 std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
   std::size_t columns = column_map_->TESSERA_TPETRA_LOCAL(NumElements)();
-  std::size_t bytes = grounded_columns_.capacity() + column_bits_.capacity() * sizeof(std::uint64_t) +
-                      column_counts_.capacity() * sizeof(std::uint32_t);
+  std::size_t bytes = grounded_columns_.capacity() + grounded_list_.capacity() * sizeof(LocalOrdinal) +
+                      ghost_words_.capacity() * sizeof(GhostWord);
   if (importer_) {
-    // The column map's id list and hash table, the importer's lists
-    // (Tpetra's own layout: an estimate), the imported column vector.
-    bytes += columns * (sizeof(GlobalOrdinal) + 24) + importer_->getNumRemoteIDs() * 16 +
+    // The column map's id list and the hash table of its non-contiguous
+    // part (the ghosts), the importer's lists (Tpetra's own layout: an
+    // estimate), the imported column vector.
+    bytes += columns * sizeof(GlobalOrdinal) + ghost_count_ * 24 + importer_->getNumRemoteIDs() * 16 +
              importer_->getNumExportIDs() * 16;
     if (!x_columns_.is_null()) bytes += columns * x_columns_->getNumVectors() * sizeof(double);
   }

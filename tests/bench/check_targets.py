@@ -18,6 +18,8 @@ TARGETS = [
     ("cc", "afforest_rounds", "<=", 20, "Afforest needs at most 20 global rounds on the grid"),
     ("hitting", "time_ratio", "<=", 1.25, "EdgeListMatrix time per CG iteration within 1.25x of CrsMatrix"),
     ("hitting", "edgelist_memory_fraction", "<", 0.10, "EdgeListMatrix adds under 10% of the edge arrays"),
+    ("hitting", "belos_rowmatrix_vs_crs", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Belos on a CrsMatrix"),
+    ("hitting", "belos_rowmatrix_vs_tessera_cg", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Tessera's CG"),
 ]
 COMPARE = {">=": operator.ge, "<=": operator.le, "<": operator.lt}
 

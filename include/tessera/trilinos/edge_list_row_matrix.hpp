@@ -192,12 +192,20 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // Bytes this rank allocated for the matrix (maps, importer, flags, column
   // vector, ghost lookup), excluding the graph it reads.
   std::size_t extra_memory_bytes() const;
-  // Local column of global vertex v (owned or a ghost of this rank): its
-  // rank among the set bits of the column bitmap.
+  // Local column of global vertex v (owned or a ghost of this rank). The
+  // column map lists the owned vertices first, in row order, then the
+  // ghosts in increasing id (Tpetra's own convention): an owned column is
+  // its row, a ghost's is found in one 16-byte word of the ghost bitmap.
+  // Both answers are computed and one selected without a branch: owned and
+  // ghost columns interleave at random in a row, a branch would mispredict.
   LocalOrdinal local_column(std::uint64_t v) const noexcept {
-    if (column_bits_.empty()) return static_cast<LocalOrdinal>(v - begin_);
-    const std::uint64_t below = column_bits_[v >> 6] & ((std::uint64_t{1} << (v & 63)) - 1);
-    return static_cast<LocalOrdinal>(column_counts_[v >> 6] + static_cast<std::uint32_t>(__builtin_popcountll(below)));
+    const std::uint64_t own = v - begin_;
+    if (ghost_words_.empty()) return static_cast<LocalOrdinal>(own);
+    const GhostWord& w = ghost_words_[v >> 6];
+    const std::uint64_t below = w.bits & ((std::uint64_t{1} << (v & 63)) - 1);
+    const std::uint64_t ghost = owned_ + w.before + static_cast<std::uint64_t>(__builtin_popcountll(below));
+    const std::uint64_t is_owned = 0 - static_cast<std::uint64_t>(own < owned_);
+    return static_cast<LocalOrdinal>((own & is_owned) | (ghost & ~is_owned));
   }
   // Calls f(local column, value) for every entry of local row `row`, in
   // increasing column id order (the diagonal in its place).
@@ -213,9 +221,16 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   std::uint64_t begin_ = 0;
   std::size_t owned_ = 0;
   std::vector<std::uint8_t> grounded_columns_;  // per local column (empty: none grounded)
+  std::vector<LocalOrdinal> grounded_list_;     // the grounded local columns
   std::size_t ghost_count_ = 0;
-  std::vector<std::uint64_t> column_bits_;    // bit v: global vertex v is a column here (empty: no ghosts anywhere)
-  std::vector<std::uint32_t> column_counts_;  // set bits before each word
+  // Bit v of the ghost bitmap: global vertex v is a ghost here; `before`
+  // counts the ghosts in earlier words. Bits and count share a word so a
+  // lookup touches one cache line. Empty: no rank has ghosts.
+  struct GhostWord {
+    std::uint64_t bits = 0;
+    std::uint64_t before = 0;
+  };
+  std::vector<GhostWord> ghost_words_;
   Teuchos::RCP<const TpetraMap> row_map_, column_map_;
   Teuchos::RCP<const TpetraImport> importer_;
   Teuchos::RCP<const EdgeListRowGraph> graph_;
