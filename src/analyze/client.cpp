@@ -153,6 +153,12 @@ double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
 }
 
 std::atomic<int> analysis_counter{0};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", s);
+  return buf;
+}
 }  // namespace
 
 bool launcher_available(const ProcessOptions& options, std::string* program) {
@@ -259,20 +265,24 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
       }
       if (attach_phase && waited > options.attach_timeout) {
         std::string msg = "no tessera-analyze attached to " + hs.control_path + " within " +
-                          std::to_string(options.attach_timeout) + " s" +
+                          seconds_text(options.attach_timeout) +
                           (options.control.empty() ? "" : " (" + how_to_start + ")");
         ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
         throw PeerError(msg);
       }
       if (waited > options.timeout) {
-        std::string msg = "the analysis gave no result within the timeout of " + std::to_string(options.timeout) +
-                          " s (" + phase + ")";
+        std::string msg = "the analysis gave no result within the timeout of " + seconds_text(options.timeout) +
+                          " (" + phase + ")";
         ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
         throw PeerError(msg);
       }
     });
-    if (ctl->failed())
-      throw_error(static_cast<ErrorCategory>(ctl->block().reply.error_category), ctl->reply_message());
+    if (ctl->failed()) {
+      const auto& reply = ctl->block().reply;
+      const bool theirs = reply.failed_side == static_cast<std::uint32_t>(Side::analysis);
+      throw_error(static_cast<ErrorCategory>(reply.error_category),
+                  (theirs ? "tessera-analyze: " : "") + ctl->reply_message());
+    }
   };
 
   // 1. Every analysis rank attached and checked the rank count.

@@ -192,7 +192,9 @@ int serve(Runtime& rt, const Args& a) {
           throw PeerError(msg);
         }
         if (static_cast<double>(control::monotonic_ns() - t_wait) * 1e-9 > a.timeout) {
-          std::string msg = "no request from the caller within " + std::to_string(a.timeout) + " s";
+          char buf[96];
+          std::snprintf(buf, sizeof(buf), "no request from the caller within %g s", a.timeout);
+          std::string msg = buf;
           if (root) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::peer), msg);
           throw PeerError(msg);
         }
