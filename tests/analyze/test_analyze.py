@@ -90,9 +90,9 @@ try:
     ana = subprocess.Popen([analyze, "--control", ctl, "--wait-for-control", "60"], stderr=subprocess.PIPE, text=True,
                            env=env)
     for line in ana.stderr:
-        if "hitting times to" in line:
+        if "hitting times to" in line:  # printed once the request is read, before the ~1 s solve
             break
-    time.sleep(0.3)
+    time.sleep(0.05)
     ana.kill()
     killed = time.monotonic()
     ana.wait()
@@ -103,6 +103,35 @@ try:
     check(detected < DETECT_BOUND, f"killed analysis detected after {detected:.2f} s")
     print(f"ok analysis SIGKILLed mid-solve: caller reported it {detected:.3f} s later: {err.strip().splitlines()[-1]}")
     clean("killed analysis")
+
+    # 2b. The same inside bwrap: another PID namespace (the recorded pid
+    # means nothing here), detected through the lock on the shared inode.
+    if shutil.which("bwrap"):
+        caller = subprocess.Popen([tessera, "pipeline", "--kind", "grid", "--dims", "40x40x40", "--solver", "tessera",
+                                   "--tolerance", "1e-14", "--analysis", "container"],
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        for line in caller.stderr:
+            if "hitting times to" in line:
+                break
+        pid = None  # the sandboxed tessera-analyze as this namespace sees it
+        for entry in os.listdir("/proc"):
+            try:
+                argv = open(f"/proc/{entry}/cmdline").read().split("\0") if entry.isdigit() else []
+            except OSError:
+                continue
+            if argv and argv[0].endswith("tessera-analyze") and any(shm in a for a in argv):
+                pid = int(entry)
+        check(pid is not None, "container: the sandboxed analysis process was not found")
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        err = caller.communicate(timeout=60)[1]
+        detected = time.monotonic() - killed
+        check(caller.returncode != 0 and "died while solving" in err, f"killed sandboxed analysis: {caller.returncode}: {err}")
+        check(detected < DETECT_BOUND, f"killed sandboxed analysis detected after {detected:.2f} s")
+        print(f"ok sandboxed analysis SIGKILLed mid-solve: caller reported it {detected:.3f} s later: "
+              f"{err.strip().splitlines()[-1]}")
+        clean("killed sandboxed analysis")
 
     # 3. The caller SIGKILLed while the analysis waits for its request.
     holder = subprocess.Popen([stub, "hold", shm, "1"], stdout=subprocess.PIPE, text=True, env=env)
@@ -153,6 +182,24 @@ try:
     check(took < 1 + DETECT_BOUND + 2, f"timeout took {took:.2f} s")
     print(f"ok attach timeout 1 s: gave up after {took:.2f} s (whole run): {out.stderr.strip().splitlines()[-1]}")
     clean("timeout")
+
+    # 7. The analysis' own request timeout; then the caller is SIGKILLed with
+    # nobody to remove its control segment: `tessera shm gc` does.
+    holder = subprocess.Popen([stub, "hold", shm, "1"], stdout=subprocess.PIPE, text=True, env=env)
+    ctl = holder.stdout.readline().split()[1]
+    start = time.monotonic()
+    ana = subprocess.run([analyze, "--control", ctl, "--timeout", "0.5", "-q"], capture_output=True, text=True,
+                         timeout=60, env=env)
+    took = time.monotonic() - start
+    check(ana.returncode != 0 and "no request from the caller within 0.5 s" in ana.stderr,
+          f"request timeout: {ana.returncode}: {ana.stderr}")
+    print(f"ok analysis request timeout 0.5 s: left after {took:.2f} s: {ana.stderr.strip()}")
+    holder.kill()
+    holder.wait()
+    listed = subprocess.run([tessera, "shm", "list", "--dir", shm], capture_output=True, text=True, env=env).stdout
+    check(os.path.basename(ctl) in listed and "dead" in listed, f"shm list does not show the dead control segment: {listed}")
+    subprocess.run([tessera, "shm", "gc", "--dir", shm, "-q"], capture_output=True, text=True, env=env)
+    clean("gc of a dead caller's control segment")
 finally:
     shutil.rmtree(shm, ignore_errors=True)
 
