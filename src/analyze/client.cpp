@@ -228,6 +228,12 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
         launcher = env && *env ? env : kDefaultLauncher;
       }
       auto words = split_words(launcher);
+      // "--bind SHMDIR /data": the sandbox sees the directory at /data, so
+      // the analysis is told /data/NAME.control.seg (array names in the
+      // request are relative to it).
+      for (std::size_t i = 0; i + 1 < words.size(); ++i)
+        if (words[i] == "SHMDIR" && words[i + 1] != "SHMDIR" && words[i + 1].rfind('/', 0) == 0)
+          command[7] = words[i + 1] + hs.control_path.substr(hs.control_path.rfind('/'));
       for (auto& w : words)
         for (auto at = w.find("SHMDIR"); at != std::string::npos; at = w.find("SHMDIR", at + dir.size()))
           w.replace(at, 6, dir);
@@ -304,7 +310,12 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     req.vertices = g.vertices();
     req.tolerance = hitting.cg.tolerance;
     req.max_iterations = hitting.cg.max_iterations;
-    auto put = [](char (&field)[control::kPathBytes], const std::string& path) {
+    // Arrays beside the control segment are named by file name alone, so an
+    // analysis that sees the directory elsewhere (bwrap --bind DIR /data)
+    // resolves them beside its own view of the control segment.
+    const std::string control_dir = directory_of(hs.control_path);
+    auto put = [&](char (&field)[control::kPathBytes], std::string path) {
+      if (!path.empty() && directory_of(path) == control_dir) path = path.substr(path.rfind('/') + 1);
       if (path.size() >= control::kPathBytes)
         throw ConfigError("array path " + path + " is longer than the control segment's " +
                           std::to_string(control::kPathBytes - 1) + " bytes");

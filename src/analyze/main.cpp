@@ -83,8 +83,19 @@ StorageOptions existing(const std::string& path, bool writable) {
   return o;
 }
 
+// A request's array path: a bare file name lies beside the control segment
+// (as this process sees it: a container may mount the directory elsewhere).
+void resolve(char (&field)[control::kPathBytes], const std::string& control_path) {
+  std::string path = field;
+  if (path.empty() || path.find('/') != std::string::npos) return;
+  path = directory_of(control_path) + "/" + path;
+  if (path.size() >= control::kPathBytes) throw FormatError("array path " + path + " is too long");
+  std::snprintf(field, control::kPathBytes, "%s", path.c_str());
+}
+
 // One hitting-times request on the mapped arrays; rank 0 fills the reply.
-void solve(Runtime& rt, ControlSegment& ctl, const control::Request& req, bool quiet) {
+void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
+  for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
   SharedArrayMetadata src_meta, result_meta;
   std::optional<SharedArrayMetadata> weight_meta;
   agree(rt.comm(), [&] {

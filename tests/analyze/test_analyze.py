@@ -61,13 +61,19 @@ try:
             ref_path = os.path.join(d, f"ref{ranks}.txt")
             pipeline(ranks, *graph, "--solver", "tessera", "-o", ref_path)
             ref = times(ref_path)
-            runs = [("process", "tessera"), ("process", "belos")]
+            runs = [("process", "tessera", []), ("process", "belos", [])]
             if ranks == 2 and shutil.which("bwrap"):
-                runs.append(("container", "belos"))
-            for analysis, solver in runs:
+                runs.append(("container", "belos", []))
+                # The sandbox sees the Shared directory at another path.
+                runs.append(("container", "tessera", ["--analysis-launcher",
+                             "bwrap --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /dev "
+                             "--tmpfs /tmp --bind SHMDIR /tmp/data"]))
+            for analysis, solver, extra in runs:
                 out_path = os.path.join(d, f"{analysis}-{solver}-{ranks}.txt")
                 j = json.loads(pipeline(ranks, *graph, "--solver", solver, "--analysis", analysis, "-o", out_path,
-                                        "--json").stdout)["hitting"]
+                                        "--json", *extra).stdout)["hitting"]
+                if extra:
+                    check("--control /tmp/data/" in j["handshake"]["command"], f"remapped: {j['handshake']['command']}")
                 check(j["analysis"] == analysis and j["solver"] == solver and j["converged"], f"{analysis} {solver} {ranks}: {j}")
                 got = times(out_path)
                 check(got.keys() == ref.keys(), f"{analysis} {solver} {ranks}: other vertices")
