@@ -193,7 +193,9 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
       rt.comm(), root ? "tessera-" + rt.job_id() + "-analysis" + std::to_string(analysis_counter++) : std::string(), 0);
 
   // The result: hitting times on the graph's vertex ranges, written by the analysis.
-  linalg::Vector times(g.vertex_map(), StorageOptions::shared(base + "-times", dir));
+  auto result_storage = StorageOptions::shared(base + "-times", dir);
+  result_storage.group_access = options.group_access;
+  linalg::Vector times(g.vertex_map(), result_storage);
   Handshake hs;
   hs.control_path = options.control.empty() ? dir + "/" + control::control_file_name(base) : options.control;
   hs.result_path = times.array().metadata_path();
@@ -201,7 +203,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
 
   std::unique_ptr<ControlSegment> ctl;
   agree(rt.comm(), [&] {
-    if (root) ctl = ControlSegment::create(hs.control_path, rt.size(), 0600);
+    if (root) ctl = ControlSegment::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600);
   });
   agree(rt.comm(), [&] {
     if (!root) ctl = ControlSegment::open(hs.control_path);

@@ -425,6 +425,7 @@ linalg::HittingTimes solve_hitting_out_of_process(const GraphArgs& a, Progress& 
   o.attach_timeout = a.analysis_attach_timeout;
   o.timeout = a.analysis_timeout;
   o.quiet = a.quiet;
+  o.group_access = a.group_access;
   linalg::HittingOptions h;
   h.cg.tolerance = a.tolerance;
   h.cg.max_iterations = a.max_iterations;

@@ -136,6 +136,17 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   auto slash = path.rfind('/');
   copy_string(h.array_name, slash == std::string::npos ? path : path.substr(slash + 1));
   copy_string(h.element_type, kElementType);
+  // The creator's PID namespace and boot id, when this SegmentHeader has
+  // them (issue 9's storage change, merged separately): without them gc could
+  // not prove a dead caller dead. Written through a generic lambda so this
+  // compiles with either header.
+  const PeerRecord creator = self_record("tessera");
+  [&](auto& header) {
+    if constexpr (requires { header.creator_pid_namespace; header.creator_boot_id; }) {
+      header.creator_pid_namespace = creator.pid_namespace;
+      copy_string(header.creator_boot_id, creator.boot_id);
+    }
+  }(h);
   if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)))
     throw SystemError("cannot write the header of control segment " + path, errno);
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
@@ -258,7 +269,10 @@ ControlSegment::Liveness ControlSegment::liveness(Side side, int rank) const {
     PeerRecord p = peer(side, rank);
     PeerRecord me = self_record("");
     if (p.pid_namespace != me.pid_namespace || std::strcmp(p.boot_id, me.boot_id) != 0) return Liveness::alive;
-    ProcessIdentity id{p.host, p.pid, p.start_time};
+    ProcessIdentity id;
+    id.host = p.host;
+    id.pid = p.pid;
+    id.start_time = p.start_time;
     return id.liveness() == ProcessIdentity::Liveness::dead ? Liveness::dead : Liveness::alive;
   }
   return lock.l_type == F_UNLCK ? Liveness::dead : Liveness::alive;

@@ -38,6 +38,9 @@ struct ProcessOptions {
   double timeout = 3600;       // s for the whole analysis
   double period = 0.1;         // s between liveness checks while waiting
   bool quiet = false;          // the analysis prints no progress lines
+  // The control segment and the result vector mode 0660 instead of 0600, for
+  // an analysis running under another uid of the same group (rootless containers).
+  bool group_access = false;
 };
 
 inline constexpr const char* kDefaultLauncher =
