@@ -239,6 +239,12 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
       for (auto& w : words)
         for (auto at = w.find("SHMDIR"); at != std::string::npos; at = w.find("SHMDIR", at + dir.size()))
           w.replace(at, 6, dir);
+      // bwrap's --tmpfs DIR hides whatever lies under DIR (a build in /tmp).
+      for (std::size_t i = 0; i + 1 < words.size(); ++i)
+        if (words[i] == "--tmpfs" && program.rfind(words[i + 1] + "/", 0) == 0)
+          throw ConfigError("--analysis container: " + program + " lies under " + words[i + 1] +
+                            ", which the launcher replaces with an empty tmpfs (--tmpfs " + words[i + 1] +
+                            "); build or install tessera-analyze elsewhere, or name it with TESSERA_ANALYZE");
       if (words.empty() || !on_path(words[0]))
         throw ConfigError("--analysis container: the launcher '" + (words.empty() ? launcher : words[0]) +
                           "' is not installed (Debian: apt-get install bubblewrap), or set --analysis-launcher");
