@@ -378,7 +378,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   solve.relative_residual = reply.relative_residual;
   solve.seconds = reply.solve_seconds;
   return {linalg::HittingTimes{std::move(times), reply.unreachable, reply.targets, std::move(solve), reply.setup_seconds},
-          reply.matrix_extra_bytes, reply.belos_solves, std::move(hs)};
+          reply.matrix_extra_bytes, reply.belos_solves, reply.anonymous_growth_bytes, std::move(hs)};
 }
 
 }  // namespace tessera::analyze

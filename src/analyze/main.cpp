@@ -23,6 +23,7 @@
 #include "tessera/linalg/hitting_times.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/control.hpp"
 #include "tessera/storage/metadata.hpp"
@@ -96,6 +97,7 @@ void resolve(char (&field)[control::kPathBytes], const std::string& control_path
 // One hitting-times request on the mapped arrays; rank 0 fills the reply.
 void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
   for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
+  AnonymousMemoryMeter heap(rt.comm());  // mapping the arrays adds none: they are files
   SharedArrayMetadata src_meta, result_meta;
   std::optional<SharedArrayMetadata> weight_meta;
   agree(rt.comm(), [&] {
@@ -145,6 +147,7 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
     h.emplace(linalg::hitting_times(g, matrix, targets, o));
     extra = all_reduce<std::uint64_t>(rt.comm(), matrix.extra_memory_bytes(), MPI_SUM);
   }
+  const std::uint64_t growth = heap.growth_bytes();
   auto times = h->times.local();
   auto out = result.local();
   std::copy(times.begin(), times.end(), out.begin());
@@ -159,6 +162,7 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
     reply.targets = h->targets;
     reply.matrix_extra_bytes = extra;
     reply.belos_solves = belos_solves;
+    reply.anonymous_growth_bytes = growth;
   }
 }
 

@@ -447,7 +447,8 @@ linalg::HittingTimes solve_hitting_out_of_process(const GraphArgs& a, Progress& 
                {"result_to_resume_seconds", hs.result_to_resume_seconds},
                {"shutdown_seconds", hs.shutdown_seconds},
                {"liveness_period_seconds", hs.period_seconds},
-               {"belos_solves", r.belos_solves}};
+               {"belos_solves", r.belos_solves},
+               {"analysis_anonymous_memory_growth_bytes", r.analysis_anonymous_growth_bytes}};
   return std::move(r.result);
 }
 

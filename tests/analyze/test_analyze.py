@@ -88,6 +88,17 @@ try:
     if not shutil.which("bwrap"):
         print("skip: --analysis container (bwrap is not installed: apt-get install bubblewrap)")
 
+    # 1b. No copy on the analysis side: its heap grows far less than the edge
+    # arrays it solves on (they are mapped files, never anonymous memory).
+    for analysis in ["process"] + (["container"] if shutil.which("bwrap") else []):
+        j = json.loads(pipeline(2, "--scale", "14", "--analysis", analysis, "--json").stdout)
+        grew = j["hitting"]["handshake"]["analysis_anonymous_memory_growth_bytes"]
+        check(grew < 0.25 * j["edge_array_bytes"], f"{analysis}: the analysis' heap grew {grew} bytes for "
+              f"{j['edge_array_bytes']} bytes of edge arrays")
+        print(f"ok {analysis}: the analysis' heap grew {grew / 2**20:.2f} MiB over {j['edge_array_bytes'] / 2**20:.1f} "
+              f"MiB of edge arrays ({100 * grew / j['edge_array_bytes']:.1f}%)")
+    clean("memory")
+
     # 2. The analysis SIGKILLed mid-solve: the pipeline says so within the bound.
     ctl = os.path.join(shm, "killed.control.seg")
     caller = subprocess.Popen([tessera, "pipeline", "--kind", "grid", "--dims", "40x40x40", "--solver", "tessera",

@@ -63,6 +63,7 @@ struct ProcessHittingTimes {
   linalg::HittingTimes result;           // times: a Shared vector on the graph's vertex ranges
   std::uint64_t matrix_extra_bytes = 0;  // what the analysis' operator allocated, summed over its ranks
   int belos_solves = 0;
+  std::uint64_t analysis_anonymous_growth_bytes = 0;  // the analysis job's heap growth, summed over its ranks
   Handshake handshake;
 };
 

@@ -92,6 +92,7 @@ struct Reply {
   std::uint64_t unreachable;
   std::uint64_t targets;
   std::uint64_t matrix_extra_bytes;
+  std::uint64_t anonymous_growth_bytes;  // the analysis job's heap growth over the request (no-copy evidence)
   // CLOCK_MONOTONIC nanoseconds (one clock per host, across namespaces).
   std::int64_t request_posted_ns;  // caller rank 0, just before posting the request
   std::int64_t analysis_woke_ns;   // analysis rank 0, just after its wait returned
