@@ -19,13 +19,20 @@ using nlohmann::json;
 
 namespace {
 json identity_json(const ProcessIdentity& id) {
-  return json{{"host", id.host}, {"pid", id.pid}, {"start_time", id.start_time}};
+  return json{{"host", id.host},
+              {"pid", id.pid},
+              {"start_time", id.start_time},
+              {"pid_namespace", id.pid_namespace},
+              {"boot_id", id.boot_id}};
 }
 ProcessIdentity identity_from(const json& j) {
   ProcessIdentity id;
   id.host = j.at("host").get<std::string>();
   id.pid = j.at("pid").get<std::int32_t>();
   id.start_time = j.at("start_time").get<std::uint64_t>();
+  // Absent in files written before they were recorded: "not recorded".
+  id.pid_namespace = j.value("pid_namespace", std::uint64_t{0});
+  id.boot_id = j.value("boot_id", std::string());
   return id;
 }
 }  // namespace

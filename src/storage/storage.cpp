@@ -39,6 +39,8 @@ struct CreatorRecord {
   char host[64];
   std::int32_t pid;
   std::uint64_t start_time;
+  std::uint64_t pid_namespace;
+  char boot_id[40];
 };
 
 std::string mebibytes(double bytes) {
@@ -142,6 +144,8 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     std::strncpy(mine.host, self.host.c_str(), sizeof(mine.host) - 1);
     mine.pid = self.pid;
     mine.start_time = self.start_time;
+    mine.pid_namespace = self.pid_namespace;
+    std::strncpy(mine.boot_id, self.boot_id.c_str(), sizeof(mine.boot_id) - 1);
     auto creators = gather_to_root<CreatorRecord>(rt.comm(), std::span<const CreatorRecord>(&mine, 1), 0);
     agree(rt.comm(), [&] {
       if (rt.rank() == 0) write_metadata(rt, layout, creators);
@@ -182,6 +186,8 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   auto self = ProcessIdentity::self();
   h.creator_pid = self.pid;
   h.creator_start_time = self.start_time;
+  h.creator_pid_namespace = self.pid_namespace;
+  std::strncpy(h.creator_boot_id, self.boot_id.c_str(), sizeof(h.creator_boot_id) - 1);
   h.persist = persist_ ? 1 : 0;
   std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
   std::strncpy(h.array_name, name_.c_str(), sizeof(h.array_name) - 1);
@@ -259,6 +265,8 @@ void SharedStorage::write_metadata(const Runtime& rt, const ArrayLayout& layout,
     s.creator.host = std::string(creators[ur].host, strnlen(creators[ur].host, sizeof(creators[ur].host)));
     s.creator.pid = creators[ur].pid;
     s.creator.start_time = creators[ur].start_time;
+    s.creator.pid_namespace = creators[ur].pid_namespace;
+    s.creator.boot_id = std::string(creators[ur].boot_id, strnlen(creators[ur].boot_id, sizeof(creators[ur].boot_id)));
     m.segments.push_back(std::move(s));
   }
   m.job_id = rt.job_id();
