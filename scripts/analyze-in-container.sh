@@ -23,8 +23,8 @@
 # container dies with its caller (--die-with-parent). The environment is
 # passed through (TESSERA_* variables reach the analysis).
 #
-# podman (4.3 in Debian 12): run as root with runc (crun fails on this
-# kernel's hybrid cgroups) and an explicit open-file limit; network and IPC
+# podman (4.3 in Debian 12): run with runc (crun fails on this kernel's
+# hybrid cgroups) and explicit open-file and process limits (our hard ones); network and IPC
 # private, SHARED_DIR bind-mounted at the same path, TESSERA_* variables
 # passed on.
 #
@@ -64,8 +64,13 @@ case $engine in
   podman|docker)
     command -v "$engine" >/dev/null || {
       echo "tessera: error: $engine not found" >&2; exit 125; }
-    opts=(run --rm -i --network none --ipc private --ulimit nofile=1024:1024
-          --security-opt label=disable -v "$shared_dir:$shared_dir" -w "$shared_dir")
+    # Explicit limits no higher than ours: podman's defaults exceed the hard
+    # limits of a confined caller, and runc then fails to set them (EPERM).
+    nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
+    opts=(run --rm -i --network none --ipc private --security-opt label=disable
+          -v "$shared_dir:$shared_dir" -w "$shared_dir")
+    [ "$nofile" != unlimited ] && opts+=(--ulimit "nofile=$nofile:$nofile")
+    [ "$nproc" != unlimited ] && opts+=(--ulimit "nproc=$nproc:$nproc")
     [ "$engine" = podman ] && opts+=(--runtime runc)
     while IFS='=' read -r key _; do opts+=(-e "$key"); done < <(env | grep '^TESSERA_' || true)
     exec "$engine" "${opts[@]}" "$image" "$@"
