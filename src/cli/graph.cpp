@@ -25,6 +25,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/trilinos/hitting.hpp"
+#include "tessera/analyze/client.hpp"
 
 namespace tessera::cli {
 
@@ -53,7 +54,11 @@ struct GraphArgs {
   bool strong = false;        // cc: strongly connected components
   bool group_access = false;  // binary outputs readable and writable by the group
   std::string matrix = "edgelist";
-  std::string solver = "tessera";  // hitting/pipeline: tessera (own CG) or belos (trilinos/ layer)
+  std::string solver;  // hitting/pipeline: tessera (own CG) or belos (trilinos/ layer); "" = the command's default
+  // pipeline (issue 9): where the analysis runs: inprocess, process (tessera-analyze) or container (bwrap)
+  std::string analysis = "inprocess";
+  std::string analysis_launcher, analysis_control;
+  double analysis_attach_timeout = 60, analysis_timeout = 3600;
   std::vector<std::uint64_t> targets;
   double tolerance = 1e-10;
   int max_iterations = 20000;
@@ -406,8 +411,58 @@ linalg::HittingTimes solve_hitting_belos(Runtime& rt, const GraphArgs& a, Progre
   return std::move(r.result);
 }
 
+// --analysis process|container (issue 9): tessera-analyze solves on the
+// graph's Shared arrays in a separate process (or bwrap sandbox) and writes
+// the times into a Shared vector; see include/tessera/analyze/client.hpp.
+linalg::HittingTimes solve_hitting_out_of_process(const GraphArgs& a, Progress& p, const graph::EdgeList& g,
+                                                  const std::vector<std::uint64_t>& targets, bool connected,
+                                                  std::uint64_t& matrix_extra_bytes, json& handshake) {
+  analyze::ProcessOptions o;
+  o.isolation = a.analysis == "container" ? analyze::Isolation::container : analyze::Isolation::process;
+  o.solver = a.solver;
+  o.launcher = a.analysis_launcher;
+  o.control = a.analysis_control;
+  o.attach_timeout = a.analysis_attach_timeout;
+  o.timeout = a.analysis_timeout;
+  o.quiet = a.quiet;
+  o.group_access = a.group_access;
+  linalg::HittingOptions h;
+  h.cg.tolerance = a.tolerance;
+  h.cg.max_iterations = a.max_iterations;
+  h.connected = connected;
+  p.step("hitting times in a separate " + std::string(a.analysis == "container" ? "sandboxed (bwrap) " : "") +
+         "process (tessera-analyze, " + a.solver + " solver) on the Shared edge arrays (no copy)");
+  auto r = analyze::hitting_times_out_of_process(g, targets, h, o);
+  const auto& hs = r.handshake;
+  p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %d iterations, "
+         "relative residual %.3e (%s)", hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6,
+         hs.result_to_resume_seconds * 1e6, r.result.solve.iterations, r.result.solve.relative_residual,
+         r.result.solve.converged ? "converged" : "NOT converged");
+  matrix_extra_bytes = r.matrix_extra_bytes;
+  handshake = {{"control", hs.control_path},
+               {"result", hs.result_path},
+               {"command", hs.command},
+               {"launch_seconds", hs.launch_seconds},
+               {"request_to_start_seconds", hs.request_to_start_seconds},
+               {"result_to_resume_seconds", hs.result_to_resume_seconds},
+               {"shutdown_seconds", hs.shutdown_seconds},
+               {"liveness_period_seconds", hs.period_seconds},
+               {"belos_solves", r.belos_solves}};
+  return std::move(r.result);
+}
+
 // Fails before anything is read when --solver belos cannot run here.
 void check_solver(const GraphArgs& a) {
+  if (a.analysis == "container") {
+    analyze::ProcessOptions o;
+    o.launcher = a.analysis_launcher;
+    std::string program;
+    if (!analyze::launcher_available(o, &program))
+      throw ConfigError("--analysis container: the launcher '" + program +
+                        "' is not installed (Debian: apt-get install bubblewrap), or name another with "
+                        "--analysis-launcher / TESSERA_ANALYZE_LAUNCHER");
+  }
+  if (a.analysis != "inprocess") return;  // tessera-analyze says whether it has Trilinos
   if (a.solver == "belos" && !trilinos::available())
     throw ConfigError("--solver belos: this tessera was built without Trilinos (" + trilinos::description() +
                       "); use --solver tessera, or install Trilinos (scripts/setup.sh) and rebuild with "
@@ -419,7 +474,9 @@ void check_solver(const GraphArgs& a) {
 json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::EdgeList& g, const graph::IdMap& ids,
                    const std::vector<std::uint64_t>& targets, bool connected, graph::PendingOutputs& outputs) {
   std::uint64_t matrix_extra_bytes = 0;
+  json handshake;
   auto solve = [&]() -> linalg::HittingTimes {
+    if (a.analysis != "inprocess") return solve_hitting_out_of_process(a, p, g, targets, connected, matrix_extra_bytes, handshake);
     if (a.solver == "belos") return solve_hitting_belos(rt, a, p, g, targets, connected, matrix_extra_bytes);
     p.step(a.matrix == "crs" ? "building the CRS copy of the matrix" : "matrix: EdgeListMatrix on the edge arrays (no copy)");
     linalg::EdgeListMatrix el(g);
@@ -470,10 +527,14 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
           {"mean", s.mean},
           {"max", s.max},
           {"farthest_vertex", farthest == kNoIndex ? json(nullptr) : json(farthest)},
-          {"matrix_extra_bytes", matrix_extra_bytes}};
+          {"matrix_extra_bytes", matrix_extra_bytes},
+          {"analysis", a.analysis},
+          {"handshake", handshake}};
 }
 
-int run_hitting(const GraphArgs& a) {
+int run_hitting(const GraphArgs& args) {
+  GraphArgs a = args;
+  if (a.solver.empty()) a.solver = "tessera";
   if (a.targets.empty()) throw ConfigError("name at least one --target vertex");
   check_solver(a);
   Runtime rt;
@@ -491,7 +552,10 @@ int run_hitting(const GraphArgs& a) {
   return r["converged"].get<bool>() ? 0 : 3;
 }
 
-int run_pipeline(const GraphArgs& a) {
+int run_pipeline(const GraphArgs& args) {
+  GraphArgs a = args;
+  // Default: Trilinos in process when built, Tessera's own CG otherwise.
+  if (a.solver.empty()) a.solver = trilinos::available() ? "belos" : "tessera";
   if (a.input.empty()) spec_of(a);  // a bad generator option fails before anything runs
   check_solver(a);
   Runtime rt;
@@ -697,6 +761,19 @@ void add_graph(CLI::App& app, Action& selected) {
   add_symmetric_option(pipe, *a);
   add_generator_options(pipe, *a);
   add_hitting_options(pipe, *a);
+  pipe->add_option("--analysis", a->analysis,
+                   "Where the hitting-time analysis runs: inprocess (default), process (a separate tessera-analyze "
+                   "job on the Shared arrays) or container (the same inside bwrap namespaces)")
+      ->check(CLI::IsMember({"inprocess", "process", "container"}));
+  pipe->add_option("--analysis-launcher", a->analysis_launcher,
+                   std::string("container: the command put before the analysis (SHMDIR = the Shared directory; "
+                               "default $TESSERA_ANALYZE_LAUNCHER, else '") + analyze::kDefaultLauncher + "')");
+  pipe->add_option("--analysis-control", a->analysis_control,
+                   "process: start nothing; wait for a user-started 'tessera-analyze --control PATH' on this path");
+  pipe->add_option("--analysis-attach-timeout", a->analysis_attach_timeout,
+                   "Seconds for the analysis to start and attach (default 60)")->check(CLI::PositiveNumber);
+  pipe->add_option("--analysis-timeout", a->analysis_timeout, "Seconds for the whole analysis (default 3600)")
+      ->check(CLI::PositiveNumber);
   add_common(pipe, *a);
   pipe->callback(set(run_pipeline));
 }

@@ -1,0 +1,269 @@
+// tessera-analyze: the analysis side of an out-of-process composition. A
+// program of its own (its own MPI job, or a single process), linking the
+// trilinos/ layer and nothing of the caller's state: it attaches to a
+// control segment (storage/control.hpp), maps the graph's Shared arrays by
+// their metadata paths (one rank per segment: analysis rank r maps segment r),
+// builds the operator over the mapped arrays without copying them (Tessera's
+// EdgeListMatrix, or Trilinos' EdgeListRowMatrix for Belos), solves, writes
+// hitting times into the caller's Shared result array and posts the caller.
+// It serves requests until the caller says shutdown, and leaves (removing
+// the control segment) when the caller dies.
+//
+//   mpirun -n N tessera-analyze --control /dev/shm/NAME.control.seg
+#include <CLI/CLI.hpp>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "tessera/graph/edge_list.hpp"
+#include "tessera/linalg/edge_list_matrix.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/wait.hpp"
+#include "tessera/storage/control.hpp"
+#include "tessera/storage/metadata.hpp"
+#include "tessera/trilinos/hitting.hpp"
+
+namespace {
+
+using namespace tessera;
+using control::ControlSegment;
+using control::Side;
+
+struct Args {
+  std::string control;
+  double wait_for_control = 0;  // s to wait for the control segment to appear
+  double timeout = 3600;        // s to wait for a request
+  double period = 0.1;          // s between liveness checks of the caller
+  bool quiet = false;
+};
+
+std::string directory_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A Shared array the request names: it must exist, hold `type`, and have one
+// segment per rank of this job.
+SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std::string& path, const char* type) {
+  const std::string suffix = ".json";
+  if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
+    throw FormatError("the request names '" + path + "' as the " + role +
+                      " array: not a Shared array metadata path (NAME.json)");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw FormatError("the request names " + path + " as the " + role +
+                      " array, but it does not exist (removed, or another directory than the analysis sees?)");
+  auto m = SharedArrayMetadata::read(path);
+  if (m.element.name != type)
+    throw MismatchError("the request names " + path + " as the " + role + " array, which must hold " + type +
+                        " elements, but it holds " + m.element.name);
+  if (m.segments.size() != static_cast<std::size_t>(rt.size()))
+    throw MismatchError(path + " has " + std::to_string(m.segments.size()) + " segments and this analysis job " +
+                        std::to_string(rt.size()) + " ranks: one rank per segment is needed");
+  return m;
+}
+
+Distribution ranges_of(const SharedArrayMetadata& m) {
+  std::vector<std::uint64_t> sizes;
+  for (std::size_t r = 0; r + 1 < m.offsets.size(); ++r) sizes.push_back(m.offsets[r + 1] - m.offsets[r]);
+  return Distribution::weighted_block(sizes);
+}
+
+StorageOptions existing(const std::string& path, bool writable) {
+  auto slash = path.rfind('/');
+  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  auto o = StorageOptions::existing(file.substr(0, file.size() - 5), directory_of(path));
+  o.open_writable = writable;
+  return o;
+}
+
+// A request's array path: a bare file name lies beside the control segment
+// (as this process sees it: a container may mount the directory elsewhere).
+void resolve(char (&field)[control::kPathBytes], const std::string& control_path) {
+  std::string path = field;
+  if (path.empty() || path.find('/') != std::string::npos) return;
+  path = directory_of(control_path) + "/" + path;
+  if (path.size() >= control::kPathBytes) throw FormatError("array path " + path + " is too long");
+  std::snprintf(field, control::kPathBytes, "%s", path.c_str());
+}
+
+// One hitting-times request on the mapped arrays; rank 0 fills the reply.
+void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
+  for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
+  SharedArrayMetadata src_meta, result_meta;
+  std::optional<SharedArrayMetadata> weight_meta;
+  agree(rt.comm(), [&] {
+    src_meta = check_array(rt, "source", req.src, "uint64");
+    auto dst_meta = check_array(rt, "destination", req.dst, "uint64");
+    if (req.weight[0]) weight_meta = check_array(rt, "weight", req.weight, "float64");
+    result_meta = check_array(rt, "result", req.result, "float64");
+    if (dst_meta.offsets != src_meta.offsets || (weight_meta && weight_meta->offsets != src_meta.offsets))
+      throw MismatchError("the request's source, destination and weight arrays are distributed differently");
+    if (result_meta.length != req.vertices)
+      throw MismatchError("the result array " + std::string(req.result) + " has " + std::to_string(result_meta.length) +
+                          " elements for a graph of " + std::to_string(req.vertices) + " vertices");
+  });
+  const auto edge_ranges = ranges_of(src_meta);
+  const auto vertex_ranges = ranges_of(result_meta);
+  // Mapped in place: nothing is copied (existing storage, read-only edges).
+  DistArray<std::uint64_t> src(rt, edge_ranges, existing(req.src, false));
+  DistArray<std::uint64_t> dst(rt, edge_ranges, existing(req.dst, false));
+  std::optional<DistArray<double>> weight;
+  if (weight_meta) weight.emplace(rt, edge_ranges, existing(req.weight, false));
+  DistArray<double> result(rt, vertex_ranges, existing(req.result, true));
+  auto g = graph::EdgeList::adopt(req.vertices, false, vertex_ranges, std::move(src), std::move(dst), std::move(weight));
+
+  std::vector<std::uint64_t> targets(req.targets, req.targets + req.target_count);
+  linalg::HittingOptions o;
+  o.cg.tolerance = req.tolerance;
+  o.cg.max_iterations = req.max_iterations;
+  o.connected = req.connected != 0;
+  const bool belos = req.solver == static_cast<std::uint32_t>(control::Solver::belos);
+  if (rt.rank() == 0 && !quiet)
+    std::fprintf(stderr, "tessera-analyze: hitting times to %u target(s) on %llu vertices, %llu edges (mapped, not "
+                 "copied) with %s\n", req.target_count, static_cast<unsigned long long>(g.vertices()),
+                 static_cast<unsigned long long>(g.edges()),
+                 belos ? "Belos CG + Ifpack2 Jacobi on a Tpetra RowMatrix over the edge arrays" : "Tessera's CG");
+  std::optional<linalg::HittingTimes> h;
+  std::uint64_t extra = 0;
+  int belos_solves = 0;
+  if (belos) {
+    trilinos::BelosHittingOptions bo;
+    bo.hitting = o;
+    auto r = trilinos::belos_hitting_times(g, targets, bo);
+    extra = r.matrix_extra_bytes;
+    belos_solves = r.belos_solves;
+    h.emplace(std::move(r.result));
+  } else {
+    linalg::EdgeListMatrix matrix(g);
+    h.emplace(linalg::hitting_times(g, matrix, targets, o));
+    extra = all_reduce<std::uint64_t>(rt.comm(), matrix.extra_memory_bytes(), MPI_SUM);
+  }
+  auto times = h->times.local();
+  auto out = result.local();
+  std::copy(times.begin(), times.end(), out.begin());
+  if (rt.rank() == 0) {
+    auto& reply = ctl.block().reply;
+    reply.iterations = h->solve.iterations;
+    reply.converged = h->solve.converged ? 1 : 0;
+    reply.relative_residual = h->solve.relative_residual;
+    reply.solve_seconds = h->solve.seconds;
+    reply.setup_seconds = h->setup_seconds;
+    reply.unreachable = h->unreachable;
+    reply.targets = h->targets;
+    reply.matrix_extra_bytes = extra;
+    reply.belos_solves = belos_solves;
+  }
+}
+
+int serve(Runtime& rt, const Args& a) {
+  const bool root = rt.rank() == 0;
+  std::unique_ptr<ControlSegment> ctl;
+  agree(rt.comm(), [&] {
+    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.wait_for_control);
+    for (;;) {
+      struct stat st {};
+      if (::stat(a.control.c_str(), &st) == 0 || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ctl = ControlSegment::open(a.control);
+  });
+  agree(rt.comm(), [&] { ctl->attach(Side::analysis, rt.rank(), "tessera-analyze"); });
+  if (ctl->ranks() != rt.size()) {
+    std::string msg = "the caller runs " + std::to_string(ctl->ranks()) + " rank(s), one Shared segment per array each, "
+                      "and this tessera-analyze job has " + std::to_string(rt.size()) +
+                      ": start it with mpirun -n " + std::to_string(ctl->ranks()) + " (one rank per segment)";
+    if (root) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::mismatch), msg);
+    throw MismatchError(msg);
+  }
+  // Seen before posting ready: a request posted right after is not missed.
+  std::uint32_t seen = ctl->load(Side::analysis, rt.rank());
+  ctl->post(Side::caller, rt.rank());
+  if (root && !a.quiet)
+    std::fprintf(stderr, "tessera-analyze: attached to %s as %d rank(s); caller %s\n", a.control.c_str(), rt.size(),
+                 control::describe(ctl->peer(Side::caller, 0)).c_str());
+
+  for (;;) {
+    const std::int64_t t_wait = control::monotonic_ns();
+    agree(rt.comm(), [&] {
+      seen = ctl->wait(Side::analysis, rt.rank(), seen, a.period, [&] {
+        int dead = ctl->first_dead(Side::caller);
+        if (dead >= 0) {
+          auto p = ctl->peer(Side::caller, dead);
+          std::string msg = "the caller (" + control::describe(p) + ", rank " + std::to_string(dead) +
+                            ") died while this analysis waited for its request; removing its control segment " +
+                            a.control + " (its arrays stay until 'tessera shm gc')";
+          if (root) ctl->remove();
+          throw PeerError(msg);
+        }
+        if (static_cast<double>(control::monotonic_ns() - t_wait) * 1e-9 > a.timeout) {
+          char buf[96];
+          std::snprintf(buf, sizeof(buf), "no request from the caller within %g s", a.timeout);
+          std::string msg = buf;
+          if (root) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::peer), msg);
+          throw PeerError(msg);
+        }
+      });
+      if (ctl->failed())
+        throw_error(static_cast<ErrorCategory>(ctl->block().reply.error_category),
+                    "the caller gave up: " + ctl->reply_message());
+    });
+    if (root) ctl->block().reply.analysis_woke_ns = control::monotonic_ns();
+    control::Request req{};
+    try {
+      agree(rt.comm(), [&] { req = ctl->read_request(); });
+      if (req.analysis == static_cast<std::uint32_t>(control::Analysis::shutdown)) return 0;
+      solve(rt, *ctl, req, a.quiet);
+    } catch (const Error& e) {
+      // Agreed on every rank: rank 0 tells the caller, then every rank leaves.
+      if (root) ctl->fail(Side::analysis, static_cast<int>(e.category()), e.what());
+      throw;
+    }
+    barrier(rt.comm());  // every rank's results and rank 0's reply are written
+    if (root) {
+      ctl->block().reply.status = static_cast<std::uint32_t>(control::Status::ok);
+      ctl->block().reply.result_posted_ns = control::monotonic_ns();
+    }
+    barrier(rt.comm());
+    ctl->post(Side::caller, rt.rank());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera-analyze: the analysis side of `tessera pipeline --analysis process|container` (Trilinos on "
+               "the caller's Shared arrays, no copy)", "tessera-analyze"};
+  Args a;
+  app.add_option("--control", a.control, "The caller's control segment (DIR/NAME.control.seg)")->required();
+  app.add_option("--wait-for-control", a.wait_for_control, "Seconds to wait for the control segment to appear")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", a.timeout, "Seconds to wait for a request")->check(CLI::PositiveNumber);
+  app.add_option("--period", a.period, "Seconds between checks that the caller is alive")
+      ->check(CLI::Range(0.001, 60.0));
+  app.add_flag("-q,--quiet", a.quiet, "No progress lines");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  tessera::Runtime rt(argc, argv);
+  int code = 0;
+  try {
+    // Kokkos/Tpetra once for the process, when built (after the Runtime, gone before it).
+    std::optional<tessera::trilinos::Session> session;
+    if (tessera::trilinos::available()) session.emplace(rt);
+    code = serve(rt, a);
+  } catch (const std::exception& e) {
+    // Errors are agreed on every rank: rank 0 says it once.
+    if (rt.rank() == 0) std::fprintf(stderr, "tessera-analyze: error: %s\n", e.what());
+    code = 1;
+  }
+  return code;
+}
