@@ -6,8 +6,8 @@
 #  (b) a futex word in a mapped file of the Shared directory DOES: a ping-pong
 #      through it, with the round trip and the container's start time printed
 #      next to the same ping-pong between two host processes;
-#  (c) with tessera-analyze built (h5-analyze), the real handshake and result
-#      are covered by its own tests through the same script.
+#  (c) the real handshake and result with no copy: test_container_analysis.py
+#      (tessera pipeline --analysis container through the same script).
 # Skipped (exit 77) with a message when bwrap is missing or cannot create
 # namespaces here.
 set -uo pipefail
