@@ -64,13 +64,16 @@ case $engine in
   podman|docker)
     command -v "$engine" >/dev/null || {
       echo "tessera: error: $engine not found" >&2; exit 125; }
-    # Explicit limits no higher than ours: podman's defaults exceed the hard
-    # limits of a confined caller, and runc then fails to set them (EPERM).
+    # Explicit limits: podman's defaults (and even our own hard process limit)
+    # exceed what runc may set for a caller without CAP_SYS_RESOURCE, and
+    # runc then fails with EPERM ("error setting rlimits"). Measured here: 16384
+    # processes works, 65536 does not.
     nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
+    [ "$nofile" = unlimited ] || [ "$nofile" -gt 1048576 ] && nofile=1048576
+    [ "$nproc" = unlimited ] || [ "$nproc" -gt 16384 ] && nproc=16384
     opts=(run --rm -i --network none --ipc private --security-opt label=disable
-          -v "$shared_dir:$shared_dir" -w "$shared_dir")
-    [ "$nofile" != unlimited ] && opts+=(--ulimit "nofile=$nofile:$nofile")
-    [ "$nproc" != unlimited ] && opts+=(--ulimit "nproc=$nproc:$nproc")
+          -v "$shared_dir:$shared_dir" -w "$shared_dir"
+          --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
     [ "$engine" = podman ] && opts+=(--runtime runc)
     while IFS='=' read -r key _; do opts+=(-e "$key"); done < <(env | grep '^TESSERA_' || true)
     exec "$engine" "${opts[@]}" "$image" "$@"
