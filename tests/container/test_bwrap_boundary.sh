@@ -44,5 +44,23 @@ rounds=2000
 echo "ok (b): futex word, host <-> host:      $(cat "$work/host")"
 echo "ok (b): futex word, host <-> container: $(cat "$work/box")"
 
+# (d) the image's root file system (containers/analyze/make-rootfs.sh) holds
+# all a program needs: run from it as / (no host file system) under bwrap.
+programs=("$probe")
+[ -x "$bin/tessera-analyze" ] && programs+=("$bin/tessera-analyze")
+if "$src/containers/analyze/make-rootfs.sh" "$bin" "$work/rootfs" "${programs[@]}" >"$work/rootfs.log" 2>&1; then
+  scratch=(bwrap --unshare-all --die-with-parent --bind "$work/rootfs" / --ro-bind /sys /sys --proc /proc --dev /dev
+           --tmpfs /tmp --bind "$shm" "$shm" --setenv OMPI_MCA_plm isolated)
+  "$probe" futex-ping "$shm/image-word" 200 "${scratch[@]}" /usr/local/bin/ns_probe futex-pong "$shm/image-word" \
+    >"$work/image" || fail "ns_probe from the image's root file system"
+  if [ -x "$bin/tessera-analyze" ]; then
+    "${scratch[@]}" /usr/local/bin/tessera-analyze --help >"$work/help" 2>&1 ||
+      fail "tessera-analyze does not start from the image's root file system: $(tail -3 "$work/help")"
+  fi
+  echo "ok (d): $(cat "$work/rootfs.log"); runs alone there: $(cat "$work/image")"
+else
+  fail "make-rootfs.sh: $(cat "$work/rootfs.log")"
+fi
+
 if [ $failures -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "PASS: a named semaphore stays on its side; a futex word in the Shared directory crosses"
