@@ -34,6 +34,9 @@ int run_list(const ShmOptions& o) {
                        {"pid", e.creator.pid},
                        {"creator", e.problem.empty() ? liveness_name(e.liveness) : "corrupt"},
                        {"persist", e.persist},
+                       {"reason", e.liveness_reason},
+                       {"pid_namespace", e.creator.pid_namespace},
+                       {"boot_id", e.creator.boot_id},
                        {"problem", e.problem}});
     std::printf("%s\n", nlohmann::json{{"command", "shm list"}, {"dir", dir}, {"files", files}}.dump().c_str());
     return 0;
@@ -51,6 +54,7 @@ int run_list(const ShmOptions& o) {
                 e.creator.host.c_str(), e.creator.pid, e.problem.empty() ? liveness_name(e.liveness) : "corrupt",
                 e.persist ? "yes" : "no");
     if (!e.problem.empty()) std::printf("    problem: %s\n", e.problem.c_str());
+    else if (!e.liveness_reason.empty()) std::printf("    %s: %s\n", liveness_name(e.liveness), e.liveness_reason.c_str());
   }
   return 0;
 }
@@ -59,6 +63,11 @@ int run_gc(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
   std::vector<GcFailure> failed;
   auto removed = collect_garbage(dir, {o.dry_run, o.include_persistent}, &failed);
+  // Files kept because their creator cannot be seen from here (another host,
+  // boot or PID namespace): said, so a gc in a container does not look empty.
+  std::size_t kept_unknown = 0;
+  for (const auto& e : scan_shared_dir(dir))
+    kept_unknown += e.problem.empty() && e.liveness == ProcessIdentity::Liveness::unknown ? 1 : 0;
   // Open MPI's vader_segment.* files of killed jobs: named by job id, not
   // pid, so "dead" means no process on this host maps or holds them.
   std::vector<std::string> mpi;
@@ -78,6 +87,7 @@ int run_gc(const ShmOptions& o) {
                                        {"removed", removed},
                                        {"mpi_removed", mpi},
                                        {"mpi_unused", mpi_unused},
+                                       {"kept_unknown", kept_unknown},
                                        {"skipped", skipped}}
                             .dump()
                             .c_str());
@@ -85,6 +95,9 @@ int run_gc(const ShmOptions& o) {
     if (!o.quiet)
       for (const auto& f : removed) std::printf("%s %s/%s\n", verb, dir.c_str(), f.c_str());
     std::printf("%zu file(s) of dead creators %s in %s\n", removed.size(), o.dry_run ? "found" : "removed", dir.c_str());
+    if (kept_unknown > 0)
+      std::printf("%zu file(s) kept: their creator's liveness cannot be proven from here (see 'tessera shm list')\n",
+                  kept_unknown);
     if (o.include_mpi) {
       if (!o.quiet)
         for (const auto& f : mpi) std::printf("%s %s/%s\n", verb, dir.c_str(), f.c_str());
@@ -116,7 +129,7 @@ void add_shm(CLI::App& app, Action& selected) {
   auto* list = shm->add_subcommand("list", "List segments and metadata with their creators and liveness");
   list->add_option("--dir", o->dir, "Directory (default $TESSERA_SHM_DIR or /dev/shm)");
   list->callback([o, &selected] { selected = [o] { return run_list(*o); }; });
-  auto* gc = shm->add_subcommand("gc", "Remove segments and metadata whose creating process is dead");
+  auto* gc = shm->add_subcommand("gc", "Remove segments and metadata whose creating process is proven dead (never those of another host, boot or PID namespace it cannot see)");
   gc->add_option("--dir", o->dir, "Directory (default $TESSERA_SHM_DIR or /dev/shm)");
   gc->add_flag("--dry-run", o->dry_run, "Only say what would be removed");
   gc->add_flag("--include-persistent", o->include_persistent, "Also remove persistent arrays of dead creators");

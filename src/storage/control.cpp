@@ -273,6 +273,10 @@ ControlSegment::Liveness ControlSegment::liveness(Side side, int rank) const {
     id.host = p.host;
     id.pid = p.pid;
     id.start_time = p.start_time;
+    // Same namespace and boot (checked above): recorded, so a vanished pid is
+    // provably dead (without them the identity counts as legacy: never dead).
+    id.pid_namespace = p.pid_namespace;
+    id.boot_id = p.boot_id;
     return id.liveness() == ProcessIdentity::Liveness::dead ? Liveness::dead : Liveness::alive;
   }
   return lock.l_type == F_UNLCK ? Liveness::dead : Liveness::alive;

@@ -19,13 +19,20 @@ using nlohmann::json;
 
 namespace {
 json identity_json(const ProcessIdentity& id) {
-  return json{{"host", id.host}, {"pid", id.pid}, {"start_time", id.start_time}};
+  return json{{"host", id.host},
+              {"pid", id.pid},
+              {"start_time", id.start_time},
+              {"pid_namespace", id.pid_namespace},
+              {"boot_id", id.boot_id}};
 }
 ProcessIdentity identity_from(const json& j) {
   ProcessIdentity id;
   id.host = j.at("host").get<std::string>();
   id.pid = j.at("pid").get<std::int32_t>();
   id.start_time = j.at("start_time").get<std::uint64_t>();
+  // Absent in files written before they were recorded: "not recorded".
+  id.pid_namespace = j.value("pid_namespace", std::uint64_t{0});
+  id.boot_id = j.value("boot_id", std::string());
   return id;
 }
 }  // namespace
@@ -173,12 +180,19 @@ SharedArrayMetadata SharedArrayMetadata::read(const std::string& path) {
   return parse(read_small_regular_file(path, "shared-array metadata"), path);
 }
 
-void SharedArrayMetadata::write(const std::string& path, mode_t mode) const {
+void SharedArrayMetadata::write(const std::string& path, mode_t mode, gid_t group) const {
   std::string tmp = unique_temporary_name(path);
   std::string text = to_json();
   int fd = create_exclusive(tmp, mode);
   if (fd < 0) throw SystemError("cannot create metadata " + tmp, errno);
   FileDescriptor guard(fd);
+  if (group != static_cast<gid_t>(-1) && ::fchown(fd, static_cast<uid_t>(-1), group) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw SystemError("cannot give metadata " + path + " to group " + std::to_string(group) +
+                          " (TESSERA_SHM_GROUP): the creator must be a member of that group",
+                      err);
+  }
   ::fchmod(fd, mode);  // the umask must not widen or narrow what the caller asked
   std::size_t done = 0;
   while (done < text.size()) {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,6 +24,52 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Seconds since the epoch at which this kernel booted (/proc/stat btime).
+long long boot_time() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  long long value = 0;
+  while (in >> key) {
+    if (key == "btime" && in >> value) return value;
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// A file system only this machine's kernel writes to (not NFS, FUSE, 9p,
+// virtiofs, a cluster file system...): the ones Tessera's Shared storage
+// normally lives on.
+bool is_local_file_system(const std::string& dir) {
+  struct statfs st {};
+  if (::statfs(dir.c_str(), &st) != 0) return false;
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case 0x01021994:  // tmpfs
+    case 0x858458f6:  // ramfs
+    case 0x958458f6:  // hugetlbfs
+    case 0xEF53:      // ext2/3/4
+    case 0x58465342:  // xfs
+    case 0x9123683E:  // btrfs
+    case 0xF2F52010:  // f2fs
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ProcessIdentity::check, plus the one proof that needs the file: a creator
+// of this host under another boot id, whose file on a local file system is
+// older than this boot, died with that boot.
+ProcessIdentity::Verdict judge(const ProcessIdentity& creator, const std::string& dir, const struct stat& st) {
+  auto verdict = creator.check();
+  if (verdict.liveness != ProcessIdentity::Liveness::unknown || creator.boot_id.empty()) return verdict;
+  std::string boot_here = current_boot_id();
+  if (boot_here.empty() || creator.boot_id == boot_here || creator.host != current_host_name()) return verdict;
+  long long booted = boot_time();
+  if (booted > 0 && static_cast<long long>(st.st_ctime) < booted && is_local_file_system(dir))
+    return {ProcessIdentity::Liveness::dead, "created before this machine's last boot"};
+  return verdict;
+}
+
 std::string read_small_file(const std::string& path) {
   try {
     return read_small_regular_file(path, "file");
@@ -36,7 +83,7 @@ const char* liveness_name(ProcessIdentity::Liveness l) {
   switch (l) {
     case ProcessIdentity::Liveness::alive: return "alive";
     case ProcessIdentity::Liveness::dead: return "dead";
-    default: return "other-host";
+    default: return "unknown";
   }
 }
 
@@ -65,9 +112,11 @@ std::vector<ShmEntry> scan_shared_dir(const std::string& dir) {
         SegmentHeader h = read_segment_header(fd, path);
         entry.array_name = h.array_name;
         entry.rank = h.rank;
-        entry.creator = {h.host, h.creator_pid, h.creator_start_time};
+        entry.creator = {h.host, h.creator_pid, h.creator_start_time, h.creator_pid_namespace, h.creator_boot_id};
         entry.persist = h.persist != 0;
-        entry.liveness = entry.creator.liveness();
+        auto verdict = judge(entry.creator, dir, st);
+        entry.liveness = verdict.liveness;
+        entry.liveness_reason = verdict.reason;
       } catch (const Error& err) {
         entry.problem = err.what();
       }
@@ -81,7 +130,9 @@ std::vector<ShmEntry> scan_shared_dir(const std::string& dir) {
         entry.array_name = m.name;
         entry.creator = m.creator;
         entry.persist = m.persist;
-        entry.liveness = m.creator.liveness();
+        auto verdict = judge(m.creator, dir, st);
+        entry.liveness = verdict.liveness;
+        entry.liveness_reason = verdict.reason;
       } catch (const Error& err) {
         entry.problem = err.what();
       }

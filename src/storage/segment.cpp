@@ -1,13 +1,16 @@
 #include "tessera/storage/segment.hpp"
 
+#include <dirent.h>
 #include <sys/statvfs.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "tessera/runtime/error.hpp"
@@ -45,28 +48,146 @@ std::string hostname() {
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
 }
+
+// Inode of a /proc/<pid>/ns/pid link ("pid:[4026531836]"), 0 when unreadable.
+std::uint64_t pid_namespace_of(const std::string& proc_entry) {
+  char target[64] = {};
+  ssize_t n = ::readlink((proc_entry + "/ns/pid").c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return 0;
+  std::string t(target, static_cast<std::size_t>(n));
+  auto open = t.find('[');
+  return open == std::string::npos ? 0 : std::strtoull(t.c_str() + open + 1, nullptr, 10);
+}
+
+// True when /proc is the proc of our own PID namespace (after `unshare --pid
+// --fork` without --mount-proc it is the parent's, and /proc/<pid> there
+// names another process than our pid <pid>).
+bool proc_is_ours() {
+  char target[32] = {};
+  ssize_t n = ::readlink("/proc/self", target, sizeof(target) - 1);
+  return n > 0 && std::strtol(target, nullptr, 10) == getpid();
+}
+
+// The pid a process has inside its own (innermost) namespace: the last
+// field of NSpid in /proc/<pid>/status; 0 when unreadable.
+long innermost_pid(const std::string& proc_entry) {
+  std::ifstream in(proc_entry + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    long pid = 0, last = 0;
+    while (fields >> pid) last = pid;
+    return last;
+  }
+  return 0;
+}
+
+// The kernel's first PID namespace (PROC_PID_INIT_INO): from it every
+// process of the machine is visible.
+constexpr std::uint64_t kInitialPidNamespace = 0xEFFFFFFCu;
+
+using Verdict = ProcessIdentity::Verdict;
+using Liveness = ProcessIdentity::Liveness;
+
+// The creator lives in our PID namespace (or we cannot tell: older files).
+Verdict check_here(const ProcessIdentity& id, bool namespace_recorded) {
+  auto unknown = [&](std::string why) {
+    return Verdict{Liveness::unknown, namespace_recorded ? why
+                                                         : why + "; no PID namespace recorded (file from an older "
+                                                                 "Tessera): remove it by hand once no job uses it"};
+  };
+  if (id.pid <= 0) return namespace_recorded ? Verdict{Liveness::dead, "no creator pid"} : unknown("no creator pid");
+  bool exists = ::kill(id.pid, 0) == 0 || errno == EPERM;
+  if (!exists) {
+    if (namespace_recorded) return {Liveness::dead, "no process " + std::to_string(id.pid)};
+    return unknown("pid " + std::to_string(id.pid) + " does not exist here (it may be in another PID namespace)");
+  }
+  if (!proc_is_ours()) return unknown("/proc is not this PID namespace's, cannot check the start time");
+  ProcStat now = read_proc_stat(id.pid);
+  if (now.state == '?') return unknown("cannot read /proc/" + std::to_string(id.pid) + "/stat");
+  // A killed process stays a zombie until reaped (in a container, perhaps
+  // never) and still answers kill(): it is dead all the same. A reaped and
+  // reused pid has another start time.
+  bool same = now.state != 'Z' && now.state != 'X' && (id.start_time == 0 || now.start_time == id.start_time);
+  if (same) return {Liveness::alive, ""};
+  if (namespace_recorded)
+    return {Liveness::dead, now.state == 'Z' || now.state == 'X' ? "zombie" : "pid reused by a newer process"};
+  return unknown("pid " + std::to_string(id.pid) + " here is another process (the creator may be in another PID namespace)");
+}
+
+// The creator lives in another PID namespace: look for it through /proc.
+Verdict check_elsewhere(const ProcessIdentity& id, std::uint64_t here) {
+  const std::string ns = "PID namespace pid:[" + std::to_string(id.pid_namespace) + "]";
+  if (!proc_is_ours()) return {Liveness::unknown, "another " + ns + " (and /proc is not ours)"};
+  std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
+  if (!proc) return {Liveness::unknown, "another " + ns + " (cannot list /proc)"};
+  // Only a process with the creator's innermost pid and start time can be
+  // it: one of those whose namespace we may not read leaves the answer open.
+  bool undecided = false;
+  std::size_t members = 0;  // processes seen in the creator's namespace
+  while (dirent* e = ::readdir(proc.get())) {
+    std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string entry = "/proc/" + pid;
+    std::uint64_t inode = pid_namespace_of(entry);
+    bool candidate = false;
+    if (inode == 0 || inode == id.pid_namespace) {
+      ProcStat st = read_proc_stat(std::atoi(pid.c_str()));
+      candidate = st.state != '?' && st.state != 'Z' && st.state != 'X' &&
+                  (id.start_time == 0 || st.start_time == id.start_time) && innermost_pid(entry) == id.pid;
+    }
+    if (inode == 0) {
+      undecided = undecided || candidate;
+      continue;
+    }
+    if (inode != id.pid_namespace) continue;
+    ++members;
+    if (candidate) return {Liveness::alive, ""};
+  }
+  bool complete = !undecided;
+  if (!complete) return {Liveness::unknown, "another " + ns + " (some processes cannot be inspected)"};
+  if (members > 0) return {Liveness::dead, "no process " + std::to_string(id.pid) + " left in its " + ns};
+  if (here == kInitialPidNamespace) return {Liveness::dead, "its " + ns + " no longer exists"};
+  return {Liveness::unknown, "another " + ns + ", not visible from this one"};
+}
 }  // namespace
+
+std::string current_host_name() { return hostname(); }
+
+std::string current_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
+std::uint64_t current_pid_namespace() { return pid_namespace_of("/proc/self"); }
 
 ProcessIdentity ProcessIdentity::self() {
   ProcessIdentity id;
   id.host = hostname();
   id.pid = static_cast<std::int32_t>(getpid());
   id.start_time = read_proc_stat(id.pid).start_time;
+  id.pid_namespace = current_pid_namespace();
+  id.boot_id = current_boot_id();
   return id;
 }
 
-ProcessIdentity::Liveness ProcessIdentity::liveness() const {
-  if (host != hostname()) return Liveness::unknown;
-  if (pid <= 0) return Liveness::dead;
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return Liveness::dead;
-  ProcStat now = read_proc_stat(pid);
-  if (now.state == '?') return ::kill(pid, 0) == 0 || errno == EPERM ? Liveness::alive : Liveness::dead;
-  // A killed process stays a zombie until reaped (in a container, perhaps
-  // never) and still answers kill(): it is dead all the same. A reaped and
-  // reused pid has another start time.
-  if (now.state == 'Z' || now.state == 'X') return Liveness::dead;
-  if (start_time != 0 && now.start_time != start_time) return Liveness::dead;
-  return Liveness::alive;
+ProcessIdentity::Verdict ProcessIdentity::check() const {
+  std::string boot_here = current_boot_id();
+  if (!boot_id.empty() && !boot_here.empty()) {
+    // The same kernel whatever the host names (a container has its own).
+    if (boot_id != boot_here)
+      return {Liveness::unknown, host == hostname() ? "created under another boot (" + boot_id + ")"
+                                                    : "another host (" + host + ")"};
+  } else if (host != hostname()) {
+    return {Liveness::unknown, "another host (" + host + ")"};
+  }
+  if (pid_namespace == 0) return check_here(*this, false);
+  std::uint64_t here = current_pid_namespace();
+  if (here == pid_namespace) return check_here(*this, true);
+  return check_elsewhere(*this, here);
 }
 
 std::uint32_t segment_header_bytes(const std::string& dir) {
@@ -89,6 +210,7 @@ SegmentHeader read_segment_header(int fd, const std::string& path) {
   h.host[sizeof(h.host) - 1] = '\0';
   h.array_name[sizeof(h.array_name) - 1] = '\0';
   h.element_type[sizeof(h.element_type) - 1] = '\0';
+  h.creator_boot_id[sizeof(h.creator_boot_id) - 1] = '\0';
   return h;
 }
 

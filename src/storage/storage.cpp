@@ -1,6 +1,7 @@
 #include "tessera/storage/storage.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -21,6 +22,22 @@ std::string default_shared_dir() {
   return env && *env ? env : "/dev/shm";
 }
 
+gid_t shared_group_id(const std::string& name) {
+  std::string group = name;
+  if (group.empty()) {
+    const char* env = std::getenv("TESSERA_SHM_GROUP");
+    group = env ? env : "";
+  }
+  if (group.empty()) return static_cast<gid_t>(-1);
+  if (group.find_first_not_of("0123456789") == std::string::npos) return static_cast<gid_t>(std::stoul(group));
+  struct group entry {};
+  struct group* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr)
+    throw ConfigError("shared storage group '" + group + "' (TESSERA_SHM_GROUP or the group option) does not exist");
+  return found->gr_gid;
+}
+
 namespace {
 
 class HeapStorage final : public Storage {
@@ -39,6 +56,8 @@ struct CreatorRecord {
   char host[64];
   std::int32_t pid;
   std::uint64_t start_time;
+  std::uint64_t pid_namespace;
+  char boot_id[40];
 };
 
 std::string mebibytes(double bytes) {
@@ -83,9 +102,11 @@ class SharedStorage final : public Storage {
   void check_existing_metadata(const ArrayLayout& layout) const;
   void write_metadata(const Runtime& rt, const ArrayLayout& layout, const std::vector<CreatorRecord>& creators);
   void map_colocal_peers(const Runtime& rt, const ArrayLayout& layout);
+  void give_to_group(int fd, const std::string& path) const;
 
   std::string dir_, name_, metadata_path_;
   bool persist_ = false;
+  gid_t group_ = static_cast<gid_t>(-1);  // -1: the creator's own group
   mode_t mode_ = 0600;
   std::uint32_t header_bytes_ = 4096;
   Mapping own_;
@@ -99,7 +120,8 @@ class SharedStorage final : public Storage {
 SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options)
     : dir_(options.dir.empty() ? default_shared_dir() : options.dir),
       persist_(options.persist),
-      mode_(options.group_access ? 0660 : 0600),
+      group_(shared_group_id(options.group)),
+      mode_(options.group_access || group_ != static_cast<gid_t>(-1) ? 0660 : 0600),
       writable_(!options.open_existing || options.open_writable),
       rank_(rt.rank()) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
@@ -142,6 +164,8 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
     std::strncpy(mine.host, self.host.c_str(), sizeof(mine.host) - 1);
     mine.pid = self.pid;
     mine.start_time = self.start_time;
+    mine.pid_namespace = self.pid_namespace;
+    std::strncpy(mine.boot_id, self.boot_id.c_str(), sizeof(mine.boot_id) - 1);
     auto creators = gather_to_root<CreatorRecord>(rt.comm(), std::span<const CreatorRecord>(&mine, 1), 0);
     agree(rt.comm(), [&] {
       if (rt.rank() == 0) write_metadata(rt, layout, creators);
@@ -157,6 +181,14 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
   }
 }
 
+void SharedStorage::give_to_group(int fd, const std::string& path) const {
+  if (group_ == static_cast<gid_t>(-1)) return;
+  if (::fchown(fd, static_cast<uid_t>(-1), group_) != 0)
+    throw SystemError("cannot give " + path + " to group " + std::to_string(group_) +
+                          " (TESSERA_SHM_GROUP): the creator must be a member of that group",
+                      errno);
+}
+
 void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout) {
   auto r = static_cast<std::size_t>(rt.rank());
   std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
@@ -167,6 +199,7 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   FileDescriptor guard(fd);
   own_created_ = true;
   if (!persist_) segment_slot_ = exit_cleanup::add(path);
+  give_to_group(fd, path);
   ::fchmod(fd, mode_);
 
   // The header goes in before the file is sized, so even a process killed
@@ -182,6 +215,8 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   auto self = ProcessIdentity::self();
   h.creator_pid = self.pid;
   h.creator_start_time = self.start_time;
+  h.creator_pid_namespace = self.pid_namespace;
+  std::strncpy(h.creator_boot_id, self.boot_id.c_str(), sizeof(h.creator_boot_id) - 1);
   h.persist = persist_ ? 1 : 0;
   std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
   std::strncpy(h.array_name, name_.c_str(), sizeof(h.array_name) - 1);
@@ -259,6 +294,8 @@ void SharedStorage::write_metadata(const Runtime& rt, const ArrayLayout& layout,
     s.creator.host = std::string(creators[ur].host, strnlen(creators[ur].host, sizeof(creators[ur].host)));
     s.creator.pid = creators[ur].pid;
     s.creator.start_time = creators[ur].start_time;
+    s.creator.pid_namespace = creators[ur].pid_namespace;
+    s.creator.boot_id = std::string(creators[ur].boot_id, strnlen(creators[ur].boot_id, sizeof(creators[ur].boot_id)));
     m.segments.push_back(std::move(s));
   }
   m.job_id = rt.job_id();
@@ -266,7 +303,7 @@ void SharedStorage::write_metadata(const Runtime& rt, const ArrayLayout& layout,
   m.persist = persist_;
   m.created = utc_now_iso8601();
   if (!persist_) metadata_slot_ = exit_cleanup::add(metadata_path_);
-  m.write(metadata_path_, mode_);
+  m.write(metadata_path_, mode_, group_);
   metadata_created_ = true;
 }
 

@@ -310,6 +310,88 @@ TEST(SharedStorage, RegistryListsLiveFilesAndGcKeepsThem) {
   MPI_Barrier(rt.comm());
 }
 
+// Issue 9: a pid means nothing outside its PID namespace, so a creator is
+// dead only when proven; everything it cannot see is unknown and kept.
+TEST(SharedStorage, CreatorLivenessNeverGuessesDead) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  DistArray<float> a(rt, 10, StorageOptions::shared("tessera-test-identity", dir.path()));
+  MPI_Barrier(rt.comm());
+  if (rt.rank() == 0) {
+    using L = ProcessIdentity::Liveness;
+    auto self = ProcessIdentity::self();
+    ASSERT_NE(self.pid_namespace, 0u);
+    ASSERT_EQ(self.boot_id.size(), 36u) << self.boot_id;
+    EXPECT_EQ(self.check().liveness, L::alive);
+    pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+    auto gone = self;
+    gone.pid = child;
+    EXPECT_EQ(gone.check().liveness, L::dead) << gone.check().reason;
+    // Files written before namespaces were recorded: never dead.
+    auto legacy = gone;
+    legacy.pid_namespace = 0;
+    legacy.boot_id.clear();
+    EXPECT_EQ(legacy.check().liveness, L::unknown);
+    EXPECT_NE(legacy.check().reason.find("older Tessera"), std::string::npos) << legacy.check().reason;
+    legacy.pid = self.pid;
+    EXPECT_EQ(legacy.check().liveness, L::alive);
+    // Another boot of this host, another host: unknown.
+    auto reboot = gone;
+    reboot.boot_id = "00000000-0000-0000-0000-000000000000";
+    EXPECT_EQ(reboot.check().liveness, L::unknown);
+    auto remote = legacy;
+    remote.host = "another-host.example";
+    remote.pid = child;
+    EXPECT_EQ(remote.check().liveness, L::unknown);
+    // The same kernel (boot id) under another host name (a container's): ours.
+    auto renamed = self;
+    renamed.host = "container-hostname";
+    EXPECT_EQ(renamed.check().liveness, L::alive);
+    // Another PID namespace that no process is in: dead only when seen from
+    // the initial namespace (which sees every process), else unknown.
+    auto elsewhere = gone;
+    elsewhere.pid_namespace = 1;
+    EXPECT_EQ(elsewhere.check().liveness, current_pid_namespace() == 0xEFFFFFFCu ? L::dead : L::unknown)
+        << elsewhere.check().reason;
+
+    // Both recorded, in the header and in the metadata.
+    for (const auto& e : scan_shared_dir(dir.path())) {
+      EXPECT_EQ(e.creator.pid_namespace, self.pid_namespace) << e.file;
+      EXPECT_EQ(e.creator.boot_id, self.boot_id) << e.file;
+    }
+    // A legacy metadata file (no namespace, no boot id) of a vanished pid is
+    // listed unknown and gc keeps it.
+    auto meta = nlohmann::json::parse(read_text(a.metadata_path()));
+    for (auto* id : {&meta["creator"]["process"], &meta["segments"][0]["creator"]}) {
+      id->erase("pid_namespace");
+      id->erase("boot_id");
+      (*id)["pid"] = child;
+    }
+    meta["name"] = "tessera-test-legacy";
+    const std::string legacy_file = dir.path() + "/tessera-test-legacy.json";
+    std::ofstream(legacy_file) << meta.dump();
+    bool listed = false;
+    for (const auto& e : scan_shared_dir(dir.path())) {
+      if (e.file != "tessera-test-legacy.json") continue;
+      listed = true;
+      EXPECT_EQ(e.liveness, L::unknown) << e.liveness_reason;
+      EXPECT_EQ(e.creator.pid_namespace, 0u);
+    }
+    EXPECT_TRUE(listed);
+    EXPECT_TRUE(collect_garbage(dir.path(), {}).empty());
+    // Recorded namespace and a vanished pid: proven dead and collected.
+    meta = nlohmann::json::parse(read_text(a.metadata_path()));
+    meta["creator"]["process"]["pid"] = child;
+    meta["name"] = "tessera-test-dead";
+    std::ofstream(dir.path() + "/tessera-test-dead.json") << meta.dump();
+    EXPECT_EQ(collect_garbage(dir.path(), {}), std::vector<std::string>{"tessera-test-dead.json"});
+    ::unlink(legacy_file.c_str());
+  }
+  MPI_Barrier(rt.comm());
+}
+
 // Issue 8 item 13: a known element type must have its size.
 TEST(SharedStorage, ElementTypeMustMatchItsSize) {
   auto& rt = Runtime::current();

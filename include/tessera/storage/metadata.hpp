@@ -44,8 +44,9 @@ struct SharedArrayMetadata {
   // naming `path` and the field.
   static SharedArrayMetadata parse(const std::string& text, const std::string& path);
   static SharedArrayMetadata read(const std::string& path);
-  // Writes atomically (temporary file, then rename) with the given mode.
-  void write(const std::string& path, mode_t mode) const;
+  // Writes atomically (temporary file, then rename) with the given mode and,
+  // unless (gid_t)-1, group.
+  void write(const std::string& path, mode_t mode, gid_t group = static_cast<gid_t>(-1)) const;
 };
 
 std::string utc_now_iso8601();

@@ -19,6 +19,7 @@ struct ShmEntry {
   ProcessIdentity creator;
   bool persist = false;
   ProcessIdentity::Liveness liveness = ProcessIdentity::Liveness::unknown;
+  std::string liveness_reason;  // why dead or unknown (see ProcessIdentity)
   std::string problem;     // non-empty when the file is unreadable or corrupt
 };
 
@@ -33,7 +34,8 @@ struct GcFailure {
   std::string file;    // name inside the directory
   std::string reason;  // e.g. "cannot remove DIR/F: Permission denied"
 };
-// Removes files whose creator is dead on this host; returns the removed names.
+// Removes files whose creator is proven dead (never `unknown` ones: another
+// host, boot or PID namespace it cannot see into); returns the removed names.
 // A file that cannot be removed (another user's) is skipped and the rest are
 // still removed; the skipped ones go to `failures`, or without it a
 // SystemError listing them is thrown at the end.

@@ -11,16 +11,50 @@
 namespace tessera {
 
 // Who created a file: enough to tell later whether that process still lives,
-// even if its pid was reused (start time from /proc/<pid>/stat).
+// even if its pid was reused (start time from /proc/<pid>/stat), and even
+// from another PID namespace (a container) or after a reboot: a pid means
+// nothing outside its namespace, so the namespace and the kernel's boot id
+// are recorded too.
+//
+// The rule (`tessera shm list|gc`): a creator is `dead` only when that is
+// proven, `unknown` whenever it cannot be seen, and gc removes dead ones only.
+//  - Same boot id: the same kernel, whatever the host names say (containers
+//    have their own). Otherwise a different host name is another machine
+//    (unknown); the same host name with another boot id is a former boot of
+//    this machine: dead when the file lies on a local file system and is
+//    older than this boot (checked by the registry), else unknown.
+//  - Same PID namespace: kill(pid, 0) and the start time decide.
+//  - Another PID namespace: its processes are looked up through /proc (we see
+//    a namespace's processes when it is ours or below ours). Found with the
+//    same pid (NSpid) and start time: alive. Dead when the scan saw every
+//    process and either the namespace still has processes but not this one,
+//    or we are in the initial PID namespace and the namespace has none left.
+//    Anything else (a sibling container, an unreadable process): unknown.
+//  - No namespace recorded (files written before it was): alive when the
+//    pid lives here with the same start time, else unknown, never dead:
+//    remove such files by hand once no job uses them.
 struct ProcessIdentity {
   std::string host;
   std::int32_t pid = 0;
   std::uint64_t start_time = 0;
+  std::uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid; 0 = not recorded
+  std::string boot_id;              // /proc/sys/kernel/random/boot_id; empty = not recorded
 
   static ProcessIdentity self();
-  enum class Liveness { alive, dead, unknown };  // unknown: another host
-  Liveness liveness() const;
+  enum class Liveness { alive, dead, unknown };
+  struct Verdict {
+    Liveness liveness = Liveness::unknown;
+    std::string reason;  // why dead or unknown, for `shm list`
+  };
+  Verdict check() const;
+  Liveness liveness() const { return check().liveness; }
 };
+
+// This process's view: host name, boot id ("" when unreadable), PID
+// namespace inode (0 when unreadable).
+std::string current_host_name();
+std::string current_boot_id();
+std::uint64_t current_pid_namespace();
 
 struct SegmentHeader {
   static constexpr char kMagic[8] = {'T', 'E', 'S', 'S', 'S', 'E', 'G', '1'};
@@ -38,6 +72,10 @@ struct SegmentHeader {
   char host[64];
   char array_name[128];
   char element_type[32];
+  // Appended in place of zero bytes of the header page: files written before
+  // hold 0 and "" here and read as "not recorded" (same format version).
+  std::uint64_t creator_pid_namespace;
+  char creator_boot_id[40];
 };
 static_assert(sizeof(SegmentHeader) <= 4096);
 

@@ -3,6 +3,8 @@
 // default, or any directory) plus a JSON metadata file, so other processes and
 // co-located ranks map the same bytes with no copy.
 #pragma once
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,6 +26,10 @@ struct StorageOptions {
   std::string name;           // shared: file base name; default tessera-<job>-<n>
   bool persist = false;       // shared: keep segments and metadata after destruction
   bool group_access = false;  // shared: mode 0660 instead of 0600
+  // shared: files 0660 owned by this group (name or number), for an analysis
+  // under another uid (a rootless container) in that group. Empty: the
+  // environment's TESSERA_SHM_GROUP, else none (the creator's group).
+  std::string group;
   // shared: map the segments of an existing array `name` in `dir` (written
   // with persist by a job of the same rank count and layout) instead of
   // creating them. Nothing is copied and nothing is removed afterwards.
@@ -77,6 +83,11 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
 // later writes through a mapping cannot fail; throws SystemError "PATH needs
 // N MiB in DIR, M MiB free" when the file system is full.
 void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir);
+
+// The group shared files are given: `name` (a group name or number), else
+// $TESSERA_SHM_GROUP; (gid_t)-1 when neither is set. Throws ConfigError for
+// an unknown group.
+gid_t shared_group_id(const std::string& name = {});
 
 // The directory shared storage uses when none is given.
 std::string default_shared_dir();
