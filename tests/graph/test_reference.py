@@ -158,7 +158,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for k in RANKS:
         out = os.path.join(tmp, f"pipe{k}")
         r = json.loads(tessera("pipeline", wiki, "--relabel", *(["--target", "30"] if HAVE_DATA else []),
-                               "--tolerance", "1e-13", "-o", out, "--json", ranks=k).stdout)
+                               "--tolerance", "1e-13", "--solver", "tessera", "-o", out, "--json", ranks=k).stdout)
         if HAVE_DATA:
             check(r["lcc"]["vertices"] == 7066, f"pipeline at {k} ranks: largest component {r['lcc']['vertices']} vertices")
         results.append(read_vertex_values(out))
