@@ -23,7 +23,7 @@ namespace tessera {
 
 struct ArgsortOptions {
   int digit_bits = 16;                // bits per radix pass, 1..20
-  AggregationOptions aggregation;     // of the scatter of (key, index) pairs
+  AggregationOptions aggregation{};   // of the scatter of (key, index) pairs
   StorageOptions scratch = StorageOptions::heap();  // the two (key, index) arrays
 };
 
