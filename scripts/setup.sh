@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libgtest-dev googletest
   python3-scipy
+  python3-matplotlib  # scripts/plot_bench.py (issue 13)
 )
 # The trilinos/ layer (Tpetra, Belos, Ifpack2; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with
