@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "random_indices.hpp"
 #include "tessera/bench/benchmarks.hpp"
@@ -51,7 +52,10 @@ std::pair<std::uint64_t, std::uint64_t> bucket_of(Runtime& rt, std::uint64_t max
 // digits (about 2K buckets: counts in L1, write streams within the TLB's
 // reach), all histograms from one read; a pass whose digit is the same for
 // every key is skipped.
-void radix_sort_range(std::vector<std::uint32_t>& keys, std::uint32_t lo, std::uint64_t range) {
+// `other` is scratch of any content, kept by the caller so that repeated sorts
+// reuse its pages instead of faulting in fresh ones.
+void radix_sort_range(std::vector<std::uint32_t>& keys, std::uint32_t lo, std::uint64_t range,
+                      std::vector<std::uint32_t>& other) {
   if (keys.size() < 2 || range < 2) return;
   const int bits = std::bit_width(range - 1);
   const int passes = (bits + 10) / 11, digit = (bits + passes - 1) / passes;
@@ -62,7 +66,7 @@ void radix_sort_range(std::vector<std::uint32_t>& keys, std::uint32_t lo, std::u
     std::uint32_t u = k - lo;
     for (int p = 0; p < passes; ++p) ++counts[static_cast<std::size_t>(p) * buckets + ((u >> (p * digit)) & mask)];
   }
-  std::vector<std::uint32_t> other(keys.size());
+  other.resize(keys.size());
   for (int p = 0; p < passes; ++p) {
     std::size_t* c = counts.data() + static_cast<std::size_t>(p) * buckets;
     if (c[((keys[0] - lo) >> (p * digit)) & mask] == keys.size()) continue;
@@ -79,15 +83,13 @@ struct Bucketed {
   std::vector<std::uint64_t> counts;  // per destination rank
 };
 // ISx's count_local_bucket_sizes, compute_send_offsets, bucketize_local_keys.
-Bucketed bucketize(std::span<const std::uint32_t> keys, std::uint64_t width, int ranks) {
-  Bucketed b;
+void bucketize(std::span<const std::uint32_t> keys, std::uint64_t width, int ranks, Bucketed& b) {
   b.counts.assign(static_cast<std::size_t>(ranks), 0);
   for (std::uint32_t k : keys) ++b.counts[k / width];
   std::vector<std::uint64_t> fill(b.counts.size());
   std::exclusive_scan(b.counts.begin(), b.counts.end(), fill.begin(), std::uint64_t{0});
   b.keys.resize(keys.size());
   for (std::uint32_t k : keys) b.keys[fill[k / width]++] = k;
-  return b;
 }
 
 std::uint64_t key_hash(std::uint32_t key) {
@@ -113,7 +115,8 @@ std::vector<std::uint32_t> isx_keys(int rank, std::uint64_t count, std::uint64_t
 void isx_sort_alltoallv(Runtime& rt, std::span<const std::uint32_t> keys, std::uint64_t max_key,
                         std::vector<std::uint32_t>& key_counts) {
   const auto P = static_cast<std::size_t>(rt.size());
-  Bucketed b = bucketize(keys, bucket_width(max_key, rt.size()), rt.size());
+  Bucketed b;
+  bucketize(keys, bucket_width(max_key, rt.size()), rt.size(), b);
   std::vector<int> send_counts(P), send_displs(P), recv_counts(P), recv_displs(P);
   for (std::size_t r = 0; r < P; ++r) send_counts[r] = checked_int(b.counts[r]);
   std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
@@ -141,16 +144,19 @@ std::vector<std::uint32_t> isx_expand_counts(Runtime& rt, std::span<const std::u
 }
 
 void isx_sort_bulk(Runtime& rt, std::span<const std::uint32_t> keys, std::uint64_t max_key,
-                   std::vector<std::uint32_t>& sorted) {
-  Bucketed b = bucketize(keys, bucket_width(max_key, rt.size()), rt.size());
+                   std::vector<std::uint32_t>& sorted, std::vector<std::uint32_t>& scratch) {
+  Bucketed b{std::move(scratch), {}};
+  bucketize(keys, bucket_width(max_key, rt.size()), rt.size(), b);
   std::vector<std::uint64_t> received;
   sorted = comm::exchange<std::uint32_t>(rt.comm(), b.keys, b.counts, received);
+  scratch = std::move(b.keys);
   auto [lo, hi] = bucket_of(rt, max_key);
-  radix_sort_range(sorted, static_cast<std::uint32_t>(lo), hi - lo);
+  radix_sort_range(sorted, static_cast<std::uint32_t>(lo), hi - lo, scratch);
 }
 
 void isx_sort_aggregated(Runtime& rt, std::span<const std::uint32_t> keys, std::uint64_t max_key,
-                         std::vector<std::uint32_t>& sorted, const AggregationOptions& aggregation) {
+                         std::vector<std::uint32_t>& sorted, std::vector<std::uint32_t>& scratch,
+                         const AggregationOptions& aggregation) {
   const std::uint64_t width = bucket_width(max_key, rt.size());
   const int me = rt.rank();
   sorted.clear();
@@ -171,7 +177,7 @@ void isx_sort_aggregated(Runtime& rt, std::span<const std::uint32_t> keys, std::
     }
   }  // the scope end flushes: every key has reached its bucket
   auto [lo, hi] = bucket_of(rt, max_key);
-  radix_sort_range(sorted, static_cast<std::uint32_t>(lo), hi - lo);
+  radix_sort_range(sorted, static_cast<std::uint32_t>(lo), hi - lo, scratch);
 }
 
 Verdict check_isx(Runtime& rt, std::span<const std::uint32_t> input, std::span<const std::uint32_t> sorted) {
@@ -219,7 +225,7 @@ bool run_isx(Runtime& rt, const IsxOptions& o) {
   Report report(rt, "isx", config, o.format);
   report.set_baselines({"alltoallv"});
 
-  std::vector<std::uint32_t> key_counts, sorted;
+  std::vector<std::uint32_t> key_counts, sorted, scratch;
   auto check_sorted = verify_by([&] { return check_isx(rt, keys, sorted); });
   const double work = static_cast<double>(total);
   auto rows = run_variants(
@@ -232,9 +238,9 @@ bool run_isx(Runtime& rt, const IsxOptions& o) {
           return check_isx(rt, keys, expanded);
         })},
        {.variant = "bulk exchange + radix", .storage = "heap", .reps = o.reps, .work = work,
-        .run = [&] { isx_sort_bulk(rt, keys, o.max_key, sorted); }, .verify = check_sorted},
+        .run = [&] { isx_sort_bulk(rt, keys, o.max_key, sorted, scratch); }, .verify = check_sorted},
        {.variant = "aggregated + radix", .storage = "heap", .reps = o.reps, .work = work,
-        .run = [&] { isx_sort_aggregated(rt, keys, o.max_key, sorted, agg); }, .verify = check_sorted}},
+        .run = [&] { isx_sort_aggregated(rt, keys, o.max_key, sorted, scratch, agg); }, .verify = check_sorted}},
       1e6, "M keys/s");
   const double best = std::max(rows[1].rate, rows[2].rate);
   nlohmann::json figures{{"best_rate", best}, {"baseline_ratio", best / rows[0].rate},

@@ -54,14 +54,14 @@ TEST(Isx, KernelsMatchSerialSort) {
     EXPECT_EQ(expanded, want) << "alltoallv";
     EXPECT_TRUE(check_isx(rt(), keys, expanded).ok);
 
-    std::vector<std::uint32_t> sorted;
-    isx_sort_bulk(rt(), keys, max_key, sorted);
+    std::vector<std::uint32_t> sorted, scratch;
+    isx_sort_bulk(rt(), keys, max_key, sorted, scratch);
     EXPECT_EQ(sorted, want) << "bulk exchange";
 
     AggregationOptions tiny;
     tiny.buffer_bytes = 40;  // ten keys per batch: many batches
     for (const AggregationOptions& agg : {AggregationOptions{}, tiny}) {
-      isx_sort_aggregated(rt(), keys, max_key, sorted, agg.resolved());
+      isx_sort_aggregated(rt(), keys, max_key, sorted, scratch, agg.resolved());
       EXPECT_EQ(sorted, want) << "aggregated, " << agg.resolved().buffer_bytes << " B buffers";
       Verdict v = check_isx(rt(), keys, sorted);
       EXPECT_TRUE(v.ok) << v.found;

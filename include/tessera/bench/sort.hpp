@@ -30,14 +30,17 @@ void isx_sort_alltoallv(Runtime& rt, std::span<const std::uint32_t> keys, std::u
                         std::vector<std::uint32_t>& key_counts);
 std::vector<std::uint32_t> isx_expand_counts(Runtime& rt, std::span<const std::uint32_t> key_counts,
                                              std::uint64_t max_key);
-// Bucketize + comm::exchange (one bulk all-to-all), then an LSD radix sort of the bucket.
+// Bucketize + comm::exchange (one bulk all-to-all), then an LSD radix sort of
+// the bucket. `scratch` (any content) is kept by the caller, so that repeated
+// sorts reuse its pages.
 void isx_sort_bulk(Runtime& rt, std::span<const std::uint32_t> keys, std::uint64_t max_key,
-                   std::vector<std::uint32_t>& sorted);
+                   std::vector<std::uint32_t>& sorted, std::vector<std::uint32_t>& scratch);
 // Keys streamed to their bucket's rank through the aggregation engine
 // (comm::RecordExchange, 4-byte records, no count or bucketize pass), then
 // an LSD radix sort of the bucket.
 void isx_sort_aggregated(Runtime& rt, std::span<const std::uint32_t> keys, std::uint64_t max_key,
-                         std::vector<std::uint32_t>& sorted, const AggregationOptions& aggregation);
+                         std::vector<std::uint32_t>& sorted, std::vector<std::uint32_t>& scratch,
+                         const AggregationOptions& aggregation);
 
 // Globally sorted (every rank ascending, each rank's keys no smaller than any
 // key of an earlier rank), as many keys as the input and the same order-free
@@ -49,7 +52,7 @@ Verdict check_isx(Runtime& rt, std::span<const std::uint32_t> input, std::span<c
 // [0, 2^key_bits) (Arkouda's benchmark: ak.randint(0, 2**32, N)).
 std::uint64_t argsort_key(std::uint64_t index, int key_bits);
 
-// `perm` (this rank's part, global positions [perm_begin, ...)) lists every
+// `perm` (this rank's part; the parts in rank order make the whole) lists every
 // index of [0, n) once, and key_of(perm[j]) ascends, ties by ascending index
 // (the stable order), across rank boundaries too. When `gathered` is not
 // empty it must hold key_of(perm[j]) (the gather a[perm]).
