@@ -121,8 +121,10 @@ bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o) {
   DistArray<std::uint64_t> keys(rt, n), shared_keys(rt, n, StorageOptions::shared());
   for (std::uint64_t i = keys.local_begin(); i < keys.local_end(); ++i)
     keys.local()[i - keys.local_begin()] = shared_keys.local()[i - keys.local_begin()] = key_of(i);
-  DistArray<std::uint64_t> perm(keys.map());
-  std::vector<std::uint64_t> gathered(perm.local().size());
+  // The Shared variant's permutation is Shared too: its last pass writes co-locales' part directly.
+  DistArray<std::uint64_t> heap_perm(keys.map()), shared_perm(keys.map(), StorageOptions::shared());
+  DistArray<std::uint64_t>* perm = &heap_perm;  // the last one sorted, read by the gathers
+  std::vector<std::uint64_t> gathered(heap_perm.local().size());
 
   // The one-rank baseline sorts the whole array when it is small enough to
   // gather, else rank 0's part (the first keys: an argsort problem of its own).
@@ -146,12 +148,13 @@ bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o) {
   report.set_baselines({"std::sort"});
 
   ArgsortStats stats;
-  auto sort_with = [&](StorageOptions scratch, int direct) {
+  auto sort_with = [&](DistArray<std::uint64_t>& into, StorageOptions scratch, int direct) {
     return [&, scratch, direct] {
-      stats = argsort(keys, perm, {o.digit_bits, agg.with_same_node_direct(direct), scratch});
+      perm = &into;
+      stats = argsort(keys, into, {o.digit_bits, agg.with_same_node_direct(direct), scratch});
     };
   };
-  auto check_perm = verify_by([&] { return check_argsort(rt, n, perm.local(), key_of); });
+  auto check_perm = verify_by([&] { return check_argsort(rt, n, perm->local(), key_of); });
   auto digits = [&] { return nlohmann::json{{"digits_sorted", stats.digits_sorted}, {"digits_skipped", stats.digits_skipped}}; };
   const double all = static_cast<double>(n);
   auto sorts = run_variants(
@@ -170,21 +173,21 @@ bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o) {
         }),
         .rank0_only = true},
        {.variant = "radix argsort", .storage = "heap", .reps = o.reps, .work = all,
-        .run = sort_with(StorageOptions::heap(), 0), .verify = check_perm, .details = digits},
+        .run = sort_with(heap_perm, StorageOptions::heap(), 0), .verify = check_perm, .details = digits},
        {.variant = "radix argsort", .storage = "shared+direct", .reps = o.reps, .work = all,
-        .run = sort_with(StorageOptions::shared(), 1), .verify = check_perm, .details = digits}},
+        .run = sort_with(shared_perm, StorageOptions::shared(), 1), .verify = check_perm, .details = digits}},
       1e6, "M keys/s");
-  auto check_gather = verify_by([&] { return check_argsort(rt, n, perm.local(), key_of, gathered); });
+  auto check_gather = verify_by([&] { return check_argsort(rt, n, perm->local(), key_of, gathered); });
   auto gathers = run_variants(
       rt, report,
       {{.group = "gather", .variant = "gather a[perm]", .storage = "heap", .reps = o.reps, .work = all,
         .prepare = [&] { std::fill(gathered.begin(), gathered.end(), 0); },
-        .run = [&] { gather(keys, perm.local(), std::span<std::uint64_t>(gathered), agg.with_same_node_direct(0)); },
+        .run = [&] { gather(keys, perm->local(), std::span<std::uint64_t>(gathered), agg.with_same_node_direct(0)); },
         .verify = check_gather},
        {.group = "gather", .variant = "gather a[perm]", .storage = "shared+direct", .reps = o.reps, .work = all,
         .prepare = [&] { std::fill(gathered.begin(), gathered.end(), 0); },
         .run = [&] {
-          gather(shared_keys, perm.local(), std::span<std::uint64_t>(gathered), agg.with_same_node_direct(1));
+          gather(shared_keys, perm->local(), std::span<std::uint64_t>(gathered), agg.with_same_node_direct(1));
         },
         .verify = check_gather}},
       1e6, "M elems/s");

@@ -45,6 +45,7 @@ TEST(Argsort, MatchesStableSortWithDuplicates) {
   expect_argsort(keys, {}, "16-bit digits");
   expect_argsort(keys, {.digit_bits = 3}, "3-bit digits");
   expect_argsort(keys, {.digit_bits = 11}, "11-bit digits");
+  expect_argsort(keys, {.digit_bits = 4}, "4-bit digits: a middle pass between two scratch arrays");
 }
 
 TEST(Argsort, Full64BitKeys) {
@@ -80,6 +81,17 @@ TEST(Argsort, SharedScratchWithAndWithoutDirectPathAndTinyBuffers) {
   ArgsortOptions shared{.digit_bits = 8, .scratch = StorageOptions::shared()};
   shared.aggregation.same_node_direct = 1;
   expect_argsort(keys, shared, "shared + direct");
+  // The permutation in Shared storage too: the last pass writes co-locales' part directly.
+  {
+    DistArray<std::uint64_t> k(rt(), keys.size());
+    for (std::uint64_t i = k.local_begin(); i < k.local_end(); ++i) k.at(i) = keys[i];
+    DistArray<std::uint64_t> p(k.map(), StorageOptions::shared());
+    argsort(k, p, shared);
+    std::vector<std::uint64_t> want(keys.size());
+    std::iota(want.begin(), want.end(), std::uint64_t{0});
+    std::stable_sort(want.begin(), want.end(), [&](std::uint64_t a, std::uint64_t b) { return keys[a] < keys[b]; });
+    for (std::uint64_t j = p.local_begin(); j < p.local_end(); ++j) ASSERT_EQ(p.at(j), want[j]);
+  }
   shared.aggregation.same_node_direct = 0;
   shared.aggregation.buffer_bytes = 100;  // four records per batch
   expect_argsort(keys, shared, "shared, tiny buffers");
@@ -89,6 +101,7 @@ TEST(Argsort, BadArgumentsThrowOnEveryRank) {
   DistArray<std::uint64_t> keys(rt(), 100);
   DistArray<std::uint64_t> other(rt(), 101);
   EXPECT_THROW(argsort(keys, other), MismatchError);
+  EXPECT_THROW(argsort(keys, keys), MismatchError);
   EXPECT_THROW(argsort(keys, {.digit_bits = 0}), ConfigError);
   EXPECT_THROW(argsort(keys, {.digit_bits = 21}), ConfigError);
 }
