@@ -7,9 +7,11 @@
 //      (put there through an aggregator) and scanned globally (a local scan
 //      plus runtime/collective.hpp's exclusive_prefix_sum): the scan at
 //      (bucket, rank) is where that rank's first pair of that bucket goes;
-//   3. every pair is written to its global position through a DstAggregator
-//      (records buffered per destination rank; the same-node direct path when
-//      the scratch arrays are in Shared storage).
+//   3. every pair is written to its global position: this rank's at once,
+//      co-locales' through the same-node mapping (Shared scratch), the rest as
+//      (offset, pair) records through the aggregation engine (RecordExchange,
+//      as a DstAggregator, without its division per element to find owners).
+//      The first pass reads the keys; the last writes only indices, into perm.
 // The sort is stable, so the permutation is unique: ties keep index order.
 // Digits on which every key agrees (from a global AND/OR of the keys) are
 // skipped, so keys of 32 significant bits take two 16-bit passes, not four.
