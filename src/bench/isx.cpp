@@ -24,6 +24,7 @@
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/sort.hpp"
+#include "tessera/comm/argsort.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/comm/record_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -240,7 +241,8 @@ bool run_isx(Runtime& rt, const IsxOptions& o) {
   const std::uint64_t mine = weak ? o.keys_per_rank : o.total_keys / ranks + (me < o.total_keys % ranks);
   const std::uint64_t total = weak ? o.keys_per_rank * ranks : o.total_keys;
   auto keys = isx_keys(rt.rank(), mine, o.max_key);
-  AggregationOptions agg = o.aggregation.resolved();
+  // The key exchange is a bulk scatter: larger buffers than the engine's defaults unless set.
+  AggregationOptions agg = bulk_scatter_aggregation(o.aggregation, rt.size(), mine * sizeof(std::uint32_t));
   nlohmann::json config{{"scaling", weak ? "weak" : "strong"}, {"keys_per_rank", weak ? o.keys_per_rank : total / ranks},
                         {"total_keys", total}, {"max_key", o.max_key}, {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};

@@ -4,7 +4,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -98,6 +101,24 @@ void prefer_huge_pages(DistArray<T>& array) {
 
 }  // namespace
 
+AggregationOptions bulk_scatter_aggregation(const AggregationOptions& given, int ranks, std::uint64_t bytes_per_rank) {
+  AggregationOptions o = given;
+  auto unset_in_environment = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr || *v == '\0';
+  };
+  if (o.max_in_flight == 0 && unset_in_environment("TESSERA_AGG_IN_FLIGHT")) o.max_in_flight = 4;
+  if (o.buffer_bytes == 0 && unset_in_environment("TESSERA_AGG_BUFFER_BYTES")) {
+    constexpr std::uint64_t kBudget = std::uint64_t{64} << 20, kMin = 16 << 10, kMax = 1 << 20;
+    const auto P = static_cast<std::uint64_t>(std::max(1, ranks));
+    const int in_flight = o.max_in_flight > 0 ? o.max_in_flight : AggregationOptions{}.resolved().max_in_flight;
+    std::uint64_t bytes = kBudget / (P * static_cast<std::uint64_t>(1 + in_flight));
+    bytes = std::min(bytes, std::max<std::uint64_t>(kDefaultAggBufferBytes, bytes_per_rank / P));
+    o.buffer_bytes = static_cast<std::size_t>(std::bit_floor(std::clamp(bytes, kMin, kMax)));
+  }
+  return o.resolved();
+}
+
 ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64_t>& perm,
                      const ArgsortOptions& options) {
   if (!(perm.map() == keys.map()))
@@ -108,7 +129,8 @@ ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64
     throw ConfigError("argsort: digit width " + std::to_string(options.digit_bits) + " bits is outside 1..20");
   Runtime& rt = keys.runtime();
   MPI_Comm comm = rt.comm();
-  const AggregationOptions aggregation = options.aggregation.resolved();
+  const AggregationOptions aggregation = bulk_scatter_aggregation(
+      options.aggregation, rt.size(), keys.local().size() * (sizeof(std::uint64_t) + sizeof(KeyIndex)));
   const auto ranks = static_cast<std::uint64_t>(rt.size());
   const int bits = options.digit_bits;
   const std::uint64_t buckets = std::uint64_t{1} << bits, digit_mask = buckets - 1;
