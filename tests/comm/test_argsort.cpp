@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <vector>
 
@@ -104,4 +105,26 @@ TEST(Argsort, BadArgumentsThrowOnEveryRank) {
   EXPECT_THROW(argsort(keys, keys), MismatchError);
   EXPECT_THROW(argsort(keys, {.digit_bits = 0}), ConfigError);
   EXPECT_THROW(argsort(keys, {.digit_bits = 21}), ConfigError);
+}
+
+TEST(Argsort, BulkScatterAggregationPicksLargerBuffersUnlessSet) {
+  if (std::getenv("TESSERA_AGG_BUFFER_BYTES") || std::getenv("TESSERA_AGG_IN_FLIGHT")) GTEST_SKIP() << "set outside";
+  AggregationOptions unset;
+  AggregationOptions two = bulk_scatter_aggregation(unset, 2, std::uint64_t{256} << 20);
+  EXPECT_EQ(two.max_in_flight, 4);
+  EXPECT_EQ(two.buffer_bytes, std::size_t{1} << 20);
+  AggregationOptions many = bulk_scatter_aggregation(unset, 1024, std::uint64_t{256} << 20);
+  EXPECT_EQ(many.buffer_bytes, std::size_t{16} << 10) << "64 MiB over 1024 x 5 buffers, at the 16 KiB floor";
+  AggregationOptions small = bulk_scatter_aggregation(unset, 2, 1000);
+  EXPECT_EQ(small.buffer_bytes, kDefaultAggBufferBytes) << "not above one destination's share of the data";
+  AggregationOptions given;
+  given.buffer_bytes = 4096;
+  given.max_in_flight = 2;
+  AggregationOptions kept = bulk_scatter_aggregation(given, 2, std::uint64_t{256} << 20);
+  EXPECT_EQ(kept.buffer_bytes, 4096u);
+  EXPECT_EQ(kept.max_in_flight, 2);
+  ::setenv("TESSERA_AGG_BUFFER_BYTES", "8K", 1);
+  AggregationOptions from_environment = bulk_scatter_aggregation(unset, 2, std::uint64_t{256} << 20);
+  ::unsetenv("TESSERA_AGG_BUFFER_BYTES");
+  EXPECT_EQ(from_environment.buffer_bytes, 8192u);
 }

@@ -31,7 +31,8 @@ namespace tessera {
 // 4 in flight than with 64 KiB x 1). Fields set in `given` or by the
 // environment (TESSERA_AGG_BUFFER_BYTES, TESSERA_AGG_IN_FLIGHT) are kept; an
 // unset in-flight count becomes 4 and an unset buffer the largest of
-// 16 KiB..1 MiB that keeps the send buffers within 64 MiB per rank and is not
+// 16 KiB..1 MiB that keeps the send buffers within 64 MiB per rank (16 KiB
+// at most past 800 ranks) and is not
 // much above one destination's share of the data. Returns resolved options.
 AggregationOptions bulk_scatter_aggregation(const AggregationOptions& given, int ranks, std::uint64_t bytes_per_rank);
 
