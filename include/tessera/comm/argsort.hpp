@@ -30,10 +30,10 @@ namespace tessera {
 // loaded 2-vCPU VM: argsort 2.5x, ISx's key exchange 2x faster with 1 MiB x
 // 4 in flight than with 64 KiB x 1). Fields set in `given` or by the
 // environment (TESSERA_AGG_BUFFER_BYTES, TESSERA_AGG_IN_FLIGHT) are kept; an
-// unset in-flight count becomes 4 and an unset buffer the largest of
-// 16 KiB..1 MiB that keeps the send buffers within 64 MiB per rank (16 KiB
-// at most past 800 ranks) and is not
-// much above one destination's share of the data. Returns resolved options.
+// unset in-flight count becomes 4 and an unset buffer the largest power of
+// two in 16 KiB..1 MiB that keeps the send buffers within 64 MiB per rank
+// (past about 800 ranks the 16 KiB floor exceeds that) and is not much above
+// one destination's share of the data. Returns resolved options.
 AggregationOptions bulk_scatter_aggregation(const AggregationOptions& given, int ranks, std::uint64_t bytes_per_rank);
 
 struct ArgsortOptions {
