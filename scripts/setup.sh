@@ -11,6 +11,7 @@ packages=(
   libgtest-dev googletest
   python3-scipy
   bubblewrap  # the containerized analysis (scripts/analyze-in-container.sh) and its tests
+  python3-matplotlib  # scripts/plot_bench.py (issue 13)
 )
 # The trilinos/ layer (Tpetra, Belos, Ifpack2; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with

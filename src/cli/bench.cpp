@@ -18,6 +18,8 @@ struct BenchOptions {
   bench::ComponentsBenchOptions cc;
   bench::HittingBenchOptions hitting;
   bench::ParseBenchOptions parse;
+  bench::IsxOptions isx;              // issue 13: sorting benchmarks
+  bench::ArgsortBenchOptions argsort;
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -41,6 +43,8 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.cc);
   apply_common(o, o.hitting);
   apply_common(o, o.parse);
+  apply_common(o, o.isx);
+  apply_common(o, o.argsort);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;
@@ -55,6 +59,8 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "cc") ok = bench::run_components_bench(rt, o.cc) && ok;
   if (which == "parse") ok = bench::run_parse_bench(rt, o.parse) && ok;
   if (which == "hitting") ok = bench::run_hitting_bench(rt, o.hitting) && ok;
+  if (which == "isx") ok = bench::run_isx(rt, o.isx) && ok;
+  if (which == "argsort") ok = bench::run_argsort_bench(rt, o.argsort) && ok;
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
 }
@@ -94,10 +100,20 @@ void add_bench(CLI::App& app, Action& selected) {
   t->add_option("--tolerance", o->hitting.tolerance, "CG relative residual")->check(CLI::PositiveNumber);
   auto* p = bench->add_subcommand("parse", "Edge-list parse rate (MB/s per rank) on a generated .el file in page cache");
   p->add_option("--scale", o->parse.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
+  // Sorting (issue 13): ISx and argsort.
+  auto* x = bench->add_subcommand("isx", "ISx integer sort: ParRes ISx's alltoallv shape vs bulk exchange vs aggregation");
+  x->add_option("--keys", o->isx.keys_per_rank, "Keys per rank (weak scaling)")->check(CLI::PositiveNumber);
+  x->add_option("--total-keys", o->isx.total_keys, "Keys in all, split over the ranks (strong scaling)");
+  x->add_option("--max-key", o->isx.max_key, "Keys are uniform in [0, max-key), at most 2^32");
+  auto* z = bench->add_subcommand("argsort", "Radix argsort of 64-bit keys and the gather a[perm] vs std::sort on one rank");
+  z->add_option("--keys", o->argsort.keys_per_rank, "Keys per rank")->check(CLI::PositiveNumber);
+  z->add_option("--key-bits", o->argsort.key_bits, "Keys are uniform in [0, 2^bits)")->check(CLI::Range(1, 64));
+  z->add_option("--digit-bits", o->argsort.digit_bits, "Bits per radix pass")->check(CLI::Range(1, 20));
+  z->add_option("--gather-limit", o->argsort.gather_limit, "Largest array the std::sort baseline gathers to one rank");
   auto* a = bench->add_subcommand("all", "The four core benchmarks (stream, ra, indexgather, histogram)");
   a->add_flag("--demo", o->demo, "Larger sizes, about a minute at 4 ranks on 2 cores (make demo)");
 
-  for (auto* sub : {s, r, g, h, c, t, p, a}) {
+  for (auto* sub : {s, r, g, h, c, t, p, x, z, a}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

@@ -20,6 +20,10 @@ TARGETS = [
     ("hitting", "edgelist_memory_fraction", "<", 0.10, "EdgeListMatrix adds under 10% of the edge arrays"),
     ("hitting", "belos_rowmatrix_vs_crs", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Belos on a CrsMatrix"),
     ("hitting", "belos_rowmatrix_vs_tessera_cg", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Tessera's CG"),
+    # Issue 13 (sorting); each figure is printed only in the reference's configuration (2 ranks).
+    ("isx", "isx_reference_ratio", ">=", 2.0, "ISx at least 2x ParRes ISx MPI's 11.3 M keys/s at 2 ranks"),
+    ("argsort", "rate_at_2_ranks", ">=", 20.0, "argsort at least 20 M keys/s at 2 ranks"),
+    ("argsort", "arkouda_ratio", ">=", 5.0, "argsort at least 5x Arkouda's 2.4 M keys/s on 2 locales"),
 ]
 COMPARE = {">=": operator.ge, "<=": operator.le, "<": operator.lt}
 
@@ -56,6 +60,12 @@ def self_test():
     assert len(failures(bad_rounds)) == 1
     bad_hitting = ['{"bench":"hitting","summary":"...","ranks":4,"time_ratio":1.3,"edgelist_memory_fraction":0.1}']
     assert len(failures(bad_hitting)) == 2, failures(bad_hitting)
+    sorting = ['{"bench":"isx","summary":"...","ranks":2,"isx_reference_ratio":3.1}',
+               '{"bench":"argsort","summary":"...","ranks":2,"rate_at_2_ranks":24,"arkouda_ratio":10}']
+    assert failures(sorting) == [], failures(sorting)
+    slow_sorting = ['{"bench":"isx","summary":"...","ranks":2,"isx_reference_ratio":1.5}',
+                    '{"bench":"argsort","summary":"...","ranks":2,"rate_at_2_ranks":12,"arkouda_ratio":5}']
+    assert len(failures(slow_sorting)) == 2, failures(slow_sorting)
     unverified = ['{"bench":"ra","group":"","variant":"aggregated","storage":"heap","verified":false,"check":"1 of 64 words wrong"}']
     assert "not verified" in failures(unverified)[0]
     print("check_targets self-test: ok")

@@ -77,4 +77,25 @@ struct ParseBenchOptions : CommonOptions {
 };
 bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o);
 
+// ISx integer sort (issue 13): uniform 32-bit keys in [0, max_key) sent to
+// their bucket's rank and sorted there; ParRes ISx's bulk alltoallv shape
+// against the comm layer's bulk exchange and aggregation, in one run.
+struct IsxOptions : CommonOptions {
+  std::uint64_t keys_per_rank = std::uint64_t{1} << 24;  // weak scaling
+  std::uint64_t total_keys = 0;                          // > 0: strong scaling, this many in all
+  std::uint64_t max_key = std::uint64_t{1} << 28;
+};
+bool run_isx(Runtime& rt, const IsxOptions& o);
+
+// Argsort of 64-bit keys (issue 13): the library's LSD radix argsort
+// (comm/argsort.hpp, Arkouda's algorithm) and the gather a[perm], against
+// std::sort of (key, index) pairs on one rank.
+struct ArgsortBenchOptions : CommonOptions {
+  std::uint64_t keys_per_rank = std::uint64_t{1} << 23;
+  int key_bits = 32;                                  // keys uniform in [0, 2^key_bits)
+  int digit_bits = 16;
+  std::uint64_t gather_limit = std::uint64_t{1} << 26;  // baseline sorts the whole array up to this size
+};
+bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o);
+
 }  // namespace tessera::bench
