@@ -179,14 +179,18 @@ std::size_t tuned() { return g_tuned; }
 void set_tuned(std::size_t bytes) { g_tuned = std::clamp(floor_pow2(bytes), kAutoMinBufferBytes, kAutoMaxBufferBytes); }
 
 std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch) {
-  // A batch costs one message: a few microseconds of MPI overhead on either
-  // side. Buffers that fill faster than kFastFill spend a noticeable share of
-  // the time on that overhead: double them. Buffers that take longer than
-  // kSlowFill to fill only add latency (a get waits for its batch) and memory:
-  // halve them. Too few batches to judge: keep the size.
-  constexpr double kFastFill = 200e-6, kSlowFill = 20e-3;
+  // A batch costs one message: microseconds of MPI work on both sides, far
+  // more when ranks share cores and a wait costs a context switch. Buffers
+  // that fill in less than kFastFill spend a noticeable share of the time on
+  // that: grow them towards kTargetFill (at most 8x per round). Buffers that
+  // take longer than kSlowFill only add latency (a get waits for its batch)
+  // and memory: halve them. Too few batches to judge: keep the size.
+  constexpr double kFastFill = 1e-3, kTargetFill = 2e-3, kSlowFill = 50e-3;
   if (batches < 4 || seconds_per_batch <= 0) return bytes;
-  if (seconds_per_batch < kFastFill) return std::min(bytes * 2, kAutoMaxBufferBytes);
+  if (seconds_per_batch < kFastFill) {
+    double factor = std::min(8.0, kTargetFill / seconds_per_batch);
+    return std::min(std::bit_ceil(static_cast<std::size_t>(static_cast<double>(bytes) * factor)), kAutoMaxBufferBytes);
+  }
   if (seconds_per_batch > kSlowFill) return std::max(bytes / 2, kAutoMinBufferBytes);
   return bytes;
 }

@@ -387,9 +387,10 @@ TEST(Aggregation, RoutingAndBudgetSettingsFromEnvironment) {
 }
 
 TEST(Autotune, GrowsFastFillingBuffersAndShrinksSlowOnes) {
-  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 50e-6), 32u << 10);
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 500e-6), 64u << 10) << "towards 2 ms per batch";
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 1e-6), 128u << 10) << "at most 8x per round";
   EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 0.1), 8u << 10);
-  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 1e-3), 16u << 10);
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 5e-3), 16u << 10);
   EXPECT_EQ(agg_autotune::suggest(16 << 10, 2, 1e-6), 16u << 10) << "too few batches to judge";
   EXPECT_EQ(agg_autotune::suggest(kAutoMaxBufferBytes, 100, 1e-6), kAutoMaxBufferBytes);
   EXPECT_EQ(agg_autotune::suggest(kAutoMinBufferBytes, 100, 1.0), kAutoMinBufferBytes);
