@@ -194,6 +194,34 @@ std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per
   if (seconds_per_batch > kSlowFill) return std::max(bytes / 2, kAutoMinBufferBytes);
   return bytes;
 }
+
+namespace {
+// The hill climb's memory: the best size measured so far and its rate.
+std::size_t g_best_bytes = 0;
+double g_best_rate = 0;
+int g_direction = 2;  // 2: growing, -2: shrinking, 0: settled
+}  // namespace
+
+std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second) {
+  // First the fill-time rule (a size far from the sweet spot moves at once);
+  // then a hill climb on the measured rate: keep doubling (or halving) while
+  // the rate improves, go back to the best size when it does not.
+  std::size_t by_fill = suggest(bytes, batches, seconds_per_batch);
+  if (by_fill != bytes && by_fill > bytes * 2) {
+    g_best_bytes = 0;
+    return by_fill;
+  }
+  if (records_per_second >= g_best_rate || g_best_bytes == bytes) {
+    if (records_per_second >= g_best_rate) g_best_rate = records_per_second;
+    g_best_bytes = bytes;
+    if (g_direction == 0) return bytes;
+    std::size_t next = g_direction > 0 ? bytes * 2 : bytes / 2;
+    return std::clamp(next, kAutoMinBufferBytes, kAutoMaxBufferBytes);
+  }
+  // Worse than the best: turn round once (halving from the best), then settle.
+  g_direction = g_direction > 0 ? -2 : 0;
+  return g_best_bytes;
+}
 }  // namespace agg_autotune
 
 }  // namespace tessera

@@ -315,22 +315,35 @@ bool RecordExchange::idle() const { return in_flight_ == 0 && replies_sending_ =
 
 void RecordExchange::flush() {
   if (size_ == 1) return;
-  if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
-    // Auto size: how long the busiest destination took to fill a batch this
-    // round suggests the size the next exchange starts from (agreed then).
-    std::uint64_t busiest = 0, batches = 0;
+  // Auto size: the round's batch counts and time, read before this flush's
+  // own traffic, decide the size the next exchange starts from (agreed then).
+  const bool tune = options_.buffer_bytes == AggregationOptions::kAutoBufferBytes;
+  std::uint64_t busiest = 0, batches = 0;
+  if (tune)
     for (std::size_t r = 0; r < sent_to_.size(); ++r) {
       std::uint64_t n = static_cast<std::uint64_t>(sent_to_[r]) + (routed_ ? static_cast<std::uint64_t>(sent_fwd_to_[r]) : 0);
       busiest = std::max(busiest, n);
       batches += n;
     }
-    double elapsed = MPI_Wtime() - round_start_;
-    if (busiest > 0)
-      agg_autotune::set_tuned(agg_autotune::suggest(buffer_bytes_, batches, elapsed / static_cast<double>(busiest)));
-  }
+  const double filled = MPI_Wtime() - round_start_;
+  struct Tune {  // runs when the flush returns
+    RecordExchange& x;
+    bool on;
+    std::uint64_t busiest, batches;
+    double filled;
+    ~Tune() {
+      if (!on || std::uncaught_exceptions()) return;
+      double round = MPI_Wtime() - x.round_start_;
+      double rate = static_cast<double>(x.stats_.records_sent - x.tune_records_) / std::max(round, 1e-9);
+      agg_autotune::set_tuned(agg_autotune::climb(x.buffer_bytes_, batches,
+                                                  busiest ? filled / static_cast<double>(busiest) : 0, rate));
+      x.tune_records_ = x.stats_.records_sent;
+      x.round_start_ = MPI_Wtime();
+    }
+  } tune_after{*this, tune, busiest, batches, filled};
   if (routed_) {
     flush_routed();
-    round_start_ = MPI_Wtime();
+    if (!tune) round_start_ = MPI_Wtime();
     return;
   }
   for (int d = 0; d < size_; ++d) send_current(d);
@@ -347,7 +360,7 @@ void RecordExchange::flush() {
   // before every rank has applied this one. Other exchanges keep being served.
   TESSERA_MPI(MPI_Ibarrier(comm_, &req));
   wait_serving(req);
-  round_start_ = MPI_Wtime();
+  if (!tune) round_start_ = MPI_Wtime();
 }
 
 

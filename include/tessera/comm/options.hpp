@@ -106,6 +106,9 @@ std::size_t tuned();
 // size the next exchange should use (not yet agreed across ranks).
 std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch);
 void set_tuned(std::size_t bytes);
+// After a round: the fill-time rule first, then a hill climb on the measured
+// rate (records per second) over the sizes tried in this process.
+std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second);
 }  // namespace agg_autotune
 
 }  // namespace tessera

@@ -226,6 +226,7 @@ class RecordExchange {
   std::vector<std::byte> scratch_, reply_scratch_, side_scratch_;
   std::vector<std::uint32_t> local_pos_;
   double round_start_ = 0;        // auto buffer size: when this round's pushes began
+  std::uint64_t tune_records_ = 0;  // records_sent when the round began
 };
 
 }  // namespace tessera::comm
