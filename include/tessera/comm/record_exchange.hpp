@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -71,7 +72,22 @@ class RecordExchange {
   // Room for the next record to `dest` (never this rank). Write exactly
   // record_bytes there before the next call.
   std::byte* push(int dest) {
-    if (routed_) return push_routed(dest, nullptr);
+    if (routed_) {
+      // Fast path: a forward buffer with room (the common case).
+      if (static_cast<unsigned>(dest) < static_cast<unsigned>(size_) && dest != rank_) {
+        auto s = static_cast<std::size_t>(own_slot_[static_cast<std::size_t>(dest)]);
+        RoutedOutbox& o = routed_out_[s];
+        if (slots_[s].forward && static_cast<std::size_t>(o.end - o.cursor) >= 4 + shape_.record_bytes) {
+          auto d = static_cast<std::uint32_t>(dest);
+          std::memcpy(o.cursor, &d, 4);
+          std::byte* at = o.cursor + 4;
+          o.cursor = at + shape_.record_bytes;
+          ++o.count;
+          return at;
+        }
+      }
+      return push_routed(dest, nullptr);
+    }
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
