@@ -84,8 +84,14 @@ AggregationOptions AggregationOptions::resolved() const {
     const char* env = std::getenv("TESSERA_AGG_BUFFER_BYTES");
     if (env && std::string(env) == "auto")
       o.buffer_bytes = kAutoBufferBytes;
+    else if (env && *env)
+      try {
+        o.buffer_bytes = parse_byte_size(env, "TESSERA_AGG_BUFFER_BYTES");
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string(e.what()) + " (or auto: sized from the rank count and TESSERA_AGG_MEMORY_BUDGET)");
+      }
     else
-      o.buffer_bytes = env && *env ? parse_byte_size(env, "TESSERA_AGG_BUFFER_BYTES (or auto)") : kDefaultAggBufferBytes;
+      o.buffer_bytes = kDefaultAggBufferBytes;
   }
   if (o.max_in_flight == 0) {
     const char* env = std::getenv("TESSERA_AGG_IN_FLIGHT");

@@ -381,7 +381,7 @@ TEST(Aggregation, RoutingAndBudgetSettingsFromEnvironment) {
     AggregationOptions{}.resolved();
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("or auto"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("or auto: sized from the rank count"), std::string::npos);
   }
   unsetenv("TESSERA_AGG_BUFFER_BYTES");
 }
