@@ -286,7 +286,6 @@ bool RecordExchange::progress() {
     TESSERA_MPI(MPI_Irecv(recv_bufs_[i].data(), static_cast<int>(recv_bufs_[i].size()), MPI_BYTE, MPI_ANY_SOURCE,
                           tag, comm_, &recv_reqs_[i]));
   }
-  if (!held_.empty()) did = drain_forward() || did;
 
   if (in_flight_ > 0) {
     TESSERA_MPI(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &n, completed_.data(),
@@ -308,6 +307,9 @@ bool RecordExchange::progress() {
       did = true;
     }
   }
+  // Grid routing: place held forward batches after retiring sends, so the
+  // buffers just freed take them at once.
+  if (!held_.empty()) did = drain_forward() || did;
   return did;
 }
 
