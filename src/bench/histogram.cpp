@@ -13,6 +13,7 @@
 #include "random_indices.hpp"
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
+#include "multi_hop_summary.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -106,7 +107,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
-  run_variants(rt, report,
+  auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = zero(rma),
                  .run = [&] { histo_fine(rt, rma, idx, fine); }, .verify = check(rma, fine)},
@@ -118,8 +119,12 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                  .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(0)); }, .verify = check(shared, idx.size())},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
                  .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1)); },
-                 .verify = check(shared, idx.size())}},
+                 .verify = check(shared, idx.size())},
+                {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
+                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
+                 .verify = check(heap, idx.size())}},
                1e6, "M upd/s");
+  add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   return report.print();
 }
 

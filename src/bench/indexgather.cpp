@@ -13,6 +13,7 @@
 #include "random_indices.hpp"
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
+#include "multi_hop_summary.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -46,8 +47,10 @@ void fill_table(Table& t) {
 }
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
-                       std::vector<std::uint64_t>& tgt, const AggregationOptions& agg) {
+                       std::vector<std::uint64_t>& tgt, const AggregationOptions& agg,
+                       std::size_t* buffer_used = nullptr) {
   SrcAggregator<std::uint64_t> src(t, agg);
+  if (buffer_used) *buffer_used = src.exchange().buffer_bytes();
   for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
 }
 
@@ -74,7 +77,10 @@ void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::
 }
 }  // namespace
 
+bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o);
+
 bool run_indexgather(Runtime& rt, const GatherOptions& o) {
+  if (o.sweep) return run_indexgather_sweep(rt, o);
   std::uint64_t table = o.table_per_rank * static_cast<std::uint64_t>(rt.size());
   auto idx = indexgather_indices(rt.rank(), o.requests_per_rank, table);
   std::vector<std::uint64_t> tgt(idx.size());
@@ -104,7 +110,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
-  run_variants(rt, report,
+  auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = reset,
                  .run = [&] { gather_fine(rma, idx, tgt, fine); }, .verify = check(fine)},
@@ -115,8 +121,65 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())}},
+                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())},
+                {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
+                 .verify = check(idx.size())}},
                1e6, "M reads/s");
+  add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  return report.print();
+}
+
+// `--sweep`: the aggregated (heap) read at fixed buffer sizes 1K ... 1M and
+// in auto mode, one row each (JSON: extra.buffer_bytes), then auto against
+// the best fixed size.
+bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o) {
+  std::uint64_t table = o.table_per_rank * static_cast<std::uint64_t>(rt.size());
+  auto idx = indexgather_indices(rt.rank(), o.requests_per_rank, table);
+  std::vector<std::uint64_t> tgt(idx.size());
+  AggregationOptions agg = o.aggregation.resolved();
+  agg.same_node_direct = 0;
+  nlohmann::json config{{"table_per_rank", o.table_per_rank}, {"requests_per_rank", o.requests_per_rank},
+                        {"reps", o.reps}, {"sweep", true}};
+  progress(rt, o.format, "indexgather --sweep: " + std::to_string(table) + " table entries, " +
+                             std::to_string(o.requests_per_rank) + " reads per rank, buffer sizes 1K..1M and auto");
+  Report report(rt, "indexgather", config, o.format);
+  DistArray<std::uint64_t> heap(rt, table);
+  fill_table(heap);
+  auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
+  auto check = verify_by([&] { return check_indexgather(rt, idx, tgt); });
+  const double all = static_cast<double>(idx.size()) * static_cast<double>(rt.size());
+  std::vector<Variant> variants;
+  std::vector<std::size_t> sizes;
+  for (std::size_t bytes = 1 << 10; bytes <= (1 << 20); bytes *= 2) sizes.push_back(bytes);
+  for (std::size_t bytes : sizes) {
+    AggregationOptions fixed = agg;
+    fixed.buffer_bytes = bytes;
+    variants.push_back({.group = "sweep", .variant = "aggregated", .storage = "heap " + std::to_string(bytes >> 10) + "K",
+                        .reps = o.reps, .work = all, .prepare = reset,
+                        .run = [&, fixed] { gather_aggregated(heap, idx, tgt, fixed); }, .verify = check,
+                        .details = [bytes] { return nlohmann::json{{"buffer_bytes", bytes}}; }});
+  }
+  AggregationOptions automatic = agg;
+  automatic.buffer_bytes = AggregationOptions::kAutoBufferBytes;
+  std::size_t auto_used = 0;
+  agg_autotune::set_tuned(kDefaultAggBufferBytes);  // start as a fresh process would
+  variants.push_back({.group = "sweep", .variant = "aggregated", .storage = "heap auto", .reps = o.reps, .work = all,
+                      .prepare = reset, .run = [&] { gather_aggregated(heap, idx, tgt, automatic, &auto_used); },
+                      .verify = check, .details = [&] {
+                        return nlohmann::json{{"buffer_bytes", auto_used}, {"auto", true}};
+                      }});
+  auto rows = run_variants(rt, report, variants, 1e6, "M reads/s");
+  std::size_t best = 0;
+  for (std::size_t k = 0; k + 1 < rows.size(); ++k)
+    if (rows[k].rate > rows[best].rate) best = k;
+  const Result& a = rows.back();
+  double ratio = a.rate / rows[best].rate;
+  char text[200];
+  std::snprintf(text, sizeof(text), "auto chose %zu B (last repetition): %.4g M reads/s = %.2f of the best fixed size %zu B (%.4g M reads/s)",
+                auto_used, a.rate, ratio, sizes[best], rows[best].rate);
+  report.add_summary(text, {{"auto_buffer_bytes", auto_used}, {"auto_rate", a.rate}, {"best_fixed_buffer_bytes", sizes[best]},
+                            {"best_fixed_rate", rows[best].rate}, {"auto_over_best_fixed", ratio}});
   return report.print();
 }
 

@@ -29,7 +29,10 @@ struct BenchOptions {
 
 void apply_common(const BenchOptions& o, bench::CommonOptions& c) {
   if (o.reps > 0) c.reps = o.reps;
-  if (!o.buffer.empty()) c.aggregation.buffer_bytes = parse_byte_size(o.buffer, "--buffer-bytes");
+  if (o.buffer == "auto")
+    c.aggregation.buffer_bytes = AggregationOptions::kAutoBufferBytes;
+  else if (!o.buffer.empty())
+    c.aggregation.buffer_bytes = parse_byte_size(o.buffer, "--buffer-bytes");
   if (o.in_flight > 0) c.aggregation.max_in_flight = o.in_flight;
   c.format = o.format;
 }
@@ -71,7 +74,7 @@ void add_bench(CLI::App& app, Action& selected) {
   auto* bench = app.add_subcommand("bench", "Run a benchmark (verified, with baselines measured in the same run)");
   bench->require_subcommand(1);
   bench->add_option("--reps", o->reps, "Timed repetitions (best is reported)")->check(CLI::Range(1, 1000));
-  bench->add_option("--buffer-bytes", o->buffer, "Aggregation buffer per destination, e.g. 64K");
+  bench->add_option("--buffer-bytes", o->buffer, "Aggregation buffer per destination, e.g. 64K, or auto");
   bench->add_option("--in-flight", o->in_flight, "Aggregation batches in flight per destination")
       ->check(CLI::Range(1, 64));
   bench->add_flag("--json", o->format.json, "Only JSON lines on stdout (one per result), no table");
@@ -88,6 +91,7 @@ void add_bench(CLI::App& app, Action& selected) {
   g->add_option("--table", o->gather.table_per_rank, "Table entries per rank")->check(CLI::PositiveNumber);
   g->add_option("--requests", o->gather.requests_per_rank, "Reads per rank")->check(CLI::PositiveNumber);
   g->add_option("--fine-requests", o->gather.fine_requests_per_rank, "Reads per rank for the MPI_Get baseline");
+  g->add_flag("--sweep", o->gather.sweep, "Aggregated reads at buffer sizes 1K..1M and auto (TESSERA_AGG_BUFFER_BYTES=auto)");
   auto* h = bench->add_subcommand("histogram", "Bale histogram: aggregated vs MPI_Accumulate vs alltoallv");
   h->add_option("--counts", o->histo.counts_per_rank, "Counts per rank")->check(CLI::PositiveNumber);
   h->add_option("--updates", o->histo.updates_per_rank, "Updates per rank")->check(CLI::PositiveNumber);

@@ -5,6 +5,7 @@
 #include <sys/vfs.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -69,11 +70,19 @@ int run_info(bool as_json) {
         {"ranks_per_node", per_node},
         {"topology", {{"sockets", topo.packages}, {"numa", topo.numa_nodes}, {"cores", topo.cores}, {"pus", topo.pus}}},
         {"binding", ranks},
+        {"colocales", std::getenv("TESSERA_COLOCALES") ? std::getenv("TESSERA_COLOCALES") : "none"},
         {"shared_memory", {{"dir", dir}, {"tmpfs", tmpfs}, {"free_bytes", have_vfs ? vfs.f_bavail * vfs.f_frsize : 0},
                            {"total_bytes", have_vfs ? vfs.f_blocks * vfs.f_frsize : 0}}},
         {"aggregation", {{"buffer_bytes", agg.buffer_bytes}, {"max_in_flight", agg.max_in_flight},
                          {"same_node_direct", agg.same_node_direct != 0},
-                         {"send_memory_bytes_per_aggregator", agg.send_memory_bytes(rt.size())}}}};
+                         {"send_memory_bytes_per_aggregator", agg.send_memory_bytes(rt.size())},
+                         {"routing", routing_name(agg.routing)},
+                         {"buffer_memory_bytes_per_rank", {{"16", agg.buffer_memory_bytes(16)}, {"1024", agg.buffer_memory_bytes(1024)},
+                                                           {"65536", agg.buffer_memory_bytes(65536)}}},
+                         {"grid_buffer_memory_bytes_per_rank",
+                          {{"16", agg.with_routing(AggregationRouting::grid).buffer_memory_bytes(16)},
+                           {"1024", agg.with_routing(AggregationRouting::grid).buffer_memory_bytes(1024)},
+                           {"65536", agg.with_routing(AggregationRouting::grid).buffer_memory_bytes(65536)}}}}}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -91,6 +100,10 @@ int run_info(bool as_json) {
     const auto& v = all[static_cast<std::size_t>(r)];
     std::printf("           %4d  %-16s %4d  %-10s %-10s %s\n", r, v.host, v.node, v.cpuset, v.cores, v.numa);
   }
+  if (const char* colocales = std::getenv("TESSERA_COLOCALES"))
+    std::printf("Co-locales %s  [--colocales]\n", colocales);
+  else
+    std::printf("Co-locales not placed (bind with -n K --colocales socket|numa|core)\n");
   std::printf("Shared     %s (%s), %.1f GiB free of %.1f GiB  [TESSERA_SHM_DIR]\n", dir.c_str(),
               tmpfs ? "tmpfs" : "not tmpfs", free_gib, total_gib);
   std::printf("Aggregate  %zu B per destination buffer [TESSERA_AGG_BUFFER_BYTES], %d in flight [TESSERA_AGG_IN_FLIGHT]\n",
@@ -98,6 +111,13 @@ int run_info(bool as_json) {
   std::printf("           send memory per aggregator per rank: %d ranks x %zu B x %d = %zu B\n", rt.size(),
               agg.buffer_bytes, 1 + agg.max_in_flight, agg.send_memory_bytes(rt.size()));
   std::printf("           same-node direct path %s [TESSERA_AGG_SAME_NODE]\n", agg.same_node_direct ? "on" : "off");
+  std::printf("           routing %s [TESSERA_AGG_ROUTING=direct|grid]; buffer memory per rank (send + receive):\n",
+              routing_name(agg.routing));
+  for (int P : {16, 1024, 65536})
+    std::printf("             P=%-6d direct %9.2f MiB   grid %7.2f MiB (%zu buffers)\n", P,
+                static_cast<double>(agg.with_routing(AggregationRouting::direct).buffer_memory_bytes(P)) / (1 << 20),
+                static_cast<double>(agg.with_routing(AggregationRouting::grid).buffer_memory_bytes(P)) / (1 << 20),
+                agg.with_routing(AggregationRouting::grid).destinations(P));
   return 0;
 }
 }  // namespace

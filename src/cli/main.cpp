@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
   int ranks = 0;
   app.add_option("-n,--ranks", ranks, "Launch K ranks with mpirun (when not already under MPI)")
       ->check(CLI::Range(1, 4096));
+  // Co-locales (issue 13): place and bind each node's ranks by sockets, NUMA domains or cores.
+  std::string colocales;
+  app.add_option("--colocales", colocales, "Bind each node's ranks one per socket, NUMA domain or core (hwloc)")
+      ->check(CLI::IsMember({"socket", "numa", "core"}));
   tessera::cli::Action selected;
   tessera::cli::add_info(app, selected);
   tessera::cli::add_shm(app, selected);
@@ -53,9 +57,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    std::vector<std::string> mpirun_options;
+    if (!colocales.empty()) mpirun_options = {"--bind-to", "none"};  // the ranks bind themselves
     if (ranks > 0 && !tessera::launched_by_mpi())
       tessera::relaunch_under_mpirun(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
-                                     without_rank_option(argc, argv));
+                                     without_rank_option(argc, argv), mpirun_options);
+    if (!colocales.empty()) tessera::bind_colocale(tessera::parse_colocale_kind(colocales));
     return selected ? selected() : 1;
   } catch (const std::exception& e) {
     tessera::abort_job(e, 1);

@@ -1,5 +1,8 @@
 #include "tessera/comm/options.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 
 #include "tessera/runtime/error.hpp"
@@ -24,11 +27,71 @@ std::size_t parse_byte_size(const std::string& text, const std::string& what) {
   return static_cast<std::size_t>(value * scale);
 }
 
+const char* routing_name(AggregationRouting r) {
+  return r == AggregationRouting::grid ? "grid" : r == AggregationRouting::direct ? "direct" : "unset";
+}
+
+// ---- grid routing -------------------------------------------------------
+
+GridRoute GridRoute::of(int ranks) {
+  GridRoute g;
+  g.columns = std::max(1, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(std::max(ranks, 1))))));
+  while (g.columns * g.columns < ranks) ++g.columns;  // guard sqrt rounding
+  while ((g.columns - 1) * (g.columns - 1) >= ranks && g.columns > 1) --g.columns;
+  g.rows = (std::max(ranks, 1) + g.columns - 1) / g.columns;
+  return g;
+}
+
+int GridRoute::next_hop(int ranks, int s, int d) const noexcept {
+  if (row(s) == row(d) || column(s) == column(d)) return d;
+  int along_row = row(s) * columns + column(d);
+  if (along_row < ranks) return along_row;
+  return row(d) * columns + column(s);  // s is in the short last row: column first
+}
+
+int GridRoute::buffers_of(int ranks, int rank) const {
+  // One buffer per row member (first hops, kind "forward") and per column
+  // member (kind "final": own records and forwarded ones). Two cases need a
+  // second buffer to the same rank, both only when the last row is short:
+  // a last-row rank also sends column-first (kind "forward") to its column
+  // members; a rank above the last row in a column the last row has is the
+  // column-first intermediate and forwards (kind "final") to the row members
+  // in columns the last row lacks.
+  int last_row_length = ranks - (rows - 1) * columns;
+  int r = row(rank), c = column(rank);
+  int row_members = r == rows - 1 ? last_row_length : columns;
+  int column_members = c < last_row_length ? rows : rows - 1;
+  int buffers = (row_members - 1) + (column_members - 1);
+  bool short_last_row = rows > 1 && last_row_length < columns;
+  if (short_last_row && r == rows - 1) buffers += column_members - 1;
+  if (short_last_row && r < rows - 1 && c < last_row_length) buffers += columns - last_row_length;
+  return buffers;
+}
+
+int GridRoute::max_buffers(int ranks) const {
+  int worst = 0;
+  // Ranks differ only by: last row or not, column below the last row's length or not.
+  for (int rank : {0, columns - 1, (rows - 1) * columns})
+    if (rank >= 0 && rank < ranks) worst = std::max(worst, buffers_of(ranks, rank));
+  return worst;
+}
+
+// ---- options ------------------------------------------------------------
+
 AggregationOptions AggregationOptions::resolved() const {
   AggregationOptions o = *this;
   if (o.buffer_bytes == 0) {
     const char* env = std::getenv("TESSERA_AGG_BUFFER_BYTES");
-    o.buffer_bytes = env && *env ? parse_byte_size(env, "TESSERA_AGG_BUFFER_BYTES") : kDefaultAggBufferBytes;
+    if (env && std::string(env) == "auto")
+      o.buffer_bytes = kAutoBufferBytes;
+    else if (env && *env)
+      try {
+        o.buffer_bytes = parse_byte_size(env, "TESSERA_AGG_BUFFER_BYTES");
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string(e.what()) + " (or auto: sized from the rank count and TESSERA_AGG_MEMORY_BUDGET)");
+      }
+    else
+      o.buffer_bytes = kDefaultAggBufferBytes;
   }
   if (o.max_in_flight == 0) {
     const char* env = std::getenv("TESSERA_AGG_IN_FLIGHT");
@@ -48,20 +111,123 @@ AggregationOptions AggregationOptions::resolved() const {
     if (v != "0" && v != "1") throw ConfigError("TESSERA_AGG_SAME_NODE must be 0 or 1; got '" + v + "'");
     o.same_node_direct = v == "1";
   }
+  if (o.routing == AggregationRouting::unset) {
+    const char* env = std::getenv("TESSERA_AGG_ROUTING");
+    std::string v = env && *env ? env : "direct";
+    if (v == "direct")
+      o.routing = AggregationRouting::direct;
+    else if (v == "grid")
+      o.routing = AggregationRouting::grid;
+    else
+      throw ConfigError("TESSERA_AGG_ROUTING must be direct or grid; got '" + v + "'");
+  }
+  if (o.memory_budget == 0) {
+    const char* env = std::getenv("TESSERA_AGG_MEMORY_BUDGET");
+    o.memory_budget = env && *env ? parse_byte_size(env, "TESSERA_AGG_MEMORY_BUDGET") : kDefaultAggMemoryBudget;
+  }
   return o;
+}
+
+std::size_t AggregationOptions::destinations(int ranks) const {
+  auto r = resolved();
+  if (r.routing == AggregationRouting::grid) return static_cast<std::size_t>(GridRoute::of(ranks).max_buffers(ranks));
+  return static_cast<std::size_t>(ranks);
+}
+
+std::size_t AggregationOptions::buffer_bytes_for(int ranks) const {
+  auto r = resolved();
+  if (r.buffer_bytes != kAutoBufferBytes) return r.buffer_bytes;
+  return agg_autotune::pick(r.destinations(ranks), r.max_in_flight, r.memory_budget);
 }
 
 std::size_t AggregationOptions::send_memory_bytes(int ranks) const {
   auto r = resolved();
-  return static_cast<std::size_t>(ranks) * r.buffer_bytes * static_cast<std::size_t>(1 + r.max_in_flight);
+  return r.destinations(ranks) * r.buffer_bytes_for(ranks) * static_cast<std::size_t>(1 + r.max_in_flight);
+}
+
+std::size_t AggregationOptions::buffer_memory_bytes(int ranks) const {
+  // Receive side (RecordExchange): up to 8 request buffers, with grid routing
+  // up to 8 more for batches that are forwarded.
+  auto r = resolved();
+  std::size_t slots = static_cast<std::size_t>(std::min(std::max(ranks - 1, 0), 8));
+  if (r.routing == AggregationRouting::grid) slots *= 2;
+  return send_memory_bytes(ranks) + slots * r.buffer_bytes_for(ranks);
 }
 
 std::string AggregationOptions::describe(int ranks) const {
   auto r = resolved();
-  return std::to_string(r.buffer_bytes) + " B/destination, " + std::to_string(r.max_in_flight) +
-         " in flight, send memory " + std::to_string(ranks) + " x " + std::to_string(r.buffer_bytes) + " x " +
-         std::to_string(1 + r.max_in_flight) + " = " + std::to_string(send_memory_bytes(ranks)) +
-         " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off");
+  std::size_t bytes = r.buffer_bytes_for(ranks);
+  std::string size = r.buffer_bytes == kAutoBufferBytes ? "auto " + std::to_string(bytes) : std::to_string(bytes);
+  std::string text = size + " B/destination, " + std::to_string(r.max_in_flight) + " in flight, send memory " +
+                     std::to_string(r.destinations(ranks)) + " x " + std::to_string(bytes) + " x " +
+                     std::to_string(1 + r.max_in_flight) + " = " + std::to_string(send_memory_bytes(ranks)) +
+                     " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off");
+  if (r.routing == AggregationRouting::grid) text += ", grid routing";
+  return text;
 }
+
+// ---- auto buffer size ---------------------------------------------------
+
+namespace agg_autotune {
+namespace {
+std::size_t g_tuned = kDefaultAggBufferBytes;
+
+std::size_t floor_pow2(std::size_t v) { return v == 0 ? 0 : std::bit_floor(v); }
+}  // namespace
+
+std::size_t pick(std::size_t destinations, int in_flight, std::size_t budget) {
+  std::size_t share = budget / std::max<std::size_t>(destinations, 1) / static_cast<std::size_t>(1 + in_flight);
+  std::size_t cap = std::clamp(floor_pow2(share), kAutoMinBufferBytes, kAutoMaxBufferBytes);
+  return std::min(g_tuned, cap);
+}
+
+std::size_t tuned() { return g_tuned; }
+void set_tuned(std::size_t bytes) { g_tuned = std::clamp(floor_pow2(bytes), kAutoMinBufferBytes, kAutoMaxBufferBytes); }
+
+std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch) {
+  // A batch costs one message: microseconds of MPI work on both sides, far
+  // more when ranks share cores and a wait costs a context switch. Buffers
+  // that fill in less than kFastFill spend a noticeable share of the time on
+  // that: grow them towards kTargetFill (at most 8x per round). Buffers that
+  // take longer than kSlowFill only add latency (a get waits for its batch)
+  // and memory: halve them. Too few batches to judge: keep the size.
+  constexpr double kFastFill = 1e-3, kTargetFill = 2e-3, kSlowFill = 50e-3;
+  if (batches < 4 || seconds_per_batch <= 0) return bytes;
+  if (seconds_per_batch < kFastFill) {
+    double factor = std::min(8.0, kTargetFill / seconds_per_batch);
+    return std::min(std::bit_ceil(static_cast<std::size_t>(static_cast<double>(bytes) * factor)), kAutoMaxBufferBytes);
+  }
+  if (seconds_per_batch > kSlowFill) return std::max(bytes / 2, kAutoMinBufferBytes);
+  return bytes;
+}
+
+namespace {
+// The hill climb's memory: the best size measured so far and its rate.
+std::size_t g_best_bytes = 0;
+double g_best_rate = 0;
+int g_direction = 2;  // 2: growing, -2: shrinking, 0: settled
+}  // namespace
+
+std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second) {
+  // First the fill-time rule (a size far from the sweet spot moves at once);
+  // then a hill climb on the measured rate: keep doubling (or halving) while
+  // the rate improves, go back to the best size when it does not.
+  std::size_t by_fill = suggest(bytes, batches, seconds_per_batch);
+  if (by_fill != bytes && by_fill > bytes * 2) {
+    g_best_bytes = 0;
+    return by_fill;
+  }
+  if (records_per_second >= g_best_rate || g_best_bytes == bytes) {
+    if (records_per_second >= g_best_rate) g_best_rate = records_per_second;
+    g_best_bytes = bytes;
+    if (g_direction == 0) return bytes;
+    std::size_t next = g_direction > 0 ? bytes * 2 : bytes / 2;
+    return std::clamp(next, kAutoMinBufferBytes, kAutoMaxBufferBytes);
+  }
+  // Worse than the best: turn round once (halving from the best), then settle.
+  g_direction = g_direction > 0 ? -2 : 0;
+  return g_best_bytes;
+}
+}  // namespace agg_autotune
 
 }  // namespace tessera

@@ -1,11 +1,14 @@
 #include "tessera/runtime/launch.hpp"
 
+#include <hwloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/topology.hpp"
 
 namespace tessera {
 
@@ -15,7 +18,8 @@ bool launched_by_mpi() {
   return false;
 }
 
-void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args) {
+void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& mpirun_options) {
   if (ranks < 1) throw ConfigError("-n must be at least 1, got " + std::to_string(ranks));
   // Same settings as scripts/mpirun.sh: containers and CI run as root, and
   // oversubscribed ranks must give the core away while idle.
@@ -25,13 +29,154 @@ void relaunch_under_mpirun(int ranks, const std::string& program, const std::vec
   // --quiet: Open MPI 4.1 then prints neither its 8-line MPI_ABORT banner nor
   // "Primary job terminated normally, but 1 process returned a non-zero exit
   // code": the user sees Tessera's one error line (tests/cli/test_cli.sh).
-  std::vector<std::string> argv_s = {"mpirun", "--quiet", "-n", std::to_string(ranks), "--oversubscribe", program};
+  std::vector<std::string> argv_s = {"mpirun", "--quiet", "-n", std::to_string(ranks), "--oversubscribe"};
+  argv_s.insert(argv_s.end(), mpirun_options.begin(), mpirun_options.end());
+  argv_s.push_back(program);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   execvp("mpirun", argv.data());
   throw SystemError("cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh)", errno);
+}
+
+// ---- co-locales -------------------------------------------------------------
+
+ColocaleKind parse_colocale_kind(const std::string& text) {
+  if (text == "socket") return ColocaleKind::socket;
+  if (text == "numa") return ColocaleKind::numa;
+  if (text == "core") return ColocaleKind::core;
+  throw ConfigError("--colocales must be socket, numa or core; got '" + text + "'");
+}
+
+const char* colocale_name(ColocaleKind kind) {
+  return kind == ColocaleKind::socket ? "socket" : kind == ColocaleKind::numa ? "numa" : "core";
+}
+
+namespace {
+struct LoadedTopology {
+  hwloc_topology_t topo = nullptr;
+  explicit LoadedTopology(const std::string* synthetic) {
+    if (hwloc_topology_init(&topo) != 0) throw Error("hwloc: cannot initialise a topology");
+    if (synthetic && hwloc_topology_set_synthetic(topo, synthetic->c_str()) != 0) {
+      hwloc_topology_destroy(topo);
+      throw ConfigError("hwloc cannot read the synthetic topology '" + *synthetic + "'");
+    }
+    if (hwloc_topology_load(topo) != 0) {
+      hwloc_topology_destroy(topo);
+      throw Error("hwloc: cannot load the topology");
+    }
+  }
+  ~LoadedTopology() { hwloc_topology_destroy(topo); }
+  LoadedTopology(const LoadedTopology&) = delete;
+  LoadedTopology& operator=(const LoadedTopology&) = delete;
+};
+
+// The node's domains of `kind`, each as the OS indices of its PUs. A machine
+// hwloc reports none of (no package or NUMA information) is one domain.
+std::vector<std::vector<int>> domains_of(hwloc_topology_t topo, ColocaleKind kind) {
+  hwloc_obj_type_t type = kind == ColocaleKind::socket ? HWLOC_OBJ_PACKAGE
+                          : kind == ColocaleKind::numa ? HWLOC_OBJ_NUMANODE
+                                                       : HWLOC_OBJ_CORE;
+  std::vector<std::vector<int>> out;
+  int n = hwloc_get_nbobjs_by_type(topo, type);
+  int pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  for (int i = 0; i < std::max(n, 0); ++i) {
+    hwloc_obj_t domain = hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i));
+    std::vector<int> members;
+    for (int p = 0; p < pus; ++p) {
+      hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, static_cast<unsigned>(p));
+      if (domain->cpuset && hwloc_bitmap_isset(domain->cpuset, pu->os_index)) members.push_back(static_cast<int>(pu->os_index));
+    }
+    if (!members.empty()) out.push_back(std::move(members));
+  }
+  if (out.empty()) {
+    std::vector<int> all;
+    for (int p = 0; p < pus; ++p)
+      all.push_back(static_cast<int>(hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, static_cast<unsigned>(p))->os_index));
+    out.push_back(std::move(all));
+  }
+  return out;
+}
+
+ColocalePlan plan_from(hwloc_topology_t topo, ColocaleKind kind, int ranks) {
+  if (ranks < 1) throw ConfigError("co-locales need at least one rank, got " + std::to_string(ranks));
+  auto domains = domains_of(topo, kind);
+  const int D = static_cast<int>(domains.size());
+  ColocalePlan plan;
+  plan.kind = kind;
+  plan.domains = D;
+  plan.domain_of_rank.resize(static_cast<std::size_t>(ranks));
+  plan.pus_of_rank.resize(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    plan.domain_of_rank[static_cast<std::size_t>(r)] =
+        static_cast<int>(static_cast<long long>(r) * D / ranks);
+  bool shared_pus = false;
+  for (int d = 0; d < D; ++d) {
+    std::vector<int> sharing;
+    for (int r = 0; r < ranks; ++r)
+      if (plan.domain_of_rank[static_cast<std::size_t>(r)] == d) sharing.push_back(r);
+    const auto& pus = domains[static_cast<std::size_t>(d)];
+    const std::size_t q = sharing.size(), n = pus.size();
+    for (std::size_t j = 0; j < q; ++j) {
+      auto& mine = plan.pus_of_rank[static_cast<std::size_t>(sharing[j])];
+      if (n >= q) {
+        mine.assign(pus.begin() + static_cast<std::ptrdiff_t>(j * n / q),
+                    pus.begin() + static_cast<std::ptrdiff_t>((j + 1) * n / q));
+      } else {
+        mine = {pus[j % n]};
+        shared_pus = true;
+      }
+    }
+  }
+  std::string name = kind == ColocaleKind::numa ? "NUMA domain" : colocale_name(kind);
+  std::string domains_text = std::to_string(D) + " " + name + (D == 1 ? "" : "s");
+  if (ranks == D)
+    plan.note = "one rank per " + name + " (" + domains_text + ")";
+  else if (ranks < D)
+    plan.note = std::to_string(ranks) + " ranks spread over " + domains_text + ", one each, the rest unused";
+  else
+    plan.note = std::to_string(ranks) + " ranks on " + domains_text + ": ranks sharing a " + name +
+                (shared_pus ? " share its PUs round-robin (more ranks than PUs: oversubscribed)" : " split its PUs");
+  return plan;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+}  // namespace
+
+ColocalePlan plan_colocales_synthetic(const std::string& synthetic, ColocaleKind kind, int ranks) {
+  LoadedTopology t(&synthetic);
+  return plan_from(t.topo, kind, ranks);
+}
+
+ColocalePlan plan_colocales_here(ColocaleKind kind, int ranks) {
+  LoadedTopology t(nullptr);
+  return plan_from(t.topo, kind, ranks);
+}
+
+ColocalePlan bind_colocale(ColocaleKind kind) {
+  int local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("MPI_LOCALRANKID", 0));
+  int local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", env_int("MPI_LOCALNRANKS", 1));
+  if (local_rank < 0 || local_rank >= local_size) local_rank = 0, local_size = 1;
+  LoadedTopology t(nullptr);
+  ColocalePlan plan = plan_from(t.topo, kind, local_size);
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int pu : plan.pus_of_rank[static_cast<std::size_t>(local_rank)]) hwloc_bitmap_set(set, static_cast<unsigned>(pu));
+  // The whole process (every thread, OpenMP's too); memory follows by first
+  // touch once the threads run there.
+  int rc = hwloc_set_cpubind(t.topo, set, HWLOC_CPUBIND_PROCESS);
+  int err = errno;
+  hwloc_bitmap_free(set);
+  if (rc != 0)
+    throw SystemError("cannot bind rank " + std::to_string(local_rank) + " to PUs " +
+                          format_index_list(plan.pus_of_rank[static_cast<std::size_t>(local_rank)]) + " (--colocales " +
+                          colocale_name(kind) + ")",
+                      err);
+  setenv("TESSERA_COLOCALES", (std::string(colocale_name(kind)) + ": " + plan.note).c_str(), 1);
+  return plan;
 }
 
 }  // namespace tessera

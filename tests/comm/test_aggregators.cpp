@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "../test_util.hpp"
 #include "aggregation_setup.hpp"
@@ -250,7 +251,7 @@ TEST(Aggregation, BufferSettingsFromEnvironment) {
 
   setenv("TESSERA_AGG_BUFFER_BYTES", "8K", 1);
   setenv("TESSERA_AGG_SAME_NODE", "0", 1);
-  auto o = AggregationOptions{}.resolved();
+  auto o = AggregationOptions{}.with_routing(AggregationRouting::direct).resolved();
   EXPECT_EQ(o.buffer_bytes, 8192u);
   EXPECT_EQ(o.same_node_direct, 0);
   EXPECT_EQ(o.send_memory_bytes(4), 4u * 8192u * static_cast<std::size_t>(1 + o.max_in_flight));
@@ -277,6 +278,7 @@ TEST(Aggregation, BatchesReallyTravelAsBulk) {
   DistArray<std::uint64_t> a(rt, 1 << 16);
   AggregationOptions o;
   o.buffer_bytes = 64 << 10;
+  o.routing = AggregationRouting::direct;  // the grid's counterpart: GridRoutingBoundsBuffers
   DstAggregator<std::uint64_t> dst(a, o);
   SplitMix64 g(5 + static_cast<std::uint64_t>(rt.rank()));
   for (int k = 0; k < 20000; ++k) {
@@ -296,4 +298,129 @@ TEST(Aggregation, BatchesReallyTravelAsBulk) {
                       P * static_cast<std::size_t>(1 + o.resolved().max_in_flight) * 8;
   EXPECT_GT(dst.exchange().memory_bytes(), 0u);
   EXPECT_LE(dst.exchange().memory_bytes(), bound);
+}
+
+// ---- grid (multi-hop) routing and the auto buffer size ------------------
+
+TEST(GridRoute, EveryRecordArrivesInAtMostTwoHopsAlongRowsAndColumns) {
+  // Against an independent simulation: follow every (source, destination)
+  // pair through next_hop and count the distinct buffers each rank needs
+  // (first hops by kind, plus the ranks it forwards to).
+  for (int P = 1; P <= 40; ++P) {
+    auto g = GridRoute::of(P);
+    ASSERT_GE(g.columns * g.rows, P);
+    ASSERT_LT((g.rows - 1) * g.columns, P) << "no empty row";
+    std::vector<std::set<std::pair<int, bool>>> buffers(static_cast<std::size_t>(P));
+    for (int s = 0; s < P; ++s)
+      for (int d = 0; d < P; ++d) {
+        if (s == d) continue;
+        int m = g.next_hop(P, s, d);
+        ASSERT_GE(m, 0);
+        ASSERT_LT(m, P);
+        ASSERT_TRUE(g.row(m) == g.row(s) || g.column(m) == g.column(s)) << P << ": " << s << "->" << m;
+        ASSERT_TRUE(g.row(m) == g.row(d) || g.column(m) == g.column(d)) << P << ": " << m << "->" << d;
+        bool final_at_m = m == d && g.column(s) == g.column(d);
+        buffers[static_cast<std::size_t>(s)].insert({m, !final_at_m});
+        if (m != d) buffers[static_cast<std::size_t>(m)].insert({d, false});  // m forwards, final at d
+      }
+    int worst = 0;
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(g.buffers_of(P, r), static_cast<int>(buffers[static_cast<std::size_t>(r)].size())) << P << " rank " << r;
+      worst = std::max(worst, static_cast<int>(buffers[static_cast<std::size_t>(r)].size()));
+    }
+    EXPECT_EQ(g.max_buffers(P), worst) << P;
+  }
+}
+
+TEST(GridRoute, BufferMemoryAtScale) {
+  AggregationOptions direct, grid;
+  direct.routing = AggregationRouting::direct;
+  grid.routing = AggregationRouting::grid;
+  direct.buffer_bytes = grid.buffer_bytes = 64 << 10;
+  EXPECT_EQ(grid.destinations(16), 6u);      // 4 x 4: 3 in the row, 3 in the column
+  EXPECT_EQ(grid.destinations(1024), 62u);   // 32 x 32
+  EXPECT_EQ(grid.destinations(65536), 510u); // 256 x 256
+  EXPECT_EQ(direct.destinations(1024), 1024u);
+  EXPECT_GE(direct.buffer_memory_bytes(1024), 8 * grid.buffer_memory_bytes(1024));
+  EXPECT_NE(grid.describe(1024).find("grid"), std::string::npos);
+}
+
+TEST(Aggregation, RoutingAndBudgetSettingsFromEnvironment) {
+  setenv("TESSERA_AGG_ROUTING", "diagonal", 1);
+  try {
+    AggregationOptions{}.resolved();
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TESSERA_AGG_ROUTING must be direct or grid"), std::string::npos);
+  }
+  setenv("TESSERA_AGG_ROUTING", "grid", 1);
+  EXPECT_EQ(AggregationOptions{}.resolved().routing, AggregationRouting::grid);
+  unsetenv("TESSERA_AGG_ROUTING");
+  EXPECT_EQ(AggregationOptions{}.resolved().routing, AggregationRouting::direct) << "direct by default";
+
+  setenv("TESSERA_AGG_BUFFER_BYTES", "auto", 1);
+  setenv("TESSERA_AGG_MEMORY_BUDGET", "1M", 1);
+  auto a = AggregationOptions{}.with_routing(AggregationRouting::direct);
+  EXPECT_TRUE(a.auto_buffer());
+  // 1 MiB over 64 destinations x 2 batches: 8 KiB each, within the tuned size.
+  EXPECT_EQ(a.buffer_bytes_for(64), 8u << 10);
+  EXPECT_LE(a.send_memory_bytes(64), 1u << 20);
+  // Huge rank counts bottom out at the smallest useful buffer.
+  EXPECT_EQ(a.buffer_bytes_for(1 << 20), kAutoMinBufferBytes);
+  EXPECT_NE(a.describe(64).find("auto"), std::string::npos);
+  setenv("TESSERA_AGG_MEMORY_BUDGET", "lots", 1);
+  try {
+    a.resolved();
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TESSERA_AGG_MEMORY_BUDGET"), std::string::npos);
+  }
+  setenv("TESSERA_AGG_BUFFER_BYTES", "automatic", 1);
+  unsetenv("TESSERA_AGG_MEMORY_BUDGET");
+  try {
+    AggregationOptions{}.resolved();
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("or auto: sized from the rank count"), std::string::npos);
+  }
+  unsetenv("TESSERA_AGG_BUFFER_BYTES");
+}
+
+TEST(Autotune, GrowsFastFillingBuffersAndShrinksSlowOnes) {
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 500e-6), 64u << 10) << "towards 2 ms per batch";
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 1e-6), 128u << 10) << "at most 8x per round";
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 0.1), 8u << 10);
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 100, 5e-3), 16u << 10);
+  EXPECT_EQ(agg_autotune::suggest(16 << 10, 2, 1e-6), 16u << 10) << "too few batches to judge";
+  EXPECT_EQ(agg_autotune::suggest(kAutoMaxBufferBytes, 100, 1e-6), kAutoMaxBufferBytes);
+  EXPECT_EQ(agg_autotune::suggest(kAutoMinBufferBytes, 100, 1.0), kAutoMinBufferBytes);
+}
+
+TEST(Aggregation, GridRoutingBoundsBuffersAndDeliversFromTheTrueSource) {
+  // Every rank sends to every rank; with grid routing some go through an
+  // intermediate, yet the handler sees the true origin, and the rank keeps
+  // buffers only for its row and column.
+  auto& rt = Runtime::current();
+  AggregationOptions o;
+  o.routing = AggregationRouting::grid;
+  o.buffer_bytes = 64;  // a few records per batch: many forwards, blocking, back-pressure
+  struct Msg {
+    std::int32_t from;
+    std::int32_t to;
+  };
+  std::vector<int> seen(static_cast<std::size_t>(rt.size()), 0);
+  {
+    MessageAggregator<Msg> agg(rt, [&](int source, const Msg& m) {
+      EXPECT_EQ(source, m.from);
+      EXPECT_EQ(m.to, rt.rank());
+      ++seen[static_cast<std::size_t>(source)];
+    }, o);
+    for (int k = 0; k < 300; ++k)
+      for (int d = 0; d < rt.size(); ++d) agg.send(d, Msg{rt.rank(), d});
+    EXPECT_EQ(agg.exchange().routed(), rt.size() > 1);
+    if (rt.size() > 1) {
+      EXPECT_EQ(static_cast<int>(agg.exchange().destinations()), GridRoute::of(rt.size()).buffers_of(rt.size(), rt.rank()));
+    }
+  }
+  for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(seen[static_cast<std::size_t>(r)], 300) << "from " << r;
 }

@@ -36,6 +36,7 @@ struct GatherOptions : CommonOptions {
   std::uint64_t table_per_rank = 100000;
   std::uint64_t requests_per_rank = 1u << 22;
   std::uint64_t fine_requests_per_rank = 1u << 14;
+  bool sweep = false;  // --sweep: aggregated rate at buffer sizes 1K..1M and auto
 };
 bool run_indexgather(Runtime& rt, const GatherOptions& o);
 

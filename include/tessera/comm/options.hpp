@@ -1,25 +1,68 @@
 // Settings of the aggregation engine. Defaults come from the environment:
-//   TESSERA_AGG_BUFFER_BYTES  bytes of one per-destination buffer (e.g. 65536, 64K, 1M)
+//   TESSERA_AGG_BUFFER_BYTES  bytes of one per-destination buffer (e.g. 65536, 64K, 1M), or "auto"
+//   TESSERA_AGG_MEMORY_BUDGET send-buffer bytes one aggregator may use per rank in auto mode (default 64M)
 //   TESSERA_AGG_IN_FLIGHT     batches per destination that may be in flight
 //   TESSERA_AGG_SAME_NODE     1: reach co-located ranks' Shared arrays directly; 0: always MPI
+//   TESSERA_AGG_ROUTING       direct (default): one buffer per destination rank;
+//                             grid: ranks as a sqrt(P) x sqrt(P) grid, records travel along
+//                             their row then their column, about 2 sqrt(P) buffers per rank
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tessera {
 
+enum class AggregationRouting : int { unset = -1, direct = 0, grid = 1 };
+
+// Where a rank's records go in grid routing. Ranks are laid out row-major on
+// a grid of ceil(sqrt(P)) columns; the last row may be short. A record from s
+// to d goes along s's row to (row s, column d), which forwards it along its
+// column to d. When (row s, column d) does not exist (s in a short last row)
+// it goes along s's column first to (row d, column s), which forwards it
+// along its row. So every hop stays inside one row or one column.
+struct GridRoute {
+  int columns = 1, rows = 1;
+  static GridRoute of(int ranks);
+  int row(int r) const noexcept { return r / columns; }
+  int column(int r) const noexcept { return r % columns; }
+  // The first hop from s towards d (s != d): d itself when they share a row
+  // or a column, else the rank that forwards.
+  int next_hop(int ranks, int s, int d) const noexcept;
+  // Buffers rank `rank` needs at most: its first hops plus the ranks it
+  // forwards to (exact for every rank, computed from the grid's shape).
+  int buffers_of(int ranks, int rank) const;
+  // The largest buffers_of over all ranks.
+  int max_buffers(int ranks) const;
+};
+
 struct AggregationOptions {
-  std::size_t buffer_bytes = 0;  // 0: environment, else the built-in default
+  // Sentinel buffer size: chosen by the engine from the rank count, the memory
+  // budget and measured flush rates (TESSERA_AGG_BUFFER_BYTES=auto).
+  static constexpr std::size_t kAutoBufferBytes = ~std::size_t{0};
+
+  std::size_t buffer_bytes = 0;  // 0: environment, else the built-in default; kAutoBufferBytes: auto
   int max_in_flight = 0;         // 0: environment, else the built-in default
   int same_node_direct = -1;     // -1: environment, else 0/1
+  AggregationRouting routing = AggregationRouting::unset;  // unset: environment, else direct
+  std::size_t memory_budget = 0;  // auto mode's send-buffer budget per aggregator per rank; 0: environment
 
   // Fills every unset field from the environment or the defaults; throws
-  // ConfigError naming the variable when it is malformed.
+  // ConfigError naming the variable when it is malformed. An auto buffer size
+  // stays kAutoBufferBytes (it needs the rank count: buffer_bytes_for).
   AggregationOptions resolved() const;
+  bool auto_buffer() const { return resolved().buffer_bytes == kAutoBufferBytes; }
+  // The per-destination buffer size an exchange of `ranks` ranks uses now.
+  std::size_t buffer_bytes_for(int ranks) const;
 
+  // How many per-destination buffers one rank holds at most (ranks for
+  // direct routing, about 2 sqrt(ranks) for grid routing).
+  std::size_t destinations(int ranks) const;
   // Send-side memory of one aggregator on `ranks` ranks:
-  // ranks x buffer_bytes x (1 + max_in_flight).
+  // destinations x buffer_bytes x (1 + max_in_flight).
   std::size_t send_memory_bytes(int ranks) const;
+  // Send plus receive buffers (the engine's own accounting, see RecordExchange).
+  std::size_t buffer_memory_bytes(int ranks) const;
   std::string describe(int ranks) const;
   // A copy with the same-node path switched on (1) or off (0).
   AggregationOptions with_same_node_direct(int on) const {
@@ -27,12 +70,45 @@ struct AggregationOptions {
     a.same_node_direct = on;
     return a;
   }
+  AggregationOptions with_routing(AggregationRouting r) const {
+    AggregationOptions a = *this;
+    a.routing = r;
+    return a;
+  }
 };
 
 constexpr std::size_t kDefaultAggBufferBytes = 64 * 1024;
 constexpr int kDefaultAggInFlight = 1;
+constexpr std::size_t kDefaultAggMemoryBudget = std::size_t{64} << 20;
+// The auto mode's range: below 1 KiB the per-message cost dominates; above
+// 1 MiB buffers stop fitting in cache and latency grows for nothing.
+constexpr std::size_t kAutoMinBufferBytes = std::size_t{1} << 10;
+constexpr std::size_t kAutoMaxBufferBytes = std::size_t{1} << 20;
+
+const char* routing_name(AggregationRouting r);
 
 // "64K" / "1M" / "4096" to bytes; throws ConfigError naming `what`.
 std::size_t parse_byte_size(const std::string& text, const std::string& what);
+
+// The auto mode's memory of what it measured: every exchange reports, at each
+// flush, how long its buffers took to fill; the next exchange built in auto
+// mode starts from the size this suggests. Values agree on every rank because
+// the engine combines them in a collective (RecordExchange::flush).
+namespace agg_autotune {
+// The size auto mode picks for `ranks` ranks under `budget` bytes of send
+// buffers with `in_flight` batches in flight: the largest power of two within
+// budget / (destinations x (1 + in_flight)), at most the tuned size.
+std::size_t pick(std::size_t destinations, int in_flight, std::size_t budget);
+// The tuned size (all ranks agree); kDefaultAggBufferBytes before any flush.
+std::size_t tuned();
+// From one flush round of an exchange that used `bytes` per buffer: batches
+// sent and the seconds its busiest destination took to fill one. Returns the
+// size the next exchange should use (not yet agreed across ranks).
+std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch);
+void set_tuned(std::size_t bytes);
+// After a round: the fill-time rule first, then a hill climb on the measured
+// rate (records per second) over the sizes tried in this process.
+std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second);
+}  // namespace agg_autotune
 
 }  // namespace tessera

@@ -11,12 +11,28 @@
 // (MPI_Ireduce_scatter_block), then each rank serves until it has handled
 // every batch sent to it and received every reply it is owed.
 //
+// Grid routing (AggregationOptions::routing = grid) bounds the buffers per
+// rank to about 2 sqrt(P) (GridRoute): a record first goes, tagged with its
+// final destination, to the rank of its row in the destination's column
+// ("forward" batches), which appends it to its buffer for the destination
+// ("final" batches: runs of records of one origin, so handlers still see the
+// true source). A forward batch stays in its receive buffer until all its
+// records are placed (that is the back-pressure; final batches never wait, so
+// there is no cycle). Replies come back the same way: the intermediate
+// assembles the reply of a forward batch from the replies of the final
+// batches its records went into. flush() runs twice: forward batches first
+// (counts, then serve until all are placed), then final batches as above.
+// A rank that waits with nothing to do sends the partial buffers that hold
+// forwarded requests, so a peer waiting for those replies never waits forever.
+//
 // Not thread-safe: one exchange belongs to one thread of one rank.
 #pragma once
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -56,12 +72,29 @@ class RecordExchange {
   // Room for the next record to `dest` (never this rank). Write exactly
   // record_bytes there before the next call.
   std::byte* push(int dest) {
+    if (routed_) {
+      // Fast path: a forward buffer with room (the common case).
+      if (static_cast<unsigned>(dest) < static_cast<unsigned>(size_) && dest != rank_) {
+        auto s = static_cast<std::size_t>(own_slot_[static_cast<std::size_t>(dest)]);
+        RoutedOutbox& o = routed_out_[s];
+        if (slots_[s].forward && static_cast<std::size_t>(o.end - o.cursor) >= 4 + shape_.record_bytes) {
+          auto d = static_cast<std::uint32_t>(dest);
+          std::memcpy(o.cursor, &d, 4);
+          std::byte* at = o.cursor + 4;
+          o.cursor = at + shape_.record_bytes;
+          ++o.count;
+          return at;
+        }
+      }
+      return push_routed(dest, nullptr);
+    }
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
+    if (routed_) return push_routed(dest, &side);
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     side = o.side + static_cast<std::size_t>(o.count) * shape_.side_bytes;
@@ -81,6 +114,11 @@ class RecordExchange {
   const AggregationOptions& options() const noexcept { return options_; }
   // Bytes this exchange holds for buffers on this rank (send + receive).
   std::size_t memory_bytes() const noexcept;
+  // The per-destination buffer size in use (the auto mode's choice, if auto).
+  std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
+  bool routed() const noexcept { return routed_; }
+  // Ranks this rank keeps send buffers for (P-1 direct; grid: row + column).
+  std::size_t destinations() const noexcept { return routed_ ? slots_.size() : static_cast<std::size_t>(size_ > 1 ? size_ - 1 : 0); }
 
  private:
   struct Header {
@@ -90,6 +128,7 @@ class RecordExchange {
   static constexpr std::size_t kHeader = sizeof(Header);
   static constexpr int kRequestTag = 1;
   static constexpr int kReplyTag = 2;
+  static constexpr int kForwardTag = 3;  // grid routing: records for the receiver to pass on
 
   struct Outbox {
     std::byte* records = nullptr;
@@ -105,10 +144,52 @@ class RecordExchange {
   struct ReplySlot {
     std::vector<std::byte> data;
     bool busy = false;
+    // Grid routing: a forward batch's reply being assembled at the intermediate.
+    std::uint32_t waiting = 0;  // records whose reply has not come back yet
+    int origin = -1;
+    std::size_t bytes = 0;
+  };
+  // Grid routing: a buffer towards one neighbour, of one kind.
+  struct Slot {
+    int rank;
+    bool forward;  // records carry their final destination; else runs of one origin
+  };
+  struct RoutedOutbox {
+    std::byte* cursor = nullptr;
+    std::byte* end = nullptr;
+    std::byte* side = nullptr;
+    std::byte* run_count = nullptr;  // the open run's count field (final kind)
+    int run_origin = -1;
+    std::uint32_t run_records = 0;
+    std::uint32_t count = 0;
+    bool holds_forwarded = false;
+  };
+  // A received forward batch not yet fully placed; its receive buffer waits.
+  struct HeldBatch {
+    std::size_t recv = 0;
+    int source = -1;
+    std::size_t bytes = 0;
+    std::uint32_t next = 0;
+    int pending = -1;  // reply slot being assembled, with replies
+    bool started = false;
   };
 
   void next_batch(int dest);
   void send_current(int dest);
+  // Grid routing.
+  void setup_routes();
+  std::byte* push_routed(int dest, std::byte** side);
+  std::byte* append(int slot, int origin, int final_dest, std::byte** side, bool blocking);
+  bool open_batch(int slot, bool blocking);
+  void send_routed(int slot);
+  bool drain_forward();
+  void handle_final(int source, const std::byte* msg, int bytes);
+  void handle_routed_reply(const std::byte* msg, int bytes);
+  int acquire_reply_slot(std::size_t bytes);
+  void send_reply_slot(int i, int dest);
+  void release_forwarded();
+  void flush_routed();
+  friend void release_forwarded_all();
   int free_batch(int dest) const;
   void handle_request(int source, const std::byte* msg, int bytes);
   void handle_reply(const std::byte* msg, int bytes);
@@ -141,6 +222,27 @@ class RecordExchange {
   std::vector<int> completed_;
   std::vector<MPI_Status> statuses_;
   Stats stats_;
+
+  std::size_t buffer_bytes_ = 0;
+  std::vector<int> recv_tag_;  // tag each receive buffer is posted for
+
+  // Grid routing state (empty with direct routing).
+  bool routed_ = false;
+  std::vector<Slot> slots_;
+  std::vector<int> own_slot_;   // by destination rank: where this rank's own records go
+  std::vector<int> fwd_slot_;   // by final destination: where forwarded records go; -1: never
+  std::vector<RoutedOutbox> routed_out_;  // by slot
+  std::vector<int> sent_fwd_to_;          // forward batches sent per rank since flush
+  std::uint64_t received_fwd_ = 0;
+  std::deque<HeldBatch> held_;
+  bool draining_ = false;
+  std::size_t cap_bytes_ = 0;     // payload bytes of one batch
+  std::size_t max_records_ = 0;   // records one batch can hold at most
+  std::size_t side_stride_ = 0;   // side bytes per record (room for a forwarded record's reply address)
+  std::vector<std::byte> scratch_, reply_scratch_, side_scratch_;
+  std::vector<std::uint32_t> local_pos_;
+  double round_start_ = 0;        // auto buffer size: when this round's pushes began
+  std::uint64_t tune_records_ = 0;  // records_sent when the round began
 };
 
 }  // namespace tessera::comm

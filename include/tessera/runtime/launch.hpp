@@ -1,4 +1,7 @@
 // `tessera ... -n K`: start the job under mpirun when not already inside one.
+// `--colocales socket|numa|core`: place and bind the ranks of a node by the
+// hwloc view of it (Chapel 1.32's co-locales: one process per socket or NUMA
+// domain), so co-located ranks share a node's memory but not its cores.
 #pragma once
 #include <string>
 #include <vector>
@@ -8,8 +11,42 @@ namespace tessera {
 // True when this process was started by an MPI launcher (Open MPI, MPICH, PMIx).
 bool launched_by_mpi();
 
-// Replaces this process with `mpirun -n ranks --oversubscribe <program> args…`
+// Replaces this process with `mpirun -n ranks --oversubscribe [mpirun_options] <program> args…`
 // (root allowed, idle ranks yield). Throws tessera::Error if mpirun is missing.
-[[noreturn]] void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args);
+[[noreturn]] void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
+                                        const std::vector<std::string>& mpirun_options = {});
+
+// ---- co-locales -----------------------------------------------------------
+
+enum class ColocaleKind { socket, numa, core };
+// "socket" / "numa" / "core"; throws ConfigError otherwise.
+ColocaleKind parse_colocale_kind(const std::string& text);
+const char* colocale_name(ColocaleKind kind);
+
+// Where each rank of one node runs: the placement as a pure function of the
+// node's topology. Domains are the node's sockets, NUMA domains or cores, in
+// hwloc's logical order. With K ranks and D domains, rank r goes to domain
+// floor(r * D / K) (spread over the domains when K < D, consecutive ranks
+// share one when K > D); ranks sharing a domain split its PUs evenly (or,
+// with more ranks than PUs, share them round-robin).
+struct ColocalePlan {
+  ColocaleKind kind = ColocaleKind::socket;
+  int domains = 0;                        // sockets / NUMA domains / cores found
+  std::vector<int> domain_of_rank;        // rank -> domain index
+  std::vector<std::vector<int>> pus_of_rank;  // rank -> OS indices of the PUs it is bound to
+  std::string note;                       // one line: how ranks map to domains
+};
+
+// The plan for `ranks` ranks on a machine described by hwloc's synthetic
+// syntax ("pack:2 numa:2 core:16 pu:1"): how the placement is tested.
+ColocalePlan plan_colocales_synthetic(const std::string& synthetic, ColocaleKind kind, int ranks);
+// The plan for this machine (hwloc's view of it).
+ColocalePlan plan_colocales_here(ColocaleKind kind, int ranks);
+
+// Binds this process to its share of the node: its node-local rank and the
+// node's rank count come from the launcher's environment (Open MPI, MPICH;
+// 0 of 1 without a launcher). Records the choice in TESSERA_COLOCALES for
+// `tessera info`. Throws tessera::Error when the binding fails.
+ColocalePlan bind_colocale(ColocaleKind kind);
 
 }  // namespace tessera
