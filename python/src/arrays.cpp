@@ -88,6 +88,9 @@ void bind_arrays(py::module_& m) {
       .def("owner", [](const PyArray& a, std::uint64_t i) {
         return std::visit([&](auto& x) { x.distribution().check(i); return x.owner(i); }, a.array);
       })
+      .def_property_readonly("local_address", [](PyArray& a) {  // for zero-copy checks
+        return std::visit([](auto& x) { return reinterpret_cast<std::uintptr_t>(x.local().data()); }, a.array);
+      })
       .def("local", [](py::object self) {
         auto& a = self.cast<PyArray&>();
         return std::visit([&](auto& x) { return view_of(x.local(), self, true); }, a.array);
