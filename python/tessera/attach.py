@@ -1,6 +1,8 @@
 """Attaching to a shared Tessera array from any Python process (no MPI)."""
 from . import _tessera
-from ._errors import ConfigError
+import numpy as np
+
+from ._errors import ConfigError, MismatchError
 
 
 class AttachedViews(list):
@@ -17,7 +19,7 @@ class AttachedViews(list):
         self.metadata_path = path
 
 
-def attach(metadata_path, mode="r"):
+def attach(metadata_path, mode="r", dtype=None):
     """Maps the shared array described by ``metadata_path`` (a ``.json`` that a
     Tessera job wrote: ``DistArray(..., storage="shared")``, a ``.tsg``
     directory's ``src.json``) and returns its segments as NumPy views, no copy.
@@ -26,9 +28,13 @@ def attach(metadata_path, mode="r"):
     attachment. Every field and segment is checked before anything is mapped,
     as the C ABI does: bad metadata raises ``tessera.FormatError``, a segment
     that disagrees with it ``tessera.MismatchError``, a missing file
-    ``tessera.SystemError``. Needs no MPI and no Runtime.
+    ``tessera.SystemError``; ``dtype`` given and not the stored element type
+    ``tessera.MismatchError``. Needs no MPI and no Runtime.
     """
     if mode not in ("r", "rw"):
         raise ConfigError(f"attach: mode must be \"r\" or \"rw\", not {mode!r}")
     path = str(metadata_path)
-    return AttachedViews(_tessera._attach(path, mode == "rw"), path)
+    views = AttachedViews(_tessera._attach(path, mode == "rw"), path)
+    if dtype is not None and np.dtype(dtype).name != views.element_type:
+        raise MismatchError(f"{path} holds {views.element_type}, not {np.dtype(dtype).name}")
+    return views

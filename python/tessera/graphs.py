@@ -4,6 +4,7 @@ a NumPy view of the library's own memory (read-only for the edge arrays)."""
 import numpy as np
 
 from . import _tessera
+from ._errors import RangeError
 from .arrays import DistArray
 from .runtime import current
 
@@ -168,6 +169,9 @@ def hitting_times(graph, targets=None, *, solver="tessera", tolerance=1e-10, max
     elif np.ndim(targets) == 0:
         targets = [targets]
     targets = [int(t) for t in targets]
+    for t in targets:
+        if t < 0:
+            raise RangeError(f"target vertex {t} does not occur in the graph (vertex ids are non-negative)")
     times, file_ids, info = _tessera._hitting_times(graph._impl, targets, solver, float(tolerance),
                                                     int(max_iterations))
     return HittingTimes(DistArray(None, 0, _impl=times), file_ids, info)
