@@ -212,3 +212,30 @@ def test_mpi4py(order):
             print("mpi4py ok")
     """, ranks=2), timeout=120)
     assert "mpi4py ok" in out
+
+
+EXAMPLES = os.path.join(SOURCE, "examples", "python")
+
+
+def test_quickstart_example_runs():
+    out = finish(subprocess.Popen([MPIRUN, "-n", "2", sys.executable, os.path.join(EXAMPLES, "quickstart.py")],
+                                  env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    assert "of 40000 reads" in out
+
+
+def test_analyst_flow_and_a_peer_attaching_while_it_runs(tmp_path):
+    ready, hold = tmp_path / "ready", tmp_path / "hold"
+    job = subprocess.Popen([MPIRUN, "-n", "2", sys.executable, os.path.join(EXAMPLES, "analyst_flow.py"),
+                            "--scale", "10", "--png", str(tmp_path / "h.png"), "--ready", str(ready),
+                            "--hold-until", str(hold)],
+                           env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(ready, job)
+    paths = ready.read_text().split()
+    peer = subprocess.run([sys.executable, os.path.join(EXAMPLES, "attach_peer.py"), *paths], env=clean_env(),
+                          capture_output=True, text=True, timeout=60)
+    hold.touch()
+    out = finish(job)
+    assert peer.returncode == 0, peer.stderr
+    assert "x uint64 in 2 segment(s)" in peer.stdout and "x float64 in 2 segment(s)" in peer.stdout
+    assert "CG iterations" in out and ("histogram saved" in out or "histogram as text" in out)
+    assert all(not os.path.exists(p) for p in paths)      # the job removed its shared arrays
