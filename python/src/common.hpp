@@ -70,5 +70,7 @@ struct PyArray {
 
 void bind_arrays(py::module_& m);
 void bind_graphs(py::module_& m);
+// Ends the Trilinos session (if a Belos solve opened one) before MPI ends.
+void shutdown_trilinos();
 
 }  // namespace tessera::python

@@ -17,6 +17,10 @@ namespace tessera::python {
 
 namespace {
 
+// Kokkos and Tpetra start once per process (Kokkos cannot start again after
+// it ended): the first Belos solve opens the session, the exit hook ends it.
+std::unique_ptr<trilinos::Session> g_trilinos_session;
+
 struct PyGraph {
   graph::EdgeList graph;
   graph::IdMap ids;      // the file's id of every vertex
@@ -98,7 +102,7 @@ py::tuple hitting(const PyGraph& pg, const std::vector<std::uint64_t>& target_fi
   o.connected = pg.connected;
   std::optional<linalg::HittingTimes> h;
   if (solver == "belos") {
-    trilinos::Session session(rt);
+    if (!g_trilinos_session) g_trilinos_session = std::make_unique<trilinos::Session>(rt);
     trilinos::BelosHittingOptions bo;
     bo.hitting = o;
     auto r = trilinos::belos_hitting_times(g, targets, bo);
@@ -139,6 +143,8 @@ auto graph_view(Get get) {
 }
 
 }  // namespace
+
+void shutdown_trilinos() { g_trilinos_session.reset(); }
 
 void bind_graphs(py::module_& m) {
   py::class_<PyGraph>(m, "_Graph")

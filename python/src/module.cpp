@@ -92,6 +92,7 @@ Runtime& runtime() {
 
 void shutdown_runtime() {
   if (!g_runtime) return;
+  shutdown_trilinos();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) {

@@ -83,20 +83,21 @@ def grounded_solution(matrix, targets):
     return h
 
 
-def test_hitting_times_match_spsolve(rt, holey_grid):
-    lcc = tessera.largest_component(holey_grid)
+def test_hitting_times_match_spsolve(rt):
+    # a Kronecker graph: low diameter, few CG iterations (each is a reduction,
+    # slow on oversubscribed ranks)
+    g = tessera.kron(scale=9, edge_factor=8, seed=4)
+    lcc = tessera.largest_component(g)
+    assert lcc.vertices < g.vertices
     target_file_id = int(lcc.original_ids.gather([0])[0])
-    h = tessera.hitting_times(lcc, target_file_id, tolerance=1e-12)
+    h = tessera.hitting_times(lcc, target_file_id, tolerance=1e-11)
     assert h.converged and h.unreachable == 0
     expected = grounded_solution(whole(rt, lcc), [0])
     got = h.times.gather(np.arange(lcc.vertices))
-    assert np.allclose(got, expected, rtol=1e-8, atol=1e-8)
-    assert h.max == pytest.approx(expected.max(), rel=1e-8)
+    assert np.allclose(got, expected, rtol=1e-7)
+    assert h.max == pytest.approx(expected.max(), rel=1e-7)
     lo, hi = h.times.local_range
     assert np.array_equal(h.file_ids, lcc.original_ids.local)    # times.local's vertices, in file ids
-    if tessera.trilinos_available():
-        b = tessera.hitting_times(lcc, target_file_id, solver="belos", tolerance=1e-10)
-        assert b.converged and np.allclose(b.times.local, h.times.local, rtol=1e-6, atol=1e-6)
 
 
 def test_read_directed_file_ids_and_hitting(rt, source_dir):
@@ -108,6 +109,11 @@ def test_read_directed_file_ids_and_hitting(rt, source_dir):
     h = tessera.hitting_times(lcc, 0)                            # as the README's pipeline
     assert h.converged and h.mean == pytest.approx(68.913939, abs=1e-5)
     assert h.max == pytest.approx(85.454545, abs=1e-5) and h.farthest == 24
+    if tessera.trilinos_available():                             # small: Tpetra's waits spin when oversubscribed
+        for _ in range(2):                                       # one Kokkos/Tpetra session for both
+            b = tessera.hitting_times(lcc, 0, solver="belos", tolerance=1e-10)
+            assert b.converged and b.solver == "belos"
+            assert np.allclose(b.times.local, h.times.local, rtol=1e-6, atol=1e-6)
 
 
 def test_relabelled_ids_are_a_numpy_array(rt):
