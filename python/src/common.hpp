@@ -33,7 +33,7 @@ py::array view_of(std::span<T> data, py::handle owner, bool writable) {
   using Plain = std::remove_const_t<T>;
   py::array out(py::dtype::of<Plain>(), {static_cast<py::ssize_t>(data.size())},
                 {static_cast<py::ssize_t>(sizeof(Plain))}, const_cast<Plain*>(data.data()), owner);
-  if (!writable) py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  if (!writable) out.attr("flags").attr("writeable") = false;
   return out;
 }
 

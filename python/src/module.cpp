@@ -183,8 +183,7 @@ PYBIND11_MODULE(_tessera, m) {
           const auto& seg = a.attached.segment(s);
           py::array v(dt, {static_cast<py::ssize_t>(seg.count)}, {static_cast<py::ssize_t>(a.attached.element().size)},
                       seg.data, self);
-          if (!a.attached.writable())
-            py::detail::array_proxy(v.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+          if (!a.attached.writable()) v.attr("flags").attr("writeable") = false;
           views.append(v);
         }
         return views;
