@@ -239,3 +239,18 @@ def test_analyst_flow_and_a_peer_attaching_while_it_runs(tmp_path):
     assert "x uint64 in 2 segment(s)" in peer.stdout and "x float64 in 2 segment(s)" in peer.stdout
     assert "CG iterations" in out and ("histogram saved" in out or "histogram as text" in out)
     assert all(not os.path.exists(p) for p in paths)      # the job removed its shared arrays
+
+
+def test_attach_to_a_tsg_written_by_the_cli(tmp_path):
+    """The issue's acceptance line: tessera.attach("g.tsg/src.json") in a plain python3."""
+    cli = os.path.join(os.environ.get("TESSERA_BINARY_DIR", os.path.join(SOURCE, "build")), "tessera")
+    subprocess.run([cli, "convert", os.path.join(SOURCE, "examples", "grid.el"), "-o", str(tmp_path / "g.tsg"), "-q",
+                    "-n", "2"], env=clean_env(), check=True, capture_output=True, timeout=120)
+    src = tessera.attach(tmp_path / "g.tsg" / "src.json")
+    dst = tessera.attach(tmp_path / "g.tsg" / "dst.json", dtype=np.uint64)
+    arcs = sorted(zip(np.concatenate(src).tolist(), np.concatenate(dst).tolist()))
+    with open(os.path.join(SOURCE, "examples", "grid.el")) as f:
+        expected = sorted(tuple(map(int, line.split()[:2])) for line in f if line.strip() and line[0] not in "#%")
+    assert len(src) == 2 and arcs == expected
+    with pytest.raises(tessera.FormatError):
+        tessera.attach(tmp_path / "g.tsg" / "edgelist.json")   # a graph's description, not an array's
