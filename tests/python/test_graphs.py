@@ -168,3 +168,46 @@ def test_bad_generator_and_solver_options(rt):
         tessera.hitting_times(small, 0, solver="magic")
     with pytest.raises(tessera.RangeError, match="target vertex 9 does not occur"):
         tessera.hitting_times(small, 9)
+
+
+def test_weighted_hitting_times_match_spsolve(rt):
+    n = 40
+    rng = np.random.default_rng(9)
+    pairs = {(i, (i + 1) % n) for i in range(n)} | {tuple(sorted(p)) for p in rng.integers(0, n, (30, 2)) if p[0] != p[1]}
+    pairs = sorted({tuple(sorted(p)) for p in pairs})
+    weights = rng.uniform(0.5, 3.0, len(pairs)).round(3)
+    path = f"/tmp/tessera-pytest-{rt.job_id}-weighted.wel"
+    if rt.rank == 0:
+        with open(path, "w") as f:
+            f.writelines(f"{u} {v} {w}\n" for (u, v), w in zip(pairs, weights))
+    rt.barrier()
+    try:
+        g = tessera.read_graph(path, undirected=True)
+        assert g.weighted and not g.directed and g.edges == 2 * len(pairs)
+        assert np.all(g.weight > 0) and not g.weight.flags.writeable
+        h = tessera.hitting_times(g, [3, 17], tolerance=1e-12)
+        u, v = np.array(pairs).T
+        matrix = scipy_sparse.csr_matrix((np.concatenate([weights, weights]), (np.concatenate([u, v]),
+                                          np.concatenate([v, u]))), shape=(n, n))
+        expected = grounded_solution(matrix, [3, 17])
+        assert np.allclose(h.times.gather(np.arange(n)), expected, rtol=1e-8)
+    finally:
+        rt.barrier()
+        if rt.rank == 0:
+            os.remove(path)
+
+
+def test_negative_weight_refused_by_hitting_times_everywhere(rt):
+    path = f"/tmp/tessera-pytest-{rt.job_id}-negative.wel"
+    if rt.rank == 0:
+        with open(path, "w") as f:
+            f.write("0 1 1.0\n1 2 -0.5\n2 3 2.0\n3 0 1.0\n")
+    rt.barrier()
+    try:
+        g = tessera.read_graph(path, undirected=True)
+        with pytest.raises(tessera.RangeError, match="weight -0.5"):
+            tessera.hitting_times(g, 0)
+    finally:
+        rt.barrier()
+        if rt.rank == 0:
+            os.remove(path)
