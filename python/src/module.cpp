@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "common.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -55,6 +56,13 @@ class KeepPythonSignalHandlers {
   std::array<struct sigaction, 3> saved_{};
 };
 
+// mpi4py's handle of a communicator: a pointer in Open MPI, an int in MPICH.
+template <class Comm>
+Comm comm_from_handle(std::uintptr_t handle) {
+  if constexpr (std::is_pointer_v<Comm>) return reinterpret_cast<Comm>(handle);
+  else return static_cast<Comm>(handle);
+}
+
 // The MPI communicator an mpi4py Comm wraps must be this job's world: Tessera
 // runs on every rank of MPI_COMM_WORLD.
 void check_communicator(std::uintptr_t handle, const std::string& mpi4py_library) {
@@ -62,7 +70,7 @@ void check_communicator(std::uintptr_t handle, const std::string& mpi4py_library
     throw MismatchError("mpi4py uses another MPI library than Tessera: mpi4py has '" + trimmed(mpi4py_library) +
                         "', Tessera was built with '" + mpi_library_version() +
                         "'; install mpi4py for this MPI (python3-mpi4py, or pip install mpi4py built with its mpicc)");
-  MPI_Comm comm = reinterpret_cast<MPI_Comm>(handle);  // Open MPI and MPICH handles fit a pointer
+  MPI_Comm comm = comm_from_handle<MPI_Comm>(handle);
   int result = MPI_UNEQUAL;
   TESSERA_MPI(MPI_Comm_compare(comm, MPI_COMM_WORLD, &result));
   if (result != MPI_IDENT && result != MPI_CONGRUENT)
