@@ -44,7 +44,7 @@ void update_with(DistArray<T>& a, std::span<const std::uint64_t> idx, std::span<
   if (op == "max") return update(a, idx, values, ops::Max{});
   if (op == "xor") {
     if constexpr (std::is_integral_v<T>) return update(a, idx, values, ops::BitXor{});
-    else throw MismatchError("update(op=\"xor\") needs an integer array, not " + py::cast<std::string>(py::str(static_cast<py::handle>(py::dtype::of<T>()))));
+    else throw MismatchError("update(op=\"xor\") needs an integer array, not " + element_type_of<T>().name);
   }
   throw ConfigError("update: op must be \"add\", \"min\", \"max\" or \"xor\", not \"" + op + "\"");
 }
@@ -100,7 +100,9 @@ void bind_arrays(py::module_& m) {
             [&](auto& x) -> py::array {
               using T = typename std::decay_t<decltype(x)>::value_type;
               py::array_t<T> out(static_cast<py::ssize_t>(idx.size()));
-              gather(x, span_of(idx), std::span<T>(out.mutable_data(), static_cast<std::size_t>(out.size())));
+              std::span<T> slots(out.mutable_data(), static_cast<std::size_t>(out.size()));
+              py::gil_scoped_release other_threads_may_run;  // no Python object is touched below
+              gather(x, span_of(idx), slots);
               return out;
             },
             a.array);
@@ -109,7 +111,9 @@ void bind_arrays(py::module_& m) {
         std::visit(
             [&](auto& x) {
               using T = typename std::decay_t<decltype(x)>::value_type;
-              scatter(x, span_of(idx), values_of<T>(values));
+              auto vals = values_of<T>(values);
+              py::gil_scoped_release other_threads_may_run;
+              scatter(x, span_of(idx), vals);
             },
             a.array);
       })
@@ -117,7 +121,9 @@ void bind_arrays(py::module_& m) {
         std::visit(
             [&](auto& x) {
               using T = typename std::decay_t<decltype(x)>::value_type;
-              update_with(x, span_of(idx), values_of<T>(values), op);
+              auto vals = values_of<T>(values);
+              py::gil_scoped_release other_threads_may_run;
+              update_with(x, span_of(idx), vals, op);
             },
             a.array);
       });

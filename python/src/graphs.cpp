@@ -207,7 +207,9 @@ void bind_graphs(py::module_& m) {
         o.symmetric = symmetric;
         o.pattern = pattern;
         o.storage = graph_storage(storage, name, dir);
-        auto loaded = graph::read_graph(runtime(), path, o);
+        Runtime& rt = runtime();
+        py::gil_scoped_release other_threads_may_run;  // parsing and building touch no Python object
+        auto loaded = graph::read_graph(rt, path, o);
         return wrap(std::move(loaded.graph), std::move(loaded.ids));
       },
       py::arg("path"), py::arg("base"), py::arg("relabel"), py::arg("undirected"), py::arg("symmetric"),
@@ -227,7 +229,9 @@ void bind_graphs(py::module_& m) {
         s.permute = s.permute || permute;
         s.validate();
         Runtime& rt = runtime();
-        auto g = graph::generate(rt, s, graph_storage(storage, name, dir));
+        auto options = graph_storage(storage, name, dir);
+        py::gil_scoped_release other_threads_may_run;
+        auto g = graph::generate(rt, s, options);
         auto ids = graph::IdMap::identity(rt, g.vertex_ranges());
         return wrap(std::move(g), std::move(ids));
       },
