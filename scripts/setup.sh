@@ -12,6 +12,10 @@ packages=(
   python3-scipy
   bubblewrap  # the containerized analysis (scripts/analyze-in-container.sh) and its tests
   python3-matplotlib  # scripts/plot_bench.py (issue 13)
+
+  # The Python package (python/, issue 11): headers, NumPy, pip (fetches
+  # pybind11 >= 2.12 into the build tree), pytest and mpi4py for its tests.
+  python3-dev python3-numpy python3-pip python3-pytest python3-mpi4py
 )
 # The trilinos/ layer (Tpetra, Belos, Ifpack2; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with

@@ -1,0 +1,214 @@
+// _tessera: the compiled half of the `tessera` Python package. The runtime
+// (MPI borrowed from mpi4py or initialised here), error translation, the
+// collective agreement on Python-side errors, and attach (no MPI needed).
+#include <signal.h>
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+#include "common.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/wait.hpp"
+#include "tessera/storage/attach.hpp"
+
+namespace tessera::python {
+
+namespace {
+std::unique_ptr<Runtime> g_runtime;
+
+// The Python classes of tessera's error categories (tessera.FormatError, ...),
+// handed over by tessera/__init__.py. Strong references kept for the life of
+// the process (never released: they must outlive every translation).
+constexpr std::size_t kCategories = 8;
+std::array<PyObject*, kCategories> g_error_classes{};
+
+PyObject* error_class(ErrorCategory c) {
+  auto i = static_cast<std::size_t>(c);
+  return i < kCategories && g_error_classes[i] ? g_error_classes[i] : PyExc_RuntimeError;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// Python keeps its own SIGINT handler (KeyboardInterrupt) and any handler a
+// user installed; the runtime's cleanup handlers stay only where Python had
+// the default action (SIGTERM, SIGHUP: the process would die there anyway,
+// now without leaving segments behind).
+class KeepPythonSignalHandlers {
+ public:
+  KeepPythonSignalHandlers() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], nullptr, &saved_[i]);
+  }
+  ~KeepPythonSignalHandlers() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      if (saved_[i].sa_handler != SIG_DFL) sigaction(kSignals[i], &saved_[i], nullptr);
+  }
+  KeepPythonSignalHandlers(const KeepPythonSignalHandlers&) = delete;
+  KeepPythonSignalHandlers& operator=(const KeepPythonSignalHandlers&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> saved_{};
+};
+
+// mpi4py's handle of a communicator: a pointer in Open MPI, an int in MPICH.
+template <class Comm>
+Comm comm_from_handle(std::uintptr_t handle) {
+  if constexpr (std::is_pointer_v<Comm>) return reinterpret_cast<Comm>(handle);
+  else return static_cast<Comm>(handle);
+}
+
+// The MPI communicator an mpi4py Comm wraps must be this job's world: Tessera
+// runs on every rank of MPI_COMM_WORLD.
+void check_communicator(std::uintptr_t handle, const std::string& mpi4py_library) {
+  if (!mpi4py_library.empty() && trimmed(mpi4py_library) != mpi_library_version())
+    throw MismatchError("mpi4py uses another MPI library than Tessera: mpi4py has '" + trimmed(mpi4py_library) +
+                        "', Tessera was built with '" + mpi_library_version() +
+                        "'; install mpi4py for this MPI (python3-mpi4py, or pip install mpi4py built with its mpicc)");
+  MPI_Comm comm = comm_from_handle<MPI_Comm>(handle);
+  int result = MPI_UNEQUAL;
+  TESSERA_MPI(MPI_Comm_compare(comm, MPI_COMM_WORLD, &result));
+  if (result != MPI_IDENT && result != MPI_CONGRUENT)
+    throw ConfigError("tessera.Runtime(comm): Tessera runs on all ranks of MPI_COMM_WORLD; this communicator "
+                      "holds other ranks or another order (pass MPI.COMM_WORLD or a duplicate of it)");
+}
+
+struct PyAttached {
+  AttachedArray attached;
+};
+
+py::dtype dtype_of(const ElementType& e) {
+  if (implied_element_size(e.name) == e.size && e.name.rfind("bytes", 0) != 0) return py::dtype(e.name);
+  return py::dtype("V" + std::to_string(e.size));  // opaque structs: raw records of their size
+}
+}  // namespace
+
+bool runtime_exists() noexcept { return g_runtime != nullptr; }
+
+Runtime& runtime() {
+  if (!g_runtime) {
+    KeepPythonSignalHandlers keep;
+    g_runtime = std::make_unique<Runtime>();
+  }
+  return *g_runtime;
+}
+
+void shutdown_runtime() {
+  if (!g_runtime) return;
+  shutdown_trilinos();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    // Someone (mpi4py's MPI.Finalize()) ended MPI first: the runtime's
+    // communicators cannot be freed any more, so it is left to the OS.
+    exit_cleanup::run();
+    (void)g_runtime.release();
+    return;
+  }
+  // Arrays still referenced at exit (module globals) lose their segments now,
+  // before MPI ends; their destructors later find nothing left to remove.
+  exit_cleanup::run();
+  g_runtime.reset();
+}
+
+}  // namespace tessera::python
+
+using namespace tessera;
+using namespace tessera::python;
+
+PYBIND11_MODULE(_tessera, m) {
+  m.doc() = "Tessera's compiled core; use the `tessera` package";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tessera::Error& e) {
+      PyErr_SetString(error_class(e.category()), e.what());
+    }
+  });
+
+  m.def("_set_error_classes", [](py::dict classes) {
+    const std::array<std::pair<ErrorCategory, const char*>, kCategories> names{{
+        {ErrorCategory::generic, "generic"}, {ErrorCategory::mpi, "mpi"}, {ErrorCategory::system, "system"},
+        {ErrorCategory::format, "format"},   {ErrorCategory::mismatch, "mismatch"}, {ErrorCategory::range, "range"},
+        {ErrorCategory::config, "config"},   {ErrorCategory::peer, "peer"}}};
+    for (auto [category, name] : names) {
+      py::object cls = classes[name];
+      g_error_classes[static_cast<std::size_t>(category)] = cls.inc_ref().ptr();
+    }
+  });
+
+  m.def(
+      "_start",
+      [](std::uintptr_t comm_handle, const std::string& mpi4py_library) {
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        if (comm_handle != 0) {
+          if (!initialized) throw ConfigError("tessera.Runtime(comm): MPI is not initialised, yet a communicator was given");
+          check_communicator(comm_handle, mpi4py_library);
+        }
+        Runtime& rt = runtime();
+        return py::make_tuple(rt.rank(), rt.size(), rt.job_id(), rt.node().size, rt.node().count);
+      },
+      py::arg("comm_handle") = 0, py::arg("mpi4py_library") = "");
+  m.def("_shutdown", &shutdown_runtime);
+  m.def("_running", &runtime_exists);
+  m.def("mpi_library_version", &mpi_library_version, "The MPI library Tessera was built with");
+  m.def("_barrier", [] { barrier(runtime().comm()); });
+
+  // Collective: every rank reports whether its local step failed (category
+  // -1: no); if any did, every rank raises the lowest failing rank's error,
+  // the failing ranks their own.
+  m.def("_agree", [](int category, const std::string& message) {
+    agree(runtime().comm(), [&] {
+      if (category >= 0) throw_error(static_cast<ErrorCategory>(category), message);
+    });
+  });
+  // Collective sum/min/max of one int64 or float64 per rank.
+  m.def("_allreduce_int", [](std::int64_t v, const std::string& op) {
+    return all_reduce<std::int64_t>(runtime().comm(), v, op == "min" ? MPI_MIN : op == "max" ? MPI_MAX : MPI_SUM);
+  });
+  m.def("_allgather_int", [](std::int64_t v) { return all_gather(runtime().comm(), v); });
+  m.def("_allreduce_float", [](double v, const std::string& op) {
+    return all_reduce<double>(runtime().comm(), v, op == "min" ? MPI_MIN : op == "max" ? MPI_MAX : MPI_SUM);
+  });
+
+  py::class_<PyAttached>(m, "_Attached")
+      .def_property_readonly("length", [](const PyAttached& a) { return a.attached.length(); })
+      .def_property_readonly("element_type", [](const PyAttached& a) { return a.attached.element().name; })
+      .def_property_readonly("element_size", [](const PyAttached& a) { return a.attached.element().size; })
+      .def_property_readonly("writable", [](const PyAttached& a) { return a.attached.writable(); })
+      .def("segments", [](py::object self) {
+        const auto& a = self.cast<const PyAttached&>();
+        py::list views;
+        py::dtype dt = dtype_of(a.attached.element());
+        for (std::size_t s = 0; s < a.attached.segment_count(); ++s) {
+          const auto& seg = a.attached.segment(s);
+          py::array v(dt, {static_cast<py::ssize_t>(seg.count)}, {static_cast<py::ssize_t>(a.attached.element().size)},
+                      seg.data, self);
+          if (!a.attached.writable()) v.attr("flags").attr("writeable") = false;
+          views.append(v);
+        }
+        return views;
+      })
+      .def("begins", [](const PyAttached& a) {
+        py::list out;
+        for (std::size_t s = 0; s < a.attached.segment_count(); ++s) out.append(a.attached.segment(s).begin);
+        return out;
+      });
+  m.def(
+      "_attach",
+      [](const std::string& path, bool writable) {
+        return std::make_unique<PyAttached>(
+            PyAttached{AttachedArray::open(path, writable ? Access::read_write : Access::read_only)});
+      },
+      py::arg("path"), py::arg("writable"));
+
+  bind_arrays(m);
+  bind_graphs(m);
+}

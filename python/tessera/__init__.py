@@ -1,0 +1,41 @@
+"""Tessera for Python: distributed arrays and graphs as zero-copy NumPy views.
+
+SPMD, like the C++ library: run a script with ``mpirun -n K python3 script.py``
+(or plain ``python3 script.py`` for one rank). Every rank runs the same code;
+calls documented as collective must be made by every rank.
+
+    import numpy as np, tessera
+    rt = tessera.Runtime()
+    a = tessera.DistArray(rt, 1000, dtype=np.int64)
+    lo, hi = a.local_range
+    a.local[:] = np.arange(lo, hi)          # this rank's block, no copy
+    print(a.gather(np.array([0, 999])))     # aggregated remote reads
+
+``tessera.attach(metadata_path)`` maps a shared array from any Python process,
+without MPI.
+"""
+from . import _tessera
+from ._errors import (CLASSES as _CLASSES, ConfigError, Error, FormatError,
+                      MismatchError, MpiError, PeerError, RangeError, SystemError)
+from .arrays import DistArray, arange, from_local, zeros
+from .attach import AttachedViews, attach
+from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
+                     largest_component, read_graph, urand)
+from .runtime import Runtime
+
+_tessera._set_error_classes(_CLASSES)
+
+__all__ = [
+    "Runtime", "DistArray", "zeros", "arange", "from_local", "attach", "AttachedViews",
+    "Graph", "Components", "HittingTimes", "read_graph", "generate", "kron", "urand", "grid", "components",
+    "largest_component", "hitting_times", "trilinos_available",
+    "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
+    "mpi_library_version",
+]
+
+mpi_library_version = _tessera.mpi_library_version
+
+
+def trilinos_available():
+    """Whether this Tessera was built with Trilinos (``hitting_times(..., solver="belos")``)."""
+    return _tessera._trilinos_available()

@@ -1,0 +1,28 @@
+import os
+
+import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "scipy: needs scipy (skipped in the NumPy 2 run)")
+
+
+@pytest.fixture(scope="session")
+def rt():
+    import tessera
+    return tessera.Runtime()
+
+
+@pytest.fixture(scope="session")
+def source_dir():
+    return os.environ.get("TESSERA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def everyone(rt, array_like):
+    """The concatenation of every rank's local array, on every rank (a
+    reference helper: gathers through a DistArray built from the blocks)."""
+    import numpy as np
+    import tessera
+    block = np.ascontiguousarray(array_like)
+    d = tessera.from_local(rt, block)
+    return d.gather(np.arange(d.size))
