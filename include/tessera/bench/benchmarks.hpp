@@ -3,6 +3,7 @@
 // lines on rank 0, and returns true when every variant verified.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "tessera/bench/report.hpp"
 #include "tessera/comm/options.hpp"
@@ -76,5 +77,30 @@ struct ParseBenchOptions : CommonOptions {
   int kron_scale = 18;
 };
 bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o);
+
+// Poisson3D by Jacobi on over-decomposed chunks (issue 12): time per
+// iteration against the plain sequential loop (1, 8 and 64 chunks unless
+// --chunks); --imbalance runs the imbalanced and balanced cases under every
+// load balancer. Verified against the theory and the plain loop bit for bit.
+struct Jacobi3dOptions : CommonOptions {
+  Jacobi3dOptions() { reps = 3; }
+  int n = 96;
+  int iterations = 40;
+  std::string chunks;              // "4x4x4"; empty: 1, 8 and 64 chunks
+  std::string mapping = "block";   // block, rr, rnd
+  std::string lb = "none";         // none, greedy, refine, comm
+  bool imbalance = false;
+};
+bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
+
+// Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / block
+// mapping with hop-bytes, against the plain loop and Charm++'s measured time.
+struct Stencil3dOptions : CommonOptions {
+  Stencil3dOptions() { reps = 3; }
+  int n = 128;
+  int block = 16;
+  int iterations = 20;
+};
+bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o);
 
 }  // namespace tessera::bench

@@ -1,0 +1,54 @@
+// Poisson3D by Jacobi on over-decomposed chunks (jacobi3d.cpp), shared by
+// the jacobi3d and stencil3d benchmarks and the chunk tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/chunks/balance.hpp"
+#include "tessera/chunks/grid.hpp"
+#include "tessera/chunks/placement.hpp"
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::bench::jacobi {
+
+struct Problem {
+  int n = 96;              // interior points per side (grid n^3, Dirichlet boundary)
+  int iterations = 40;
+  bool imbalance = false;  // chunks in the first quarter along k do 8x the work
+};
+
+struct Balancing {
+  chunks::Strategy strategy = chunks::Strategy::none;
+  int at_iteration = 4;     // at_sync after this many iterations (measured ones)
+  int scramble_every = 0;   // tests: migrate to a random placement every k iterations
+  std::uint64_t seed = 1;
+};
+
+struct Outcome {
+  double seconds_per_iteration = 0;  // slowest rank
+  double error = 0;        // max |u_k - u*| (u* the exact solution)
+  double expected_error = 0;  // rho^k max|u*|: u* is an eigenvector of the Jacobi iteration
+  double deviation = 0;    // max |u_k - (1 - rho^k) u*|: 0 up to rounding
+  double residual = 0;     // max |f - A u_k|
+  double expected_residual = 0;
+  std::uint64_t checksum = 0;  // order-independent hash of every (cell, bits of u_k)
+  std::vector<chunks::BalanceReport> balancing;
+};
+
+// Chunked run over `grid` (collective); the placement's empty means block.
+Outcome run_chunked(Runtime& rt, const Problem& p, const chunks::ChunkGrid& grid, const chunks::Placement& placement,
+                    const Balancing& lb = {});
+// The plain sequential loop on one process, no decomposition.
+Outcome run_plain(const Problem& p);
+// One line: "ok: ..." when the outcome agrees with the theory (and with
+// `reference`'s checksum when given), else "WRONG: ..." with the figures.
+std::string check(const Problem& p, const Outcome& o, const Outcome* reference = nullptr);
+
+// The 7-point stencil's chunk communication graph (bytes per iteration
+// between face neighbours), for hop-bytes.
+std::vector<chunks::ChunkEdge> stencil_edges(const Problem& p, const chunks::ChunkGrid& grid);
+// "block", "rr", "rnd": a placement of the grid's chunks on `ranks`.
+chunks::Placement simple_mapping(const std::string& name, const chunks::ChunkGrid& grid, int ranks, std::uint64_t seed = 7);
+
+}  // namespace tessera::bench::jacobi
