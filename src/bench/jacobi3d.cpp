@@ -57,15 +57,14 @@ void sweep(const double* u, double* next, const double* f, std::array<int, 3> n,
 // in an order both sides of a face share.
 template <class F>
 void for_face(const Block& b, int axis, int layer, F&& visit) {
-  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
-  std::array<int, 3> ix{};
-  ix[static_cast<std::size_t>(axis)] = layer;
-  for (int y = 1; y <= b.n[static_cast<std::size_t>(a2)]; ++y)
-    for (int x = 1; x <= b.n[static_cast<std::size_t>(a1)]; ++x) {
-      ix[static_cast<std::size_t>(a1)] = x;
-      ix[static_cast<std::size_t>(a2)] = y;
-      visit(b.at(ix[0], ix[1], ix[2]));
-    }
+  const std::size_t a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  const std::array<std::size_t, 3> stride{1, static_cast<std::size_t>(b.n[0] + 2),
+                                          static_cast<std::size_t>(b.n[0] + 2) * static_cast<std::size_t>(b.n[1] + 2)};
+  std::size_t k = 0, plane = static_cast<std::size_t>(layer) * stride[static_cast<std::size_t>(axis)];
+  for (std::size_t y = 1; y <= static_cast<std::size_t>(b.n[a2]); ++y) {
+    std::size_t c = plane + y * stride[a2] + stride[a1];
+    for (int x = 0; x < b.n[a1]; ++x, c += stride[a1]) visit(c, k++);
+  }
 }
 
 double h_of(const Problem& p) { return 1.0 / (p.n + 1); }
@@ -109,16 +108,14 @@ void exchange_ghosts(ChunkArray<Block>& arr, const ChunkGrid& grid) {
       auto na = static_cast<std::size_t>(axis);
       auto out = arr.send_buffer<double>(id, static_cast<std::uint64_t>(nb), static_cast<std::uint32_t>(face),
                                          static_cast<std::size_t>(b.n[0] * b.n[1] * b.n[2] / b.n[na]));
-      std::size_t k = 0;
-      for_face(b, axis, side ? b.n[na] : 1, [&](std::size_t c) { out[k++] = b.u[c]; });
+      for_face(b, axis, side ? b.n[na] : 1, [&](std::size_t c, std::size_t k) { out[k] = b.u[c]; });
     }
   });
   arr.exchange([](Block& b, const Message& m) {
     int axis = static_cast<int>(m.tag / 2), side = static_cast<int>(m.tag % 2);
-    std::size_t k = 0;
-    for_face(b, axis, side ? 0 : b.n[static_cast<std::size_t>(axis)] + 1, [&](std::size_t c) {
-      std::memcpy(&b.u[c], m.payload.data() + sizeof(double) * k++, sizeof(double));
-    });
+    const std::byte* in = m.payload.data();
+    for_face(b, axis, side ? 0 : b.n[static_cast<std::size_t>(axis)] + 1,
+             [&](std::size_t c, std::size_t k) { std::memcpy(&b.u[c], in + sizeof(double) * k, sizeof(double)); });
   });
 }
 

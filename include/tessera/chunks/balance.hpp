@@ -26,11 +26,11 @@ using HopDistance = std::function<double(int, int)>;
 double same_rank_hops(int a, int b);
 
 struct BalanceInput {
-  std::vector<double> load;   // per chunk (seconds per step)
-  Placement current;          // where each chunk is now
+  std::vector<double> load{};  // per chunk (seconds per step)
+  Placement current{};        // where each chunk is now
   int ranks = 1;
-  std::vector<ChunkEdge> edges;  // communication-aware strategy only
-  HopDistance hops = same_rank_hops;
+  std::vector<ChunkEdge> edges{};  // communication-aware strategy only
+  HopDistance hops{same_rank_hops};
   double tolerance = 1.05;    // a rank is overloaded above tolerance x average
 };
 
