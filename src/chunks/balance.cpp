@@ -168,6 +168,11 @@ Placement comm_balance(const BalanceInput& in) {
 }
 
 Placement balance(Strategy s, const BalanceInput& in) {
+  check_input(in);
+  // Within tolerance already: no strategy moves anything, so balancing a
+  // balanced run costs only the measurement.
+  auto loads = rank_loads(in.load, in.current, in.ranks);
+  if (*std::max_element(loads.begin(), loads.end()) <= threshold(in)) return in.current;
   switch (s) {
     case Strategy::none: check_input(in); return in.current;
     case Strategy::greedy: return greedy_balance(in);

@@ -1,6 +1,8 @@
 // Message routing and chunk migration for ChunkArray: buffered messages to
 // chunk ids, routed at exchange time by the location table, one bulk
 // all-to-all per exchange for the messages that leave the rank.
+#include <time.h>
+
 #include <chrono>
 #include <cstring>
 
@@ -42,6 +44,12 @@ int comm_size(MPI_Comm c) {
   return r;
 }
 }  // namespace
+
+double thread_cpu_seconds() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 ChunkRouter::ChunkRouter(MPI_Comm comm, std::size_t chunks, Placement placement)
     : comm_(comm), rank_(comm_rank(comm)), size_(comm_size(comm)), placement_(std::move(placement)), db_(chunks) {

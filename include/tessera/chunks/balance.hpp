@@ -49,6 +49,8 @@ Placement refine_balance(const BalanceInput& in);
 // move adds the fewest hop-bytes (ties: the heavier chunk), to a rank that
 // stays under the threshold; neighbours therefore travel together.
 Placement comm_balance(const BalanceInput& in);
+// The strategy `s`, or the current placement unchanged when no rank is above
+// tolerance x average (what at_sync calls).
 Placement balance(Strategy s, const BalanceInput& in);
 
 // Per-rank load sums under `placement`.

@@ -112,6 +112,9 @@ class ChunkRouter {
   LoadDatabase db_;
 };
 
+// CPU seconds used by the calling thread.
+double thread_cpu_seconds() noexcept;
+
 template <Serializable C>
 class ChunkArray {
  public:
@@ -140,14 +143,16 @@ class ChunkArray {
     return *chunks_[static_cast<std::size_t>(slot_of_[chunk])];
   }
 
-  // Runs fn(id, chunk) for each local chunk in id order; its time is the
-  // chunk's compute load in the measurement database.
+  // Runs fn(id, chunk) for each local chunk in id order; its CPU time is the
+  // chunk's compute load in the measurement database. CPU time, not wall
+  // time: with ranks sharing cores, wall time would charge a chunk for the
+  // time its rank was descheduled, and the balancer would chase that noise.
   template <class F>
   void for_each(F&& fn) {
     for (std::size_t s = 0; s < ids_.size(); ++s) {
-      auto t0 = std::chrono::steady_clock::now();
+      double t0 = thread_cpu_seconds();
       fn(ids_[s], *chunks_[s]);
-      router_.measurements().add_compute(ids_[s], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      router_.measurements().add_compute(ids_[s], thread_cpu_seconds() - t0);
     }
   }
   // Ends a measured step (the per-step figures of the database).
