@@ -159,6 +159,20 @@ class Bisection {
  public:
   Bisection(const ChunkGrid& grid, const NetworkTopology& topology, Placement& out)
       : topology_(topology), out_(out), chunks_(grid.count()) {
+    // Pair chunk axes with network dimensions by extent, longest with
+    // longest, once: cutting the same pairs at every level keeps each axis
+    // on one dimension (a 16x8x8 grid lies along the 16 of an 8x8x16 torus).
+    std::array<int, 3> axes{0, 1, 2};
+    const std::array<int, 3> extent{grid.di, grid.dj, grid.dk};
+    std::stable_sort(axes.begin(), axes.end(), [&](int a, int b) { return extent[a] > extent[b]; });
+    std::vector<int> net(static_cast<std::size_t>(topology.network_dimensions()));
+    std::iota(net.begin(), net.end(), 0);
+    std::stable_sort(net.begin(), net.end(), [&](int a, int b) {
+      return topology.dims()[static_cast<std::size_t>(a)] > topology.dims()[static_cast<std::size_t>(b)];
+    });
+    axis_of_dim_.assign(topology.dims().size(), -1);
+    for (std::size_t n = 0; n < net.size() && n < axes.size(); ++n)
+      axis_of_dim_[static_cast<std::size_t>(net[n])] = axes[n];
     const std::size_t n = static_cast<std::size_t>(grid.count());
     for (int axis = 0; axis < 3; ++axis) index_[axis].resize(n);
     for (std::size_t c = 0; c < n; ++c) {
@@ -189,18 +203,22 @@ class Bisection {
                        return ca != cb ? ca < cb : a < b;
                      });
     // Chunks: as many as the first half of the ranks is due, cut across the
-    // widest axis of their bounding box.
+    // axis paired with the ranks' cut, or the widest axis of their bounding
+    // box when that one no longer varies.
     const auto first_chunks = static_cast<std::size_t>(
         quota(chunks_, topology_.ranks(), position, position + static_cast<std::int64_t>(half)));
-    int axis = 0, extent = -1;
-    for (int a = 0; a < 3; ++a) {
+    std::array<int, 3> chunk_spread{-1, -1, -1};
+    for (int a = 0; a < 3 && !chunk_ids.empty(); ++a) {
       int lo = INT_MAX, hi = INT_MIN;
       for (int c : chunk_ids) {
         lo = std::min(lo, index_[a][static_cast<std::size_t>(c)]);
         hi = std::max(hi, index_[a][static_cast<std::size_t>(c)]);
       }
-      if (!chunk_ids.empty() && hi - lo > extent) axis = a, extent = hi - lo;
+      chunk_spread[static_cast<std::size_t>(a)] = hi - lo;
     }
+    int axis = rank_dim < 0 ? -1 : axis_of_dim_[static_cast<std::size_t>(rank_dim)];
+    if (axis < 0 || chunk_spread[static_cast<std::size_t>(axis)] <= 0)
+      axis = static_cast<int>(std::max_element(chunk_spread.begin(), chunk_spread.end()) - chunk_spread.begin());
     if (first_chunks > 0 && first_chunks < chunk_ids.size()) {
       const auto& key = index_[axis];
       std::nth_element(chunk_ids.begin(), chunk_ids.begin() + static_cast<std::ptrdiff_t>(first_chunks),
@@ -228,6 +246,7 @@ class Bisection {
   Placement& out_;
   std::int64_t chunks_;
   std::array<std::vector<int>, 3> index_;
+  std::vector<int> axis_of_dim_;  // the chunk axis paired with each topology dimension, -1 for none
 };
 }  // namespace
 

@@ -214,7 +214,8 @@ TEST(Mapping, TopologyAwareBeatsRoundRobinBeatsRandomOnA3DTorus) {
     tc::ChunkGrid grid;
   };
   for (const Case& c : {Case{"torus:4x4x4", {8, 8, 8}}, Case{"torus:4x4x4", {12, 8, 8}},
-                        Case{"torus:4x4x2:2", {12, 8, 8}}}) {
+                        Case{"torus:4x4x2:2", {12, 8, 8}}, Case{"torus:4x4x2:2", {8, 8, 8}},
+                        Case{"torus:8x8x16", {16, 16, 16}}}) {
     auto t = tc::parse_topology(c.spec);
     auto graph = tc::stencil7_graph(c.grid, 64);
     auto q = [&](tc::MappingKind k) { return tc::evaluate(graph, tc::map_chunks(k, c.grid, *t, 1), *t); };
@@ -231,6 +232,11 @@ TEST(Mapping, TopologyAwareBeatsRoundRobinBeatsRandomOnA3DTorus) {
   tc::ChunkGrid g{4, 4, 4};
   auto graph = tc::stencil7_graph(g, 8);
   EXPECT_EQ(tc::hop_bytes(graph, tc::map_topology_aware(g, *t), *t), graph.total_bytes());
+  // Also when the grid's long axis is not the torus's: i (8) goes along z (8).
+  auto long_z = tc::parse_topology("torus:4x4x8");
+  tc::ChunkGrid long_i{8, 4, 4};
+  auto long_graph = tc::stencil7_graph(long_i, 8);
+  EXPECT_EQ(tc::hop_bytes(long_graph, tc::map_topology_aware(long_i, *long_z), *long_z), long_graph.total_bytes());
 }
 
 TEST(Mapping, BadPlacementsAndGraphsAreRefused) {
