@@ -8,8 +8,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <sstream>
+#include <unistd.h>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/splitmix64.hpp"
@@ -268,6 +274,79 @@ Placement map_chunks(MappingKind kind, const ChunkGrid& grid, const NetworkTopol
     case MappingKind::topology_aware: return map_topology_aware(grid, topology);
   }
   throw ConfigError("unknown mapping kind");
+}
+
+Placement read_placement(const std::string& path, std::int64_t chunks, int ranks) {
+  check_counts(chunks, ranks);
+  std::ifstream in(path);
+  if (!in) throw SystemError("cannot open placement file " + path, errno);
+  Placement p(static_cast<std::size_t>(chunks), -1);
+  std::string line;
+  std::int64_t line_number = 0, placed = 0;
+  bool first_data = true;
+  auto bad = [&](const std::string& why) {
+    return FormatError(path + ":" + std::to_string(line_number) + ": " + why);
+  };
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::vector<std::int64_t> values;
+    std::string word;
+    while (fields >> word) {
+      std::int64_t v = 0;
+      auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+      if (ec != std::errc() || end != word.data() + word.size()) throw bad("'" + word + "' is not an integer");
+      values.push_back(v);
+    }
+    if (values.empty()) continue;
+    if (first_data && values.size() == 1) {  // SCOTCH's count line
+      first_data = false;
+      if (values[0] != chunks)
+        throw bad("the mapping has " + std::to_string(values[0]) + " vertices for " + std::to_string(chunks) + " chunks");
+      continue;
+    }
+    first_data = false;
+    if (values.size() != 2) throw bad("expected 'chunk rank', found " + std::to_string(values.size()) + " numbers");
+    if (values[0] < 0 || values[0] >= chunks)
+      throw bad("chunk " + std::to_string(values[0]) + " is outside 0.." + std::to_string(chunks - 1));
+    if (values[1] < 0 || values[1] >= ranks)
+      throw bad("rank " + std::to_string(values[1]) + " is outside 0.." + std::to_string(ranks - 1));
+    int& slot = p[static_cast<std::size_t>(values[0])];
+    if (slot >= 0) throw bad("chunk " + std::to_string(values[0]) + " is placed twice");
+    slot = static_cast<int>(values[1]);
+    ++placed;
+  }
+  if (in.bad()) throw SystemError("cannot read placement file " + path, errno);
+  if (placed != chunks) {
+    auto missing = std::find(p.begin(), p.end(), -1) - p.begin();
+    throw FormatError(path + ": " + std::to_string(chunks - placed) + " of " + std::to_string(chunks) +
+                      " chunks are not placed (the first is chunk " + std::to_string(missing) + ")");
+  }
+  return p;
+}
+
+void write_placement(const Placement& placement, const std::string& path) {
+  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) throw SystemError("cannot create " + temporary, errno);
+    out << "# chunk rank\n";
+    for (std::size_t c = 0; c < placement.size(); ++c) out << c << ' ' << placement[c] << '\n';
+    out.flush();
+    if (!out) {
+      int err = errno;
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw SystemError("cannot write " + temporary, err);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    throw Error("cannot rename " + temporary + " to " + path);
+  }
 }
 
 void check_placement(const Placement& placement, std::int64_t chunks, int ranks) {

@@ -3,8 +3,6 @@
 // running the stencil, after Bhatele and Kale's topology-mapping study.
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,7 +19,7 @@ namespace tessera::cli {
 
 namespace {
 struct MapArgs {
-  std::string chunks, topology, mapping = "all", output;
+  std::string chunks, topology, mapping = "all", output, placement_file;
   std::uint64_t face_bytes = 16 * 16 * 8;  // a 16^3 block's face of doubles (Charm++ stencil3d)
   std::uint64_t seed = 1;
   bool periodic = false, json = false, quiet = false;
@@ -33,22 +31,6 @@ struct MappingRow {
   int max_chunks_per_rank = 0;
   double seconds = 0;
 };
-
-void write_placement(const chunks::Placement& placement, const std::string& path) {
-  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) throw SystemError("cannot create " + temporary, errno);
-    out << "# chunk rank\n";
-    for (std::size_t c = 0; c < placement.size(); ++c) out << c << ' ' << placement[c] << '\n';
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(temporary);
-      throw SystemError("cannot write " + temporary, errno);
-    }
-  }
-  std::filesystem::rename(temporary, path);
-}
 
 int run_map(const MapArgs& a) {
   Runtime rt;
@@ -63,6 +45,12 @@ int run_map(const MapArgs& a) {
   }
   std::unique_ptr<chunks::NetworkTopology> topology =
       a.topology == "machine" ? chunks::make_topology(a.topology, rt) : chunks::parse_topology(a.topology);
+  // An outside mapping (SCOTCH's gmap, or an earlier -o) read before computing.
+  chunks::Placement from_file;
+  if (!a.placement_file.empty()) {
+    from_file = chunks::read_placement(a.placement_file, grid.count(), topology->ranks());
+    names.push_back("file");
+  }
   if (rt.rank() != 0) return 0;  // the evaluation is serial: one rank computes and prints
 
   using Clock = std::chrono::steady_clock;
@@ -70,12 +58,13 @@ int run_map(const MapArgs& a) {
   std::vector<MappingRow> rows;
   for (const std::string& name : names) {
     auto start = Clock::now();
-    chunks::Placement placement = chunks::map_chunks(chunks::parse_mapping(name), grid, *topology, a.seed);
+    chunks::Placement placement = name == "file" ? from_file
+                                  : chunks::map_chunks(chunks::parse_mapping(name), grid, *topology, a.seed);
     MappingRow row{name, chunks::evaluate(graph, placement, *topology), 0, 0};
     row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     std::vector<int> per_rank(static_cast<std::size_t>(topology->ranks()), 0);
     for (int r : placement) row.max_chunks_per_rank = std::max(row.max_chunks_per_rank, ++per_rank[static_cast<std::size_t>(r)]);
-    if (!a.output.empty()) write_placement(placement, a.output);
+    if (!a.output.empty() && name != "file") chunks::write_placement(placement, a.output);
     rows.push_back(row);
   }
 
@@ -122,6 +111,8 @@ void add_map(CLI::App& app, Action& selected) {
   sub->add_option("--face-bytes", a->face_bytes, "Bytes per face message between neighbouring chunks")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "Seed of the random mapping")->capture_default_str();
+  sub->add_option("--placement", a->placement_file,
+                  "Also evaluate this placement: 'chunk rank' lines, or a SCOTCH mapping file (reported as 'file')");
   sub->add_flag("--periodic", a->periodic, "The chunk grid wraps around (every chunk has 6 neighbours)");
   sub->add_option("-o,--output", a->output, "Write the placement ('chunk rank' lines) of the one chosen mapping");
   sub->add_flag("--json", a->json, "Print one JSON document");

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <queue>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "tessera/chunks/mapping.hpp"
 #include "tessera/chunks/topology.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/runtime.hpp"
 #include "tessera/runtime/splitmix64.hpp"
 
 namespace tc = tessera::chunks;
@@ -252,4 +256,37 @@ TEST(Mapping, BadPlacementsAndGraphsAreRefused) {
   EXPECT_THROW((void)tc::hop_bytes(graph, tc::Placement{0, 1, 2}, *t), tessera::RangeError);
   graph.edges.push_back(tc::CommEdge{0, 9, 1});  // a chunk id out of range
   EXPECT_THROW((void)tc::hop_bytes(graph, tc::Placement{0, 1, 2, 3}, *t), tessera::RangeError);
+}
+
+TEST(Placement, FilesRoundTripAndBadLinesNameTheLine) {
+  auto& rt = tessera::Runtime::current();
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("tessera-placement-" + std::to_string(::getpid()) + "-" + std::to_string(rt.rank()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  auto p = tc::map_random(12, 4, 3);
+  tc::write_placement(p, dir + "/p.txt");
+  EXPECT_EQ(tc::read_placement(dir + "/p.txt", 12, 4), p);
+  // SCOTCH's form: a count line, then "vertex terminal" in any order.
+  EXPECT_EQ(tc::read_placement(write("s.map", "3\n2\t0\n0\t1\n1\t1\n"), 3, 2), (tc::Placement{1, 1, 0}));
+  struct Bad {
+    std::string text, says;
+  };
+  for (const Bad& b : {Bad{"0 1\n1 x\n", "p.bad:2: 'x' is not an integer"}, Bad{"0 1\n0 1\n", ":2: chunk 0 is placed twice"},
+                       Bad{"0 1\n1 5\n", ":2: rank 5 is outside 0..3"}, Bad{"0 1\n7 0\n", ":2: chunk 7 is outside 0..1"},
+                       Bad{"0 1 2\n", ":1: expected 'chunk rank', found 3 numbers"},
+                       Bad{"3\n0 1\n", ":1: the mapping has 3 vertices for 2 chunks"},
+                       Bad{"# chunk rank\n1 0\n", "1 of 2 chunks are not placed (the first is chunk 0)"}}) {
+    try {
+      (void)tc::read_placement(write("p.bad", b.text), 2, 4);
+      ADD_FAILURE() << "accepted: " << b.text;
+    } catch (const tessera::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW((void)tc::read_placement(dir + "/missing.txt", 2, 4), tessera::SystemError);
+  std::filesystem::remove_all(dir);
 }

@@ -77,6 +77,22 @@ with tempfile.TemporaryDirectory() as tmp:
         h.check(len(got) == 1 and got[0]["hop_bytes"] == want,
                 f"{mapping}: hop-bytes {got[0]['hop_bytes']} == recomputed from its placement {want}")
 
+    # An outside placement (SCOTCH's file form: a count line first) is evaluated beside.
+    mine = [(c * 7) % ranks for c in range(chunks)]
+    scotch = os.path.join(tmp, "outside.map")
+    with open(scotch, "w") as f:
+        f.write(f"{chunks}\n" + "".join(f"{c}\t{r}\n" for c, r in enumerate(mine)))
+    got = {m["mapping"]: m for m in json.loads(h.tessera(*args, "--mapping", "rr", "--placement", scotch,
+                                                          "--json").stdout)["mappings"]}
+    want = stencil_hop_bytes(grid, dims, mine, face)
+    h.check(list(got) == ["rr", "file"] and got["file"]["hop_bytes"] == want,
+            f"--placement: hop-bytes {got.get('file', {}).get('hop_bytes')} == recomputed {want}")
+    with open(scotch, "a") as f:
+        f.write("0 1\n")
+    p = h.tessera(*args, "--placement", scotch, expect_ok=False)
+    h.check(p.returncode != 0 and f"{scotch}:{chunks + 2}: chunk 0 is placed twice" in p.stderr,
+            f"a placement file placing a chunk twice is refused naming the line: {p.stderr.strip()[-200:]!r}")
+
     p = h.tessera(*args, "--mapping", "rr")
     h.check("hop-bytes" in p.stdout and "rr" in p.stdout and "max link load" in p.stdout, "the human table")
 

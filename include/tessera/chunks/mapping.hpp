@@ -71,6 +71,16 @@ Placement map_topology_aware(const ChunkGrid& grid, const NetworkTopology& topol
 Placement map_chunks(MappingKind kind, const ChunkGrid& grid, const NetworkTopology& topology,
                      std::uint64_t seed = 1);
 
+// A placement from a file: "chunk rank" lines (what tessera map -o writes;
+// '#' comments), or a SCOTCH mapping file (a count line, then "vertex
+// terminal" lines; with a 3-D mesh graph from gmk_m3 and a torus3D/mesh3D
+// target both number x fastest, as chunk ids and GridTopology do). Every
+// chunk in [0, chunks) exactly once, ranks in [0, ranks): FormatError naming
+// the file and line otherwise.
+Placement read_placement(const std::string& path, std::int64_t chunks, int ranks);
+// "chunk rank" lines, through a temporary file renamed into place.
+void write_placement(const Placement& placement, const std::string& path);
+
 // Throws RangeError unless placement has `chunks` entries, each a rank in
 // [0, ranks), naming the first bad chunk.
 void check_placement(const Placement& placement, std::int64_t chunks, int ranks);
