@@ -73,13 +73,14 @@ double lambda_h(const Problem& p) { return 6.0 * (1.0 - std::cos(kPi * h_of(p)))
 
 Block make_block(const Problem& p, const ChunkGrid& grid, std::uint64_t id) {
   Block b;
-  auto ix = grid.index(id);
+  auto ix = grid.index(static_cast<int>(id));
+  const std::array<int, 3> dims{grid.di, grid.dj, grid.dk};
   for (std::size_t a = 0; a < 3; ++a) {  // even split, the first `extra` chunks one cell more
-    int base = p.n / grid.dims[a], extra = p.n % grid.dims[a];
+    int base = p.n / dims[a], extra = p.n % dims[a];
     b.n[a] = base + (ix[a] < extra ? 1 : 0);
     b.lo[a] = ix[a] * base + std::min(ix[a], extra);
   }
-  if (p.imbalance && ix[2] < (grid.dims[2] + 3) / 4) b.work = 8;
+  if (p.imbalance && ix[2] < (grid.dk + 3) / 4) b.work = 8;
   std::size_t cells = static_cast<std::size_t>(b.n[0] + 2) * static_cast<std::size_t>(b.n[1] + 2) * static_cast<std::size_t>(b.n[2] + 2);
   b.u.assign(cells, 0.0);
   b.next.assign(cells, 0.0);
@@ -103,7 +104,7 @@ void exchange_ghosts(ChunkArray<Block>& arr, const ChunkGrid& grid) {
   arr.for_each([&](std::uint64_t id, Block& b) {
     for (int face = 0; face < 6; ++face) {
       int axis = face / 2, side = face % 2;
-      auto nb = grid.neighbour(id, axis, side ? 1 : -1);
+      auto nb = face_neighbour(grid, id, axis, side ? 1 : -1);
       if (nb < 0) continue;
       auto na = static_cast<std::size_t>(axis);
       auto out = arr.send_buffer<double>(id, static_cast<std::uint64_t>(nb), static_cast<std::uint32_t>(face),
@@ -144,7 +145,7 @@ void measure(const Problem& p, const Block& b, Outcome& o) {
 }  // namespace
 
 Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const Placement& placement, const Balancing& lb) {
-  ChunkArray<Block> arr(rt.comm(), grid.count(), [&](std::uint64_t id) { return make_block(p, grid, id); }, placement);
+  ChunkArray<Block> arr(rt.comm(), static_cast<std::size_t>(grid.count()), [&](std::uint64_t id) { return make_block(p, grid, id); }, placement);
   Outcome o;
   std::uint64_t state = lb.seed;
   barrier(rt.comm());
@@ -153,7 +154,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
     exchange_ghosts(arr, grid);
     arr.for_each([&](std::uint64_t, Block& b) { iterate(b, p); });
     arr.end_step();
-    if (lb.strategy != Strategy::none && it == lb.at_iteration) o.balancing.push_back(arr.at_sync(lb.strategy));
+    if (lb.strategy != Strategy::none && it == lb.at_iteration) o.balancing.push_back(arr.at_sync(lb.strategy, lb.hops));
     if (lb.scramble_every > 0 && it % lb.scramble_every == 0) {
       Placement next(arr.size());
       for (auto& r : next) r = static_cast<int>(splitmix64(state) % static_cast<std::uint64_t>(rt.size()));
@@ -173,7 +174,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
 }
 
 Outcome run_plain(const Problem& p) {
-  Block b = make_block(p, ChunkGrid{}, 0);
+  Block b = make_block(p, ChunkGrid{1, 1, 1}, 0);
   auto t0 = std::chrono::steady_clock::now();
   for (int it = 1; it <= p.iterations; ++it) iterate(b, p);
   Outcome o;

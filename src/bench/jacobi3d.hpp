@@ -2,11 +2,12 @@
 // the jacobi3d and stencil3d benchmarks and the chunk tests.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tessera/chunks/balance.hpp"
-#include "tessera/chunks/grid.hpp"
+#include "tessera/chunks/mapping.hpp"
 #include "tessera/chunks/placement.hpp"
 #include "tessera/runtime/runtime.hpp"
 
@@ -23,6 +24,7 @@ struct Balancing {
   int at_iteration = 4;     // at_sync after this many iterations (measured ones)
   int scramble_every = 0;   // tests: migrate to a random placement every k iterations
   std::uint64_t seed = 1;
+  chunks::HopDistance hops{chunks::same_rank_hops};  // the comm strategy's objective
 };
 
 struct Outcome {
@@ -45,10 +47,11 @@ Outcome run_plain(const Problem& p);
 // `reference`'s checksum when given), else "WRONG: ..." with the figures.
 std::string check(const Problem& p, const Outcome& o, const Outcome* reference = nullptr);
 
-// The 7-point stencil's chunk communication graph (bytes per iteration
-// between face neighbours), for hop-bytes.
-std::vector<chunks::ChunkEdge> stencil_edges(const Problem& p, const chunks::ChunkGrid& grid);
-// "block", "rr", "rnd": a placement of the grid's chunks on `ranks`.
-chunks::Placement simple_mapping(const std::string& name, const chunks::ChunkGrid& grid, int ranks, std::uint64_t seed = 7);
+// The chunk one step along `axis` (0, 1, 2) in `direction` (-1, +1), or -1
+// past the edge of the grid.
+std::int64_t face_neighbour(const chunks::ChunkGrid& grid, std::uint64_t id, int axis, int direction);
+// The 7-point stencil's chunk communication graph for this problem (bytes
+// per iteration between face neighbours), for hop-bytes.
+chunks::CommGraph stencil_graph(const Problem& p, const chunks::ChunkGrid& grid);
 
 }  // namespace tessera::bench::jacobi

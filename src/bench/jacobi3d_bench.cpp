@@ -36,39 +36,27 @@ std::string check(const Problem& p, const Outcome& o, const Outcome* reference) 
   return text;
 }
 
-std::vector<ChunkEdge> stencil_edges(const Problem& p, const ChunkGrid& grid) {
-  std::vector<ChunkEdge> edges;
-  for (std::uint64_t id = 0; id < grid.count(); ++id)
-    for (int face = 0; face < 6; ++face) {
-      auto nb = grid.neighbour(id, face / 2, face % 2 ? 1 : -1);
-      if (nb < 0) continue;
-      std::uint64_t plane = 1;  // cells of the shared face (even split, as make_block)
-      for (int a = 0; a < 3; ++a)
-        if (a != face / 2) plane *= static_cast<std::uint64_t>(p.n / grid.dims[static_cast<std::size_t>(a)]);
-      edges.push_back({id, static_cast<std::uint64_t>(nb), plane * sizeof(double)});
-    }
-  return edges;
+std::int64_t face_neighbour(const ChunkGrid& grid, std::uint64_t id, int axis, int direction) {
+  auto ix = grid.index(static_cast<int>(id));
+  const std::array<int, 3> dims{grid.di, grid.dj, grid.dk};
+  ix[static_cast<std::size_t>(axis)] += direction;
+  if (ix[static_cast<std::size_t>(axis)] < 0 || ix[static_cast<std::size_t>(axis)] >= dims[static_cast<std::size_t>(axis)]) return -1;
+  return grid.id(ix[0], ix[1], ix[2]);
 }
 
-Placement simple_mapping(const std::string& name, const ChunkGrid& grid, int ranks, std::uint64_t seed) {
-  auto n = static_cast<std::size_t>(grid.count());
-  if (name == "block") return block_placement(n, ranks);
-  Placement p(n);
-  for (std::size_t c = 0; c < n; ++c) p[c] = static_cast<int>(c % static_cast<std::size_t>(ranks));
-  if (name == "rr") return p;
-  if (name == "rnd") {  // a seeded shuffle of the round-robin: balanced counts, random places
-    for (std::size_t c = n; c > 1; --c) std::swap(p[c - 1], p[splitmix64(seed) % c]);
-    return p;
-  }
-  throw ConfigError("--mapping '" + name + "': expected block, rr or rnd");
+CommGraph stencil_graph(const Problem& p, const ChunkGrid& grid) {
+  // A face across axis a holds the cells of the other two axes (even split,
+  // as the blocks are cut).
+  const std::array<std::uint64_t, 3> side{static_cast<std::uint64_t>(p.n / grid.di), static_cast<std::uint64_t>(p.n / grid.dj),
+                                          static_cast<std::uint64_t>(p.n / grid.dk)};
+  return stencil7_graph(grid, {side[1] * side[2] * sizeof(double), side[0] * side[2] * sizeof(double),
+                               side[0] * side[1] * sizeof(double)});
 }
 
 }  // namespace jacobi
 
 namespace {
-std::string grid_name(const ChunkGrid& g) {
-  return std::to_string(g.dims[0]) + "x" + std::to_string(g.dims[1]) + "x" + std::to_string(g.dims[2]);
-}
+std::string grid_name(const ChunkGrid& g) { return g.describe(); }
 nlohmann::json report_json(const std::vector<BalanceReport>& reports) {
   auto all = nlohmann::json::array();
   for (auto& r : reports)
@@ -86,15 +74,18 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
   jacobi::Problem problem{o.n, o.iterations, false};
   std::vector<ChunkGrid> grids;
   if (!o.chunks.empty())
-    grids.push_back(parse_chunk_grid(o.chunks, "--chunks"));
+    grids.push_back(ChunkGrid::parse(o.chunks));
   else if (o.imbalance)
-    grids.push_back(ChunkGrid{{4, 4, 4}});
+    grids.push_back(ChunkGrid{4, 4, 4});
   else
-    grids = {ChunkGrid{{1, 1, 1}}, ChunkGrid{{2, 2, 2}}, ChunkGrid{{4, 4, 4}}};
+    grids = {ChunkGrid{1, 1, 1}, ChunkGrid{2, 2, 2}, ChunkGrid{4, 4, 4}};
   for (auto& g : grids)
-    for (int d : g.dims)
+    for (int d : {g.di, g.dj, g.dk})
       if (d > o.n) throw ConfigError("--chunks " + grid_name(g) + ": more chunks than grid points along an axis (--n " + std::to_string(o.n) + ")");
-  jacobi::simple_mapping(o.mapping, grids[0], rt.size());  // rejects a bad --mapping before any work
+  const MappingKind mapping = parse_mapping(o.mapping);  // a bad --mapping fails before any work
+  // The machine's hop distance: the comm strategy's objective.
+  std::shared_ptr<const NetworkTopology> topology = make_topology("machine", rt);
+  const HopDistance hops = [topology](int a, int b) { return static_cast<double>(topology->hops(a, b)); };
   const double cells = std::pow(static_cast<double>(o.n), 3);
   Report report(rt, "jacobi3d", {{"n", o.n}, {"iterations", o.iterations}, {"mapping", o.mapping}, {"imbalance", o.imbalance}},
                 o.format);
@@ -122,59 +113,70 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
     if (rt.rank() == 0 && !o.imbalance) plain_best = std::min(plain_best, jacobi::run_plain(problem).seconds_per_iteration);
   };
 
-  std::vector<std::pair<std::string, double>> per_row;  // (label, seconds per iteration)
-  auto add_row = [&](const ChunkGrid& grid, Strategy strategy, bool imbalanced) {
-    jacobi::Problem p = problem;
-    p.imbalance = imbalanced;
-    auto placement = jacobi::simple_mapping(o.mapping, grid, rt.size());
-    jacobi::Outcome out;
-    jacobi::Balancing balancing{.strategy = strategy};
-    Variant v{.group = o.imbalance ? (imbalanced ? "imbalanced" : "balanced") : "",
-              .variant = "lb=" + to_string(strategy), .storage = grid_name(grid) + " " + o.mapping, .reps = o.reps,
-              .work = cells, .prepare = sample_plain,
-              .run = [&] { out = jacobi::run_chunked(rt, p, grid, placement, balancing); },
-              .verify = [&](bool& ok) {
-                std::string text = jacobi::check(p, out, &plain);
-                ok = text.rfind("ok", 0) == 0;
-                return text;
-              },
-              .measured_seconds = [&] { return out.seconds_per_iteration; },
-              .details = [&] {
-                return nlohmann::json{{"lb", to_string(strategy)}, {"chunks", grid_name(grid)},
-                                      {"seconds_per_iteration", out.seconds_per_iteration},
-                                      {"balancing", report_json(out.balancing)}};
-              }};
-    auto row = run_variants(rt, report, {v}, 1e6, "M cells/s").front();
-    for (auto& r : out.balancing) progress(rt, o.format, "  " + v.group + " " + grid_name(grid) + ": " + r.to_string());
-    std::string label = (o.imbalance ? v.group + " " : std::string()) + grid_name(grid) + " lb=" + to_string(strategy);
-    per_row.push_back({label, row.timing.best});
-    report.add_summary(label + ": " + std::to_string(row.timing.best) + " s/iteration",
-                       {{"lb", to_string(strategy)}, {"case", imbalanced ? "imbalanced" : "balanced"},
-                        {"chunks", grid_name(grid)}, {"seconds_per_iteration", row.timing.best},
-                        {"verified", row.verified}, {"balancing", report_json(out.balancing)}});
+  // The chunked runs, repetitions interleaved (rep 1 of every case, then rep
+  // 2, ...) so that a noisy stretch on a shared machine hits every case alike.
+  struct Case {
+    ChunkGrid grid;
+    Strategy strategy;
+    bool imbalanced;
+    std::vector<double> times{};
+    jacobi::Outcome last{};
   };
+  std::vector<Case> cases;
   if (o.imbalance) {
     for (bool imbalanced : {true, false})
-      for (Strategy s : {Strategy::none, Strategy::greedy, Strategy::refine, Strategy::comm}) {
-        progress(rt, o.format, std::string(imbalanced ? "imbalanced" : "balanced") + " lb=" + to_string(s) + " ...");
-        add_row(grids[0], s, imbalanced);
-      }
-    for (std::size_t base : {std::size_t{0}, std::size_t{4}})
-      for (std::size_t k = base + 1; k < base + 4; ++k) {
-        double gain = 1 - per_row[k].second / per_row[base].second;
-        report.add_summary(per_row[k].first + ": " + std::to_string(gain * 100) + "% faster than lb=none",
-                           {{"compare", per_row[k].first}, {"faster_than_none", gain}});
-      }
+      for (Strategy s : {Strategy::none, Strategy::greedy, Strategy::refine, Strategy::comm})
+        cases.push_back({grids[0], s, imbalanced});
   } else {
     for (auto& g : grids) {
-      progress(rt, o.format, "chunks " + grid_name(g) + " ...");
-      add_row(g, Strategy::none, false);
-      if (lb != Strategy::none) add_row(g, lb, false);
+      cases.push_back({g, Strategy::none, false});
+      if (lb != Strategy::none) cases.push_back({g, lb, false});
     }
+  }
+  auto label = [&](const Case& c) {
+    return (o.imbalance ? std::string(c.imbalanced ? "imbalanced " : "balanced ") : std::string()) + grid_name(c.grid) +
+           " lb=" + to_string(c.strategy);
+  };
+  for (int rep = 0; rep < std::max(1, o.reps); ++rep)
+    for (auto& c : cases) {
+      progress(rt, o.format, "rep " + std::to_string(rep + 1) + ": " + label(c) + " ...");
+      sample_plain();
+      jacobi::Problem p = problem;
+      p.imbalance = c.imbalanced;
+      c.last = jacobi::run_chunked(rt, p, c.grid, map_chunks(mapping, c.grid, *topology),
+                                   jacobi::Balancing{.strategy = c.strategy, .hops = hops});
+      c.times.push_back(c.last.seconds_per_iteration);
+      for (auto& r : c.last.balancing) progress(rt, o.format, "  " + r.to_string());
+    }
+  for (auto& c : cases) {
+    std::sort(c.times.begin(), c.times.end());
+    Result r = rate_result("lb=" + to_string(c.strategy), grid_name(c.grid) + " " + o.mapping,
+                           Timing{c.times.front(), c.times[c.times.size() / 2], static_cast<int>(c.times.size())}, cells,
+                           1e6, "M cells/s");
+    r.group = o.imbalance ? (c.imbalanced ? "imbalanced" : "balanced") : "";
+    jacobi::Problem p = problem;
+    p.imbalance = c.imbalanced;
+    r.check = jacobi::check(p, c.last, &plain);
+    r.verified = r.check.rfind("ok", 0) == 0;
+    nlohmann::json values{{"lb", to_string(c.strategy)}, {"case", c.imbalanced ? "imbalanced" : "balanced"},
+                          {"chunks", grid_name(c.grid)}, {"seconds_per_iteration", r.timing.best},
+                          {"verified", r.verified}, {"balancing", report_json(c.last.balancing)}};
+    r.extra = values;
+    report.add(r);
+    report.add_summary(label(c) + ": " + std::to_string(r.timing.best) + " s/iteration", values);
+  }
+  if (o.imbalance) {
+    for (std::size_t base : {std::size_t{0}, std::size_t{4}})
+      for (std::size_t k = base + 1; k < base + 4; ++k) {
+        double gain = 1 - cases[k].times.front() / cases[base].times.front();
+        report.add_summary(label(cases[k]) + ": " + std::to_string(gain * 100) + "% faster than lb=none",
+                           {{"compare", label(cases[k])}, {"faster_than_none", gain}});
+      }
+  } else {
     plain_best = broadcast(rt.comm(), plain_best, 0);
-    for (auto& [label, seconds] : per_row)
-      report.add_summary("overhead " + label + " vs plain loop: " + std::to_string(seconds / plain_best) + "x",
-                         {{"overhead_of", label}, {"overhead", seconds / plain_best}});
+    for (auto& c : cases)
+      report.add_summary("overhead " + label(c) + " vs plain loop: " + std::to_string(c.times.front() / plain_best) + "x",
+                         {{"overhead_of", label(c)}, {"overhead", c.times.front() / plain_best}});
   }
   return report.print();
 }

@@ -108,13 +108,14 @@ void add_bench(CLI::App& app, Action& selected) {
   j->add_option("--n", o->jacobi.n, "Interior grid points per side")->check(CLI::Range(2, 2048));
   j->add_option("--iterations", o->jacobi.iterations, "Jacobi iterations per run")->check(CLI::Range(1, 100000));
   j->add_option("--chunks", o->jacobi.chunks, "Chunk grid, e.g. 4x4x4 (default: 1, 8 and 64 chunks)");
-  j->add_option("--mapping", o->jacobi.mapping, "Initial placement: block, rr or rnd");
+  j->add_option("--mapping", o->jacobi.mapping, "Initial placement: rnd, rr, block or to");
   j->add_option("--lb", o->jacobi.lb, "Load balancer also run: none, greedy, refine or comm");
   j->add_flag("--imbalance", o->jacobi.imbalance, "Work 8x in a quarter of the chunks: lb none/greedy/refine/comm");
-  auto* st = bench->add_subcommand("stencil3d", "7-point stencil in blocks (Charm++ stencil3d shape): RND/RR/block mapping");
+  auto* st = bench->add_subcommand("stencil3d", "7-point stencil in blocks (Charm++ stencil3d shape): RND/RR/TO mapping, hop-bytes");
   st->add_option("--n", o->stencil.n, "Grid points per side")->check(CLI::Range(2, 2048));
   st->add_option("--block", o->stencil.block, "Block side (must divide --n)")->check(CLI::Range(1, 2048));
   st->add_option("--iterations", o->stencil.iterations, "Iterations per run")->check(CLI::Range(1, 100000));
+  st->add_option("--topology", o->stencil.topology, "machine, or a simulated torus:AxB[xC] / mesh:... of the job's ranks");
 
   for (auto* sub : {s, r, g, h, c, t, p, a, j, st}) {
     std::string name = sub->get_name();

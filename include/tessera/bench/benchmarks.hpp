@@ -87,19 +87,20 @@ struct Jacobi3dOptions : CommonOptions {
   int n = 96;
   int iterations = 40;
   std::string chunks;              // "4x4x4"; empty: 1, 8 and 64 chunks
-  std::string mapping = "block";   // block, rr, rnd
+  std::string mapping = "block";   // rnd, rr, block, to (on the machine topology)
   std::string lb = "none";         // none, greedy, refine, comm
   bool imbalance = false;
 };
 bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
 
-// Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / block
+// Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / TO
 // mapping with hop-bytes, against the plain loop and Charm++'s measured time.
 struct Stencil3dOptions : CommonOptions {
   Stencil3dOptions() { reps = 3; }
   int n = 128;
   int block = 16;
   int iterations = 20;
+  std::string topology = "machine";  // or a simulated "torus:AxB[xC]" holding the job's ranks
 };
 bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o);
 

@@ -30,7 +30,6 @@
 
 #include "tessera/chunks/archive.hpp"
 #include "tessera/chunks/balance.hpp"
-#include "tessera/chunks/grid.hpp"
 #include "tessera/chunks/measurement.hpp"
 #include "tessera/chunks/placement.hpp"
 #include "tessera/runtime/error.hpp"
