@@ -12,6 +12,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "tessera/chunks/chunk_array.hpp"
@@ -60,10 +61,12 @@ void for_face(const Block& b, int axis, int layer, F&& visit) {
   const std::size_t a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
   const std::array<std::size_t, 3> stride{1, static_cast<std::size_t>(b.n[0] + 2),
                                           static_cast<std::size_t>(b.n[0] + 2) * static_cast<std::size_t>(b.n[1] + 2)};
+  // Bounds and strides in locals: the visitor's stores could alias the block.
+  const std::size_t s1 = stride[a1], s2 = stride[a2], ny = static_cast<std::size_t>(b.n[a2]), nx = static_cast<std::size_t>(b.n[a1]);
   std::size_t k = 0, plane = static_cast<std::size_t>(layer) * stride[static_cast<std::size_t>(axis)];
-  for (std::size_t y = 1; y <= static_cast<std::size_t>(b.n[a2]); ++y) {
-    std::size_t c = plane + y * stride[a2] + stride[a1];
-    for (int x = 0; x < b.n[a1]; ++x, c += stride[a1]) visit(c, k++);
+  for (std::size_t y = 1; y <= ny; ++y) {
+    std::size_t c = plane + y * s2 + s1;
+    for (std::size_t x = 0; x < nx; ++x, c += s1) visit(c, k++);
   }
 }
 
@@ -100,7 +103,7 @@ void iterate(Block& b, const Problem& p) {
 
 // Ghost faces: each chunk sends its boundary planes to its face neighbours
 // (tag = face: 2 * axis + (1 for the + side)); they land in the opposite ghost plane.
-void exchange_ghosts(ChunkArray<Block>& arr, const ChunkGrid& grid) {
+void send_faces(ChunkArray<Block>& arr, const ChunkGrid& grid) {
   arr.for_each([&](std::uint64_t id, Block& b) {
     for (int face = 0; face < 6; ++face) {
       int axis = face / 2, side = face % 2;
@@ -109,15 +112,18 @@ void exchange_ghosts(ChunkArray<Block>& arr, const ChunkGrid& grid) {
       auto na = static_cast<std::size_t>(axis);
       auto out = arr.send_buffer<double>(id, static_cast<std::uint64_t>(nb), static_cast<std::uint32_t>(face),
                                          static_cast<std::size_t>(b.n[0] * b.n[1] * b.n[2] / b.n[na]));
-      for_face(b, axis, side ? b.n[na] : 1, [&](std::size_t c, std::size_t k) { out[k] = b.u[c]; });
+      const double* u = b.u.data();
+      double* to = out.data();
+      for_face(b, axis, side ? b.n[na] : 1, [u, to](std::size_t c, std::size_t k) { to[k] = u[c]; });
     }
   });
-  arr.exchange([](Block& b, const Message& m) {
-    int axis = static_cast<int>(m.tag / 2), side = static_cast<int>(m.tag % 2);
-    const std::byte* in = m.payload.data();
-    for_face(b, axis, side ? 0 : b.n[static_cast<std::size_t>(axis)] + 1,
-             [&](std::size_t c, std::size_t k) { std::memcpy(&b.u[c], in + sizeof(double) * k, sizeof(double)); });
-  });
+}
+void receive_face(Block& b, const Message& m) {
+  int axis = static_cast<int>(m.tag / 2), side = static_cast<int>(m.tag % 2);
+  const std::byte* in = m.payload.data();
+  double* u = b.u.data();
+  for_face(b, axis, side ? 0 : b.n[static_cast<std::size_t>(axis)] + 1,
+           [u, in](std::size_t c, std::size_t k) { std::memcpy(u + c, in + sizeof(double) * k, sizeof(double)); });
 }
 
 // Error, deviation from theory, residual and checksum of one block (ghosts filled).
@@ -151,9 +157,11 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   barrier(rt.comm());
   auto t0 = std::chrono::steady_clock::now();
   for (int it = 1; it <= p.iterations; ++it) {
-    exchange_ghosts(arr, grid);
-    arr.for_each([&](std::uint64_t, Block& b) { iterate(b, p); });
+    send_faces(arr, grid);
+    arr.exchange_and_compute(receive_face, [&](std::uint64_t, Block& b) { iterate(b, p); });
     arr.end_step();
+    if (lb.print_measurements && it == lb.at_iteration)
+      std::fputs(arr.measurements().summary(rt.comm(), arr.placement(), 0).c_str(), stderr);
     if (lb.strategy != Strategy::none && it == lb.at_iteration) o.balancing.push_back(arr.at_sync(lb.strategy, lb.hops));
     if (lb.scramble_every > 0 && it % lb.scramble_every == 0) {
       Placement next(arr.size());
@@ -163,7 +171,8 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   o.seconds_per_iteration = all_reduce(rt.comm(), seconds, MPI_MAX) / p.iterations;
-  exchange_ghosts(arr, grid);  // untimed: the residual needs the final ghosts
+  send_faces(arr, grid);  // untimed: the residual needs the final ghosts
+  arr.exchange(receive_face);
   arr.for_each([&](std::uint64_t, Block& b) { measure(p, b, o); });
   double figures[5] = {o.error, o.expected_error, o.deviation, o.residual, o.expected_residual};
   all_reduce(rt.comm(), figures, 5, MPI_MAX);

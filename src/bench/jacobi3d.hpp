@@ -25,6 +25,7 @@ struct Balancing {
   int scramble_every = 0;   // tests: migrate to a random placement every k iterations
   std::uint64_t seed = 1;
   chunks::HopDistance hops{chunks::same_rank_hops};  // the comm strategy's objective
+  bool print_measurements = false;  // the measurement database on stderr (rank 0) before balancing
 };
 
 struct Outcome {

@@ -144,7 +144,8 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
       jacobi::Problem p = problem;
       p.imbalance = c.imbalanced;
       c.last = jacobi::run_chunked(rt, p, c.grid, map_chunks(mapping, c.grid, *topology),
-                                   jacobi::Balancing{.strategy = c.strategy, .hops = hops});
+                                   jacobi::Balancing{.strategy = c.strategy, .hops = hops,
+                                                     .print_measurements = o.show_measurements && rep == 0 && !o.format.quiet});
       c.times.push_back(c.last.seconds_per_iteration);
       for (auto& r : c.last.balancing) progress(rt, o.format, "  " + r.to_string());
     }

@@ -87,10 +87,12 @@ std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& d
     ++delivered;
   };
   // Handlers may send: the outboxes are taken before anything is delivered,
-  // and what they send waits for the next round.
-  std::vector<std::byte> local;
-  local.swap(outbox_[static_cast<std::size_t>(rank_)]);
-  std::vector<std::byte> received;
+  // and what they send waits for the next round. The delivered bytes stay
+  // until the next exchange (Message payloads point into them); the local
+  // box trades buffers with them, so its capacity is reused.
+  delivered_local_.clear();
+  delivered_local_.swap(outbox_[static_cast<std::size_t>(rank_)]);
+  delivered_remote_.clear();
   if (size_ > 1) {
     std::vector<std::uint64_t> counts(static_cast<std::size_t>(size_), 0), received_counts;
     std::size_t total = 0;
@@ -105,13 +107,10 @@ std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& d
       send.insert(send.end(), box.begin(), box.end());
       box.clear();
     }
-    received = comm::exchange_bytes(comm_, send, counts, 1, received_counts);
+    delivered_remote_ = comm::exchange_bytes(comm_, send, counts, 1, received_counts);
   }
-  for_each_message(local, handle);
-  for_each_message(received, handle);
-  // Keep the local buffer's capacity for the next step.
-  local.clear();
-  if (outbox_[static_cast<std::size_t>(rank_)].empty()) outbox_[static_cast<std::size_t>(rank_)].swap(local);
+  for_each_message(delivered_local_, handle);
+  for_each_message(delivered_remote_, handle);
   return delivered;
 }
 

@@ -90,6 +90,7 @@ struct Jacobi3dOptions : CommonOptions {
   std::string mapping = "block";   // rnd, rr, block, to (on the machine topology)
   std::string lb = "none";         // none, greedy, refine, comm
   bool imbalance = false;
+  bool show_measurements = false;  // print the measurement database (stderr) at the balancing step
 };
 bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
 
