@@ -64,6 +64,10 @@ void ChunkRouter::throw_bad_chunk(std::uint64_t chunk, const char* what) const {
                    std::to_string(placement_.size() == 0 ? 0 : placement_.size() - 1) + ")");
 }
 
+void ChunkRouter::agree_placement(const Placement& placement, const std::string& what) const {
+  agree(comm_, [&] { check_placement(placement, placement_.size(), size_, what); });
+}
+
 std::byte* ChunkRouter::append(std::uint64_t from, std::uint64_t to, std::uint32_t tag, std::size_t bytes) {
   check_chunk(to, "send");
   check_chunk(from, "send (sender)");
@@ -135,7 +139,6 @@ void ChunkRouter::reroute() {
 
 std::vector<ChunkRouter::Packed> ChunkRouter::migrate(const Placement& next, std::vector<Packed> leaving,
                                                       std::uint64_t& bytes_moved) {
-  agree(comm_, [&] { check_placement(next, placement_.size(), size_, "migrate: the new placement"); });
   // Wire: id, byte count, bytes (padded), grouped by destination rank.
   std::vector<std::vector<std::byte>> by_dest(static_cast<std::size_t>(size_));
   bytes_moved = 0;

@@ -254,6 +254,10 @@ TEST(ChunkErrors, BadInputGetsAClearError) {
   Placement bad(6, 0);
   bad[4] = rt().size();
   expect_error<RangeError>([&] { arr.migrate(bad); }, "puts chunk 4 on rank " + std::to_string(rt().size()));
+  // A table bad on one rank only: every rank throws (none waits in the exchange).
+  Placement bad_on_last = arr.placement();
+  if (rt().rank() == rt().size() - 1) bad_on_last[0] = -1;
+  expect_error<RangeError>([&] { arr.migrate(bad_on_last); }, "puts chunk 0 on rank -1");
   expect_error<RangeError>([&] { ChunkArray<Counter> a(rt().comm(), 6, [](std::uint64_t) { return Counter{}; }, Placement(5, 0)); },
                            "has 5 entries for 6 chunks");
   expect_error<ConfigError>([] { parse_strategy("fastest", "--lb"); }, "expected none, greedy, refine or comm");

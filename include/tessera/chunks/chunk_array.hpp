@@ -89,6 +89,9 @@ class ChunkRouter {
   // Collective: true when some rank has messages buffered.
   bool any_pending() const;
 
+  // Collective: throws RangeError on every rank when `placement` is not a
+  // valid table for this array on some rank.
+  void agree_placement(const Placement& placement, const std::string& what) const;
   // Collective: ships `leaving` (chunk id, its bytes) to their owners under
   // `next`, installs `next` as the location table, re-routes buffered
   // messages, and returns the chunks that arrived here (id, bytes).
@@ -207,7 +210,7 @@ class ChunkArray {
   // Collective: moves chunks so that chunk c lives on next[c] (every rank
   // passes the same table). Returns the bytes this rank sent.
   std::uint64_t migrate(const Placement& next) {
-    check_placement(next, size(), ranks(), "migrate: the new placement");
+    router_.agree_placement(next, "migrate: the new placement");  // every rank throws together
     std::vector<ChunkRouter::Packed> leaving;
     for (std::size_t s = 0; s < ids_.size(); ++s)
       if (next[ids_[s]] != rank()) {
