@@ -30,6 +30,7 @@ struct Balancing {
 
 struct Outcome {
   double seconds_per_iteration = 0;  // slowest rank
+  double cpu_seconds_per_iteration = 0;  // thread CPU time, slowest rank: blind to descheduling on shared cores
   double error = 0;        // max |u_k - u*| (u* the exact solution)
   double expected_error = 0;  // rho^k max|u*|: u* is an eigenvector of the Jacobi iteration
   double deviation = 0;    // max |u_k - (1 - rho^k) u*|: 0 up to rounding
