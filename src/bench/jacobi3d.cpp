@@ -103,22 +103,20 @@ void iterate(Block& b, const Problem& p) {
   b.u.swap(b.next);
 }
 
-// Ghost faces: each chunk sends its boundary planes to its face neighbours
+// Ghost faces: a chunk sends its boundary planes to its face neighbours
 // (tag = face: 2 * axis + (1 for the + side)); they land in the opposite ghost plane.
-void send_faces(ChunkArray<Block>& arr, const ChunkGrid& grid) {
-  arr.for_each([&](std::uint64_t id, Block& b) {
-    for (int face = 0; face < 6; ++face) {
-      int axis = face / 2, side = face % 2;
-      auto nb = face_neighbour(grid, id, axis, side ? 1 : -1);
-      if (nb < 0) continue;
-      auto na = static_cast<std::size_t>(axis);
-      auto out = arr.send_buffer<double>(id, static_cast<std::uint64_t>(nb), static_cast<std::uint32_t>(face),
-                                         static_cast<std::size_t>(b.n[0] * b.n[1] * b.n[2] / b.n[na]));
-      const double* u = b.u.data();
-      double* to = out.data();
-      for_face(b, axis, side ? b.n[na] : 1, [u, to](std::size_t c, std::size_t k) { to[k] = u[c]; });
-    }
-  });
+void send_faces(ChunkArray<Block>& arr, const ChunkGrid& grid, std::uint64_t id, const Block& b) {
+  for (int face = 0; face < 6; ++face) {
+    int axis = face / 2, side = face % 2;
+    auto nb = face_neighbour(grid, id, axis, side ? 1 : -1);
+    if (nb < 0) continue;
+    auto na = static_cast<std::size_t>(axis);
+    auto out = arr.send_buffer<double>(id, static_cast<std::uint64_t>(nb), static_cast<std::uint32_t>(face),
+                                       static_cast<std::size_t>(b.n[0] * b.n[1] * b.n[2] / b.n[na]));
+    const double* u = b.u.data();
+    double* to = out.data();
+    for_face(b, axis, side ? b.n[na] : 1, [u, to](std::size_t c, std::size_t k) { to[k] = u[c]; });
+  }
 }
 void receive_face(Block& b, const Message& m) {
   int axis = static_cast<int>(m.tag / 2), side = static_cast<int>(m.tag % 2);
@@ -159,9 +157,14 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   barrier(rt.comm());
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = thread_cpu_seconds();
+  // Each chunk sends its new faces right after its sweep, while they are in
+  // cache; the next step delivers them just before the neighbour's sweep.
+  arr.for_each([&](std::uint64_t id, Block& b) { send_faces(arr, grid, id, b); });
   for (int it = 1; it <= p.iterations; ++it) {
-    send_faces(arr, grid);
-    arr.exchange_and_compute(receive_face, [&](std::uint64_t, Block& b) { iterate(b, p); });
+    arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) {
+      iterate(b, p);
+      send_faces(arr, grid, id, b);
+    });
     arr.end_step();
     if (lb.print_measurements && it == lb.at_iteration)
       std::fputs(arr.measurements().summary(rt.comm(), arr.placement(), 0).c_str(), stderr);
@@ -175,8 +178,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   o.seconds_per_iteration = all_reduce(rt.comm(), seconds, MPI_MAX) / p.iterations;
   o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / p.iterations;
-  send_faces(arr, grid);  // untimed: the residual needs the final ghosts
-  arr.exchange(receive_face);
+  arr.exchange(receive_face);  // untimed: the residual needs the final ghosts
   arr.for_each([&](std::uint64_t, Block& b) { measure(p, b, o); });
   double figures[5] = {o.error, o.expected_error, o.deviation, o.residual, o.expected_residual};
   all_reduce(rt.comm(), figures, 5, MPI_MAX);
