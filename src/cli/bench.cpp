@@ -20,6 +20,8 @@ struct BenchOptions {
   bench::ParseBenchOptions parse;
   bench::IsxOptions isx;              // issue 13: sorting benchmarks
   bench::ArgsortBenchOptions argsort;
+  bench::Jacobi3dOptions jacobi;    // issue 12
+  bench::Stencil3dOptions stencil;  // issue 12
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -48,6 +50,8 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.parse);
   apply_common(o, o.isx);
   apply_common(o, o.argsort);
+  apply_common(o, o.jacobi);
+  apply_common(o, o.stencil);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;
@@ -64,6 +68,8 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "hitting") ok = bench::run_hitting_bench(rt, o.hitting) && ok;
   if (which == "isx") ok = bench::run_isx(rt, o.isx) && ok;
   if (which == "argsort") ok = bench::run_argsort_bench(rt, o.argsort) && ok;
+  if (which == "jacobi3d") ok = bench::run_jacobi3d(rt, o.jacobi) && ok;
+  if (which == "stencil3d") ok = bench::run_stencil3d(rt, o.stencil) && ok;
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
 }
@@ -117,7 +123,22 @@ void add_bench(CLI::App& app, Action& selected) {
   auto* a = bench->add_subcommand("all", "The four core benchmarks (stream, ra, indexgather, histogram)");
   a->add_flag("--demo", o->demo, "Larger sizes, about a minute at 4 ranks on 2 cores (make demo)");
 
-  for (auto* sub : {s, r, g, h, c, t, p, x, z, a}) {
+  // Over-decomposition benchmarks (issue 12).
+  auto* j = bench->add_subcommand("jacobi3d", "Poisson3D by Jacobi on chunks vs the plain loop; --imbalance: load balancers");
+  j->add_option("--n", o->jacobi.n, "Interior grid points per side")->check(CLI::Range(2, 2048));
+  j->add_option("--iterations", o->jacobi.iterations, "Jacobi iterations per run")->check(CLI::Range(1, 100000));
+  j->add_option("--chunks", o->jacobi.chunks, "Chunk grid, e.g. 4x4x4 (default: 1, 8 and 64 chunks)");
+  j->add_option("--mapping", o->jacobi.mapping, "Initial placement: rnd, rr, block or to");
+  j->add_option("--lb", o->jacobi.lb, "Load balancer also run: none, greedy, refine or comm");
+  j->add_flag("--show-measurements", o->jacobi.show_measurements, "Print per-chunk loads and chunk-pair bytes at the LB step");
+  j->add_flag("--imbalance", o->jacobi.imbalance, "Work 8x in a quarter of the chunks: lb none/greedy/refine/comm");
+  auto* st = bench->add_subcommand("stencil3d", "7-point stencil in blocks (Charm++ stencil3d shape): RND/RR/TO mapping, hop-bytes");
+  st->add_option("--n", o->stencil.n, "Grid points per side")->check(CLI::Range(2, 2048));
+  st->add_option("--block", o->stencil.block, "Block side (must divide --n)")->check(CLI::Range(1, 2048));
+  st->add_option("--iterations", o->stencil.iterations, "Iterations per run")->check(CLI::Range(1, 100000));
+  st->add_option("--topology", o->stencil.topology, "machine, or a simulated torus:AxB[xC] / mesh:... of the job's ranks");
+
+  for (auto* sub : {s, r, g, h, c, t, p, x, z, a, j, st}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

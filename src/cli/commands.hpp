@@ -12,5 +12,6 @@ void add_info(CLI::App& app, Action& selected);
 void add_shm(CLI::App& app, Action& selected);
 void add_bench(CLI::App& app, Action& selected);
 void add_graph(CLI::App& app, Action& selected);
+void add_map(CLI::App& app, Action& selected);  // tessera map (src/cli/map.cpp)
 
 }  // namespace tessera::cli

@@ -3,6 +3,7 @@
 //   tessera shm list|gc             shared-memory segments and their owners
 //   tessera gen|convert|cc|lcc|hitting|pipeline   the graph workflow
 //   tessera bench NAME              the benchmark suite
+//   tessera map                     hop-bytes of chunk mappings on a simulated torus
 // -n K starts the job under mpirun with K ranks when not already under MPI.
 #include "commands.hpp"
 
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_shm(app, selected);
   tessera::cli::add_graph(app, selected);
   tessera::cli::add_bench(app, selected);
+  tessera::cli::add_map(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 // lines on rank 0, and returns true when every variant verified.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "tessera/bench/report.hpp"
 #include "tessera/comm/options.hpp"
@@ -98,5 +99,32 @@ struct ArgsortBenchOptions : CommonOptions {
   std::uint64_t gather_limit = std::uint64_t{1} << 26;  // baseline sorts the whole array up to this size
 };
 bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o);
+
+// Poisson3D by Jacobi on over-decomposed chunks (issue 12): time per
+// iteration against the plain sequential loop (1, 8 and 64 chunks unless
+// --chunks); --imbalance runs the imbalanced and balanced cases under every
+// load balancer. Verified against the theory and the plain loop bit for bit.
+struct Jacobi3dOptions : CommonOptions {
+  Jacobi3dOptions() { reps = 3; }
+  int n = 96;
+  int iterations = 40;
+  std::string chunks;              // "4x4x4"; empty: 1, 8 and 64 chunks
+  std::string mapping = "block";   // rnd, rr, block, to (on the machine topology)
+  std::string lb = "none";         // none, greedy, refine, comm
+  bool imbalance = false;
+  bool show_measurements = false;  // print the measurement database (stderr) at the balancing step
+};
+bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
+
+// Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / TO
+// mapping with hop-bytes, against the plain loop and Charm++'s measured time.
+struct Stencil3dOptions : CommonOptions {
+  Stencil3dOptions() { reps = 3; }
+  int n = 128;
+  int block = 16;
+  int iterations = 20;
+  std::string topology = "machine";  // or a simulated "torus:AxB[xC]" holding the job's ranks
+};
+bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o);
 
 }  // namespace tessera::bench

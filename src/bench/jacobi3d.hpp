@@ -1,0 +1,59 @@
+// Poisson3D by Jacobi on over-decomposed chunks (jacobi3d.cpp), shared by
+// the jacobi3d and stencil3d benchmarks and the chunk tests.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/chunks/balance.hpp"
+#include "tessera/chunks/mapping.hpp"
+#include "tessera/chunks/placement.hpp"
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::bench::jacobi {
+
+struct Problem {
+  int n = 96;              // interior points per side (grid n^3, Dirichlet boundary)
+  int iterations = 40;
+  bool imbalance = false;  // chunks in the first quarter along k do 8x the work
+};
+
+struct Balancing {
+  chunks::Strategy strategy = chunks::Strategy::none;
+  int at_iteration = 4;     // at_sync after this many iterations (measured ones)
+  int scramble_every = 0;   // tests: migrate to a random placement every k iterations
+  std::uint64_t seed = 1;
+  chunks::HopDistance hops{chunks::same_rank_hops};  // the comm strategy's objective
+  bool print_measurements = false;  // the measurement database on stderr (rank 0) before balancing
+};
+
+struct Outcome {
+  double seconds_per_iteration = 0;  // slowest rank
+  double cpu_seconds_per_iteration = 0;  // thread CPU time, slowest rank: blind to descheduling on shared cores
+  double error = 0;        // max |u_k - u*| (u* the exact solution)
+  double expected_error = 0;  // rho^k max|u*|: u* is an eigenvector of the Jacobi iteration
+  double deviation = 0;    // max |u_k - (1 - rho^k) u*|: 0 up to rounding
+  double residual = 0;     // max |f - A u_k|
+  double expected_residual = 0;
+  std::uint64_t checksum = 0;  // order-independent hash of every (cell, bits of u_k)
+  std::vector<chunks::BalanceReport> balancing;
+};
+
+// Chunked run over `grid` (collective); the placement's empty means block.
+Outcome run_chunked(Runtime& rt, const Problem& p, const chunks::ChunkGrid& grid, const chunks::Placement& placement,
+                    const Balancing& lb = {});
+// The plain sequential loop on one process, no decomposition.
+Outcome run_plain(const Problem& p);
+// One line: "ok: ..." when the outcome agrees with the theory (and with
+// `reference`'s checksum when given), else "WRONG: ..." with the figures.
+std::string check(const Problem& p, const Outcome& o, const Outcome* reference = nullptr);
+
+// The chunk one step along `axis` (0, 1, 2) in `direction` (-1, +1), or -1
+// past the edge of the grid.
+std::int64_t face_neighbour(const chunks::ChunkGrid& grid, std::uint64_t id, int axis, int direction);
+// The 7-point stencil's chunk communication graph for this problem (bytes
+// per iteration between face neighbours), for hop-bytes.
+chunks::CommGraph stencil_graph(const Problem& p, const chunks::ChunkGrid& grid);
+
+}  // namespace tessera::bench::jacobi
