@@ -164,6 +164,18 @@ GridTopology GridTopology::parse(const std::string& spec) {
   }
 }
 
+int GridTopology::rank_at(std::span<const int> coords) const {
+  const std::size_t nd = node_dims_.size();
+  if (coords.size() != nd + 1) return NetworkTopology::rank_at(coords);  // its error names the counts
+  int node = 0;
+  for (std::size_t d = nd; d-- > 0;) {
+    if (coords[d] < 0 || coords[d] >= node_dims_[d]) return NetworkTopology::rank_at(coords);
+    node = node * node_dims_[d] + coords[d];
+  }
+  if (coords[nd] < 0 || coords[nd] >= ranks_per_node_) return NetworkTopology::rank_at(coords);
+  return node * ranks_per_node_ + coords[nd];
+}
+
 int GridTopology::node_of(int rank) const {
   check_rank(rank);
   return rank / ranks_per_node_;

@@ -38,7 +38,7 @@ class NetworkTopology {
   // Coordinates of `rank`, one per dimension (dims().size() values).
   std::span<const int> coordinates(int rank) const;
   // The rank at `coords`; throws RangeError when no rank sits there.
-  int rank_at(std::span<const int> coords) const;
+  virtual int rank_at(std::span<const int> coords) const;
   // Network distance between two ranks (0 for the same rank).
   virtual int hops(int a, int b) const = 0;
   // The rank of `candidates` nearest `from` (fewest hops; the earliest of a
@@ -89,6 +89,7 @@ class GridTopology final : public NetworkTopology {
   // ("torus:8x8x8:4"). Throws ConfigError naming what does not parse.
   static GridTopology parse(const std::string& spec);
 
+  int rank_at(std::span<const int> coords) const override;  // O(dimensions)
   int hops(int a, int b) const override;
   int ranks_per_node() const override { return ranks_per_node_; }
   int node_of(int rank) const override;
