@@ -1,9 +1,13 @@
 // LocalForest: a union-find over one rank's vertices, shared by Afforest and
-// local-first label propagation.
+// local-first label propagation. SparseForest: a union-find over any 64-bit
+// ids (the local roots that cut edges join, from every rank).
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace tessera::graph {
 
@@ -38,6 +42,59 @@ class LocalForest {
  private:
   std::span<std::uint64_t> parent_;
   std::uint64_t base_;
+};
+
+// A union-find over ids met one pair at a time (Afforest's contracted graph:
+// local roots of any rank), each root the smallest id of its tree. The
+// nodes are the slots of an open-addressing table sized once for `max_ids`
+// (at most two thirds full), so no operation allocates: 12 bytes per slot.
+class SparseForest {
+ public:
+  explicit SparseForest(std::size_t max_ids)
+      : slots_(std::bit_ceil(max_ids + max_ids / 2 + 2)), shift_(64 - std::countr_zero(slots_)),
+        key_(slots_, kEmpty), parent_(slots_) {
+    if (slots_ > std::size_t{1} << 32) throw std::length_error("SparseForest: more than 2^32 slots");
+  }
+
+  // True when a and b were in different trees (the pair is a forest edge).
+  bool unite(std::uint64_t a, std::uint64_t b) {
+    std::uint32_t x = find(slot(a)), y = find(slot(b));
+    if (x == y) return false;
+    if (key_[x] < key_[y]) std::swap(x, y);
+    parent_[x] = y;
+    return true;
+  }
+  // Calls f(id, smallest id joined to it) for every id met.
+  template <class F>
+  void for_each(F&& f) {
+    for (std::size_t s = 0; s < slots_; ++s)
+      if (key_[s] != kEmpty) f(key_[s], key_[find(static_cast<std::uint32_t>(s))]);
+  }
+  std::size_t memory_bytes() const noexcept { return slots_ * (sizeof(std::uint64_t) + sizeof(std::uint32_t)); }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // never a vertex id
+
+  std::uint32_t slot(std::uint64_t id) {
+    // Fibonacci hashing, linear probing.
+    for (std::size_t s = static_cast<std::size_t>((id * 0x9e3779b97f4a7c15ull) >> shift_);; s = (s + 1) & (slots_ - 1)) {
+      if (key_[s] == id) return static_cast<std::uint32_t>(s);
+      if (key_[s] == kEmpty) {
+        key_[s] = id;
+        parent_[s] = static_cast<std::uint32_t>(s);
+        return static_cast<std::uint32_t>(s);
+      }
+    }
+  }
+  std::uint32_t find(std::uint32_t i) {
+    while (parent_[i] != i) i = parent_[i] = parent_[parent_[i]];  // path halving
+    return i;
+  }
+
+  std::size_t slots_;
+  int shift_;
+  std::vector<std::uint64_t> key_;
+  std::vector<std::uint32_t> parent_;
 };
 
 }  // namespace tessera::graph

@@ -21,6 +21,12 @@ struct ComponentsOptions {
   // Called on every rank after each round: round, vertices whose label
   // changed (whole graph), seconds since the start.
   std::function<void(int, std::uint64_t, double)> on_round;
+  // Afforest: cut-edge pairs of local roots (summed over the ranks) up to
+  // which rank 0 solves them in one round trip; above it, roots hook across
+  // ranks round by round until the pairs left fit. 0: the average vertex
+  // count per rank, at least 65536 (rank 0's extra memory stays O(vertices
+  // per rank)).
+  std::uint64_t gather_limit = 0;
 };
 
 struct Components {
