@@ -64,6 +64,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Frees a vector's storage (`v = {}` would only clear it: the braces pick
+// the initializer-list assignment, which keeps the capacity).
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
 struct CutArc {
   std::uint64_t local, remote;  // a local vertex (or root) and a vertex (or root) of another rank
 };
@@ -96,7 +103,7 @@ std::vector<CutArc> exchange_by_owner(Runtime& rt, std::vector<CutArc> records, 
   std::vector<CutArc> send(records.size());
   for (const auto& a : records) send[at[static_cast<std::size_t>(owner_of(a))]++] = a;
   run.note(2 * send.size() * sizeof(CutArc));
-  records = {};
+  release(records);
   std::vector<std::uint64_t> received_counts;
   return comm::exchange<CutArc>(rt.comm(), std::span<const CutArc>(send), counts, received_counts);
 }
@@ -126,13 +133,13 @@ void gather_and_solve(Run& run, std::span<std::uint64_t> p, std::uint64_t base, 
                       std::uint64_t total) {
   Runtime& rt = run.rt;
   std::vector<CutArc> all = gather_to_root<CutArc>(rt.comm(), pairs, 0);
-  pairs = {};
+  release(pairs);
   std::vector<CutArc> labels;
   if (rt.rank() == 0) {
     SparseForest joined(2 * all.size());
     for (const auto& e : all) joined.unite(e.local, e.remote);
     run.note(all.capacity() * sizeof(CutArc) + joined.memory_bytes());
-    all = {};
+    release(all);
     joined.for_each([&](std::uint64_t id, std::uint64_t root) {
       if (root != id) labels.push_back({id, root});
     });
@@ -358,7 +365,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
     // tag marks the roots other ranks' arcs reached.
     std::fill(tag.begin(), tag.end(), 0);
     join_across_ranks(run, out.labels, std::move(cut), tag);
-    cut = {};
+    release(cut);
     // A leaf takes its far end's label, unless the contracted graph labelled
     // it (then arcs of others rely on its own label). Any such label is one
     // the leaf is connected to, which is all steps 2 and 3 need: it need not
@@ -368,8 +375,8 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       for (std::size_t k = 0; k < leaves.size(); ++k)
         if (std::uint64_t u = leaves[k].local; !tag[u - base]) parent[u - base] = far_label[k];
     }
-    leaves = {};
-    tag = {};
+    release(leaves);
+    release(tag);
 
     // The likely largest component.
     struct Candidate {
