@@ -97,34 +97,50 @@ struct Run {
 template <class OwnerOf>
 std::vector<CutArc> exchange_by_owner(Runtime& rt, std::vector<CutArc> records, OwnerOf owner_of, Run& run) {
   const auto P = static_cast<std::size_t>(rt.size());
-  std::vector<std::uint64_t> counts(P, 0), at(P, 0);
+  std::vector<std::uint64_t> counts(P, 0), next(P, 0), end(P, 0);
   for (const auto& a : records) ++counts[static_cast<std::size_t>(owner_of(a))];
-  for (std::size_t r = 1; r < P; ++r) at[r] = at[r - 1] + counts[r - 1];
-  std::vector<CutArc> send(records.size());
-  for (const auto& a : records) send[at[static_cast<std::size_t>(owner_of(a))]++] = a;
-  run.note(2 * send.size() * sizeof(CutArc));
-  release(records);
+  // Grouped in place (American flag sort): no second copy of the records.
+  for (std::size_t r = 0; r < P; ++r) next[r] = r ? end[r - 1] : 0, end[r] = next[r] + counts[r];
+  for (std::size_t r = 0; r < P; ++r)
+    while (next[r] < end[r]) {
+      const auto o = static_cast<std::size_t>(owner_of(records[next[r]]));
+      if (o == r)
+        ++next[r];
+      else
+        std::swap(records[next[r]], records[next[o]++]);
+    }
+  const auto& send = records;
   std::vector<std::uint64_t> received_counts;
-  return comm::exchange<CutArc>(rt.comm(), std::span<const CutArc>(send), counts, received_counts);
+  auto got = comm::exchange<CutArc>(rt.comm(), std::span<const CutArc>(send), counts, received_counts);
+  run.note((records.capacity() + got.size()) * sizeof(CutArc));
+  return got;
 }
 
 // Step 3's first half: each arc (local root, vertex v of another rank) goes
-// to v's owner, which returns the pairs (root(v) here, root there) of a
-// spanning forest of what it received. `p` is the compressed local forest.
+// to v's owner, which keeps the pairs (root(v) here, root there) of a
+// spanning forest of what it received; `reached` marks the roots reached.
+// `fill(arcs)` supplies the arcs, `chunks` times (the same count on every
+// rank), so arcs can travel in pieces of O(vertices). `p` is the
+// compressed local forest.
+template <class Fill>
 std::vector<CutArc> route_to_far_owners(Run& run, std::span<const std::uint64_t> p, std::uint64_t base,
-                                        std::vector<CutArc> arcs, std::span<std::uint8_t> reached) {
-  auto got = exchange_by_owner(run.rt, std::move(arcs), [&](const CutArc& a) { return run.ranges.owner(a.remote); },
-                               run);
-  SparseForest joined(2 * got.size());
-  std::size_t kept = 0;
-  for (const auto& a : got) {
-    std::uint64_t root = p[a.remote - base];
-    if (!reached.empty()) reached[root - base] = 1;
-    if (joined.unite(a.local, root)) got[kept++] = {root, a.local};
+                                        std::uint64_t chunks, Fill fill, std::span<std::uint8_t> reached) {
+  SparseForest joined(1024);
+  std::vector<CutArc> pairs;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    std::vector<CutArc> arcs;
+    fill(arcs);
+    run.note(arcs.capacity() * sizeof(CutArc) + pairs.capacity() * sizeof(CutArc) + joined.memory_bytes());
+    auto got = exchange_by_owner(run.rt, std::move(arcs), [&](const CutArc& a) { return run.ranges.owner(a.remote); },
+                                 run);
+    for (const auto& a : got) {
+      std::uint64_t root = p[a.remote - base];
+      if (!reached.empty()) reached[root - base] = 1;
+      if (joined.unite(a.local, root)) pairs.push_back({root, a.local});
+    }
+    run.note(got.capacity() * sizeof(CutArc) + pairs.capacity() * sizeof(CutArc) + joined.memory_bytes());
   }
-  run.note(got.capacity() * sizeof(CutArc) + joined.memory_bytes());
-  got.resize(kept);
-  return got;
+  return pairs;
 }
 
 // Rank 0 solves every pair in one union-find and sends each root that is
@@ -136,7 +152,7 @@ void gather_and_solve(Run& run, std::span<std::uint64_t> p, std::uint64_t base, 
   release(pairs);
   std::vector<CutArc> labels;
   if (rt.rank() == 0) {
-    SparseForest joined(2 * all.size());
+    SparseForest joined(all.size() / 2);
     for (const auto& e : all) joined.unite(e.local, e.remote);
     run.note(all.capacity() * sizeof(CutArc) + joined.memory_bytes());
     release(all);
@@ -252,15 +268,12 @@ std::vector<std::uint64_t> read_labels(Run& run, std::span<const std::uint64_t> 
   return where;
 }
 
-// Step 3 on `parent`, a compressed local forest: joins the trees that
-// `arcs` (local root, vertex of another rank) connect, then labels every
-// local vertex with its component's smallest id. Collective.
-void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
-                       std::span<std::uint8_t> reached = {}) {
+// Step 3's second half on `parent`, a compressed local forest: joins the
+// trees that `pairs` (local root, root of another rank) connect, then labels
+// every local vertex with its component's smallest id. Collective.
+void solve_pairs(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> pairs) {
   auto p = parent.local();
   const std::uint64_t base = parent.local_begin(), end = base + p.size();
-  run.note(arcs.capacity() * sizeof(CutArc));
-  auto pairs = route_to_far_owners(run, p, base, std::move(arcs), reached);
   const std::uint64_t total = all_reduce<std::uint64_t>(run.rt.comm(), pairs.size(), MPI_SUM);
   if (total == 0) return;  // every local tree is a component
   if (total <= run.gather_limit)
@@ -272,6 +285,13 @@ void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
   // relabelled in this increasing pass.
   for (std::size_t i = 0; i < p.size(); ++i)
     if (p[i] >= base && p[i] < end && p[i] != base + i) p[i] = p[p[i] - base];
+}
+
+// Step 3 for arcs already collected (local root, vertex of another rank).
+void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
+                       std::span<std::uint8_t> reached = {}) {
+  auto fill = [&](std::vector<CutArc>& out) { out = std::move(arcs); };
+  solve_pairs(run, parent, route_to_far_owners(run, parent.local(), parent.local_begin(), 1, fill, reached));
 }
 
 }  // namespace
@@ -308,9 +328,29 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
 
   if (g.directed()) {
     // No skipping: an arc is stored at its source only (see step 2 above).
-    for (std::size_t i = 0; i < n; ++i) link_range(i, rows[i], rows[i + 1]);
+    // Every arc crossing ranks is sent, so they travel in chunks of
+    // O(vertices per rank) instead of all at once.
+    std::uint64_t remote = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t k = rows[i]; k < rows[i + 1]; ++k)
+        if (std::uint64_t v = dst[k]; is_local(v))
+          forest.link(base + i, v);
+        else
+          ++remote;
     forest.compress();
     out.local_rounds = 1;
+    const std::size_t chunk = std::max<std::size_t>(n, 1 << 16);
+    const std::uint64_t chunks = all_reduce<std::uint64_t>(rt.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
+    std::size_t next = 0, at = n ? rows[0] : 0;  // the next arc to send: of vertex `next`, at `at`
+    auto fill = [&](std::vector<CutArc>& arcs) {
+      arcs.reserve(chunk);
+      for (; next < n && arcs.size() < chunk; ++next, at = next < n ? rows[next] : at) {
+        for (; at < rows[next + 1] && arcs.size() < chunk; ++at)
+          if (!is_local(dst[at])) arcs.push_back({parent[next], dst[at]});
+        if (at < rows[next + 1]) break;  // the chunk is full inside this row
+      }
+    };
+    solve_pairs(run, out.labels, route_to_far_owners(run, parent, base, chunks, fill, {}));
   } else {
     // Sampling: two local neighbours and one remote neighbour of each vertex,
     // looked for among its first kScan. (At 1 rank: GAPBS's first two.) The
@@ -432,9 +472,9 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
     forest.compress();
     out.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
     run.note(n + root_of_label.size() * 4 * sizeof(std::uint64_t));
+    for (auto& a : cut) a.local = parent[a.local - base];
+    join_across_ranks(run, out.labels, std::move(cut));
   }
-  for (auto& a : cut) a.local = parent[a.local - base];
-  join_across_ranks(run, out.labels, std::move(cut));
   out.rounds = run.rounds;
   out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), run.extra, MPI_MAX);
   out.seconds = std::chrono::duration<double>(Clock::now() - run.t0).count();
