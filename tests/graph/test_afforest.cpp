@@ -109,6 +109,23 @@ TEST(Afforest, DirectedGraphsGetWeakComponentsWithoutACopy) {
   expect_union_find_labels(directed, "one-way kron 10");
 }
 
+TEST(Afforest, DirectedCutArcsTravelInChunks) {
+  // Over 65536 arcs per rank cross ranks at 2-4 ranks: sent in several
+  // chunks (of max(local vertices, 65536) arcs) into one forest per owner.
+  Runtime& rt = Runtime::current();
+  auto full = generate(rt, GraphSpec::kronecker(16, 8, 13));  // many small components besides the largest
+  LocalEdges one_way;
+  auto s = full.local_src(), d = full.local_dst();
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if ((s[k] + d[k]) % 2 ? s[k] < d[k] : s[k] > d[k]) one_way.add(s[k], d[k]);
+  auto directed = EdgeList::build(rt, full.vertices(), true, std::move(one_way));
+  auto c = afforest(directed);
+  EXPECT_EQ(test::gather_all(c.labels), test::union_find_labels(full.vertices(), test::gather_edges(full)));
+  ComponentsOptions hooking;
+  hooking.gather_limit = 1;
+  EXPECT_EQ(test::gather_all(afforest(directed, hooking).labels), test::gather_all(c.labels));
+}
+
 TEST(Afforest, TinyGraphsWhereRanksOwnNoVertex) {
   Runtime& rt = Runtime::current();
   for (std::uint64_t n : {1, 2, 3, 5}) {
