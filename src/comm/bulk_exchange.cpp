@@ -20,6 +20,17 @@ int checked_int(std::uint64_t n, const char* what) {
 std::vector<std::byte> exchange_bytes(MPI_Comm comm, std::span<const std::byte> send,
                                       std::span<const std::uint64_t> counts, std::size_t record_bytes,
                                       std::vector<std::uint64_t>& received_counts) {
+  std::vector<std::byte> out;
+  exchange_bytes_into(comm, send, counts, record_bytes, received_counts, [&](std::size_t bytes) {
+    out.resize(bytes);
+    return out.data();
+  });
+  return out;
+}
+
+void exchange_bytes_into(MPI_Comm comm, std::span<const std::byte> send, std::span<const std::uint64_t> counts,
+                         std::size_t record_bytes, std::vector<std::uint64_t>& received_counts,
+                         const std::function<std::byte*(std::size_t)>& allocate) {
   int size = 0;
   TESSERA_MPI(MPI_Comm_size(comm, &size));
   auto P = static_cast<std::size_t>(size);
@@ -46,13 +57,12 @@ std::vector<std::byte> exchange_bytes(MPI_Comm comm, std::span<const std::byte> 
   MPI_Datatype record;
   TESSERA_MPI(MPI_Type_contiguous(static_cast<int>(record_bytes), MPI_BYTE, &record));
   TESSERA_MPI(MPI_Type_commit(&record));
-  std::vector<std::byte> out(r_total * record_bytes);
-  int rc = MPI_Ialltoallv(send.data(), scounts.data(), sdispl.data(), record, out.data(), rcounts.data(),
-                          rdispl.data(), record, comm, &req);
+  std::byte* out = allocate(r_total * record_bytes);
+  int rc = MPI_Ialltoallv(send.data(), scounts.data(), sdispl.data(), record, out, rcounts.data(), rdispl.data(),
+                          record, comm, &req);
   if (rc == MPI_SUCCESS) wait(req);
   MPI_Type_free(&record);
   TESSERA_MPI(rc);
-  return out;
 }
 
 }  // namespace tessera::comm

@@ -2,46 +2,58 @@
 //
 // Follows M. Sutton, T. Ben-Nun and A. Barak, "Optimizing Parallel Graph
 // Connectivity Computation via Subgraph Sampling", IPDPS 2018 (GAPBS's `cc`)
-// within each rank, and Shiloach-Vishkin style min-hooking of roots with
-// pointer jumping (Y. Shiloach and U. Vishkin, J. Algorithms 1982; as in
-// FastSV, Zhang, Azad and Hu, SIAM PP 2020) across ranks, on the local trees
-// only:
+// within each rank, and solves the graph that cut edges make between the
+// local trees by contracting it: each rank reduces what it receives to a
+// spanning forest of root pairs, and a small contracted graph is solved on
+// one rank in one round trip (as distributed union-find codes finish their
+// last levels on one process); a large one is first hooked across ranks
+// Shiloach-Vishkin style (min-hooking of roots with pointer jumping; Y.
+// Shiloach and U. Vishkin, J. Algorithms 1982; as in FastSV, Zhang, Azad and
+// Hu, SIAM PP 2020) until it fits. A round trip costs a few collectives
+// whatever the graph, where hooking costs several per round: with ranks
+// sharing cores, every collective waits for a descheduled peer.
 //
 //  1. Sampling: every vertex links two neighbours on its rank (into a local
 //     union-find: min-id roots, path splitting) and keeps one on another rank
 //     as a cut arc, looked for among its first 8 (at 1 rank: its first two,
 //     as GAPBS). Local links first make big local trees, so the cut arcs
-//     collapse into few pairs of roots. The local trees' roots are
-//     hooked across those cut arcs (step 3) on a copy, and the most frequent
-//     label among 1024 sampled vertices per rank, weighted by the rank's
-//     vertex count, names the likely largest component c.
-//  2. Skipping: vertices outside c link their remaining neighbours (local
-//     ones in the union-find, remote ones kept as cut arcs); vertices in c
-//     skip theirs. Correct for an undirected graph as in Afforest: an edge
-//     (u, v) with u in c and v outside is read from v's side. A directed
-//     graph stores each arc at its source only, so nothing is skipped there:
-//     every arc is linked once, in both directions, and no symmetrized copy
-//     is made (weak components).
-//  3. Across ranks: every cut arc (u, v) becomes a pair of local roots
-//     (root(u), root(v)) (one aggregated read of v's root), duplicates
-//     dropped. Each round is one aggregated read (the other end's current
-//     ancestor, and one pointer-jumping step for every hooked root), then the
-//     pairs whose ends share an ancestor are dropped and the rest hook the
-//     larger ancestor under the smaller, only where it is still a root (a min
-//     at the owner: parents only decrease, so no cycles). When no pair is left
-//     and no pointer moved, each local root's parent is its component's
-//     smallest id, and every vertex takes its root's.
+//     collapse into few pairs of roots. The sampled graph's components are
+//     solved (step 3) in place: every vertex holds its sampled label, and
+//     the most frequent label among 1024 sampled vertices per rank, weighted
+//     by the rank's vertex count, names the likely largest component c.
+//  2. Skipping: the local forest is rebuilt from the sampled labels (the
+//     vertices of one label on a rank form one tree; a label owned by another
+//     rank becomes one cut arc), then vertices outside c link their
+//     remaining neighbours (local ones in the union-find, remote ones as cut
+//     arcs); vertices in c skip theirs. Correct for an undirected graph as in
+//     Afforest: an edge (u, v) with u in c and v outside is read from v's
+//     side. A directed graph stores each arc at its source only, so nothing
+//     is skipped there: every arc is linked once, in both directions, and no
+//     symmetrized copy is made (weak components).
+//  3. Across ranks: every cut arc (u, v) goes as (root(u), v) to v's owner,
+//     which makes it a pair of local roots (root(u), root(v)) and keeps a
+//     spanning forest of its pairs (repeats and cycles dropped). When all
+//     the pairs fit the gather limit, rank 0 receives them, solves them with
+//     a union-find and returns each root's smallest joined id to its owner;
+//     otherwise roots hook across ranks: each round is one aggregated read
+//     (the other end's current ancestor, and one pointer-jumping step for
+//     every hooked root), then the pairs whose ends share an ancestor are
+//     dropped and the rest hook the larger ancestor under the smaller, only
+//     where it is still a root (a min at the owner: parents only decrease, so
+//     no cycles), until no pair is left and no pointer moves. Every vertex
+//     then takes its root's label.
 //
-// Memory: the parent array (the labels), its copy for the sampling, the first
-// sampled label each local tree meets, a byte per vertex, and the cut arcs
+// Memory: the parent array (the labels), a byte per vertex, the cut arcs
 // actually linked (one per vertex in the sampling, then those of vertices
-// outside c) with their root pairs: O(vertices per rank) plus aggregation
-// buffers, and no copy of the edges.
+// outside c and one per remote label) with the pairs and the hash forest
+// they are reduced in; on rank 0 the gathered pairs (at most the gather
+// limit, O(vertices per rank)): no copy of the edges.
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
@@ -52,54 +64,123 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Frees a vector's storage (`v = {}` would only clear it: the braces pick
+// the initializer-list assignment, which keeps the capacity).
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
 struct CutArc {
-  std::uint64_t local, remote;  // a local vertex (or root) and a vertex of another rank
-  auto operator<=>(const CutArc&) const = default;
+  std::uint64_t local, remote;  // a local vertex (or root) and a vertex (or root) of another rank
 };
 
-struct HookStats {
+// What the phases of one run share.
+struct Run {
+  Runtime& rt;
+  const Distribution& ranges;
+  const ComponentsOptions& options;
+  Clock::time_point t0;
+  std::uint64_t gather_limit;
   int rounds = 0;
-  std::size_t pair_bytes = 0;
+  std::size_t extra = 0;  // the most working memory seen, bytes
+
+  void round_done(std::uint64_t pairs) {
+    ++rounds;
+    if (options.on_round)
+      options.on_round(rounds, pairs, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  void note(std::size_t bytes) { extra = std::max(extra, bytes); }
 };
 
-// Step 3 on `parent`, whose local part is a compressed local forest (each
-// vertex points at its local root, a root at itself): hooks the roots across
-// `arcs` until none joins two trees, then points every local vertex at its
-// component's root. Collective; every rank runs every round.
-void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
-                       const ComponentsOptions& options, HookStats& stats, Clock::time_point t0) {
+// Groups `records` by the rank `owner_of` names and exchanges them; frees the input first.
+template <class OwnerOf>
+std::vector<CutArc> exchange_by_owner(Runtime& rt, std::vector<CutArc> records, OwnerOf owner_of, Run& run) {
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<std::uint64_t> counts(P, 0), next(P, 0), end(P, 0);
+  for (const auto& a : records) ++counts[static_cast<std::size_t>(owner_of(a))];
+  // Grouped in place (American flag sort): no second copy of the records.
+  for (std::size_t r = 0; r < P; ++r) next[r] = r ? end[r - 1] : 0, end[r] = next[r] + counts[r];
+  for (std::size_t r = 0; r < P; ++r)
+    while (next[r] < end[r]) {
+      const auto o = static_cast<std::size_t>(owner_of(records[next[r]]));
+      if (o == r)
+        ++next[r];
+      else
+        std::swap(records[next[r]], records[next[o]++]);
+    }
+  const auto& send = records;
+  std::vector<std::uint64_t> received_counts;
+  auto got = comm::exchange<CutArc>(rt.comm(), std::span<const CutArc>(send), counts, received_counts);
+  run.note((records.capacity() + got.size()) * sizeof(CutArc));
+  return got;
+}
+
+// Step 3's first half: each arc (local root, vertex v of another rank) goes
+// to v's owner, which keeps the pairs (root(v) here, root there) of a
+// spanning forest of what it received; `reached` marks the roots reached.
+// `fill(arcs)` supplies the arcs, `chunks` times (the same count on every
+// rank), so arcs can travel in pieces of O(vertices). `p` is the
+// compressed local forest.
+template <class Fill>
+std::vector<CutArc> route_to_far_owners(Run& run, std::span<const std::uint64_t> p, std::uint64_t base,
+                                        std::uint64_t chunks, Fill fill, std::span<std::uint8_t> reached) {
+  SparseForest joined(1024);
+  std::vector<CutArc> pairs;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    std::vector<CutArc> arcs;
+    fill(arcs);
+    run.note(arcs.capacity() * sizeof(CutArc) + pairs.capacity() * sizeof(CutArc) + joined.memory_bytes());
+    auto got = exchange_by_owner(run.rt, std::move(arcs), [&](const CutArc& a) { return run.ranges.owner(a.remote); },
+                                 run);
+    for (const auto& a : got) {
+      std::uint64_t root = p[a.remote - base];
+      if (!reached.empty()) reached[root - base] = 1;
+      if (joined.unite(a.local, root)) pairs.push_back({root, a.local});
+    }
+    run.note(got.capacity() * sizeof(CutArc) + pairs.capacity() * sizeof(CutArc) + joined.memory_bytes());
+  }
+  return pairs;
+}
+
+// Rank 0 solves every pair in one union-find and sends each root that is
+// not its component's smallest id that id, to the root's owner.
+void gather_and_solve(Run& run, std::span<std::uint64_t> p, std::uint64_t base, std::vector<CutArc> pairs,
+                      std::uint64_t total) {
+  Runtime& rt = run.rt;
+  std::vector<CutArc> all = gather_to_root<CutArc>(rt.comm(), pairs, 0);
+  release(pairs);
+  std::vector<CutArc> labels;
+  if (rt.rank() == 0) {
+    SparseForest joined(all.size() / 2);
+    for (const auto& e : all) joined.unite(e.local, e.remote);
+    run.note(all.capacity() * sizeof(CutArc) + joined.memory_bytes());
+    release(all);
+    joined.for_each([&](std::uint64_t id, std::uint64_t root) {
+      if (root != id) labels.push_back({id, root});
+    });
+  }
+  for (const auto& l : exchange_by_owner(rt, std::move(labels), [&](const CutArc& l) { return run.ranges.owner(l.local); },
+                                         run))
+    p[l.local - base] = l.remote;
+  run.round_done(total);
+}
+
+// Step 3's rounds for a contracted graph too large to gather: `parent`'s
+// local part is a compressed local forest, `pairs` join local roots to roots
+// of other ranks. Hooks until no pair joins two trees and every tree is a
+// star, so each local root's parent is its component's smallest id.
+// Collective; every rank runs every round.
+void hook_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs) {
   auto p = parent.local();
-  const std::uint64_t base = parent.local_begin(), end = base + p.size();
-  auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
-
-  // Pairs of local roots, without duplicates; one read per distinct far end
-  // (many arcs name the same one, e.g. the sampled component's root).
-  std::sort(arcs.begin(), arcs.end(), [](const CutArc& x, const CutArc& y) { return x.remote < y.remote; });
-  std::vector<std::uint64_t> far, remote_root;
-  for (const auto& a : arcs)
-    if (far.empty() || far.back() != a.remote) far.push_back(a.remote);
-  remote_root.resize(far.size());
-  {
-    SrcAggregator<std::uint64_t> read(parent, options.aggregation);
-    for (std::size_t k = 0; k < far.size(); ++k) read.get(far[k], remote_root[k]);
-  }
-  for (std::size_t k = 0, j = 0; k < arcs.size(); ++k) {
-    while (far[j] != arcs[k].remote) ++j;
-    arcs[k] = {p[arcs[k].local - base], remote_root[j]};
-  }
-  std::erase_if(arcs, [](const CutArc& a) { return a.local == a.remote; });
-  far = {};
-  remote_root.assign(arcs.size(), 0);
-  std::sort(arcs.begin(), arcs.end());
-  arcs.erase(std::unique(arcs.begin(), arcs.end()), arcs.end());
-  arcs.shrink_to_fit();
-  stats.pair_bytes = std::max(stats.pair_bytes, arcs.size() * (sizeof(CutArc) + sizeof(std::uint64_t)));
-
+  const std::uint64_t base = parent.local_begin();
+  const auto& options = run.options;
+  std::vector<std::uint64_t> remote_root(arcs.size()), roots, hooked, grandparent, own_root(arcs.size());
   // Local roots not hooked yet (is_root), and those hooked: only these move.
-  std::vector<std::uint64_t> roots, hooked, grandparent, own_root(arcs.size());
   std::vector<std::uint8_t> is_root(p.size(), 0);
   for (std::size_t i = 0; i < p.size(); ++i)
     if (p[i] == base + i) roots.push_back(base + i), is_root[i] = 1;
+  run.note(arcs.capacity() * (sizeof(CutArc) + 2 * sizeof(std::uint64_t)) + p.size() * (1 + 2 * sizeof(std::uint64_t)));
   // A hook lands only on a vertex that is still a root: trees need not be
   // stars, so one pointer-jumping step rides along with each round's reads
   // instead of jumping to stars between hooks (a hook that finds a non-root
@@ -108,21 +189,20 @@ void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vecto
     std::uint64_t high, low;
   };
   MessageAggregator<Hook> hook(
-      rt,
+      run.rt,
       [&](int, const Hook& h) {
         if (std::size_t i = h.high - base; is_root[i]) p[i] = std::min(p[i], h.low);
       },
       options.aggregation);
+  SrcAggregator<std::uint64_t> read(parent, options.aggregation);
 
   for (;;) {
     // One exchange: the other end's current ancestor, and each hooked root's
     // grandparent. Parents only decrease, and any ancestor is in the tree.
     grandparent.resize(hooked.size());
-    {
-      SrcAggregator<std::uint64_t> read(parent, options.aggregation);
-      for (std::size_t k = 0; k < arcs.size(); ++k) read.get(arcs[k].remote, remote_root[k]);
-      for (std::size_t k = 0; k < hooked.size(); ++k) read.get(p[hooked[k] - base], grandparent[k]);
-    }
+    for (std::size_t k = 0; k < arcs.size(); ++k) read.get(arcs[k].remote, remote_root[k]);
+    for (std::size_t k = 0; k < hooked.size(); ++k) read.get(p[hooked[k] - base], grandparent[k]);
+    read.flush();
     std::uint64_t jumped = 0;
     for (std::size_t k = 0; k < hooked.size(); ++k)
       if (grandparent[k] != p[hooked[k] - base]) p[hooked[k] - base] = grandparent[k], ++jumped;
@@ -141,9 +221,8 @@ void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vecto
     own_root.resize(kept);
     // Done when no pair is left and no pointer moved: every tree is a star.
     std::uint64_t work[2] = {kept, jumped};
-    all_reduce(rt.comm(), work, 2, MPI_SUM);
-    ++stats.rounds;
-    if (options.on_round) options.on_round(stats.rounds, work[0], std::chrono::duration<double>(Clock::now() - t0).count());
+    all_reduce(run.rt.comm(), work, 2, MPI_SUM);
+    run.round_done(work[0]);
     if (work[0] == 0 && work[1] == 0) break;
     for (std::size_t k = 0; k < kept; ++k) {
       std::uint64_t a = own_root[k], b = remote_root[k], high = std::max(a, b);
@@ -157,17 +236,72 @@ void hook_across_ranks(Runtime& rt, DistArray<std::uint64_t>& parent, std::vecto
       return true;
     });
   }
-  // Every vertex takes its local root's parent, which is a root: a non-root
-  // points at a smaller local root, already final in this increasing pass.
+}
+
+// The value of p at each arc's far end (a vertex of another rank): requests
+// grouped by owner, answered in the same order. Collective.
+std::vector<std::uint64_t> read_labels(Run& run, std::span<const std::uint64_t> p, std::uint64_t base,
+                                       const std::vector<CutArc>& arcs) {
+  Runtime& rt = run.rt;
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<std::uint64_t> counts(P, 0), at(P, 0), request(arcs.size()), where(arcs.size());
+  for (const auto& a : arcs) ++counts[static_cast<std::size_t>(run.ranges.owner(a.remote))];
+  for (std::size_t r = 1; r < P; ++r) at[r] = at[r - 1] + counts[r - 1];
+  for (std::size_t k = 0; k < arcs.size(); ++k) {
+    auto r = static_cast<std::size_t>(run.ranges.owner(arcs[k].remote));
+    where[k] = at[r]++;
+    request[where[k]] = arcs[k].remote;
+  }
+  std::vector<std::uint64_t> asked_counts;
+  auto asked = comm::exchange<std::uint64_t>(rt.comm(), std::span<const std::uint64_t>(request), counts, asked_counts);
+  for (auto& v : asked) v = p[v - base];
+  // The replies retrace the requests: counts known on both sides.
+  std::vector<int> send_counts(P), send_displs(P), recv_counts(P), recv_displs(P);
+  for (std::size_t r = 0, s = 0, t = 0; r < P; s += asked_counts[r], t += counts[r], ++r) {
+    send_counts[r] = static_cast<int>(asked_counts[r]), send_displs[r] = static_cast<int>(s);
+    recv_counts[r] = static_cast<int>(counts[r]), recv_displs[r] = static_cast<int>(t);
+  }
+  all_to_all_v(rt.comm(), asked.data(), send_counts.data(), send_displs.data(), request.data(), recv_counts.data(),
+               recv_displs.data());
+  run.note((3 * arcs.size() + asked.size()) * sizeof(std::uint64_t));
+  for (std::size_t k = 0; k < arcs.size(); ++k) where[k] = request[where[k]];
+  return where;
+}
+
+// Step 3's second half on `parent`, a compressed local forest: joins the
+// trees that `pairs` (local root, root of another rank) connect, then labels
+// every local vertex with its component's smallest id. Collective.
+void solve_pairs(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> pairs) {
+  auto p = parent.local();
+  const std::uint64_t base = parent.local_begin(), end = base + p.size();
+  const std::uint64_t total = all_reduce<std::uint64_t>(run.rt.comm(), pairs.size(), MPI_SUM);
+  if (total == 0) return;  // every local tree is a component
+  if (total <= run.gather_limit)
+    gather_and_solve(run, p, base, std::move(pairs), total);
+  else
+    hook_across_ranks(run, parent, std::move(pairs));
+  // Every vertex takes its local root's label, which is final: a root holds
+  // its own label, and a non-root points at a smaller local root, already
+  // relabelled in this increasing pass.
   for (std::size_t i = 0; i < p.size(); ++i)
-    if (is_local(p[i]) && p[i] != base + i) p[i] = p[p[i] - base];
+    if (p[i] >= base && p[i] < end && p[i] != base + i) p[i] = p[p[i] - base];
+}
+
+// Step 3 for arcs already collected (local root, vertex of another rank).
+void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<CutArc> arcs,
+                       std::span<std::uint8_t> reached = {}) {
+  auto fill = [&](std::vector<CutArc>& out) { out = std::move(arcs); };
+  solve_pairs(run, parent, route_to_far_owners(run, parent.local(), parent.local_begin(), 1, fill, reached));
 }
 
 }  // namespace
 
 Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   Runtime& rt = g.runtime();
-  auto t0 = Clock::now();
+  const std::uint64_t gather_limit =
+      options.gather_limit ? options.gather_limit
+                           : std::max<std::uint64_t>(g.vertices() / static_cast<std::uint64_t>(rt.size()), 1 << 16);
+  Run run{rt, g.vertex_ranges(), options, Clock::now(), gather_limit};
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
   auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
   auto dst = g.local_dst();
@@ -179,10 +313,8 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   for (std::size_t i = 0; i < n; ++i) parent[i] = base + i;
   LocalForest forest(parent, base);
   std::vector<CutArc> cut;
-  HookStats stats;
-  std::size_t extra = 0;
 
-  // Links neighbours [first, last) of every vertex for which `take` holds.
+  // Links neighbours [first, last) of local vertex i.
   auto link_range = [&](std::size_t i, std::size_t first, std::size_t last) {
     const std::uint64_t u = base + i;
     for (std::size_t k = first; k < last; ++k) {
@@ -194,20 +326,40 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
     }
   };
 
-  constexpr std::size_t kNeighbourRounds = 2;
-  std::vector<std::uint8_t> done;
   if (g.directed()) {
     // No skipping: an arc is stored at its source only (see step 2 above).
-    for (std::size_t i = 0; i < n; ++i) link_range(i, rows[i], rows[i + 1]);
+    // Every arc crossing ranks is sent, so they travel in chunks of
+    // O(vertices per rank) instead of all at once.
+    std::uint64_t remote = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t k = rows[i]; k < rows[i + 1]; ++k)
+        if (std::uint64_t v = dst[k]; is_local(v))
+          forest.link(base + i, v);
+        else
+          ++remote;
     forest.compress();
     out.local_rounds = 1;
+    const std::size_t chunk = std::max<std::size_t>(n, 1 << 16);
+    const std::uint64_t chunks = all_reduce<std::uint64_t>(rt.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
+    std::size_t next = 0, at = n ? rows[0] : 0;  // the next arc to send: of vertex `next`, at `at`
+    auto fill = [&](std::vector<CutArc>& arcs) {
+      arcs.reserve(chunk);
+      for (; next < n && arcs.size() < chunk; ++next, at = next < n ? rows[next] : at) {
+        for (; at < rows[next + 1] && arcs.size() < chunk; ++at)
+          if (!is_local(dst[at])) arcs.push_back({parent[next], dst[at]});
+        if (at < rows[next + 1]) break;  // the chunk is full inside this row
+      }
+    };
+    solve_pairs(run, out.labels, route_to_far_owners(run, parent, base, chunks, fill, {}));
   } else {
     // Sampling: two local neighbours and one remote neighbour of each vertex,
     // looked for among its first kScan. (At 1 rank: GAPBS's first two.) The
     // local ones grow big local trees, so the cut arcs collapse into few
-    // pairs of roots. done[i]: how many leading neighbours are linked.
-    constexpr std::size_t kScan = 8;
-    done.assign(n, 0);
+    // pairs of roots. done[i]: how many leading neighbours are linked, or
+    // kInGiant.
+    constexpr std::size_t kNeighbourRounds = 2, kScan = 8;
+    constexpr std::uint8_t kInGiant = 0xff;
+    std::vector<std::uint8_t> done(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t u = base + i;
       std::size_t locals = 0, remotes = 0, prefix = 0;
@@ -218,7 +370,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
         if (is_local(v)) {
           if (locals < kNeighbourRounds) forest.link(u, v), ++locals, linked = true;
         } else if (remotes == 0) {
-          cut.push_back({u, v}), ++remotes, linked = true;
+          cut.push_back({u, v}), ++remotes;  // not counted as done: the cap below may drop it
         }
         whole = whole && linked;
         prefix += whole;
@@ -228,13 +380,45 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       done[i] = static_cast<std::uint8_t>(prefix);
     }
     forest.compress();
+    // Roots send at most kArcsPerRoot of their vertices' arcs (a big tree's
+    // thousands of arcs mostly repeat one pair of roots). A tree of one
+    // vertex is a leaf: it only reads its far end's label afterwards
+    // (most of them, in a Kronecker graph: vertices of low degree with no
+    // neighbour on their rank), instead of joining the contracted graph.
+    constexpr std::uint8_t kArcsPerRoot = 4, kLeaf = 0xff;
+    std::vector<std::uint8_t> tag(n, 0);  // per root: vertices seen (up to 2), then arcs sent or kLeaf
+    for (std::size_t i = 0; i < n; ++i)
+      if (auto& t = tag[parent[i] - base]; t < 2) ++t;
+    for (auto& t : tag) t = t == 1 ? kLeaf : 0;
+    std::vector<CutArc> leaves;
+    std::size_t kept = 0;
+    for (const auto& a : cut) {
+      std::uint64_t r = parent[a.local - base];
+      if (auto& t = tag[r - base]; t == kLeaf)
+        leaves.push_back({r, a.remote});
+      else if (t < kArcsPerRoot)
+        ++t, cut[kept++] = {r, a.remote};
+    }
+    cut.resize(kept);
+    run.note(n + (cut.capacity() + leaves.capacity()) * sizeof(CutArc));
+    // The sampled graph's components, in place: parent[i] becomes i's label;
+    // tag marks the roots other ranks' arcs reached.
+    std::fill(tag.begin(), tag.end(), 0);
+    join_across_ranks(run, out.labels, std::move(cut), tag);
+    release(cut);
+    // A leaf takes its far end's label, unless the contracted graph labelled
+    // it (then arcs of others rely on its own label). Any such label is one
+    // the leaf is connected to, which is all steps 2 and 3 need: it need not
+    // be its component's smallest id.
+    {
+      auto far_label = read_labels(run, parent, base, leaves);
+      for (std::size_t k = 0; k < leaves.size(); ++k)
+        if (std::uint64_t u = leaves[k].local; !tag[u - base]) parent[u - base] = far_label[k];
+    }
+    release(leaves);
+    release(tag);
 
-    // The likely largest component, from the sampled subgraph's labels (on a
-    // copy: the local forest goes on growing in `parent`).
-    DistArray<std::uint64_t> sampled(rt, g.vertex_ranges());
-    std::copy(parent.begin(), parent.end(), sampled.local().begin());
-    hook_across_ranks(rt, sampled, cut, options, stats, t0);
-    auto label = sampled.local();
+    // The likely largest component.
     struct Candidate {
       std::uint64_t label;
       double weight;
@@ -247,7 +431,7 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       const std::size_t samples = std::min(kSamples, n);
       for (std::size_t s = 0; s < samples; ++s) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        ++counts[label[x % n]];
+        ++counts[parent[x % n]];
       }
       for (auto [l, c] : counts)
         if (c > mine.weight || (c == mine.weight && l < mine.label)) mine = {l, static_cast<double>(c)};
@@ -262,34 +446,38 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
       for (const auto& d : all) w += d.label == c.label ? d.weight : 0;
       if (w > giant.weight || (w == giant.weight && c.label < giant.label)) giant = {c.label, w};
     }
-    extra = std::max(extra, label.size_bytes() + n + cut.capacity() * sizeof(CutArc) + stats.pair_bytes);
 
-    // The sampled arcs' work is done: what they joined is v ~ label[v].
-    cut.clear();
-    for (std::size_t i = 0; i < n; ++i)
-      if (label[i] != giant.label && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
-    forest.compress();
-    // Each local tree meets each sampled label of its vertices once (a local
-    // tree mostly holds one: `first` finds the repeats without sorting).
-    std::vector<std::uint64_t> first(n, kNoIndex);
+    // The sampled components carried over as a local forest: the vertices of
+    // one label are joined (the sampled arcs proved it). A local label is a
+    // root already (the smallest id of its component); a remote one gets its
+    // first vertex here as the root, and one cut arc to the label.
+    std::unordered_map<std::uint64_t, std::uint64_t> root_of_label;  // remote label -> its local root
     for (std::size_t i = 0; i < n; ++i) {
-      std::uint64_t r = parent[i], l = label[i];
-      if (l == r || (is_local(l) && parent[l - base] == r)) continue;  // the local tree holds it
-      auto& f = first[r - base];
-      if (f == l) continue;
-      if (f == kNoIndex) f = l;
-      cut.push_back({r, l});
+      const std::uint64_t u = base + i, l = parent[i];
+      if (l == giant.label) done[i] = kInGiant;
+      if (is_local(l)) {
+        // A label below the vertex is (or was joined to) a root: pointers
+        // keep going down, and roots stay their trees' smallest ids. A leaf
+        // may carry one above it: linked instead.
+        if (l > u) parent[i] = u, forest.link(u, l);
+        continue;
+      }
+      auto [at, fresh] = root_of_label.try_emplace(l, u);
+      parent[i] = at->second;
+      if (fresh) cut.push_back({u, l});
     }
+    // Vertices outside c link the rest of their neighbours.
+    for (std::size_t i = 0; i < n; ++i)
+      if (done[i] != kInGiant && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
+    forest.compress();
     out.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
-    extra = std::max(extra, label.size_bytes() + first.capacity() * sizeof(std::uint64_t) + n +
-                                cut.capacity() * sizeof(CutArc));
+    run.note(n + root_of_label.size() * 4 * sizeof(std::uint64_t));
+    for (auto& a : cut) a.local = parent[a.local - base];
+    join_across_ranks(run, out.labels, std::move(cut));
   }
-  extra = std::max(extra, cut.capacity() * sizeof(CutArc) + stats.pair_bytes);
-  hook_across_ranks(rt, out.labels, std::move(cut), options, stats, t0);
-  extra = std::max(extra, stats.pair_bytes);
-  out.rounds = stats.rounds;
-  out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), extra, MPI_MAX);
-  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  out.rounds = run.rounds;
+  out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), run.extra, MPI_MAX);
+  out.seconds = std::chrono::duration<double>(Clock::now() - run.t0).count();
   return out;
 }
 

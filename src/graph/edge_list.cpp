@@ -16,23 +16,12 @@ StorageOptions array_storage(const StorageOptions& graph, const std::string& suf
 
 namespace {
 
-struct Plain {
-  std::uint64_t src, dst;
-  static constexpr bool kWeighted = false;
-  double w() const { return 1.0; }
-  bool operator<(const Plain& o) const { return src != o.src ? src < o.src : dst < o.dst; }
-};
-struct Weighted {
-  std::uint64_t src, dst;
-  double weight;
-  static constexpr bool kWeighted = true;
-  double w() const { return weight; }
-  bool operator<(const Weighted& o) const {
-    if (src != o.src) return src < o.src;
-    if (dst != o.dst) return dst < o.dst;
-    return weight < o.weight;
-  }
-};
+// Frees a vector's storage (`v = {}` would only clear it: the braces pick
+// the initializer-list assignment, which keeps the capacity).
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
 
 void check_ids(Runtime& rt, std::uint64_t n, const LocalEdges& e) {
   agree(rt.comm(), [&] {
@@ -88,64 +77,151 @@ Distribution balanced_vertex_ranges(Runtime& rt, std::uint64_t n, std::span<cons
   return Distribution::weighted_block(sizes);
 }
 
-template <class Rec>
-EdgeList build_as(Runtime& rt, std::uint64_t n, bool directed, LocalEdges edges, const BuildOptions& opt,
-                  const Distribution* fixed_ranges) {
-  const bool sym = opt.symmetrize;
-  if (sym) {
-    std::size_t m = edges.size();
-    for (std::size_t k = 0; k < m; ++k) {
-      if (edges.src[k] == edges.dst[k]) continue;
-      edges.src.push_back(edges.dst[k]);
-      edges.dst.push_back(edges.src[k]);
-      if constexpr (Rec::kWeighted) edges.weight.push_back(edges.weight[k]);
-    }
+// Adds (v, u) for every (u, v) that is not a self loop. Each array grows to
+// its exact new size one at a time, so the old and new copies of only one
+// array coexist.
+void add_reverses(LocalEdges& e, bool weighted) {
+  const std::size_t m = e.size();
+  std::size_t loops = 0;
+  for (std::size_t k = 0; k < m; ++k) loops += e.src[k] == e.dst[k];
+  auto grow = [&](auto& array, auto&& appended) {
+    std::remove_reference_t<decltype(array)> bigger;
+    bigger.reserve(2 * m - loops);
+    bigger.insert(bigger.end(), array.begin(), array.end());
+    for (std::size_t k = 0; k < m; ++k)
+      if (e.src[k] != e.dst[k]) bigger.push_back(appended(k));
+    array = std::move(bigger);  // frees the old copy
+  };
+  grow(e.src, [&](std::size_t k) { return e.dst[k]; });  // e.src[k] for k < m is unchanged
+  grow(e.dst, [&](std::size_t k) { return e.src[k]; });
+  if (weighted) grow(e.weight, [&](std::size_t k) { return e.weight[k]; });
+}
+
+// Orders the arcs by the owner of their source, in place (American flag
+// sort: O(ranks) extra memory); counts[r] arcs go to rank r.
+void group_by_owner(LocalEdges& e, const Distribution& ranges, std::span<const std::uint64_t> counts, bool weighted) {
+  const std::size_t P = counts.size();
+  std::vector<std::uint64_t> next(P, 0), end(P, 0);
+  for (std::size_t r = 0; r < P; ++r) {
+    next[r] = r ? end[r - 1] : 0;
+    end[r] = next[r] + counts[r];
   }
+  for (std::size_t r = 0; r < P; ++r)
+    while (next[r] < end[r]) {
+      const std::size_t k = next[r];
+      const auto o = static_cast<std::size_t>(ranges.owner(e.src[k]));
+      if (o == r) {
+        ++next[r];
+        continue;
+      }
+      const std::size_t to = next[o]++;
+      std::swap(e.src[k], e.src[to]);
+      std::swap(e.dst[k], e.dst[to]);
+      if (weighted) std::swap(e.weight[k], e.weight[to]);
+    }
+}
+
+// One of the arrays, sent to the owners of the sources; the input is freed.
+template <class T>
+std::vector<T> send_to_owners(Runtime& rt, std::vector<T>& array, std::span<const std::uint64_t> counts) {
+  if (rt.size() == 1) return std::move(array);
+  std::vector<std::uint64_t> received_counts;
+  auto got = comm::exchange<T>(rt.comm(), std::span<const T>(array), counts, received_counts);
+  array = std::vector<T>{};
+  return got;
+}
+
+// Peak memory: the input plus one received array while exchanging (each
+// array is sent and freed in turn), then the received arrays and one sorted
+// array; the edge arrays are allocated at their exact size once the rest is
+// freed. So a build never holds more than 1.5x the arcs beyond its input.
+// `weighted`: the graph's, agreed by all ranks (a rank without edges has
+// no weights to show).
+EdgeList build_arrays(Runtime& rt, std::uint64_t n, bool directed, LocalEdges edges, const BuildOptions& opt,
+                      const Distribution* fixed_ranges, bool weighted) {
+  const bool sym = opt.symmetrize;
+  if (sym) add_reverses(edges, weighted);
   Distribution ranges = fixed_ranges ? *fixed_ranges : balanced_vertex_ranges(rt, n, edges.src);
 
-  // Group by owner of the source, then exchange in bulk.
   const auto P = static_cast<std::size_t>(rt.size());
-  std::vector<std::uint64_t> counts(P, 0), offset(P, 0);
-  for (auto u : edges.src) ++counts[static_cast<std::size_t>(ranges.owner(u))];
-  for (std::size_t r = 1; r < P; ++r) offset[r] = offset[r - 1] + counts[r - 1];
-  std::vector<Rec> send(edges.size());
-  for (std::size_t k = 0; k < edges.size(); ++k) {
-    auto r = static_cast<std::size_t>(ranges.owner(edges.src[k]));
-    if constexpr (Rec::kWeighted)
-      send[offset[r]++] = Rec{edges.src[k], edges.dst[k], edges.weight[k]};
-    else
-      send[offset[r]++] = Rec{edges.src[k], edges.dst[k]};
+  std::vector<std::uint64_t> counts(P, 0);
+  if (P > 1) {
+    for (auto u : edges.src) ++counts[static_cast<std::size_t>(ranges.owner(u))];
+    group_by_owner(edges, ranges, counts, weighted);
   }
-  edges = LocalEdges{};  // release the input before the receive buffer grows
-  std::vector<std::uint64_t> received;
-  auto mine = comm::exchange<Rec>(rt.comm(), send, counts, received);
-  send = std::vector<Rec>{};
-  std::sort(mine.begin(), mine.end());
+  auto src = send_to_owners(rt, edges.src, counts);
+  auto dst = send_to_owners(rt, edges.dst, counts);
+  std::vector<double> weight;
+  if (weighted) weight = send_to_owners(rt, edges.weight, counts);
+  edges = LocalEdges{};
 
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < mine.size(); ++k) {
-    const Rec& e = mine[k];
-    if (opt.drop_self_loops && e.src == e.dst) continue;
-    if ((opt.drop_duplicates || sym) && kept > 0 && mine[kept - 1].src == e.src && mine[kept - 1].dst == e.dst)
-      continue;
-    mine[kept++] = e;
+  // Counting sort by source: row offsets, then every arc's destination
+  // (and weight) in its row.
+  const std::uint64_t lo = ranges.begin(rt.rank());
+  const std::size_t local_n = static_cast<std::size_t>(ranges.count(rt.rank()));
+  std::vector<std::uint64_t> row(local_n + 1, 0);
+  for (auto u : src) ++row[u - lo + 1];
+  for (std::size_t i = 0; i < local_n; ++i) row[i + 1] += row[i];
+  std::vector<std::uint64_t> sorted_dst(dst.size());
+  std::vector<double> sorted_weight(weight.size());
+  {
+    std::vector<std::uint64_t> at(row.begin(), row.end() - 1);
+    for (std::size_t k = 0; k < src.size(); ++k) {
+      const std::uint64_t pos = at[src[k] - lo]++;
+      sorted_dst[pos] = dst[k];
+      if (weighted) sorted_weight[pos] = weight[k];
+    }
   }
-  mine.resize(kept);
+  release(src), release(dst), release(weight);
+
+  // Each row sorted by (destination, weight), then cleaned in place.
+  const bool dedupe = opt.drop_duplicates || sym;
+  std::vector<std::pair<std::uint64_t, double>> scratch;
+  std::size_t kept = 0;
+  for (std::size_t i = 0, first = 0; i < local_n; ++i) {
+    const std::size_t last = row[i + 1];
+    if (weighted) {
+      scratch.clear();
+      for (std::size_t k = first; k < last; ++k) scratch.emplace_back(sorted_dst[k], sorted_weight[k]);
+      std::sort(scratch.begin(), scratch.end());
+      for (std::size_t k = first; k < last; ++k)
+        sorted_dst[k] = scratch[k - first].first, sorted_weight[k] = scratch[k - first].second;
+    } else {
+      std::sort(sorted_dst.begin() + static_cast<std::ptrdiff_t>(first),
+                sorted_dst.begin() + static_cast<std::ptrdiff_t>(last));
+    }
+    const std::size_t row_start = kept;
+    for (std::size_t k = first; k < last; ++k) {
+      const std::uint64_t v = sorted_dst[k];
+      if (opt.drop_self_loops && v == lo + i) continue;
+      if (dedupe && kept > row_start && sorted_dst[kept - 1] == v) continue;  // the smallest weight stays
+      sorted_dst[kept] = v;
+      if (weighted) sorted_weight[kept] = sorted_weight[k];
+      ++kept;
+    }
+    row[i] = row_start;
+    first = last;
+  }
+  row[local_n] = kept;
+  release(scratch);
 
   auto sizes = all_gather(rt.comm(), std::uint64_t{kept});
   auto edge_ranges = Distribution::weighted_block(sizes);
-  DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(opt.storage, "src"));
-  DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(opt.storage, "dst"));
-  std::optional<DistArray<double>> weight;
-  if constexpr (Rec::kWeighted) weight.emplace(rt, edge_ranges, array_storage(opt.storage, "weight"));
-  auto s = src.local(), d = dst.local();
-  for (std::size_t k = 0; k < kept; ++k) {
-    s[k] = mine[k].src;
-    d[k] = mine[k].dst;
-    if constexpr (Rec::kWeighted) weight->local()[k] = mine[k].weight;
+  DistArray<std::uint64_t> dst_array(rt, edge_ranges, array_storage(opt.storage, "dst"));
+  std::copy_n(sorted_dst.begin(), kept, dst_array.local().begin());
+  release(sorted_dst);
+  std::optional<DistArray<double>> weight_array;
+  if (weighted) {
+    weight_array.emplace(rt, edge_ranges, array_storage(opt.storage, "weight"));
+    std::copy_n(sorted_weight.begin(), kept, weight_array->local().begin());
+    release(sorted_weight);
   }
-  return EdgeList::adopt(n, sym ? false : directed, std::move(ranges), std::move(src), std::move(dst),
-                         std::move(weight));
+  DistArray<std::uint64_t> src_array(rt, edge_ranges, array_storage(opt.storage, "src"));
+  auto s = src_array.local();
+  for (std::size_t i = 0; i < local_n; ++i) std::fill(s.begin() + static_cast<std::ptrdiff_t>(row[i]),
+                                                      s.begin() + static_cast<std::ptrdiff_t>(row[i + 1]), lo + i);
+  return EdgeList::adopt(n, sym ? false : directed, std::move(ranges), std::move(src_array), std::move(dst_array),
+                         std::move(weight_array));
 }
 
 }  // namespace
@@ -158,9 +234,7 @@ EdgeList EdgeList::build(Runtime& rt, std::uint64_t vertices, bool directed, Loc
   int any = all_reduce(rt.comm(), has_edges ? weighted : 0, MPI_MAX);
   int all = all_reduce(rt.comm(), has_edges ? weighted : 1, MPI_MIN);
   if (any && !all) throw MismatchError("some ranks passed edge weights and others did not");
-  if (any)
-    return build_as<Weighted>(rt, vertices, directed, std::move(edges), options, nullptr);
-  return build_as<Plain>(rt, vertices, directed, std::move(edges), options, nullptr);
+  return build_arrays(rt, vertices, directed, std::move(edges), options, nullptr, any != 0);
 }
 
 EdgeList EdgeList::adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges,
@@ -221,9 +295,8 @@ LocalEdges EdgeList::local_copy() const {
 
 EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const {
   Runtime& rt = runtime();
-  if (weighted())
-    return build_as<Weighted>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
-  return build_as<Plain>(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr);
+  return build_arrays(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr,
+                      weighted());
 }
 
 namespace {

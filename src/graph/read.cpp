@@ -753,6 +753,7 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
       if (a.length() != m)
         throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
                             std::to_string(m));
+      out.reserve(hi - lo);  // exact: push_back never doubles the array
       for (std::size_t sgm = 0; sgm < a.segment_count(); ++sgm) {
         auto seg = a.segment(sgm);
         auto data = a.template segment_span<T>(sgm);

@@ -157,6 +157,8 @@ void all_to_all_v(MPI_Comm comm, const T* send, const int* send_counts, const in
   wait(req);
 }
 template void all_to_all_v<double>(MPI_Comm, const double*, const int*, const int*, double*, const int*, const int*);
+template void all_to_all_v<std::uint64_t>(MPI_Comm, const std::uint64_t*, const int*, const int*, std::uint64_t*,
+                                          const int*, const int*);
 
 std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value) {
   std::uint64_t before = 0;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -21,13 +22,21 @@ std::vector<std::byte> exchange_bytes(MPI_Comm comm, std::span<const std::byte> 
                                       std::span<const std::uint64_t> counts, std::size_t record_bytes,
                                       std::vector<std::uint64_t>& received_counts);
 
+// The same, receiving into storage that `allocate(bytes)` returns (called
+// once, with the total), so a typed result needs no second copy.
+void exchange_bytes_into(MPI_Comm comm, std::span<const std::byte> send, std::span<const std::uint64_t> counts,
+                         std::size_t record_bytes, std::vector<std::uint64_t>& received_counts,
+                         const std::function<std::byte*(std::size_t)>& allocate);
+
 template <class T>
 std::vector<T> exchange(MPI_Comm comm, std::span<const T> send, std::span<const std::uint64_t> counts,
                         std::vector<std::uint64_t>& received_counts) {
   static_assert(std::is_trivially_copyable_v<T>);
-  auto bytes = exchange_bytes(comm, std::as_bytes(send), counts, sizeof(T), received_counts);
-  std::vector<T> out(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  std::vector<T> out;
+  exchange_bytes_into(comm, std::as_bytes(send), counts, sizeof(T), received_counts, [&](std::size_t bytes) {
+    out.resize(bytes / sizeof(T));
+    return reinterpret_cast<std::byte*>(out.data());
+  });
   return out;
 }
 

@@ -21,6 +21,12 @@ struct ComponentsOptions {
   // Called on every rank after each round: round, vertices whose label
   // changed (whole graph), seconds since the start.
   std::function<void(int, std::uint64_t, double)> on_round;
+  // Afforest: cut-edge pairs of local roots (summed over the ranks) up to
+  // which rank 0 solves them in one round trip; above it, roots hook across
+  // ranks round by round until the pairs left fit. 0: the average vertex
+  // count per rank, at least 65536 (rank 0's extra memory stays O(vertices
+  // per rank)).
+  std::uint64_t gather_limit = 0;
 };
 
 struct Components {
@@ -36,10 +42,12 @@ struct Components {
 // Afforest, distributed (the default): a union-find over the edges whose two
 // ends are on this rank, Afforest's sampling (Sutton, Ben-Nun and Barak,
 // IPDPS 2018: link two neighbours of each vertex, find the likely largest
-// component, skip its vertices' other edges), then min-hooking of the local
-// trees' roots across cut edges with pointer jumping (Shiloach-Vishkin) until
-// no cut edge joins two trees. Rounds: about log of the number of local trees
-// a component spans, not its diameter.
+// component, skip its vertices' other edges), then the graph that cut edges
+// make between the local trees, contracted: each owner keeps a spanning
+// forest of root pairs, and rank 0 solves up to gather_limit pairs in one
+// round trip (min-hooking of roots with pointer jumping, Shiloach-Vishkin,
+// for more). Rounds: 2 when the contracted graph fits, else about log of
+// the number of local trees a component spans, not its diameter.
 Components afforest(const EdgeList& g, const ComponentsOptions& options = {});
 // Label propagation with a frontier, local first: each global round starts
 // from the rank's local fixed point (the smallest label of each piece joined

@@ -55,7 +55,7 @@ T all_reduce(MPI_Comm comm, T value, MPI_Op op) {
   return value;
 }
 // Variable-size exchanges; counts and displacements are in elements, one
-// per rank (instantiated for double).
+// per rank (instantiated for double; all_to_all_v also for std::uint64_t).
 // Every rank's block [displs[r], displs[r] + counts[r]) of `values` on every
 // rank; this rank's own block is already in place.
 template <class T>
