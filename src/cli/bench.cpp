@@ -17,6 +17,7 @@ struct BenchOptions {
   bench::HistogramOptions histo;
   bench::ComponentsBenchOptions cc;
   bench::HittingBenchOptions hitting;
+  bench::InteropBenchOptions interop;  // issue 9
   bench::ParseBenchOptions parse;
   bench::IsxOptions isx;              // issue 13: sorting benchmarks
   bench::ArgsortBenchOptions argsort;
@@ -47,6 +48,7 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.histo);
   apply_common(o, o.cc);
   apply_common(o, o.hitting);
+  apply_common(o, o.interop);
   apply_common(o, o.parse);
   apply_common(o, o.isx);
   apply_common(o, o.argsort);
@@ -66,6 +68,7 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "cc") ok = bench::run_components_bench(rt, o.cc) && ok;
   if (which == "parse") ok = bench::run_parse_bench(rt, o.parse) && ok;
   if (which == "hitting") ok = bench::run_hitting_bench(rt, o.hitting) && ok;
+  if (which == "interop") ok = bench::run_interop_bench(rt, o.interop) && ok;
   if (which == "isx") ok = bench::run_isx(rt, o.isx) && ok;
   if (which == "argsort") ok = bench::run_argsort_bench(rt, o.argsort) && ok;
   if (which == "jacobi3d") ok = bench::run_jacobi3d(rt, o.jacobi) && ok;
@@ -108,6 +111,12 @@ void add_bench(CLI::App& app, Action& selected) {
   auto* t = bench->add_subcommand("hitting", "Hitting times: EdgeListMatrix vs CrsMatrix per CG iteration and memory");
   t->add_option("--scale", o->hitting.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
   t->add_option("--tolerance", o->hitting.tolerance, "CG relative residual")->check(CLI::PositiveNumber);
+  auto* io = bench->add_subcommand(
+      "interop", "One graph, three analyses: in process (Heap) vs tessera-analyze (Shared) vs bwrap; LP Heap vs Shared");
+  io->add_option("--scale", o->interop.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
+  io->add_option("--grid", o->interop.grid_side, "Side of the 3D grid (mesh) graph")->check(CLI::Range(2, 4096));
+  io->add_option("--solver", o->interop.solver, "The analysis' solver")->check(CLI::IsMember({"belos", "tessera"}));
+  io->add_option("--tolerance", o->interop.tolerance, "Solver relative residual")->check(CLI::PositiveNumber);
   auto* p = bench->add_subcommand("parse", "Edge-list parse rate (MB/s per rank) on a generated .el file in page cache");
   p->add_option("--scale", o->parse.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
   // Sorting (issue 13): ISx and argsort.
@@ -138,7 +147,7 @@ void add_bench(CLI::App& app, Action& selected) {
   st->add_option("--iterations", o->stencil.iterations, "Iterations per run")->check(CLI::Range(1, 100000));
   st->add_option("--topology", o->stencil.topology, "machine, or a simulated torus:AxB[xC] / mesh:... of the job's ranks");
 
-  for (auto* sub : {s, r, g, h, c, t, p, x, z, a, j, st}) {
+  for (auto* sub : {s, r, g, h, c, t, io, p, x, z, a, j, st}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

@@ -20,6 +20,9 @@ TARGETS = [
     ("hitting", "edgelist_memory_fraction", "<", 0.10, "EdgeListMatrix adds under 10% of the edge arrays"),
     ("hitting", "belos_rowmatrix_vs_crs", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Belos on a CrsMatrix"),
     ("hitting", "belos_rowmatrix_vs_tessera_cg", "<=", 1.25, "Belos on EdgeListRowMatrix within 1.25x of Tessera's CG"),
+    ("interop", "lp_shared_vs_heap", "<=", 1.05, "label propagation on Shared memory within 5% of Heap"),
+    ("interop", "process_vs_inprocess", "<=", 1.05, "the separate-process analysis within 5% of in-process per iteration"),
+    ("interop", "container_vs_inprocess", "<=", 1.05, "the containerized analysis within 5% of in-process per iteration"),
     # Issue 13 (sorting); each figure is printed only in the reference's configuration (2 ranks).
     ("isx", "isx_reference_ratio", ">=", 2.0, "ISx at least 2x ParRes ISx MPI's 11.3 M keys/s at 2 ranks"),
     ("argsort", "rate_at_2_ranks", ">=", 20.0, "argsort at least 20 M keys/s at 2 ranks"),

@@ -70,6 +70,20 @@ struct HittingBenchOptions : CommonOptions {
 };
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);
 
+// The three ways of handing one graph to an analysis (issue 9), on a
+// Kronecker graph and a 3D grid: label propagation per round on Heap vs
+// Shared memory; hitting-time solve per iteration in process (Heap), in a
+// separate tessera-analyze process and in a bwrap sandbox (Shared); the
+// handshake latencies. Verified against the in-process answer.
+struct InteropBenchOptions : CommonOptions {
+  InteropBenchOptions() { reps = 5; }
+  int kron_scale = 17;
+  std::uint64_t grid_side = 50;  // the mesh: side^3 vertices
+  std::string solver = "belos";  // the analysis: belos (Trilinos) or tessera (Tessera's CG)
+  double tolerance = 1e-8;
+};
+bool run_interop_bench(Runtime& rt, const InteropBenchOptions& o);
+
 // Text parse rate: a Kronecker graph written as an edge list (untimed, in the
 // page cache), then parsed (parse_text_edges) and read (read_graph, parse +
 // build); MB/s of file per rank, verified against the generated arcs.
