@@ -4,6 +4,10 @@
 #include <optional>
 
 #include "common.hpp"
+#include <bit>
+#include <cmath>
+
+#include "tessera/comm/argsort.hpp"
 #include "tessera/comm/bulk_access.hpp"
 
 namespace tessera::python {
@@ -47,6 +51,23 @@ void update_with(DistArray<T>& a, std::span<const std::uint64_t> idx, std::span<
     else throw MismatchError("update(op=\"xor\") needs an integer array, not " + element_type_of<T>().name);
   }
   throw ConfigError("update: op must be \"add\", \"min\", \"max\" or \"xor\", not \"" + op + "\"");
+}
+
+// An order-preserving map of any element type to 64-bit unsigned keys, so
+// that one radix argsort serves them all: signed integers flip their sign
+// bit, floats flip every bit when negative and the sign bit otherwise (NaNs
+// made positive first, so they sort last, as NumPy puts them).
+template <class T>
+std::uint64_t radix_key(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const double d = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(v);
+    const auto bits = std::bit_cast<std::uint64_t>(d);
+    return bits >> 63 ? ~bits : bits | (std::uint64_t{1} << 63);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) ^ (std::uint64_t{1} << 63);
+  } else {
+    return static_cast<std::uint64_t>(v);
+  }
 }
 
 }  // namespace
@@ -124,6 +145,24 @@ void bind_arrays(py::module_& m) {
               auto vals = values_of<T>(values);
               py::gil_scoped_release other_threads_may_run;
               update_with(x, span_of(idx), vals, op);
+            },
+            a.array);
+      })
+      .def("argsort", [](const PyArray& a, int digit_bits) {
+        return std::visit(
+            [&](auto& x) {
+              ArgsortOptions options;
+              options.digit_bits = digit_bits;
+              py::gil_scoped_release other_threads_may_run;
+              if constexpr (std::is_same_v<typename std::decay_t<decltype(x)>::value_type, std::uint64_t>) {
+                return std::make_unique<PyArray>(PyArray{ArrayVariant(argsort(x, options))});
+              } else {  // keys of another type: their order-preserving 64-bit image
+                DistArray<std::uint64_t> keys(runtime(), x.distribution());
+                auto in = x.local();
+                auto out = keys.local();
+                for (std::size_t i = 0; i < in.size(); ++i) out[i] = radix_key(in[i]);
+                return std::make_unique<PyArray>(PyArray{ArrayVariant(argsort(keys, options))});
+              }
             },
             a.array);
       });

@@ -17,7 +17,7 @@ without MPI.
 from . import _tessera
 from ._errors import (CLASSES as _CLASSES, ConfigError, Error, FormatError,
                       MismatchError, MpiError, PeerError, RangeError, SystemError)
-from .arrays import DistArray, arange, from_local, zeros
+from .arrays import DistArray, arange, argsort, from_local, zeros
 from .attach import AttachedViews, attach
 from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
                      largest_component, read_graph, urand)
@@ -26,7 +26,7 @@ from .runtime import Runtime
 _tessera._set_error_classes(_CLASSES)
 
 __all__ = [
-    "Runtime", "DistArray", "zeros", "arange", "from_local", "attach", "AttachedViews",
+    "Runtime", "DistArray", "zeros", "arange", "from_local", "argsort", "attach", "AttachedViews",
     "Graph", "Components", "HittingTimes", "read_graph", "generate", "kron", "urand", "grid", "components",
     "largest_component", "hitting_times", "trilinos_available",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",

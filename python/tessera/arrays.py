@@ -187,6 +187,24 @@ def _checked_values(operation, values, dtype, count):
     return np.ascontiguousarray(v)
 
 
+def argsort(a, digit_bits=16):
+    """Collective: the permutation that sorts ``a``, as a new uint64
+    DistArray on ``a``'s distribution: ``perm[j]`` is the global index of the
+    j-th smallest element, ties in index order (stable, like
+    ``np.argsort(kind="stable")``; NaNs last). Arkouda's LSD radix argsort
+    through the aggregators (comm/argsort.hpp); ``a.gather(perm.local)``
+    then reads this rank's part of the sorted array."""
+    if not isinstance(a, DistArray):
+        raise TypeError("argsort(a): a must be a tessera.DistArray")
+    bits = int(digit_bits)
+
+    def check():
+        if not 1 <= bits <= 20:
+            raise MismatchError(f"argsort: digit_bits must be in 1..20, not {bits}")
+    agreed(check)
+    return DistArray(None, 0, _impl=a._impl.argsort(bits))
+
+
 def zeros(rt, n, dtype=np.float64, **storage):
     """Collective: a DistArray of n zeros (``storage``: as DistArray's)."""
     return DistArray(rt, n, dtype, **storage)

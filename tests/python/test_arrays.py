@@ -220,3 +220,42 @@ def test_bad_storage_arguments(rt):
         tessera.DistArray(rt, 10, name="x")
     with pytest.raises(tessera.ConfigError, match="not a plain file name"):
         tessera.DistArray(rt, 10, storage="shared", name="../escape")
+
+
+def whole_array(rt, n, dtype, seed):
+    """The same array on every rank (each computes all of it), and its DistArray."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        values = rng.normal(size=n).astype(dtype)
+        values[::97] = values[1]  # ties
+        values[5] = np.nan
+        values[7] = -0.0
+    else:
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        values[::13] = values[2]  # ties
+    a = tessera.DistArray(rt, n, dtype=dtype)
+    lo, hi = a.local_range
+    a.local[:] = values[lo:hi]
+    return values, a
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.int32, np.uint8, np.float64, np.float32])
+def test_argsort_matches_numpy_stable_argsort(rt, dtype):
+    values, a = whole_array(rt, N, dtype, seed=7)
+    perm = tessera.argsort(a)
+    assert perm.dtype == np.uint64 and perm.size == N and perm.local_range == a.local_range
+    lo, hi = perm.local_range
+    want = np.argsort(values, kind="stable")
+    assert np.array_equal(perm.local, want[lo:hi])
+    # The sorted array itself, through the aggregated gather a[perm].
+    got = a.gather(perm.local)
+    assert np.array_equal(got, values[want[lo:hi]], equal_nan=np.dtype(dtype).kind == "f")
+
+
+def test_argsort_bad_arguments(rt):
+    a = tessera.arange(rt, 100)
+    with pytest.raises(tessera.MismatchError, match="digit_bits"):
+        tessera.argsort(a, digit_bits=0)
+    with pytest.raises(TypeError):
+        tessera.argsort(np.arange(4))
