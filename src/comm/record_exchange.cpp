@@ -64,6 +64,28 @@ void wait_serving(MPI_Request& request) {
   });
 }
 
+// Ends one round of one kind of batch: a reduction of `sent` (batches this
+// rank sent to each rank) tells it how many it is owed; it serves until they
+// have all been received and `done()` holds, then resets both counts.
+template <class Done>
+void settle_round(MPI_Comm comm, std::vector<int>& sent, std::uint64_t& received, Done&& done) {
+  int expected = 0;
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ireduce_scatter_block(sent.data(), &expected, 1, MPI_INT, MPI_SUM, comm, &req));
+  wait_serving(req);
+  serve_until([&] { return received >= static_cast<std::uint64_t>(expected) && done(); });
+  received -= static_cast<std::uint64_t>(expected);
+  std::fill(sent.begin(), sent.end(), 0);
+}
+
+// No rank may start its next round (or read results through shared memory)
+// before every rank has applied this one. Other exchanges keep being served.
+void barrier_serving(MPI_Comm comm) {
+  MPI_Request req;
+  TESSERA_MPI(MPI_Ibarrier(comm, &req));
+  wait_serving(req);
+}
+
 template <class T>
 T load(const std::byte* at) {
   T v;
@@ -350,18 +372,8 @@ void RecordExchange::flush() {
   }
   for (int d = 0; d < size_; ++d) send_current(d);
 
-  // How many batches is every rank owed? One reduction answers all of them.
-  int expected = 0;
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ireduce_scatter_block(sent_to_.data(), &expected, 1, MPI_INT, MPI_SUM, comm_, &req));
-  wait_serving(req);
-  serve_until([&] { return received_ >= static_cast<std::uint64_t>(expected) && idle(); });
-  received_ -= static_cast<std::uint64_t>(expected);
-  std::fill(sent_to_.begin(), sent_to_.end(), 0);
-  // No rank may start the next round (or read results through shared memory)
-  // before every rank has applied this one. Other exchanges keep being served.
-  TESSERA_MPI(MPI_Ibarrier(comm_, &req));
-  wait_serving(req);
+  settle_round(comm_, sent_to_, received_, [&] { return idle(); });
+  barrier_serving(comm_);
   if (!tune) round_start_ = MPI_Wtime();
 }
 
@@ -713,22 +725,11 @@ void RecordExchange::flush_routed() {
   // batch it is owed, no record is left to forward.
   for (std::size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s].forward) send_routed(static_cast<int>(s));
-  int expected = 0;
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ireduce_scatter_block(sent_fwd_to_.data(), &expected, 1, MPI_INT, MPI_SUM, comm_, &req));
-  wait_serving(req);
-  serve_until([&] { return received_fwd_ >= static_cast<std::uint64_t>(expected) && held_.empty(); });
-  received_fwd_ -= static_cast<std::uint64_t>(expected);
-  std::fill(sent_fwd_to_.begin(), sent_fwd_to_.end(), 0);
+  settle_round(comm_, sent_fwd_to_, received_fwd_, [&] { return held_.empty(); });
   // Round 2: final batches, then every reply home.
   for (std::size_t s = 0; s < slots_.size(); ++s) send_routed(static_cast<int>(s));
-  TESSERA_MPI(MPI_Ireduce_scatter_block(sent_to_.data(), &expected, 1, MPI_INT, MPI_SUM, comm_, &req));
-  wait_serving(req);
-  serve_until([&] { return received_ >= static_cast<std::uint64_t>(expected) && idle(); });
-  received_ -= static_cast<std::uint64_t>(expected);
-  std::fill(sent_to_.begin(), sent_to_.end(), 0);
-  TESSERA_MPI(MPI_Ibarrier(comm_, &req));
-  wait_serving(req);
+  settle_round(comm_, sent_to_, received_, [&] { return idle(); });
+  barrier_serving(comm_);
 }
 
 }  // namespace tessera::comm

@@ -9,6 +9,7 @@
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/topology.hpp"
+#include "loaded_topology.hpp"
 
 namespace tessera {
 
@@ -54,23 +55,6 @@ const char* colocale_name(ColocaleKind kind) {
 }
 
 namespace {
-struct LoadedTopology {
-  hwloc_topology_t topo = nullptr;
-  explicit LoadedTopology(const std::string* synthetic) {
-    if (hwloc_topology_init(&topo) != 0) throw Error("hwloc: cannot initialise a topology");
-    if (synthetic && hwloc_topology_set_synthetic(topo, synthetic->c_str()) != 0) {
-      hwloc_topology_destroy(topo);
-      throw ConfigError("hwloc cannot read the synthetic topology '" + *synthetic + "'");
-    }
-    if (hwloc_topology_load(topo) != 0) {
-      hwloc_topology_destroy(topo);
-      throw Error("hwloc: cannot load the topology");
-    }
-  }
-  ~LoadedTopology() { hwloc_topology_destroy(topo); }
-  LoadedTopology(const LoadedTopology&) = delete;
-  LoadedTopology& operator=(const LoadedTopology&) = delete;
-};
 
 // The node's domains of `kind`, each as the OS indices of its PUs. A machine
 // hwloc reports none of (no package or NUMA information) is one domain.

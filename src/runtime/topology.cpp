@@ -6,23 +6,11 @@
 #include <memory>
 
 #include "tessera/runtime/error.hpp"
+#include "loaded_topology.hpp"
 
 namespace tessera {
 
 namespace {
-struct TopologyHandle {
-  hwloc_topology_t topo = nullptr;
-  TopologyHandle() {
-    if (hwloc_topology_init(&topo) != 0) throw Error("hwloc: cannot initialise the topology");
-    if (hwloc_topology_load(topo) != 0) {
-      hwloc_topology_destroy(topo);
-      throw Error("hwloc: cannot load the topology of this machine");
-    }
-  }
-  ~TopologyHandle() { hwloc_topology_destroy(topo); }
-  TopologyHandle(const TopologyHandle&) = delete;
-  TopologyHandle& operator=(const TopologyHandle&) = delete;
-};
 
 struct Bitmap {
   hwloc_bitmap_t map = hwloc_bitmap_alloc();
@@ -58,7 +46,7 @@ std::string format_index_list(const std::vector<int>& values) {
 }
 
 Topology Topology::discover() {
-  TopologyHandle h;
+  LoadedTopology h;
   Topology t;
   t.packages = count(h.topo, HWLOC_OBJ_PACKAGE);
   t.numa_nodes = std::max(1, count(h.topo, HWLOC_OBJ_NUMANODE));
