@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include "tessera/chunks/balance.hpp"
@@ -83,12 +84,19 @@ Placement greedy_balance(const BalanceInput& in) {
   return out;
 }
 
-Placement refine_balance(const BalanceInput& in) {
+namespace {
+
+// The loop both refinement strategies share: while some rank is above the
+// limit and not given up on, the most loaded one (src) gives one chunk:
+// pick(src, placement, loads, limit) names the move (chunk, destination), or
+// nothing, and then src is given up on. Only overloaded ranks give chunks,
+// so few move.
+template <class Pick>
+Placement refine_with(const BalanceInput& in, Pick&& pick) {
   check_input(in);
   Placement out = in.current;
   auto loads = rank_loads(in.load, out, in.ranks);
-  double limit = threshold(in);
-  auto order = heaviest_first(in.load);
+  const double limit = threshold(in);
   std::vector<bool> stuck(static_cast<std::size_t>(in.ranks), false);
   while (true) {
     int src = -1;
@@ -97,46 +105,53 @@ Placement refine_balance(const BalanceInput& in) {
           (src < 0 || loads[static_cast<std::size_t>(r)] > loads[static_cast<std::size_t>(src)]))
         src = r;
     if (src < 0) break;
-    int dst = least_loaded(loads);
-    bool moved = false;
-    for (auto c : order) {  // the heaviest chunk of src that fits on dst
-      if (out[c] != src || in.load[c] <= 0) continue;
-      if (loads[static_cast<std::size_t>(dst)] + in.load[c] > limit) continue;
-      out[c] = dst;
-      loads[static_cast<std::size_t>(src)] -= in.load[c];
-      loads[static_cast<std::size_t>(dst)] += in.load[c];
-      moved = true;
-      break;
+    std::optional<std::pair<std::size_t, int>> move = pick(src, out, loads, limit);
+    if (!move) {
+      stuck[static_cast<std::size_t>(src)] = true;
+      continue;
     }
-    if (!moved) stuck[static_cast<std::size_t>(src)] = true;
+    auto [c, dst] = *move;
+    out[c] = dst;
+    loads[static_cast<std::size_t>(src)] -= in.load[c];
+    loads[static_cast<std::size_t>(dst)] += in.load[c];
   }
   return out;
 }
 
+}  // namespace
+
+Placement refine_balance(const BalanceInput& in) {
+  auto order = heaviest_first(in.load);
+  // The heaviest chunk of src that fits on the least loaded rank.
+  return refine_with(in, [&](int src, const Placement& out, const std::vector<double>& loads,
+                             double limit) -> std::optional<std::pair<std::size_t, int>> {
+    const int dst = least_loaded(loads);
+    for (auto c : order) {
+      if (out[c] != src || in.load[c] <= 0) continue;
+      if (loads[static_cast<std::size_t>(dst)] + in.load[c] > limit) continue;
+      return std::pair{static_cast<std::size_t>(c), dst};
+    }
+    return std::nullopt;
+  });
+}
+
 Placement comm_balance(const BalanceInput& in) {
-  check_input(in);
-  Placement out = in.current;
-  auto loads = rank_loads(in.load, out, in.ranks);
-  double limit = threshold(in);
+  check_input(in);  // before the edges index anything
   // Adjacency (both directions: a chunk's hop-bytes count its sends and receives).
   std::vector<std::vector<std::pair<std::uint64_t, double>>> adj(in.load.size());
   for (auto& e : in.edges) {
     adj[e.from].push_back({e.to, static_cast<double>(e.bytes)});
     adj[e.to].push_back({e.from, static_cast<double>(e.bytes)});
   }
-  auto cost_on = [&](std::size_t c, int r) {
-    double s = 0;
-    for (auto [n, b] : adj[c]) s += b * in.hops(r, out[n]);
-    return s;
-  };
-  std::vector<bool> stuck(static_cast<std::size_t>(in.ranks), false);
-  while (true) {
-    int src = -1;
-    for (int r = 0; r < in.ranks; ++r)
-      if (!stuck[static_cast<std::size_t>(r)] && loads[static_cast<std::size_t>(r)] > limit &&
-          (src < 0 || loads[static_cast<std::size_t>(r)] > loads[static_cast<std::size_t>(src)]))
-        src = r;
-    if (src < 0) break;
+  // The move of one of src's chunks that adds the least hop-bytes (ties: the
+  // heavier chunk, then the less loaded rank) among those that fit.
+  return refine_with(in, [&](int src, const Placement& out, const std::vector<double>& loads,
+                             double limit) -> std::optional<std::pair<std::size_t, int>> {
+    auto cost_on = [&](std::size_t c, int r) {
+      double s = 0;
+      for (auto [n, b] : adj[c]) s += b * in.hops(r, out[n]);
+      return s;
+    };
     std::size_t best_c = 0;
     int best_r = -1;
     double best_delta = 0;
@@ -156,15 +171,9 @@ Placement comm_balance(const BalanceInput& in) {
         }
       }
     }
-    if (best_r < 0) {
-      stuck[static_cast<std::size_t>(src)] = true;
-      continue;
-    }
-    out[best_c] = best_r;
-    loads[static_cast<std::size_t>(src)] -= in.load[best_c];
-    loads[static_cast<std::size_t>(best_r)] += in.load[best_c];
-  }
-  return out;
+    if (best_r < 0) return std::nullopt;
+    return std::pair{best_c, best_r};
+  });
 }
 
 Placement balance(Strategy s, const BalanceInput& in) {
