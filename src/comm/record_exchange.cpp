@@ -38,21 +38,26 @@ int& routed_reply_exchanges() {
 // Idle polls after which a waiting rank sends those partial buffers.
 constexpr unsigned kReleaseAfterIdlePolls = 32;
 
+// One poll of every exchange by a rank that waits: progress resets the
+// backoff; an idle poll backs off and, every kReleaseAfterIdlePolls, sends
+// the partial buffers holding forwarded requests (a peer may wait for them).
+void serve_once(Backoff& backoff, unsigned& idle) {
+  if (progress_all()) {
+    backoff.reset();
+    idle = 0;
+  } else {
+    if (routed_reply_exchanges() > 0 && ++idle % kReleaseAfterIdlePolls == 0) release_forwarded_all();
+    backoff.idle();
+  }
+}
+
 // Serves every exchange until done(). With only direct routing this is
 // wait_until(done, progress_all).
 template <class Done>
 void serve_until(Done&& done) {
   Backoff backoff;
   unsigned idle = 0;
-  while (!done()) {
-    if (progress_all()) {
-      backoff.reset();
-      idle = 0;
-    } else {
-      if (routed_reply_exchanges() > 0 && ++idle % kReleaseAfterIdlePolls == 0) release_forwarded_all();
-      backoff.idle();
-    }
-  }
+  while (!done()) serve_once(backoff, idle);
 }
 
 // Waits for a non-blocking collective while serving every exchange.
@@ -513,13 +518,7 @@ bool RecordExchange::open_batch(int slot, bool blocking) {
       return true;
     }
     if (!blocking) return false;
-    if (progress_all()) {
-      backoff.reset();
-      idle = 0;
-    } else {
-      if (routed_reply_exchanges() > 0 && ++idle % kReleaseAfterIdlePolls == 0) release_forwarded_all();
-      backoff.idle();
-    }
+    serve_once(backoff, idle);
   }
 }
 
