@@ -1,6 +1,7 @@
 """Graphs at 1-4 ranks: components and the largest component against
 scipy.sparse.csgraph, hitting times against spsolve on the grounded
 Laplacian, views, id maps, and bad input."""
+import contextlib
 import os
 
 import numpy as np
@@ -13,6 +14,22 @@ scipy_sparse = pytest.importorskip("scipy.sparse")
 csgraph = pytest.importorskip("scipy.sparse.csgraph")
 linalg = pytest.importorskip("scipy.sparse.linalg")
 pytestmark = pytest.mark.scipy
+
+
+@contextlib.contextmanager
+def graph_file(rt, suffix, text):
+    """A file rank 0 writes and every rank reads; removed after every rank is done with it."""
+    path = f"/tmp/tessera-pytest-{rt.job_id}-{suffix}"
+    if rt.rank == 0:
+        with open(path, "w") as f:
+            f.write(text)
+    rt.barrier()
+    try:
+        yield path
+    finally:
+        rt.barrier()
+        if rt.rank == 0:
+            os.remove(path)
 
 
 def whole(rt, g):
@@ -117,12 +134,7 @@ def test_read_directed_file_ids_and_hitting(rt, source_dir):
 
 
 def test_relabelled_ids_are_a_numpy_array(rt):
-    path = f"/tmp/tessera-pytest-{rt.job_id}-sparse.el"
-    if rt.rank == 0:
-        with open(path, "w") as f:
-            f.write("100 200\n200 300\n300 100\n5000 6000\n")
-    rt.barrier()
-    try:
+    with graph_file(rt, "sparse.el", "100 200\n200 300\n300 100\n5000 6000\n") as path:
         g = tessera.read_graph(path, relabel=True)
         assert g.vertices == 5
         assert everyone(rt, g.file_ids).tolist() == [100, 200, 300, 5000, 6000]
@@ -132,25 +144,12 @@ def test_relabelled_ids_are_a_numpy_array(rt):
         assert sorted(everyone(rt, h.times.local).tolist()) == pytest.approx([0.0, 2.0, 2.0])
         with pytest.raises(tessera.RangeError, match="target vertex 5000 does not occur"):
             tessera.hitting_times(lcc, 5000)
-    finally:
-        rt.barrier()
-        if rt.rank == 0:
-            os.remove(path)
 
 
 def test_bad_graph_file_raises_everywhere(rt):
-    path = f"/tmp/tessera-pytest-{rt.job_id}-bad.el"
-    if rt.rank == 0:
-        with open(path, "w") as f:
-            f.write("0 1\n1 2\n2 x\n")
-    rt.barrier()
-    try:
+    with graph_file(rt, "bad.el", "0 1\n1 2\n2 x\n") as path:
         with pytest.raises(tessera.FormatError, match=r"bad\.el:3"):
             tessera.read_graph(path)
-    finally:
-        rt.barrier()
-        if rt.rank == 0:
-            os.remove(path)
 
 
 def test_missing_graph_file_raises_everywhere(rt):
@@ -176,12 +175,7 @@ def test_weighted_hitting_times_match_spsolve(rt):
     pairs = {(i, (i + 1) % n) for i in range(n)} | {tuple(sorted(p)) for p in rng.integers(0, n, (30, 2)) if p[0] != p[1]}
     pairs = sorted({tuple(sorted(p)) for p in pairs})
     weights = rng.uniform(0.5, 3.0, len(pairs)).round(3)
-    path = f"/tmp/tessera-pytest-{rt.job_id}-weighted.wel"
-    if rt.rank == 0:
-        with open(path, "w") as f:
-            f.writelines(f"{u} {v} {w}\n" for (u, v), w in zip(pairs, weights))
-    rt.barrier()
-    try:
+    with graph_file(rt, "weighted.wel", "".join(f"{u} {v} {w}\n" for (u, v), w in zip(pairs, weights))) as path:
         g = tessera.read_graph(path, undirected=True)
         assert g.weighted and not g.directed and g.edges == 2 * len(pairs)
         assert np.all(g.weight > 0) and not g.weight.flags.writeable
@@ -191,23 +185,10 @@ def test_weighted_hitting_times_match_spsolve(rt):
                                           np.concatenate([v, u]))), shape=(n, n))
         expected = grounded_solution(matrix, [3, 17])
         assert np.allclose(h.times.gather(np.arange(n)), expected, rtol=1e-8)
-    finally:
-        rt.barrier()
-        if rt.rank == 0:
-            os.remove(path)
 
 
 def test_negative_weight_refused_by_hitting_times_everywhere(rt):
-    path = f"/tmp/tessera-pytest-{rt.job_id}-negative.wel"
-    if rt.rank == 0:
-        with open(path, "w") as f:
-            f.write("0 1 1.0\n1 2 -0.5\n2 3 2.0\n3 0 1.0\n")
-    rt.barrier()
-    try:
+    with graph_file(rt, "negative.wel", "0 1 1.0\n1 2 -0.5\n2 3 2.0\n3 0 1.0\n") as path:
         g = tessera.read_graph(path, undirected=True)
         with pytest.raises(tessera.RangeError, match="weight -0.5"):
             tessera.hitting_times(g, 0)
-    finally:
-        rt.barrier()
-        if rt.rank == 0:
-            os.remove(path)
