@@ -54,6 +54,15 @@ const char* colocale_name(ColocaleKind kind) {
   return kind == ColocaleKind::socket ? "socket" : kind == ColocaleKind::numa ? "numa" : "core";
 }
 
+bool parse_colocale_segments(const char* text) {
+  std::string v = text ? text : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw ConfigError(std::string(kColocaleSegmentsVariable) +
+                    " must be 0 (arrays with default storage on the Heap) or 1 (in co-locale segments, node-shared "
+                    "memory that co-located ranks access directly); got '" + v + "'");
+}
+
 namespace {
 
 // The node's domains of `kind`, each as the OS indices of its PUs. A machine
@@ -160,6 +169,10 @@ ColocalePlan bind_colocale(ColocaleKind kind) {
                           colocale_name(kind) + ")",
                       err);
   setenv("TESSERA_COLOCALES", (std::string(colocale_name(kind)) + ": " + plan.note).c_str(), 1);
+  // Co-locales share the node's memory: default-storage arrays go into
+  // co-locale segments so the same-node path serves every array. An explicit
+  // TESSERA_COLOCALE_SEGMENTS=0 keeps them on the Heap.
+  setenv(kColocaleSegmentsVariable, "1", 0);
   return plan;
 }
 

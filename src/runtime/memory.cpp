@@ -33,6 +33,7 @@ std::uint64_t anonymous_memory_bytes() {
   malloc_trim(0);
   return sum_kib("/proc/self/smaps_rollup", {"Anonymous:"});
 }
+std::uint64_t shared_memory_pss_bytes() { return sum_kib("/proc/self/smaps_rollup", {"Pss_Shmem:"}); }
 std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
 
 AnonymousMemoryMeter::AnonymousMemoryMeter(MPI_Comm comm)

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/launch.hpp"
 
 namespace tessera {
 
@@ -100,6 +102,14 @@ void Runtime::setup() {
   }
   broadcast(comm_, id, sizeof(id), 0);
   job_id_ = id;
+
+  // Every rank fails alike on a bad value (ConfigError on the rank that has it),
+  // and ranks that disagree are refused: array creation must agree on storage.
+  agree(comm_, [&] { colocale_segments_ = parse_colocale_segments(std::getenv(kColocaleSegmentsVariable)); });
+  int on_off[2] = {colocale_segments_ ? 1 : 0, colocale_segments_ ? 0 : 1};
+  all_reduce(comm_, on_off, 2, MPI_MAX);
+  if (on_off[0] == 1 && on_off[1] == 1)
+    throw ConfigError(std::string(kColocaleSegmentsVariable) + " differs between ranks; set it alike for the whole job");
 }
 
 Runtime::~Runtime() {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -14,8 +15,18 @@
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/wait.hpp"
 
 namespace tessera {
+
+const char* storage_kind_name(StorageKind kind) noexcept {
+  switch (kind) {
+    case StorageKind::heap: return "heap";
+    case StorageKind::shared: return "shared";
+    case StorageKind::colocale: return "colocale";
+  }
+  return "unknown";
+}
 
 std::string default_shared_dir() {
   const char* env = std::getenv("TESSERA_SHM_DIR");
@@ -334,7 +345,103 @@ SharedStorage::~SharedStorage() {
   exit_cleanup::remove(metadata_slot_);
 }
 
+// Co-locale segment: this rank's part in a memfd, node-shared memory with no
+// name in any file system, which each co-located rank maps by opening
+// /proc/<owner pid>/fd/<fd> while the owner still holds the descriptor.
+// Why a memfd and not Shared storage's named files: nothing can outlive the
+// job (the kernel frees the memory with the last mapping, after SIGKILL too,
+// so there is nothing for `tessera shm gc` to find), there is no metadata
+// file to write per array, and the array stays private to the job (explicit
+// Shared storage remains the way to publish it to outside tools). Pages are
+// placed lazily by the first touch, as for Heap; tmpfs gives 4 KiB pages,
+// as for Shared. A co-locale that cannot open or map a peer's segment
+// (another PID namespace, a non-dumpable process) only loses the same-node
+// path to it.
+class ColocaleStorage final : public Storage {
+ public:
+  ColocaleStorage(Runtime& rt, const ArrayLayout& layout);
+  StorageKind kind() const noexcept override { return StorageKind::colocale; }
+  std::byte* colocal_data(int world_rank) const noexcept override {
+    auto r = static_cast<std::size_t>(world_rank);
+    return r < peers_.size() && peers_[r].size() ? peers_[r].data() : nullptr;
+  }
+
+ private:
+  void map_peers(const Runtime& rt, int fd, std::uint64_t bytes);
+
+  Mapping own_;
+  std::vector<Mapping> peers_;  // by world rank; empty for self, other nodes and unmapped peers
+};
+
+// How a co-locale finds a rank's segment: the descriptor to open through
+// /proc, and the identity and size the opened file must have.
+struct SegmentAddress {
+  std::int32_t pid;
+  std::int32_t fd;
+  std::uint64_t device;
+  std::uint64_t inode;
+  std::uint64_t bytes;
+};
+
+ColocaleStorage::ColocaleStorage(Runtime& rt, const ArrayLayout& layout) {
+  auto r = static_cast<std::size_t>(rt.rank());
+  const std::uint64_t bytes = (layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size;
+  // The name only shows in /proc/<pid>/maps ("/memfd:tessera-<job>-c<n>.r<rank>").
+  static std::atomic<int> counter{0};
+  const std::string name = "tessera-" + rt.job_id() + "-c" + std::to_string(counter++) + ".r" + std::to_string(rt.rank());
+  FileDescriptor fd;
+  agree(rt.comm(), [&] {
+    int f = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+    if (f < 0)
+      throw SystemError("cannot create a co-locale segment of " + mebibytes(static_cast<double>(bytes)) +
+                            " (memfd_create); set TESSERA_COLOCALE_SEGMENTS=0 to keep default arrays on the Heap",
+                        errno);
+    fd = FileDescriptor(f);
+    if (::ftruncate(f, static_cast<off_t>(bytes)) != 0)
+      throw SystemError("cannot size a co-locale segment to " + mebibytes(static_cast<double>(bytes)), errno);
+    own_ = Mapping::file(f, bytes, true, "co-locale segment " + name);
+  });
+  local_ = {own_.data(), bytes};
+  map_peers(rt, fd.get(), bytes);
+}
+
+void ColocaleStorage::map_peers(const Runtime& rt, int fd, std::uint64_t bytes) {
+  struct stat st {};
+  SegmentAddress mine{static_cast<std::int32_t>(::getpid()), fd, 0, 0, bytes};
+  if (::fstat(fd, &st) == 0) {
+    mine.device = static_cast<std::uint64_t>(st.st_dev);
+    mine.inode = static_cast<std::uint64_t>(st.st_ino);
+  }
+  const NodeGroup& node = rt.node();
+  auto addresses = all_gather(node.comm, mine);
+  peers_.resize(static_cast<std::size_t>(rt.size()));
+  for (int k = 0; k < node.size; ++k) {
+    const int peer = node.world_ranks[static_cast<std::size_t>(k)];
+    const SegmentAddress& a = addresses[static_cast<std::size_t>(k)];
+    if (peer == rt.rank() || a.bytes == 0) continue;
+    const std::string path = "/proc/" + std::to_string(a.pid) + "/fd/" + std::to_string(a.fd);
+    FileDescriptor peer_fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!peer_fd) continue;
+    struct stat ps {};
+    // The same file the owner created (not a recycled pid or descriptor), whole.
+    if (::fstat(peer_fd.get(), &ps) != 0 || static_cast<std::uint64_t>(ps.st_dev) != a.device ||
+        static_cast<std::uint64_t>(ps.st_ino) != a.inode || static_cast<std::uint64_t>(ps.st_size) != a.bytes)
+      continue;
+    try {
+      peers_[static_cast<std::size_t>(peer)] = Mapping::file(peer_fd.get(), a.bytes, true, path);
+    } catch (const SystemError&) {
+      // Out of address space or mappings: this peer is reached through MPI.
+    }
+  }
+  // Every co-locale has opened what it could: owners may close their descriptors.
+  barrier(node.comm);
+}
+
 }  // namespace
+
+StorageKind resolved_storage_kind(const Runtime& rt, const StorageOptions& options) noexcept {
+  return options.kind.value_or(rt.colocale_segments() ? StorageKind::colocale : StorageKind::heap);
+}
 
 std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options) {
   if (layout.offsets.size() != static_cast<std::size_t>(rt.size()) + 1)
@@ -350,9 +457,15 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
                        std::to_string(layout.element.size) + " bytes cannot be allocated (rank " + std::to_string(r) +
                        " would hold " + std::to_string(count) + ")");
   }
-  if (options.kind == StorageKind::heap) {
-    auto r = static_cast<std::size_t>(rt.rank());
-    return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);
+  switch (resolved_storage_kind(rt, options)) {
+    case StorageKind::heap: {
+      auto r = static_cast<std::size_t>(rt.rank());
+      return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);
+    }
+    case StorageKind::colocale:
+      return std::make_unique<ColocaleStorage>(rt, layout);
+    case StorageKind::shared:
+      break;
   }
   return std::make_unique<SharedStorage>(rt, layout, options);
 }

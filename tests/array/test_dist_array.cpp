@@ -13,7 +13,9 @@ struct Triple {
 class DistArrayTest : public testing::TestWithParam<StorageKind> {
  protected:
   StorageOptions storage() const {
-    return GetParam() == StorageKind::heap ? StorageOptions::heap() : StorageOptions::shared();
+    StorageOptions o;
+    o.kind = GetParam();
+    return o;
   }
 };
 }  // namespace
@@ -62,8 +64,8 @@ TEST_P(DistArrayTest, StructElementsAndWeightedDistribution) {
   EXPECT_THROW(DistArray<int>(rt, Distribution::block(5, rt.size() + 1), storage()), MismatchError);
 }
 
-INSTANTIATE_TEST_SUITE_P(Storages, DistArrayTest, testing::Values(StorageKind::heap, StorageKind::shared),
-                         [](const auto& info) { return info.param == StorageKind::heap ? "Heap" : "Shared"; });
+INSTANTIATE_TEST_SUITE_P(Storages, DistArrayTest, testing::Values(StorageKind::heap, StorageKind::shared, StorageKind::colocale),
+                         [](const auto& info) { return std::string(storage_kind_name(info.param)); });
 
 // A Map binds a distribution to its runtime: it gives this rank's range and
 // the communicator, and arrays built over it report the same map.

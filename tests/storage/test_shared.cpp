@@ -144,7 +144,7 @@ TEST(SharedStorage, CoLocatedRanksMapEachOthersSegments) {
     for (std::uint64_t k = 0; k < a.distribution().count(peer); ++k)
       EXPECT_EQ(p[k], test::value_of(a.distribution().begin(peer) + k));
   }
-  DistArray<std::uint64_t> heap(rt, 10);
+  DistArray<std::uint64_t> heap(rt, 10, StorageOptions::heap());
   for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(heap.colocal_data(r), nullptr);
 }
 

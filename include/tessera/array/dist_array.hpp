@@ -1,5 +1,6 @@
 // DistArray<T>: a distributed array of trivially copyable T, one part per
-// rank, in Heap or Shared storage. Local work goes through the std::span view;
+// rank, in Heap, Shared or Co-locale storage (the default is the runtime's:
+// Heap, or Co-locale when its co-locale segments are on). Local work goes through the std::span view;
 // remote access goes through the aggregators in comm/.
 #pragma once
 #include <memory>
@@ -57,7 +58,7 @@ class DistArray {
   const Storage& storage() const noexcept { return *storage_; }
   StorageKind storage_kind() const noexcept { return storage_->kind(); }
   std::string metadata_path() const { return storage_->metadata_path(); }
-  // Elements of co-located rank `r`, mapped here (Shared storage only), else null.
+  // Elements of co-located rank `r`, mapped here (Shared or Co-locale storage), else null.
   T* colocal_data(int r) const noexcept { return reinterpret_cast<T*>(storage_->colocal_data(r)); }
 
  private:

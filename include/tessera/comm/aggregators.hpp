@@ -12,8 +12,8 @@
 //    flush is a reduction plus a barrier, so `flush(); }` pays twice).
 //  - no order is promised between operations, even from one rank to one element;
 //  - operations on this rank's own elements are applied at once;
-//  - same-node direct path: when the array is in Shared storage and the owner
-//    is a co-located rank, the operation goes straight through the mapping
+//  - same-node direct path: when the array is in Shared or Co-locale storage
+//    and the owner is a co-located rank, the operation goes straight through the mapping
 //    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
 #pragma once
 #include <atomic>
@@ -101,7 +101,7 @@ inline void atomic_apply(T* p, T value, Op op) {
 template <class T>
 std::vector<T*> direct_targets(const DistArray<T>& array, bool enabled) {
   std::vector<T*> out(static_cast<std::size_t>(array.runtime().size()), nullptr);
-  if (!enabled || array.storage_kind() != StorageKind::shared) return out;
+  if (!enabled) return out;  // Heap storage maps no co-locale: colocal_data is null
   for (int r = 0; r < array.runtime().size(); ++r) out[static_cast<std::size_t>(r)] = array.colocal_data(r);
   return out;
 }

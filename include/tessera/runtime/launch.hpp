@@ -43,10 +43,17 @@ ColocalePlan plan_colocales_synthetic(const std::string& synthetic, ColocaleKind
 // The plan for this machine (hwloc's view of it).
 ColocalePlan plan_colocales_here(ColocaleKind kind, int ranks);
 
+// TESSERA_COLOCALE_SEGMENTS: "0" (or unset/empty) off, "1" on; anything else
+// throws ConfigError naming the variable and the accepted values.
+bool parse_colocale_segments(const char* text);
+inline constexpr const char* kColocaleSegmentsVariable = "TESSERA_COLOCALE_SEGMENTS";
+
 // Binds this process to its share of the node: its node-local rank and the
 // node's rank count come from the launcher's environment (Open MPI, MPICH;
 // 0 of 1 without a launcher). Records the choice in TESSERA_COLOCALES for
-// `tessera info`. Throws tessera::Error when the binding fails.
+// `tessera info` and turns co-locale segments on (TESSERA_COLOCALE_SEGMENTS=1)
+// unless the user set that variable. Throws tessera::Error when the binding
+// fails. Call before the Runtime is constructed.
 ColocalePlan bind_colocale(ColocaleKind kind);
 
 }  // namespace tessera

@@ -13,6 +13,11 @@ namespace tessera {
 // Anonymous memory of /proc/self/smaps_rollup, in bytes, after returning
 // freed heap pages to the system (malloc_trim).
 std::uint64_t anonymous_memory_bytes();
+// This process's proportional share of the shared memory (tmpfs, memfd) it
+// maps: Pss_Shmem of /proc/self/smaps_rollup, in bytes. A page mapped by k
+// processes counts 1/k in each, so the sum over a node's processes counts
+// every shared page once: how co-locale segments prove they hold one copy.
+std::uint64_t shared_memory_pss_bytes();
 // Peak resident set (VmHWM of /proc/self/status), in bytes.
 std::uint64_t peak_rss_bytes();
 

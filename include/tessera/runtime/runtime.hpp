@@ -46,6 +46,17 @@ class Runtime {
   const std::string& job_id() const noexcept { return job_id_; }
   int thread_level() const noexcept { return thread_level_; }
 
+  // Co-locale segments (issue 13): when on, an array created with default
+  // storage lives in node-shared memory of its owner, so co-located ranks
+  // reach it directly (the same-node path) instead of through MPI; explicit
+  // Heap or Shared storage is unaffected. From TESSERA_COLOCALE_SEGMENTS
+  // (0 or 1, the same on every rank; `--colocales` sets it to 1 unless it is
+  // set), read at construction. Off by default.
+  bool colocale_segments() const noexcept { return colocale_segments_; }
+  // Overrides the environment for arrays created from now on. Call on every
+  // rank alike: array creation is collective and must agree on the storage.
+  void set_colocale_segments(bool on) noexcept { colocale_segments_ = on; }
+
   // The runtime of this process; throws when none exists.
   static Runtime& current();
 
@@ -55,6 +66,7 @@ class Runtime {
 
   bool owns_mpi_ = false;
   int thread_level_ = 0;
+  bool colocale_segments_ = false;
   int rank_ = 0;
   int size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;

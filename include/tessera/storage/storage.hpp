@@ -1,12 +1,15 @@
 // Where a distributed array's local part lives. Heap: private memory of the
 // rank. Shared: one file-backed segment per rank (POSIX shm under /dev/shm by
 // default, or any directory) plus a JSON metadata file, so other processes and
-// co-located ranks map the same bytes with no copy.
+// co-located ranks map the same bytes with no copy. Co-locale: one anonymous
+// node-shared segment per rank (a memfd), mapped by the rank's co-locales only;
+// what default storage becomes when the runtime's co-locale segments are on.
 #pragma once
 #include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,10 +21,15 @@
 
 namespace tessera {
 
-enum class StorageKind { heap, shared };
+enum class StorageKind { heap, shared, colocale };
+// "heap", "shared", "colocale".
+const char* storage_kind_name(StorageKind kind) noexcept;
 
 struct StorageOptions {
-  StorageKind kind = StorageKind::heap;
+  // Unset: the runtime's default, Heap, or Co-locale when its co-locale
+  // segments are on (Runtime::colocale_segments, TESSERA_COLOCALE_SEGMENTS,
+  // --colocales). Set: exactly that kind, whatever the mode.
+  std::optional<StorageKind> kind;
   std::string dir;            // shared: default $TESSERA_SHM_DIR, else /dev/shm
   std::string name;           // shared: file base name; default tessera-<job>-<n>
   bool persist = false;       // shared: keep segments and metadata after destruction
@@ -38,7 +46,18 @@ struct StorageOptions {
   // read-only copy opens and the input cannot be changed by accident).
   bool open_writable = false;
 
-  static StorageOptions heap() { return {}; }
+  // Explicit Heap: stays private to the rank even with co-locale segments on.
+  static StorageOptions heap() {
+    StorageOptions o;
+    o.kind = StorageKind::heap;
+    return o;
+  }
+  // Explicit co-locale segment, whatever the runtime's mode.
+  static StorageOptions colocale() {
+    StorageOptions o;
+    o.kind = StorageKind::colocale;
+    return o;
+  }
   static StorageOptions shared(std::string name = {}, std::string dir = {}) {
     StorageOptions o;
     o.kind = StorageKind::shared;
@@ -75,6 +94,9 @@ class Storage {
  protected:
   std::span<std::byte> local_;
 };
+
+// The kind an array created with `options` gets on `rt`.
+StorageKind resolved_storage_kind(const Runtime& rt, const StorageOptions& options) noexcept;
 
 // Collective over rt.comm(): every rank passes the same layout and options.
 std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options);
