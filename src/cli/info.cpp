@@ -9,9 +9,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "tessera/array/dist_array.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/launch.hpp"
 #include "tessera/runtime/runtime.hpp"
+#include "tessera/runtime/wait.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera::cli {
@@ -24,7 +27,21 @@ struct RankView {
   char cpuset[64];
   char cores[64];
   char numa[32];
+  int colocales;         // other ranks on this node
+  int mapped_colocales;  // of those, whose co-locale segment this rank mapped
 };
+
+// With co-locale segments on, a small default-storage array shows what every
+// array gets: how many co-locales' parts this rank maps (all of them, unless
+// /proc/<pid>/fd is closed to it). Collective.
+int probe_colocale_segments(Runtime& rt) {
+  if (!rt.colocale_segments()) return 0;
+  DistArray<std::uint64_t> probe(rt, static_cast<std::uint64_t>(rt.size()));
+  int mapped = 0;
+  for (int peer : rt.node().world_ranks) mapped += probe.colocal_data(peer) != nullptr;
+  barrier(rt.comm());
+  return mapped;
+}
 
 int run_info(bool as_json) {
   Runtime rt;
@@ -36,6 +53,8 @@ int run_info(bool as_json) {
   std::snprintf(mine.cpuset, sizeof(mine.cpuset), "%s", topo.cpuset.c_str());
   std::snprintf(mine.cores, sizeof(mine.cores), "%s", format_index_list(topo.bound_cores).c_str());
   std::snprintf(mine.numa, sizeof(mine.numa), "%s", format_index_list(topo.bound_numa).c_str());
+  mine.colocales = rt.node().size - 1;
+  mine.mapped_colocales = probe_colocale_segments(rt);
   auto all = gather_to_root<RankView>(rt.comm(), std::span<const RankView>(&mine, 1), 0);
   if (rt.rank() != 0) return 0;
 
@@ -53,6 +72,9 @@ int run_info(bool as_json) {
 
   std::vector<int> per_node(static_cast<std::size_t>(rt.node().count), 0);
   for (const auto& v : all) ++per_node[static_cast<std::size_t>(v.node)];
+  int colocales = 0, mapped = 0;
+  for (const auto& v : all) colocales += v.colocales, mapped += v.mapped_colocales;
+  const char* segments_env = std::getenv(kColocaleSegmentsVariable);
 
   if (as_json) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -71,6 +93,11 @@ int run_info(bool as_json) {
         {"topology", {{"sockets", topo.packages}, {"numa", topo.numa_nodes}, {"cores", topo.cores}, {"pus", topo.pus}}},
         {"binding", ranks},
         {"colocales", std::getenv("TESSERA_COLOCALES") ? std::getenv("TESSERA_COLOCALES") : "none"},
+        {"colocale_segments", {{"on", rt.colocale_segments()},
+                               {"default_storage", storage_kind_name(resolved_storage_kind(rt, {}))},
+                               {"environment", segments_env ? segments_env : ""},
+                               {"colocales", colocales},
+                               {"mapped_colocales", mapped}}},
         {"shared_memory", {{"dir", dir}, {"tmpfs", tmpfs}, {"free_bytes", have_vfs ? vfs.f_bavail * vfs.f_frsize : 0},
                            {"total_bytes", have_vfs ? vfs.f_blocks * vfs.f_frsize : 0}}},
         {"aggregation", {{"buffer_bytes", agg.buffer_bytes}, {"max_in_flight", agg.max_in_flight},
@@ -104,6 +131,14 @@ int run_info(bool as_json) {
     std::printf("Co-locales %s  [--colocales]\n", colocales);
   else
     std::printf("Co-locales not placed (bind with -n K --colocales socket|numa|core)\n");
+  if (rt.colocale_segments())
+    std::printf("Segments   co-locale segments on [TESSERA_COLOCALE_SEGMENTS=1; --colocales sets it]: arrays with\n"
+                "           default storage live in node-shared memory (memfd) that co-locales access directly\n"
+                "           (explicit Heap stays Heap); co-locale parts mapped by the ranks: %d of %d\n",
+                mapped, colocales);
+  else
+    std::printf("Segments   co-locale segments off: default storage is Heap; only Shared arrays take the\n"
+                "           same-node path (on with --colocales or TESSERA_COLOCALE_SEGMENTS=1)\n");
   std::printf("Shared     %s (%s), %.1f GiB free of %.1f GiB  [TESSERA_SHM_DIR]\n", dir.c_str(),
               tmpfs ? "tmpfs" : "not tmpfs", free_gib, total_gib);
   std::printf("Aggregate  %zu B per destination buffer [TESSERA_AGG_BUFFER_BYTES], %d in flight [TESSERA_AGG_IN_FLIGHT]\n",
