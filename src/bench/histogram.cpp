@@ -1,6 +1,7 @@
 // Histogram, after Bale (the bale_classic kernel `histo`): every rank adds 1
 // to random entries of a distributed count table. Variants: aggregated
-// UpdateAggregator<add> (Heap; Shared with the same-node atomic path),
+// UpdateAggregator<add> (Heap; Shared with the same-node atomic path; a
+// co-locale segment, default storage under --colocales),
 // fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
 // Verifier (check_histogram): the grand total must equal the number of
 // updates, and every rank recounts its own part by regenerating every rank's
@@ -14,6 +15,7 @@
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
 #include "multi_hop_summary.hpp"
+#include "colocale_summary.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -103,8 +105,9 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
     return verify_by([&rt, &c, table, per_rank] { return check_histogram(rt, c.local(), c.local_begin(), table, per_rank); });
   };
   const double ranks = static_cast<double>(rt.size());
-  DistArray<std::int64_t> heap(rt, table);
+  DistArray<std::int64_t> heap(rt, table, StorageOptions::heap());
   DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
+  DistArray<std::int64_t> colocale(rt, table, StorageOptions::colocale());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
   auto rows = run_variants(rt, report,
@@ -120,11 +123,15 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
                  .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1)); },
                  .verify = check(shared, idx.size())},
+                {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all,
+                 .prepare = zero(colocale), .run = [&] { histo_aggregated(colocale, idx, agg.with_same_node_direct(1)); },
+                 .verify = check(colocale, idx.size())},
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
                  .verify = check(heap, idx.size())}},
                1e6, "M upd/s");
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  add_colocale_summary(report, rt, rows);
   return report.print();
 }
 

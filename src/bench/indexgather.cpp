@@ -2,7 +2,8 @@
 // Many-To-Many Communication", IA3 2019; the bale_classic kernel `ig`): every
 // rank holds a table part and reads random global entries into a local array.
 // Variants: aggregated SrcAggregator (Heap; Shared with and without the
-// same-node path), fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
+// same-node path; a co-locale segment, default storage under --colocales),
+// fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
 // Verifier (check_indexgather): table[i] = indexgather_value(i) is a closed
 // form, so every fetched value is checked against the index it was read from.
 #include "tessera/bench/benchmarks.hpp"
@@ -14,6 +15,7 @@
 #include "rma_table.hpp"
 #include "bucket_exchange.hpp"
 #include "multi_hop_summary.hpp"
+#include "colocale_summary.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -103,10 +105,12 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
       return check_indexgather(rt, std::span(idx).first(reads), std::span(tgt).first(reads));
     });
   };
-  DistArray<std::uint64_t> heap(rt, table);
+  DistArray<std::uint64_t> heap(rt, table, StorageOptions::heap());
   fill_table(heap);
   DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
   fill_table(shared);
+  DistArray<std::uint64_t> colocale(rt, table, StorageOptions::colocale());
+  fill_table(colocale);
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
@@ -122,11 +126,14 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                  .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())},
+                {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_aggregated(colocale, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
                  .verify = check(idx.size())}},
                1e6, "M reads/s");
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  add_colocale_summary(report, rt, rows);
   return report.print();
 }
 
@@ -144,7 +151,7 @@ bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o) {
   progress(rt, o.format, "indexgather --sweep: " + std::to_string(table) + " table entries, " +
                              std::to_string(o.requests_per_rank) + " reads per rank, buffer sizes 1K..1M and auto");
   Report report(rt, "indexgather", config, o.format);
-  DistArray<std::uint64_t> heap(rt, table);
+  DistArray<std::uint64_t> heap(rt, table, StorageOptions::heap());
   fill_table(heap);
   auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
   auto check = verify_by([&] { return check_indexgather(rt, idx, tgt); });
