@@ -124,11 +124,11 @@ bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o) {
   const AggregationOptions agg =
       bulk_scatter_aggregation(o.aggregation, rt.size(), o.keys_per_rank * 2 * sizeof(std::uint64_t));
 
-  DistArray<std::uint64_t> keys(rt, n), shared_keys(rt, n, StorageOptions::shared());
+  DistArray<std::uint64_t> keys(rt, n, StorageOptions::heap()), shared_keys(rt, n, StorageOptions::shared());
   for (std::uint64_t i = keys.local_begin(); i < keys.local_end(); ++i)
     keys.local()[i - keys.local_begin()] = shared_keys.local()[i - keys.local_begin()] = key_of(i);
   // The Shared variant's permutation is Shared too: its last pass writes co-locales' part directly.
-  DistArray<std::uint64_t> heap_perm(keys.map()), shared_perm(keys.map(), StorageOptions::shared());
+  DistArray<std::uint64_t> heap_perm(keys.map(), StorageOptions::heap()), shared_perm(keys.map(), StorageOptions::shared());
   DistArray<std::uint64_t>* perm = &heap_perm;  // the last one sorted, read by the gathers
   std::vector<std::uint64_t> gathered(heap_perm.local().size());
 

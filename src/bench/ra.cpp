@@ -151,7 +151,7 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
     return verify_by([&rt, &p, &t, per_rank] { return check_ra(rt, p, t.local(), t.local_begin(), per_rank); });
   };
   RmaTable<std::uint64_t> rma(rt, Distribution::block(p.table_words, rt.size()));
-  DistArray<std::uint64_t> heap(rt, p.table_words);
+  DistArray<std::uint64_t> heap(rt, p.table_words, StorageOptions::heap());
   DistArray<std::uint64_t> shared(rt, p.table_words, StorageOptions::shared());
   const double work = static_cast<double>(p.updates_per_rank * ranks);
   run_variants(rt, report,
