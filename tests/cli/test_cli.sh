@@ -37,12 +37,12 @@ for ranks in 1 3; do
   rc=$?
   check "benchmarks exit 0 at $ranks ranks" '[ $rc -eq 0 ]'
   check "bench --json prints only JSON lines on stdout" '! grep -qv "^{" <<<"$out"'
-  check "27 JSON results at $ranks ranks, all verified" \
+  check "29 JSON results at $ranks ranks, all verified" \
     'python3 -c "
 import json,sys
 rows=[json.loads(l) for l in sys.argv[1].splitlines() if l.startswith(\"{\")]
 rows=[r for r in rows if \"summary\" not in r]  # summary lines (multi-hop memory) carry no result
-assert len(rows)==27, len(rows)
+assert len(rows)==29, len(rows)  # 27 + the colocale+direct rows of indexgather and histogram
 assert all(r[\"verified\"] for r in rows), [r for r in rows if not r[\"verified\"]]
 assert all(r[\"ranks\"]==$ranks and r[\"rate\"]>0 for r in rows)
 " "$out"'
