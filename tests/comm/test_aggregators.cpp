@@ -275,7 +275,7 @@ TEST(Aggregation, BatchesReallyTravelAsBulk) {
   // With 8-byte puts and a 64 KiB buffer, thousands of records share a message.
   auto& rt = Runtime::current();
   if (rt.size() == 1) GTEST_SKIP() << "needs a remote rank";
-  DistArray<std::uint64_t> a(rt, 1 << 16);
+  DistArray<std::uint64_t> a(rt, 1 << 16, StorageOptions::heap());  // Heap even under co-locale segments
   AggregationOptions o;
   o.buffer_bytes = 64 << 10;
   o.routing = AggregationRouting::direct;  // the grid's counterpart: GridRoutingBoundsBuffers
