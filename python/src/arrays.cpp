@@ -100,7 +100,7 @@ void bind_arrays(py::module_& m) {
         return std::visit([](auto& x) { return x.distribution().kind(); }, a.array);
       })
       .def_property_readonly("storage", [](const PyArray& a) {
-        return std::visit([](auto& x) { return std::string(x.storage_kind() == StorageKind::heap ? "heap" : "shared"); },
+        return std::visit([](auto& x) { return std::string(storage_kind_name(x.storage_kind())); },
                           a.array);
       })
       .def_property_readonly("metadata_path", [](const PyArray& a) {
