@@ -1,6 +1,9 @@
 #include "tessera/runtime/topology.hpp"
 
 #include <hwloc.h>
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -70,9 +73,43 @@ Topology Topology::discover() {
   }
   for (int i = 0; i < count(h.topo, HWLOC_OBJ_NUMANODE); ++i) {
     hwloc_obj_t numa = hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
-    if (hwloc_bitmap_intersects(numa->cpuset, bound.map)) t.bound_numa.push_back(i);
+    if (hwloc_bitmap_intersects(numa->cpuset, bound.map)) {
+      t.bound_numa.push_back(i);
+      t.bound_numa_os.push_back(static_cast<int>(numa->os_index));
+    }
   }
   return t;
+}
+
+int home_numa_node(const Topology& t) {
+  return t.bound && t.numa_nodes > 1 && t.bound_numa_os.size() == 1 ? t.bound_numa_os.front() : -1;
+}
+
+namespace {
+constexpr unsigned long kMaxNodes = 1024;  // bits in the masks passed to the kernel
+}
+
+bool prefer_numa_node(void* data, std::size_t bytes, int os_node) noexcept {
+  if (os_node < 0 || static_cast<unsigned long>(os_node) >= kMaxNodes || bytes == 0) return false;
+  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
+  mask[static_cast<unsigned long>(os_node) / (8 * sizeof(unsigned long))] |=
+      1ul << (static_cast<unsigned long>(os_node) % (8 * sizeof(unsigned long)));
+  return ::syscall(SYS_mbind, data, bytes, MPOL_PREFERRED, mask, kMaxNodes + 1, 0) == 0;
+}
+
+int memory_policy_at(void* data, int* preferred_node) noexcept {
+  int mode = -1;
+  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
+  if (::syscall(SYS_get_mempolicy, &mode, mask, kMaxNodes + 1, data, MPOL_F_ADDR) != 0) return -1;
+  if (preferred_node) {
+    *preferred_node = -1;
+    for (unsigned long n = 0; n < kMaxNodes; ++n)
+      if (mask[n / (8 * sizeof(unsigned long))] & (1ul << (n % (8 * sizeof(unsigned long))))) {
+        *preferred_node = static_cast<int>(n);
+        break;
+      }
+  }
+  return mode;
 }
 
 std::string Topology::summary() const {

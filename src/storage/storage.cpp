@@ -15,6 +15,7 @@
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/topology.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera {
@@ -353,8 +354,9 @@ SharedStorage::~SharedStorage() {
 // so there is nothing for `tessera shm gc` to find), there is no metadata
 // file to write per array, and the array stays private to the job (explicit
 // Shared storage remains the way to publish it to outside tools). Pages are
-// placed lazily by the first touch, as for Heap; tmpfs gives 4 KiB pages,
-// as for Shared. A co-locale that cannot open or map a peer's segment
+// placed lazily by the first touch, as for Heap, except that a rank bound
+// within one NUMA domain asks for its pages there whoever touches them
+// (prefer_home_numa_node); tmpfs gives 4 KiB pages, as for Shared. A co-locale that cannot open or map a peer's segment
 // (another PID namespace, a non-dumpable process) only loses the same-node
 // path to it.
 class ColocaleStorage final : public Storage {
@@ -367,6 +369,7 @@ class ColocaleStorage final : public Storage {
   }
 
  private:
+  void prefer_home_numa_node(const Runtime& rt) noexcept;
   void map_peers(const Runtime& rt, int fd, std::uint64_t bytes);
 
   Mapping own_;
@@ -401,8 +404,22 @@ ColocaleStorage::ColocaleStorage(Runtime& rt, const ArrayLayout& layout) {
       throw SystemError("cannot size a co-locale segment to " + mebibytes(static_cast<double>(bytes)), errno);
     own_ = Mapping::file(f, bytes, true, "co-locale segment " + name);
   });
+  prefer_home_numa_node(rt);
   local_ = {own_.data(), bytes};
   map_peers(rt, fd.get(), bytes);
+}
+
+// Heap pages land where the owner first touches them, and only the owner can.
+// Here a co-locale may touch first (a scatter into a fresh array), so a rank
+// bound within one NUMA domain (--colocales numa|socket on a multi-domain
+// node) asks for its pages there before anyone touches them. Best effort.
+void ColocaleStorage::prefer_home_numa_node(const Runtime& rt) noexcept {
+  if (own_.size() == 0) return;
+  try {
+    if (int node = home_numa_node(rt.topology()); node >= 0) prefer_numa_node(own_.data(), own_.size(), node);
+  } catch (const std::exception&) {
+    // No hwloc view of the node: first touch decides, as for Heap.
+  }
 }
 
 void ColocaleStorage::map_peers(const Runtime& rt, int fd, std::uint64_t bytes) {

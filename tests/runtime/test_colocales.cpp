@@ -8,6 +8,7 @@
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
+#include "tessera/runtime/topology.hpp"
 
 using namespace tessera;
 
@@ -80,4 +81,25 @@ TEST(Colocales, ThisMachineHasAPlan) {
   ASSERT_EQ(p.pus_of_rank.size(), 2u);
   EXPECT_GE(p.domains, 1);
   for (const auto& pus : p.pus_of_rank) EXPECT_FALSE(pus.empty());
+}
+
+// Co-locale segments ask for the pages of a rank bound within one NUMA domain
+// there (whoever touches them first): only then is there a home node.
+TEST(Colocales, HomeNumaNodeOnlyWhenBoundWithinOneOfSeveral) {
+  Topology t;
+  t.numa_nodes = 4;
+  t.bound = true;
+  t.bound_numa = {2};
+  t.bound_numa_os = {5};  // OS indices need not follow hwloc's logical order
+  EXPECT_EQ(home_numa_node(t), 5);
+  t.bound_numa_os = {4, 5};
+  EXPECT_EQ(home_numa_node(t), -1) << "spanning two domains: first touch decides";
+  t.bound_numa_os = {5};
+  t.bound = false;
+  EXPECT_EQ(home_numa_node(t), -1) << "unbound";
+  t.bound = true;
+  t.numa_nodes = 1;
+  EXPECT_EQ(home_numa_node(t), -1) << "one domain: nothing to choose";
+  Topology here = Topology::discover();
+  EXPECT_EQ(here.bound_numa_os.size(), here.bound_numa.size());
 }

@@ -7,6 +7,7 @@
 // copy of the bytes (the runtime's memory meters), and that no file or
 // mapping outlives the array.
 #include <gtest/gtest.h>
+#include <linux/mempolicy.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/launch.hpp"
 #include "tessera/runtime/memory.hpp"
+#include "tessera/runtime/topology.hpp"
 #include "tessera/runtime/wait.hpp"
 
 using namespace tessera;
@@ -298,6 +300,36 @@ TEST(ColocaleStorage, NothingOutlivesTheArray) {
   } catch (const std::runtime_error&) {
   }
   EXPECT_EQ(mappings_named(tag), 0) << "unwinding leaves a mapping";
+  barrier(rt.comm());
+}
+
+// A memory policy the owner sets on its segment belongs to the shared object:
+// a co-locale's mapping of it reports the same policy, so the pages a
+// co-locale touches first still go to the owner's NUMA domain (what the
+// storage asks for when a rank is bound within one of several domains).
+TEST(ColocaleStorage, TheOwnersNumaPreferenceHoldsForItsCoLocales) {
+  auto& rt = Runtime::current();
+  DistArray<std::uint64_t> a(rt, 4096 * static_cast<std::uint64_t>(rt.size()), StorageOptions::colocale());
+  const bool ok = prefer_numa_node(a.local().data(), a.local().size_bytes(), 0);  // node 0 exists on every machine
+  if (all_reduce(rt.comm(), ok ? 1 : 0, MPI_MIN) == 0) GTEST_SKIP() << "the kernel refuses mbind here";
+  int node = -1;
+  EXPECT_EQ(memory_policy_at(a.local().data(), &node), MPOL_PREFERRED);
+  EXPECT_EQ(node, 0);
+  barrier(rt.comm());
+  for (int peer : rt.node().world_ranks)
+    if (std::uint64_t* p = a.colocal_data(peer)) {
+      node = -1;
+      EXPECT_EQ(memory_policy_at(p, &node), MPOL_PREFERRED) << "co-locale " << peer << "'s segment, seen from here";
+      EXPECT_EQ(node, 0);
+    }
+  DistArray<std::uint64_t> untouched(rt, 4096 * static_cast<std::uint64_t>(rt.size()), StorageOptions::colocale());
+  const int home = home_numa_node(rt.topology());
+  node = -1;
+  EXPECT_EQ(memory_policy_at(untouched.local().data(), &node), home >= 0 ? MPOL_PREFERRED : MPOL_DEFAULT)
+      << "a rank bound within one of several NUMA domains prefers it; otherwise no policy is set";
+  if (home >= 0) {
+    EXPECT_EQ(node, home);
+  }
   barrier(rt.comm());
 }
 
