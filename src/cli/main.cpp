@@ -45,7 +45,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   // Co-locales (issue 13): place and bind each node's ranks by sockets, NUMA domains or cores.
   std::string colocales;
-  app.add_option("--colocales", colocales, "Bind each node's ranks one per socket, NUMA domain or core (hwloc)")
+  app.add_option("--colocales", colocales,
+                 "Bind each node's ranks one per socket, NUMA domain or core (hwloc); arrays with default storage "
+                 "then live in co-locale segments (node-shared memory; TESSERA_COLOCALE_SEGMENTS=0: on the Heap)")
       ->check(CLI::IsMember({"socket", "numa", "core"}));
   tessera::cli::Action selected;
   tessera::cli::add_info(app, selected);

@@ -356,9 +356,9 @@ SharedStorage::~SharedStorage() {
 // Shared storage remains the way to publish it to outside tools). Pages are
 // placed lazily by the first touch, as for Heap, except that a rank bound
 // within one NUMA domain asks for its pages there whoever touches them
-// (prefer_home_numa_node); tmpfs gives 4 KiB pages, as for Shared. A co-locale that cannot open or map a peer's segment
-// (another PID namespace, a non-dumpable process) only loses the same-node
-// path to it.
+// (prefer_home_numa_node); tmpfs gives 4 KiB pages, as for Shared. A
+// co-locale that cannot open or map a peer's segment (another PID namespace,
+// a non-dumpable process) only loses the same-node path to it.
 class ColocaleStorage final : public Storage {
  public:
   ColocaleStorage(Runtime& rt, const ArrayLayout& layout);
