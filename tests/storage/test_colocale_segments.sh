@@ -4,7 +4,8 @@
 # its own memfd and its co-locale's, nothing is named in the shared-memory
 # directory, and after SIGKILL no process maps the job's segments any more
 # (the kernel freed them: nothing for `tessera shm gc`). Also: `tessera info`
-# reports the mode, and a bad value of the variable is a clear error.
+# reports the mode, and a bad value of the variable, or ranks that disagree
+# on it, are clear errors.
 set -euo pipefail
 bin=$1; src=$2
 shm_dir=${TESSERA_SHM_DIR:-/dev/shm}
@@ -44,4 +45,8 @@ info=$(TESSERA_COLOCALE_SEGMENTS=0 "$bin/tessera" -n 2 --colocales core info)
 grep -q "co-locale segments off" <<<"$info" || fail "TESSERA_COLOCALE_SEGMENTS=0 does not win over --colocales"
 if err=$(TESSERA_COLOCALE_SEGMENTS=yes "$bin/tessera" info 2>&1); then fail "a bad TESSERA_COLOCALE_SEGMENTS was accepted"; fi
 grep -q "TESSERA_COLOCALE_SEGMENTS must be 0" <<<"$err" || fail "unclear error for a bad value: $err"
+# Ranks must agree: array creation is collective and must pick the same storage.
+if err=$("$src/scripts/mpirun.sh" -n 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export TESSERA_COLOCALE_SEGMENTS=1; exec "$0" info' \
+           "$bin/tessera" 2>&1); then fail "ranks with different TESSERA_COLOCALE_SEGMENTS were accepted"; fi
+grep -q "TESSERA_COLOCALE_SEGMENTS differs between ranks" <<<"$err" || fail "unclear error when ranks disagree: $err"
 echo "PASS: co-locale segments mapped by both ranks, never in $shm_dir, gone after SIGKILL; info and bad values"
