@@ -172,7 +172,8 @@ ColocalePlan bind_colocale(ColocaleKind kind) {
   // Co-locales share the node's memory: default-storage arrays go into
   // co-locale segments so the same-node path serves every array. An explicit
   // TESSERA_COLOCALE_SEGMENTS=0 keeps them on the Heap.
-  setenv(kColocaleSegmentsVariable, "1", 0);
+  const char* segments = std::getenv(kColocaleSegmentsVariable);
+  if (segments == nullptr || *segments == '\0') setenv(kColocaleSegmentsVariable, "1", 1);
   return plan;
 }
 
