@@ -201,8 +201,12 @@ TEST(Strategies, GreedyReachesTheOptimumOnKnownLoads) {
   auto loads = rank_loads(in.load, out, 2);
   EXPECT_DOUBLE_EQ(std::max(loads[0], loads[1]), 10.0);  // 20 / 2
   BalanceInput equal{.load = std::vector<double>(8, 1.0), .current = Placement(8, 0), .ranks = 4};
-  auto loads8 = rank_loads(equal.load, greedy_balance(equal), 4);
+  auto placed = greedy_balance(equal);
+  auto loads8 = rank_loads(equal.load, placed, 4);
   for (double l : loads8) EXPECT_DOUBLE_EQ(l, 2.0);
+  int moved = 0;
+  for (std::size_t c = 0; c < placed.size(); ++c) moved += placed[c] != equal.current[c];
+  EXPECT_EQ(moved, 6);  // what fits on its rank stays: only 6 of 8 must leave
 }
 
 TEST(Strategies, RefineMovesOnlyWhatItMust) {
@@ -231,7 +235,13 @@ TEST(Strategies, CommAwareKeepsNeighboursTogether) {
   EXPECT_DOUBLE_EQ(loads[0], 4.0);
   EXPECT_DOUBLE_EQ(loads[1], 4.0);
   EXPECT_DOUBLE_EQ(hop_bytes(in.edges, out, same_rank_hops), 100.0);
-  EXPECT_GT(hop_bytes(in.edges, greedy_balance(in), same_rank_hops), 100.0);
+  // The chain through ids 0 4 1 5 2 6 3 7: Greedy keeps ids 0-3 where they
+  // are and cuts every edge; the comm-aware strategy still cuts one.
+  BalanceInput shuffled{.load = std::vector<double>(8, 1.0), .current = Placement(8, 0), .ranks = 2};
+  const std::uint64_t chain[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int k = 0; k + 1 < 8; ++k) shuffled.edges.push_back({chain[k], chain[k + 1], 100});
+  EXPECT_DOUBLE_EQ(hop_bytes(shuffled.edges, comm_balance(shuffled), same_rank_hops), 100.0);
+  EXPECT_GT(hop_bytes(shuffled.edges, greedy_balance(shuffled), same_rank_hops), 100.0);
   // With a hop distance: rank 1 is 1 hop from rank 0, rank 2 is 5 hops away.
   // Half of a chain of 6 must leave rank 0 (tolerance 1.5: 3 per rank): the
   // optimum sends one run to the near rank (hop-bytes 10), not to the far one.

@@ -39,8 +39,9 @@ enum class Strategy { none, greedy, refine, comm };
 Strategy parse_strategy(const std::string& text, const std::string& option);
 std::string to_string(Strategy s);
 
-// Greedy: chunks in decreasing load, each to the least loaded rank (LPT);
-// ignores the current placement, so it may move almost every chunk.
+// Greedy: chunks in decreasing load keep their rank while it stays under
+// tolerance x average; the rest go, heaviest first, each to the least loaded
+// rank (LPT). Plain LPT would move almost every chunk.
 Placement greedy_balance(const BalanceInput& in);
 // Refine: only overloaded ranks give chunks away, the heaviest that fits
 // under the threshold on the least loaded rank first; few migrations.
