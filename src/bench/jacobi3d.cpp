@@ -120,7 +120,7 @@ Block make_block(const Problem& p, const ChunkGrid& grid, std::uint64_t id) {
     b.n[a] = base + (ix[a] < extra ? 1 : 0);
     b.lo[a] = ix[a] * base + std::min(ix[a], extra);
   }
-  if (p.imbalance && ix[2] < (grid.dk + 3) / 4) b.work = 8;
+  b.work = work_factor(p.imbalance, (ix[2] + 0.5) / grid.dk);
   std::size_t cells = static_cast<std::size_t>(b.n[0] + 2) * static_cast<std::size_t>(b.n[1] + 2) * static_cast<std::size_t>(b.n[2] + 2);
   b.u.assign(cells, 0.0);
   b.next.assign(cells, 0.0);
@@ -205,6 +205,10 @@ void measure(const Problem& p, const Block& b, Outcome& o) {
 }
 }  // namespace
 
+int work_factor(bool imbalance, double z) {
+  return imbalance ? 1 + static_cast<int>(std::lround(7 * std::clamp((0.625 - z) / 0.5, 0.0, 1.0))) : 1;
+}
+
 Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const Placement& placement, const Balancing& lb) {
   ChunkArray<Block> arr(rt.comm(), static_cast<std::size_t>(grid.count()), [&](std::uint64_t id) { return make_block(p, grid, id); }, placement);
   Outcome o;
@@ -212,6 +216,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   barrier(rt.comm());
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = thread_cpu_seconds();
+  auto steady0 = t0;
   // Each chunk sends its new faces right after its sweep, while they are in
   // cache; the next step delivers them just before the neighbour's sweep.
   arr.for_each([&](std::uint64_t id, Block& b) {
@@ -223,15 +228,24 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
     arr.end_step();
     if (lb.print_measurements && it == lb.at_iteration)
       std::fputs(arr.measurements().summary(rt.comm(), arr.placement(), 0).c_str(), stderr);
-    if (lb.strategy != Strategy::none && it == lb.at_iteration) o.balancing.push_back(arr.at_sync(lb.strategy, lb.hops));
+    if (it == lb.at_iteration) {
+      o.chunk_loads = arr.measurements().gather_loads(rt.comm());
+      o.placement_before = arr.placement();
+      if (lb.strategy != Strategy::none) o.balancing.push_back(arr.at_sync(lb.strategy, lb.hops));
+      barrier(rt.comm());
+      steady0 = std::chrono::steady_clock::now();
+    }
     if (lb.scramble_every > 0 && it % lb.scramble_every == 0) {
       Placement next(arr.size());
       for (auto& r : next) r = static_cast<int>(splitmix64(state) % static_cast<std::uint64_t>(rt.size()));
       arr.migrate(next);
     }
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto t1 = std::chrono::steady_clock::now();
+  double seconds = std::chrono::duration<double>(t1 - t0).count(), steady = std::chrono::duration<double>(t1 - steady0).count();
   o.seconds_per_iteration = all_reduce(rt.comm(), seconds, MPI_MAX) / p.iterations;
+  const int after = lb.at_iteration >= 1 && lb.at_iteration < p.iterations ? p.iterations - lb.at_iteration : p.iterations;
+  o.steady_seconds_per_iteration = all_reduce(rt.comm(), steady, MPI_MAX) / after;
   o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / p.iterations;
   arr.exchange(receive_face);  // untimed: the residual needs the final ghosts
   arr.for_each([&](std::uint64_t, Block& b) {
