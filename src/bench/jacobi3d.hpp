@@ -14,7 +14,7 @@
 namespace tessera::bench::jacobi {
 
 struct Problem {
-  int n = 96;              // interior points per side (grid n^3, Dirichlet boundary)
+  int n = 192;             // interior points per side (grid n^3, Dirichlet boundary)
   int iterations = 40;
   bool imbalance = false;  // hot region: 8 sweeps per iteration at the k = 0 face, falling to 1 (work_factor)
 };

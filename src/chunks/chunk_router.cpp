@@ -122,6 +122,10 @@ std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& d
   // box trades buffers with them, so its capacity is reused.
   delivered_local_.clear();
   delivered_local_.swap(outbox_[static_cast<std::size_t>(rank_)]);
+  // The swapped-in box takes this round's size at once: grown by doubling
+  // during the next step's sends, its copies would be charged to whichever
+  // chunks happened to send then, and the balancer would move those.
+  outbox_[static_cast<std::size_t>(rank_)].reserve(delivered_local_.size());
   delivered_remote_.clear();
   if (size_ > 1) {
     std::vector<std::uint64_t> counts(static_cast<std::size_t>(size_), 0), received_counts;
