@@ -113,6 +113,30 @@ TEST(ChunkMessages, QuiesceEndsAfterHandlersStopSending) {
   EXPECT_EQ(all_reduce(rt().comm(), visits, MPI_SUM), hops);
 }
 
+TEST(ChunkMessages, SendBuffersStayValidTogetherUntilFilled) {
+  // Each chunk takes rooms for 20 messages (to every chunk, local or not,
+  // sizes 1..20) first and fills them afterwards, last room first: a room
+  // that moved when a later one grew its box would deliver garbage.
+  const std::uint64_t n = 20;
+  ChunkArray<Counter> arr(rt().comm(), n, [](std::uint64_t id) { return Counter{id, 0, 0}; }, map_round_robin(n, rt().size()));
+  arr.for_each([&](std::uint64_t id, Counter&) {
+    std::vector<Outgoing> messages;
+    for (std::uint64_t to = 0; to < n; ++to) messages.push_back({to, static_cast<std::uint32_t>(id), to + 1});
+    std::vector<std::span<std::uint64_t>> rooms(n);
+    arr.send_buffers<std::uint64_t>(id, messages, rooms);
+    for (std::size_t m = n; m-- > 0;)
+      for (std::size_t k = 0; k < rooms[m].size(); ++k) rooms[m][k] = id * 1000 + k;
+  });
+  arr.exchange([](Counter& c, const Message& m) {
+    std::vector<std::uint64_t> v(m.count<std::uint64_t>());
+    m.copy_to<std::uint64_t>(v);
+    EXPECT_EQ(v.size(), c.id + 1);
+    for (std::size_t k = 0; k < v.size(); ++k) EXPECT_EQ(v[k], m.from * 1000 + k);
+    ++c.count;
+  });
+  arr.for_each([&](std::uint64_t, Counter& c) { EXPECT_EQ(c.count, n); });
+}
+
 TEST(ChunkMigration, ChunksAndPendingMessagesSurviveAnySequenceOfMigrations) {
   const std::uint64_t n = 23;
   ChunkArray<Rich> arr(rt().comm(), n, make_rich);
