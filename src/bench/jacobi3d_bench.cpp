@@ -4,7 +4,6 @@
 // Verifier (jacobi::check): the iterate must match the theory (error rho^k
 // |u*|, residual lambda rho^k |u*|) and the plain loop's iterate bit for bit.
 #include <algorithm>
-#include <bit>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -61,12 +60,7 @@ CommGraph stencil_graph(const Problem& p, const ChunkGrid& grid) {
 namespace {
 std::string grid_name(const ChunkGrid& g) { return g.describe(); }
 
-// Where each rank may run: its node and the cores it is bound to (all the
-// node's cores when unbound), gathered on every rank.
-struct RankCores {
-  int node = 0;
-  std::uint64_t cores = 0;  // bit c: logical core c (the first 64)
-};
+// Where each rank may run, gathered on every rank.
 std::vector<RankCores> rank_cores(Runtime& rt) {
   RankCores mine{rt.node().index, 0};
   for (int c : rt.topology().bound_cores) mine.cores |= std::uint64_t{1} << (c & 63);
@@ -83,28 +77,6 @@ std::string describe_binding(const std::vector<RankCores>& ranks) {
   }
   return text;
 }
-// Compute time of one iteration when rank r does rank_load[r] of work, ranks
-// sharing cores time-share them: at least the busiest rank's load, and for
-// every binding set S (and each node's union of them), the load of the ranks
-// confined to S over |S| cores. Waiting ranks yield, so this is what the OS
-// can reach; communication comes on top.
-double compute_bound(const std::vector<double>& rank_load, const std::vector<RankCores>& ranks) {
-  double t = *std::max_element(rank_load.begin(), rank_load.end());
-  std::vector<RankCores> sets(ranks);
-  for (auto& r : ranks) {
-    RankCores node_union{r.node, 0};
-    for (auto& q : ranks)
-      if (q.node == r.node) node_union.cores |= q.cores;
-    sets.push_back(node_union);
-  }
-  for (auto& s : sets) {
-    double load = 0;
-    for (std::size_t r = 0; r < ranks.size(); ++r)
-      if (ranks[r].node == s.node && (ranks[r].cores & ~s.cores) == 0) load += rank_load[r];
-    t = std::max(t, load / std::max(1, std::popcount(s.cores)));
-  }
-  return t;
-}
 // The bounds of the imbalanced run from its measured chunk loads: without
 // balancing (the initial placement) and with a perfect one (every rank the
 // average load, no chunk split).
@@ -114,7 +86,7 @@ std::pair<double, double> balance_bounds(const jacobi::Outcome& none, const std:
   double total = 0, heaviest = 0;
   for (double l : none.chunk_loads) total += l, heaviest = std::max(heaviest, l);
   std::vector<double> even(static_cast<std::size_t>(p), total / p);
-  return {compute_bound(loads, ranks), std::max(compute_bound(even, ranks), heaviest)};
+  return {time_share_bound(loads, ranks), std::max(time_share_bound(even, ranks), heaviest)};
 }
 nlohmann::json report_json(const std::vector<BalanceReport>& reports) {
   auto all = nlohmann::json::array();

@@ -3,6 +3,7 @@
 // aware task mapping"). Deterministic: ties go to the lower id / rank, so
 // every run with the same loads decides the same.
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <numeric>
 #include <optional>
@@ -207,6 +208,27 @@ Placement balance(Strategy s, const BalanceInput& in) {
     case Strategy::comm: return comm_balance(in);
   }
   return in.current;
+}
+
+double time_share_bound(const std::vector<double>& rank_load, const std::vector<RankCores>& ranks) {
+  if (rank_load.size() != ranks.size() || ranks.empty())
+    throw RangeError("time_share_bound: " + std::to_string(rank_load.size()) + " rank loads for " +
+                     std::to_string(ranks.size()) + " ranks");
+  double t = *std::max_element(rank_load.begin(), rank_load.end());
+  std::vector<RankCores> sets(ranks);
+  for (auto& r : ranks) {
+    RankCores node_union{r.node, 0};
+    for (auto& q : ranks)
+      if (q.node == r.node) node_union.cores |= q.cores;
+    sets.push_back(node_union);
+  }
+  for (auto& s : sets) {
+    double load = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+      if (ranks[r].node == s.node && (ranks[r].cores & ~s.cores) == 0) load += rank_load[r];
+    t = std::max(t, load / std::max(1, std::popcount(s.cores)));
+  }
+  return t;
 }
 
 std::string BalanceReport::to_string() const {

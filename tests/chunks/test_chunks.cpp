@@ -279,6 +279,25 @@ TEST(Strategies, CommAwareKeepsNeighboursTogether) {
   EXPECT_LE(*std::max_element(far_loads.begin(), far_loads.end()), 3.0);
 }
 
+TEST(Strategies, TimeShareBoundOfRanksOnCores) {
+  // Loads 128, 80, 16, 16 (total 240) on a node of 2 cores. Unbound: the
+  // busiest rank (128 > 240 / 2). Two ranks per core: core 0 does 208.
+  // Balanced (60 each), two per core: 120 = 240 / 2.
+  const std::vector<double> load{128, 80, 16, 16}, even(4, 60.0);
+  const std::vector<RankCores> unbound(4, RankCores{0, 0b11});
+  const std::vector<RankCores> paired{{0, 0b01}, {0, 0b01}, {0, 0b10}, {0, 0b10}};
+  EXPECT_DOUBLE_EQ(time_share_bound(load, unbound), 128.0);
+  EXPECT_DOUBLE_EQ(time_share_bound(load, paired), 208.0);
+  EXPECT_DOUBLE_EQ(time_share_bound(even, paired), 120.0);
+  // Three ranks on core 0, one on core 1: rank equality cannot reach 120.
+  const std::vector<RankCores> lopsided{{0, 0b01}, {0, 0b01}, {0, 0b01}, {0, 0b10}};
+  EXPECT_DOUBLE_EQ(time_share_bound(even, lopsided), 180.0);
+  // Two nodes of one core each, unbound on each: per node.
+  const std::vector<RankCores> nodes{{0, 0b1}, {0, 0b1}, {1, 0b1}, {1, 0b1}};
+  EXPECT_DOUBLE_EQ(time_share_bound(load, nodes), 208.0);
+  expect_error<RangeError>([&] { time_share_bound({1.0}, paired); }, "1 rank loads for 4 ranks");
+}
+
 TEST(ChunkErrors, BadInputGetsAClearError) {
   ChunkArray<Counter> arr(rt().comm(), 6, [](std::uint64_t id) { return Counter{id, 0, 0}; });
   std::uint64_t v = 1;
