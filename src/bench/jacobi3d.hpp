@@ -14,9 +14,9 @@
 namespace tessera::bench::jacobi {
 
 struct Problem {
-  int n = 96;              // interior points per side (grid n^3, Dirichlet boundary)
+  int n = 192;             // interior points per side (grid n^3, Dirichlet boundary)
   int iterations = 40;
-  bool imbalance = false;  // chunks in the first quarter along k do 8x the work
+  bool imbalance = false;  // hot region: 8 sweeps per iteration at the k = 0 face, falling to 1 (work_factor)
 };
 
 struct Balancing {
@@ -28,8 +28,13 @@ struct Balancing {
   bool print_measurements = false;  // the measurement database on stderr (rank 0) before balancing
 };
 
+// Sweeps per iteration of a chunk whose centre lies at height z (0..1) along
+// k: 8 up to z = 1/8, falling linearly to 1 at z = 5/8, 1 above (rounded).
+int work_factor(bool imbalance, double z);
+
 struct Outcome {
-  double seconds_per_iteration = 0;  // slowest rank
+  double seconds_per_iteration = 0;  // slowest rank, the whole run (with the balancing step)
+  double steady_seconds_per_iteration = 0;  // slowest rank, the iterations after Balancing::at_iteration
   double cpu_seconds_per_iteration = 0;  // thread CPU time, slowest rank: blind to descheduling on shared cores
   double error = 0;        // max |u_k - u*| (u* the exact solution)
   double expected_error = 0;  // rho^k max|u*|: u* is an eigenvector of the Jacobi iteration
@@ -38,6 +43,8 @@ struct Outcome {
   double expected_residual = 0;
   std::uint64_t checksum = 0;  // order-independent hash of every (cell, bits of u_k)
   std::vector<chunks::BalanceReport> balancing;
+  std::vector<double> chunk_loads;  // measured CPU seconds per step of each chunk before at_iteration's balancing
+  chunks::Placement placement_before;  // where the chunks were then
 };
 
 // Chunked run over `grid` (collective); the placement's empty means block.

@@ -23,14 +23,18 @@ struct WireHeader {
 constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
 template <class F>
-void for_each_message(const std::vector<std::byte>& buf, F&& f) {
+void for_each_message(const std::byte* buf, std::size_t size, F&& f) {
   std::size_t at = 0;
-  while (at < buf.size()) {
+  while (at < size) {
     WireHeader h;
-    std::memcpy(&h, buf.data() + at, sizeof h);
-    f(h, std::span<const std::byte>(buf.data() + at + sizeof h, h.bytes));
+    std::memcpy(&h, buf + at, sizeof h);
+    f(h, std::span<const std::byte>(buf + at + sizeof h, h.bytes));
     at += sizeof h + padded(h.bytes);
   }
+}
+template <class Buffer>
+const std::byte* bytes_of(const Buffer& b) {
+  return reinterpret_cast<const std::byte*>(b.data());
 }
 
 int comm_rank(MPI_Comm c) {
@@ -68,17 +72,39 @@ void ChunkRouter::agree_placement(const Placement& placement, const std::string&
   agree(comm_, [&] { check_placement(placement, placement_.size(), size_, what); });
 }
 
+std::byte* ChunkRouter::grow(Box& box, std::size_t bytes) {
+  std::size_t at = box.size();
+  box.resize(at + bytes);
+  return reinterpret_cast<std::byte*>(box.data() + at);
+}
+
 std::byte* ChunkRouter::append(std::uint64_t from, std::uint64_t to, std::uint32_t tag, std::size_t bytes) {
   check_chunk(to, "send");
   check_chunk(from, "send (sender)");
   if (bytes > 0xffffffffu) throw RangeError("chunk message of " + std::to_string(bytes) + " bytes exceeds 4 GiB");
-  auto& box = outbox_[static_cast<std::size_t>(placement_[to])];
-  std::size_t at = box.size();
-  box.resize(at + sizeof(WireHeader) + padded(bytes));
+  std::byte* at = grow(outbox_[static_cast<std::size_t>(placement_[to])], sizeof(WireHeader) + padded(bytes));
   WireHeader h{to, from, tag, static_cast<std::uint32_t>(bytes)};
-  std::memcpy(box.data() + at, &h, sizeof h);
+  std::memcpy(at, &h, sizeof h);
+  std::memset(at + sizeof h + bytes, 0, padded(bytes) - bytes);  // the padding goes on the wire: no stale bytes
   db_.add_bytes(from, to, bytes);
-  return box.data() + at + sizeof h;
+  return at + sizeof h;
+}
+
+void ChunkRouter::append_all(std::uint64_t from, std::span<const Outgoing> messages, std::size_t value_bytes,
+                             std::span<std::byte*> rooms) {
+  // Reserve each destination's box for all of them first: no append below
+  // reallocates, so every room stays where it is.
+  auto& extra = reserve_scratch_;
+  extra.assign(outbox_.size(), 0);
+  for (auto& m : messages) {
+    check_chunk(m.to, "send");
+    extra[static_cast<std::size_t>(placement_[m.to])] += sizeof(WireHeader) + padded(m.count * value_bytes);
+  }
+  for (std::size_t r = 0; r < outbox_.size(); ++r)
+    if (extra[r] && outbox_[r].capacity() < outbox_[r].size() + extra[r])
+      outbox_[r].reserve(std::max(outbox_[r].size() + extra[r], 2 * outbox_[r].capacity()));
+  for (std::size_t k = 0; k < messages.size(); ++k)
+    rooms[k] = append(from, messages[k].to, messages[k].tag, messages[k].count * value_bytes);
 }
 
 std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& deliver) {
@@ -96,6 +122,10 @@ std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& d
   // box trades buffers with them, so its capacity is reused.
   delivered_local_.clear();
   delivered_local_.swap(outbox_[static_cast<std::size_t>(rank_)]);
+  // The swapped-in box takes this round's size at once: grown by doubling
+  // during the next step's sends, its copies would be charged to whichever
+  // chunks happened to send then, and the balancer would move those.
+  outbox_[static_cast<std::size_t>(rank_)].reserve(delivered_local_.size());
   delivered_remote_.clear();
   if (size_ > 1) {
     std::vector<std::uint64_t> counts(static_cast<std::size_t>(size_), 0), received_counts;
@@ -108,13 +138,13 @@ std::uint64_t ChunkRouter::exchange(const std::function<void(const Message&)>& d
       if (r == rank_) continue;
       auto& box = outbox_[static_cast<std::size_t>(r)];
       counts[static_cast<std::size_t>(r)] = box.size();
-      send.insert(send.end(), box.begin(), box.end());
+      send.insert(send.end(), bytes_of(box), bytes_of(box) + box.size());
       box.clear();
     }
     delivered_remote_ = comm::exchange_bytes(comm_, send, counts, 1, received_counts);
   }
-  for_each_message(delivered_local_, handle);
-  for_each_message(delivered_remote_, handle);
+  for_each_message(bytes_of(delivered_local_), delivered_local_.size(), handle);
+  for_each_message(delivered_remote_.data(), delivered_remote_.size(), handle);
   return delivered;
 }
 
@@ -125,15 +155,14 @@ bool ChunkRouter::any_pending() const {
 }
 
 void ChunkRouter::reroute() {
-  std::vector<std::vector<std::byte>> old(static_cast<std::size_t>(size_));
+  std::vector<Box> old(static_cast<std::size_t>(size_));
   old.swap(outbox_);
   for (auto& box : old)
-    for_each_message(box, [&](const WireHeader& h, std::span<const std::byte> payload) {
-      auto& dest = outbox_[static_cast<std::size_t>(placement_[h.to])];
-      std::size_t at = dest.size();
-      dest.resize(at + sizeof h + padded(h.bytes));
-      std::memcpy(dest.data() + at, &h, sizeof h);
-      if (!payload.empty()) std::memcpy(dest.data() + at + sizeof h, payload.data(), payload.size());
+    for_each_message(bytes_of(box), box.size(), [&](const WireHeader& h, std::span<const std::byte> payload) {
+      std::byte* at = grow(outbox_[static_cast<std::size_t>(placement_[h.to])], sizeof h + padded(h.bytes));
+      std::memcpy(at, &h, sizeof h);
+      std::memset(at + sizeof h + h.bytes, 0, padded(h.bytes) - h.bytes);
+      if (!payload.empty()) std::memcpy(at + sizeof h, payload.data(), payload.size());
     });
 }
 

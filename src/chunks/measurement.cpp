@@ -17,7 +17,7 @@ void LoadDatabase::reset() {
   std::fill(seconds_.begin(), seconds_.end(), 0.0);
   std::fill(last_step_.begin(), last_step_.end(), 0.0);
   previous_step_.clear();
-  bytes_.clear();
+  for (auto& mine : sent_) mine.clear();
   steps_ = 0;
 }
 
@@ -34,9 +34,8 @@ std::vector<double> LoadDatabase::gather_loads(MPI_Comm comm) const {
 
 std::vector<ChunkEdge> LoadDatabase::gather_edges(MPI_Comm comm, int root) const {
   std::vector<ChunkEdge> mine;
-  mine.reserve(bytes_.size());
-  auto n = static_cast<std::uint64_t>(seconds_.size());
-  for (auto [key, bytes] : bytes_) mine.push_back({key / n, key % n, bytes});
+  for (std::uint64_t from = 0; from < sent_.size(); ++from)
+    for (auto [to, bytes] : sent_[from]) mine.push_back({from, to, bytes});
   auto all = gather_to_root<ChunkEdge>(comm, mine, root);
   std::sort(all.begin(), all.end(), [](const ChunkEdge& a, const ChunkEdge& b) {
     return a.from != b.from ? a.from < b.from : a.to < b.to;

@@ -140,7 +140,7 @@ void add_bench(CLI::App& app, Action& selected) {
   j->add_option("--mapping", o->jacobi.mapping, "Initial placement: rnd, rr, block or to");
   j->add_option("--lb", o->jacobi.lb, "Load balancer also run: none, greedy, refine or comm");
   j->add_flag("--show-measurements", o->jacobi.show_measurements, "Print per-chunk loads and chunk-pair bytes at the LB step");
-  j->add_flag("--imbalance", o->jacobi.imbalance, "Work 8x in a quarter of the chunks: lb none/greedy/refine/comm");
+  j->add_flag("--imbalance", o->jacobi.imbalance, "Hot region (8 sweeps per iteration at the k=0 face falling to 1): lb none/greedy/refine/comm");
   auto* st = bench->add_subcommand("stencil3d", "7-point stencil in blocks (Charm++ stencil3d shape): RND/RR/TO mapping, hop-bytes");
   st->add_option("--n", o->stencil.n, "Grid points per side")->check(CLI::Range(2, 2048));
   st->add_option("--block", o->stencil.block, "Block side (must divide --n)")->check(CLI::Range(1, 2048));

@@ -113,6 +113,30 @@ TEST(ChunkMessages, QuiesceEndsAfterHandlersStopSending) {
   EXPECT_EQ(all_reduce(rt().comm(), visits, MPI_SUM), hops);
 }
 
+TEST(ChunkMessages, SendBuffersStayValidTogetherUntilFilled) {
+  // Each chunk takes rooms for 20 messages (to every chunk, local or not,
+  // sizes 1..20) first and fills them afterwards, last room first: a room
+  // that moved when a later one grew its box would deliver garbage.
+  const std::uint64_t n = 20;
+  ChunkArray<Counter> arr(rt().comm(), n, [](std::uint64_t id) { return Counter{id, 0, 0}; }, map_round_robin(n, rt().size()));
+  arr.for_each([&](std::uint64_t id, Counter&) {
+    std::vector<Outgoing> messages;
+    for (std::uint64_t to = 0; to < n; ++to) messages.push_back({to, static_cast<std::uint32_t>(id), to + 1});
+    std::vector<std::span<std::uint64_t>> rooms(n);
+    arr.send_buffers<std::uint64_t>(id, messages, rooms);
+    for (std::size_t m = n; m-- > 0;)
+      for (std::size_t k = 0; k < rooms[m].size(); ++k) rooms[m][k] = id * 1000 + k;
+  });
+  arr.exchange([](Counter& c, const Message& m) {
+    std::vector<std::uint64_t> v(m.count<std::uint64_t>());
+    m.copy_to<std::uint64_t>(v);
+    EXPECT_EQ(v.size(), c.id + 1);
+    for (std::size_t k = 0; k < v.size(); ++k) EXPECT_EQ(v[k], m.from * 1000 + k);
+    ++c.count;
+  });
+  arr.for_each([&](std::uint64_t, Counter& c) { EXPECT_EQ(c.count, n); });
+}
+
 TEST(ChunkMigration, ChunksAndPendingMessagesSurviveAnySequenceOfMigrations) {
   const std::uint64_t n = 23;
   ChunkArray<Rich> arr(rt().comm(), n, make_rich);
@@ -201,8 +225,12 @@ TEST(Strategies, GreedyReachesTheOptimumOnKnownLoads) {
   auto loads = rank_loads(in.load, out, 2);
   EXPECT_DOUBLE_EQ(std::max(loads[0], loads[1]), 10.0);  // 20 / 2
   BalanceInput equal{.load = std::vector<double>(8, 1.0), .current = Placement(8, 0), .ranks = 4};
-  auto loads8 = rank_loads(equal.load, greedy_balance(equal), 4);
+  auto placed = greedy_balance(equal);
+  auto loads8 = rank_loads(equal.load, placed, 4);
   for (double l : loads8) EXPECT_DOUBLE_EQ(l, 2.0);
+  int moved = 0;
+  for (std::size_t c = 0; c < placed.size(); ++c) moved += placed[c] != equal.current[c];
+  EXPECT_EQ(moved, 6);  // what fits on its rank stays: only 6 of 8 must leave
 }
 
 TEST(Strategies, RefineMovesOnlyWhatItMust) {
@@ -231,7 +259,13 @@ TEST(Strategies, CommAwareKeepsNeighboursTogether) {
   EXPECT_DOUBLE_EQ(loads[0], 4.0);
   EXPECT_DOUBLE_EQ(loads[1], 4.0);
   EXPECT_DOUBLE_EQ(hop_bytes(in.edges, out, same_rank_hops), 100.0);
-  EXPECT_GT(hop_bytes(in.edges, greedy_balance(in), same_rank_hops), 100.0);
+  // The chain through ids 0 4 1 5 2 6 3 7: Greedy keeps ids 0-3 where they
+  // are and cuts every edge; the comm-aware strategy still cuts one.
+  BalanceInput shuffled{.load = std::vector<double>(8, 1.0), .current = Placement(8, 0), .ranks = 2};
+  const std::uint64_t chain[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int k = 0; k + 1 < 8; ++k) shuffled.edges.push_back({chain[k], chain[k + 1], 100});
+  EXPECT_DOUBLE_EQ(hop_bytes(shuffled.edges, comm_balance(shuffled), same_rank_hops), 100.0);
+  EXPECT_GT(hop_bytes(shuffled.edges, greedy_balance(shuffled), same_rank_hops), 100.0);
   // With a hop distance: rank 1 is 1 hop from rank 0, rank 2 is 5 hops away.
   // Half of a chain of 6 must leave rank 0 (tolerance 1.5: 3 per rank): the
   // optimum sends one run to the near rank (hop-bytes 10), not to the far one.
@@ -243,6 +277,25 @@ TEST(Strategies, CommAwareKeepsNeighboursTogether) {
   EXPECT_DOUBLE_EQ(hop_bytes(far.edges, f, far.hops), 10.0);
   auto far_loads = rank_loads(far.load, f, 3);
   EXPECT_LE(*std::max_element(far_loads.begin(), far_loads.end()), 3.0);
+}
+
+TEST(Strategies, TimeShareBoundOfRanksOnCores) {
+  // Loads 128, 80, 16, 16 (total 240) on a node of 2 cores. Unbound: the
+  // busiest rank (128 > 240 / 2). Two ranks per core: core 0 does 208.
+  // Balanced (60 each), two per core: 120 = 240 / 2.
+  const std::vector<double> load{128, 80, 16, 16}, even(4, 60.0);
+  const std::vector<RankCores> unbound(4, RankCores{0, 0b11});
+  const std::vector<RankCores> paired{{0, 0b01}, {0, 0b01}, {0, 0b10}, {0, 0b10}};
+  EXPECT_DOUBLE_EQ(time_share_bound(load, unbound), 128.0);
+  EXPECT_DOUBLE_EQ(time_share_bound(load, paired), 208.0);
+  EXPECT_DOUBLE_EQ(time_share_bound(even, paired), 120.0);
+  // Three ranks on core 0, one on core 1: rank equality cannot reach 120.
+  const std::vector<RankCores> lopsided{{0, 0b01}, {0, 0b01}, {0, 0b01}, {0, 0b10}};
+  EXPECT_DOUBLE_EQ(time_share_bound(even, lopsided), 180.0);
+  // Two nodes of one core each, unbound on each: per node.
+  const std::vector<RankCores> nodes{{0, 0b1}, {0, 0b1}, {1, 0b1}, {1, 0b1}};
+  EXPECT_DOUBLE_EQ(time_share_bound(load, nodes), 208.0);
+  expect_error<RangeError>([&] { time_share_bound({1.0}, paired); }, "1 rank loads for 4 ranks");
 }
 
 TEST(ChunkErrors, BadInputGetsAClearError) {

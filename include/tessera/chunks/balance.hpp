@@ -39,8 +39,9 @@ enum class Strategy { none, greedy, refine, comm };
 Strategy parse_strategy(const std::string& text, const std::string& option);
 std::string to_string(Strategy s);
 
-// Greedy: chunks in decreasing load, each to the least loaded rank (LPT);
-// ignores the current placement, so it may move almost every chunk.
+// Greedy: chunks in decreasing load keep their rank while it stays under
+// tolerance x average; the rest go, heaviest first, each to the least loaded
+// rank (LPT). Plain LPT would move almost every chunk.
 Placement greedy_balance(const BalanceInput& in);
 // Refine: only overloaded ranks give chunks away, the heaviest that fits
 // under the threshold on the least loaded rank first; few migrations.
@@ -57,6 +58,18 @@ Placement balance(Strategy s, const BalanceInput& in);
 std::vector<double> rank_loads(const std::vector<double>& load, const Placement& placement, int ranks);
 // Σ bytes x hops over the edges under `placement`.
 double hop_bytes(const std::vector<ChunkEdge>& edges, const Placement& placement, const HopDistance& hops);
+
+// Where a rank may run: its node and the node's cores it is bound to (bit c
+// = logical core c, the first 64; all of them when unbound).
+struct RankCores {
+  int node = 0;
+  std::uint64_t cores = 0;
+};
+// The least time a step can take when rank r computes rank_load[r] and ranks
+// sharing cores time-share them (waiting ranks yield): the busiest rank's
+// load, and for every rank's core set and each node's union of them, the
+// load of the ranks confined to that set over its number of cores.
+double time_share_bound(const std::vector<double>& rank_load, const std::vector<RankCores>& ranks);
 
 // What one balancing step did, printed by at_sync on rank 0.
 struct BalanceReport {

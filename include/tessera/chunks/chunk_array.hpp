@@ -58,6 +58,13 @@ struct Message {
   }
 };
 
+// A message to be filled in place: `count` values for chunk `to`.
+struct Outgoing {
+  std::uint64_t to = 0;
+  std::uint32_t tag = 0;
+  std::size_t count = 0;
+};
+
 // The non-template machinery of ChunkArray: location table, message
 // buffers and routing, the bulk exchange of migrating chunks.
 class ChunkRouter {
@@ -82,6 +89,10 @@ class ChunkRouter {
 
   // Room for a payload of `bytes` to chunk `to`, valid until the next send.
   std::byte* append(std::uint64_t from, std::uint64_t to, std::uint32_t tag, std::size_t bytes);
+  // Room for each of `messages` (count x value_bytes each) in rooms[k], all
+  // valid together until the next send or exchange.
+  void append_all(std::uint64_t from, std::span<const Outgoing> messages, std::size_t value_bytes,
+                  std::span<std::byte*> rooms);
   // Collective: routes every buffered message; calls deliver(message) for
   // each message to a chunk of this rank (payloads stay valid until the next
   // exchange or migration). Returns messages delivered here.
@@ -111,8 +122,17 @@ class ChunkRouter {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   Placement placement_;
-  std::vector<std::vector<std::byte>> outbox_;  // by destination rank
-  std::vector<std::byte> delivered_local_, delivered_remote_;  // the last exchange's messages
+  // Outboxes grow without zero-filling: every byte is written by the sender.
+  struct RawByte {
+    std::byte value;
+    RawByte() noexcept {}  // NOLINT: deliberately leaves the byte unset
+  };
+  using Box = std::vector<RawByte>;
+  std::byte* grow(Box& box, std::size_t bytes);
+  std::vector<Box> outbox_;  // by destination rank
+  Box delivered_local_;       // the last exchange's messages (the local box, swapped out)
+  std::vector<std::byte> delivered_remote_;
+  std::vector<std::size_t> reserve_scratch_;  // append_all's bytes per destination
   LoadDatabase db_;
 };
 
@@ -172,11 +192,25 @@ class ChunkArray {
     std::byte* at = router_.append(from, to, tag, bytes);
     if (bytes) std::memcpy(at, values.data(), bytes);
   }
-  // Room for `count` values to chunk `to`, to be filled in place (saves a copy).
+  // Room for `count` values to chunk `to`, to be filled in place (saves a
+  // copy); valid until the next send.
   template <class T>
   std::span<T> send_buffer(std::uint64_t from, std::uint64_t to, std::uint32_t tag, std::size_t count) {
     static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
     return {reinterpret_cast<T*>(router_.append(from, to, tag, count * sizeof(T))), count};
+  }
+  // Room for several messages at once, out[k] for messages[k], all valid
+  // until the next send or exchange: a chunk can fill its messages while it
+  // computes (a stencil's faces, row by row while they are in cache).
+  template <class T>
+  void send_buffers(std::uint64_t from, std::span<const Outgoing> messages, std::span<std::span<T>> out) {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
+    if (out.size() < messages.size()) throw RangeError("send_buffers: fewer spans than messages");
+    std::byte* rooms[16];
+    std::vector<std::byte*> many(messages.size() > 16 ? messages.size() : 0);
+    std::span<std::byte*> room = many.empty() ? std::span<std::byte*>(rooms, messages.size()) : std::span<std::byte*>(many);
+    router_.append_all(from, messages, sizeof(T), room);
+    for (std::size_t k = 0; k < messages.size(); ++k) out[k] = {reinterpret_cast<T*>(room[k]), messages[k].count};
   }
   // Collective: delivers every buffered message: handler(chunk, message).
   template <class H>

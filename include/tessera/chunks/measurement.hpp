@@ -8,7 +8,7 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tessera/chunks/balance.hpp"
@@ -17,14 +17,22 @@ namespace tessera::chunks {
 
 class LoadDatabase {
  public:
-  explicit LoadDatabase(std::size_t chunks) : seconds_(chunks, 0.0), last_step_(chunks, 0.0) {}
+  explicit LoadDatabase(std::size_t chunks) : seconds_(chunks, 0.0), last_step_(chunks, 0.0), sent_(chunks) {}
 
   void add_compute(std::uint64_t chunk, double seconds) {
     seconds_[chunk] += seconds;
     last_step_[chunk] += seconds;
   }
+  // Called on every send: a chunk talks to few others, so a short scan of
+  // its own list beats a hash of the pair.
   void add_bytes(std::uint64_t from, std::uint64_t to, std::uint64_t bytes) {
-    bytes_[from * seconds_.size() + to] += bytes;
+    auto& mine = sent_[from];
+    for (auto& [peer, total] : mine)
+      if (peer == to) {
+        total += bytes;
+        return;
+      }
+    mine.push_back({to, bytes});
   }
   // Marks the end of a step: the per-step figure starts again.
   void end_step();
@@ -46,7 +54,7 @@ class LoadDatabase {
   std::vector<double> seconds_;    // since reset, by chunk id (this rank's share)
   std::vector<double> last_step_;  // current step
   std::vector<double> previous_step_;
-  std::unordered_map<std::uint64_t, std::uint64_t> bytes_;  // from * chunks + to -> bytes
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> sent_;  // by sender: (receiver, bytes)
   int steps_ = 0;
 };
 
