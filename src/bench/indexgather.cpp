@@ -163,7 +163,7 @@ bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o) {
   AggregationOptions automatic = agg;
   automatic.buffer_bytes = AggregationOptions::kAutoBufferBytes;
   std::size_t auto_used = 0;
-  agg_autotune::set_tuned(kDefaultAggBufferBytes);  // start as a fresh process would
+  agg_autotune::reset();  // start as a fresh process would
   variants.push_back({.group = "sweep", .variant = "aggregated", .storage = "heap auto", .reps = o.reps, .work = all,
                       .prepare = reset, .run = [&] { gather_aggregated(heap, idx, tgt, automatic, &auto_used); },
                       .verify = check, .details = [&] {

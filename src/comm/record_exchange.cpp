@@ -338,8 +338,9 @@ bool RecordExchange::idle() const { return in_flight_ == 0 && replies_sending_ =
 
 void RecordExchange::flush() {
   if (size_ == 1) return;
-  // Auto size: the round's batch counts and time, read before this flush's
-  // own traffic, decide the size the next exchange starts from (agreed then).
+  // Auto size: the round's batch counts and fill time, read before this
+  // flush's own traffic, and its rate decide the size the next exchange
+  // starts from.
   const bool tune = options_.buffer_bytes == AggregationOptions::kAutoBufferBytes;
   std::uint64_t busiest = 0, batches = 0;
   if (tune)
@@ -349,31 +350,28 @@ void RecordExchange::flush() {
       batches += n;
     }
   const double filled = MPI_Wtime() - round_start_;
-  struct Tune {  // runs when the flush returns
-    RecordExchange& x;
-    bool on;
-    std::uint64_t busiest, batches;
-    double filled;
-    ~Tune() {
-      if (!on || std::uncaught_exceptions()) return;
-      double round = MPI_Wtime() - x.round_start_;
-      double rate = static_cast<double>(x.stats_.records_sent - x.tune_records_) / std::max(round, 1e-9);
-      agg_autotune::set_tuned(agg_autotune::climb(x.buffer_bytes_, batches,
-                                                  busiest ? filled / static_cast<double>(busiest) : 0, rate));
-      x.tune_records_ = x.stats_.records_sent;
-      x.round_start_ = MPI_Wtime();
-    }
-  } tune_after{*this, tune, busiest, batches, filled};
   if (routed_) {
     flush_routed();
-    if (!tune) round_start_ = MPI_Wtime();
-    return;
+  } else {
+    for (int d = 0; d < size_; ++d) send_current(d);
+    settle_round(comm_, sent_to_, received_, [&] { return idle(); });
+    barrier_serving(comm_);
   }
-  for (int d = 0; d < size_; ++d) send_current(d);
-
-  settle_round(comm_, sent_to_, received_, [&] { return idle(); });
-  barrier_serving(comm_);
-  if (!tune) round_start_ = MPI_Wtime();
+  if (tune) {
+    // Every rank climbs on the same figures (sums over the ranks), so they
+    // all suggest the same size.
+    const double round = std::max(MPI_Wtime() - round_start_, 1e-9);
+    double mine[3] = {static_cast<double>(stats_.records_sent - tune_records_) / round,
+                      busiest ? filled / static_cast<double>(busiest) : 0.0, static_cast<double>(batches)};
+    double sum[3];
+    MPI_Request req;
+    TESSERA_MPI(MPI_Iallreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, comm_, &req));
+    wait_serving(req);
+    agg_autotune::set_tuned(agg_autotune::climb(buffer_bytes_, static_cast<std::uint64_t>(sum[2]),
+                                                sum[1] / static_cast<double>(size_), sum[0]));
+    tune_records_ = stats_.records_sent;
+  }
+  round_start_ = MPI_Wtime();
 }
 
 
@@ -450,11 +448,15 @@ void RecordExchange::setup_routes() {
         1, max_records_ / (kChunksPerDestination * std::max<std::size_t>(slot.own_dests.size(), 1))));
   side_stride_ = shape_.reply_bytes ? std::max<std::size_t>(shape_.side_bytes, 8) : 0;
   per_dest_ = 1 + options_.max_in_flight;
+  slot_batches_.assign(S + 1, 0);
+  for (std::size_t k = 0; k < S; ++k) slot_batches_[k + 1] = slot_batches_[k] + per_dest_;
+  for (std::size_t k = 0; k < S; ++k)
+    for (int b = slot_batches_[k]; b < slot_batches_[k + 1]; ++b) batch_slot_.push_back(static_cast<int>(k));
   reply_slot_bytes_ = kHeader + max_records_ * shape_.reply_bytes;
   own_chunk_.assign(static_cast<std::size_t>(P), OwnChunk{});
   routed_out_.assign(S, RoutedOutbox{});
   current_.assign(S, -1);
-  batches_.resize(S * static_cast<std::size_t>(per_dest_));
+  batches_.resize(static_cast<std::size_t>(slot_batches_[S]));
   send_reqs_.assign(batches_.size(), MPI_REQUEST_NULL);
   sent_to_.assign(static_cast<std::size_t>(P), 0);
   sent_fwd_to_.assign(static_cast<std::size_t>(P), 0);
@@ -556,7 +558,7 @@ bool RecordExchange::open_batch(int slot, bool blocking) {
       send_routed(slot);
     }
     int b = -1;
-    for (int k = slot * per_dest_; k < (slot + 1) * per_dest_; ++k) {
+    for (int k = slot_batches_[s]; k < slot_batches_[s + 1]; ++k) {
       const Batch& batch = batches_[static_cast<std::size_t>(k)];
       if (!batch.sending && !batch.awaiting_reply) {
         b = k;
@@ -768,7 +770,7 @@ void RecordExchange::handle_routed_reply(const std::byte* msg, int bytes) {
   Header sent;
   std::memcpy(&sent, batch.data.data(), kHeader);
   if (sent.count != h.count) throw Error("aggregation: reply batch does not match its request");
-  const bool forward = slots_[h.ticket / static_cast<std::uint32_t>(per_dest_)].forward;
+  const bool forward = slots_[static_cast<std::size_t>(batch_slot_[h.ticket])].forward;
   const std::byte* replies = msg + kHeader;
   // Walk the request's chunks (this rank wrote them): replies are compact,
   // side data is by carved position.

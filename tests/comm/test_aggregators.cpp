@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -394,6 +395,96 @@ TEST(Autotune, GrowsFastFillingBuffersAndShrinksSlowOnes) {
   EXPECT_EQ(agg_autotune::suggest(16 << 10, 2, 1e-6), 16u << 10) << "too few batches to judge";
   EXPECT_EQ(agg_autotune::suggest(kAutoMaxBufferBytes, 100, 1e-6), kAutoMaxBufferBytes);
   EXPECT_EQ(agg_autotune::suggest(kAutoMinBufferBytes, 100, 1.0), kAutoMinBufferBytes);
+}
+
+namespace {
+// A synthetic rate curve for the climb: peaks at `best` and loses `drop` per
+// doubling away from it. Every round is noisy (+-5%); with `slow_every` > 0
+// one round in that many is slow (another process had the core: half rate).
+struct RateCurve {
+  std::size_t best;
+  double drop;
+  std::uint64_t slow_every = 0;
+  double at(std::size_t bytes) const {
+    return 100.0 * std::pow(1.0 - drop, std::abs(std::log2(static_cast<double>(bytes) / static_cast<double>(best))));
+  }
+  double measure(std::size_t bytes, SplitMix64& g) const {
+    double noise = 0.95 + 0.1 * static_cast<double>(g.below(1001)) / 1000.0;
+    return at(bytes) * noise * (slow_every && g.below(slow_every) == 0 ? 0.5 : 1.0);
+  }
+};
+// Runs `rounds` climb steps from a fresh start; returns the sizes chosen.
+std::vector<std::size_t> run_climb(const RateCurve& curve, std::uint64_t seed, int rounds, double seconds_per_batch) {
+  agg_autotune::reset();
+  SplitMix64 g(seed * 7919 + curve.best);
+  std::vector<std::size_t> sizes{agg_autotune::tuned()};
+  for (int r = 0; r < rounds; ++r)
+    sizes.push_back(agg_autotune::climb(sizes.back(), 100, seconds_per_batch, curve.measure(sizes.back(), g)));
+  agg_autotune::reset();
+  return sizes;
+}
+double doublings_between(std::size_t a, std::size_t b) {
+  return std::abs(std::log2(static_cast<double>(a) / static_cast<double>(b)));
+}
+const std::size_t kCurvePeaks[] = {1 << 10, 4 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20};
+}  // namespace
+
+TEST(Autotune, ClimbSettlesWithinOneDoublingOfTheBestSizeAndStays) {
+  for (std::size_t best : kCurvePeaks)
+    for (double drop : {0.1, 0.25})
+      for (std::uint64_t seed = 0; seed < 100; ++seed) {
+        auto sizes = run_climb({best, drop}, seed, 40, seed % 2 ? 1e-6 : 0.1);  // fill time points up, or down
+        std::string trail;
+        for (auto z : sizes) trail += std::to_string(z >> 10) + "K ";
+        ASSERT_LE(doublings_between(sizes.back(), best), 1.0) << "best " << best << " drop " << drop << ": " << trail;
+        for (std::size_t r = sizes.size() - 10; r < sizes.size(); ++r)
+          ASSERT_EQ(sizes[r], sizes.back()) << "best " << best << " drop " << drop << ", still moving: " << trail;
+      }
+}
+
+TEST(Autotune, ClimbShrugsOffSlowRounds) {
+  // One round in ten at half rate: a slow round is measured again rather
+  // than believed, so nearly every run still ends next to the best size.
+  int runs = 0, near = 0;
+  for (std::size_t best : kCurvePeaks)
+    for (double drop : {0.1, 0.25})
+      for (std::uint64_t seed = 0; seed < 100; ++seed) {
+        auto sizes = run_climb({best, drop, 10}, seed, 40, seed % 2 ? 1e-6 : 0.1);
+        ++runs;
+        near += doublings_between(sizes.back(), best) <= 1.0;
+      }
+  EXPECT_GE(near, runs * 98 / 100) << near << " of " << runs;
+}
+
+TEST(Autotune, ClimbOnAFlatCurveStaysWithinTenPercentOfTheBest) {
+  // The shape measured here: a few percent from 1K to 1M, so noise is most
+  // of what a round sees; wherever it settles must be near the best, and it
+  // must stop moving.
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    RateCurve curve{32 << 10, 0.02, 10};
+    auto sizes = run_climb(curve, seed, 40, 0);
+    EXPECT_GE(curve.at(sizes.back()), 0.9 * curve.at(32 << 10)) << "seed " << seed << ": " << sizes.back();
+    EXPECT_EQ(sizes[sizes.size() - 10], sizes.back()) << "seed " << seed << ": still moving";
+  }
+}
+
+TEST(Autotune, ClimbExploresTheWayTheFillTimePointsAndRemeasuresDisturbedRounds) {
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 1e-6, 100), 128u << 10) << "fast-filling buffers: try larger first";
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10) << "slow-filling buffers: try smaller first";
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 80), 128u << 10) << "32K clearly slower: the other neighbour";
+  EXPECT_EQ(agg_autotune::climb(128 << 10, 100, 0.1, 80), 64u << 10) << "both neighbours slower: settled";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 10), 64u << 10) << "a slow round at the settled size changes nothing";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 99), 64u << 10);
+
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10);
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 40), 64u << 10) << "32K looks disturbed: 64K again, then 32K";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10);
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 130), 16u << 10) << "32K really is faster: on to 16K";
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::tuned(), kDefaultAggBufferBytes);
 }
 
 TEST(Aggregation, GridRoutingBoundsBuffersAndDeliversFromTheTrueSource) {

@@ -106,9 +106,16 @@ std::size_t tuned();
 // size the next exchange should use (not yet agreed across ranks).
 std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch);
 void set_tuned(std::size_t bytes);
-// After a round: the fill-time rule first, then a hill climb on the measured
-// rate (records per second) over the sizes tried in this process.
+// After a round at `bytes` (the same figures on every rank): a hill climb on
+// the measured rate (records per second) over the power-of-two sizes tried in
+// this process. It keeps the best rate seen at each size and settles on the
+// fastest, which another size replaces only when faster by kClimbMargin; it
+// tries the settled size's unmeasured neighbours (first the way the fill time
+// points: fast-filling buffers grow), then stays there.
 std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second);
+inline constexpr double kClimbMargin = 0.03;
+// Forgets what was measured: the next exchange starts at the default size.
+void reset();
 }  // namespace agg_autotune
 
 }  // namespace tessera

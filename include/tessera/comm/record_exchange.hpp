@@ -271,6 +271,8 @@ class RecordExchange {
   std::vector<int> own_slot_;   // by destination rank: where this rank's own records go
   std::vector<int> fwd_slot_;   // by final destination: where forwarded records go; -1: never
   std::vector<OwnChunk> own_chunk_;       // by destination rank
+  std::vector<int> slot_batches_;         // slot s owns batches [slot_batches_[s], slot_batches_[s + 1])
+  std::vector<int> batch_slot_;           // by batch: its slot
   std::vector<RoutedOutbox> routed_out_;  // by slot
   std::vector<int> sent_fwd_to_;          // forward batches sent per rank since flush
   std::uint64_t received_fwd_ = 0;
