@@ -515,3 +515,41 @@ TEST(Aggregation, GridRoutingBoundsBuffersAndDeliversFromTheTrueSource) {
   }
   for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(seen[static_cast<std::size_t>(r)], 300) << "from " << r;
 }
+
+TEST(Aggregation, GridRoutingSplitsForwardedChunksAcrossBatchesAndResumes) {
+  // Buffers of a few dozen to a few hundred records and uneven load (rank 0
+  // does 100x): forwarded chunks straddle the end of final batches, forward
+  // batches wait for a free buffer and are placed later, replies of one
+  // forward batch come back from several final batches.
+  auto& rt = Runtime::current();
+  const std::uint64_t n = 10007;
+  DistArray<std::uint64_t> table(rt, n);
+  for (std::uint64_t i = table.local_begin(); i < table.local_end(); ++i) table.at(i) = test::value_of(i);
+  DistArray<std::int64_t> counts(rt, n);
+  for (std::size_t bytes : {std::size_t{256}, std::size_t{1024}, std::size_t{4096}}) {
+    AggregationOptions o;
+    o.routing = AggregationRouting::grid;
+    o.buffer_bytes = bytes;
+    auto idx = indices_of(rt.rank(), rt.size(), 300, n, bytes);
+    std::vector<std::uint64_t> got(idx.size(), 0);
+    std::fill(counts.local().begin(), counts.local().end(), 0);
+    MPI_Barrier(rt.comm());
+    {
+      SrcAggregator<std::uint64_t> src(table, o);
+      UpdateAggregator<std::int64_t, ops::Add> up(counts, o);  // both live at once: each serves the other's peers
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        src.get(idx[k], got[k]);
+        up.update(idx[k], static_cast<std::int64_t>(k % 3) + 1);
+      }
+    }
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      ASSERT_EQ(got[k], test::value_of(idx[k])) << "buffer " << bytes << ", read " << k << " of index " << idx[k];
+    std::vector<std::int64_t> want(n, 0);
+    for (int r = 0; r < rt.size(); ++r) {
+      auto theirs = indices_of(r, rt.size(), 300, n, bytes);
+      for (std::size_t k = 0; k < theirs.size(); ++k) want[theirs[k]] += static_cast<std::int64_t>(k % 3) + 1;
+    }
+    for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i)
+      ASSERT_EQ(counts.at(i), want[i]) << "buffer " << bytes << ", count " << i;
+  }
+}
