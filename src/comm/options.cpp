@@ -76,6 +76,28 @@ int GridRoute::max_buffers(int ranks) const {
   return worst;
 }
 
+int GridRoute::forward_buffers_of(int ranks, int rank) const {
+  // Every row member is reached by forward batches; a rank of a short last
+  // row also sends column first (forward batches) to its column members.
+  int last_row_length = ranks - (rows - 1) * columns;
+  int r = row(rank), c = column(rank);
+  int row_members = r == rows - 1 ? last_row_length : columns;
+  int column_members = c < last_row_length ? rows : rows - 1;
+  bool short_last_row = rows > 1 && last_row_length < columns;
+  return (row_members - 1) + (short_last_row && r == rows - 1 ? column_members - 1 : 0);
+}
+
+int GridRoute::batches_of(int ranks, int rank, int per_buffer) const {
+  return buffers_of(ranks, rank) * per_buffer + forward_buffers_of(ranks, rank);
+}
+
+int GridRoute::max_batches(int ranks, int per_buffer) const {
+  int worst = 0;
+  for (int rank : {0, columns - 1, (rows - 1) * columns})
+    if (rank >= 0 && rank < ranks) worst = std::max(worst, batches_of(ranks, rank, per_buffer));
+  return worst;
+}
+
 // ---- options ------------------------------------------------------------
 
 AggregationOptions AggregationOptions::resolved() const {
@@ -137,12 +159,18 @@ std::size_t AggregationOptions::destinations(int ranks) const {
 std::size_t AggregationOptions::buffer_bytes_for(int ranks) const {
   auto r = resolved();
   if (r.buffer_bytes != kAutoBufferBytes) return r.buffer_bytes;
-  return agg_autotune::pick(r.destinations(ranks), r.max_in_flight, r.memory_budget);
+  return agg_autotune::pick(r.send_batches(ranks), r.memory_budget);
+}
+
+std::size_t AggregationOptions::send_batches(int ranks) const {
+  auto r = resolved();
+  if (r.routing == AggregationRouting::grid)
+    return static_cast<std::size_t>(GridRoute::of(ranks).max_batches(ranks, 1 + r.max_in_flight));
+  return r.destinations(ranks) * static_cast<std::size_t>(1 + r.max_in_flight);
 }
 
 std::size_t AggregationOptions::send_memory_bytes(int ranks) const {
-  auto r = resolved();
-  return r.destinations(ranks) * r.buffer_bytes_for(ranks) * static_cast<std::size_t>(1 + r.max_in_flight);
+  return send_batches(ranks) * buffer_bytes_for(ranks);
 }
 
 std::size_t AggregationOptions::buffer_memory_bytes(int ranks) const {
@@ -158,9 +186,13 @@ std::string AggregationOptions::describe(int ranks) const {
   auto r = resolved();
   std::size_t bytes = r.buffer_bytes_for(ranks);
   std::string size = r.buffer_bytes == kAutoBufferBytes ? "auto " + std::to_string(bytes) : std::to_string(bytes);
+  const bool grid = r.routing == AggregationRouting::grid;
+  std::string batches = grid ? std::to_string(r.send_batches(ranks)) + " batches (" +
+                                   std::to_string(r.destinations(ranks)) + " buffers x " +
+                                   std::to_string(1 + r.max_in_flight) + ", forward ones +1)"
+                             : std::to_string(r.destinations(ranks)) + " x " + std::to_string(1 + r.max_in_flight);
   std::string text = size + " B/destination, " + std::to_string(r.max_in_flight) + " in flight, send memory " +
-                     std::to_string(r.destinations(ranks)) + " x " + std::to_string(bytes) + " x " +
-                     std::to_string(1 + r.max_in_flight) + " = " + std::to_string(send_memory_bytes(ranks)) +
+                     batches + " x " + std::to_string(bytes) + " = " + std::to_string(send_memory_bytes(ranks)) +
                      " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off");
   if (r.routing == AggregationRouting::grid) text += ", grid routing";
   return text;
@@ -175,8 +207,8 @@ std::size_t g_tuned = kDefaultAggBufferBytes;
 std::size_t floor_pow2(std::size_t v) { return v == 0 ? 0 : std::bit_floor(v); }
 }  // namespace
 
-std::size_t pick(std::size_t destinations, int in_flight, std::size_t budget) {
-  std::size_t share = budget / std::max<std::size_t>(destinations, 1) / static_cast<std::size_t>(1 + in_flight);
+std::size_t pick(std::size_t batches, std::size_t budget) {
+  std::size_t share = budget / std::max<std::size_t>(batches, 1);
   std::size_t cap = std::clamp(floor_pow2(share), kAutoMinBufferBytes, kAutoMaxBufferBytes);
   return std::min(g_tuned, cap);
 }

@@ -449,7 +449,12 @@ void RecordExchange::setup_routes() {
   side_stride_ = shape_.reply_bytes ? std::max<std::size_t>(shape_.side_bytes, 8) : 0;
   per_dest_ = 1 + options_.max_in_flight;
   slot_batches_.assign(S + 1, 0);
-  for (std::size_t k = 0; k < S; ++k) slot_batches_[k + 1] = slot_batches_[k] + per_dest_;
+  // With replies a forward batch is busy for a round trip over two hops (and
+  // until the intermediate's final batches carrying it fill): one more batch
+  // keeps the origin pushing meanwhile (AggregationOptions counts it).
+  const int forward_extra = shape_.reply_bytes ? 1 : 0;
+  for (std::size_t k = 0; k < S; ++k)
+    slot_batches_[k + 1] = slot_batches_[k] + per_dest_ + (slots_[k].forward ? forward_extra : 0);
   for (std::size_t k = 0; k < S; ++k)
     for (int b = slot_batches_[k]; b < slot_batches_[k + 1]; ++b) batch_slot_.push_back(static_cast<int>(k));
   reply_slot_bytes_ = kHeader + max_records_ * shape_.reply_bytes;

@@ -324,12 +324,18 @@ TEST(GridRoute, EveryRecordArrivesInAtMostTwoHopsAlongRowsAndColumns) {
         buffers[static_cast<std::size_t>(s)].insert({m, !final_at_m});
         if (m != d) buffers[static_cast<std::size_t>(m)].insert({d, false});  // m forwards, final at d
       }
-    int worst = 0;
+    int worst = 0, worst_batches = 0;
     for (int r = 0; r < P; ++r) {
-      EXPECT_EQ(g.buffers_of(P, r), static_cast<int>(buffers[static_cast<std::size_t>(r)].size())) << P << " rank " << r;
-      worst = std::max(worst, static_cast<int>(buffers[static_cast<std::size_t>(r)].size()));
+      const auto& mine = buffers[static_cast<std::size_t>(r)];
+      int forward = static_cast<int>(std::count_if(mine.begin(), mine.end(), [](const auto& b) { return b.second; }));
+      EXPECT_EQ(g.buffers_of(P, r), static_cast<int>(mine.size())) << P << " rank " << r;
+      EXPECT_EQ(g.forward_buffers_of(P, r), forward) << P << " rank " << r;
+      EXPECT_EQ(g.batches_of(P, r, 2), 2 * static_cast<int>(mine.size()) + forward) << P << " rank " << r;
+      worst = std::max(worst, static_cast<int>(mine.size()));
+      worst_batches = std::max(worst_batches, 2 * static_cast<int>(mine.size()) + forward);
     }
     EXPECT_EQ(g.max_buffers(P), worst) << P;
+    EXPECT_EQ(g.max_batches(P, 2), worst_batches) << P;
   }
 }
 
@@ -342,6 +348,10 @@ TEST(GridRoute, BufferMemoryAtScale) {
   EXPECT_EQ(grid.destinations(1024), 62u);   // 32 x 32
   EXPECT_EQ(grid.destinations(65536), 510u); // 256 x 256
   EXPECT_EQ(direct.destinations(1024), 1024u);
+  // Forward buffers (31 at P = 1024) hold one batch more: 62 x 2 + 31.
+  EXPECT_EQ(grid.send_batches(1024), 155u);
+  EXPECT_EQ(grid.send_memory_bytes(1024), 155u * (64 << 10));
+  EXPECT_EQ(direct.send_batches(1024), 2048u);
   EXPECT_GE(direct.buffer_memory_bytes(1024), 8 * grid.buffer_memory_bytes(1024));
   EXPECT_NE(grid.describe(1024).find("grid"), std::string::npos);
 }
