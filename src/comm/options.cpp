@@ -76,6 +76,28 @@ int GridRoute::max_buffers(int ranks) const {
   return worst;
 }
 
+int GridRoute::forward_buffers_of(int ranks, int rank) const {
+  // Every row member is reached by forward batches; a rank of a short last
+  // row also sends column first (forward batches) to its column members.
+  int last_row_length = ranks - (rows - 1) * columns;
+  int r = row(rank), c = column(rank);
+  int row_members = r == rows - 1 ? last_row_length : columns;
+  int column_members = c < last_row_length ? rows : rows - 1;
+  bool short_last_row = rows > 1 && last_row_length < columns;
+  return (row_members - 1) + (short_last_row && r == rows - 1 ? column_members - 1 : 0);
+}
+
+int GridRoute::batches_of(int ranks, int rank, int per_buffer) const {
+  return buffers_of(ranks, rank) * per_buffer + forward_buffers_of(ranks, rank);
+}
+
+int GridRoute::max_batches(int ranks, int per_buffer) const {
+  int worst = 0;
+  for (int rank : {0, columns - 1, (rows - 1) * columns})
+    if (rank >= 0 && rank < ranks) worst = std::max(worst, batches_of(ranks, rank, per_buffer));
+  return worst;
+}
+
 // ---- options ------------------------------------------------------------
 
 AggregationOptions AggregationOptions::resolved() const {
@@ -137,12 +159,18 @@ std::size_t AggregationOptions::destinations(int ranks) const {
 std::size_t AggregationOptions::buffer_bytes_for(int ranks) const {
   auto r = resolved();
   if (r.buffer_bytes != kAutoBufferBytes) return r.buffer_bytes;
-  return agg_autotune::pick(r.destinations(ranks), r.max_in_flight, r.memory_budget);
+  return agg_autotune::pick(r.send_batches(ranks), r.memory_budget);
+}
+
+std::size_t AggregationOptions::send_batches(int ranks) const {
+  auto r = resolved();
+  if (r.routing == AggregationRouting::grid)
+    return static_cast<std::size_t>(GridRoute::of(ranks).max_batches(ranks, 1 + r.max_in_flight));
+  return r.destinations(ranks) * static_cast<std::size_t>(1 + r.max_in_flight);
 }
 
 std::size_t AggregationOptions::send_memory_bytes(int ranks) const {
-  auto r = resolved();
-  return r.destinations(ranks) * r.buffer_bytes_for(ranks) * static_cast<std::size_t>(1 + r.max_in_flight);
+  return send_batches(ranks) * buffer_bytes_for(ranks);
 }
 
 std::size_t AggregationOptions::buffer_memory_bytes(int ranks) const {
@@ -158,9 +186,13 @@ std::string AggregationOptions::describe(int ranks) const {
   auto r = resolved();
   std::size_t bytes = r.buffer_bytes_for(ranks);
   std::string size = r.buffer_bytes == kAutoBufferBytes ? "auto " + std::to_string(bytes) : std::to_string(bytes);
+  const bool grid = r.routing == AggregationRouting::grid;
+  std::string batches = grid ? std::to_string(r.send_batches(ranks)) + " batches (" +
+                                   std::to_string(r.destinations(ranks)) + " buffers x " +
+                                   std::to_string(1 + r.max_in_flight) + ", forward ones +1)"
+                             : std::to_string(r.destinations(ranks)) + " x " + std::to_string(1 + r.max_in_flight);
   std::string text = size + " B/destination, " + std::to_string(r.max_in_flight) + " in flight, send memory " +
-                     std::to_string(r.destinations(ranks)) + " x " + std::to_string(bytes) + " x " +
-                     std::to_string(1 + r.max_in_flight) + " = " + std::to_string(send_memory_bytes(ranks)) +
+                     batches + " x " + std::to_string(bytes) + " = " + std::to_string(send_memory_bytes(ranks)) +
                      " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off");
   if (r.routing == AggregationRouting::grid) text += ", grid routing";
   return text;
@@ -175,8 +207,8 @@ std::size_t g_tuned = kDefaultAggBufferBytes;
 std::size_t floor_pow2(std::size_t v) { return v == 0 ? 0 : std::bit_floor(v); }
 }  // namespace
 
-std::size_t pick(std::size_t destinations, int in_flight, std::size_t budget) {
-  std::size_t share = budget / std::max<std::size_t>(destinations, 1) / static_cast<std::size_t>(1 + in_flight);
+std::size_t pick(std::size_t batches, std::size_t budget) {
+  std::size_t share = budget / std::max<std::size_t>(batches, 1);
   std::size_t cap = std::clamp(floor_pow2(share), kAutoMinBufferBytes, kAutoMaxBufferBytes);
   return std::min(g_tuned, cap);
 }
@@ -202,31 +234,91 @@ std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per
 }
 
 namespace {
-// The hill climb's memory: the best size measured so far and its rate.
-std::size_t g_best_bytes = 0;
-double g_best_rate = 0;
-int g_direction = 2;  // 2: growing, -2: shrinking, 0: settled
+// The hill climb's memory: the rates measured at each power-of-two size and
+// the size it has settled on. A size's score is the mean of its undisturbed
+// rounds: a round far slower than the best one at the same size saw another
+// process take the core and says nothing about the size.
+constexpr int kMinLog2 = std::countr_zero(kAutoMinBufferBytes), kMaxLog2 = std::countr_zero(kAutoMaxBufferBytes);
+constexpr int kClimbSizes = kMaxLog2 - kMinLog2 + 1;
+constexpr int kKeptSamples = 16;  // per size, the latest
+// Rounds slower than this fraction of the best round at their size were
+// disturbed and are left out of its score.
+constexpr double kDisturbed = 0.7;
+// A neighbour is measured again (up to kConfirmSamples times) while one
+// round cannot tell: its score within kCloseBand below the settled size's to
+// kClimbMargin above it, or so low that its rounds were probably disturbed.
+constexpr double kCloseBand = 0.1;
+constexpr int kConfirmSamples = 3;
+// Once the settled size has this many rounds its neighbours have had their
+// chance: no more exploring, the choice stays.
+constexpr int kSettledRounds = 2 * kConfirmSamples;
+
+struct SizeRates {
+  double rate[kKeptSamples] = {};
+  int samples = 0;  // ever measured
+  void add(double r) { rate[samples++ % kKeptSamples] = r; }
+  double score() const {
+    int n = std::min(samples, kKeptSamples);
+    if (n == 0) return 0;
+    double best = *std::max_element(rate, rate + n), sum = 0;
+    int kept = 0;
+    for (int k = 0; k < n; ++k)
+      if (rate[k] >= kDisturbed * best) {
+        sum += rate[k];
+        ++kept;
+      }
+    return sum / kept;
+  }
+};
+SizeRates g_rates[kClimbSizes];
+int g_settled = -1;
+
+int size_index(std::size_t bytes) {
+  return std::countr_zero(std::clamp(floor_pow2(bytes), kAutoMinBufferBytes, kAutoMaxBufferBytes)) - kMinLog2;
+}
+std::size_t size_of(int index) { return std::size_t{1} << (index + kMinLog2); }
 }  // namespace
 
 std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second) {
-  // First the fill-time rule (a size far from the sweet spot moves at once);
-  // then a hill climb on the measured rate: keep doubling (or halving) while
-  // the rate improves, go back to the best size when it does not.
-  std::size_t by_fill = suggest(bytes, batches, seconds_per_batch);
-  if (by_fill != bytes && by_fill > bytes * 2) {
-    g_best_bytes = 0;
-    return by_fill;
-  }
-  if (records_per_second >= g_best_rate || g_best_bytes == bytes) {
-    if (records_per_second >= g_best_rate) g_best_rate = records_per_second;
-    g_best_bytes = bytes;
-    if (g_direction == 0) return bytes;
-    std::size_t next = g_direction > 0 ? bytes * 2 : bytes / 2;
-    return std::clamp(next, kAutoMinBufferBytes, kAutoMaxBufferBytes);
-  }
-  // Worse than the best: turn round once (halving from the best), then settle.
-  g_direction = g_direction > 0 ? -2 : 0;
-  return g_best_bytes;
+  const int at = size_index(bytes);
+  g_rates[at].add(records_per_second);
+  // Another size replaces the settled one only when it is clearly faster:
+  // noise alone must not walk the choice away from the best size. The
+  // settled size's own rounds move its score too, so its neighbours compete
+  // again after each of them.
+  if (g_settled < 0) g_settled = at;
+  const bool exploring = g_rates[g_settled].samples < kSettledRounds;
+  for (int candidate : {at, g_settled - 1, g_settled + 1})
+    if (candidate >= 0 && candidate < kClimbSizes && g_rates[candidate].samples > 0 && (exploring || candidate == at) &&
+        g_rates[candidate].score() > g_rates[g_settled].score() * (1 + kClimbMargin))
+      g_settled = candidate;
+  // A neighbour of the settled size is measured if it never was, or again
+  // while its rounds are inconclusive; the settled size is re-measured first
+  // whenever it has fewer rounds than the neighbour it is compared with.
+  const double settled_score = g_rates[g_settled].score();
+  auto needs_measuring = [&](int n) {
+    if (n < 0 || n >= kClimbSizes || g_rates[g_settled].samples >= kSettledRounds) return false;
+    const SizeRates& r = g_rates[n];
+    if (r.samples == 0) return true;
+    double ratio = r.score() / settled_score;
+    bool inconclusive = ratio < kDisturbed || (ratio >= 1 - kCloseBand && ratio <= 1 + kClimbMargin);
+    return inconclusive && r.samples < kConfirmSamples;
+  };
+  // The one just measured first, then the way the fill time points
+  // (fast-filling buffers: larger first).
+  const bool larger_first = suggest(bytes, batches, seconds_per_batch) >= bytes;
+  for (int next : {at, g_settled + (larger_first ? 1 : -1), g_settled + (larger_first ? -1 : 1)})
+    if (std::abs(next - g_settled) == 1 && needs_measuring(next)) {
+      bool settled_first = g_rates[next].samples > 0 && g_rates[g_settled].samples <= g_rates[next].samples;
+      return size_of(settled_first ? g_settled : next);
+    }
+  return size_of(g_settled);
+}
+
+void reset() {
+  g_tuned = kDefaultAggBufferBytes;
+  std::fill(std::begin(g_rates), std::end(g_rates), SizeRates{});
+  g_settled = -1;
 }
 }  // namespace agg_autotune
 

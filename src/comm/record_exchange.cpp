@@ -1,6 +1,7 @@
 #include "tessera/comm/record_exchange.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +142,7 @@ RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOpti
   capacity_ = static_cast<std::uint32_t>(
       std::clamp<std::size_t>(buffer_bytes_ / shape_.record_bytes, 1, 1u << 24));
   per_dest_ = 1 + options_.max_in_flight;
+  reply_slot_bytes_ = kHeader + capacity_ * shape_.reply_bytes;
   auto P = static_cast<std::size_t>(size_);
   outbox_.assign(P, Outbox{nullptr, nullptr, capacity_});  // full: the first push picks a batch
   current_.assign(P, -1);
@@ -190,7 +192,7 @@ std::size_t RecordExchange::memory_bytes() const noexcept {
   for (const auto& b : batches_) total += b.data.capacity() + b.side.capacity();
   for (const auto& r : recv_bufs_) total += r.capacity();
   for (const auto& r : reply_slots_) total += r.data.capacity();
-  total += scratch_.capacity() + reply_scratch_.capacity() + side_scratch_.capacity();
+  total += side_scratch_.capacity();
   return total;
 }
 
@@ -256,20 +258,12 @@ void RecordExchange::handle_request(int source, const std::byte* msg, int bytes)
     on_request_(source, msg + kHeader, h.count, nullptr);
     return;
   }
-  auto slot = std::find_if(reply_slots_.begin(), reply_slots_.end(), [](const ReplySlot& s) { return !s.busy; });
-  if (slot == reply_slots_.end()) {
-    reply_slots_.emplace_back();
-    reply_reqs_.push_back(MPI_REQUEST_NULL);
-    slot = reply_slots_.end() - 1;
-    slot->data.resize(kHeader + capacity_ * shape_.reply_bytes);
-  }
-  on_request_(source, msg + kHeader, h.count, slot->data.data() + kHeader);
-  std::memcpy(slot->data.data(), &h, kHeader);
-  auto i = static_cast<std::size_t>(slot - reply_slots_.begin());
-  TESSERA_MPI(MPI_Isend(slot->data.data(), static_cast<int>(kHeader + h.count * shape_.reply_bytes), MPI_BYTE,
-                        source, kReplyTag, comm_, &reply_reqs_[i]));
-  slot->busy = true;
-  ++replies_sending_;
+  int i = acquire_reply_slot();
+  ReplySlot& slot = reply_slots_[static_cast<std::size_t>(i)];
+  on_request_(source, msg + kHeader, h.count, slot.data.data() + kHeader);
+  std::memcpy(slot.data.data(), &h, kHeader);
+  slot.bytes = kHeader + h.count * shape_.reply_bytes;
+  send_reply_slot(i, source);
 }
 
 void RecordExchange::handle_reply(const std::byte* msg, int bytes) {
@@ -329,7 +323,7 @@ bool RecordExchange::progress() {
     TESSERA_MPI(MPI_Testsome(static_cast<int>(reply_reqs_.size()), reply_reqs_.data(), &n, completed_.data(),
                              MPI_STATUSES_IGNORE));
     for (int k = 0; k < n && n != MPI_UNDEFINED; ++k) {
-      reply_slots_[static_cast<std::size_t>(completed_[static_cast<std::size_t>(k)])].busy = false;
+      free_reply_slots_.push_back(completed_[static_cast<std::size_t>(k)]);
       --replies_sending_;
       did = true;
     }
@@ -344,8 +338,9 @@ bool RecordExchange::idle() const { return in_flight_ == 0 && replies_sending_ =
 
 void RecordExchange::flush() {
   if (size_ == 1) return;
-  // Auto size: the round's batch counts and time, read before this flush's
-  // own traffic, decide the size the next exchange starts from (agreed then).
+  // Auto size: the round's batch counts and fill time, read before this
+  // flush's own traffic, and its rate decide the size the next exchange
+  // starts from.
   const bool tune = options_.buffer_bytes == AggregationOptions::kAutoBufferBytes;
   std::uint64_t busiest = 0, batches = 0;
   if (tune)
@@ -355,39 +350,66 @@ void RecordExchange::flush() {
       batches += n;
     }
   const double filled = MPI_Wtime() - round_start_;
-  struct Tune {  // runs when the flush returns
-    RecordExchange& x;
-    bool on;
-    std::uint64_t busiest, batches;
-    double filled;
-    ~Tune() {
-      if (!on || std::uncaught_exceptions()) return;
-      double round = MPI_Wtime() - x.round_start_;
-      double rate = static_cast<double>(x.stats_.records_sent - x.tune_records_) / std::max(round, 1e-9);
-      agg_autotune::set_tuned(agg_autotune::climb(x.buffer_bytes_, batches,
-                                                  busiest ? filled / static_cast<double>(busiest) : 0, rate));
-      x.tune_records_ = x.stats_.records_sent;
-      x.round_start_ = MPI_Wtime();
-    }
-  } tune_after{*this, tune, busiest, batches, filled};
   if (routed_) {
     flush_routed();
-    if (!tune) round_start_ = MPI_Wtime();
-    return;
+  } else {
+    for (int d = 0; d < size_; ++d) send_current(d);
+    settle_round(comm_, sent_to_, received_, [&] { return idle(); });
+    barrier_serving(comm_);
   }
-  for (int d = 0; d < size_; ++d) send_current(d);
-
-  settle_round(comm_, sent_to_, received_, [&] { return idle(); });
-  barrier_serving(comm_);
-  if (!tune) round_start_ = MPI_Wtime();
+  if (tune) {
+    // Every rank climbs on the same figures (sums over the ranks), so they
+    // all suggest the same size.
+    const double round = std::max(MPI_Wtime() - round_start_, 1e-9);
+    double mine[3] = {static_cast<double>(stats_.records_sent - tune_records_) / round,
+                      busiest ? filled / static_cast<double>(busiest) : 0.0, static_cast<double>(batches)};
+    double sum[3];
+    MPI_Request req;
+    TESSERA_MPI(MPI_Iallreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, comm_, &req));
+    wait_serving(req);
+    agg_autotune::set_tuned(agg_autotune::climb(buffer_bytes_, static_cast<std::uint64_t>(sum[2]),
+                                                sum[1] / static_cast<double>(size_), sum[0]));
+    tune_records_ = stats_.records_sent;
+  }
+  round_start_ = MPI_Wtime();
 }
 
 
+// ---- reply slots (both routings) -----------------------------------------
+
+int RecordExchange::acquire_reply_slot() {
+  if (free_reply_slots_.empty()) {
+    reply_slots_.emplace_back();
+    reply_slots_.back().data.resize(reply_slot_bytes_);
+    reply_reqs_.push_back(MPI_REQUEST_NULL);
+    return static_cast<int>(reply_slots_.size() - 1);
+  }
+  int i = free_reply_slots_.back();
+  free_reply_slots_.pop_back();
+  return i;
+}
+
+void RecordExchange::send_reply_slot(int i, int dest) {
+  ReplySlot& slot = reply_slots_[static_cast<std::size_t>(i)];
+  TESSERA_MPI(MPI_Isend(slot.data.data(), static_cast<int>(slot.bytes), MPI_BYTE, dest, kReplyTag, comm_,
+                        &reply_reqs_[static_cast<std::size_t>(i)]));
+  ++replies_sending_;
+}
+
 // ---- grid routing ---------------------------------------------------------
-// Forward batch: header, then per record [u32 final destination][record].
-// Final batch:   header, then runs [u32 origin][u32 n][n records].
-// Side per record: the caller's side data for its own records; for a
-// forwarded record [u32 reply slot][u32 position in the forward batch].
+// A routed batch: header, then chunks [ChunkHeader][capacity records], the
+// first `count` records of each used. Only the last chunk is trimmed to its
+// count when sent; the others may have room left (an own chunk open when its
+// batch filled). Replies are compact: the records' replies in chunk order.
+// Side data is indexed by record position = the chunk's first position (sum
+// of the capacities before it) + index in the chunk. For a forwarded run the
+// side of its first position holds [u32 reply slot][u32 reply position].
+
+namespace {
+// Chunks per destination a batch holds room for: a chunk left partly empty
+// when its batch is sent costs at most 1/8 of a batch per destination.
+constexpr std::size_t kChunksPerDestination = 8;
+}  // namespace
 
 void RecordExchange::setup_routes() {
   const GridRoute grid = GridRoute::of(size_);
@@ -396,7 +418,7 @@ void RecordExchange::setup_routes() {
   auto slot_for = [&](int rank, bool forward) {
     for (std::size_t k = 0; k < slots_.size(); ++k)
       if (slots_[k].rank == rank && slots_[k].forward == forward) return static_cast<int>(k);
-    slots_.push_back({rank, forward});
+    slots_.push_back({rank, forward, 1, {}});
     return static_cast<int>(slots_.size() - 1);
   };
   own_slot_.assign(static_cast<std::size_t>(P), -1);
@@ -407,8 +429,10 @@ void RecordExchange::setup_routes() {
     int hop = grid.next_hop(P, me, d);
     // Same column: the record is final at d. Otherwise it goes as a forward
     // record (d itself delivers the ones of its own row).
-    own_slot_[static_cast<std::size_t>(d)] = slot_for(hop, !(same_column && !same_row));
-    if (same_column) fwd_slot_[static_cast<std::size_t>(d)] = own_slot_[static_cast<std::size_t>(d)];
+    int own = slot_for(hop, !(same_column && !same_row));
+    own_slot_[static_cast<std::size_t>(d)] = own;
+    slots_[static_cast<std::size_t>(own)].own_dests.push_back(d);
+    if (same_column) fwd_slot_[static_cast<std::size_t>(d)] = own;
     // Column-first intermediate of the short last row: forwards along its row.
     if (same_row && grid.row(me) < grid.rows - 1 && grid.column(me) < last_row_length &&
         grid.column(d) >= last_row_length)
@@ -416,23 +440,32 @@ void RecordExchange::setup_routes() {
   }
   const auto S = slots_.size();
   const std::size_t rb = shape_.record_bytes;
-  cap_bytes_ = std::max(buffer_bytes_, 8 + rb);
+  cap_bytes_ = std::max(buffer_bytes_, kChunkHeader + rb);
   max_records_ = cap_bytes_ / rb;
-  capacity_ = static_cast<std::uint32_t>(cap_bytes_ / (4 + rb));
+  capacity_ = static_cast<std::uint32_t>((cap_bytes_ - kChunkHeader) / rb);
+  for (Slot& slot : slots_)
+    slot.chunk_records = static_cast<std::uint32_t>(std::max<std::size_t>(
+        1, max_records_ / (kChunksPerDestination * std::max<std::size_t>(slot.own_dests.size(), 1))));
   side_stride_ = shape_.reply_bytes ? std::max<std::size_t>(shape_.side_bytes, 8) : 0;
   per_dest_ = 1 + options_.max_in_flight;
+  slot_batches_.assign(S + 1, 0);
+  // With replies a forward batch is busy for a round trip over two hops (and
+  // until the intermediate's final batches carrying it fill): one more batch
+  // keeps the origin pushing meanwhile (AggregationOptions counts it).
+  const int forward_extra = shape_.reply_bytes ? 1 : 0;
+  for (std::size_t k = 0; k < S; ++k)
+    slot_batches_[k + 1] = slot_batches_[k] + per_dest_ + (slots_[k].forward ? forward_extra : 0);
+  for (std::size_t k = 0; k < S; ++k)
+    for (int b = slot_batches_[k]; b < slot_batches_[k + 1]; ++b) batch_slot_.push_back(static_cast<int>(k));
+  reply_slot_bytes_ = kHeader + max_records_ * shape_.reply_bytes;
+  own_chunk_.assign(static_cast<std::size_t>(P), OwnChunk{});
   routed_out_.assign(S, RoutedOutbox{});
   current_.assign(S, -1);
-  batches_.resize(S * static_cast<std::size_t>(per_dest_));
+  batches_.resize(static_cast<std::size_t>(slot_batches_[S]));
   send_reqs_.assign(batches_.size(), MPI_REQUEST_NULL);
   sent_to_.assign(static_cast<std::size_t>(P), 0);
   sent_fwd_to_.assign(static_cast<std::size_t>(P), 0);
-  scratch_.resize(max_records_ * rb);
-  if (shape_.reply_bytes) {
-    reply_scratch_.resize(max_records_ * shape_.reply_bytes);
-    local_pos_.resize(max_records_);
-    if (side_stride_ != shape_.side_bytes) side_scratch_.resize(max_records_ * shape_.side_bytes);
-  }
+  if (shape_.reply_bytes && side_stride_ != shape_.side_bytes) side_scratch_.resize(max_records_ * shape_.side_bytes);
 
   // Receive buffers: final batches, forward batches, replies.
   request_slots_ = static_cast<std::size_t>(std::min(P - 1, 8));
@@ -449,56 +482,88 @@ void RecordExchange::setup_routes() {
                           recv_tag_[i], comm_, &recv_reqs_[i]));
 }
 
+bool RecordExchange::has_room(int slot) const {
+  auto s = static_cast<std::size_t>(slot);
+  return current_[s] >= 0 &&
+         static_cast<std::size_t>(routed_out_[s].end - routed_out_[s].tail) >= kChunkHeader + shape_.record_bytes;
+}
+
+void RecordExchange::close_chunk(int dest) {
+  OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
+  auto n = static_cast<std::uint32_t>(static_cast<std::size_t>(c.cursor - (c.header + kChunkHeader)) / shape_.record_bytes);
+  store<std::uint32_t>(c.header + offsetof(ChunkHeader, count), n);
+  routed_out_[static_cast<std::size_t>(own_slot_[static_cast<std::size_t>(dest)])].count += n;
+  c = OwnChunk{};
+}
+
 std::byte* RecordExchange::push_routed(int dest, std::byte** side) {
   if (dest == rank_ || dest < 0 || dest >= size_)
     throw RangeError("aggregation destination " + std::to_string(dest) + " is not another rank of [0, " +
                      std::to_string(size_) + ")");
-  return append(own_slot_[static_cast<std::size_t>(dest)], rank_, dest, side, true);
+  const auto d = static_cast<std::size_t>(dest);
+  const int slot = own_slot_[d];
+  const Slot& to = slots_[static_cast<std::size_t>(slot)];
+  if (own_chunk_[d].header) close_chunk(dest);  // full
+  // Serving while waiting may carve forwarded runs into this slot: re-check.
+  while (!has_room(slot)) open_batch(slot, true);
+  RoutedOutbox& o = routed_out_[static_cast<std::size_t>(slot)];
+  const std::size_t rb = shape_.record_bytes;
+  auto capacity = static_cast<std::uint32_t>(
+      std::min<std::size_t>(to.chunk_records, static_cast<std::size_t>(o.end - o.tail - kChunkHeader) / rb));
+  ChunkHeader header{static_cast<std::uint32_t>(to.forward ? dest : rank_), 0, capacity, 0};
+  std::memcpy(o.tail, &header, kChunkHeader);
+  OwnChunk& c = own_chunk_[d];
+  c.header = o.tail;
+  c.cursor = o.tail + kChunkHeader;
+  c.end = c.cursor + capacity * rb;
+  c.side = o.side + o.positions * side_stride_;
+  o.last = o.tail;
+  o.tail = c.end;
+  o.positions += capacity;
+  std::byte* at = c.cursor;
+  c.cursor += rb;
+  if (side) {
+    *side = c.side;
+    c.side += side_stride_;
+  }
+  return at;
 }
 
-std::byte* RecordExchange::append(int slot, int origin, int final_dest, std::byte** side, bool blocking) {
+std::byte* RecordExchange::carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted,
+                                     std::byte*& side) {
+  if (!has_room(slot) && (!open_batch(slot, false) || !has_room(slot))) {
+    granted = 0;
+    return nullptr;  // every batch towards that rank is in flight: resume later
+  }
   RoutedOutbox& o = routed_out_[static_cast<std::size_t>(slot)];
-  const bool forward = slots_[static_cast<std::size_t>(slot)].forward;
   const std::size_t rb = shape_.record_bytes;
-  for (;;) {
-    std::size_t need = forward ? 4 + rb : (o.run_origin == origin ? rb : 8 + rb);
-    if (static_cast<std::size_t>(o.end - o.cursor) >= need) break;
-    if (!open_batch(slot, blocking)) return nullptr;
-  }
-  if (forward) {
-    store<std::uint32_t>(o.cursor, static_cast<std::uint32_t>(final_dest));
-    o.cursor += 4;
-  } else if (o.run_origin != origin) {
-    if (o.run_count) store<std::uint32_t>(o.run_count, o.run_records);
-    store<std::uint32_t>(o.cursor, static_cast<std::uint32_t>(origin));
-    o.run_count = o.cursor + 4;
-    o.run_origin = origin;
-    o.run_records = 0;
-    o.cursor += 8;
-  }
-  if (!forward) ++o.run_records;
-  if (origin != rank_) o.holds_forwarded = true;
-  std::byte* at = o.cursor;
-  o.cursor += rb;
-  if (side) *side = o.side + static_cast<std::size_t>(o.count) * side_stride_;
-  ++o.count;
-  return at;
+  granted = static_cast<std::uint32_t>(
+      std::min<std::size_t>(want, static_cast<std::size_t>(o.end - o.tail - kChunkHeader) / rb));
+  ChunkHeader header{static_cast<std::uint32_t>(origin), granted, granted, 0};
+  std::memcpy(o.tail, &header, kChunkHeader);
+  std::byte* run = o.tail + kChunkHeader;
+  side = o.side + o.positions * side_stride_;
+  o.last = o.tail;
+  o.tail = run + granted * rb;
+  o.positions += granted;
+  o.count += granted;
+  o.holds_forwarded = true;
+  return run;
 }
 
 bool RecordExchange::open_batch(int slot, bool blocking) {
   auto s = static_cast<std::size_t>(slot);
-  const std::size_t most = 8 + shape_.record_bytes;
   send_routed(slot);
   Backoff backoff;
   unsigned idle = 0;
   for (;;) {
     // Serving below may have opened a batch here already (forwarding).
     if (current_[s] >= 0) {
-      if (static_cast<std::size_t>(routed_out_[s].end - routed_out_[s].cursor) >= most) return true;
+      if (has_room(slot)) return true;
       send_routed(slot);
     }
     int b = -1;
-    for (int k = slot * per_dest_; k < (slot + 1) * per_dest_; ++k) {
+    for (int k = slot_batches_[s]; k < slot_batches_[s + 1]; ++k) {
       const Batch& batch = batches_[static_cast<std::size_t>(k)];
       if (!batch.sending && !batch.awaiting_reply) {
         b = k;
@@ -525,14 +590,20 @@ bool RecordExchange::open_batch(int slot, bool blocking) {
 void RecordExchange::send_routed(int slot) {
   auto s = static_cast<std::size_t>(slot);
   int b = current_[s];
-  RoutedOutbox& o = routed_out_[s];
-  if (b < 0 || o.count == 0) return;
+  if (b < 0) return;
   const Slot& to = slots_[s];
-  if (o.run_count) store<std::uint32_t>(o.run_count, o.run_records);
+  for (int d : to.own_dests)
+    if (own_chunk_[static_cast<std::size_t>(d)].header) close_chunk(d);
+  RoutedOutbox& o = routed_out_[s];
+  if (o.count == 0) return;
+  // Trim the last chunk: the message ends with its last record.
+  auto used = load<std::uint32_t>(o.last + offsetof(ChunkHeader, count));
+  store<std::uint32_t>(o.last + offsetof(ChunkHeader, capacity), used);
+  o.tail = o.last + kChunkHeader + used * shape_.record_bytes;
   Batch& batch = batches_[static_cast<std::size_t>(b)];
   Header h{static_cast<std::uint32_t>(b), o.count};
   std::memcpy(batch.data.data(), &h, kHeader);
-  int bytes = static_cast<int>(o.cursor - batch.data.data());
+  int bytes = static_cast<int>(o.tail - batch.data.data());
   TESSERA_MPI(MPI_Isend(batch.data.data(), bytes, MPI_BYTE, to.rank, to.forward ? kForwardTag : kRequestTag, comm_,
                         &send_reqs_[static_cast<std::size_t>(b)]));
   batch.sending = true;
@@ -551,53 +622,58 @@ void RecordExchange::release_forwarded() {
     if (routed_out_[s].holds_forwarded) send_routed(static_cast<int>(s));
 }
 
-int RecordExchange::acquire_reply_slot(std::size_t bytes) {
-  auto slot = std::find_if(reply_slots_.begin(), reply_slots_.end(), [](const ReplySlot& s) { return !s.busy; });
-  if (slot == reply_slots_.end()) {
-    reply_slots_.emplace_back();
-    reply_reqs_.push_back(MPI_REQUEST_NULL);
-    slot = reply_slots_.end() - 1;
-  }
-  if (slot->data.size() < bytes) slot->data.resize(kHeader + max_records_ * shape_.reply_bytes);
-  slot->busy = true;
-  slot->bytes = bytes;
-  return static_cast<int>(slot - reply_slots_.begin());
+namespace {
+// One chunk of a received routed batch, checked against the batch's bounds.
+struct ChunkAt {
+  std::uint32_t tag, count, capacity;
+  const std::byte* records;
+  std::size_t next;  // offset of the chunk after it
+};
+ChunkAt read_chunk(const std::byte* msg, std::size_t offset, std::size_t bytes, std::size_t record_bytes,
+                   std::size_t header_bytes, int source) {
+  ChunkAt c{};
+  if (bytes - offset < header_bytes) throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
+  c.tag = load<std::uint32_t>(msg + offset);
+  c.count = load<std::uint32_t>(msg + offset + 4);
+  c.capacity = load<std::uint32_t>(msg + offset + 8);
+  c.records = msg + offset + header_bytes;
+  if (c.count > c.capacity || (bytes - offset - header_bytes) / record_bytes < c.capacity)
+    throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
+  c.next = offset + header_bytes + c.capacity * record_bytes;
+  return c;
 }
-
-void RecordExchange::send_reply_slot(int i, int dest) {
-  ReplySlot& slot = reply_slots_[static_cast<std::size_t>(i)];
-  TESSERA_MPI(MPI_Isend(slot.data.data(), static_cast<int>(slot.bytes), MPI_BYTE, dest, kReplyTag, comm_,
-                        &reply_reqs_[static_cast<std::size_t>(i)]));
-  ++replies_sending_;
-}
+}  // namespace
 
 void RecordExchange::handle_final(int source, const std::byte* msg, int bytes) {
   Header h;
+  if (static_cast<std::size_t>(bytes) < kHeader) throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
   std::memcpy(&h, msg, kHeader);
+  if (h.count > max_records_) throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
   const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes;
   int reply = -1;
+  std::byte* replies = nullptr;
   if (qb) {
-    reply = acquire_reply_slot(kHeader + h.count * qb);
-    std::memcpy(reply_slots_[static_cast<std::size_t>(reply)].data.data(), &h, kHeader);
+    reply = acquire_reply_slot();
+    replies = reply_slots_[static_cast<std::size_t>(reply)].data.data() + kHeader;
   }
-  const std::byte* at = msg + kHeader;
-  const std::byte* end = msg + bytes;
   std::size_t position = 0;
-  while (at < end) {
-    if (end - at < 8) throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
-    auto origin = load<std::uint32_t>(at);
-    auto n = load<std::uint32_t>(at + 4);
-    if (static_cast<std::size_t>(end - at - 8) < n * rb || position + n > h.count || origin >= static_cast<std::uint32_t>(size_))
+  for (std::size_t offset = kHeader; offset < static_cast<std::size_t>(bytes);) {
+    ChunkAt c = read_chunk(msg, offset, static_cast<std::size_t>(bytes), rb, kChunkHeader, source);
+    if (c.tag >= static_cast<std::uint32_t>(size_) || position + c.count > h.count)
       throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
-    std::byte* out = qb ? reply_slots_[static_cast<std::size_t>(reply)].data.data() + kHeader + position * qb : nullptr;
-    on_request_(static_cast<int>(origin), at + 8, n, out);
-    at += 8 + n * rb;
-    position += n;
+    if (c.count) on_request_(static_cast<int>(c.tag), c.records, c.count, qb ? replies + position * qb : nullptr);
+    position += c.count;
+    offset = c.next;
   }
   if (position != h.count) throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
   ++received_;
   ++stats_.batches_received;
-  if (qb) send_reply_slot(reply, source);
+  if (qb) {
+    ReplySlot& slot = reply_slots_[static_cast<std::size_t>(reply)];
+    std::memcpy(slot.data.data(), &h, kHeader);
+    slot.bytes = kHeader + h.count * qb;
+    send_reply_slot(reply, source);
+  }
 }
 
 bool RecordExchange::drain_forward() {
@@ -607,7 +683,7 @@ bool RecordExchange::drain_forward() {
     bool& flag;
     ~Reset() { flag = false; }
   } reset{draining_};
-  const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes, stride = 4 + rb;
+  const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes;
   bool did = false;
   while (!held_.empty()) {
     HeldBatch& held = held_.front();
@@ -615,52 +691,59 @@ bool RecordExchange::drain_forward() {
     Header h;
     std::memcpy(&h, msg, kHeader);
     if (!held.started) {
-      if (held.bytes != kHeader + h.count * stride)
+      if (held.bytes < kHeader || h.count > max_records_)
         throw Error("aggregation: corrupt forward batch from rank " + std::to_string(held.source));
       held.started = true;
       ++stats_.batches_received;
       if (qb) {
-        held.pending = acquire_reply_slot(kHeader + h.count * qb);
+        held.pending = acquire_reply_slot();
         ReplySlot& slot = reply_slots_[static_cast<std::size_t>(held.pending)];
         std::memcpy(slot.data.data(), &h, kHeader);
         slot.waiting = h.count;
         slot.origin = held.source;
+        slot.bytes = kHeader + h.count * qb;
       }
     }
-    std::size_t local = 0;
-    for (; held.next < h.count; ++held.next) {
-      const std::byte* rec = msg + kHeader + held.next * stride;
-      auto dest = load<std::uint32_t>(rec);
-      if (dest == static_cast<std::uint32_t>(rank_)) {  // this rank's own: delivered below, in one call
-        std::memcpy(scratch_.data() + local * rb, rec + 4, rb);
-        if (qb) local_pos_[local] = held.next;
-        ++local;
-        continue;
-      }
-      int slot = dest < static_cast<std::uint32_t>(size_) ? fwd_slot_[dest] : -1;
-      if (slot < 0) throw Error("aggregation: forward batch from rank " + std::to_string(held.source) +
-                                " names rank " + std::to_string(dest) + ", which this rank does not route to");
-      std::byte* side = nullptr;
-      std::byte* at = append(slot, held.source, static_cast<int>(dest), qb ? &side : nullptr, false);
-      if (!at) break;  // every buffer towards dest is in flight: resume later
-      std::memcpy(at, rec + 4, rb);
-      if (qb) {
-        store<std::uint32_t>(side, static_cast<std::uint32_t>(held.pending));
-        store<std::uint32_t>(side + 4, held.next);
+    while (held.offset < held.bytes) {
+      ChunkAt c = read_chunk(msg, held.offset, held.bytes, rb, kChunkHeader, held.source);
+      if (held.position + c.count > h.count)
+        throw Error("aggregation: corrupt forward batch from rank " + std::to_string(held.source));
+      if (c.tag == static_cast<std::uint32_t>(rank_)) {  // this rank's own: served from the receive buffer
+        if (c.count) {
+          std::byte* replies = nullptr;
+          if (qb) {
+            ReplySlot& slot = reply_slots_[static_cast<std::size_t>(held.pending)];
+            replies = slot.data.data() + kHeader + held.position * qb;
+            slot.waiting -= c.count;
+          }
+          on_request_(held.source, c.records, c.count, replies);
+        }
+      } else {
+        int slot = c.tag < static_cast<std::uint32_t>(size_) ? fwd_slot_[c.tag] : -1;
+        if (slot < 0)
+          throw Error("aggregation: forward batch from rank " + std::to_string(held.source) + " names rank " +
+                      std::to_string(c.tag) + ", which this rank does not route to");
+        while (held.done < c.count) {
+          std::uint32_t granted = 0;
+          std::byte* side = nullptr;
+          std::byte* run = carve_run(slot, held.source, c.count - held.done, granted, side);
+          if (!run) return did;  // every buffer towards that rank is in flight: resume later
+          std::memcpy(run, c.records + held.done * rb, granted * rb);
+          did = true;
+          if (qb) {
+            store<std::uint32_t>(side, static_cast<std::uint32_t>(held.pending));
+            store<std::uint32_t>(side + 4, held.position + held.done);
+          }
+          held.done += granted;
+        }
       }
       did = true;
+      held.position += c.count;
+      held.done = 0;
+      held.offset = c.next;
     }
-    if (local > 0) {
-      did = true;
-      on_request_(held.source, scratch_.data(), local, qb ? reply_scratch_.data() : nullptr);
-      if (qb) {
-        ReplySlot& slot = reply_slots_[static_cast<std::size_t>(held.pending)];
-        for (std::size_t k = 0; k < local; ++k)
-          std::memcpy(slot.data.data() + kHeader + local_pos_[k] * qb, reply_scratch_.data() + k * qb, qb);
-        slot.waiting -= static_cast<std::uint32_t>(local);
-      }
-    }
-    if (held.next < h.count) break;
+    if (held.position != h.count)
+      throw Error("aggregation: corrupt forward batch from rank " + std::to_string(held.source));
     if (qb && reply_slots_[static_cast<std::size_t>(held.pending)].waiting == 0)
       send_reply_slot(held.pending, held.source);
     std::size_t i = held.recv;
@@ -672,48 +755,49 @@ bool RecordExchange::drain_forward() {
   return did;
 }
 
+void RecordExchange::reply_own(const std::byte* replies, const std::byte* side, std::size_t n) {
+  if (side_stride_ != shape_.side_bytes) {  // the caller's side records are narrower: pack them
+    for (std::size_t k = 0; k < n; ++k)
+      std::memcpy(side_scratch_.data() + k * shape_.side_bytes, side + k * side_stride_, shape_.side_bytes);
+    side = side_scratch_.data();
+  }
+  on_reply_(replies, side, n);
+}
+
 void RecordExchange::handle_routed_reply(const std::byte* msg, int bytes) {
   Header h;
   std::memcpy(&h, msg, kHeader);
-  const std::size_t qb = shape_.reply_bytes;
+  const std::size_t qb = shape_.reply_bytes, rb = shape_.record_bytes;
   if (h.ticket >= batches_.size() || !batches_[h.ticket].awaiting_reply ||
       static_cast<std::size_t>(bytes) != kHeader + h.count * qb)
     throw Error("aggregation: corrupt or unexpected reply batch");
   Batch& batch = batches_[h.ticket];
-  const Slot& to = slots_[h.ticket / static_cast<std::uint32_t>(per_dest_)];
+  Header sent;
+  std::memcpy(&sent, batch.data.data(), kHeader);
+  if (sent.count != h.count) throw Error("aggregation: reply batch does not match its request");
+  const bool forward = slots_[static_cast<std::size_t>(batch_slot_[h.ticket])].forward;
   const std::byte* replies = msg + kHeader;
-  auto own = [&](std::size_t position, std::size_t n) {
-    const std::byte* side = batch.side.data() + position * side_stride_;
-    if (side_stride_ != shape_.side_bytes) {  // the caller's side records are narrower: pack them
-      for (std::size_t k = 0; k < n; ++k)
-        std::memcpy(side_scratch_.data() + k * shape_.side_bytes, side + k * side_stride_, shape_.side_bytes);
-      side = side_scratch_.data();
+  // Walk the request's chunks (this rank wrote them): replies are compact,
+  // side data is by carved position.
+  const std::byte* at = batch.data.data() + kHeader;
+  std::size_t position = 0, side_position = 0;
+  while (position < h.count) {
+    ChunkHeader c;
+    std::memcpy(&c, at, kChunkHeader);
+    const std::byte* side = batch.side.data() + side_position * side_stride_;
+    if (forward || c.tag == static_cast<std::uint32_t>(rank_)) {  // forward batches hold only own records
+      if (c.count) reply_own(replies + position * qb, side, c.count);
+    } else {  // a forwarded run: its replies go into the forward batch's reply, in one piece
+      auto pending = load<std::uint32_t>(side);
+      auto where = load<std::uint32_t>(side + 4);
+      ReplySlot& slot = reply_slots_[pending];
+      std::memcpy(slot.data.data() + kHeader + where * qb, replies + position * qb, c.count * qb);
+      slot.waiting -= c.count;
+      if (slot.waiting == 0) send_reply_slot(static_cast<int>(pending), slot.origin);
     }
-    on_reply_(replies + position * qb, side, n);
-  };
-  if (to.forward) {  // forward batches hold only this rank's own records
-    own(0, h.count);
-  } else {
-    const std::byte* at = batch.data.data() + kHeader;
-    std::size_t position = 0;
-    while (position < h.count) {
-      auto origin = load<std::uint32_t>(at);
-      auto n = load<std::uint32_t>(at + 4);
-      if (origin == static_cast<std::uint32_t>(rank_)) {
-        own(position, n);
-      } else {
-        for (std::size_t k = position; k < position + n; ++k) {
-          const std::byte* side = batch.side.data() + k * side_stride_;
-          auto pending = load<std::uint32_t>(side);
-          auto where = load<std::uint32_t>(side + 4);
-          ReplySlot& slot = reply_slots_[pending];
-          std::memcpy(slot.data.data() + kHeader + where * qb, replies + k * qb, qb);
-          if (--slot.waiting == 0) send_reply_slot(static_cast<int>(pending), slot.origin);
-        }
-      }
-      at += 8 + n * shape_.record_bytes;
-      position += n;
-    }
+    at += kChunkHeader + c.capacity * rb;
+    position += c.count;
+    side_position += c.capacity;
   }
   batch.awaiting_reply = false;
   if (!batch.sending) --in_flight_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -323,12 +324,18 @@ TEST(GridRoute, EveryRecordArrivesInAtMostTwoHopsAlongRowsAndColumns) {
         buffers[static_cast<std::size_t>(s)].insert({m, !final_at_m});
         if (m != d) buffers[static_cast<std::size_t>(m)].insert({d, false});  // m forwards, final at d
       }
-    int worst = 0;
+    int worst = 0, worst_batches = 0;
     for (int r = 0; r < P; ++r) {
-      EXPECT_EQ(g.buffers_of(P, r), static_cast<int>(buffers[static_cast<std::size_t>(r)].size())) << P << " rank " << r;
-      worst = std::max(worst, static_cast<int>(buffers[static_cast<std::size_t>(r)].size()));
+      const auto& mine = buffers[static_cast<std::size_t>(r)];
+      int forward = static_cast<int>(std::count_if(mine.begin(), mine.end(), [](const auto& b) { return b.second; }));
+      EXPECT_EQ(g.buffers_of(P, r), static_cast<int>(mine.size())) << P << " rank " << r;
+      EXPECT_EQ(g.forward_buffers_of(P, r), forward) << P << " rank " << r;
+      EXPECT_EQ(g.batches_of(P, r, 2), 2 * static_cast<int>(mine.size()) + forward) << P << " rank " << r;
+      worst = std::max(worst, static_cast<int>(mine.size()));
+      worst_batches = std::max(worst_batches, 2 * static_cast<int>(mine.size()) + forward);
     }
     EXPECT_EQ(g.max_buffers(P), worst) << P;
+    EXPECT_EQ(g.max_batches(P, 2), worst_batches) << P;
   }
 }
 
@@ -341,6 +348,10 @@ TEST(GridRoute, BufferMemoryAtScale) {
   EXPECT_EQ(grid.destinations(1024), 62u);   // 32 x 32
   EXPECT_EQ(grid.destinations(65536), 510u); // 256 x 256
   EXPECT_EQ(direct.destinations(1024), 1024u);
+  // Forward buffers (31 at P = 1024) hold one batch more: 62 x 2 + 31.
+  EXPECT_EQ(grid.send_batches(1024), 155u);
+  EXPECT_EQ(grid.send_memory_bytes(1024), 155u * (64 << 10));
+  EXPECT_EQ(direct.send_batches(1024), 2048u);
   EXPECT_GE(direct.buffer_memory_bytes(1024), 8 * grid.buffer_memory_bytes(1024));
   EXPECT_NE(grid.describe(1024).find("grid"), std::string::npos);
 }
@@ -396,6 +407,96 @@ TEST(Autotune, GrowsFastFillingBuffersAndShrinksSlowOnes) {
   EXPECT_EQ(agg_autotune::suggest(kAutoMinBufferBytes, 100, 1.0), kAutoMinBufferBytes);
 }
 
+namespace {
+// A synthetic rate curve for the climb: peaks at `best` and loses `drop` per
+// doubling away from it. Every round is noisy (+-5%); with `slow_every` > 0
+// one round in that many is slow (another process had the core: half rate).
+struct RateCurve {
+  std::size_t best;
+  double drop;
+  std::uint64_t slow_every = 0;
+  double at(std::size_t bytes) const {
+    return 100.0 * std::pow(1.0 - drop, std::abs(std::log2(static_cast<double>(bytes) / static_cast<double>(best))));
+  }
+  double measure(std::size_t bytes, SplitMix64& g) const {
+    double noise = 0.95 + 0.1 * static_cast<double>(g.below(1001)) / 1000.0;
+    return at(bytes) * noise * (slow_every && g.below(slow_every) == 0 ? 0.5 : 1.0);
+  }
+};
+// Runs `rounds` climb steps from a fresh start; returns the sizes chosen.
+std::vector<std::size_t> run_climb(const RateCurve& curve, std::uint64_t seed, int rounds, double seconds_per_batch) {
+  agg_autotune::reset();
+  SplitMix64 g(seed * 7919 + curve.best);
+  std::vector<std::size_t> sizes{agg_autotune::tuned()};
+  for (int r = 0; r < rounds; ++r)
+    sizes.push_back(agg_autotune::climb(sizes.back(), 100, seconds_per_batch, curve.measure(sizes.back(), g)));
+  agg_autotune::reset();
+  return sizes;
+}
+double doublings_between(std::size_t a, std::size_t b) {
+  return std::abs(std::log2(static_cast<double>(a) / static_cast<double>(b)));
+}
+const std::size_t kCurvePeaks[] = {1 << 10, 4 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20};
+}  // namespace
+
+TEST(Autotune, ClimbSettlesWithinOneDoublingOfTheBestSizeAndStays) {
+  for (std::size_t best : kCurvePeaks)
+    for (double drop : {0.1, 0.25})
+      for (std::uint64_t seed = 0; seed < 100; ++seed) {
+        auto sizes = run_climb({best, drop}, seed, 40, seed % 2 ? 1e-6 : 0.1);  // fill time points up, or down
+        std::string trail;
+        for (auto z : sizes) trail += std::to_string(z >> 10) + "K ";
+        ASSERT_LE(doublings_between(sizes.back(), best), 1.0) << "best " << best << " drop " << drop << ": " << trail;
+        for (std::size_t r = sizes.size() - 10; r < sizes.size(); ++r)
+          ASSERT_EQ(sizes[r], sizes.back()) << "best " << best << " drop " << drop << ", still moving: " << trail;
+      }
+}
+
+TEST(Autotune, ClimbShrugsOffSlowRounds) {
+  // One round in ten at half rate: a slow round is measured again rather
+  // than believed, so nearly every run still ends next to the best size.
+  int runs = 0, near = 0;
+  for (std::size_t best : kCurvePeaks)
+    for (double drop : {0.1, 0.25})
+      for (std::uint64_t seed = 0; seed < 100; ++seed) {
+        auto sizes = run_climb({best, drop, 10}, seed, 40, seed % 2 ? 1e-6 : 0.1);
+        ++runs;
+        near += doublings_between(sizes.back(), best) <= 1.0;
+      }
+  EXPECT_GE(near, runs * 98 / 100) << near << " of " << runs;
+}
+
+TEST(Autotune, ClimbOnAFlatCurveStaysWithinTenPercentOfTheBest) {
+  // The shape measured here: a few percent from 1K to 1M, so noise is most
+  // of what a round sees; wherever it settles must be near the best, and it
+  // must stop moving.
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    RateCurve curve{32 << 10, 0.02, 10};
+    auto sizes = run_climb(curve, seed, 40, 0);
+    EXPECT_GE(curve.at(sizes.back()), 0.9 * curve.at(32 << 10)) << "seed " << seed << ": " << sizes.back();
+    EXPECT_EQ(sizes[sizes.size() - 10], sizes.back()) << "seed " << seed << ": still moving";
+  }
+}
+
+TEST(Autotune, ClimbExploresTheWayTheFillTimePointsAndRemeasuresDisturbedRounds) {
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 1e-6, 100), 128u << 10) << "fast-filling buffers: try larger first";
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10) << "slow-filling buffers: try smaller first";
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 80), 128u << 10) << "32K clearly slower: the other neighbour";
+  EXPECT_EQ(agg_autotune::climb(128 << 10, 100, 0.1, 80), 64u << 10) << "both neighbours slower: settled";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 10), 64u << 10) << "a slow round at the settled size changes nothing";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 99), 64u << 10);
+
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10);
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 40), 64u << 10) << "32K looks disturbed: 64K again, then 32K";
+  EXPECT_EQ(agg_autotune::climb(64 << 10, 100, 0.1, 100), 32u << 10);
+  EXPECT_EQ(agg_autotune::climb(32 << 10, 100, 0.1, 130), 16u << 10) << "32K really is faster: on to 16K";
+  agg_autotune::reset();
+  EXPECT_EQ(agg_autotune::tuned(), kDefaultAggBufferBytes);
+}
+
 TEST(Aggregation, GridRoutingBoundsBuffersAndDeliversFromTheTrueSource) {
   // Every rank sends to every rank; with grid routing some go through an
   // intermediate, yet the handler sees the true origin, and the rank keeps
@@ -423,4 +524,42 @@ TEST(Aggregation, GridRoutingBoundsBuffersAndDeliversFromTheTrueSource) {
     }
   }
   for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(seen[static_cast<std::size_t>(r)], 300) << "from " << r;
+}
+
+TEST(Aggregation, GridRoutingSplitsForwardedChunksAcrossBatchesAndResumes) {
+  // Buffers of a few dozen to a few hundred records and uneven load (rank 0
+  // does 100x): forwarded chunks straddle the end of final batches, forward
+  // batches wait for a free buffer and are placed later, replies of one
+  // forward batch come back from several final batches.
+  auto& rt = Runtime::current();
+  const std::uint64_t n = 10007;
+  DistArray<std::uint64_t> table(rt, n);
+  for (std::uint64_t i = table.local_begin(); i < table.local_end(); ++i) table.at(i) = test::value_of(i);
+  DistArray<std::int64_t> counts(rt, n);
+  for (std::size_t bytes : {std::size_t{256}, std::size_t{1024}, std::size_t{4096}}) {
+    AggregationOptions o;
+    o.routing = AggregationRouting::grid;
+    o.buffer_bytes = bytes;
+    auto idx = indices_of(rt.rank(), rt.size(), 300, n, bytes);
+    std::vector<std::uint64_t> got(idx.size(), 0);
+    std::fill(counts.local().begin(), counts.local().end(), 0);
+    MPI_Barrier(rt.comm());
+    {
+      SrcAggregator<std::uint64_t> src(table, o);
+      UpdateAggregator<std::int64_t, ops::Add> up(counts, o);  // both live at once: each serves the other's peers
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        src.get(idx[k], got[k]);
+        up.update(idx[k], static_cast<std::int64_t>(k % 3) + 1);
+      }
+    }
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      ASSERT_EQ(got[k], test::value_of(idx[k])) << "buffer " << bytes << ", read " << k << " of index " << idx[k];
+    std::vector<std::int64_t> want(n, 0);
+    for (int r = 0; r < rt.size(); ++r) {
+      auto theirs = indices_of(r, rt.size(), 300, n, bytes);
+      for (std::size_t k = 0; k < theirs.size(); ++k) want[theirs[k]] += static_cast<std::int64_t>(k % 3) + 1;
+    }
+    for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i)
+      ASSERT_EQ(counts.at(i), want[i]) << "buffer " << bytes << ", count " << i;
+  }
 }

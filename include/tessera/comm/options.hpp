@@ -34,6 +34,13 @@ struct GridRoute {
   int buffers_of(int ranks, int rank) const;
   // The largest buffers_of over all ranks.
   int max_buffers(int ranks) const;
+  // How many of buffers_of are first hops (kind "forward"): with replies
+  // they hold one batch more (their batches wait for two hops).
+  int forward_buffers_of(int ranks, int rank) const;
+  // Batches rank `rank` holds at most with `per_buffer` batches per buffer
+  // (1 + in flight), forward buffers one more; and the largest over ranks.
+  int batches_of(int ranks, int rank, int per_buffer) const;
+  int max_batches(int ranks, int per_buffer) const;
 };
 
 struct AggregationOptions {
@@ -58,8 +65,11 @@ struct AggregationOptions {
   // How many per-destination buffers one rank holds at most (ranks for
   // direct routing, about 2 sqrt(ranks) for grid routing).
   std::size_t destinations(int ranks) const;
-  // Send-side memory of one aggregator on `ranks` ranks:
-  // destinations x buffer_bytes x (1 + max_in_flight).
+  // Batches one rank holds at most: destinations x (1 + max_in_flight),
+  // with grid routing plus one per forward buffer (exchanges with replies;
+  // counted always).
+  std::size_t send_batches(int ranks) const;
+  // Send-side memory of one aggregator on `ranks` ranks: send_batches x buffer_bytes.
   std::size_t send_memory_bytes(int ranks) const;
   // Send plus receive buffers (the engine's own accounting, see RecordExchange).
   std::size_t buffer_memory_bytes(int ranks) const;
@@ -95,10 +105,10 @@ std::size_t parse_byte_size(const std::string& text, const std::string& what);
 // mode starts from the size this suggests. Values agree on every rank because
 // the engine combines them in a collective (RecordExchange::flush).
 namespace agg_autotune {
-// The size auto mode picks for `ranks` ranks under `budget` bytes of send
-// buffers with `in_flight` batches in flight: the largest power of two within
-// budget / (destinations x (1 + in_flight)), at most the tuned size.
-std::size_t pick(std::size_t destinations, int in_flight, std::size_t budget);
+// The size auto mode picks when a rank holds at most `batches` send batches
+// (AggregationOptions::send_batches) under `budget` bytes: the largest power
+// of two within budget / batches, at most the tuned size.
+std::size_t pick(std::size_t batches, std::size_t budget);
 // The tuned size (all ranks agree); kDefaultAggBufferBytes before any flush.
 std::size_t tuned();
 // From one flush round of an exchange that used `bytes` per buffer: batches
@@ -106,9 +116,16 @@ std::size_t tuned();
 // size the next exchange should use (not yet agreed across ranks).
 std::size_t suggest(std::size_t bytes, std::uint64_t batches, double seconds_per_batch);
 void set_tuned(std::size_t bytes);
-// After a round: the fill-time rule first, then a hill climb on the measured
-// rate (records per second) over the sizes tried in this process.
+// After a round at `bytes` (the same figures on every rank): a hill climb on
+// the measured rate (records per second) over the power-of-two sizes tried in
+// this process. It keeps the best rate seen at each size and settles on the
+// fastest, which another size replaces only when faster by kClimbMargin; it
+// tries the settled size's unmeasured neighbours (first the way the fill time
+// points: fast-filling buffers grow), then stays there.
 std::size_t climb(std::size_t bytes, std::uint64_t batches, double seconds_per_batch, double records_per_second);
+inline constexpr double kClimbMargin = 0.03;
+// Forgets what was measured: the next exchange starts at the default size.
+void reset();
 }  // namespace agg_autotune
 
 }  // namespace tessera

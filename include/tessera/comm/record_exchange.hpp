@@ -12,18 +12,23 @@
 // every batch sent to it and received every reply it is owed.
 //
 // Grid routing (AggregationOptions::routing = grid) bounds the buffers per
-// rank to about 2 sqrt(P) (GridRoute): a record first goes, tagged with its
-// final destination, to the rank of its row in the destination's column
-// ("forward" batches), which appends it to its buffer for the destination
-// ("final" batches: runs of records of one origin, so handlers still see the
-// true source). A forward batch stays in its receive buffer until all its
-// records are placed (that is the back-pressure; final batches never wait, so
+// rank to about 2 sqrt(P) (GridRoute): a record first goes to the rank of its
+// row in the destination's column ("forward" batches), which passes it on
+// ("final" batches). Routed batches are made of chunks: a header (tag, count,
+// capacity) and records of one final destination (forward batches) or of one
+// origin (final batches, so handlers still see the true source). The origin
+// keeps one open chunk per destination (pushing is a pointer bump); the
+// intermediate hands its own chunks to the handler straight from the receive
+// buffer and copies each other chunk whole into its buffer towards the
+// destination. A forward batch stays in its receive buffer until all its
+// chunks are placed (that is the back-pressure; final batches never wait, so
 // there is no cycle). Replies come back the same way: the intermediate
-// assembles the reply of a forward batch from the replies of the final
-// batches its records went into. flush() runs twice: forward batches first
-// (counts, then serve until all are placed), then final batches as above.
-// A rank that waits with nothing to do sends the partial buffers that hold
-// forwarded requests, so a peer waiting for those replies never waits forever.
+// assembles the reply of a forward batch from its own chunks' replies and,
+// run by run, from the replies of the final batches its chunks went into.
+// flush() runs twice: forward batches first (counts, then serve until all are
+// placed), then final batches as above. A rank that waits with nothing to do
+// sends the partial buffers that hold forwarded requests, so a peer waiting
+// for those replies never waits forever.
 //
 // Not thread-safe: one exchange belongs to one thread of one rank.
 #pragma once
@@ -73,16 +78,13 @@ class RecordExchange {
   // record_bytes there before the next call.
   std::byte* push(int dest) {
     if (routed_) {
-      // Fast path: a forward buffer with room (the common case).
-      if (static_cast<unsigned>(dest) < static_cast<unsigned>(size_) && dest != rank_) {
-        auto s = static_cast<std::size_t>(own_slot_[static_cast<std::size_t>(dest)]);
-        RoutedOutbox& o = routed_out_[s];
-        if (slots_[s].forward && static_cast<std::size_t>(o.end - o.cursor) >= 4 + shape_.record_bytes) {
-          auto d = static_cast<std::uint32_t>(dest);
-          std::memcpy(o.cursor, &d, 4);
-          std::byte* at = o.cursor + 4;
-          o.cursor = at + shape_.record_bytes;
-          ++o.count;
+      // Fast path: room in this rank's open chunk towards dest (invalid dests
+      // and this rank never have one).
+      if (static_cast<unsigned>(dest) < own_chunk_.size()) {
+        OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
+        if (c.cursor != c.end) {
+          std::byte* at = c.cursor;
+          c.cursor += shape_.record_bytes;
           return at;
         }
       }
@@ -94,7 +96,19 @@ class RecordExchange {
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
-    if (routed_) return push_routed(dest, &side);
+    if (routed_) {
+      if (static_cast<unsigned>(dest) < own_chunk_.size()) {
+        OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
+        if (c.cursor != c.end) {
+          std::byte* at = c.cursor;
+          c.cursor += shape_.record_bytes;
+          side = c.side;
+          c.side += side_stride_;
+          return at;
+        }
+      }
+      return push_routed(dest, &side);
+    }
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     side = o.side + static_cast<std::size_t>(o.count) * shape_.side_bytes;
@@ -143,7 +157,6 @@ class RecordExchange {
   };
   struct ReplySlot {
     std::vector<std::byte> data;
-    bool busy = false;
     // Grid routing: a forward batch's reply being assembled at the intermediate.
     std::uint32_t waiting = 0;  // records whose reply has not come back yet
     int origin = -1;
@@ -152,25 +165,46 @@ class RecordExchange {
   // Grid routing: a buffer towards one neighbour, of one kind.
   struct Slot {
     int rank;
-    bool forward;  // records carry their final destination; else runs of one origin
+    bool forward;                     // chunks tagged with their final destination; else with their origin
+    std::uint32_t chunk_records = 1;  // capacity of a chunk of this rank's own records
+    std::vector<int> own_dests;       // destinations of this rank's own records that go through this slot
   };
+  // Chunk header in a routed batch; `capacity` records of room follow it, the
+  // first `count` of them used. tag: final destination (forward batches) or
+  // origin (final batches).
+  struct ChunkHeader {
+    std::uint32_t tag;
+    std::uint32_t count;
+    std::uint32_t capacity;
+    std::uint32_t unused;  // keeps records 8-byte aligned
+  };
+  static constexpr std::size_t kChunkHeader = sizeof(ChunkHeader);
+  // The open batch of a slot: chunks are carved from its tail.
   struct RoutedOutbox {
-    std::byte* cursor = nullptr;
+    std::byte* tail = nullptr;  // next free byte (valid while the slot has a current batch)
     std::byte* end = nullptr;
-    std::byte* side = nullptr;
-    std::byte* run_count = nullptr;  // the open run's count field (final kind)
-    int run_origin = -1;
-    std::uint32_t run_records = 0;
-    std::uint32_t count = 0;
+    std::byte* side = nullptr;    // side data of record position 0
+    std::byte* last = nullptr;    // header of the chunk carved last (trimmed when sent)
+    std::uint32_t positions = 0;  // record positions carved so far: the next chunk's side index
+    std::uint32_t count = 0;      // records in closed chunks and forwarded runs
     bool holds_forwarded = false;
+  };
+  // This rank's open chunk towards one destination: the push fast path.
+  struct OwnChunk {
+    std::byte* cursor = nullptr;  // next record; cursor == end: closed or full (slow path)
+    std::byte* end = nullptr;
+    std::byte* side = nullptr;    // side data of the next record
+    std::byte* header = nullptr;  // null: no chunk open
   };
   // A received forward batch not yet fully placed; its receive buffer waits.
   struct HeldBatch {
     std::size_t recv = 0;
     int source = -1;
     std::size_t bytes = 0;
-    std::uint32_t next = 0;
-    int pending = -1;  // reply slot being assembled, with replies
+    std::size_t offset = kHeader;  // the chunk being placed
+    std::uint32_t done = 0;        // its records placed so far
+    std::uint32_t position = 0;    // reply position of its first record
+    int pending = -1;              // reply slot being assembled, with replies
     bool started = false;
   };
 
@@ -179,13 +213,16 @@ class RecordExchange {
   // Grid routing.
   void setup_routes();
   std::byte* push_routed(int dest, std::byte** side);
-  std::byte* append(int slot, int origin, int final_dest, std::byte** side, bool blocking);
+  void close_chunk(int dest);
   bool open_batch(int slot, bool blocking);
+  bool has_room(int slot) const;
+  std::byte* carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted, std::byte*& side);
   void send_routed(int slot);
   bool drain_forward();
   void handle_final(int source, const std::byte* msg, int bytes);
   void handle_routed_reply(const std::byte* msg, int bytes);
-  int acquire_reply_slot(std::size_t bytes);
+  void reply_own(const std::byte* replies, const std::byte* side, std::size_t n);
+  int acquire_reply_slot();
   void send_reply_slot(int i, int dest);
   void release_forwarded();
   void flush_routed();
@@ -216,6 +253,8 @@ class RecordExchange {
   std::vector<MPI_Request> recv_reqs_;
   std::size_t request_slots_ = 0;
   std::vector<ReplySlot> reply_slots_;
+  std::vector<int> free_reply_slots_;  // reply slots not sending
+  std::size_t reply_slot_bytes_ = 0;
   std::vector<MPI_Request> reply_reqs_;
   int replies_sending_ = 0;
 
@@ -231,6 +270,9 @@ class RecordExchange {
   std::vector<Slot> slots_;
   std::vector<int> own_slot_;   // by destination rank: where this rank's own records go
   std::vector<int> fwd_slot_;   // by final destination: where forwarded records go; -1: never
+  std::vector<OwnChunk> own_chunk_;       // by destination rank
+  std::vector<int> slot_batches_;         // slot s owns batches [slot_batches_[s], slot_batches_[s + 1])
+  std::vector<int> batch_slot_;           // by batch: its slot
   std::vector<RoutedOutbox> routed_out_;  // by slot
   std::vector<int> sent_fwd_to_;          // forward batches sent per rank since flush
   std::uint64_t received_fwd_ = 0;
@@ -238,9 +280,8 @@ class RecordExchange {
   bool draining_ = false;
   std::size_t cap_bytes_ = 0;     // payload bytes of one batch
   std::size_t max_records_ = 0;   // records one batch can hold at most
-  std::size_t side_stride_ = 0;   // side bytes per record (room for a forwarded record's reply address)
-  std::vector<std::byte> scratch_, reply_scratch_, side_scratch_;
-  std::vector<std::uint32_t> local_pos_;
+  std::size_t side_stride_ = 0;   // side bytes per record position (room for a forwarded run's reply address)
+  std::vector<std::byte> side_scratch_;
   double round_start_ = 0;        // auto buffer size: when this round's pushes began
   std::uint64_t tune_records_ = 0;  // records_sent when the round began
 };
