@@ -3,7 +3,10 @@
 // conventional CRS copy. Reports time per CG iteration and the anonymous memory
 // each matrix adds, measured from /proc/self/smaps_rollup. When the trilinos/
 // layer is built, Belos CG + Ifpack2 Jacobi runs on the same arrays through
-// EdgeListRowMatrix and on a Tpetra::CrsMatrix copy, in the same run.
+// EdgeListRowMatrix and on a Tpetra::CrsMatrix copy, in the same run, with
+// the anonymous memory each Tpetra operator adds. Every CG here is
+// Jacobi-preconditioned (Tessera's M = diag(A), Ifpack2 one Jacobi sweep from
+// zero: the same M^-1) with the same relative-residual tolerance.
 #include "tessera/bench/benchmarks.hpp"
 
 #include <cmath>

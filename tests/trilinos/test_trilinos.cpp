@@ -317,10 +317,12 @@ TEST(Trilinos, RowMatrixAddsLittleMemoryCrsCopiesTheEdges) {
                 100.0 * static_cast<double>(row_matrix_growth) / edge_bytes, static_cast<double>(crs_growth) / 1048576.0,
                 100.0 * static_cast<double>(crs_growth) / edge_bytes);
   // No per-edge term: what the RowMatrix adds is bounded by its columns
-  // (owned vertices and ghosts: maps, importer, imported x, flags). At one
-  // rank that is < 10% of the edge arrays; at P ranks a Kronecker graph this
-  // small makes nearly every vertex a ghost on every rank, so the bound is
-  // per column (the CrsMatrix pays the same column map on top of its copy).
+  // (owned vertices and ghosts: Tpetra's column map and Import, the
+  // product's column values, flags). At one rank that is < 10% of the edge
+  // arrays; at P ranks a Kronecker graph this small makes ~40% of the
+  // vertices ghosts on every rank and Tpetra's Import alone costs ~40 bytes
+  // per column not owned (10-20% of these edge arrays), so the bound is per
+  // column (the CrsMatrix pays a column map and Import on top of its copy).
   const double columns = static_cast<double>(
       all_reduce<std::uint64_t>(rt.comm(), g.local_vertices() + GhostSet::remote_of(g.local_dst(), g.local_vertex_begin(),
                                                                                      g.local_vertex_end(), g.vertices())
