@@ -11,51 +11,41 @@ namespace tessera::trilinos {
 
 namespace {
 
-// y[:, j] = alpha L x[:, j] + beta y[:, j] for every row, one variant per
-// layout so the per-edge loop has no test it does not need.
-// `xd`: X on the rows (domain), `x`: X on the columns (the same with no ghosts).
-// kGrounded: some rows are grounded (identity rows); kCheckColumns: grounded
-// columns must be skipped per edge (with ghosts the imported copy has them
-// zeroed instead, so the inner loop reads no flag).
-template <bool kGhosts, bool kGrounded, bool kCheckColumns, bool kWeighted, class XView, class YView>
-void laplacian_product(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
-                       const XView& x, const YView& y, double alpha, double beta) {
-  const graph::EdgeList& g = m.graph();
+// y[i] = alpha (L x)[i] + beta y[i] for every local row, with x's value of
+// column v at values[slot(v)] (grounded columns already zero there). L x =
+// d x - A x row by row: a self loop adds w x_i to both terms and cancels.
+// Grounded rows (sorted local rows, their x in grounded_x) are identity rows.
+// One instantiation per layout and weighting, so the per-edge loop holds
+// one load and one add (two for weights) and no test.
+template <bool kWeighted, class Slot>
+void laplacian_rows(const graph::EdgeList& g, const double* values, std::size_t owned_slot, Slot slot,
+                    std::span<const std::size_t> grounded_rows, std::span<const double> grounded_x, double* y,
+                    double alpha, double beta) {
   auto offsets = g.row_offsets();
   const std::uint64_t* dst = g.local_dst().data();
   const double* weight = g.local_weight().data();
-  const std::uint64_t begin = g.local_vertex_begin();
   const std::size_t rows = g.local_vertices();
-  for (std::size_t j = 0; j < x.extent(1); ++j) {
-    for (std::size_t i = 0; i < rows; ++i) {
-      const double xi = xd(i, j);
-      double lx;
-      if (kGrounded && grounded[i]) {  // row i's own column is i
-        lx = xi;
-      } else {
-        double degree = 0, sum = 0;
-        for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
-          const double w = kWeighted ? weight[e] : 1.0;
-          const std::size_t c = kGhosts ? static_cast<std::size_t>(m.local_column(dst[e]))
-                                        : static_cast<std::size_t>(dst[e] - begin);
-          degree += w;
-          // A self loop adds w x_i to both terms: it cancels, as in L = D - A.
-          if (!kCheckColumns || !grounded[c]) sum += w * x(c, j);
+  std::size_t next_grounded = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    double lx;
+    if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
+      lx = grounded_x[next_grounded++];
+    } else {
+      double sum = 0;
+      const std::uint64_t end = offsets[i + 1];
+      double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
+      for (std::uint64_t e = offsets[i]; e < end; ++e) {
+        if constexpr (kWeighted) {
+          degree += weight[e];
+          sum += weight[e] * values[slot(dst[e])];
+        } else {
+          sum += values[slot(dst[e])];
         }
-        lx = degree * xi - sum;
       }
-      y(i, j) = alpha * lx + (beta == 0.0 ? 0.0 : beta * y(i, j));
+      lx = degree * values[owned_slot + i] - sum;
     }
+    y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
   }
-}
-
-template <bool kGhosts, bool kGrounded, bool kCheckColumns, class XView, class YView>
-void dispatch_weighted(const EdgeListRowMatrix& m, std::span<const std::uint8_t> grounded, const XView& xd,
-                       const XView& x, const YView& y, double alpha, double beta) {
-  if (m.graph().weighted())
-    laplacian_product<kGhosts, kGrounded, kCheckColumns, true>(m, grounded, xd, x, y, alpha, beta);
-  else
-    laplacian_product<kGhosts, kGrounded, kCheckColumns, false>(m, grounded, xd, x, y, alpha, beta);
 }
 
 }  // namespace
@@ -73,59 +63,100 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   if (owned_ > static_cast<std::size_t>(std::numeric_limits<LocalOrdinal>::max() / 2))
     throw RangeError("this rank holds " + std::to_string(owned_) +
                      " vertices, more than Tpetra's 32-bit local indices allow: use more ranks");
-  GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), g.vertices());
+  const Map& rows = g.vertex_map();
+  const std::uint64_t n = g.vertices();
+  GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), n);
   ghost_count_ = ghosts.size();
 
-  auto comm = teuchos_comm(rt);
-  row_map_ = Teuchos::rcp(new TpetraMap(g.vertices(), owned_, 0, comm));
-  if (all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) == 0) {
-    column_map_ = row_map_;  // every column is owned: no import
-  } else {
-    // Owned vertices first, then the ghosts: O(vertices + ghosts). With the
-    // owned prefix equal to the row map, the Import copies it in place
-    // (Tpetra's "same" ids) and keeps lists only for the ghosts.
-    ghost_words_.assign(static_cast<std::size_t>((g.vertices() + 63) / 64), GhostWord{});
-    for (auto v : ghosts.ids()) ghost_words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
-    std::uint64_t running = 0;
-    for (auto& w : ghost_words_) {
-      w.before = running;
-      running += static_cast<std::uint64_t>(__builtin_popcountll(w.bits));
-    }
-    std::vector<GlobalOrdinal> ids;
-    ids.reserve(owned_ + ghost_count_);
-    for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) ids.push_back(static_cast<GlobalOrdinal>(v));
-    for (auto v : ghosts.ids()) ids.push_back(static_cast<GlobalOrdinal>(v));
-    std::sort(ids.begin() + static_cast<std::ptrdiff_t>(owned_), ids.end());
-    column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
-                                             Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
-    importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
-  }
+  // The layout, on every rank alike: the one whose structures are smaller
+  // summed over the ranks (bytes, as measured with Trilinos 13.2 on Kronecker
+  // graphs). Dense: the all-gathered values (8 per vertex) and Tpetra's
+  // Import to the replicated map (~40 per column not owned here). Compact:
+  // values and Tpetra's column map (16 per owned column), per ghost ~70 in
+  // Tpetra (the id list, its hash table, the Import) and ~20 in the product
+  // (its value, Tessera's Import), and the bitmap (n / 4). When every rank
+  // reads most columns (Kronecker graphs on a few ranks) dense wins and the
+  // product needs no lookup; on meshes compact wins.
+  const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
+  const std::uint64_t compact_bytes = 16 * owned_ + 90 * ghost_count_ + n / 4;
+  const bool any_ghosts = all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) > 0;
+  std::uint64_t sums[2] = {dense_bytes, compact_bytes};
+  all_reduce(rt.comm(), sums, 2, MPI_SUM);
+  layout_ = !any_ghosts                                          ? ColumnLayout::owned
+            : sums[0] <= sums[1] && n < (std::uint64_t{1} << 31) ? ColumnLayout::dense
+                                                                 : ColumnLayout::compact;
 
+  auto comm = teuchos_comm(rt);
+  row_map_ = Teuchos::rcp(new TpetraMap(n, owned_, 0, comm));
+  switch (layout_) {
+    case ColumnLayout::owned:
+      column_map_ = row_map_;  // every column is owned: no import
+      slot_base_ = begin_;
+      values_.resize(owned_);
+      break;
+    case ColumnLayout::dense: {
+      column_map_ = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
+      slot_base_ = 0;
+      owned_slot_ = begin_;
+      values_.resize(n);
+      const Distribution& d = rows.distribution();
+      for (int p = 0; p < d.ranks(); ++p) {
+        counts_.push_back(static_cast<int>(d.count(p)));
+        displs_.push_back(static_cast<int>(d.begin(p)));
+      }
+      break;
+    }
+    case ColumnLayout::compact: {
+      // Tpetra's column map: the owned vertices first (equal to the row
+      // map, so the Import copies them in place and lists only the ghosts),
+      // then the ghosts. O(vertices + ghosts).
+      std::vector<GlobalOrdinal> ids;
+      ids.reserve(owned_ + ghost_count_);
+      for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) ids.push_back(static_cast<GlobalOrdinal>(v));
+      for (auto v : ghosts.ids()) ids.push_back(static_cast<GlobalOrdinal>(v));
+      column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
+                                               Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
+      // The product's layout: owned and ghosts in id order.
+      words_.assign(static_cast<std::size_t>((n + 63) / 64), GhostWord{});
+      for (auto v : ghosts.ids()) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
+      for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
+      std::uint64_t running = 0;
+      for (auto& w : words_) {
+        w.before = running;
+        running += static_cast<std::uint64_t>(__builtin_popcountll(w.bits));
+      }
+      auto gid = ghosts.ids();
+      owned_slot_ = static_cast<std::size_t>(std::lower_bound(gid.begin(), gid.end(), begin_) - gid.begin());
+      values_.resize(owned_ + ghost_count_);
+      import_ = linalg::Import(rows, ghosts, owned_);  // leaves the owned slots for x itself
+      break;
+    }
+  }
+  if (layout_ != ColumnLayout::owned) importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
+
+  // Grounded columns: every column's flag from its owner, through the
+  // product's own exchange (1.0 = grounded).
   bool any_grounded = false;
   for (auto f : grounded) any_grounded = any_grounded || f;
   if (all_reduce<int>(rt.comm(), any_grounded ? 1 : 0, MPI_MAX)) {
-    grounded_columns_.assign(owned_ + ghost_count_, 0);
-    if (!importer_) {
-      for (std::size_t i = 0; i < grounded.size(); ++i) grounded_columns_[i] = grounded[i] ? 1 : 0;
-    } else {  // every column's flag from its owner (the owned ones included)
-      TpetraVector owned_flags(row_map_), column_flags(column_map_);
-      {
-        auto f = owned_flags.getLocalViewHost(Tpetra::Access::OverwriteAll);
-        for (std::size_t i = 0; i < owned_; ++i) f(i, 0) = !grounded.empty() && grounded[i] ? 1.0 : 0.0;
-      }
-      column_flags.doImport(owned_flags, *importer_, Tpetra::INSERT);
-      auto f = column_flags.getLocalViewHost(Tpetra::Access::ReadOnly);
-      for (std::size_t c = 0; c < grounded_columns_.size(); ++c) grounded_columns_[c] = f(c, 0) != 0.0 ? 1 : 0;
+    Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> flags("grounded", owned_, 1);
+    for (std::size_t i = 0; i < owned_; ++i) flags(i, 0) = !grounded.empty() && grounded[i] ? 1.0 : 0.0;
+    load_columns(flags, 0);  // nothing grounded yet: a plain copy
+    column_flags_.resize(values_.size());
+    for (std::size_t k = 0; k < values_.size(); ++k) {
+      column_flags_[k] = values_[k] != 0.0 ? 1 : 0;
+      if (column_flags_[k]) grounded_slots_.push_back(k);
     }
+    for (std::size_t i = 0; i < owned_; ++i)
+      if (column_flags_[owned_slot_ + i]) grounded_rows_.push_back(i);
+    grounded_x_.resize(grounded_rows_.size());
   }
-  for (std::size_t c = 0; c < grounded_columns_.size(); ++c)
-    if (grounded_columns_[c]) grounded_list_.push_back(static_cast<LocalOrdinal>(c));
 
   for (std::size_t i = 0; i < owned_; ++i) {
-    std::size_t n = 0;
-    for_each_entry(i, [&](LocalOrdinal, double) { ++n; });
-    local_entries_ += n;
-    local_max_row_ = std::max(local_max_row_, n);
+    std::size_t entries = 0;
+    for_each_entry(i, [&](std::uint64_t, double) { ++entries; });
+    local_entries_ += entries;
+    local_max_row_ = std::max(local_max_row_, entries);
   }
   global_entries_ = all_reduce<std::uint64_t>(rt.comm(), local_entries_, MPI_SUM);
   global_max_row_ = all_reduce<std::uint64_t>(rt.comm(), local_max_row_, MPI_MAX);
@@ -134,40 +165,61 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
 
 EdgeListRowMatrix::~EdgeListRowMatrix() = default;
 
-void EdgeListRowMatrix::apply(const TpetraMultiVector& x_in, TpetraMultiVector& y, Teuchos::ETransp, Scalar alpha,
-                              Scalar beta) const {
-  if (x_in.getNumVectors() != y.getNumVectors())
-    throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x_in.getNumVectors()) + " columns, Y " +
-                        std::to_string(y.getNumVectors()));
-  const TpetraMultiVector* x = &x_in;
-  Teuchos::RCP<TpetraMultiVector> alias_copy;
-  if (importer_) {
-    if (x_columns_.is_null() || x_columns_->getNumVectors() != x_in.getNumVectors())
-      x_columns_ = Teuchos::rcp(new TpetraMultiVector(column_map_, x_in.getNumVectors(), false));
-    x_columns_->doImport(x_in, *importer_, Tpetra::INSERT);
-    if (!grounded_list_.empty()) {  // a grounded column contributes nothing
-      auto xc = x_columns_->getLocalViewHost(Tpetra::Access::ReadWrite);
-      for (std::size_t j = 0; j < xc.extent(1); ++j)
-        for (LocalOrdinal c : grounded_list_) xc(static_cast<std::size_t>(c), j) = 0.0;
-    }
-    x = x_columns_.get();
-  } else if (&x_in == &y) {  // Y is written row by row while X is read
-    alias_copy = Teuchos::rcp(new TpetraMultiVector(x_in, Teuchos::Copy));
-    x = alias_copy.get();
+template <class XView>
+void EdgeListRowMatrix::load_columns(const XView& x, std::size_t j) const {
+  std::span<const double> own(owned_ ? &x(0, j) : nullptr, owned_);
+  switch (layout_) {
+    case ColumnLayout::owned:
+      std::copy(own.begin(), own.end(), values_.begin());
+      break;
+    case ColumnLayout::dense:
+      std::copy(own.begin(), own.end(), values_.begin() + static_cast<std::ptrdiff_t>(begin_));
+      all_gather_in_place<double>(g_.runtime().comm(), values_, counts_, displs_);
+      break;
+    case ColumnLayout::compact:
+      import_.gather(own, values_);
+      std::copy(own.begin(), own.end(), values_.begin() + static_cast<std::ptrdiff_t>(owned_slot_));
+      break;
   }
-  auto xv = x->getLocalViewHost(Tpetra::Access::ReadOnly);
-  auto xd = x_in.getLocalViewHost(Tpetra::Access::ReadOnly);
-  const bool ghosts = !ghost_words_.empty();
-  const bool grounded = !grounded_columns_.empty();
-  std::span<const std::uint8_t> flags(grounded_columns_);
-  auto run = [&](const auto& yv) {
-    if (ghosts && grounded) dispatch_weighted<true, true, false>(*this, flags, xd, xv, yv, alpha, beta);
-    else if (ghosts) dispatch_weighted<true, false, false>(*this, flags, xd, xv, yv, alpha, beta);
-    else if (grounded) dispatch_weighted<false, true, true>(*this, flags, xd, xv, yv, alpha, beta);
-    else dispatch_weighted<false, false, false>(*this, flags, xd, xv, yv, alpha, beta);
-  };
-  if (beta == 0.0) run(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
-  else run(y.getLocalViewHost(Tpetra::Access::ReadWrite));
+  for (std::size_t k = 0; k < grounded_rows_.size(); ++k) grounded_x_[k] = own[grounded_rows_[k]];
+  for (std::size_t s : grounded_slots_) values_[s] = 0.0;  // a grounded column contributes nothing
+}
+
+void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp, Scalar alpha,
+                              Scalar beta) const {
+  if (x.getNumVectors() != y.getNumVectors())
+    throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getNumVectors()) + " columns, Y " +
+                        std::to_string(y.getNumVectors()));
+  if (x.getLocalLength() != owned_ || y.getLocalLength() != owned_)
+    throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
+                        std::to_string(y.getLocalLength()) + ", the matrix " + std::to_string(owned_) + " on this rank");
+  const bool weighted = g_.weighted();
+  for (std::size_t j = 0; j < x.getNumVectors(); ++j) {
+    {  // X's view ends before Y's opens: X and Y may be the same vector
+      auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
+      load_columns(xv, j);
+    }
+    auto multiply = [&](const auto& yv) {
+      double* yj = owned_ ? &yv(0, j) : nullptr;
+      auto run = [&](auto slot) {
+        if (weighted)
+          laplacian_rows<true>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
+        else
+          laplacian_rows<false>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
+      };
+      if (layout_ == ColumnLayout::compact) {
+        run([w = words_.data()](std::uint64_t v) {
+          const GhostWord& word = w[v >> 6];
+          return static_cast<std::size_t>(
+              word.before + static_cast<std::uint64_t>(__builtin_popcountll(word.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
+        });
+      } else {
+        run([base = slot_base_](std::uint64_t v) { return static_cast<std::size_t>(v - base); });
+      }
+    };
+    if (beta == 0.0) multiply(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
+    else multiply(y.getLocalViewHost(Tpetra::Access::ReadWrite));
+  }
 }
 
 void EdgeListRowMatrix::check_local_row(LocalOrdinal row) const {
@@ -183,7 +235,7 @@ LocalOrdinal EdgeListRowMatrix::local_row_of(GlobalOrdinal row) const {
 size_t EdgeListRowMatrix::getNumEntriesInLocalRow(LocalOrdinal row) const {
   if (row < 0 || static_cast<std::size_t>(row) >= owned_) return Teuchos::OrdinalTraits<size_t>::invalid();
   std::size_t n = 0;
-  for_each_entry(static_cast<std::size_t>(row), [&](LocalOrdinal, double) { ++n; });
+  for_each_entry(static_cast<std::size_t>(row), [&](std::uint64_t, double) { ++n; });
   return n;
 }
 
@@ -193,7 +245,7 @@ size_t EdgeListRowMatrix::getNumEntriesInGlobalRow(GlobalOrdinal row) const {
 }
 
 namespace {
-// Copies row `row` of `m` through `put(k, local column, value)` after
+// Copies row `row` of `m` through `put(k, global column, value)` after
 // checking the caller's capacity, Tpetra's way: length = the row's length,
 // std::runtime_error (a RangeError) when the buffers are shorter.
 template <class Put>
@@ -203,15 +255,15 @@ void copy_row(const EdgeListRowMatrix& m, LocalOrdinal row, std::size_t capacity
     throw RangeError("row copy of local row " + std::to_string(row) + " needs " + std::to_string(length) +
                      " entries, the buffers hold " + std::to_string(capacity));
   std::size_t k = 0;
-  m.for_each_entry(static_cast<std::size_t>(row), [&](LocalOrdinal c, double v) { put(k++, c, v); });
+  m.for_each_entry(static_cast<std::size_t>(row), [&](std::uint64_t c, double v) { put(k++, c, v); });
 }
 }  // namespace
 
 void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
                                         nonconst_values_host_view_type& values, size_t& length) const {
   check_local_row(row);
-  copy_row(*this, row, std::min(columns.extent(0), values.extent(0)), length, [&](std::size_t k, LocalOrdinal c, double v) {
-    columns(k) = c;
+  copy_row(*this, row, std::min(columns.extent(0), values.extent(0)), length, [&](std::size_t k, std::uint64_t c, double v) {
+    columns(k) = local_column(c);
     values(k) = v;
   });
 }
@@ -223,8 +275,8 @@ void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds
     length = Teuchos::OrdinalTraits<size_t>::invalid();
     return;
   }
-  copy_row(*this, local, std::min(columns.extent(0), values.extent(0)), length, [&](std::size_t k, LocalOrdinal c, double v) {
-    columns(k) = column_map_->getGlobalElement(c);
+  copy_row(*this, local, std::min(columns.extent(0), values.extent(0)), length, [&](std::size_t k, std::uint64_t c, double v) {
+    columns(k) = static_cast<GlobalOrdinal>(c);
     values(k) = v;
   });
 }
@@ -245,8 +297,8 @@ void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayVi
                                         const Teuchos::ArrayView<Scalar>& values, size_t& length) const {
   check_local_row(row);
   copy_row(*this, row, static_cast<std::size_t>(std::min(columns.size(), values.size())), length,
-           [&](std::size_t k, LocalOrdinal c, double v) {
-             columns[static_cast<Teuchos::Ordinal>(k)] = c;
+           [&](std::size_t k, std::uint64_t c, double v) {
+             columns[static_cast<Teuchos::Ordinal>(k)] = local_column(c);
              values[static_cast<Teuchos::Ordinal>(k)] = v;
            });
 }
@@ -258,8 +310,8 @@ void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::Array
     return;
   }
   copy_row(*this, local, static_cast<std::size_t>(std::min(columns.size(), values.size())), length,
-           [&](std::size_t k, LocalOrdinal c, double v) {
-             columns[static_cast<Teuchos::Ordinal>(k)] = column_map_->getGlobalElement(c);
+           [&](std::size_t k, std::uint64_t c, double v) {
+             columns[static_cast<Teuchos::Ordinal>(k)] = static_cast<GlobalOrdinal>(c);
              values[static_cast<Teuchos::Ordinal>(k)] = v;
            });
 }
@@ -279,10 +331,9 @@ void EdgeListRowMatrix::getLocalDiagCopy(TpetraVector& diagonal) const {
                         " local entries, the matrix " + std::to_string(owned_) + " rows");
   auto d = diagonal.getLocalViewHost(Tpetra::Access::OverwriteAll);
   for (std::size_t i = 0; i < owned_; ++i) {
-    const LocalOrdinal own = local_column(begin_ + i);
     d(i, 0) = 0.0;
-    for_each_entry(i, [&](LocalOrdinal c, double v) {
-      if (c == own) d(i, 0) += v;
+    for_each_entry(i, [&](std::uint64_t c, double v) {
+      if (c == begin_ + i) d(i, 0) += v;
     });
   }
 }
@@ -298,22 +349,20 @@ void EdgeListRowMatrix::rightScale(const TpetraVector&) {
 
 EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
   double sum = 0;
-  for (std::size_t i = 0; i < owned_; ++i) for_each_entry(i, [&](LocalOrdinal, double v) { sum += v * v; });
+  for (std::size_t i = 0; i < owned_; ++i) for_each_entry(i, [&](std::uint64_t, double v) { sum += v * v; });
   return std::sqrt(all_reduce(g_.runtime().comm(), sum, MPI_SUM));
 }
 
 std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
-  std::size_t columns = column_map_->TESSERA_TPETRA_LOCAL(NumElements)();
-  std::size_t bytes = grounded_columns_.capacity() + grounded_list_.capacity() * sizeof(LocalOrdinal) +
-                      ghost_words_.capacity() * sizeof(GhostWord);
-  if (importer_) {
-    // The column map's id list and the hash table of its non-contiguous
-    // part (the ghosts), the importer's lists (Tpetra's own layout: an
-    // estimate), the imported column vector.
-    bytes += columns * sizeof(GlobalOrdinal) + ghost_count_ * 24 + importer_->getNumRemoteIDs() * 16 +
-             importer_->getNumExportIDs() * 16;
-    if (!x_columns_.is_null()) bytes += columns * x_columns_->getNumVectors() * sizeof(double);
-  }
+  std::size_t bytes = values_.capacity() * sizeof(double) + words_.capacity() * sizeof(GhostWord) +
+                      import_.memory_bytes() + (counts_.capacity() + displs_.capacity()) * sizeof(int) +
+                      column_flags_.capacity() + (grounded_slots_.capacity() + grounded_rows_.capacity()) * sizeof(std::size_t) +
+                      grounded_x_.capacity() * sizeof(double);
+  if (layout_ == ColumnLayout::compact)  // Tpetra's id list and the hash table of the ghost part (its layout: an estimate)
+    bytes += (owned_ + ghost_count_) * sizeof(GlobalOrdinal) + ghost_count_ * 32;
+  if (importer_)  // the Import's lists: remote and export local ids, export ranks, permutations
+    bytes += (importer_->getNumRemoteIDs() + 2 * importer_->getNumExportIDs()) * sizeof(LocalOrdinal) +
+             2 * importer_->getNumPermuteIDs() * sizeof(LocalOrdinal);
   return bytes;
 }
 

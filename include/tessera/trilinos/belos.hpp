@@ -23,7 +23,7 @@ struct BelosResult {
   int solves = 0;       // Belos solves run (more than one when its estimate stopped too early)
   bool converged = false;
   double true_relative_residual = 0;  // ||b - A x|| / ||b||, computed after Belos
-  double seconds = 0;   // inside Belos' solve() (the iterations), not the preconditioner setup
+  double seconds = 0;   // setProblem (the initial residual) and solve(), not the preconditioner setup
 };
 
 // Collective. Solves A x = b from x (Belos pseudo-block CG, Ifpack2 Jacobi,

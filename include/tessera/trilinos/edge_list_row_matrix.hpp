@@ -6,15 +6,28 @@
 // exactly as linalg::Laplacian, so Ifpack2 and Belos see the operator they
 // precondition and solve. With no grounded vertex it is the plain Laplacian.
 //
-// What it builds: row / domain / range Map (contiguous, O(1)), a column Map
-// of the owned vertices and the ghosts together in increasing id order
-// (O(vertices + ghosts)), the Import from domain to column map (O(ghosts)),
-// one grounded flag per column and a column vector for imported x; never
-// anything per edge. A column's local index is found without a branch or a
-// hash (owned and ghost columns interleave at random in a permuted graph):
-// a bitmap over the global vertex ids with a running count every 64 ids
-// (0.19 byte per vertex of the whole graph, on ranks that have ghosts), as
-// linalg::EdgeListMatrix's bitmap mode. Row i of L: the out-edges of vertex begin + i in destination order,
+// What it builds: row / domain / range Map (contiguous, O(1)); a column
+// Map and the Import from domain to column map, which the RowMatrix
+// interface requires (Ifpack2 asks for the importer) but the product does
+// not use; one grounded flag per column; the product's own column values.
+// Never anything per edge. The column layout is chosen collectively, the
+// one whose structures are smaller summed over the ranks:
+// - owned: no rank reads a column it does not own (one rank): the column
+//   map is the row map, no import.
+// - dense: when ranks read most columns anyway (a Kronecker graph on a few
+//   ranks): the column map is the whole vertex
+//   range replicated on every rank (Tpetra stores it as a range, O(1); a
+//   local column is its global id), and the product gathers every column's
+//   value with one all-gather into one array indexed by the vertex id: no
+//   lookup in the per-edge loop, no per-ghost exchange lists.
+// - compact: few ghosts. The column map lists the owned vertices, then the
+//   ghosts in increasing id (Tpetra's convention); the product keeps owned
+//   and ghost values in global id order, found through a bitmap over the
+//   vertex ids with a running count every 64 ids (0.25 byte per vertex),
+//   filled by Tessera's linalg::Import.
+// Every exchange of the product goes through runtime/collective.hpp
+// (non-blocking, yielding waits: ranks may share cores).
+// Row i of L: the out-edges of vertex begin + i in destination order,
 // minus self loops and grounded columns, with value -w, and the diagonal
 // d - (self-loop weight) in its sorted place; a grounded row is just (i, 1).
 //
@@ -44,6 +57,7 @@
 
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/linalg/row_matrix.hpp"
 
 // 13.2 names the per-process sizes getNode*; 13.4 renamed them getLocal*.
 #if TRILINOS_MAJOR_MINOR_VERSION >= 130400
@@ -186,28 +200,19 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   mag_type getFrobeniusNorm() const override;
 
   // Tessera side.
+  enum class ColumnLayout { owned, dense, compact };
+  ColumnLayout column_layout() const noexcept { return layout_; }
   const graph::EdgeList& graph() const noexcept { return g_; }
   std::size_t ghost_count() const noexcept { return ghost_count_; }
   const TpetraImport* importer() const noexcept { return importer_.get(); }
-  // Bytes this rank allocated for the matrix (maps, importer, flags, column
-  // vector, ghost lookup), excluding the graph it reads.
+  // Bytes this rank allocated for the matrix (maps, importer, flags, the
+  // product's column values and exchange plan), excluding the graph it
+  // reads. Tpetra's own structures are estimated from their sizes.
   std::size_t extra_memory_bytes() const;
-  // Local column of global vertex v (owned or a ghost of this rank). The
-  // column map lists the owned vertices first, in row order, then the
-  // ghosts in increasing id (Tpetra's own convention): an owned column is
-  // its row, a ghost's is found in one 16-byte word of the ghost bitmap.
-  // Both answers are computed and one selected without a branch: owned and
-  // ghost columns interleave at random in a row, a branch would mispredict.
-  LocalOrdinal local_column(std::uint64_t v) const noexcept {
-    const std::uint64_t own = v - begin_;
-    if (ghost_words_.empty()) return static_cast<LocalOrdinal>(own);
-    const GhostWord& w = ghost_words_[v >> 6];
-    const std::uint64_t below = w.bits & ((std::uint64_t{1} << (v & 63)) - 1);
-    const std::uint64_t ghost = owned_ + w.before + static_cast<std::uint64_t>(__builtin_popcountll(below));
-    const std::uint64_t is_owned = 0 - static_cast<std::uint64_t>(own < owned_);
-    return static_cast<LocalOrdinal>((own & is_owned) | (ghost & ~is_owned));
-  }
-  // Calls f(local column, value) for every entry of local row `row`, in
+  // Tpetra's local column (in getColMap()) of global vertex v, owned or a
+  // ghost of this rank; -1 (invalid) otherwise.
+  LocalOrdinal local_column(std::uint64_t v) const { return column_map_->getLocalElement(static_cast<GlobalOrdinal>(v)); }
+  // Calls f(global column, value) for every entry of local row `row`, in
   // increasing column id order (the diagonal in its place).
   template <class F>
   void for_each_entry(std::size_t row, F&& f) const;
@@ -216,25 +221,48 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   void check_local_row(LocalOrdinal row) const;
   LocalOrdinal local_row_of(GlobalOrdinal row) const;
   [[noreturn]] void no_views() const;
+  // Where the product keeps column v's value (and its grounded flag).
+  std::size_t slot(std::uint64_t v) const noexcept {
+    if (layout_ != ColumnLayout::compact) return static_cast<std::size_t>(v - slot_base_);
+    const GhostWord& w = words_[v >> 6];
+    return static_cast<std::size_t>(w.before + static_cast<std::uint64_t>(__builtin_popcountll(w.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
+  }
+  bool column_grounded(std::uint64_t v) const noexcept { return !grounded_slots_.empty() && column_flags_[slot(v)]; }
+  // Fills values_ with column j of x for every column this rank reads, with
+  // the grounded columns zeroed (their x saved in grounded_x_ first).
+  template <class XView>
+  void load_columns(const XView& x, std::size_t j) const;
 
   const graph::EdgeList& g_;
   std::uint64_t begin_ = 0;
   std::size_t owned_ = 0;
-  std::vector<std::uint8_t> grounded_columns_;  // per local column (empty: none grounded)
-  std::vector<LocalOrdinal> grounded_list_;     // the grounded local columns
+  ColumnLayout layout_ = ColumnLayout::owned;
   std::size_t ghost_count_ = 0;
-  // Bit v of the ghost bitmap: global vertex v is a ghost here; `before`
-  // counts the ghosts in earlier words. Bits and count share a word so a
-  // lookup touches one cache line. Empty: no rank has ghosts.
+  // The product's column values: owned (this rank's rows), dense (every
+  // vertex, by id) or compact (owned and ghosts in id order). Slot of v:
+  // v - slot_base_, or through the bitmap (compact).
+  mutable std::vector<double> values_;
+  std::uint64_t slot_base_ = 0;
+  std::size_t owned_slot_ = 0;  // slot of this rank's first row
+  // Compact: bit v = column v is read here (owned or ghost); `before` counts
+  // the set bits of earlier words. Bits and count share a word so a lookup
+  // touches one cache line.
   struct GhostWord {
     std::uint64_t bits = 0;
     std::uint64_t before = 0;
   };
-  std::vector<GhostWord> ghost_words_;
+  std::vector<GhostWord> words_;
+  linalg::Import import_;            // compact: fills the ghost slots of values_
+  std::vector<int> counts_, displs_;  // dense: every rank's rows (the all-gather)
+  // Grounding (all empty: nothing grounded anywhere): a flag per slot, the
+  // grounded slots, the grounded local rows and their x while a product runs.
+  std::vector<std::uint8_t> column_flags_;
+  std::vector<std::size_t> grounded_slots_;
+  std::vector<std::size_t> grounded_rows_;
+  mutable std::vector<double> grounded_x_;
   Teuchos::RCP<const TpetraMap> row_map_, column_map_;
   Teuchos::RCP<const TpetraImport> importer_;
   Teuchos::RCP<const EdgeListRowGraph> graph_;
-  mutable Teuchos::RCP<TpetraMultiVector> x_columns_;  // imported X, resized to X's column count
   std::size_t local_entries_ = 0, local_max_row_ = 0, global_max_row_ = 0;
   Tpetra::global_size_t global_entries_ = 0;
 };
@@ -242,9 +270,8 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
 template <class F>
 void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
   const std::uint64_t u = begin_ + row;
-  const LocalOrdinal own = local_column(u);
-  if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(own)]) {
-    f(own, 1.0);
+  if (!grounded_slots_.empty() && column_flags_[owned_slot_ + row]) {
+    f(u, 1.0);
     return;
   }
   auto offsets = g_.row_offsets();
@@ -261,14 +288,13 @@ void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
     const std::uint64_t v = dst[e];
     if (v == u) continue;
     if (v > u && !diagonal_done) {
-      f(own, degree - self);
+      f(u, degree - self);
       diagonal_done = true;
     }
-    LocalOrdinal c = local_column(v);
-    if (!grounded_columns_.empty() && grounded_columns_[static_cast<std::size_t>(c)]) continue;
-    f(c, -(weight.empty() ? 1.0 : weight[e]));
+    if (column_grounded(v)) continue;
+    f(v, -(weight.empty() ? 1.0 : weight[e]));
   }
-  if (!diagonal_done) f(own, degree - self);
+  if (!diagonal_done) f(u, degree - self);
 }
 
 }  // namespace tessera::trilinos

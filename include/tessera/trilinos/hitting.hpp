@@ -52,6 +52,10 @@ struct BelosHittingTimes {
   linalg::HittingTimes result;  // result.solve: Belos' iterations and seconds; relative_residual is the true one
   std::uint64_t matrix_extra_bytes = 0;  // summed over ranks: what the operator allocated (maps, importer, flags / the copy)
   int belos_solves = 0;                  // > 1 when Belos' own estimate stopped early and the true residual asked for more
+  // Summed over ranks: anonymous memory the operator's construction and first
+  // apply added (the CrsMatrix path: the copy alone, its RowMatrix source
+  // released), as measured from /proc; the vectors and Belos are not in it.
+  std::uint64_t matrix_measured_bytes = 0;
 };
 
 // Collective. Like linalg::hitting_times (same grounding, unreachable
