@@ -77,38 +77,14 @@ class RecordExchange {
   // Room for the next record to `dest` (never this rank). Write exactly
   // record_bytes there before the next call.
   std::byte* push(int dest) {
-    if (routed_) {
-      // Fast path: room in this rank's open chunk towards dest (invalid dests
-      // and this rank never have one).
-      if (static_cast<unsigned>(dest) < own_chunk_.size()) {
-        OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
-        if (c.cursor != c.end) {
-          std::byte* at = c.cursor;
-          c.cursor += shape_.record_bytes;
-          return at;
-        }
-      }
-      return push_routed(dest, nullptr);
-    }
+    if (routed_) return push_routed_fast(dest, nullptr);
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
-    if (routed_) {
-      if (static_cast<unsigned>(dest) < own_chunk_.size()) {
-        OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
-        if (c.cursor != c.end) {
-          std::byte* at = c.cursor;
-          c.cursor += shape_.record_bytes;
-          side = c.side;
-          c.side += side_stride_;
-          return at;
-        }
-      }
-      return push_routed(dest, &side);
-    }
+    if (routed_) return push_routed_fast(dest, &side);
     Outbox& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     side = o.side + static_cast<std::size_t>(o.count) * shape_.side_bytes;
@@ -208,6 +184,23 @@ class RecordExchange {
     bool started = false;
   };
 
+  // Grid routing's fast path: room in this rank's open chunk towards dest
+  // (invalid dests and this rank never have one); else the slow path.
+  std::byte* push_routed_fast(int dest, std::byte** side) {
+    if (static_cast<unsigned>(dest) < own_chunk_.size()) {
+      OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
+      if (c.cursor != c.end) {
+        std::byte* at = c.cursor;
+        c.cursor += shape_.record_bytes;
+        if (side) {
+          *side = c.side;
+          c.side += side_stride_;
+        }
+        return at;
+      }
+    }
+    return push_routed(dest, side);
+  }
   void next_batch(int dest);
   void send_current(int dest);
   // Grid routing.
