@@ -13,7 +13,8 @@ import json
 import operator
 import sys
 
-# (bench, figure of its summary line, comparison, bound, what the target says)
+# (bench, figure of its summary line, comparison, bound, what the target says
+#  [, where: other fields of the same line that must match (a value, or a predicate) for the target to apply])
 TARGETS = [
     ("cc", "afforest_rounds", "<=", 20, "Afforest needs at most 20 global rounds on the grid"),
     ("hitting", "time_ratio", "<=", 1.25, "EdgeListMatrix time per CG iteration within 1.25x of CrsMatrix"),
@@ -27,8 +28,25 @@ TARGETS = [
     ("isx", "isx_reference_ratio", ">=", 2.0, "ISx at least 2x ParRes ISx MPI's 11.3 M keys/s at 2 ranks"),
     ("argsort", "rate_at_2_ranks", ">=", 20.0, "argsort at least 20 M keys/s at 2 ranks"),
     ("argsort", "arkouda_ratio", ">=", 5.0, "argsort at least 5x Arkouda's 2.4 M keys/s on 2 locales"),
+    ("isx", "baseline_ratio", ">=", 2.0, "ISx at least 2x the ParRes-shaped alltoallv baseline of the same run"),
+    # Issue 13 (aggregation). The multi-hop target is stated at the largest P here (4 ranks).
+    ("indexgather", "grid_over_direct_rate", ">=", 0.8, "multi-hop indexgather at least 80% of direct"),
+    ("histogram", "grid_over_direct_rate", ">=", 0.8, "multi-hop histogram at least 80% of direct"),
+    ("indexgather", "auto_over_best_fixed", ">=", 0.9, "auto buffer size within 10% of the best fixed size"),
+    # Issue 12 (chunks): 8 chunks at 1 rank; load balancing where it can gain (ranks bound to cores).
+    ("jacobi3d", "overhead", "<=", 1.10, "8 chunks within 1.10x of the plain loop", {"overhead_of": "2x2x2 lb=none"}),
+    ("jacobi3d", "faster_than_none", ">=", 0.30, "load balancing at least 30% faster when the bound allows it",
+     {"bound_faster_than_none": lambda v: v >= 0.30}),
 ]
 COMPARE = {">=": operator.ge, "<=": operator.le, "<": operator.lt}
+
+
+def applies(record, where):
+    for field, wanted in where.items():
+        value = record.get(field)
+        if value is None or not (wanted(value) if callable(wanted) else value == wanted):
+            return False
+    return True
 
 
 def failures(lines):
@@ -44,8 +62,10 @@ def failures(lines):
                 found.append(f"{bench}: {record.get('group', '')} {record.get('variant')} {record.get('storage')} "
                              f"not verified: {record.get('check')}")
             continue
-        for target_bench, figure, op, bound, what in TARGETS:
-            if bench == target_bench and figure in record and not COMPARE[op](record[figure], bound):
+        for target_bench, figure, op, bound, what, *where in TARGETS:
+            if bench != target_bench or figure not in record or not applies(record, where[0] if where else {}):
+                continue
+            if not COMPARE[op](record[figure], bound):
                 found.append(f"{bench} at {record.get('ranks')} ranks: {what}: {figure} = {record[figure]:.3g}, "
                              f"target {op} {bound}")
     return found
@@ -69,6 +89,17 @@ def self_test():
     slow_sorting = ['{"bench":"isx","summary":"...","ranks":2,"isx_reference_ratio":1.5}',
                     '{"bench":"argsort","summary":"...","ranks":2,"rate_at_2_ranks":12,"arkouda_ratio":5}']
     assert len(failures(slow_sorting)) == 2, failures(slow_sorting)
+    chunks = ['{"bench":"jacobi3d","summary":"...","ranks":1,"overhead_of":"2x2x2 lb=none","overhead":1.03}',
+              '{"bench":"jacobi3d","summary":"...","ranks":1,"overhead_of":"4x4x4 lb=none","overhead":1.2}',
+              '{"bench":"jacobi3d","summary":"...","ranks":4,"faster_than_none":0.0,"bound_faster_than_none":0.0}',
+              '{"bench":"jacobi3d","summary":"...","ranks":4,"faster_than_none":0.31,"bound_faster_than_none":0.33}',
+              '{"bench":"indexgather","summary":"...","ranks":4,"grid_over_direct_rate":0.91}']
+    assert failures(chunks) == [], failures(chunks)
+    slow_chunks = ['{"bench":"jacobi3d","summary":"...","ranks":1,"overhead_of":"2x2x2 lb=none","overhead":1.2}',
+                   '{"bench":"jacobi3d","summary":"...","ranks":4,"faster_than_none":0.2,"bound_faster_than_none":0.33}',
+                   '{"bench":"histogram","summary":"...","ranks":4,"grid_over_direct_rate":0.5}',
+                   '{"bench":"indexgather","summary":"...","ranks":2,"auto_over_best_fixed":0.8}']
+    assert len(failures(slow_chunks)) == 4, failures(slow_chunks)
     unverified = ['{"bench":"ra","group":"","variant":"aggregated","storage":"heap","verified":false,"check":"1 of 64 words wrong"}']
     assert "not verified" in failures(unverified)[0]
     print("check_targets self-test: ok")
