@@ -132,11 +132,11 @@ bool Report::print() const {
 
 void Report::print_table() const {
   std::printf("\n== %s == %s\n", bench_.c_str(), run_context(rt_).c_str());
-  std::printf("%-8s %-30s %-14s %10s %12s %-10s", "", "variant", "storage", "best s", "rate", "unit");
+  std::printf("%-8s %-30s %-16s %10s %12s %-10s", "", "variant", "storage", "best s", "rate", "unit");
   for (const auto& b : baselines_) std::printf(" %14s", ("x " + b.substr(0, 12)).c_str());
   std::printf("  verified\n");
   for (const auto& r : rows_) {
-    std::printf("%-8s %-30s %-14s %10.4f %12.4g %-10s", r.group.c_str(), r.variant.c_str(), r.storage.c_str(), r.timing.best, r.rate,
+    std::printf("%-8s %-30s %-16s %10.4f %12.4g %-10s", r.group.c_str(), r.variant.c_str(), r.storage.c_str(), r.timing.best, r.rate,
                 r.unit.c_str());
     for (const auto& b : baselines_) {
       const Result* base = find(b, r.group);
