@@ -29,18 +29,6 @@ std::span<const T> values_of(const py::array& values) {
   return {static_cast<const T*>(values.data()), static_cast<std::size_t>(values.size())};
 }
 
-StorageOptions storage_options(const std::string& storage, const std::string& name, const std::string& dir,
-                               bool persist) {
-  if (storage == "heap") {
-    if (!name.empty()) throw ConfigError("name='" + name + "' needs storage=\"shared\" (a Heap array has no name)");
-    return StorageOptions::heap();
-  }
-  if (storage != "shared") throw ConfigError("storage must be \"heap\" or \"shared\", not \"" + storage + "\"");
-  auto o = StorageOptions::shared(name, dir);
-  o.persist = persist;
-  return o;
-}
-
 template <class T>
 void update_with(DistArray<T>& a, std::span<const std::uint64_t> idx, std::span<const T> values, const std::string& op) {
   if (op == "add") return update(a, idx, values, ops::Add{});
@@ -72,6 +60,21 @@ std::uint64_t radix_key(T v) {
 
 }  // namespace
 
+StorageOptions storage_options(const std::string& storage, const std::string& name, const std::string& dir,
+                               bool persist) {
+  if (storage == "default" || storage == "heap" || storage == "colocale") {
+    if (!name.empty())
+      throw ConfigError("name='" + name + "' needs storage=\"shared\" (only a Shared array has a name)");
+    // "default": the runtime's choice, Heap or co-locale segments under --colocales.
+    return storage == "heap" ? StorageOptions::heap() : storage == "colocale" ? StorageOptions::colocale() : StorageOptions{};
+  }
+  if (storage != "shared")
+    throw ConfigError("storage must be \"default\", \"heap\", \"colocale\" or \"shared\", not \"" + storage + "\"");
+  auto o = StorageOptions::shared(name, dir);
+  o.persist = persist;
+  return o;
+}
+
 void bind_arrays(py::module_& m) {
   py::class_<PyArray>(m, "_DistArray")
       .def(py::init([](std::uint64_t n, py::dtype dtype, const std::string& storage, const std::string& name,
@@ -84,7 +87,7 @@ void bind_arrays(py::module_& m) {
                return std::make_unique<PyArray>(PyArray{ArrayVariant(std::in_place_type<DistArray<T>>, rt, d, options)});
              });
            }),
-           py::arg("n"), py::arg("dtype"), py::arg("storage") = "heap", py::arg("name") = "", py::arg("dir") = "",
+           py::arg("n"), py::arg("dtype"), py::arg("storage") = "default", py::arg("name") = "", py::arg("dir") = "",
            py::arg("persist") = false, py::arg("sizes") = std::nullopt)
       .def_property_readonly("size", [](const PyArray& a) { return std::visit([](auto& x) { return x.size(); }, a.array); })
       .def_property_readonly("dtype", [](const PyArray& a) {

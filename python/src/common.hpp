@@ -26,6 +26,12 @@ Runtime& runtime();
 bool runtime_exists() noexcept;
 void shutdown_runtime();
 
+// The storage a Python caller names: "default" (the runtime's choice: Heap,
+// or co-locale segments under --colocales), "heap", "colocale", or "shared"
+// (with an optional name, dir and persist). ConfigError for anything else.
+StorageOptions storage_options(const std::string& storage, const std::string& name, const std::string& dir,
+                               bool persist = false);
+
 // A NumPy view of `data` whose base object is `owner`: the memory lives as
 // long as any view does, and nothing is copied.
 template <class T>

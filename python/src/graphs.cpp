@@ -27,15 +27,6 @@ struct PyGraph {
   bool connected = false;  // a largest component: hitting times skip the components pass
 };
 
-StorageOptions graph_storage(const std::string& storage, const std::string& name, const std::string& dir) {
-  if (storage == "heap") {
-    if (!name.empty()) throw ConfigError("name='" + name + "' needs storage=\"shared\" (Heap arrays have no name)");
-    return StorageOptions::heap();
-  }
-  if (storage != "shared") throw ConfigError("storage must be \"heap\" or \"shared\", not \"" + storage + "\"");
-  return StorageOptions::shared(name, dir);
-}
-
 std::unique_ptr<PyGraph> wrap(graph::EdgeList g, graph::IdMap ids, bool connected = false) {
   return std::make_unique<PyGraph>(PyGraph{std::move(g), std::move(ids), connected});
 }
@@ -185,10 +176,10 @@ void bind_graphs(py::module_& m) {
         return py::array_t<std::uint64_t>(static_cast<py::ssize_t>(ids.size()), ids.data());
       })
       .def("symmetrized", [](const PyGraph& g, const std::string& storage, const std::string& name, const std::string& dir) {
-        auto s = g.graph.symmetrized(graph_storage(storage, name, dir));
+        auto s = g.graph.symmetrized(storage_options(storage, name, dir));
         auto ids = g.ids.redistributed(s.vertex_ranges());
         return wrap(std::move(s), std::move(ids), g.connected);
-      }, py::arg("storage") = "heap", py::arg("name") = "", py::arg("dir") = "")
+      }, py::arg("storage") = "default", py::arg("name") = "", py::arg("dir") = "")
       .def("in_degrees", [](const PyGraph& g) {
         return std::make_unique<PyArray>(PyArray{ArrayVariant(g.graph.in_degrees())});
       })
@@ -206,7 +197,7 @@ void bind_graphs(py::module_& m) {
         o.undirected = undirected;
         o.symmetric = symmetric;
         o.pattern = pattern;
-        o.storage = graph_storage(storage, name, dir);
+        o.storage = storage_options(storage, name, dir);
         Runtime& rt = runtime();
         py::gil_scoped_release other_threads_may_run;  // parsing and building touch no Python object
         auto loaded = graph::read_graph(rt, path, o);
@@ -229,7 +220,7 @@ void bind_graphs(py::module_& m) {
         s.permute = s.permute || permute;
         s.validate();
         Runtime& rt = runtime();
-        auto options = graph_storage(storage, name, dir);
+        auto options = storage_options(storage, name, dir);
         py::gil_scoped_release other_threads_may_run;
         auto g = graph::generate(rt, s, options);
         auto ids = graph::IdMap::identity(rt, g.vertex_ranges());
@@ -255,7 +246,7 @@ void bind_graphs(py::module_& m) {
       "_largest_component",
       [](const PyGraph& g, const PyArray& labels, const std::string& storage, const std::string& name,
          const std::string& dir) {
-        auto lcc = graph::largest_component(g.graph, labels_of(g, labels), graph_storage(storage, name, dir));
+        auto lcc = graph::largest_component(g.graph, labels_of(g, labels), storage_options(storage, name, dir));
         py::dict info = summary_dict(lcc.summary, g.ids);
         auto ids = g.ids.compose(lcc.original_ids);
         auto original = std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(lcc.original_ids))});

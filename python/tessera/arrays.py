@@ -14,10 +14,14 @@ class DistArray:
     """A distributed array of one of Tessera's dtypes (int8..int64,
     uint8..uint64, float32, float64), one contiguous block per rank.
 
-    ``DistArray(rt, n, dtype=np.float64, storage="heap")`` is collective:
+    ``DistArray(rt, n, dtype=np.float64, storage="default")`` is collective:
     every rank passes the same arguments; elements start at zero. Block
     distribution (the first ``n % ranks`` ranks one element larger), or
     ``sizes=[...]`` (every rank's block length, the same list on every rank).
+    ``storage="default"`` is the runtime's choice: the Heap, or co-locale
+    segments when the job runs with ``--colocales`` (or
+    ``TESSERA_COLOCALE_SEGMENTS=1``), so that co-located ranks read and write
+    each other's blocks directly; ``"heap"`` and ``"colocale"`` ask for one.
     ``storage="shared", name=...`` puts each rank's block in a shared-memory
     segment (``dir``: default ``$TESSERA_SHM_DIR`` or ``/dev/shm``) that any
     process can map with ``tessera.attach(a.metadata_path)``; the segments
@@ -27,7 +31,7 @@ class DistArray:
     the memory stays valid while any view of it lives.
     """
 
-    def __init__(self, rt, n, dtype=np.float64, storage="heap", name=None, dir=None, persist=False, sizes=None,
+    def __init__(self, rt, n, dtype=np.float64, storage="default", name=None, dir=None, persist=False, sizes=None,
                  *, _impl=None):
         if _impl is None:
             if not isinstance(rt, Runtime):
@@ -93,7 +97,7 @@ class DistArray:
 
     @property
     def storage(self):
-        """"heap" or "shared"."""
+        """"heap", "shared" or "colocale"."""
         return self._impl.storage
 
     @property

@@ -46,7 +46,7 @@ class Graph:
         """The file's id of each of this rank's vertices (a NumPy array)."""
         return self._impl.file_ids()
 
-    def symmetrized(self, storage="heap", name=None, dir=None):
+    def symmetrized(self, storage="default", name=None, dir=None):
         """Collective: the undirected graph with both arcs of every edge."""
         return Graph(self._impl.symmetrized(storage, name or "", dir or ""))
 
@@ -60,7 +60,7 @@ class Graph:
 
 
 def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=False, pattern=False,
-               storage="heap", name=None, dir=None):
+               storage="default", name=None, dir=None):
     """Collective: reads a graph file as the ``tessera`` commands do (``.mtx``,
     ``.el``/``.wel``/SNAP edge lists, a ``.tsg`` directory), every rank its own
     byte range. ``base``: the first vertex id (default 1 for .mtx, else 0);
@@ -75,7 +75,7 @@ def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=Fa
 
 
 def generate(kind, *, scale=16, edge_factor=16, dims="", seed=1, delete_fraction=0.0, permute=False,
-             storage="heap", name=None, dir=None):
+             storage="default", name=None, dir=None):
     """Collective: a generated undirected graph, the same for any rank count
     (``tessera gen``): kind "kron" (Graph500 Kronecker, 2**scale vertices),
     "urand" or "grid" (``dims="RxC"`` or ``"XxYxZ"``)."""
@@ -124,7 +124,7 @@ def components(graph, algorithm="afforest"):
     return Components(graph, DistArray(None, 0, _impl=labels), info)
 
 
-def largest_component(graph, components_=None, *, algorithm="afforest", storage="heap", name=None, dir=None):
+def largest_component(graph, components_=None, *, algorithm="afforest", storage="default", name=None, dir=None):
     """Collective: the subgraph induced by the largest component, vertices
     renumbered 0..size-1 in order. Its ``original_ids`` (DistArray) maps each
     vertex to its internal id in ``graph``; its ``file_ids`` give the file's

@@ -26,12 +26,12 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
-def python(code, ranks=None, **kwargs):
+def python(code, ranks=None, extra_env=None, **kwargs):
     argv = [sys.executable, "-c", textwrap.dedent(code)]
     if ranks:
         argv = [MPIRUN, "-n", str(ranks), *argv]
-    return subprocess.Popen(argv, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **kwargs)
+    return subprocess.Popen(argv, env={**clean_env(), **(extra_env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
 
 
 def finish(proc, timeout=60):
@@ -212,6 +212,28 @@ def test_mpi4py(order):
             print("mpi4py ok")
     """, ranks=2), timeout=120)
     assert "mpi4py ok" in out
+
+
+@pytest.mark.parametrize("mode, expected", [("1", "colocale"), ("0", "heap")])
+def test_default_storage_follows_the_colocale_mode(mode, expected):
+    """storage="default" is the runtime's choice (co-locale segments when the
+    job runs with them, as under --colocales); "heap" stays Heap; either way
+    gather reads the right values."""
+    out = finish(python("""
+        import numpy as np, tessera
+        rt = tessera.Runtime()
+        a = tessera.DistArray(rt, 1001, dtype=np.int64)
+        h = tessera.DistArray(rt, 1001, dtype=np.int64, storage="heap")
+        for x in (a, h):
+            lo, hi = x.local_range
+            x.local[:] = np.arange(lo, hi) * 7
+        rt.barrier()
+        idx = np.random.default_rng(rt.rank).integers(0, 1001, 5000)
+        assert np.array_equal(a.gather(idx), idx * 7) and np.array_equal(h.gather(idx), idx * 7)
+        if rt.rank == 0:
+            print("storage", a.storage, h.storage)
+    """, ranks=2, extra_env={"TESSERA_COLOCALE_SEGMENTS": mode}))
+    assert f"storage {expected} heap" in out
 
 
 EXAMPLES = os.path.join(SOURCE, "examples", "python")
