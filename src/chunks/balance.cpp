@@ -64,6 +64,12 @@ std::vector<double> rank_loads(const std::vector<double>& load, const Placement&
   return r;
 }
 
+std::uint64_t chunks_moved(const Placement& before, const Placement& after) {
+  std::uint64_t moved = 0;
+  for (std::size_t c = 0; c < before.size(); ++c) moved += before[c] != after[c];
+  return moved;
+}
+
 double hop_bytes(const std::vector<ChunkEdge>& edges, const Placement& placement, const HopDistance& hops) {
   double sum = 0;
   for (auto& e : edges) sum += static_cast<double>(e.bytes) * hops(placement[e.from], placement[e.to]);

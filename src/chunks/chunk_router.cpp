@@ -238,9 +238,7 @@ Placement decide_balance(MPI_Comm comm, const LoadDatabase& db, const Placement&
 
 void finish_balance_report(MPI_Comm comm, const Placement& before, const Placement& after,
                            std::uint64_t bytes_sent_here, double migrate_seconds, BalanceReport& report) {
-  std::uint64_t moved = 0;
-  for (std::size_t c = 0; c < before.size(); ++c) moved += before[c] != after[c];
-  report.chunks_moved = moved;
+  report.chunks_moved = chunks_moved(before, after);
   report.bytes_moved = all_reduce(comm, bytes_sent_here, MPI_SUM);
   report.migrate_seconds = all_reduce(comm, migrate_seconds, MPI_MAX);
 }

@@ -228,9 +228,7 @@ TEST(Strategies, GreedyReachesTheOptimumOnKnownLoads) {
   auto placed = greedy_balance(equal);
   auto loads8 = rank_loads(equal.load, placed, 4);
   for (double l : loads8) EXPECT_DOUBLE_EQ(l, 2.0);
-  int moved = 0;
-  for (std::size_t c = 0; c < placed.size(); ++c) moved += placed[c] != equal.current[c];
-  EXPECT_EQ(moved, 6);  // what fits on its rank stays: only 6 of 8 must leave
+  EXPECT_EQ(chunks_moved(equal.current, placed), 6u);  // what fits on its rank stays: only 6 of 8 must leave
 }
 
 TEST(Strategies, RefineMovesOnlyWhatItMust) {
@@ -240,9 +238,7 @@ TEST(Strategies, RefineMovesOnlyWhatItMust) {
   auto out = refine_balance(piled);
   auto loads = rank_loads(piled.load, out, 4);
   for (double l : loads) EXPECT_DOUBLE_EQ(l, 2.0);
-  int moved = 0;
-  for (std::size_t c = 0; c < out.size(); ++c) moved += out[c] != piled.current[c];
-  EXPECT_EQ(moved, 6);  // the minimum: 6 chunks must leave rank 0
+  EXPECT_EQ(chunks_moved(piled.current, out), 6u);  // the minimum: 6 chunks must leave rank 0
   // One heavy chunk: moving the light ones off its rank is the best there is.
   BalanceInput heavy{.load = {6, 1, 1, 1, 1}, .current = {0, 0, 0, 1, 1}, .ranks = 2};
   auto h = rank_loads(heavy.load, refine_balance(heavy), 2);

@@ -56,6 +56,8 @@ Placement balance(Strategy s, const BalanceInput& in);
 
 // Per-rank load sums under `placement`.
 std::vector<double> rank_loads(const std::vector<double>& load, const Placement& placement, int ranks);
+// How many chunks sit on a different rank in `after` than in `before`.
+std::uint64_t chunks_moved(const Placement& before, const Placement& after);
 // Σ bytes x hops over the edges under `placement`.
 double hop_bytes(const std::vector<ChunkEdge>& edges, const Placement& placement, const HopDistance& hops);
 
