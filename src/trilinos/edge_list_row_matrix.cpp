@@ -208,11 +208,7 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
           laplacian_rows<false>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
       };
       if (layout_ == ColumnLayout::compact) {
-        run([w = words_.data()](std::uint64_t v) {
-          const GhostWord& word = w[v >> 6];
-          return static_cast<std::size_t>(
-              word.before + static_cast<std::uint64_t>(__builtin_popcountll(word.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
-        });
+        run([w = words_.data()](std::uint64_t v) { return compact_slot(w, v); });
       } else {
         run([base = slot_base_](std::uint64_t v) { return static_cast<std::size_t>(v - base); });
       }

@@ -223,9 +223,7 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   [[noreturn]] void no_views() const;
   // Where the product keeps column v's value (and its grounded flag).
   std::size_t slot(std::uint64_t v) const noexcept {
-    if (layout_ != ColumnLayout::compact) return static_cast<std::size_t>(v - slot_base_);
-    const GhostWord& w = words_[v >> 6];
-    return static_cast<std::size_t>(w.before + static_cast<std::uint64_t>(__builtin_popcountll(w.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
+    return layout_ != ColumnLayout::compact ? static_cast<std::size_t>(v - slot_base_) : compact_slot(words_.data(), v);
   }
   bool column_grounded(std::uint64_t v) const noexcept { return !grounded_slots_.empty() && column_flags_[slot(v)]; }
   // Fills values_ with column j of x for every column this rank reads, with
@@ -252,6 +250,12 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
     std::uint64_t before = 0;
   };
   std::vector<GhostWord> words_;
+  // Compact: the slot of column v, the set bits before v (one word read).
+  static std::size_t compact_slot(const GhostWord* words, std::uint64_t v) noexcept {
+    const GhostWord& w = words[v >> 6];
+    return static_cast<std::size_t>(
+        w.before + static_cast<std::uint64_t>(__builtin_popcountll(w.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
+  }
   linalg::Import import_;            // compact: fills the ghost slots of values_
   std::vector<int> counts_, displs_;  // dense: every rank's rows (the all-gather)
   // Grounding (all empty: nothing grounded anywhere): a flag per slot, the
