@@ -15,15 +15,9 @@ namespace tessera::bench {
 inline constexpr const char* kColocaleRow = "colocale+direct";
 
 inline void add_colocale_summary(Report& report, const Runtime& rt, const std::vector<Result>& rows) {
-  const Result* heap = nullptr;
-  const Result* shared = nullptr;
-  const Result* colocale = nullptr;
-  for (const auto& r : rows) {
-    if (r.variant != "aggregated") continue;
-    if (r.storage == "heap") heap = &r;
-    if (r.storage == "shared+direct") shared = &r;
-    if (r.storage == kColocaleRow) colocale = &r;
-  }
+  const Result* heap = find_result(rows, "aggregated", "heap");
+  const Result* shared = find_result(rows, "aggregated", "shared+direct");
+  const Result* colocale = find_result(rows, "aggregated", kColocaleRow);
   if (!heap || !shared || !colocale || heap->rate <= 0 || shared->rate <= 0) return;
   const char* default_kind = storage_kind_name(resolved_storage_kind(rt, {}));
   char text[240];

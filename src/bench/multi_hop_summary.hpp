@@ -14,12 +14,8 @@ namespace tessera::bench {
 
 inline void add_multi_hop_summary(Report& report, const AggregationOptions& agg, const std::vector<Result>& rows,
                                   const std::string& direct_storage, const std::string& grid_storage) {
-  const Result* direct = nullptr;
-  const Result* grid = nullptr;
-  for (const auto& r : rows) {
-    if (r.variant == "aggregated" && r.storage == direct_storage) direct = &r;
-    if (r.variant == "aggregated" && r.storage == grid_storage) grid = &r;
-  }
+  const Result* direct = find_result(rows, "aggregated", direct_storage);
+  const Result* grid = find_result(rows, "aggregated", grid_storage);
   nlohmann::json memory = nlohmann::json::object();
   std::string text = "multi-hop (grid) buffer memory per rank, engine accounting at " +
                      std::to_string(agg.buffer_bytes_for(1024)) + " B/buffer:";

@@ -48,6 +48,13 @@ struct Result {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// The row of `rows` with this variant and storage, or null.
+inline const Result* find_result(const std::vector<Result>& rows, const std::string& variant, const std::string& storage) {
+  for (const auto& r : rows)
+    if (r.variant == variant && r.storage == storage) return &r;
+  return nullptr;
+}
+
 // A row whose rate is work / best time, expressed in units of `scale` per
 // second (1e6 for "M reads/s", 1e9 for "GUPS" or "GB/s").
 Result rate_result(std::string variant, std::string storage, Timing timing, double work, double scale,
