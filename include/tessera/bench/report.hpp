@@ -26,6 +26,7 @@ struct Timing {
   double best = 0;    // seconds, slowest rank, fastest repetition
   double median = 0;
   int reps = 0;
+  std::vector<double> samples{};  // every repetition's seconds, in run order
 };
 
 // Wall time of run() from a barrier before to a barrier after (slowest rank).
@@ -85,12 +86,22 @@ struct Variant {
 };
 
 class Report;
+// How run_variants orders the repetitions: all of one variant, then the next
+// (each variant's state stays warm), or in rounds, one repetition of every
+// variant per round (a drift of the machine's speed falls on all alike; the
+// comparisons the benchmark reports are then the median of paired ratios).
+enum class RunOrder { one_after_another, interleaved };
+
 // The one runner: times each variant best of its reps, verifies it, and adds
 // its row (rate = work / best time / scale, in `unit`). Rows print grouped by
 // group, groups in order of first appearance.
 // Returns the rows it added, in the order of `variants`.
 std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
-                                 const std::string& unit);
+                                 const std::string& unit, RunOrder order = RunOrder::one_after_another);
+
+// The median over repetitions r of a.samples[r] / b.samples[r]: a's time
+// against b's in the same round (run_variants with RunOrder::interleaved).
+double median_paired_ratio(const Timing& a, const Timing& b);
 
 class Report {
  public:
