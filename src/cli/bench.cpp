@@ -110,6 +110,8 @@ void add_bench(CLI::App& app, Action& selected) {
   c->add_option("--grid", o->cc.grid_side, "Grid side (a side x side grid, ids scrambled)")->check(CLI::PositiveNumber);
   auto* t = bench->add_subcommand("hitting", "Hitting times: EdgeListMatrix vs CrsMatrix per CG iteration and memory");
   t->add_option("--scale", o->hitting.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
+  t->add_option("--grid", o->hitting.grid_side, "A 3D grid (mesh) of this side instead of the Kronecker graph")
+      ->check(CLI::Range(2, 4096));
   t->add_option("--tolerance", o->hitting.tolerance, "CG relative residual")->check(CLI::PositiveNumber);
   auto* io = bench->add_subcommand(
       "interop", "One graph, three analyses: in process (Heap) vs tessera-analyze (Shared) vs bwrap; LP Heap vs Shared");

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/memory.hpp"
+#include "tessera/trilinos/hitting.hpp"
 
 namespace tessera::trilinos {
 
@@ -208,7 +211,11 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
           laplacian_rows<false>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
       };
       if (layout_ == ColumnLayout::compact) {
-        run([w = words_.data()](std::uint64_t v) { return compact_slot(w, v); });
+        // Owned columns without the bitmap (on a mesh nearly all of them).
+        run([w = words_.data(), begin = begin_, owned = owned_, first = owned_slot_](std::uint64_t v) {
+          const std::uint64_t o = v - begin;  // wraps for columns below begin
+          return o < owned ? first + static_cast<std::size_t>(o) : compact_slot(w, v);
+        });
       } else {
         run([base = slot_base_](std::uint64_t v) { return static_cast<std::size_t>(v - base); });
       }
@@ -360,6 +367,47 @@ std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
     bytes += (importer_->getNumRemoteIDs() + 2 * importer_->getNumExportIDs()) * sizeof(LocalOrdinal) +
              2 * importer_->getNumPermuteIDs() * sizeof(LocalOrdinal);
   return bytes;
+}
+
+RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
+  if (!Session::active())
+    throw ConfigError("row_matrix_memory needs Kokkos and Tpetra running: create a tessera::trilinos::Session first");
+  Runtime& rt = g.runtime();
+  auto comm = teuchos_comm(rt);
+  const auto n = static_cast<Tpetra::global_size_t>(g.vertices());
+  auto rows = Teuchos::rcp(new TpetraMap(n, g.local_vertices(), 0, comm));
+  TpetraMultiVector x(rows, 1, false), y(rows, 1, false);  // before the meter: not the matrix's
+  x.putScalar(1.0);
+  RowMatrixMemory out;
+  std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
+  EdgeListRowMatrix m(g);
+  m.apply(x, y);
+  out.total_bytes = meter->growth_bytes();
+  const auto layout = m.column_layout();
+  out.layout = layout == EdgeListRowMatrix::ColumnLayout::owned   ? "owned"
+               : layout == EdgeListRowMatrix::ColumnLayout::dense ? "dense"
+                                                                   : "compact";
+  // Tpetra's part, built again from maps equal to the matrix's (whose id
+  // lists are cached already): the column Map and the Import to it.
+  std::vector<GlobalOrdinal> ids;
+  if (layout == EdgeListRowMatrix::ColumnLayout::compact) {
+    auto list = m.getColMap()->TESSERA_TPETRA_LOCAL(ElementList)();  // an ArrayView in 13.2, a View from 13.4
+    for (std::size_t k = 0; k < static_cast<std::size_t>(list.size()); ++k) ids.push_back(list[k]);
+  }
+  meter.emplace(rt.comm());
+  {
+    auto row_map = Teuchos::rcp(new TpetraMap(n, g.local_vertices(), 0, comm));
+    Teuchos::RCP<const TpetraMap> column_map;
+    Teuchos::RCP<const TpetraImport> import;
+    if (layout == EdgeListRowMatrix::ColumnLayout::dense)
+      column_map = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
+    else if (layout == EdgeListRowMatrix::ColumnLayout::compact)
+      column_map = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
+                                              Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
+    if (column_map) import = Teuchos::rcp(new TpetraImport(row_map, column_map));
+    out.tpetra_bytes = meter->growth_bytes();
+  }
+  return out;
 }
 
 // The graph: the matrix's structure, row for row.

@@ -20,6 +20,8 @@ Session::Session(Runtime&) { not_built(); }
 Session::~Session() = default;
 bool Session::active() noexcept { return false; }
 
+RowMatrixMemory row_matrix_memory(const graph::EdgeList&) { not_built(); }
+
 BelosHittingTimes belos_hitting_times(const graph::EdgeList&, std::span<const std::uint64_t>, const BelosHittingOptions&) {
   not_built();
 }

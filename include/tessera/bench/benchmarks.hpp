@@ -66,6 +66,7 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o);
 struct HittingBenchOptions : CommonOptions {
   HittingBenchOptions() { reps = 3; }
   int kron_scale = 18;
+  std::uint64_t grid_side = 0;  // > 0: a side^3 3D grid (a mesh) instead of the Kronecker graph
   double tolerance = 1e-8;
 };
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);

@@ -58,6 +58,21 @@ struct BelosHittingTimes {
   std::uint64_t matrix_measured_bytes = 0;
 };
 
+// The anonymous memory an EdgeListRowMatrix over `g` adds, summed over the
+// ranks and measured from /proc (its construction and one apply): all of it,
+// and the part that is Tpetra's column Map and Import (built again from equal
+// maps and measured alone). That part is required of any RowMatrix whose
+// column Map lists the columns a rank reads: Ifpack2's Relaxation asks the
+// graph for its Import, and Tpetra 13.2 keeps the full id list of both maps
+// once an Import is built. The rest is the matrix's own (the product's column
+// values, flags, plans). Collective; needs a Session; `g` undirected.
+struct RowMatrixMemory {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t tpetra_bytes = 0;  // column Map + Import, as Tpetra holds them
+  std::string layout;              // "owned", "dense" or "compact" (EdgeListRowMatrix's column layout)
+};
+RowMatrixMemory row_matrix_memory(const graph::EdgeList& g);
+
 // Collective. Like linalg::hitting_times (same grounding, unreachable
 // vertices NaN) with the solve done by Belos; `g` must be undirected.
 BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
