@@ -138,6 +138,7 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
     // (its construction and its first apply) is measured.
     auto rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
     TpetraMultiVector tb(rows, 1, false), tx(rows, 1, false), scratch(rows, 1, false);
+    scratch.putScalar(0.0);  // its pages touched before the meter starts
     copy_in(b, tb);
     copy_in(x, tx);
     std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
@@ -14,16 +15,16 @@ namespace tessera::trilinos {
 
 namespace {
 
-// y[i] = alpha (L x)[i] + beta y[i] for every local row, with x's value of
-// column v at values[slot(v)] (grounded columns already zero there). L x =
-// d x - A x row by row: a self loop adds w x_i to both terms and cancels.
-// Grounded rows (sorted local rows, their x in grounded_x) are identity rows.
+// y[i] = alpha (L x)[i] + beta y[i] for every local row, with column v's
+// value from value(v) (x itself for owned columns) and x_i from x. L x = d x - A x
+// row by row: a self loop adds w x_i to both terms and cancels. Grounded
+// rows (sorted local rows) are identity rows; grounded ghost columns read 0
+// from value(), grounded owned columns are taken back out by the caller.
 // One instantiation per layout and weighting, so the per-edge loop holds
 // one load and one add (two for weights) and no test.
-template <bool kWeighted, class Slot>
-void laplacian_rows(const graph::EdgeList& g, const double* values, std::size_t owned_slot, Slot slot,
-                    std::span<const std::size_t> grounded_rows, std::span<const double> grounded_x, double* y,
-                    double alpha, double beta) {
+template <bool kWeighted, class Value>
+void laplacian_rows(const graph::EdgeList& g, const double* x, Value value, std::span<const std::size_t> grounded_rows,
+                    double* y, double alpha, double beta) {
   auto offsets = g.row_offsets();
   const std::uint64_t* dst = g.local_dst().data();
   const double* weight = g.local_weight().data();
@@ -32,7 +33,8 @@ void laplacian_rows(const graph::EdgeList& g, const double* values, std::size_t 
   for (std::size_t i = 0; i < rows; ++i) {
     double lx;
     if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
-      lx = grounded_x[next_grounded++];
+      lx = x[i];
+      ++next_grounded;
     } else {
       double sum = 0;
       const std::uint64_t end = offsets[i + 1];
@@ -40,12 +42,12 @@ void laplacian_rows(const graph::EdgeList& g, const double* values, std::size_t 
       for (std::uint64_t e = offsets[i]; e < end; ++e) {
         if constexpr (kWeighted) {
           degree += weight[e];
-          sum += weight[e] * values[slot(dst[e])];
+          sum += weight[e] * value(dst[e]);
         } else {
-          sum += values[slot(dst[e])];
+          sum += value(dst[e]);
         }
       }
-      lx = degree * values[owned_slot + i] - sum;
+      lx = degree * x[i] - sum;
     }
     y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
   }
@@ -73,13 +75,14 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
 
   // The layout, on every rank alike: the one whose structures are smaller
   // summed over the ranks (bytes, as measured with Trilinos 13.2 on Kronecker
-  // graphs). Dense: the all-gathered values (8 per vertex) and Tpetra's
-  // Import to the replicated map (~40 per column not owned here). Compact:
-  // values and Tpetra's column map (16 per owned column), per ghost ~70 in
-  // Tpetra (the id list, its hash table, the Import) and ~20 in the product
-  // (its value, Tessera's Import), and the bitmap (n / 4). When every rank
-  // reads most columns (Kronecker graphs on a few ranks) dense wins and the
-  // product needs no lookup; on meshes compact wins.
+  // graphs and grids). Dense: the all-gathered values (8 per vertex) and
+  // Tpetra's Import to the replicated map (~40 per column not owned here).
+  // Compact: Tpetra's id lists of the row and column maps (16 per owned
+  // column), per ghost ~70 in Tpetra (the id list, its hash table, the
+  // Import) and ~20 in the product (its value, Tessera's Import), and the
+  // bitmap (n / 4). When every rank reads most columns (Kronecker graphs on
+  // a few ranks) dense wins and the product needs no lookup; on meshes
+  // compact wins.
   const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
   const std::uint64_t compact_bytes = 16 * owned_ + 90 * ghost_count_ + n / 4;
   const bool any_ghosts = all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) > 0;
@@ -93,14 +96,10 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   row_map_ = Teuchos::rcp(new TpetraMap(n, owned_, 0, comm));
   switch (layout_) {
     case ColumnLayout::owned:
-      column_map_ = row_map_;  // every column is owned: no import
-      slot_base_ = begin_;
-      values_.resize(owned_);
+      column_map_ = row_map_;  // every column is owned: no import, and the product reads x itself
       break;
     case ColumnLayout::dense: {
       column_map_ = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
-      slot_base_ = 0;
-      owned_slot_ = begin_;
       values_.resize(n);
       const Distribution& d = rows.distribution();
       for (int p = 0; p < d.ranks(); ++p) {
@@ -119,40 +118,56 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       for (auto v : ghosts.ids()) ids.push_back(static_cast<GlobalOrdinal>(v));
       column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
                                                Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
-      // The product's layout: owned and ghosts in id order.
+      // The product's ghost values, in id order, found through the bitmap.
       words_.assign(static_cast<std::size_t>((n + 63) / 64), GhostWord{});
       for (auto v : ghosts.ids()) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
-      for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
       std::uint64_t running = 0;
       for (auto& w : words_) {
         w.before = running;
         running += static_cast<std::uint64_t>(__builtin_popcountll(w.bits));
       }
-      auto gid = ghosts.ids();
-      owned_slot_ = static_cast<std::size_t>(std::lower_bound(gid.begin(), gid.end(), begin_) - gid.begin());
-      values_.resize(owned_ + ghost_count_);
-      import_ = linalg::Import(rows, ghosts, owned_);  // leaves the owned slots for x itself
+      values_.resize(ghost_count_);
+      import_ = linalg::Import(rows, ghosts);
       break;
     }
   }
   if (layout_ != ColumnLayout::owned) importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
 
-  // Grounded columns: every column's flag from its owner, through the
-  // product's own exchange (1.0 = grounded).
-  bool any_grounded = false;
-  for (auto f : grounded) any_grounded = any_grounded || f;
-  if (all_reduce<int>(rt.comm(), any_grounded ? 1 : 0, MPI_MAX)) {
-    Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> flags("grounded", owned_, 1);
-    for (std::size_t i = 0; i < owned_; ++i) flags(i, 0) = !grounded.empty() && grounded[i] ? 1.0 : 0.0;
-    load_columns(flags, 0);  // nothing grounded yet: a plain copy
-    column_flags_.resize(values_.size());
-    for (std::size_t k = 0; k < values_.size(); ++k) {
-      column_flags_[k] = values_[k] != 0.0 ? 1 : 0;
-      if (column_flags_[k]) grounded_slots_.push_back(k);
+  // Grounding: the grounded vertices' ids on every rank (few: the targets).
+  std::vector<std::uint64_t> mine;
+  for (std::size_t i = 0; i < grounded.size(); ++i)
+    if (grounded[i]) {
+      mine.push_back(begin_ + i);
+      grounded_rows_.push_back(i);
     }
-    for (std::size_t i = 0; i < owned_; ++i)
-      if (column_flags_[owned_slot_ + i]) grounded_rows_.push_back(i);
-    grounded_x_.resize(grounded_rows_.size());
+  {
+    auto counts = all_gather<int>(rt.comm(), static_cast<int>(mine.size()));
+    std::vector<int> displs(counts.size(), 0);
+    for (std::size_t p = 1; p < counts.size(); ++p) displs[p] = displs[p - 1] + counts[p - 1];
+    grounded_columns_.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+    std::copy(mine.begin(), mine.end(), grounded_columns_.begin() + displs[static_cast<std::size_t>(rt.rank())]);
+    all_gather_in_place<std::uint64_t>(rt.comm(), grounded_columns_, counts, displs);  // ascending: rank order
+  }
+  for (auto v : grounded_columns_) {
+    if (layout_ == ColumnLayout::dense) grounded_slots_.push_back(static_cast<std::size_t>(v));
+    if (layout_ == ColumnLayout::compact && (words_[v >> 6].bits >> (v & 63) & 1))
+      grounded_slots_.push_back(compact_slot(words_.data(), v));
+  }
+  // A grounded owned column is read from x in the product like any owned
+  // one; these entries take it back out (the edges into it from this rank's
+  // other rows).
+  if (!grounded_rows_.empty() && layout_ != ColumnLayout::dense) {
+    auto offsets = g.row_offsets();
+    auto dst = g.local_dst();
+    auto weight = g.local_weight();
+    for (std::size_t i = 0; i < owned_; ++i) {
+      if (row_grounded(i)) continue;
+      for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
+        const std::uint64_t o = dst[e] - begin_;
+        if (o < owned_ && o != i && row_grounded(static_cast<std::size_t>(o)))
+          owned_grounded_entries_.push_back({i, static_cast<std::size_t>(o), weight.empty() ? 1.0 : weight[e]});
+      }
+    }
   }
 
   for (std::size_t i = 0; i < owned_; ++i) {
@@ -173,18 +188,15 @@ void EdgeListRowMatrix::load_columns(const XView& x, std::size_t j) const {
   std::span<const double> own(owned_ ? &x(0, j) : nullptr, owned_);
   switch (layout_) {
     case ColumnLayout::owned:
-      std::copy(own.begin(), own.end(), values_.begin());
-      break;
+      break;  // the product reads x itself
     case ColumnLayout::dense:
       std::copy(own.begin(), own.end(), values_.begin() + static_cast<std::ptrdiff_t>(begin_));
       all_gather_in_place<double>(g_.runtime().comm(), values_, counts_, displs_);
       break;
     case ColumnLayout::compact:
       import_.gather(own, values_);
-      std::copy(own.begin(), own.end(), values_.begin() + static_cast<std::ptrdiff_t>(owned_slot_));
       break;
   }
-  for (std::size_t k = 0; k < grounded_rows_.size(); ++k) grounded_x_[k] = own[grounded_rows_[k]];
   for (std::size_t s : grounded_slots_) values_[s] = 0.0;  // a grounded column contributes nothing
 }
 
@@ -197,28 +209,44 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
     throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
                         std::to_string(y.getLocalLength()) + ", the matrix " + std::to_string(owned_) + " on this rank");
   const bool weighted = g_.weighted();
+  const bool aliased = x.aliases(y);
   for (std::size_t j = 0; j < x.getNumVectors(); ++j) {
-    {  // X's view ends before Y's opens: X and Y may be the same vector
-      auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
-      load_columns(xv, j);
+    // The product reads X's owned values in place while it writes Y; when X
+    // and Y are the same vector it reads a copy (and X's view ends first).
+    std::optional<decltype(x.getLocalViewHost(Tpetra::Access::ReadOnly))> xv(x.getLocalViewHost(Tpetra::Access::ReadOnly));
+    load_columns(*xv, j);
+    const double* xj = owned_ ? &(*xv)(0, j) : nullptr;
+    std::vector<double> x_copy;
+    if (aliased) {
+      x_copy.assign(xj, xj + owned_);
+      xj = x_copy.data();
+      xv.reset();
     }
     auto multiply = [&](const auto& yv) {
       double* yj = owned_ ? &yv(0, j) : nullptr;
-      auto run = [&](auto slot) {
+      auto run = [&](auto value) {
         if (weighted)
-          laplacian_rows<true>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
+          laplacian_rows<true>(g_, xj, value, grounded_rows_, yj, alpha, beta);
         else
-          laplacian_rows<false>(g_, values_.data(), owned_slot_, slot, grounded_rows_, grounded_x_, yj, alpha, beta);
+          laplacian_rows<false>(g_, xj, value, grounded_rows_, yj, alpha, beta);
       };
-      if (layout_ == ColumnLayout::compact) {
-        // Owned columns without the bitmap (on a mesh nearly all of them).
-        run([w = words_.data(), begin = begin_, owned = owned_, first = owned_slot_](std::uint64_t v) {
-          const std::uint64_t o = v - begin;  // wraps for columns below begin
-          return o < owned ? first + static_cast<std::size_t>(o) : compact_slot(w, v);
-        });
-      } else {
-        run([base = slot_base_](std::uint64_t v) { return static_cast<std::size_t>(v - base); });
+      switch (layout_) {
+        case ColumnLayout::owned:
+          run([x0 = xj - begin_](std::uint64_t v) { return x0[v]; });
+          break;
+        case ColumnLayout::dense:
+          run([v0 = values_.data()](std::uint64_t v) { return v0[v]; });
+          break;
+        case ColumnLayout::compact:
+          // Owned columns from x, without the bitmap (on a mesh nearly all).
+          run([w = words_.data(), v0 = values_.data(), xj, begin = begin_, owned = owned_](std::uint64_t v) {
+            const std::uint64_t o = v - begin;  // wraps for columns below begin
+            return o < owned ? xj[o] : v0[compact_slot(w, v)];
+          });
+          break;
       }
+      // (L x)_i counted w x_g for a grounded owned column g: give it back.
+      for (const auto& e : owned_grounded_entries_) yj[e.row] += alpha * e.weight * xj[e.column];
     };
     if (beta == 0.0) multiply(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
     else multiply(y.getLocalViewHost(Tpetra::Access::ReadWrite));
@@ -359,8 +387,9 @@ EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
 std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
   std::size_t bytes = values_.capacity() * sizeof(double) + words_.capacity() * sizeof(GhostWord) +
                       import_.memory_bytes() + (counts_.capacity() + displs_.capacity()) * sizeof(int) +
-                      column_flags_.capacity() + (grounded_slots_.capacity() + grounded_rows_.capacity()) * sizeof(std::size_t) +
-                      grounded_x_.capacity() * sizeof(double);
+                      grounded_columns_.capacity() * sizeof(std::uint64_t) +
+                      (grounded_slots_.capacity() + grounded_rows_.capacity()) * sizeof(std::size_t) +
+                      owned_grounded_entries_.capacity() * sizeof(GroundedEntry);
   if (layout_ == ColumnLayout::compact)  // Tpetra's id list and the hash table of the ghost part (its layout: an estimate)
     bytes += (owned_ + ghost_count_) * sizeof(GlobalOrdinal) + ghost_count_ * 32;
   if (importer_)  // the Import's lists: remote and export local ids, export ranks, permutations
@@ -378,6 +407,7 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
   auto rows = Teuchos::rcp(new TpetraMap(n, g.local_vertices(), 0, comm));
   TpetraMultiVector x(rows, 1, false), y(rows, 1, false);  // before the meter: not the matrix's
   x.putScalar(1.0);
+  y.putScalar(0.0);  // its pages touched now: the meter must not count them
   RowMatrixMemory out;
   std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
   EdgeListRowMatrix m(g);

@@ -134,6 +134,11 @@ void expect_apply_matches_laplacian(const EdgeList& g, EdgeListRowMatrix::Column
     // Two columns at once.
     m.apply(tx, ty, Teuchos::NO_TRANS, 2.0, 0.0);
     test::expect_values_near(gather(rt, *ty.getVector(1)), want, 1e-12, "two-column apply");
+    // In place (X and Y the same vector): the product reads X while it
+    // writes Y, so it must read a copy.
+    TpetraMultiVector same(*tx.getVector(0), Teuchos::Copy);
+    m.apply(same, same, Teuchos::NO_TRANS, 2.0, 0.0);
+    test::expect_values_near(gather(rt, same), want, 1e-12, "apply with X and Y the same vector");
 
     TpetraVector td(m.getRowMap());
     m.getLocalDiagCopy(td);

@@ -9,22 +9,27 @@
 // What it builds: row / domain / range Map (contiguous, O(1)); a column
 // Map and the Import from domain to column map, which the RowMatrix
 // interface requires (Ifpack2 asks for the importer) but the product does
-// not use; one grounded flag per column; the product's own column values.
-// Never anything per edge. The column layout is chosen collectively, the
-// one whose structures are smaller summed over the ranks:
+// not use; the grounded vertices' ids (few); the product's column values for
+// the columns it does not read from x itself. Never anything per edge. The
+// column layout is chosen collectively, the one whose structures are smaller
+// summed over the ranks:
 // - owned: no rank reads a column it does not own (one rank): the column
-//   map is the row map, no import.
+//   map is the row map, no import, and the product reads x alone.
 // - dense: when ranks read most columns anyway (a Kronecker graph on a few
-//   ranks): the column map is the whole vertex
-//   range replicated on every rank (Tpetra stores it as a range, O(1); a
-//   local column is its global id), and the product gathers every column's
-//   value with one all-gather into one array indexed by the vertex id: no
-//   lookup in the per-edge loop, no per-ghost exchange lists.
-// - compact: few ghosts. The column map lists the owned vertices, then the
-//   ghosts in increasing id (Tpetra's convention); the product keeps owned
-//   and ghost values in global id order, found through a bitmap over the
-//   vertex ids with a running count every 64 ids (0.25 byte per vertex),
-//   filled by Tessera's linalg::Import.
+//   ranks): the column map is the whole vertex range replicated on every
+//   rank (Tpetra stores it as a range, O(1); a local column is its global
+//   id), and the product gathers every column's value with one all-gather
+//   into one array indexed by the vertex id: no lookup in the per-edge loop.
+// - compact: few ghosts (a mesh). The column map lists the owned vertices,
+//   then the ghosts in increasing id (Tpetra's convention); the product reads
+//   owned columns from x and keeps the ghosts' values in id order, found
+//   through a bitmap over the vertex ids with a running count every 64 ids
+//   (0.25 byte per vertex), filled by Tessera's linalg::Import.
+// Measured (tessera bench hitting): what Tpetra holds for the column Map and
+// Import dominates. Building an Import makes Tpetra 13.2 cache the full id
+// list of both maps (8 bytes per owned vertex and per column), so any
+// RowMatrix at 2+ ranks adds at least 16 bytes per vertex: 1/avg-degree of
+// 16-byte edge arrays (17% on a 3D grid), 11.7% on Kronecker 18 at 4 ranks.
 // Every exchange of the product goes through runtime/collective.hpp
 // (non-blocking, yielding waits: ranks may share cores).
 // Row i of L: the out-edges of vertex begin + i in destination order,
@@ -51,6 +56,7 @@
 #include <Tpetra_Vector.hpp>
 #include <Trilinos_version.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -221,13 +227,15 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   void check_local_row(LocalOrdinal row) const;
   LocalOrdinal local_row_of(GlobalOrdinal row) const;
   [[noreturn]] void no_views() const;
-  // Where the product keeps column v's value (and its grounded flag).
-  std::size_t slot(std::uint64_t v) const noexcept {
-    return layout_ != ColumnLayout::compact ? static_cast<std::size_t>(v - slot_base_) : compact_slot(words_.data(), v);
+  bool row_grounded(std::size_t row) const noexcept {
+    return std::binary_search(grounded_rows_.begin(), grounded_rows_.end(), row);
   }
-  bool column_grounded(std::uint64_t v) const noexcept { return !grounded_slots_.empty() && column_flags_[slot(v)]; }
-  // Fills values_ with column j of x for every column this rank reads, with
-  // the grounded columns zeroed (their x saved in grounded_x_ first).
+  bool column_grounded(std::uint64_t v) const noexcept {
+    return std::binary_search(grounded_columns_.begin(), grounded_columns_.end(), v);
+  }
+  // Fills values_ with column j of x for every column the product does not
+  // read from x itself (dense: every column; compact: the ghosts), with the
+  // grounded ones zeroed.
   template <class XView>
   void load_columns(const XView& x, std::size_t j) const;
 
@@ -236,34 +244,39 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   std::size_t owned_ = 0;
   ColumnLayout layout_ = ColumnLayout::owned;
   std::size_t ghost_count_ = 0;
-  // The product's column values: owned (this rank's rows), dense (every
-  // vertex, by id) or compact (owned and ghosts in id order). Slot of v:
-  // v - slot_base_, or through the bitmap (compact).
+  // The product reads owned columns from x itself (owned and compact
+  // layouts). values_: dense, every vertex's value by id (one all-gather);
+  // compact, the ghosts' values in id order; owned, nothing.
   mutable std::vector<double> values_;
-  std::uint64_t slot_base_ = 0;
-  std::size_t owned_slot_ = 0;  // slot of this rank's first row
-  // Compact: bit v = column v is read here (owned or ghost); `before` counts
-  // the set bits of earlier words. Bits and count share a word so a lookup
-  // touches one cache line.
+  // Compact: bit v = column v is a ghost here; `before` counts the set bits
+  // of earlier words (the ghost's slot). Bits and count share a word so a
+  // lookup touches one cache line.
   struct GhostWord {
     std::uint64_t bits = 0;
     std::uint64_t before = 0;
   };
   std::vector<GhostWord> words_;
-  // Compact: the slot of column v, the set bits before v (one word read).
+  // Compact: the slot of ghost v, the set bits before v (one word read).
   static std::size_t compact_slot(const GhostWord* words, std::uint64_t v) noexcept {
     const GhostWord& w = words[v >> 6];
     return static_cast<std::size_t>(
         w.before + static_cast<std::uint64_t>(__builtin_popcountll(w.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
   }
-  linalg::Import import_;            // compact: fills the ghost slots of values_
+  linalg::Import import_;            // compact: fills values_ with the ghosts'
   std::vector<int> counts_, displs_;  // dense: every rank's rows (the all-gather)
-  // Grounding (all empty: nothing grounded anywhere): a flag per slot, the
-  // grounded slots, the grounded local rows and their x while a product runs.
-  std::vector<std::uint8_t> column_flags_;
-  std::vector<std::size_t> grounded_slots_;
+  // Grounding (all empty: nothing grounded anywhere): the grounded vertices
+  // of the whole graph (sorted; few, the targets), this rank's grounded rows
+  // (sorted), the slots of values_ to zero, and the entries (row, owned
+  // column, weight) the product must take back for grounded owned columns,
+  // which it reads from x.
+  std::vector<std::uint64_t> grounded_columns_;
   std::vector<std::size_t> grounded_rows_;
-  mutable std::vector<double> grounded_x_;
+  std::vector<std::size_t> grounded_slots_;
+  struct GroundedEntry {
+    std::size_t row, column;
+    double weight;
+  };
+  std::vector<GroundedEntry> owned_grounded_entries_;
   Teuchos::RCP<const TpetraMap> row_map_, column_map_;
   Teuchos::RCP<const TpetraImport> importer_;
   Teuchos::RCP<const EdgeListRowGraph> graph_;
@@ -274,7 +287,7 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
 template <class F>
 void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
   const std::uint64_t u = begin_ + row;
-  if (!grounded_slots_.empty() && column_flags_[owned_slot_ + row]) {
+  if (row_grounded(row)) {
     f(u, 1.0);
     return;
   }
