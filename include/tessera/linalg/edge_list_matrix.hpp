@@ -21,15 +21,15 @@ enum class ColumnMode {
   // Every column's value in one array indexed by the column itself, filled by
   // one allgather straight from x (and emptied, for the transpose, by one
   // reduce-scatter). No ghost list, no lookup; chosen when every rank reads
-  // at least half of all columns anyway (n <= 2 (owned + ghosts)), where it
-  // costs at most twice the compact array and usually less than it once the
-  // exchange buffers are counted. Collective: every rank or none.
+  // at least half of the columns it does not own (2 ghosts >= n - owned),
+  // where its 8 bytes per column cost little more than the ghosts' own.
+  // Collective: every rank or none.
   dense,
-  // Owned and ghost values in one array in global column order, found through
-  // a bitmap over the column space with a running count every 64 columns
-  // (0.25 byte per column): no branch between owned and remote columns (they
-  // interleave at random). Chosen when the bitmap is no larger than a hash
-  // table of the ghosts.
+  // Owned columns read from x in place (tested first: on a mesh nearly all
+  // of them); ghost values in one array in column order, found through a
+  // bitmap of the ghosts over the column space with a running count every 64
+  // columns (0.25 byte per column). Chosen when the bitmap is no larger than
+  // a hash table of the ghosts.
   bitmap,
   // Owned columns read from x in place, ghost values in an open-addressing
   // table holding key and value side by side: few ghosts in a large space.
