@@ -5,32 +5,24 @@ one and by its true residual), the summaries carry the paired time ratios
 and the memory split of the EdgeListRowMatrix (Tpetra's column Map and
 Import plus its own make its whole), the column layout follows the graph,
 nothing is left in the Shared directory, and a bad option is refused."""
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from bench_cli import expect_refused, private_shm, run_bench
 
 BUILD = sys.argv[1]
 TESSERA = os.path.join(BUILD, "tessera")
 
 
 def main():
-    shm = tempfile.mkdtemp(prefix="tessera-hitting-", dir="/dev/shm")
-    env = dict(os.environ, TESSERA_SHM_DIR=shm)
-    try:
+    with private_shm("tessera-hitting-") as env:
         for ranks in ("1", "2"):
             for graph in (["--scale", "10"], ["--grid", "12"]):
-                run = subprocess.run([TESSERA, "bench", "hitting", "-n", ranks, *graph, "--reps", "2", "--json", "-q"],
-                                     capture_output=True, text=True, timeout=300, env=env)
+                run, rows, summaries = run_bench(TESSERA, ["hitting", "-n", ranks, *graph, "--reps", "2"], env)
                 assert run.returncode == 0, (ranks, graph, run.stderr)
-                records = [json.loads(line) for line in run.stdout.splitlines()]
-                rows = [r for r in records if "summary" not in r]
                 summary = {}
-                for r in records:
-                    if "summary" in r:
-                        summary.update(r)
+                for s in summaries:
+                    summary.update(s)
                 assert all(r["verified"] for r in rows), [r for r in rows if not r["verified"]]
                 assert all(r["reps"] == 2 for r in rows), rows
                 assert summary["time_ratio"] > 0 and summary["edgelist_memory_fraction"] >= 0, summary
@@ -48,12 +40,7 @@ def main():
                 else:  # a Kronecker graph's ranks read most columns; a grid's few
                     assert layout == ("dense" if graph[0] == "--scale" else "compact"), (graph, summary)
                     assert tpetra > 0, summary
-        assert os.listdir(shm) == [], os.listdir(shm)
-        bad = subprocess.run([TESSERA, "bench", "hitting", "--grid", "1"], capture_output=True, text=True,
-                             timeout=60, env=env)
-        assert bad.returncode != 0 and "--grid" in bad.stderr, bad.stderr
-    finally:
-        shutil.rmtree(shm, ignore_errors=True)
+        expect_refused(TESSERA, ["hitting", "--grid", "1"], "--grid", env)
     print("bench hitting: ok")
 
 

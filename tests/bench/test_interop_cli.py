@@ -5,33 +5,26 @@ out-of-process answer against the in-process one and its true residual), the
 summary carries the ratios and the handshake latencies, the container row is
 there when bwrap is, nothing is left in the Shared directory, and a bad
 option is refused."""
-import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
+
+from bench_cli import expect_refused, private_shm, run_bench
 
 BUILD = sys.argv[1]
 TESSERA = os.path.join(BUILD, "tessera")
 
 
 def main():
-    shm = tempfile.mkdtemp(prefix="tessera-interop-", dir="/dev/shm")
-    env = dict(os.environ, TESSERA_SHM_DIR=shm)
-    try:
+    with private_shm("tessera-interop-") as env:
         container = shutil.which("bwrap") is not None
         for ranks in ("1", "2"):
             for solver in ("belos", "tessera"):
-                run = subprocess.run([TESSERA, "bench", "interop", "-n", ranks, "--scale", "10", "--grid", "8",
-                                      "--solver", solver, "--reps", "1", "--json", "-q"],
-                                     capture_output=True, text=True, timeout=300, env=env)
+                run, rows, summaries = run_bench(TESSERA, ["interop", "-n", ranks, "--scale", "10", "--grid", "8",
+                                                           "--solver", solver, "--reps", "1"], env)
                 if run.returncode != 0 and solver == "belos" and "without Trilinos" in run.stderr:
                     continue
                 assert run.returncode == 0, (ranks, solver, run.stderr)
-                records = [json.loads(line) for line in run.stdout.splitlines()]
-                rows = [r for r in records if "summary" not in r]
-                summaries = [r for r in records if "summary" in r]
                 per_graph = 2 + 2 + (1 if container else 0)
                 assert len(rows) == 2 * per_graph, (len(rows), rows)
                 assert all(r["verified"] for r in rows), [r for r in rows if not r["verified"]]
@@ -41,12 +34,7 @@ def main():
                                 "request_to_start_seconds", "result_to_resume_seconds"):
                         assert s[key] > 0, (key, s)
                     assert ("container_vs_inprocess" in s) == container, s
-        assert os.listdir(shm) == [], os.listdir(shm)
-        bad = subprocess.run([TESSERA, "bench", "interop", "--solver", "petsc"], capture_output=True, text=True,
-                             timeout=60, env=env)
-        assert bad.returncode != 0 and "--solver" in bad.stderr, bad.stderr
-    finally:
-        shutil.rmtree(shm, ignore_errors=True)
+        expect_refused(TESSERA, ["interop", "--solver", "petsc"], "--solver", env)
     print("bench interop: ok")
 
 
