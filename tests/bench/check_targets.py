@@ -87,6 +87,10 @@ def self_test():
     assert len(failures(bad_rounds)) == 1
     bad_hitting = ['{"bench":"hitting","summary":"...","ranks":4,"time_ratio":1.3,"edgelist_memory_fraction":0.1}']
     assert len(failures(bad_hitting)) == 2, failures(bad_hitting)
+    rowmatrix = ['{"bench":"hitting","summary":"...","ranks":4,"rowmatrix_own_fraction":0.046,'
+                 '"rowmatrix_tpetra_required_fraction":0.117}',  # Tpetra's part carries no target
+                 '{"bench":"hitting","summary":"...","ranks":2,"rowmatrix_own_fraction":0.12}']
+    assert len(failures(rowmatrix)) == 1 and "own structures" in failures(rowmatrix)[0], failures(rowmatrix)
     small_isx = ['{"bench":"isx","summary":"...","ranks":2,"baseline_ratio":0.2}']  # not the reference's sizes
     assert failures(small_isx) == [], failures(small_isx)
     sorting = ['{"bench":"isx","summary":"...","ranks":2,"isx_reference_ratio":3.1,"baseline_ratio":2.1}',
