@@ -232,7 +232,7 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
       };
       switch (layout_) {
         case ColumnLayout::owned:
-          run([x0 = xj - begin_](std::uint64_t v) { return x0[v]; });
+          run([xj, begin = begin_](std::uint64_t v) { return xj[v - begin]; });
           break;
         case ColumnLayout::dense:
           run([v0 = values_.data()](std::uint64_t v) { return v0[v]; });
