@@ -53,6 +53,21 @@ void laplacian_rows(const graph::EdgeList& g, const double* x, Value value, std:
   }
 }
 
+// The Import from the row map to the column map "owned vertices, then
+// `ghosts` (sorted ids)", built from the ghosts' owners. Tpetra's constructor
+// for known owners makes the column map itself and neither lists the row
+// map's ids (which every other constructor caches in the row map, 8 bytes per
+// owned vertex for as long as it lives) nor asks a directory for the owners.
+Teuchos::RCP<const TpetraImport> import_to_ghosts(const Teuchos::RCP<const TpetraMap>& rows,
+                                                  std::span<const std::uint64_t> ghosts, const Map& vertices) {
+  std::vector<GlobalOrdinal> ids(ghosts.begin(), ghosts.end());
+  std::vector<int> owners;
+  owners.reserve(ghosts.size());
+  for (auto v : ghosts) owners.push_back(vertices.owner(v));
+  return Teuchos::rcp(new TpetraImport(rows, ids.data(), owners.data(), static_cast<LocalOrdinal>(ids.size()),
+                                       /*mayReorderTargetMapIndicesLocally=*/false));
+}
+
 }  // namespace
 
 EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded)
@@ -72,19 +87,24 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   const std::uint64_t n = g.vertices();
   GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), n);
   ghost_count_ = ghosts.size();
+  agree(rt.comm(), [&] {
+    if (owned_ + ghost_count_ > static_cast<std::size_t>(std::numeric_limits<LocalOrdinal>::max()))
+      throw RangeError("this rank reads " + std::to_string(owned_ + ghost_count_) +
+                       " distinct columns, more than Tpetra's 32-bit local indices allow: use more ranks");
+  });
 
   // The layout, on every rank alike: the one whose structures are smaller
   // summed over the ranks (bytes, as measured with Trilinos 13.2 on Kronecker
   // graphs and grids). Dense: the all-gathered values (8 per vertex) and
   // Tpetra's Import to the replicated map (~40 per column not owned here).
-  // Compact: Tpetra's id lists of the row and column maps (16 per owned
-  // column), per ghost ~70 in Tpetra (the id list, its hash table, the
+  // Compact: Tpetra's id list of the column map (8 per owned column), per
+  // ghost ~70 in Tpetra (the id list, its hash table, the
   // Import) and ~20 in the product (its value, Tessera's Import), and the
   // bitmap (n / 4). When every rank reads most columns (Kronecker graphs on
   // a few ranks) dense wins and the product needs no lookup; on meshes
   // compact wins.
   const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
-  const std::uint64_t compact_bytes = 16 * owned_ + 90 * ghost_count_ + n / 4;
+  const std::uint64_t compact_bytes = 8 * owned_ + 90 * ghost_count_ + n / 4;
   const bool any_ghosts = all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) > 0;
   std::uint64_t sums[2] = {dense_bytes, compact_bytes};
   all_reduce(rt.comm(), sums, 2, MPI_SUM);
@@ -112,12 +132,8 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       // Tpetra's column map: the owned vertices first (equal to the row
       // map, so the Import copies them in place and lists only the ghosts),
       // then the ghosts. O(vertices + ghosts).
-      std::vector<GlobalOrdinal> ids;
-      ids.reserve(owned_ + ghost_count_);
-      for (std::uint64_t v = begin_; v < g.local_vertex_end(); ++v) ids.push_back(static_cast<GlobalOrdinal>(v));
-      for (auto v : ghosts.ids()) ids.push_back(static_cast<GlobalOrdinal>(v));
-      column_map_ = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
-                                               Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
+      importer_ = import_to_ghosts(row_map_, ghosts.ids(), rows);
+      column_map_ = importer_->getTargetMap();
       // The product's ghost values, in id order, found through the bitmap.
       words_.assign(static_cast<std::size_t>((n + 63) / 64), GhostWord{});
       for (auto v : ghosts.ids()) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
@@ -131,7 +147,7 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       break;
     }
   }
-  if (layout_ != ColumnLayout::owned) importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
+  if (layout_ == ColumnLayout::dense) importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
 
   // Grounding: the grounded vertices' ids on every rank (few: the targets).
   std::vector<std::uint64_t> mine;
@@ -417,24 +433,23 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
   out.layout = layout == EdgeListRowMatrix::ColumnLayout::owned   ? "owned"
                : layout == EdgeListRowMatrix::ColumnLayout::dense ? "dense"
                                                                    : "compact";
-  // Tpetra's part, built again from maps equal to the matrix's (whose id
-  // lists are cached already): the column Map and the Import to it.
-  std::vector<GlobalOrdinal> ids;
+  // Tpetra's part, built again the same way from fresh maps: the column Map
+  // and the Import to it.
+  std::vector<std::uint64_t> ghosts;
   if (layout == EdgeListRowMatrix::ColumnLayout::compact) {
     auto list = m.getColMap()->TESSERA_TPETRA_LOCAL(ElementList)();  // an ArrayView in 13.2, a View from 13.4
-    for (std::size_t k = 0; k < static_cast<std::size_t>(list.size()); ++k) ids.push_back(list[k]);
+    for (auto k = static_cast<std::size_t>(g.local_vertices()); k < static_cast<std::size_t>(list.size()); ++k)
+      ghosts.push_back(static_cast<std::uint64_t>(list[k]));
   }
   meter.emplace(rt.comm());
   {
     auto row_map = Teuchos::rcp(new TpetraMap(n, g.local_vertices(), 0, comm));
-    Teuchos::RCP<const TpetraMap> column_map;
     Teuchos::RCP<const TpetraImport> import;
     if (layout == EdgeListRowMatrix::ColumnLayout::dense)
-      column_map = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
+      import = Teuchos::rcp(
+          new TpetraImport(row_map, Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated))));
     else if (layout == EdgeListRowMatrix::ColumnLayout::compact)
-      column_map = Teuchos::rcp(new TpetraMap(Teuchos::OrdinalTraits<Tpetra::global_size_t>::invalid(),
-                                              Teuchos::ArrayView<const GlobalOrdinal>(ids), 0, comm));
-    if (column_map) import = Teuchos::rcp(new TpetraImport(row_map, column_map));
+      import = import_to_ghosts(row_map, ghosts, g.vertex_map());
     out.tpetra_bytes = meter->growth_bytes();
   }
   return out;

@@ -25,11 +25,16 @@
 //   owned columns from x and keeps the ghosts' values in id order, found
 //   through a bitmap over the vertex ids with a running count every 64 ids
 //   (0.25 byte per vertex), filled by Tessera's linalg::Import.
+//   The compact Import is built from the ghosts' owners (Tpetra's
+//   constructor that makes the column map itself), so Tpetra never lists
+//   the row map's ids; the two-map constructors cache them (8 bytes per
+//   owned vertex) for as long as the map lives.
 // Measured (tessera bench hitting): what Tpetra holds for the column Map and
-// Import dominates. Building an Import makes Tpetra 13.2 cache the full id
-// list of both maps (8 bytes per owned vertex and per column), so any
-// RowMatrix at 2+ ranks adds at least 16 bytes per vertex: 1/avg-degree of
-// 16-byte edge arrays (17% on a 3D grid), 11.7% on Kronecker 18 at 4 ranks.
+// Import dominates. A Tpetra 13.2 Map that is not a plain range keeps an id
+// per column (8 bytes), so at 2+ ranks any RowMatrix adds at least 8 bytes
+// per owned vertex, 1/(2 x average degree) of 16-byte edge arrays: 9-10% on
+// a 3D grid; with the replicated column map (dense) the Import also caches
+// the range's ids on every rank: 11.7% on Kronecker 18 at 4 ranks.
 // Every exchange of the product goes through runtime/collective.hpp
 // (non-blocking, yielding waits: ranks may share cores).
 // Row i of L: the out-edges of vertex begin + i in destination order,

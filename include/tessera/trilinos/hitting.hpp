@@ -60,11 +60,11 @@ struct BelosHittingTimes {
 
 // The anonymous memory an EdgeListRowMatrix over `g` adds, summed over the
 // ranks and measured from /proc (its construction and one apply): all of it,
-// and the part that is Tpetra's column Map and Import (built again from equal
-// maps and measured alone). That part is required of any RowMatrix whose
+// and the part that is Tpetra's column Map and Import (built again the same
+// way and measured alone). That part is required of any RowMatrix whose
 // column Map lists the columns a rank reads: Ifpack2's Relaxation asks the
-// graph for its Import, and Tpetra 13.2 keeps the full id list of both maps
-// once an Import is built. The rest is the matrix's own (the product's column
+// graph for its Import, and a Tpetra 13.2 Map that is not a plain range keeps
+// an id per column. The rest is the matrix's own (the product's column
 // values, flags, plans). Collective; needs a Session; `g` undirected.
 struct RowMatrixMemory {
   std::uint64_t total_bytes = 0;
