@@ -1,10 +1,10 @@
 #include "tessera/linalg/edge_list_matrix.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <variant>
 
+#include "tessera/array/ghost_slots.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -73,47 +73,38 @@ struct DenseColumns {
   }
 };
 
-struct BitWord {
-  std::uint64_t bits;    // ghost columns of these 64
-  std::uint64_t before;  // ghost columns in earlier words
-};
-
-// Owned columns straight from x (or into y); a ghost's value at its rank
-// among the ghosts, found from a bitmap over every column id with a running
-// count per 64 ids (0.25 byte per column).
+// Owned columns straight from x (or into y); a ghost's value at its slot
+// among the ghosts (GhostSlots: a bitmap with running counts over the span
+// of the ghost ids, 0.25 byte per id spanned).
 struct BitmapColumns {
   static constexpr ColumnMode kMode = ColumnMode::bitmap;
-  std::vector<BitWord> words;
+  GhostSlots slots;
   std::uint64_t base = 0, local = 0;   // the owned columns
   Import import;                       // ghost values in id order
   mutable std::vector<double> values;  // one per ghost, in id order
 
-  static std::uint64_t position(const BitWord* words, std::uint64_t c) noexcept {
-    const BitWord& w = words[c >> 6];
-    return w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (c & 63)) - 1)));
-  }
   // The owned test first: on a mesh nearly every column is owned, and a word
   // load and popcount per edge made the product 1.6x slower than a CRS copy.
   auto load(std::span<const double> x) const {
     import.gather(x, values);
-    return [xl = x.data(), base = base, local = local, w = words.data(), v = values.data()](std::uint64_t c) {
+    return [xl = x.data(), base = base, local = local, s = slots.view(), v = values.data()](std::uint64_t c) {
       const std::uint64_t o = c - base;  // wraps for columns below base
-      return o < local ? xl[o] : v[position(w, c)];
+      return o < local ? xl[o] : v[s.slot(c)];
     };
   }
   auto accumulator(std::span<double> y) const {
     std::fill(values.begin(), values.end(), 0.0);
-    return [yl = y.data(), base = base, local = local, w = words.data(), v = values.data()](std::uint64_t c, double x) {
+    return [yl = y.data(), base = base, local = local, s = slots.view(), v = values.data()](std::uint64_t c, double x) {
       const std::uint64_t o = c - base;
       if (o < local)
         yl[o] += x;
       else
-        v[position(w, c)] += x;
+        v[s.slot(c)] += x;
     };
   }
   void finish(std::span<double> y) const { import.scatter_add(values, y); }
   std::size_t memory_bytes() const {
-    return words.capacity() * sizeof(BitWord) + import.memory_bytes() + values.capacity() * sizeof(double);
+    return slots.memory_bytes() + import.memory_bytes() + values.capacity() * sizeof(double);
   }
 };
 
@@ -232,7 +223,7 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<Colum
   const Map& rows = graph.vertex_map();
   GhostSet ghosts = GhostSet::remote_of(graph.local_dst(), rows.local_begin(), rows.local_end(), graph.vertices());
   ghost_count_ = ghosts.size();
-  const std::uint64_t n = graph.vertices(), local = rows.local_size(), words = (n + 63) / 64;
+  const std::uint64_t n = graph.vertices(), local = rows.local_size();
   const bool dense_fits = n < (1ull << 31);  // MPI counts and displacements are int
   ColumnMode mode;
   if (forced) {
@@ -255,7 +246,8 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<Colum
       mode = ColumnMode::dense;
     else if (ghost_count_ == 0)
       mode = ColumnMode::direct;
-    else if (words * sizeof(BitWord) <= ghost_count_ * sizeof(HashColumns::Slot))
+    else if (GhostSlots::bytes_for(ghosts.ids(), rows.local_begin(), rows.local_end()) <=
+             ghost_count_ * sizeof(HashColumns::Slot))
       mode = ColumnMode::bitmap;
     else
       mode = ColumnMode::hash;
@@ -284,10 +276,7 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<Colum
       BitmapColumns c;
       c.base = rows.local_begin();
       c.local = local;
-      c.words.assign(words, BitWord{0, 0});
-      for (auto col : ghosts.ids()) c.words[col >> 6].bits |= 1ull << (col & 63);
-      std::uint64_t before = 0;
-      for (auto& w : c.words) w.before = before, before += static_cast<std::uint64_t>(std::popcount(w.bits));
+      c.slots = GhostSlots(ghosts.ids(), c.base, c.base + local);
       c.values.resize(ghost_count_);
       c.import = Import(rows, ghosts);
       columns_->strategy = std::move(c);

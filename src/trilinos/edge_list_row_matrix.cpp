@@ -100,11 +100,12 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   // Compact: Tpetra's id list of the column map (8 per owned column), per
   // ghost ~70 in Tpetra (the id list, its hash table, the
   // Import) and ~20 in the product (its value, Tessera's Import), and the
-  // bitmap (n / 4). When every rank reads most columns (Kronecker graphs on
+  // slots' bitmap (0.25 per id spanned). When every rank reads most columns (Kronecker graphs on
   // a few ranks) dense wins and the product needs no lookup; on meshes
   // compact wins.
   const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
-  const std::uint64_t compact_bytes = 8 * owned_ + 90 * ghost_count_ + n / 4;
+  const std::uint64_t compact_bytes =
+      8 * owned_ + 90 * ghost_count_ + GhostSlots::bytes_for(ghosts.ids(), begin_, g.local_vertex_end());
   const bool any_ghosts = all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) > 0;
   std::uint64_t sums[2] = {dense_bytes, compact_bytes};
   all_reduce(rt.comm(), sums, 2, MPI_SUM);
@@ -135,13 +136,7 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       importer_ = import_to_ghosts(row_map_, ghosts.ids(), rows);
       column_map_ = importer_->getTargetMap();
       // The product's ghost values, in id order, found through the bitmap.
-      words_.assign(static_cast<std::size_t>((n + 63) / 64), GhostWord{});
-      for (auto v : ghosts.ids()) words_[v >> 6].bits |= std::uint64_t{1} << (v & 63);
-      std::uint64_t running = 0;
-      for (auto& w : words_) {
-        w.before = running;
-        running += static_cast<std::uint64_t>(__builtin_popcountll(w.bits));
-      }
+      slots_ = GhostSlots(ghosts.ids(), begin_, g.local_vertex_end());
       values_.resize(ghost_count_);
       import_ = linalg::Import(rows, ghosts);
       break;
@@ -166,8 +161,7 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   }
   for (auto v : grounded_columns_) {
     if (layout_ == ColumnLayout::dense) grounded_slots_.push_back(static_cast<std::size_t>(v));
-    if (layout_ == ColumnLayout::compact && (words_[v >> 6].bits >> (v & 63) & 1))
-      grounded_slots_.push_back(compact_slot(words_.data(), v));
+    if (layout_ == ColumnLayout::compact && slots_.contains(v)) grounded_slots_.push_back(slots_.slot(v));
   }
   // A grounded owned column is read from x in the product like any owned
   // one; these entries take it back out (the edges into it from this rank's
@@ -255,9 +249,9 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
           break;
         case ColumnLayout::compact:
           // Owned columns from x, without the bitmap (on a mesh nearly all).
-          run([w = words_.data(), v0 = values_.data(), xj, begin = begin_, owned = owned_](std::uint64_t v) {
+          run([s = slots_.view(), v0 = values_.data(), xj, begin = begin_, owned = owned_](std::uint64_t v) {
             const std::uint64_t o = v - begin;  // wraps for columns below begin
-            return o < owned ? xj[o] : v0[compact_slot(w, v)];
+            return o < owned ? xj[o] : v0[s.slot(v)];
           });
           break;
       }
@@ -401,7 +395,7 @@ EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
 }
 
 std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
-  std::size_t bytes = values_.capacity() * sizeof(double) + words_.capacity() * sizeof(GhostWord) +
+  std::size_t bytes = values_.capacity() * sizeof(double) + slots_.memory_bytes() +
                       import_.memory_bytes() + (counts_.capacity() + displs_.capacity()) * sizeof(int) +
                       grounded_columns_.capacity() * sizeof(std::uint64_t) +
                       (grounded_slots_.capacity() + grounded_rows_.capacity()) * sizeof(std::size_t) +

@@ -193,43 +193,68 @@ TEST(Laplacian, GroundedRowsAreIdentity) {
   test::expect_values_near(gathered(y), want, 1e-12, "grounded laplacian");
 }
 
-class PathOf : public ::testing::TestWithParam<std::uint64_t> {};
-
-// The column modes by rank count and length: direct, dense, bitmap, hash.
-TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
-  Runtime& rt = Runtime::current();
-  const std::uint64_t n = GetParam(), L = n - 1;
-  auto g = generate(rt, GraphSpec::grid({1, n}));
-  EdgeListMatrix a(g);
-  std::string mode = to_string(a.column_mode());
-  // A rank reads one or two of the columns it does not own: never dense.
-  if (rt.size() == 1) {
-    EXPECT_EQ(mode, "direct");
-  } else if (n > 1000) {  // few ghosts in a large column space
-    EXPECT_EQ(mode, "hash");
-  } else {  // one bitmap word costs no more than a ghost's hash slot
-    EXPECT_EQ(mode, "bitmap");
-  }
+// Hitting times to vertex 0 against their closed form `want`, and the
+// product (both ways) against the CRS copy's.
+void expect_closed_form(const EdgeList& g, const EdgeListMatrix& a, const std::vector<double>& want,
+                        const std::string& what) {
+  Runtime& rt = g.runtime();
   std::vector<std::uint64_t> target{0};
   HittingOptions o;
   o.cg.tolerance = 1e-13;
   auto h = hitting_times(g, a, target, o);
-  EXPECT_TRUE(h.solve.converged);
-  std::vector<double> want(n);
-  for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (2 * L - k));
-  test::expect_values_near(gathered(h.times), want, 1e-9, "path");
+  EXPECT_TRUE(h.solve.converged) << what;
+  test::expect_values_near(gathered(h.times), want, 1e-9, what.c_str());
   EXPECT_EQ(h.unreachable, 0u);
   CrsMatrix crs(a);  // the same product through the copy
   Vector x(rt, g.vertex_ranges()), y1(rt, g.vertex_ranges()), y2(rt, g.vertex_ranges());
   fill(x);
   a.apply(x, y1);
   crs.apply(x, y2);
-  EXPECT_EQ(gathered(y1), gathered(y2)) << mode;
+  EXPECT_EQ(gathered(y1), gathered(y2)) << what;
   a.apply_transpose(x, y1);
   crs.apply_transpose(x, y2);
   test::expect_values_near(gathered(y1), gathered(y2), 1e-14, "transpose");
 }
 
+class PathOf : public ::testing::TestWithParam<std::uint64_t> {};
+
+// A path: h(k) = k (2L - k). A rank's ghosts are its neighbours in the path,
+// next to its owned range, so GhostSlots spans two ids: bitmap at any length.
+TEST_P(PathOf, HittingTimesHaveTheClosedForm) {
+  Runtime& rt = Runtime::current();
+  const std::uint64_t n = GetParam(), L = n - 1;
+  auto g = generate(rt, GraphSpec::grid({1, n}));
+  EdgeListMatrix a(g);
+  std::string mode = to_string(a.column_mode());
+  EXPECT_EQ(mode, rt.size() == 1 ? "direct" : "bitmap");
+  std::vector<double> want(n);
+  for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (2 * L - k));
+  expect_closed_form(g, a, want, "path, " + mode);
+}
+
+class RingOf : public ::testing::TestWithParam<std::uint64_t> {};
+
+// A ring: h(k) = k (n - k). The edge from n - 1 back to 0 makes the first and
+// last ranks' two ghosts lie far apart: on a long ring their bitmap would
+// span most ids, so they take the hash table; the middle ranks' ghosts are
+// next to their range (bitmap).
+TEST_P(RingOf, HittingTimesHaveTheClosedForm) {
+  Runtime& rt = Runtime::current();
+  const std::uint64_t n = GetParam();
+  LocalEdges e;
+  for (std::uint64_t k = 0; k < n; ++k)
+    if (k % static_cast<std::uint64_t>(rt.size()) == static_cast<std::uint64_t>(rt.rank())) e.add(k, (k + 1) % n, 1.0);
+  auto g = EdgeList::build(rt, n, true, std::move(e)).symmetrized();
+  EdgeListMatrix a(g);
+  std::string mode = to_string(a.column_mode());
+  const bool end_rank = rt.rank() == 0 || rt.rank() == rt.size() - 1;
+  EXPECT_EQ(mode, rt.size() == 1 ? "direct" : end_rank && n > 1000 ? "hash" : "bitmap") << "rank " << rt.rank();
+  std::vector<double> want(n);
+  for (std::uint64_t k = 0; k < n; ++k) want[k] = static_cast<double>(k * (n - k));
+  expect_closed_form(g, a, want, "ring, " + mode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, RingOf, ::testing::Values(40, 3000));
 INSTANTIATE_TEST_SUITE_P(Lengths, PathOf, ::testing::Values(40, 3000));
 
 class HittingOn : public ::testing::TestWithParam<int> {};

@@ -26,10 +26,10 @@ enum class ColumnMode {
   // Collective: every rank or none.
   dense,
   // Owned columns read from x in place (tested first: on a mesh nearly all
-  // of them); ghost values in one array in column order, found through a
-  // bitmap of the ghosts over the column space with a running count every 64
-  // columns (0.25 byte per column). Chosen when the bitmap is no larger than
-  // a hash table of the ghosts.
+  // of them); ghost values in one array in column order, found through
+  // GhostSlots (a bitmap with a running count every 64 columns, 0.25 byte per
+  // column from the lowest to the highest ghost, the owned range cut out).
+  // Chosen when the bitmap is no larger than a hash table of the ghosts.
   bitmap,
   // Owned columns read from x in place, ghost values in an open-addressing
   // table holding key and value side by side: few ghosts in a large space.

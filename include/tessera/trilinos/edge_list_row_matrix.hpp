@@ -23,8 +23,9 @@
 // - compact: few ghosts (a mesh). The column map lists the owned vertices,
 //   then the ghosts in increasing id (Tpetra's convention); the product reads
 //   owned columns from x and keeps the ghosts' values in id order, found
-//   through a bitmap over the vertex ids with a running count every 64 ids
-//   (0.25 byte per vertex), filled by Tessera's linalg::Import.
+//   through GhostSlots (a bitmap with a running count every 64 ids, 0.25
+//   byte per id from the lowest to the highest ghost, the owned range cut
+//   out), filled by Tessera's linalg::Import.
 //   The compact Import is built from the ghosts' owners (Tpetra's
 //   constructor that makes the column map itself), so Tpetra never lists
 //   the row map's ids; the two-map constructors cache them (8 bytes per
@@ -67,6 +68,7 @@
 #include <vector>
 
 #include "tessera/array/ghost_set.hpp"
+#include "tessera/array/ghost_slots.hpp"
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/linalg/row_matrix.hpp"
 
@@ -253,20 +255,7 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // layouts). values_: dense, every vertex's value by id (one all-gather);
   // compact, the ghosts' values in id order; owned, nothing.
   mutable std::vector<double> values_;
-  // Compact: bit v = column v is a ghost here; `before` counts the set bits
-  // of earlier words (the ghost's slot). Bits and count share a word so a
-  // lookup touches one cache line.
-  struct GhostWord {
-    std::uint64_t bits = 0;
-    std::uint64_t before = 0;
-  };
-  std::vector<GhostWord> words_;
-  // Compact: the slot of ghost v, the set bits before v (one word read).
-  static std::size_t compact_slot(const GhostWord* words, std::uint64_t v) noexcept {
-    const GhostWord& w = words[v >> 6];
-    return static_cast<std::size_t>(
-        w.before + static_cast<std::uint64_t>(__builtin_popcountll(w.bits & ((std::uint64_t{1} << (v & 63)) - 1))));
-  }
+  GhostSlots slots_;                 // compact: each ghost's slot in values_
   linalg::Import import_;            // compact: fills values_ with the ghosts'
   std::vector<int> counts_, displs_;  // dense: every rank's rows (the all-gather)
   // Grounding (all empty: nothing grounded anywhere): the grounded vertices
