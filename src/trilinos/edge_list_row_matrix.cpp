@@ -98,9 +98,9 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   // graphs and grids). Dense: the all-gathered values (8 per vertex) and
   // Tpetra's Import to the replicated map (~40 per column not owned here).
   // Compact: Tpetra's id list of the column map (8 per owned column), per
-  // ghost ~70 in Tpetra (the id list, its hash table, the
-  // Import) and ~20 in the product (its value, Tessera's Import), and the
-  // slots' bitmap (0.25 per id spanned). When every rank reads most columns (Kronecker graphs on
+  // ghost ~70 in Tpetra (the id list, its hash table, the Import) and ~20 in
+  // the product (its value, Tessera's Import), and the slots' bitmap (0.25
+  // per id spanned). When every rank reads most columns (Kronecker graphs on
   // a few ranks) dense wins and the product needs no lookup; on meshes
   // compact wins.
   const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
