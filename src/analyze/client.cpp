@@ -313,6 +313,9 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     std::memset(&ctl->block().reply, 0, sizeof(ctl->block().reply));
     req.analysis = static_cast<std::uint32_t>(control::Analysis::hitting_times);
     req.solver = static_cast<std::uint32_t>(options.solver == "belos" ? control::Solver::belos : control::Solver::tessera);
+    req.preconditioner = static_cast<std::uint32_t>(options.preconditioner == "relaxation"
+                                                        ? control::Preconditioner::relaxation
+                                                        : control::Preconditioner::diagonal);
     req.target_count = static_cast<std::uint32_t>(targets.size());
     req.connected = hitting.connected ? 1 : 0;
     req.vertices = g.vertices();

@@ -131,13 +131,19 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
     std::fprintf(stderr, "tessera-analyze: hitting times to %u target(s) on %llu vertices, %llu edges (mapped, not "
                  "copied) with %s\n", req.target_count, static_cast<unsigned long long>(g.vertices()),
                  static_cast<unsigned long long>(g.edges()),
-                 belos ? "Belos CG + Ifpack2 Jacobi on a Tpetra RowMatrix over the edge arrays" : "Tessera's CG");
+                 belos ? (req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
+                              ? "Belos CG + Ifpack2 Jacobi (relaxation) on a Tpetra RowMatrix over the edge arrays"
+                              : "Belos CG + Ifpack2 Jacobi (diagonal) on a Tpetra RowMatrix over the edge arrays")
+                       : "Tessera's CG");
   std::optional<linalg::HittingTimes> h;
   std::uint64_t extra = 0;
   int belos_solves = 0;
   if (belos) {
     trilinos::BelosHittingOptions bo;
     bo.hitting = o;
+    bo.preconditioner = req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
+                            ? trilinos::Preconditioner::relaxation
+                            : trilinos::Preconditioner::diagonal;
     auto r = trilinos::belos_hitting_times(g, targets, bo);
     extra = r.matrix_extra_bytes;
     belos_solves = r.belos_solves;

@@ -54,6 +54,7 @@ struct GraphArgs {
   bool strong = false;        // cc: strongly connected components
   bool group_access = false;  // binary outputs readable and writable by the group
   std::string matrix = "edgelist";
+  std::string preconditioner = "diagonal";  // --solver belos: Ifpack2's Jacobi as diagonal or relaxation
   std::string solver;  // hitting/pipeline: tessera (own CG) or belos (trilinos/ layer); "" = the command's default
   // pipeline (issue 9): where the analysis runs: inprocess, process (tessera-analyze) or container (bwrap)
   std::string analysis = "inprocess";
@@ -401,7 +402,9 @@ linalg::HittingTimes solve_hitting_belos(Runtime& rt, const GraphArgs& a, Progre
   o.hitting.cg.max_iterations = a.max_iterations;
   o.hitting.connected = connected;
   o.matrix = a.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
-  p.step(std::string("hitting times: Belos CG with Ifpack2 Jacobi on the grounded Laplacian, ") +
+  o.preconditioner = a.preconditioner == "relaxation" ? trilinos::Preconditioner::relaxation
+                                                      : trilinos::Preconditioner::diagonal;
+  p.step(std::string("hitting times: Belos CG with Ifpack2 Jacobi (") + a.preconditioner + ") on the grounded Laplacian, " +
          (a.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
          " (" + trilinos::description() + ")");
   auto r = trilinos::belos_hitting_times(g, targets, o);
@@ -420,6 +423,7 @@ linalg::HittingTimes solve_hitting_out_of_process(const GraphArgs& a, Progress& 
   analyze::ProcessOptions o;
   o.isolation = a.analysis == "container" ? analyze::Isolation::container : analyze::Isolation::process;
   o.solver = a.solver;
+  o.preconditioner = a.preconditioner;
   o.launcher = a.analysis_launcher;
   o.control = a.analysis_control;
   o.attach_timeout = a.analysis_attach_timeout;
@@ -514,6 +518,7 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
   ids.translate(target_ids);
   return {{"matrix", a.matrix},
           {"solver", a.solver},
+          {"preconditioner", a.solver == "belos" ? json(a.preconditioner) : json(nullptr)},
           {"targets", h.targets},
           {"target_file_ids", target_ids},
           {"iterations", h.solve.iterations},
@@ -669,6 +674,10 @@ void add_hitting_options(CLI::App* c, GraphArgs& a) {
                 "tessera (its own Jacobi-preconditioned CG) or belos (Trilinos: Belos CG with an Ifpack2 Jacobi "
                 "preconditioner on a Tpetra RowMatrix over the edge arrays; with --matrix crs on a CrsMatrix copy)")
       ->check(CLI::IsMember({"tessera", "belos"}));
+  c->add_option("--preconditioner", a.preconditioner,
+                "--solver belos: Ifpack2's Jacobi as diagonal (Ifpack2::Diagonal: the RowMatrix builds no Tpetra column "
+                "Map or Import) or relaxation (Ifpack2::Relaxation, which asks for them at 2+ ranks); same iterates")
+      ->check(CLI::IsMember({"diagonal", "relaxation"}));
 }
 void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
   c->add_option("--algorithm", a.algorithm,

@@ -351,6 +351,9 @@ Request ControlSegment::read_request() const {
   if (r.analysis == static_cast<std::uint32_t>(Analysis::shutdown)) return r;
   if (r.solver != static_cast<std::uint32_t>(Solver::tessera) && r.solver != static_cast<std::uint32_t>(Solver::belos))
     bad("names unknown solver " + std::to_string(r.solver) + " (known: 1 tessera, 2 belos)");
+  if (r.preconditioner != static_cast<std::uint32_t>(Preconditioner::diagonal) &&
+      r.preconditioner != static_cast<std::uint32_t>(Preconditioner::relaxation))
+    bad("names unknown preconditioner " + std::to_string(r.preconditioner) + " (known: 0 diagonal, 1 relaxation)");
   if (r.target_count == 0 || r.target_count > static_cast<std::uint32_t>(kMaxTargets))
     bad("has " + std::to_string(r.target_count) + " targets (1.." + std::to_string(kMaxTargets) + ")");
   if (!(r.tolerance > 0 && r.tolerance < 1 && std::isfinite(r.tolerance)))

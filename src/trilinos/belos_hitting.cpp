@@ -3,6 +3,7 @@
 #include <BelosLinearProblem.hpp>
 #include <BelosPseudoBlockCGSolMgr.hpp>
 #include <BelosTpetraAdapter.hpp>
+#include <Ifpack2_Diagonal.hpp>
 #include <Ifpack2_Relaxation.hpp>
 #include <Tpetra_CrsMatrix.hpp>
 
@@ -48,7 +49,7 @@ std::size_t crs_bytes(const TpetraCrsMatrix& crs) {
 }
 
 BelosResult belos_cg(const Teuchos::RCP<const TpetraRowMatrix>& a, const TpetraMultiVector& b, TpetraMultiVector& x,
-                     double tolerance, int max_iterations) {
+                     double tolerance, int max_iterations, Preconditioner preconditioner) {
   using OP = TpetraOperator;
   using MV = TpetraMultiVector;
   BelosResult out;
@@ -61,11 +62,18 @@ BelosResult belos_cg(const Teuchos::RCP<const TpetraRowMatrix>& a, const TpetraM
     return out;
   }
 
-  auto jacobi = Teuchos::rcp(new Ifpack2::Relaxation<TpetraRowMatrix>(a));
-  Teuchos::ParameterList relaxation;
-  relaxation.set("relaxation: type", "Jacobi");
-  relaxation.set("relaxation: sweeps", 1);
-  jacobi->setParameters(relaxation);
+  // Jacobi, M^-1 = diag(A)^-1 either way (one sweep from zero, damping 1).
+  Teuchos::RCP<Ifpack2::Preconditioner<Scalar, LocalOrdinal, GlobalOrdinal, Node>> jacobi;
+  if (preconditioner == Preconditioner::relaxation) {
+    auto relaxation = Teuchos::rcp(new Ifpack2::Relaxation<TpetraRowMatrix>(a));
+    Teuchos::ParameterList params;
+    params.set("relaxation: type", "Jacobi");
+    params.set("relaxation: sweeps", 1);
+    relaxation->setParameters(params);
+    jacobi = relaxation;
+  } else {
+    jacobi = Teuchos::rcp(new Ifpack2::Diagonal<TpetraRowMatrix>(a));
+  }
   jacobi->initialize();
   jacobi->compute();
 
@@ -149,14 +157,18 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
       accounted = crs_bytes(*crs);
       op = crs;
     } else {
-      auto lap = Teuchos::rcp(new EdgeListRowMatrix(g, grounded));
+      // Tpetra's column Map and Import only when the preconditioner asks.
+      auto lap = Teuchos::rcp(new EdgeListRowMatrix(
+          g, grounded,
+          options.preconditioner == Preconditioner::relaxation ? TpetraColumns::built : TpetraColumns::omitted));
       accounted = lap->extra_memory_bytes();
       op = lap;
     }
     op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
     matrix_measured_bytes = meter->growth_bytes();
     meter.reset();
-    auto r = belos_cg(op, tb, tx, options.hitting.cg.tolerance, options.hitting.cg.max_iterations);
+    auto r = belos_cg(op, tb, tx, options.hitting.cg.tolerance, options.hitting.cg.max_iterations,
+                      options.preconditioner);
     copy_out(tx, x);
     matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
     belos_solves = r.solves;

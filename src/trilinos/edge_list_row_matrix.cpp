@@ -70,8 +70,9 @@ Teuchos::RCP<const TpetraImport> import_to_ghosts(const Teuchos::RCP<const Tpetr
 
 }  // namespace
 
-EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded)
-    : g_(g), begin_(g.local_vertex_begin()), owned_(g.local_vertices()) {
+EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded,
+                                     TpetraColumns columns)
+    : g_(g), begin_(g.local_vertex_begin()), owned_(g.local_vertices()), columns_(columns) {
   Runtime& rt = g.runtime();
   if (g.directed())
     throw ConfigError("the Laplacian RowMatrix needs an undirected graph (a symmetric matrix): symmetrize it first");
@@ -102,10 +103,12 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   // the product (its value, Tessera's Import), and the slots' bitmap (0.25
   // per id spanned). When every rank reads most columns (Kronecker graphs on
   // a few ranks) dense wins and the product needs no lookup; on meshes
-  // compact wins.
-  const std::uint64_t dense_bytes = 8 * n + 40 * (n - owned_);
-  const std::uint64_t compact_bytes =
-      8 * owned_ + 90 * ghost_count_ + GhostSlots::bytes_for(ghosts.ids(), begin_, g.local_vertex_end());
+  // compact wins. Without Tpetra's column Map and Import only the
+  // product's own structures count.
+  const bool tpetra = columns_ == TpetraColumns::built;
+  const std::uint64_t dense_bytes = 8 * n + (tpetra ? 40 * (n - owned_) : 0);
+  const std::uint64_t compact_bytes = (tpetra ? 8 * owned_ + 70 * ghost_count_ : 0) + 20 * ghost_count_ +
+                                      GhostSlots::bytes_for(ghosts.ids(), begin_, g.local_vertex_end());
   const bool any_ghosts = all_reduce<std::uint64_t>(rt.comm(), ghost_count_, MPI_MAX) > 0;
   std::uint64_t sums[2] = {dense_bytes, compact_bytes};
   all_reduce(rt.comm(), sums, 2, MPI_SUM);
@@ -120,7 +123,10 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       column_map_ = row_map_;  // every column is owned: no import, and the product reads x itself
       break;
     case ColumnLayout::dense: {
-      column_map_ = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
+      if (tpetra) {
+        column_map_ = Teuchos::rcp(new TpetraMap(n, 0, comm, Tpetra::LocallyReplicated));
+        importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
+      }
       values_.resize(n);
       const Distribution& d = rows.distribution();
       for (int p = 0; p < d.ranks(); ++p) {
@@ -133,8 +139,10 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       // Tpetra's column map: the owned vertices first (equal to the row
       // map, so the Import copies them in place and lists only the ghosts),
       // then the ghosts. O(vertices + ghosts).
-      importer_ = import_to_ghosts(row_map_, ghosts.ids(), rows);
-      column_map_ = importer_->getTargetMap();
+      if (tpetra) {
+        importer_ = import_to_ghosts(row_map_, ghosts.ids(), rows);
+        column_map_ = importer_->getTargetMap();
+      }
       // The product's ghost values, in id order, found through the bitmap.
       slots_ = GhostSlots(ghosts.ids(), begin_, g.local_vertex_end());
       values_.resize(ghost_count_);
@@ -142,7 +150,6 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
       break;
     }
   }
-  if (layout_ == ColumnLayout::dense) importer_ = Teuchos::rcp(new TpetraImport(row_map_, column_map_));
 
   // Grounding: the grounded vertices' ids on every rank (few: the targets).
   std::vector<std::uint64_t> mine;
@@ -261,6 +268,51 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
     if (beta == 0.0) multiply(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
     else multiply(y.getLocalViewHost(Tpetra::Access::ReadWrite));
   }
+}
+
+void EdgeListRowMatrix::require_columns(const char* what) const {
+  if (columns_ == TpetraColumns::omitted && layout_ != ColumnLayout::owned)
+    throw ConfigError(std::string("this EdgeListRowMatrix was built without Tpetra's column Map and Import "
+                                  "(TpetraColumns::omitted), so it has no ") +
+                      what +
+                      ": build it with TpetraColumns::built for code that asks for them (Ifpack2's Relaxation asks "
+                      "for the Import at 2+ ranks; Belos and Ifpack2's Diagonal do not)");
+}
+
+Teuchos::RCP<const TpetraMap> EdgeListRowMatrix::getColMap() const {
+  require_columns("column Map");
+  return column_map_;
+}
+
+Teuchos::RCP<const TpetraImport> EdgeListRowMatrix::importer() const {
+  require_columns("Import");
+  return importer_;
+}
+
+size_t EdgeListRowMatrix::TESSERA_TPETRA_LOCAL(NumCols)() const {
+  switch (layout_) {
+    case ColumnLayout::owned:
+      return owned_;
+    case ColumnLayout::dense:
+      return g_.vertices();
+    case ColumnLayout::compact:
+      break;
+  }
+  return owned_ + ghost_count_;
+}
+
+LocalOrdinal EdgeListRowMatrix::local_column(std::uint64_t v) const {
+  const std::uint64_t o = v - begin_;  // wraps for columns below begin
+  switch (layout_) {
+    case ColumnLayout::owned:
+      break;
+    case ColumnLayout::dense:  // the replicated range: a column is its id
+      return v < g_.vertices() ? static_cast<LocalOrdinal>(v) : -1;
+    case ColumnLayout::compact:  // owned, then the ghosts in id order
+      if (o >= owned_) return slots_.contains(v) ? static_cast<LocalOrdinal>(owned_ + slots_.slot(v)) : -1;
+      break;
+  }
+  return o < owned_ ? static_cast<LocalOrdinal>(o) : -1;
 }
 
 void EdgeListRowMatrix::check_local_row(LocalOrdinal row) const {
@@ -446,6 +498,12 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
       import = import_to_ghosts(row_map, ghosts, g.vertex_map());
     out.tpetra_bytes = meter->growth_bytes();
   }
+  meter.emplace(rt.comm());
+  {
+    EdgeListRowMatrix lean(g, {}, TpetraColumns::omitted);
+    lean.apply(x, y);
+    out.omitted_total_bytes = meter->growth_bytes();
+  }
   return out;
 }
 
@@ -455,9 +513,7 @@ Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRowMap() const { return m_.ge
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getColMap() const { return m_.getColMap(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getDomainMap() const { return m_.getDomainMap(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRangeMap() const { return m_.getRangeMap(); }
-Teuchos::RCP<const TpetraImport> EdgeListRowGraph::getImporter() const {
-  return m_.importer() ? Teuchos::rcp(m_.importer(), false) : Teuchos::null;
-}
+Teuchos::RCP<const TpetraImport> EdgeListRowGraph::getImporter() const { return m_.importer(); }
 Tpetra::global_size_t EdgeListRowGraph::getGlobalNumRows() const { return m_.getGlobalNumRows(); }
 Tpetra::global_size_t EdgeListRowGraph::getGlobalNumCols() const { return m_.getGlobalNumCols(); }
 size_t EdgeListRowGraph::TESSERA_TPETRA_LOCAL(NumRows)() const { return m_.TESSERA_TPETRA_LOCAL(NumRows)(); }

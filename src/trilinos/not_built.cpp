@@ -13,7 +13,6 @@ namespace {
 
 bool available() noexcept { return false; }
 std::string description() { return "not built (configured without Trilinos)"; }
-const char* to_string(MatrixKind kind) noexcept { return kind == MatrixKind::crs ? "crs" : "edgelist"; }
 
 struct Session::State {};
 Session::Session(Runtime&) { not_built(); }

@@ -21,7 +21,6 @@ std::string description() {
   return std::string("Trilinos ") + TRILINOS_VERSION_STRING + " (Tpetra, Belos, Ifpack2; Kokkos Serial)";
 }
 
-const char* to_string(MatrixKind kind) noexcept { return kind == MatrixKind::crs ? "crs" : "edgelist"; }
 
 struct Session::State {
   // Kokkos reads its options from argv; Tessera passes none.

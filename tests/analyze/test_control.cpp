@@ -120,6 +120,7 @@ TEST(Control, RequestFieldsAreValidated) {
   };
   refused([](control::Request& r) { r.analysis = 77; }, "unknown analysis");
   refused([](control::Request& r) { r.solver = 0; }, "unknown solver");
+  refused([](control::Request& r) { r.preconditioner = 2; }, "unknown preconditioner");
   refused([](control::Request& r) { r.target_count = control::kMaxTargets + 1; }, "too many targets");
   refused([](control::Request& r) { r.target_count = 0; }, "no target");
   refused([](control::Request& r) { r.targets[0] = 10; }, "target past the vertices");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`tessera hitting|pipeline --solver belos` against `--solver tessera` at
-1-4 ranks (same times to 1e-8 relative), --matrix crs too, and JSON naming the
-solver. Usage: test_cli_belos.py BUILD_DIR"""
+1-4 ranks (same times to 1e-8 relative), --matrix crs and --preconditioner relaxation
+too, and JSON naming the solver and preconditioner. Usage: test_cli_belos.py BUILD_DIR"""
 import json, math, os, subprocess, sys, tempfile
 
 build = sys.argv[1]
@@ -29,15 +29,16 @@ with tempfile.TemporaryDirectory() as d:
     run(1, "hitting", graph, "--target", "0,50", "--tolerance", "1e-12", "-o", ref)
     want = times(ref)
     for ranks in (1, 2, 3, 4):
-        for matrix in ("edgelist", "crs"):
-            out = os.path.join(d, f"belos-{ranks}-{matrix}.txt")
+        for matrix, pre in (("edgelist", "diagonal"), ("edgelist", "relaxation"), ("crs", "diagonal")):
+            out = os.path.join(d, f"belos-{ranks}-{matrix}-{pre}.txt")
             j = json.loads(run(ranks, "hitting", graph, "--target", "0,50", "--tolerance", "1e-12", "--solver", "belos",
-                               "--matrix", matrix, "-o", out, "--json"))
+                               "--matrix", matrix, "--preconditioner", pre, "-o", out, "--json"))
             assert j["hitting"]["solver"] == "belos" and j["hitting"]["converged"], j
+            assert j["hitting"]["preconditioner"] == pre, j
             got = times(out)
             assert got.keys() == want.keys()
             for v, t in want.items():
-                assert abs(got[v] - t) <= 1e-8 * max(1.0, abs(t)), (ranks, matrix, v, got[v], t)
+                assert abs(got[v] - t) <= 1e-8 * max(1.0, abs(t)), (ranks, matrix, pre, v, got[v], t)
     for ranks in (1, 3):
         a = json.loads(run(ranks, "pipeline", "--scale", "9", "--solver", "tessera", "--json"))["hitting"]
         b = json.loads(run(ranks, "pipeline", "--scale", "9", "--solver", "belos", "--json"))["hitting"]

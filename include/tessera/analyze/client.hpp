@@ -26,6 +26,7 @@ enum class Isolation { process, container };
 struct ProcessOptions {
   Isolation isolation = Isolation::process;
   std::string solver = "tessera";  // tessera (Tessera's CG) or belos (Trilinos); run by the analysis
+  std::string preconditioner = "diagonal";  // belos: Ifpack2's Jacobi as diagonal or relaxation
   // tessera-analyze; default: $TESSERA_ANALYZE, else beside this program, else on PATH.
   std::string program;
   // Container: the command prefix (words split at spaces; SHMDIR becomes the

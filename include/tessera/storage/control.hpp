@@ -48,6 +48,9 @@ const char* to_string(Side side) noexcept;
 
 enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2 };
 enum class Solver : std::uint32_t { tessera = 1, belos = 2 };
+// Belos' Ifpack2 Jacobi: Diagonal (the RowMatrix then omits Tpetra's column
+// Map and Import) or Relaxation. 0 is what an older caller left reserved.
+enum class Preconditioner : std::uint32_t { diagonal = 0, relaxation = 1 };
 enum class Status : std::uint32_t { pending = 0, ok = 1, failed = 2 };
 
 // One process as recorded in the segment. attached != 0 once it took its lock.
@@ -69,7 +72,7 @@ struct Request {
   std::uint64_t vertices;
   double tolerance;
   std::int32_t max_iterations;
-  std::uint32_t reserved;
+  std::uint32_t preconditioner;  // Preconditioner (belos only)
   // Metadata paths of Shared arrays: edge sources, destinations, weights
   // (empty: unweighted) and the result (float64 over the vertex ranges).
   char src[kPathBytes];

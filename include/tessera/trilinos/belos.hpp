@@ -1,5 +1,5 @@
-// Belos CG with an Ifpack2 Jacobi (Relaxation) preconditioner on any Tpetra
-// RowMatrix, and the conventional CrsMatrix copy of an EdgeListRowMatrix
+// Belos CG with an Ifpack2 Jacobi preconditioner (Diagonal or Relaxation)
+// on any Tpetra RowMatrix, and the conventional CrsMatrix copy of an EdgeListRowMatrix
 // (the comparison). Trilinos-facing: for tests and the layer itself; the CLI
 // uses hitting.hpp. Belos and Ifpack2 live in one translation unit
 // (belos_hitting.cpp: ~11 s and ~0.5 GB to compile).
@@ -7,6 +7,7 @@
 #include <Tpetra_CrsMatrix_fwd.hpp>
 
 #include "tessera/trilinos/edge_list_row_matrix.hpp"
+#include "tessera/trilinos/hitting.hpp"
 
 namespace tessera::trilinos {
 
@@ -26,10 +27,11 @@ struct BelosResult {
   double seconds = 0;   // setProblem (the initial residual) and solve(), not the preconditioner setup
 };
 
-// Collective. Solves A x = b from x (Belos pseudo-block CG, Ifpack2 Jacobi,
-// one sweep), until the true relative residual is <= tolerance or
+// Collective. Solves A x = b from x (Belos pseudo-block CG, Ifpack2 Jacobi:
+// Diagonal, or Relaxation with one sweep, which needs A's graph to have its
+// Import at 2+ ranks), until the true relative residual is <= tolerance or
 // max_iterations in all; A must be symmetric positive definite.
 BelosResult belos_cg(const Teuchos::RCP<const TpetraRowMatrix>& a, const TpetraMultiVector& b, TpetraMultiVector& x,
-                     double tolerance, int max_iterations);
+                     double tolerance, int max_iterations, Preconditioner preconditioner = Preconditioner::diagonal);
 
 }  // namespace tessera::trilinos

@@ -8,8 +8,8 @@
 //
 // What it builds: row / domain / range Map (contiguous, O(1)); a column
 // Map and the Import from domain to column map, which the RowMatrix
-// interface requires (Ifpack2 asks for the importer) but the product does
-// not use; the grounded vertices' ids (few); the product's column values for
+// interface requires (Ifpack2's Relaxation asks for the importer) but the
+// product does not use, unless told to omit them (below); the grounded vertices' ids (few); the product's column values for
 // the columns it does not read from x itself. Never anything per edge. The
 // column layout is chosen collectively, the one whose structures are smaller
 // summed over the ranks:
@@ -50,6 +50,14 @@
 // never writes the edge arrays (they may be another process's read-only
 // mapping). Ifpack2 Relaxation (Jacobi) and Chebyshev and every Belos solver
 // use only apply, the maps, the diagonal and the graph's importer.
+//
+// Tpetra's column Map and Import can be left out (TpetraColumns::omitted):
+// Belos and Ifpack2's Diagonal (Jacobi) read only the row, domain and range
+// maps, apply and the diagonal, and the Import is most of what the matrix
+// adds at 2+ ranks. getColMap() and the graph's getColMap() / getImporter()
+// then throw ConfigError (with one rank's owned layout they exist: the row
+// map, no Import); local column indices keep the numbering the map would
+// have.
 //
 // Requires a live trilinos::Session. The graph must outlive the matrix.
 #pragma once
@@ -100,6 +108,12 @@ using TpetraComm = Teuchos::Comm<int>;
 Teuchos::RCP<const TpetraComm> teuchos_comm(Runtime& rt);
 
 class EdgeListRowMatrix;
+
+// Whether an EdgeListRowMatrix builds Tpetra's column Map and Import.
+enum class TpetraColumns {
+  built,    // as any RowMatrix: what Ifpack2's Relaxation asks for at 2+ ranks
+  omitted,  // not built (no Tpetra memory per column): for Belos with Ifpack2's Diagonal
+};
 
 // The sparsity of an EdgeListRowMatrix, for Ifpack2 (which asks for its
 // importer at 2+ ranks) and anything else reading structure only.
@@ -152,7 +166,8 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // Collective. `grounded` is empty (the plain Laplacian) or one flag per
   // local vertex (1 = grounded). ConfigError for a directed graph,
   // MismatchError for flags of the wrong length (on every rank).
-  explicit EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded = {});
+  explicit EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded = {},
+                             TpetraColumns columns = TpetraColumns::built);
   ~EdgeListRowMatrix() override;
 
   // Operator
@@ -167,12 +182,12 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // RowMatrix: structure
   Teuchos::RCP<const TpetraComm> getComm() const override { return row_map_->getComm(); }
   Teuchos::RCP<const TpetraMap> getRowMap() const override { return row_map_; }
-  Teuchos::RCP<const TpetraMap> getColMap() const override { return column_map_; }
+  Teuchos::RCP<const TpetraMap> getColMap() const override;
   Teuchos::RCP<const TpetraRowGraph> getGraph() const override { return graph_; }
   Tpetra::global_size_t getGlobalNumRows() const override { return g_.vertices(); }
   Tpetra::global_size_t getGlobalNumCols() const override { return g_.vertices(); }
   size_t TESSERA_TPETRA_LOCAL(NumRows)() const override { return g_.local_vertices(); }
-  size_t TESSERA_TPETRA_LOCAL(NumCols)() const override { return column_map_->TESSERA_TPETRA_LOCAL(NumElements)(); }
+  size_t TESSERA_TPETRA_LOCAL(NumCols)() const override;
   GlobalOrdinal getIndexBase() const override { return 0; }
   Tpetra::global_size_t getGlobalNumEntries() const override { return global_entries_; }
   size_t TESSERA_TPETRA_LOCAL(NumEntries)() const override { return local_entries_; }
@@ -217,14 +232,17 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   ColumnLayout column_layout() const noexcept { return layout_; }
   const graph::EdgeList& graph() const noexcept { return g_; }
   std::size_t ghost_count() const noexcept { return ghost_count_; }
-  const TpetraImport* importer() const noexcept { return importer_.get(); }
+  TpetraColumns tpetra_columns() const noexcept { return columns_; }
+  // Tpetra's Import from the domain to the column map: null when every
+  // column is owned; ConfigError when it was omitted.
+  Teuchos::RCP<const TpetraImport> importer() const;
   // Bytes this rank allocated for the matrix (maps, importer, flags, the
   // product's column values and exchange plan), excluding the graph it
   // reads. Tpetra's own structures are estimated from their sizes.
   std::size_t extra_memory_bytes() const;
-  // Tpetra's local column (in getColMap()) of global vertex v, owned or a
-  // ghost of this rank; -1 (invalid) otherwise.
-  LocalOrdinal local_column(std::uint64_t v) const { return column_map_->getLocalElement(static_cast<GlobalOrdinal>(v)); }
+  // The local column (getColMap()'s numbering, built or not) of global
+  // vertex v, owned or a ghost of this rank; -1 (invalid) otherwise.
+  LocalOrdinal local_column(std::uint64_t v) const;
   // Calls f(global column, value) for every entry of local row `row`, in
   // increasing column id order (the diagonal in its place).
   template <class F>
@@ -234,6 +252,8 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   void check_local_row(LocalOrdinal row) const;
   LocalOrdinal local_row_of(GlobalOrdinal row) const;
   [[noreturn]] void no_views() const;
+  // ConfigError: the column Map / Import was omitted (`what` names it).
+  void require_columns(const char* what) const;
   bool row_grounded(std::size_t row) const noexcept {
     return std::binary_search(grounded_rows_.begin(), grounded_rows_.end(), row);
   }
@@ -250,6 +270,7 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   std::uint64_t begin_ = 0;
   std::size_t owned_ = 0;
   ColumnLayout layout_ = ColumnLayout::owned;
+  TpetraColumns columns_ = TpetraColumns::built;
   std::size_t ghost_count_ = 0;
   // The product reads owned columns from x itself (owned and compact
   // layouts). values_: dense, every vertex's value by id (one all-gather);

@@ -41,11 +41,22 @@ enum class MatrixKind {
   edge_list,  // EdgeListRowMatrix: the grounded Laplacian read from the edge arrays (no copy)
   crs,        // a Tpetra::CrsMatrix copied from it (the conventional path, for comparison)
 };
-const char* to_string(MatrixKind kind) noexcept;
+inline const char* to_string(MatrixKind kind) noexcept { return kind == MatrixKind::crs ? "crs" : "edgelist"; }
+
+// Ifpack2's Jacobi preconditioner (M = diag(A), applied once from zero),
+// two ways: the same iterates, different demands on the matrix.
+enum class Preconditioner {
+  diagonal,    // Ifpack2::Diagonal: reads the diagonal only, so the RowMatrix omits Tpetra's column Map and Import
+  relaxation,  // Ifpack2::Relaxation ("Jacobi", one sweep): asks the graph for its Import at 2+ ranks
+};
+inline const char* to_string(Preconditioner p) noexcept {
+  return p == Preconditioner::diagonal ? "diagonal" : "relaxation";
+}
 
 struct BelosHittingOptions {
   linalg::HittingOptions hitting;  // cg.tolerance / cg.max_iterations drive Belos; `solver` is set here
   MatrixKind matrix = MatrixKind::edge_list;
+  Preconditioner preconditioner = Preconditioner::diagonal;
 };
 
 struct BelosHittingTimes {
@@ -60,16 +71,18 @@ struct BelosHittingTimes {
 
 // The anonymous memory an EdgeListRowMatrix over `g` adds, summed over the
 // ranks and measured from /proc (its construction and one apply): all of it,
-// and the part that is Tpetra's column Map and Import (built again the same
-// way and measured alone). That part is required of any RowMatrix whose
-// column Map lists the columns a rank reads: Ifpack2's Relaxation asks the
-// graph for its Import, and a Tpetra 13.2 Map that is not a plain range keeps
-// an id per column. The rest is the matrix's own (the product's column
-// values, flags, plans). Collective; needs a Session; `g` undirected.
+// the part that is Tpetra's column Map and Import (built again the same way
+// and measured alone), and all of it when those are omitted. That part is
+// required of any RowMatrix Ifpack2's Relaxation preconditions: it asks the
+// graph for its Import at 2+ ranks, and a Tpetra 13.2 Map that is not a
+// plain range keeps an id per column. The rest is the matrix's own (the
+// product's column values, flags, plans). Collective; needs a Session; `g`
+// undirected.
 struct RowMatrixMemory {
   std::uint64_t total_bytes = 0;
-  std::uint64_t tpetra_bytes = 0;  // column Map + Import, as Tpetra holds them
-  std::string layout;              // "owned", "dense" or "compact" (EdgeListRowMatrix's column layout)
+  std::uint64_t tpetra_bytes = 0;          // column Map + Import, as Tpetra holds them
+  std::uint64_t omitted_total_bytes = 0;   // the matrix built with TpetraColumns::omitted (Ifpack2 Diagonal's path)
+  std::string layout;                      // "owned", "dense" or "compact" (EdgeListRowMatrix's column layout)
 };
 RowMatrixMemory row_matrix_memory(const graph::EdgeList& g);
 
