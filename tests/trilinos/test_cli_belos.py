@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """`tessera hitting|pipeline --solver belos` against `--solver tessera` at
-1-4 ranks (same times to 1e-8 relative), --matrix crs and --preconditioner relaxation
+1-4 ranks (same times to 1e-8 relative) and scipy's spsolve (1e-6), --matrix crs and --preconditioner relaxation
 too, and JSON naming the solver and preconditioner. Usage: test_cli_belos.py BUILD_DIR"""
 import json, math, os, subprocess, sys, tempfile
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from scipy_reference import reference_hitting  # noqa: E402
 
 build = sys.argv[1]
 tessera = os.path.join(build, "tessera")
@@ -28,6 +34,13 @@ with tempfile.TemporaryDirectory() as d:
     ref = os.path.join(d, "ref.txt")
     run(1, "hitting", graph, "--target", "0,50", "--tolerance", "1e-12", "-o", ref)
     want = times(ref)
+    # The independent reference: scipy's direct solve on the same edges.
+    edges = np.loadtxt(graph, comments="#", dtype=np.int64, ndmin=2)
+    n = int(edges.max()) + 1
+    a = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    a = ((a + a.T) > 0).astype(float).tocsr()
+    direct = reference_hitting(a, [0, 50])
+    assert len(direct) == len(want)
     for ranks in (1, 2, 3, 4):
         for matrix, pre in (("edgelist", "diagonal"), ("edgelist", "relaxation"), ("crs", "diagonal")):
             out = os.path.join(d, f"belos-{ranks}-{matrix}-{pre}.txt")
@@ -39,10 +52,11 @@ with tempfile.TemporaryDirectory() as d:
             assert got.keys() == want.keys()
             for v, t in want.items():
                 assert abs(got[v] - t) <= 1e-8 * max(1.0, abs(t)), (ranks, matrix, pre, v, got[v], t)
+                assert abs(got[v] - direct[v]) <= 1e-6 * max(1.0, abs(direct[v])), (ranks, matrix, pre, v, got[v], direct[v])
     for ranks in (1, 3):
         a = json.loads(run(ranks, "pipeline", "--scale", "9", "--solver", "tessera", "--json"))["hitting"]
         b = json.loads(run(ranks, "pipeline", "--scale", "9", "--solver", "belos", "--json"))["hitting"]
         assert b["solver"] == "belos" and b["converged"]
         for k in ("mean", "max", "min", "reachable"):
             assert abs(a[k] - b[k]) <= 1e-8 * max(1.0, abs(a[k])), (k, a[k], b[k])
-print("ok: --solver belos matches --solver tessera at 1-4 ranks")
+print("ok: --solver belos matches --solver tessera and scipy's spsolve at 1-4 ranks")
