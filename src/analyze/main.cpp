@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "tessera/graph/edge_list.hpp"
@@ -127,23 +128,23 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
   o.cg.max_iterations = req.max_iterations;
   o.connected = req.connected != 0;
   const bool belos = req.solver == static_cast<std::uint32_t>(control::Solver::belos);
+  const auto preconditioner = req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
+                                  ? trilinos::Preconditioner::relaxation
+                                  : trilinos::Preconditioner::diagonal;
+  const std::string method = belos ? "Belos CG + Ifpack2 Jacobi (" + std::string(trilinos::to_string(preconditioner)) +
+                                         ") on a Tpetra RowMatrix over the edge arrays"
+                                   : "Tessera's CG";
   if (rt.rank() == 0 && !quiet)
     std::fprintf(stderr, "tessera-analyze: hitting times to %u target(s) on %llu vertices, %llu edges (mapped, not "
                  "copied) with %s\n", req.target_count, static_cast<unsigned long long>(g.vertices()),
-                 static_cast<unsigned long long>(g.edges()),
-                 belos ? (req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
-                              ? "Belos CG + Ifpack2 Jacobi (relaxation) on a Tpetra RowMatrix over the edge arrays"
-                              : "Belos CG + Ifpack2 Jacobi (diagonal) on a Tpetra RowMatrix over the edge arrays")
-                       : "Tessera's CG");
+                 static_cast<unsigned long long>(g.edges()), method.c_str());
   std::optional<linalg::HittingTimes> h;
   std::uint64_t extra = 0;
   int belos_solves = 0;
   if (belos) {
     trilinos::BelosHittingOptions bo;
     bo.hitting = o;
-    bo.preconditioner = req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
-                            ? trilinos::Preconditioner::relaxation
-                            : trilinos::Preconditioner::diagonal;
+    bo.preconditioner = preconditioner;
     auto r = trilinos::belos_hitting_times(g, targets, bo);
     extra = r.matrix_extra_bytes;
     belos_solves = r.belos_solves;
