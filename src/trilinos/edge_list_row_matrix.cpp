@@ -452,7 +452,9 @@ std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
                       grounded_columns_.capacity() * sizeof(std::uint64_t) +
                       (grounded_slots_.capacity() + grounded_rows_.capacity()) * sizeof(std::size_t) +
                       owned_grounded_entries_.capacity() * sizeof(GroundedEntry);
-  if (layout_ == ColumnLayout::compact)  // Tpetra's id list and the hash table of the ghost part (its layout: an estimate)
+  // Tpetra's id list and the hash table of the ghost part (its layout: an
+  // estimate), when the column map was built.
+  if (layout_ == ColumnLayout::compact && !column_map_.is_null())
     bytes += (owned_ + ghost_count_) * sizeof(GlobalOrdinal) + ghost_count_ * 32;
   if (importer_)  // the Import's lists: remote and export local ids, export ranks, permutations
     bytes += (importer_->getNumRemoteIDs() + 2 * importer_->getNumExportIDs()) * sizeof(LocalOrdinal) +
