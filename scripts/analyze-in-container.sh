@@ -53,10 +53,18 @@ case $engine in
   bwrap)
     command -v bwrap >/dev/null || {
       echo "tessera: error: bwrap not found; install it with 'apt-get install bubblewrap'" >&2; exit 125; }
-    # Order matters: the private /dev and /tmp first, the shared directory on
+    # Order matters: the private /dev and /tmp first, then, read-only, the
+    # top directory under /tmp of every file COMMAND names there (a checkout
+    # built in /tmp: the program and its libraries), the shared directory on
     # top (it may lie under /tmp).
+    programs=()
+    for arg in "$@"; do
+      case $arg in
+        /tmp/?*) rest=${arg#/tmp/}; [ -f "$arg" ] && programs+=(--ro-bind "/tmp/${rest%%/*}" "/tmp/${rest%%/*}") ;;
+      esac
+    done
     exec bwrap --unshare-all --die-with-parent \
-      --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp \
+      --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp "${programs[@]}" \
       --bind "$shared_dir" "$shared_dir" \
       --chdir "$shared_dir" \
       -- "$@"

@@ -239,12 +239,17 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
       for (auto& w : words)
         for (auto at = w.find("SHMDIR"); at != std::string::npos; at = w.find("SHMDIR", at + dir.size()))
           w.replace(at, 6, dir);
-      // bwrap's --tmpfs DIR hides whatever lies under DIR (a build in /tmp).
+      // bwrap's --tmpfs DIR hides whatever lies under DIR (a checkout built
+      // in /tmp): bind the top directory under DIR that holds the program
+      // (and its libraries) back, read-only, right after it (bwrap mounts in
+      // order).
       for (std::size_t i = 0; i + 1 < words.size(); ++i)
-        if (words[i] == "--tmpfs" && program.rfind(words[i + 1] + "/", 0) == 0)
-          throw ConfigError("--analysis container: " + program + " lies under " + words[i + 1] +
-                            ", which the launcher replaces with an empty tmpfs (--tmpfs " + words[i + 1] +
-                            "); build or install tessera-analyze elsewhere, or name it with TESSERA_ANALYZE");
+        if (words[i] == "--tmpfs" && program.rfind(words[i + 1] + "/", 0) == 0) {
+          const std::string rest = program.substr(words[i + 1].size() + 1);
+          const std::string top = words[i + 1] + "/" + rest.substr(0, rest.find('/'));
+          words.insert(words.begin() + static_cast<std::ptrdiff_t>(i + 2), {"--ro-bind", top, top});
+          break;
+        }
       if (words.empty() || !on_path(words[0]))
         throw ConfigError("--analysis container: the launcher '" + (words.empty() ? launcher : words[0]) +
                           "' is not installed (Debian: apt-get install bubblewrap), or set --analysis-launcher");
