@@ -107,7 +107,11 @@ py::tuple hitting(const PyGraph& pg, const std::vector<std::uint64_t>& target_fi
   info["solver"] = solver;
   info["iterations"] = h->solve.iterations;
   info["converged"] = h->solve.converged;
+  info["status"] = linalg::to_string(h->solve.status);
   info["relative_residual"] = h->solve.relative_residual;
+  info["backward_error"] = h->solve.backward_error;
+  info["rounds"] = h->solve.rounds;
+  info["reason"] = h->solve.reason;
   info["solve_seconds"] = h->solve.seconds;
   info["setup_seconds"] = h->setup_seconds;
   info["targets"] = target_file_ids;

@@ -383,7 +383,13 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   linalg::CgResult solve;
   solve.iterations = reply.iterations;
   solve.converged = reply.converged != 0;
+  if (reply.solve_status > static_cast<std::uint32_t>(linalg::SolveStatus::not_converged))
+    throw FormatError("the analysis replied with an unknown solve status " + std::to_string(reply.solve_status));
+  solve.status = static_cast<linalg::SolveStatus>(reply.solve_status);
+  solve.rounds = reply.rounds;
   solve.relative_residual = reply.relative_residual;
+  solve.backward_error = reply.backward_error;
+  solve.reason.assign(reply.solve_reason, strnlen(reply.solve_reason, sizeof(reply.solve_reason)));
   solve.seconds = reply.solve_seconds;
   return {linalg::HittingTimes{std::move(times), reply.unreachable, reply.targets, std::move(solve), reply.setup_seconds},
           reply.matrix_extra_bytes, reply.belos_solves, reply.anonymous_growth_bytes, std::move(hs)};

@@ -162,7 +162,11 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
     auto& reply = ctl.block().reply;
     reply.iterations = h->solve.iterations;
     reply.converged = h->solve.converged ? 1 : 0;
+    reply.solve_status = static_cast<std::uint32_t>(h->solve.status);
+    reply.rounds = h->solve.rounds;
     reply.relative_residual = h->solve.relative_residual;
+    reply.backward_error = h->solve.backward_error;
+    std::snprintf(reply.solve_reason, sizeof(reply.solve_reason), "%s", h->solve.reason.c_str());
     reply.solve_seconds = h->solve.seconds;
     reply.setup_seconds = h->setup_seconds;
     reply.unreachable = h->unreachable;

@@ -390,6 +390,18 @@ int run_lcc(const GraphArgs& a) {
   return 0;
 }
 
+// "converged", "limited by rounding", "NOT converged" and the figures of the answer written.
+std::string verdict(const linalg::CgResult& r) {
+  char text[160];
+  std::snprintf(text, sizeof(text), "%d iterations%s: true relative residual %.3e, backward error %.1e (%s)",
+                r.iterations, r.rounds > 1 ? (", " + std::to_string(r.rounds) + " rounds").c_str() : "",
+                r.relative_residual, r.backward_error,
+                r.status == linalg::SolveStatus::converged          ? "converged"
+                : r.status == linalg::SolveStatus::rounding_limited ? "limited by rounding"
+                                                                    : "NOT converged");
+  return text;
+}
+
 // --solver belos: the same grounded system solved by Trilinos (Belos CG,
 // Ifpack2 Jacobi) on a Tpetra RowMatrix over the edge arrays, or on its
 // CrsMatrix copy with --matrix crs. Kokkos/Tpetra live for this call only.
@@ -408,8 +420,7 @@ linalg::HittingTimes solve_hitting_belos(Runtime& rt, const GraphArgs& a, Progre
          (a.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
          " (" + trilinos::description() + ")");
   auto r = trilinos::belos_hitting_times(g, targets, o);
-  p.tick(true, "Belos stopped after %d iterations: true relative residual %.3e (%s)", r.result.solve.iterations,
-         r.result.solve.relative_residual, r.result.solve.converged ? "converged" : "NOT converged");
+  p.tick(true, "Belos stopped after %s", verdict(r.result.solve).c_str());
   matrix_extra_bytes = r.matrix_extra_bytes;
   return std::move(r.result);
 }
@@ -438,10 +449,9 @@ linalg::HittingTimes solve_hitting_out_of_process(const GraphArgs& a, Progress& 
          "process (tessera-analyze, " + a.solver + " solver) on the Shared edge arrays (no copy)");
   auto r = analyze::hitting_times_out_of_process(g, targets, h, o);
   const auto& hs = r.handshake;
-  p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %d iterations, "
-         "relative residual %.3e (%s)", hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6,
-         hs.result_to_resume_seconds * 1e6, r.result.solve.iterations, r.result.solve.relative_residual,
-         r.result.solve.converged ? "converged" : "NOT converged");
+  p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %s",
+         hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6, hs.result_to_resume_seconds * 1e6,
+         verdict(r.result.solve).c_str());
   matrix_extra_bytes = r.matrix_extra_bytes;
   handshake = {{"control", hs.control_path},
                {"result", hs.result_path},
@@ -497,13 +507,14 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
     o.connected = connected;
     p.step("hitting times: CG with Jacobi on the grounded Laplacian");
     auto h = linalg::hitting_times(g, matrix, targets, o);
-    p.tick(true, "CG stopped after %d iterations: relative residual %.3e (%s)", h.solve.iterations,
-           h.solve.relative_residual, h.solve.converged ? "converged" : "NOT converged");
+    p.tick(true, "CG stopped after %s", verdict(h.solve).c_str());
 
     matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), matrix.extra_memory_bytes(), MPI_SUM);
     return h;
   };
   auto h = solve();
+  if (!h.solve.succeeded() && rt.rank() == 0)
+    std::fprintf(stderr, "tessera: the hitting-time solve did not converge: %s\n", h.solve.reason.c_str());
 
   auto s = linalg::summarize(h.times);
   const std::uint64_t farthest = ids.file_id(s.farthest);
@@ -523,7 +534,11 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
           {"target_file_ids", target_ids},
           {"iterations", h.solve.iterations},
           {"converged", h.solve.converged},
+          {"status", linalg::to_string(h.solve.status)},
           {"relative_residual", h.solve.relative_residual},
+          {"backward_error", h.solve.backward_error},
+          {"rounds", h.solve.rounds},
+          {"reason", h.solve.reason},
           {"solve_seconds", h.solve.seconds},
           {"seconds_per_iteration", h.solve.seconds_per_iteration()},
           {"setup_seconds", h.setup_seconds},
@@ -540,7 +555,7 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
 
 int run_hitting(const GraphArgs& args) {
   GraphArgs a = args;
-  if (a.solver.empty()) a.solver = "tessera";
+  if (a.solver.empty()) a.solver = trilinos::available() ? "belos" : "tessera";
   if (a.targets.empty()) throw ConfigError("name at least one --target vertex");
   check_solver(a);
   Runtime rt;
@@ -555,7 +570,7 @@ int run_hitting(const GraphArgs& args) {
   auto r = solve_hitting(rt, a, p, loaded.graph, loaded.ids, targets, false, outputs);
   outputs.commit();
   finish(rt, a, {{"command", "hitting"}, {"stats", graph_json(loaded.graph)}, {"hitting", r}});
-  return r["converged"].get<bool>() ? 0 : 3;
+  return r["status"].get<std::string>() == linalg::to_string(linalg::SolveStatus::not_converged) ? 3 : 0;
 }
 
 int run_pipeline(const GraphArgs& args) {
@@ -608,7 +623,7 @@ int run_pipeline(const GraphArgs& args) {
          mib(static_cast<double>(growth)) + " over all ranks (vertex arrays, aggregation buffers)");
   outputs.commit();
   finish(rt, a, j);
-  return r["converged"].get<bool>() ? 0 : 3;
+  return r["status"].get<std::string>() == linalg::to_string(linalg::SolveStatus::not_converged) ? 3 : 0;
 }
 
 // A graph path: an existing file or directory, or "-" for standard input.

@@ -1,5 +1,6 @@
 #include "tessera/linalg/laplacian.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -74,6 +75,13 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
   });
   a.row_sums(degree_);
   a.diagonal(self_);
+  // |L_ii| + sum_j |L_ij| = 2 (d_i - a_ii) for positive weights; a grounded
+  // row is an identity row.
+  auto d = degree_.local(), s = self_.local();
+  double largest = 0;
+  for (std::size_t i = 0; i < d.size(); ++i)
+    largest = std::max(largest, grounded(i) ? 1.0 : 2.0 * (d[i] - s[i]));
+  norm_inf_ = all_reduce(a.row_map().comm(), largest, MPI_MAX);
 }
 
 void Laplacian::apply(const Vector& x, Vector& y, double alpha, double beta) const {

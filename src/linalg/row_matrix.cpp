@@ -1,6 +1,7 @@
 #include "tessera/linalg/row_matrix.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -11,6 +12,19 @@ std::size_t RowMatrix::max_row_length() const {
   std::size_t longest = 0;
   for (std::uint64_t i = 0; i < local_rows(); ++i) longest = std::max(longest, row_length(i));
   return longest;
+}
+
+double RowMatrix::norm_inf() const {
+  std::vector<std::uint64_t> columns(max_row_length());
+  std::vector<double> values(columns.size());
+  double largest = 0;
+  for (std::uint64_t i = 0; i < local_rows(); ++i) {
+    const std::size_t n = copy_row(i, columns, values);
+    double sum = 0;
+    for (std::size_t k = 0; k < n; ++k) sum += std::abs(values[k]);
+    largest = std::max(largest, sum);
+  }
+  return all_reduce(row_map().comm(), largest, MPI_MAX);
 }
 
 void check_row_buffers(std::size_t length, std::span<std::uint64_t> columns, std::span<double> values) {

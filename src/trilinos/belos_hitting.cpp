@@ -48,71 +48,54 @@ std::size_t crs_bytes(const TpetraCrsMatrix& crs) {
          (crs.TESSERA_TPETRA_LOCAL(NumRows)() + 1) * sizeof(size_t);
 }
 
-BelosResult belos_cg(const Teuchos::RCP<const TpetraRowMatrix>& a, const TpetraMultiVector& b, TpetraMultiVector& x,
-                     double tolerance, int max_iterations, Preconditioner preconditioner) {
+struct BelosCg::State {
   using OP = TpetraOperator;
   using MV = TpetraMultiVector;
-  BelosResult out;
-  std::vector<double> b_norm(b.getNumVectors());
-  b.norm2(Teuchos::ArrayView<double>(b_norm));
-  double largest_b = *std::max_element(b_norm.begin(), b_norm.end());
-  if (largest_b == 0.0) {  // nothing to solve (every vertex grounded): x = 0 exactly
-    x.putScalar(0.0);
-    out.converged = true;
-    return out;
-  }
-
-  // Jacobi, M^-1 = diag(A)^-1 either way (one sweep from zero, damping 1).
+  Teuchos::RCP<const TpetraRowMatrix> a;
   Teuchos::RCP<Ifpack2::Preconditioner<Scalar, LocalOrdinal, GlobalOrdinal, Node>> jacobi;
+};
+
+BelosCg::BelosCg(const Teuchos::RCP<const TpetraRowMatrix>& a, Preconditioner preconditioner)
+    : state_(std::make_unique<State>()) {
+  state_->a = a;
+  // Jacobi, M^-1 = diag(A)^-1 either way (one sweep from zero, damping 1).
   if (preconditioner == Preconditioner::relaxation) {
     auto relaxation = Teuchos::rcp(new Ifpack2::Relaxation<TpetraRowMatrix>(a));
     Teuchos::ParameterList params;
     params.set("relaxation: type", "Jacobi");
     params.set("relaxation: sweeps", 1);
     relaxation->setParameters(params);
-    jacobi = relaxation;
+    state_->jacobi = relaxation;
   } else {
-    jacobi = Teuchos::rcp(new Ifpack2::Diagonal<TpetraRowMatrix>(a));
+    state_->jacobi = Teuchos::rcp(new Ifpack2::Diagonal<TpetraRowMatrix>(a));
   }
-  jacobi->initialize();
-  jacobi->compute();
+  state_->jacobi->initialize();
+  state_->jacobi->compute();
+}
 
-  auto problem = Teuchos::rcp(new Belos::LinearProblem<Scalar, MV, OP>(a, Teuchos::rcp(&x, false), Teuchos::rcp(&b, false)));
-  problem->setLeftPrec(jacobi);
-  MV r(b.getMap(), b.getNumVectors(), false);
-  auto true_residual = [&] {
-    a->apply(x, r);
-    r.update(1.0, b, -1.0);  // r = b - A x
-    std::vector<double> norms(b.getNumVectors());
-    r.norm2(Teuchos::ArrayView<double>(norms));
-    double worst = 0;
-    for (std::size_t j = 0; j < norms.size(); ++j) worst = std::max(worst, b_norm[j] > 0 ? norms[j] / b_norm[j] : norms[j]);
-    return worst;
-  };
-  // Belos stops on its own (recursive) residual; the true one can lag it.
-  // Restart from x while the true residual is above the tolerance and the
-  // iteration budget lasts (a few rounds at most).
-  for (int round = 0; round < 4 && out.iterations < max_iterations; ++round) {
-    // Timed from setProblem (its initial residual is one product), as
-    // Tessera's CG times its own initial residual: per-iteration times compare.
-    auto t0 = std::chrono::steady_clock::now();
-    problem->setProblem();
-    auto params = Teuchos::rcp(new Teuchos::ParameterList);
-    params->set("Convergence Tolerance", tolerance);
-    params->set("Maximum Iterations", max_iterations - out.iterations);
-    params->set("Verbosity", static_cast<int>(Belos::Errors));
-    // ||r|| / ||b|| as Tessera's CG; a restart then only closes the gap.
-    params->set("Implicit Residual Scaling", std::string("Norm of RHS"));
-    Belos::PseudoBlockCGSolMgr<Scalar, MV, OP> solver(problem, params);
-    solver.solve();
-    out.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    out.iterations += solver.getNumIters();
-    ++out.solves;
-    out.true_relative_residual = true_residual();
-    out.converged = out.true_relative_residual <= tolerance;
-    if (out.converged || solver.getNumIters() == 0) break;
-  }
-  return out;
+BelosCg::~BelosCg() = default;
+
+int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations) {
+  using MV = State::MV;
+  using OP = State::OP;
+  if (max_iterations <= 0) return 0;
+  // Timed from setProblem (its initial residual is one product), as
+  // Tessera's CG times its own initial residual: per-iteration times compare.
+  auto t0 = std::chrono::steady_clock::now();
+  auto problem = Teuchos::rcp(new Belos::LinearProblem<Scalar, MV, OP>(state_->a, Teuchos::rcp(&x, false),
+                                                                        Teuchos::rcp(&b, false)));
+  problem->setLeftPrec(state_->jacobi);
+  problem->setProblem();
+  auto params = Teuchos::rcp(new Teuchos::ParameterList);
+  params->set("Convergence Tolerance", tolerance);
+  params->set("Maximum Iterations", max_iterations);
+  params->set("Verbosity", static_cast<int>(Belos::Errors));
+  // ||r|| / ||b||, the scaling of Tessera's CG and of the true-residual test.
+  params->set("Implicit Residual Scaling", std::string("Norm of RHS"));
+  Belos::PseudoBlockCGSolMgr<Scalar, MV, OP> solver(problem, params);
+  solver.solve();
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return solver.getNumIters();
 }
 
 namespace {
@@ -138,7 +121,7 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
   std::uint64_t matrix_extra_bytes = 0, matrix_measured_bytes = 0;
   int belos_solves = 0;
   linalg::HittingOptions o = options.hitting;
-  o.solver = [&](const linalg::Laplacian&, std::span<const std::uint8_t> grounded, const linalg::Vector& b,
+  o.solver = [&](const linalg::Laplacian& laplacian, std::span<const std::uint8_t> grounded, const linalg::Vector& b,
                  linalg::Vector& x) {
     Runtime& rt = g.runtime();
     // Every Tpetra object lives in this scope: gone before the Session ends.
@@ -167,16 +150,18 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
     op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
     matrix_measured_bytes = meter->growth_bytes();
     meter.reset();
-    auto r = belos_cg(op, tb, tx, options.hitting.cg.tolerance, options.hitting.cg.max_iterations,
-                      options.preconditioner);
-    copy_out(tx, x);
     matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
-    belos_solves = r.solves;
-    linalg::CgResult c;
-    c.iterations = r.iterations;
-    c.converged = r.converged;
-    c.relative_residual = r.true_relative_residual;
-    c.seconds = r.seconds;
+    // Belos iterates; Tessera's Laplacian (the same operator) judges the
+    // answer, so both solvers meet one convergence test.
+    BelosCg belos(op, options.preconditioner);
+    auto round = [&](linalg::Vector& v, double tolerance, int budget) {
+      copy_in(v, tx);
+      const int done = belos.solve(tb, tx, tolerance, budget);
+      copy_out(tx, v);
+      return done;
+    };
+    auto c = linalg::solve_to_tolerance(laplacian, b, x, options.hitting.cg, round, "Belos");
+    belos_solves = c.rounds;
     return c;
   };
   return {linalg::hitting_times(g, linalg::EdgeListMatrix(g), targets, o), matrix_extra_bytes, belos_solves,

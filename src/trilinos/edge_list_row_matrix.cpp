@@ -271,7 +271,7 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
 }
 
 void EdgeListRowMatrix::require_columns(const char* what) const {
-  if (columns_ == TpetraColumns::omitted && layout_ != ColumnLayout::owned)
+  if (!hasColMap())
     throw ConfigError(std::string("this EdgeListRowMatrix was built without Tpetra's column Map and Import "
                                   "(TpetraColumns::omitted), so it has no ") +
                       what +
@@ -513,6 +513,7 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
 Teuchos::RCP<const TpetraComm> EdgeListRowGraph::getComm() const { return m_.getComm(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRowMap() const { return m_.getRowMap(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getColMap() const { return m_.getColMap(); }
+bool EdgeListRowGraph::hasColMap() const { return m_.hasColMap(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getDomainMap() const { return m_.getDomainMap(); }
 Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRangeMap() const { return m_.getRangeMap(); }
 Teuchos::RCP<const TpetraImport> EdgeListRowGraph::getImporter() const { return m_.importer(); }

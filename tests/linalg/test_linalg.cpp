@@ -318,6 +318,127 @@ TEST(HittingTimes, RejectsBadRequests) {
   EXPECT_EQ(h.solve.iterations, 2);
 }
 
+// The convergence test shared by every solver (solve_to_tolerance): the
+// residual it reports is the answer's, recomputed here serially from the
+// gathered edges; it tells "limited by rounding" from failure.
+namespace {
+
+struct GroundedGrid {
+  EdgeList g;
+  std::vector<std::uint8_t> grounded;  // local rows; vertex 0 grounded
+};
+
+GroundedGrid grounded_grid(Runtime& rt, std::uint64_t side) {
+  auto g = generate(rt, GraphSpec::grid({side, side}));
+  std::vector<std::uint8_t> flags(g.local_vertices(), 0);
+  if (g.local_vertex_begin() == 0 && !flags.empty()) flags[0] = 1;
+  return {std::move(g), std::move(flags)};
+}
+
+// ||b - L x|| / ||b|| of the grounded grid Laplacian, serially from the edges.
+double serial_relative_residual(const EdgeList& g, const std::vector<double>& x) {
+  auto edges = test::gather_edges(g);
+  const std::size_t n = g.vertices();
+  std::vector<double> deg(n, 0.0), ax(n, 0.0);
+  for (const auto& [u, v, w] : edges) deg[u] += w;
+  for (const auto& [u, v, w] : edges)
+    if (v != 0) ax[u] += w * x[v];
+  double r2 = 0, b2 = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    const double r = deg[i] - (deg[i] * x[i] - ax[i]);
+    r2 += r * r;
+    b2 += deg[i] * deg[i];
+  }
+  return std::sqrt(r2 / b2);
+}
+
+}  // namespace
+
+TEST(Convergence, ReportsTheAnswersTrueResidual) {
+  Runtime& rt = Runtime::current();
+  auto grid = grounded_grid(rt, 30);
+  EdgeListMatrix a(grid.g);
+  Laplacian lap(a, grid.grounded);
+  Vector b(a.row_map()), x(a.row_map());
+  auto bs = b.local();
+  auto deg = lap.degrees().local();
+  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
+  x.fill(0.0);
+  auto r = conjugate_gradient(lap, b, x);
+  EXPECT_EQ(r.status, SolveStatus::converged);
+  EXPECT_TRUE(r.converged && r.succeeded());
+  EXPECT_TRUE(r.reason.empty()) << r.reason;
+  EXPECT_EQ(r.rounds, 1);
+  const double serial = serial_relative_residual(grid.g, gathered(x));
+  EXPECT_LE(serial, 1e-10);
+  EXPECT_NEAR(r.relative_residual, serial, 0.05 * serial + 1e-16);
+  EXPECT_GT(r.backward_error, 0.0);
+  EXPECT_LT(r.backward_error, r.relative_residual);  // ||A|| ||x|| >> ||b|| for hitting times
+  // ||L||_inf of a grid: interior rows 4 + 4.
+  EXPECT_DOUBLE_EQ(lap.norm_inf(), 8.0);
+}
+
+TEST(Convergence, UnreachableToleranceIsLimitedByRounding) {
+  Runtime& rt = Runtime::current();
+  auto grid = grounded_grid(rt, 30);
+  EdgeListMatrix a(grid.g);
+  Laplacian lap(a, grid.grounded);
+  Vector b(a.row_map()), x(a.row_map());
+  auto bs = b.local();
+  auto deg = lap.degrees().local();
+  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
+  x.fill(0.0);
+  CgOptions o;
+  o.tolerance = 1e-30;  // below what double precision can deliver
+  auto r = conjugate_gradient(lap, b, x, o);
+  EXPECT_EQ(r.status, SolveStatus::rounding_limited) << r.reason;
+  EXPECT_TRUE(r.succeeded());
+  EXPECT_FALSE(r.converged);
+  EXPECT_GE(r.rounds, 2);  // a restart was tried before calling it rounding
+  EXPECT_LE(r.backward_error, kRoundingBackwardError);
+  EXPECT_NE(r.reason.find("limited by rounding"), std::string::npos) << r.reason;
+  EXPECT_NEAR(r.relative_residual, serial_relative_residual(grid.g, gathered(x)), 0.5 * r.relative_residual);
+}
+
+TEST(Convergence, SolverThatDoesNotMoveFails) {
+  Runtime& rt = Runtime::current();
+  auto grid = grounded_grid(rt, 10);
+  EdgeListMatrix a(grid.g);
+  Laplacian lap(a, grid.grounded);
+  Vector b(a.row_map()), x(a.row_map());
+  b.fill(1.0);
+  x.fill(0.0);
+  // A round that leaves x alone: the true residual stays 1, far above rounding.
+  auto r = solve_to_tolerance(lap, b, x, {}, [](Vector&, double, int) { return 0; }, "the test solver");
+  EXPECT_EQ(r.status, SolveStatus::not_converged);
+  EXPECT_FALSE(r.succeeded());
+  EXPECT_DOUBLE_EQ(r.relative_residual, 1.0);
+  EXPECT_NE(r.reason.find("the test solver stagnated"), std::string::npos) << r.reason;
+  // A round that moves x the wrong way is no better.
+  auto worse = solve_to_tolerance(lap, b, x, {}, [](Vector& v, double, int) { v.fill(1e6); return 5; }, "the test solver");
+  EXPECT_EQ(worse.status, SolveStatus::not_converged);
+}
+
+TEST(Convergence, IterationLimitSaysWhatToTry) {
+  Runtime& rt = Runtime::current();
+  auto grid = grounded_grid(rt, 30);
+  EdgeListMatrix a(grid.g);
+  Laplacian lap(a, grid.grounded);
+  Vector b(a.row_map()), x(a.row_map());
+  auto bs = b.local();
+  auto deg = lap.degrees().local();
+  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
+  x.fill(0.0);
+  CgOptions o;
+  o.max_iterations = 7;
+  auto r = conjugate_gradient(lap, b, x, o);
+  EXPECT_EQ(r.status, SolveStatus::not_converged);
+  EXPECT_EQ(r.iterations, 7);
+  EXPECT_NE(r.reason.find("iteration limit"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("--max-iterations"), std::string::npos) << r.reason;
+  EXPECT_NEAR(r.relative_residual, serial_relative_residual(grid.g, gathered(x)), 1e-9);
+}
+
 // Tiny and hub-shaped graphs leave ranks with no ghosts or no rows at 3-4
 // ranks; every collective must still be entered by every rank (issue 8.2:
 // a 3-vertex path at 3 ranks and a 10-leaf star at 4 ranks hung in CG).

@@ -43,6 +43,9 @@ class Laplacian final : public LinearOperator {
   const Map& row_map() const override { return a_.row_map(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
   void diagonal(Vector& d) const override;
+  // 2 max_i (d_i - a_ii) over the rows that are not grounded (1 when every
+  // row is): exact unless a row has grounded neighbours, an upper bound then.
+  double norm_inf() const override { return norm_inf_; }
   const Vector& degrees() const noexcept { return degree_; }
   bool grounded(std::uint64_t local_row) const { return !grounded_.empty() && grounded_[local_row]; }
 
@@ -51,6 +54,7 @@ class Laplacian final : public LinearOperator {
   std::vector<std::uint8_t> grounded_;
   Vector degree_, self_;  // row sums and the diagonal of A
   mutable Vector masked_, ax_;
+  double norm_inf_ = 0;
 };
 
 }  // namespace tessera::linalg

@@ -26,6 +26,10 @@ class LinearOperator {
   // y = alpha * A x + beta * y (beta == 0 ignores y's old contents, even NaN).
   virtual void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
   virtual void diagonal(Vector& d) const = 0;
+  // Collective. ||A||_inf (the largest absolute row sum) or an upper bound
+  // on it: for a symmetric A it bounds ||A||_2, which the backward error of a
+  // solve needs (conjugate_gradient's convergence test).
+  virtual double norm_inf() const = 0;
 };
 
 // One row of a matrix as spans: global column ids, increasing for the
@@ -47,6 +51,8 @@ class RowMatrix : public LinearOperator {
   virtual void apply_transpose(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const = 0;
   virtual void row_sums(Vector& s) const = 0;
   virtual double frobenius_norm() const = 0;
+  // The largest absolute row sum, read row by row through copy_row.
+  double norm_inf() const override;
   // Entries in local row `local_row`.
   virtual std::size_t row_length(std::uint64_t local_row) const = 0;
   // Copies local row `local_row`'s global column ids and values into the

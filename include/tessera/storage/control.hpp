@@ -40,7 +40,7 @@ inline constexpr int kMaxTargets = 1024;
 inline constexpr std::size_t kPathBytes = 512;
 inline constexpr std::size_t kMessageBytes = 1024;
 inline constexpr char kBlockMagic[8] = {'T', 'E', 'S', 'S', 'C', 'T', 'L', '1'};
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr const char* kElementType = "control";
 
 enum class Side : std::uint32_t { caller = 0, analysis = 1 };
@@ -89,7 +89,10 @@ struct Reply {
   std::uint32_t converged;
   std::int32_t belos_solves;
   std::uint32_t failed_side;     // Side that wrote the failure
-  double relative_residual;
+  std::uint32_t solve_status;    // linalg::SolveStatus
+  std::int32_t rounds;           // inner solves (restarts from the answer + 1)
+  double relative_residual;      // true ||b - A x|| / ||b|| of the answer
+  double backward_error;         // ||b - A x|| / (||A|| ||x|| + ||b||)
   double solve_seconds;
   double setup_seconds;
   std::uint64_t unreachable;
@@ -101,6 +104,7 @@ struct Reply {
   std::int64_t analysis_woke_ns;   // analysis rank 0, just after its wait returned
   std::int64_t result_posted_ns;   // analysis rank 0, just before posting the reply
   char message[kMessageBytes];
+  char solve_reason[kMessageBytes];  // why the solve stopped when it did not converge
 };
 
 struct ControlBlock {

@@ -139,7 +139,7 @@ class EdgeListRowGraph final : public TpetraRowGraph {
   size_t getNumEntriesInLocalRow(LocalOrdinal row) const override;
   size_t getGlobalMaxNumRowEntries() const override;
   size_t TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const override;
-  bool hasColMap() const override { return true; }
+  bool hasColMap() const override;
   bool isLocallyIndexed() const override { return true; }
   bool isGloballyIndexed() const override { return false; }
   bool isFillComplete() const override { return true; }
@@ -195,7 +195,8 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   size_t getNumEntriesInLocalRow(LocalOrdinal row) const override;
   size_t getGlobalMaxNumRowEntries() const override { return global_max_row_; }
   size_t TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const override { return local_max_row_; }
-  bool hasColMap() const override { return true; }
+  // False when the column Map was omitted: Tpetra's way to say getColMap() has none.
+  bool hasColMap() const override { return columns_ == TpetraColumns::built || layout_ == ColumnLayout::owned; }
   bool isLocallyIndexed() const override { return true; }
   bool isGloballyIndexed() const override { return false; }
   bool isFillComplete() const override { return true; }
