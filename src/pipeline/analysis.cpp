@@ -154,9 +154,14 @@ std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
   return std::make_unique<TesseraCg>(o);
 }
 
+void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output, Progress& p,
+                 graph::PendingOutputs& pending) {
+  p.step("writing " + output);
+  graph::write_vertex_values(ids, h.times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
+}
+
 Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
-                     bool connected, const AnalysisOptions& options, Progress& p, const std::string& output,
-                     graph::PendingOutputs* pending) {
+                     bool connected, const AnalysisOptions& options, Progress& p) {
   const AnalysisOptions o = resolved(options);
   auto backend = make_backend(o);
   backend->check();
@@ -164,10 +169,6 @@ Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const st
   const auto& h = s.hitting;
   auto summary = linalg::summarize(h.times);
   const std::uint64_t farthest = ids.file_id(summary.farthest);
-  if (!output.empty()) {
-    p.step("writing " + output);
-    graph::write_vertex_values(ids, h.times.local(), output, {"vertex", "hitting_time", "unreachable", pending});
-  }
   p.step(count_of(summary.reachable, "reachable vertex", "reachable vertices") + ", " +
          count_of(summary.unreachable, "unreachable", "unreachable") + "; mean hitting time " +
          std::to_string(summary.mean) + ", max " + std::to_string(summary.max) + " (vertex " +

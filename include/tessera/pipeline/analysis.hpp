@@ -123,16 +123,17 @@ class AnalyzeContainer : public AnalyzeProcess {
 // The backend `options` (resolved) choose.
 std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& options);
 
-// The hitting-time step of a workflow: solved by the options' backend,
-// summarised in file ids (`ids` maps g's vertices to them), and written as
-// "vertex time" lines to `output` when it is not empty (through `pending`).
+// The hitting-time step of a workflow: solved by the options' backend and
+// summarised in file ids (`ids` maps g's vertices to them).
 struct Hitting {
   nlohmann::json json;    // the "hitting" object of the result document
   linalg::HittingTimes result;
 };
 Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
-                     bool connected, const AnalysisOptions& options, Progress& progress,
-                     const std::string& output = {}, graph::PendingOutputs* pending = nullptr);
+                     bool connected, const AnalysisOptions& options, Progress& progress);
+// "vertex time" lines (file ids; "unreachable") to `output`, through `pending`.
+void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output,
+                 Progress& progress, graph::PendingOutputs& pending);
 
 // "123 iterations: true relative residual 1e-11, backward error 2e-17 (converged)".
 std::string verdict(const linalg::CgResult& r);
