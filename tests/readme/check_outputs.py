@@ -24,7 +24,9 @@ build step before it), so the README shows what `make demo` prints.
 Usage: check_outputs.py ROOT BUILD [--with trilinos] [--update] [PAGE.md ...]
        (default pages: README.md and docs/*.md)
 --update rewrites each sample with what its commands print now (numbers
-included; `…` lines kept where they still match), for a deliberate change."""
+included; `…` lines kept where they still match, and a sample of the form
+`…` + the end of the output kept from its first shown line on), for a
+deliberate change."""
 import argparse
 import os
 import pathlib
@@ -95,10 +97,22 @@ def align(sample, actual):
 def first_difference(sample, actual):
     for (s, lines), (a, printed) in zip(sample, actual):
         if s == ELLIPSIS:
-            return "(after a … line)"
+            return "no match past a … line; printed:\n    " + "\n    ".join(l for _, ls in actual for l in ls[:1])
         if s != a:
             return f"\n    sample:  {lines[0]}\n    printed: {printed[0]}\n    (shapes: {s!r} vs {a!r})"
     return f"{len(sample)} sample line group(s), {len(actual)} printed"
+
+
+def tail_from_anchor(sample, actual):
+    """For a sample `…` + the end of the output: the printed lines from the
+    one shaped like the sample's first shown line (the anchor) on, or None."""
+    if not sample or sample[0].strip() != ELLIPSIS or any(l.strip() == ELLIPSIS for l in sample[1:]) or len(sample) < 2:
+        return None
+    anchor = shape(sample[1])
+    for k, line in enumerate(actual):
+        if shape(line) == anchor:
+            return actual[k:]
+    return None
 
 
 def demo_command(root):
@@ -183,7 +197,10 @@ def main():
                         problems.append(f"{where}: `{command}` prints something else than the sample: "
                                         + first_difference(groups(sample), groups(actual)))
                     if args.update:
-                        if matched is None and any(l.strip() == ELLIPSIS for l in sample):
+                        tail = tail_from_anchor(sample, actual) if matched is None else None
+                        if tail is not None:
+                            new += [ELLIPSIS] + [for_page(l) for l in tail]
+                        elif matched is None and any(l.strip() == ELLIPSIS for l in sample):
                             problems.append(f"{where}: cannot update a sample with … lines that no longer match: "
                                             "edit it by hand")
                             new += sample
