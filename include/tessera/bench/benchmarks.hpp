@@ -136,7 +136,7 @@ struct Jacobi3dOptions : CommonOptions {
 bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
 
 // Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / TO
-// mapping with hop-bytes, against the plain loop and Charm++'s measured time.
+// mapping with hop-bytes, against the plain loop.
 struct Stencil3dOptions : CommonOptions {
   Stencil3dOptions() { reps = 3; }
   int n = 128;
