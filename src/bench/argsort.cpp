@@ -13,7 +13,6 @@
 // Arkouda itself (Chapel) is not run here: `scripts/peers.py quoted argsort`
 // prints its figures as quoted references, never as ratios to this run.
 #include <algorithm>
-#include <numeric>
 #include <utility>
 
 #include "tessera/array/dist_array.hpp"
@@ -22,7 +21,7 @@
 #include "tessera/bench/sort.hpp"
 #include "tessera/comm/argsort.hpp"
 #include "tessera/comm/bulk_access.hpp"
-#include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/splitmix64.hpp"
@@ -79,16 +78,11 @@ Verdict check_argsort(Runtime& rt, std::uint64_t n, std::span<const std::uint64_
 
   // Permutation: every index goes to its owner under a block split of [0, n), which counts them.
   Distribution owners = Distribution::block(n, P);
-  std::vector<std::uint64_t> counts(static_cast<std::size_t>(P), 0), grouped;
+  std::vector<std::uint64_t> in_range;
+  in_range.reserve(perm.size() - totals[1]);
   for (std::uint64_t i : perm)
-    if (i < n) ++counts[static_cast<std::size_t>(owners.owner(i))];
-  std::vector<std::uint64_t> fill(counts.size());
-  std::exclusive_scan(counts.begin(), counts.end(), fill.begin(), std::uint64_t{0});
-  grouped.resize(fill.back() + counts.back());
-  for (std::uint64_t i : perm)
-    if (i < n) grouped[fill[static_cast<std::size_t>(owners.owner(i))]++] = i;
-  std::vector<std::uint64_t> received_counts;
-  auto mine_to_count = comm::exchange<std::uint64_t>(comm, grouped, counts, received_counts);
+    if (i < n) in_range.push_back(i);
+  auto mine_to_count = comm::deliver(comm, std::move(in_range), [&](std::uint64_t i) { return owners.owner(i); });
   std::vector<std::uint8_t> seen(owners.count(rt.rank()), 0);
   const std::uint64_t begin = owners.begin(rt.rank());
   for (std::uint64_t i : mine_to_count) totals[3] += seen[i - begin]++ > 0;
