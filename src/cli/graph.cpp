@@ -185,6 +185,20 @@ void describe(Progress& p, const graph::EdgeList& g) {
          (g.directed() ? "directed" : "undirected") + (g.weighted() ? ", weighted" : "") + ")");
 }
 
+// Checks an output before any work (graph::check_output_path). `-` (or
+// /dev/stdout) and --json would both write to standard output: refused.
+OutputPath check_output(Runtime& rt, const GraphArgs& a, const std::string& path, graph::OutputKind kind,
+                        const char* option) {
+  auto out = graph::check_output_path(rt, path, kind);
+  if (out.standard_output() && a.json)
+    throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
+                      "document; write the output to a file, or drop --json");
+  return out;
+}
+
+// How progress lines name an output.
+std::string shown(const std::string& path) { return path == "-" ? "standard output" : path; }
+
 void finish(Runtime& rt, const GraphArgs& a, const json& j) {
   if (rt.rank() == 0 && a.json) std::printf("%s\n", j.dump().c_str());
 }
@@ -224,14 +238,15 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
 
 // gen and convert: a graph (generated or read), written to OUT.
 int run_write(const GraphArgs& a) {
-  if (a.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx or a .tsg directory)");
+  if (a.output.empty())
+    throw ConfigError("name the output with -o OUT (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
   if (a.input.empty()) spec_of(a);  // a bad generator option fails before anything runs
   Runtime rt;
   Progress p(rt, a);
-  graph::check_output_path(rt, a.output);
+  check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
   auto g = load(rt, a, p).graph;
   describe(p, g);
-  p.step("writing " + a.output);
+  p.step("writing " + shown(a.output));
   graph::WriteOptions w;
   w.group_access = a.group_access;
   graph::write_graph(g, a.output, w);
@@ -260,7 +275,7 @@ int run_cc(const GraphArgs& a) {
   };
   // What the runtime and MPI hold before any graph: the part of the peak no graph size changes.
   const std::uint64_t start_peak = peak_rss_bytes();
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   std::optional<graph::LoadedGraph> loaded_slot;
   timed(a.input.empty() ? "generate" : "read", [&] { loaded_slot.emplace(load(rt, a, p)); });
   auto& loaded = *loaded_slot;
@@ -297,7 +312,7 @@ int run_cc(const GraphArgs& a) {
         auto labels = c.labels.local();
         std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
         loaded.ids.translate(file_labels);
-        p.step("writing " + a.output);
+        p.step("writing " + shown(a.output));
         graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
                                    {"vertex", "component", "nan", &outputs});
       });
@@ -358,8 +373,12 @@ int run_cc(const GraphArgs& a) {
 int run_lcc(const GraphArgs& a) {
   Runtime rt;
   Progress p(rt, a);
-  graph::check_output_path(rt, a.output);
-  if (!a.ids_output.empty()) graph::check_output_path(rt, a.ids_output, graph::OutputKind::text_lines);
+  auto out = check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
+  if (!a.ids_output.empty() &&
+      check_output(rt, a, a.ids_output, graph::OutputKind::text_lines, "--ids").standard_output() &&
+      out.standard_output())
+    throw ConfigError("-o " + a.output + " and --ids " + a.ids_output +
+                      " both write to standard output; send one of them to a file");
   auto loaded = load(rt, a, p);
   describe(p, loaded.graph);
   graph::check_graph_format(a.output, loaded.graph.weighted());
@@ -368,7 +387,7 @@ int run_lcc(const GraphArgs& a) {
   auto lcc = graph::largest_component(loaded.graph, c.labels);
   describe(p, lcc.graph);
   graph::PendingOutputs outputs(rt);
-  p.step("writing " + a.output);
+  p.step("writing " + shown(a.output));
   graph::WriteOptions w;
   w.pending = &outputs;
   w.group_access = a.group_access;
@@ -379,7 +398,7 @@ int run_lcc(const GraphArgs& a) {
     const std::uint64_t out_base = graph::format_of(a.output) == graph::FileFormat::matrix_market ? 1 : 0;
     auto out_ids = graph::IdMap::identity(rt, lcc.graph.vertex_ranges(), out_base);
     auto file_ids = lcc_ids.local_file_ids();
-    p.step("writing " + a.ids_output);
+    p.step("writing " + shown(a.ids_output));
     graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.ids_output,
                                {"lcc_id", "file_id", "nan", &outputs});
   }
@@ -519,7 +538,7 @@ json solve_hitting(Runtime& rt, const GraphArgs& a, Progress& p, const graph::Ed
   auto s = linalg::summarize(h.times);
   const std::uint64_t farthest = ids.file_id(s.farthest);
   if (!a.output.empty()) {
-    p.step("writing " + a.output);
+    p.step("writing " + shown(a.output));
     graph::write_vertex_values(ids, h.times.local(), a.output, {"vertex", "hitting_time", "unreachable", &outputs});
   }
   p.step(count_of(s.reachable, "reachable vertex", "reachable vertices") + ", " +
@@ -560,7 +579,7 @@ int run_hitting(const GraphArgs& args) {
   check_solver(a);
   Runtime rt;
   Progress p(rt, a);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto loaded = load(rt, a, p);
   describe(p, loaded.graph);
   auto targets = find_targets(loaded.ids, a.targets, a.input == "-" ? "standard input" : a.input);
@@ -581,7 +600,7 @@ int run_pipeline(const GraphArgs& args) {
   check_solver(a);
   Runtime rt;
   Progress p(rt, a);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   const std::string name = "tessera-pipeline-" + rt.job_id();
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", input_name(a)}};
   auto loaded = load(rt, a, p, StorageOptions::shared(name));
@@ -655,6 +674,12 @@ const CLI::Validator kGridDims(
     },
     "ROWSxCOLS|XxYxZ");
 
+// Appended to the help of every output option.
+const std::string kOutputNote =
+    "; - is standard output, devices and FIFOs are written in place, files replaced whole";
+const std::string kGraphOutputNote =
+    kOutputNote + " (- and a device or FIFO named without .el/.wel/.mtx take edge-list text: \"u v\" or \"u v w\")";
+
 void add_graph_input(CLI::App* c, GraphArgs& a, const std::string& help, bool required = true) {
   auto* o = c->add_option("graph", a.input, help + " (- reads standard input)")->check(kGraphPath);
   if (required) o->required();
@@ -702,7 +727,8 @@ void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
                    : CLI::IsMember({"afforest", "lp", "fastsv"}));
 }
 void add_common(CLI::App* c, GraphArgs& a) {
-  c->add_flag("--json", a.json, "Print the results as one JSON document on stdout (nothing else there)");
+  c->add_flag("--json", a.json,
+              "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
   c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
   c->fallthrough();
 }
@@ -717,7 +743,7 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* gen = app.add_subcommand("gen", "Generate a graph (kron, urand, grid) and write it");
   gen->add_option("kind", a->kind, "kron | urand | grid")->required()->check(CLI::IsMember({"kron", "urand", "grid"}));
-  gen->add_option("-o,--output", a->output, "Output: .el, .mtx or a binary directory (.tsg)");
+  gen->add_option("-o,--output", a->output, "Output: .el, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
   gen->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   gen->add_option("output", a->output, "Output (older positional form of -o)");
@@ -727,7 +753,8 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
   add_graph_input(conv, *a, "Input graph");
-  conv->add_option("-o,--output", a->output, "Output graph");
+  conv->add_option("-o,--output", a->output,
+                   "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
   conv->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   conv->add_option("output", a->output, "Output graph (older positional form of -o)");
@@ -741,7 +768,7 @@ void add_graph(CLI::App& app, Action& selected) {
   cc->add_flag("--strong", a->strong, "Strongly connected components of a directed graph (trimming and colouring; "
                                        "an undirected graph's are its connected components)");
   cc->add_option("-o,--output", a->output, "Write 'vertex component' lines (file ids; a component is named by its "
-                                            "smallest vertex)");
+                                            "smallest vertex)" + kOutputNote);
   add_input_options(cc, *a);
   add_symmetric_option(cc, *a);
   add_common(cc, *a);
@@ -749,10 +776,13 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
   add_graph_input(lcc, *a, "Input graph");
-  lcc->add_option("-o,--output", a->output, "Output graph")->required();
+  lcc->add_option("-o,--output", a->output,
+                  "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote)
+      ->required();
   lcc->add_flag("--group", a->group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
-  lcc->add_option("--ids", a->ids_output, "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)");
+  lcc->add_option("--ids", a->ids_output,
+                  "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)" + kOutputNote);
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, *a);
   add_symmetric_option(lcc, *a);
@@ -765,7 +795,7 @@ void add_graph(CLI::App& app, Action& selected) {
       ->delimiter(',')
       ->required()
       ->check(kVertexId);
-  hit->add_option("-o,--output", a->output, "Write 'vertex time' lines (file ids; 'unreachable')");
+  hit->add_option("-o,--output", a->output, "Write 'vertex time' lines (file ids; 'unreachable')" + kOutputNote);
   add_input_options(hit, *a);
   add_hitting_options(hit, *a);
   add_common(hit, *a);
@@ -780,7 +810,7 @@ void add_graph(CLI::App& app, Action& selected) {
   pipe->add_option("--target", a->targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
       ->delimiter(',')
       ->check(kVertexId);
-  pipe->add_option("-o,--output", a->output, "Write 'vertex time' lines for the largest component");
+  pipe->add_option("-o,--output", a->output, "Write 'vertex time' lines for the largest component" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
   add_input_options(pipe, *a);
   add_symmetric_option(pipe, *a);
