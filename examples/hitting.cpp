@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   read.undirected = true;
   read.storage = StorageOptions::shared("web");                 // other tools can attach to web-src.json
   auto g = graph::read_graph(rt, argc > 1 ? argv[1] : "grid.el", read).graph;  // each rank parses a byte range
-  auto c = graph::fastsv(g);                                     // labels = smallest id of each component
+  auto c = graph::afforest(g);                                   // labels = smallest id of each component
   auto lcc = graph::largest_component(g, c.labels, StorageOptions::shared("web-lcc"));
   linalg::EdgeListMatrix a(lcc.graph);                           // reads the edge arrays in place
   std::vector<std::uint64_t> target{0};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's first steps, on the example graph shipped in examples/.
+# The worked example of docs/cli.md, on the example graph shipped in examples/.
 # Run from the top of a checkout after `make build`.
 set -euo pipefail
 tessera=./build/tessera

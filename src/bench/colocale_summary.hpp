@@ -1,4 +1,4 @@
-// Co-locale segments (issue 13) in the indexgather and histogram reports:
+// Co-locale segments in the indexgather and histogram reports:
 // the rate of the aggregated row on a co-locale segment (what default storage
 // becomes under --colocales) against the same row on Heap and on Shared with
 // the same-node path, all measured in the same run.

@@ -13,7 +13,6 @@
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
-#include "bucket_exchange.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
 #include "tessera/array/dist_array.hpp"
@@ -21,6 +20,7 @@
 #include "tessera/bench/verifiers.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -77,10 +77,13 @@ void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::ve
   barrier(rt.comm());
 }
 
+// Bulk: bucket updates by owner, exchange, apply.
 void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
-  BucketExchange exchange(counts, idx);
   std::int64_t* local = counts.local().data();
-  for (std::uint64_t off : exchange.incoming) ++local[off];
+  const std::uint64_t begin = counts.local_begin();
+  for (std::uint64_t i :
+       comm::deliver<std::uint64_t>(counts.runtime().comm(), idx, [&](std::uint64_t i) { return counts.owner(i); }))
+    ++local[i - begin];
 }
 }  // namespace
 

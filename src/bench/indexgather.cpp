@@ -13,7 +13,6 @@
 
 #include "random_indices.hpp"
 #include "rma_table.hpp"
-#include "bucket_exchange.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
 #include "tessera/array/dist_array.hpp"
@@ -21,6 +20,7 @@
 #include "tessera/bench/verifiers.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -71,11 +71,11 @@ void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64
 // Bulk: bucket requests by owner, exchange, look up, exchange back.
 void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
                       std::vector<std::uint64_t>& tgt) {
-  BucketExchange exchange(t, idx);
-  std::vector<std::uint64_t> answers(exchange.incoming.size());
   const std::uint64_t* local = t.local().data();
-  for (std::size_t k = 0; k < answers.size(); ++k) answers[k] = local[exchange.incoming[k]];
-  tgt = exchange.reply(answers);
+  const std::uint64_t begin = t.local_begin();
+  tgt = comm::request_reply<std::uint64_t>(
+      t.runtime().comm(), idx, [&](std::uint64_t i) { return t.owner(i); },
+      [&](std::uint64_t i) { return local[i - begin]; });
 }
 }  // namespace
 

@@ -1,8 +1,8 @@
-// Interop benchmark (issue 9): the three ways of handing one copy of a graph
+// Interop benchmark: the three ways of handing one copy of a graph
 // to an analysis, side by side in one run, on a Kronecker graph and on a 3D
 // grid (a mesh), as in the sources' table:
 //   label propagation per global round, on Heap memory and on Shared
-//     (mmap) memory (the source measured a 22% slowdown on mmap memory);
+//     (mmap) memory (the source measured a slowdown on mmap memory);
 //   the hitting-time solve per iteration, in process on Heap memory, in a
 //     separate process (tessera-analyze) on the Shared arrays, and in a bwrap
 //     sandbox sharing only the Shared directory;

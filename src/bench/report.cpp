@@ -77,8 +77,8 @@ std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<
     // Round r runs repetition r of every variant that has one, so a drift of
     // the machine's speed falls on every variant alike. Always in the same
     // order: reversing every other round would run the last variant twice in
-    // a row, and a run right after itself finds its data warm (measured: 20%
-    // faster label propagation).
+    // a row, and a run right after itself finds its data warm (measured:
+    // label propagation ran faster so).
     int rounds = 0;
     for (const auto& v : variants) rounds = std::max(rounds, std::max(1, v.reps));
     for (int r = 0; r < rounds; ++r)

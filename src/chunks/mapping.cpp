@@ -19,6 +19,7 @@
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/splitmix64.hpp"
+#include "tessera/storage/output_path.hpp"
 
 namespace tessera::chunks {
 
@@ -326,15 +327,26 @@ Placement read_placement(const std::string& path, std::int64_t chunks, int ranks
   return p;
 }
 
-void write_placement(const Placement& placement, const std::string& path) {
+void write_placement(const Placement& placement, const std::string& path_in) {
+  const OutputPath out = resolve_output_path(path_in);
+  if (out.kind == OutputPath::Kind::directory) throw ConfigError(path_in + " is a directory; name a file");
+  std::ostringstream text;
+  text << "# chunk rank\n";
+  for (std::size_t c = 0; c < placement.size(); ++c) text << c << ' ' << placement[c] << '\n';
+  if (out.stream()) {
+    OutputStream stream(out);
+    stream.write(text.str());
+    stream.close();
+    return;
+  }
+  const std::string& path = out.path;  // a symbolic link's target: the link stays
   const std::string temporary = path + ".tmp" + std::to_string(::getpid());
   {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) throw SystemError("cannot create " + temporary, errno);
-    out << "# chunk rank\n";
-    for (std::size_t c = 0; c < placement.size(); ++c) out << c << ' ' << placement[c] << '\n';
-    out.flush();
-    if (!out) {
+    std::ofstream out_file(temporary, std::ios::trunc);
+    if (!out_file) throw SystemError("cannot create " + temporary, errno);
+    out_file << text.str();
+    out_file.flush();
+    if (!out_file) {
       int err = errno;
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);

@@ -17,12 +17,12 @@ struct BenchOptions {
   bench::HistogramOptions histo;
   bench::ComponentsBenchOptions cc;
   bench::HittingBenchOptions hitting;
-  bench::InteropBenchOptions interop;  // issue 9
+  bench::InteropBenchOptions interop;
   bench::ParseBenchOptions parse;
-  bench::IsxOptions isx;              // issue 13: sorting benchmarks
+  bench::IsxOptions isx;  // sorting benchmarks
   bench::ArgsortBenchOptions argsort;
-  bench::Jacobi3dOptions jacobi;    // issue 12
-  bench::Stencil3dOptions stencil;  // issue 12
+  bench::Jacobi3dOptions jacobi;    // over-decomposition benchmarks
+  bench::Stencil3dOptions stencil;
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -121,7 +121,7 @@ void add_bench(CLI::App& app, Action& selected) {
   io->add_option("--tolerance", o->interop.tolerance, "Solver relative residual")->check(CLI::PositiveNumber);
   auto* p = bench->add_subcommand("parse", "Edge-list parse rate (MB/s per rank) on a generated .el file in page cache");
   p->add_option("--scale", o->parse.kron_scale, "Kronecker scale")->check(CLI::Range(4, 32));
-  // Sorting (issue 13): ISx and argsort.
+  // Sorting: ISx and argsort.
   auto* x = bench->add_subcommand("isx", "ISx integer sort: ParRes ISx's alltoallv shape vs bulk exchange vs aggregation");
   x->add_option("--keys", o->isx.keys_per_rank, "Keys per rank (weak scaling)")->check(CLI::PositiveNumber);
   x->add_option("--total-keys", o->isx.total_keys, "Keys in all, split over the ranks (strong scaling)");
@@ -134,7 +134,7 @@ void add_bench(CLI::App& app, Action& selected) {
   auto* a = bench->add_subcommand("all", "The four core benchmarks (stream, ra, indexgather, histogram)");
   a->add_flag("--demo", o->demo, "Larger sizes, about a minute at 4 ranks on 2 cores (make demo)");
 
-  // Over-decomposition benchmarks (issue 12).
+  // Over-decomposition benchmarks.
   auto* j = bench->add_subcommand("jacobi3d", "Poisson3D by Jacobi on chunks vs the plain loop; --imbalance: load balancers");
   j->add_option("--n", o->jacobi.n, "Interior grid points per side")->check(CLI::Range(2, 2048));
   j->add_option("--iterations", o->jacobi.iterations, "Jacobi iterations per run")->check(CLI::Range(1, 100000));

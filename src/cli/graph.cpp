@@ -30,6 +30,7 @@ using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeli
 int run(const GraphArgs& args, Workflow workflow, bool analysis) {
   pipeline::Options o = args.o;
   o.analysis.quiet = args.quiet;
+  o.document_on_stdout = args.json;
   pipeline::check_options(o, analysis);
   Runtime rt;
   pipeline::ProgressSink sink;
@@ -47,7 +48,7 @@ int run(const GraphArgs& args, Workflow workflow, bool analysis) {
 }
 
 int run_write(const GraphArgs& a) {
-  if (a.o.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx or a .tsg directory)");
+  if (a.o.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
   return run(a, pipeline::run_write, false);
 }
 int run_cc(const GraphArgs& a) { return run(a, pipeline::run_components, false); }
@@ -86,6 +87,12 @@ const CLI::Validator kGridDims(
       return std::string();
     },
     "ROWSxCOLS|XxYxZ");
+
+// Appended to the help of every output option.
+const std::string kOutputNote =
+    "; - is standard output, devices and FIFOs are written in place, files replaced whole";
+const std::string kGraphOutputNote =
+    kOutputNote + " (- and a device or FIFO named without .el/.wel/.mtx take edge-list text: \"u v\" or \"u v w\")";
 
 void add_graph_input(CLI::App* c, GraphArgs& a, const std::string& help, bool required = true) {
   auto* o = c->add_option("graph", a.o.input.path, help + " (- reads standard input)")->check(kGraphPath);
@@ -139,7 +146,8 @@ void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
                    : CLI::IsMember({"afforest", "lp", "fastsv"}));
 }
 void add_common(CLI::App* c, GraphArgs& a) {
-  c->add_flag("--json", a.json, "Print the results as one JSON document on stdout (nothing else there)");
+  c->add_flag("--json", a.json,
+              "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
   c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
   c->fallthrough();
 }
@@ -154,7 +162,7 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* gen = app.add_subcommand("gen", "Generate a graph (kron, urand, grid) and write it");
   gen->add_option("kind", a->o.input.kind, "kron | urand | grid")->required()->check(CLI::IsMember({"kron", "urand", "grid"}));
-  gen->add_option("-o,--output", a->o.output, "Output: .el, .mtx or a binary directory (.tsg)");
+  gen->add_option("-o,--output", a->o.output, "Output: .el, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
   gen->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   gen->add_option("output", a->o.output, "Output (older positional form of -o)");
@@ -164,7 +172,8 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
   add_graph_input(conv, *a, "Input graph");
-  conv->add_option("-o,--output", a->o.output, "Output graph");
+  conv->add_option("-o,--output", a->o.output,
+                   "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
   conv->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   conv->add_option("output", a->o.output, "Output graph (older positional form of -o)");
@@ -178,7 +187,7 @@ void add_graph(CLI::App& app, Action& selected) {
   cc->add_flag("--strong", a->o.strong, "Strongly connected components of a directed graph (trimming and colouring; "
                                        "an undirected graph's are its connected components)");
   cc->add_option("-o,--output", a->o.output, "Write 'vertex component' lines (file ids; a component is named by its "
-                                            "smallest vertex)");
+                                            "smallest vertex)" + kOutputNote);
   add_input_options(cc, *a);
   add_symmetric_option(cc, *a);
   add_common(cc, *a);
@@ -186,10 +195,13 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
   add_graph_input(lcc, *a, "Input graph");
-  lcc->add_option("-o,--output", a->o.output, "Output graph")->required();
+  lcc->add_option("-o,--output", a->o.output,
+                  "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote)
+      ->required();
   lcc->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
-  lcc->add_option("--ids", a->o.ids_output, "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)");
+  lcc->add_option("--ids", a->o.ids_output,
+                  "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)" + kOutputNote);
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, *a);
   add_symmetric_option(lcc, *a);
@@ -202,7 +214,7 @@ void add_graph(CLI::App& app, Action& selected) {
       ->delimiter(',')
       ->required()
       ->check(kVertexId);
-  hit->add_option("-o,--output", a->o.output, "Write 'vertex time' lines (file ids; 'unreachable')");
+  hit->add_option("-o,--output", a->o.output, "Write 'vertex time' lines (file ids; 'unreachable')" + kOutputNote);
   add_input_options(hit, *a);
   add_hitting_options(hit, *a);
   add_common(hit, *a);
@@ -217,7 +229,7 @@ void add_graph(CLI::App& app, Action& selected) {
   pipe->add_option("--target", a->o.targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
       ->delimiter(',')
       ->check(kVertexId);
-  pipe->add_option("-o,--output", a->o.output, "Write 'vertex time' lines for the largest component");
+  pipe->add_option("-o,--output", a->o.output, "Write 'vertex time' lines for the largest component" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
   add_input_options(pipe, *a);
   add_symmetric_option(pipe, *a);

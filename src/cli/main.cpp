@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   int ranks = 0;
   app.add_option("-n,--ranks", ranks, "Launch K ranks with mpirun (when not already under MPI)")
       ->check(CLI::Range(1, 4096));
-  // Co-locales (issue 13): place and bind each node's ranks by sockets, NUMA domains or cores.
+  // Co-locales: place and bind each node's ranks by sockets, NUMA domains or cores.
   std::string colocales;
   app.add_option("--colocales", colocales,
                  "Bind each node's ranks one per socket, NUMA domain or core (hwloc); arrays with default storage "

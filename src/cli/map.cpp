@@ -41,7 +41,8 @@ int run_map(const MapArgs& a) {
   else names = {chunks::mapping_name(chunks::parse_mapping(a.mapping))};
   if (!a.output.empty()) {
     if (names.size() != 1) throw ConfigError("-o writes one mapping's placement; choose --mapping rnd, rr, block or to");
-    graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+    if (graph::check_output_path(rt, a.output, graph::OutputKind::text_lines).standard_output())
+      throw ConfigError("-o " + a.output + ": map prints its table on standard output; write the placement to a file");
   }
   std::unique_ptr<chunks::NetworkTopology> topology =
       a.topology == "machine" ? chunks::make_topology(a.topology, rt) : chunks::parse_topology(a.topology);

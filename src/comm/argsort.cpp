@@ -87,8 +87,8 @@ void scatter_pass(DistArray<T>& target, std::size_t count, std::vector<std::uint
 // Asks for transparent huge pages under a Heap array's part (before its first
 // touch): a 16-bit digit scatters to 65,536 places at once, spread over the
 // whole array, so with 4 KiB pages most stores need a page walk. A hint,
-// ignored where THP is off; measured here: Heap scratch with it sorts about
-// 30% faster than Shared scratch (tmpfs, 4 KiB pages) at 1 rank.
+// ignored where THP is off; Heap scratch with it sorts faster than Shared
+// scratch (tmpfs, 4 KiB pages) at 1 rank.
 template <class T>
 void prefer_huge_pages(DistArray<T>& array) {
   if (array.storage_kind() != StorageKind::heap) return;

@@ -53,7 +53,7 @@
 #include <unordered_map>
 
 #include "tessera/comm/aggregators.hpp"
-#include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
@@ -93,26 +93,13 @@ struct Run {
   void note(std::size_t bytes) { extra = std::max(extra, bytes); }
 };
 
-// Groups `records` by the rank `owner_of` names and exchanges them; frees the input first.
+// Sends `records` to the ranks `owner_of` names (grouped in place, no
+// copy); frees the input first.
 template <class OwnerOf>
 std::vector<CutArc> exchange_by_owner(Runtime& rt, std::vector<CutArc> records, OwnerOf owner_of, Run& run) {
-  const auto P = static_cast<std::size_t>(rt.size());
-  std::vector<std::uint64_t> counts(P, 0), next(P, 0), end(P, 0);
-  for (const auto& a : records) ++counts[static_cast<std::size_t>(owner_of(a))];
-  // Grouped in place (American flag sort): no second copy of the records.
-  for (std::size_t r = 0; r < P; ++r) next[r] = r ? end[r - 1] : 0, end[r] = next[r] + counts[r];
-  for (std::size_t r = 0; r < P; ++r)
-    while (next[r] < end[r]) {
-      const auto o = static_cast<std::size_t>(owner_of(records[next[r]]));
-      if (o == r)
-        ++next[r];
-      else
-        std::swap(records[next[r]], records[next[o]++]);
-    }
-  const auto& send = records;
-  std::vector<std::uint64_t> received_counts;
-  auto got = comm::exchange<CutArc>(rt.comm(), std::span<const CutArc>(send), counts, received_counts);
-  run.note((records.capacity() + got.size()) * sizeof(CutArc));
+  const std::size_t sent = records.capacity();
+  auto got = comm::deliver(rt.comm(), std::move(records), owner_of);
+  run.note((sent + got.size()) * sizeof(CutArc));
   return got;
 }
 
@@ -238,34 +225,18 @@ void hook_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
   }
 }
 
-// The value of p at each arc's far end (a vertex of another rank): requests
-// grouped by owner, answered in the same order. Collective.
+// The value of p at each arc's far end (a vertex of another rank), asked of
+// its owner. Collective.
 std::vector<std::uint64_t> read_labels(Run& run, std::span<const std::uint64_t> p, std::uint64_t base,
                                        const std::vector<CutArc>& arcs) {
-  Runtime& rt = run.rt;
-  const auto P = static_cast<std::size_t>(rt.size());
-  std::vector<std::uint64_t> counts(P, 0), at(P, 0), request(arcs.size()), where(arcs.size());
-  for (const auto& a : arcs) ++counts[static_cast<std::size_t>(run.ranges.owner(a.remote))];
-  for (std::size_t r = 1; r < P; ++r) at[r] = at[r - 1] + counts[r - 1];
-  for (std::size_t k = 0; k < arcs.size(); ++k) {
-    auto r = static_cast<std::size_t>(run.ranges.owner(arcs[k].remote));
-    where[k] = at[r]++;
-    request[where[k]] = arcs[k].remote;
-  }
-  std::vector<std::uint64_t> asked_counts;
-  auto asked = comm::exchange<std::uint64_t>(rt.comm(), std::span<const std::uint64_t>(request), counts, asked_counts);
-  for (auto& v : asked) v = p[v - base];
-  // The replies retrace the requests: counts known on both sides.
-  std::vector<int> send_counts(P), send_displs(P), recv_counts(P), recv_displs(P);
-  for (std::size_t r = 0, s = 0, t = 0; r < P; s += asked_counts[r], t += counts[r], ++r) {
-    send_counts[r] = static_cast<int>(asked_counts[r]), send_displs[r] = static_cast<int>(s);
-    recv_counts[r] = static_cast<int>(counts[r]), recv_displs[r] = static_cast<int>(t);
-  }
-  all_to_all_v(rt.comm(), asked.data(), send_counts.data(), send_displs.data(), request.data(), recv_counts.data(),
-               recv_displs.data());
-  run.note((3 * arcs.size() + asked.size()) * sizeof(std::uint64_t));
-  for (std::size_t k = 0; k < arcs.size(); ++k) where[k] = request[where[k]];
-  return where;
+  std::vector<std::uint64_t> far(arcs.size());
+  for (std::size_t k = 0; k < arcs.size(); ++k) far[k] = arcs[k].remote;
+  std::size_t asked = 0;
+  auto labels = comm::request_reply(
+      run.rt.comm(), std::move(far), [&](std::uint64_t v) { return run.ranges.owner(v); },
+      [&](std::uint64_t v) { return ++asked, p[v - base]; });
+  run.note((3 * arcs.size() + asked) * sizeof(std::uint64_t));
+  return labels;
 }
 
 // Step 3's second half on `parent`, a compressed local forest: joins the

@@ -5,6 +5,7 @@
 namespace tessera::graph {
 
 FileFormat format_of(const std::string& path) {
+  if (path == "-") return FileFormat::edge_list;  // standard input or output: text, whatever "./-" is
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return FileFormat::binary;
   auto ends_with = [&](const char* ext) {

@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "tessera/comm/aggregators.hpp"
-#include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/storage/metadata.hpp"
@@ -341,10 +341,8 @@ std::vector<std::uint64_t> distinct_ids(Runtime& rt, const std::vector<std::uint
     for (std::size_t k = 1; k < P; ++k) splitters[k - 1] = all[k * all.size() / P];
   }
   broadcast(rt.comm(), splitters.data(), splitters.size(), 0);
-  std::vector<std::uint64_t> counts(P, 0);
-  for (auto id : ids) ++counts[owner_of(splitters, id)];
-  std::vector<std::uint64_t> received;
-  auto mine = comm::exchange<std::uint64_t>(rt.comm(), ids, counts, received);
+  // Sorted ids under sorted splitters: already grouped, sent without a copy.
+  auto mine = comm::deliver<std::uint64_t>(rt.comm(), ids, [&](std::uint64_t id) { return owner_of(splitters, id); });
   std::sort(mine.begin(), mine.end());
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   return mine;
@@ -359,7 +357,6 @@ std::uint64_t count_distinct(Runtime& rt, const LocalEdges& edges) {
 // and returns the old id of every new one this rank numbered (contiguous new
 // ids from the prefix sum of the counts).
 std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>& old_of_new) {
-  const auto P = static_cast<std::size_t>(rt.size());
   std::vector<std::uint64_t> splitters;
   const std::vector<std::uint64_t> ids = local_distinct_ids(edges);
   old_of_new = distinct_ids(rt, ids, splitters);
@@ -367,14 +364,12 @@ std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>
   const std::uint64_t n = all_reduce<std::uint64_t>(rt.comm(), old_of_new.size(), MPI_SUM);
 
   // Ask each owner for the new ids of this rank's distinct ids, in order.
-  std::vector<std::uint64_t> counts(P, 0), asked_counts;
-  for (auto id : ids) ++counts[owner_of(splitters, id)];
-  auto asked = comm::exchange<std::uint64_t>(rt.comm(), ids, counts, asked_counts);
-  for (auto& id : asked)
-    id = first_new + static_cast<std::uint64_t>(std::lower_bound(old_of_new.begin(), old_of_new.end(), id) -
-                                                old_of_new.begin());
-  std::vector<std::uint64_t> back_counts;
-  auto new_of_id = comm::exchange<std::uint64_t>(rt.comm(), asked, asked_counts, back_counts);
+  auto new_of_id = comm::request_reply<std::uint64_t>(
+      rt.comm(), ids, [&](std::uint64_t id) { return owner_of(splitters, id); },
+      [&](std::uint64_t id) {
+        return first_new + static_cast<std::uint64_t>(std::lower_bound(old_of_new.begin(), old_of_new.end(), id) -
+                                                      old_of_new.begin());
+      });
   auto renumber = [&](std::uint64_t id) {
     return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
   };

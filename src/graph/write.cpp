@@ -1,4 +1,5 @@
-// Writers: text in parallel through one temporary file, binary as persisted
+// Writers: text in parallel through one temporary file (a stream -- device,
+// FIFO, standard output -- in place by rank 0), binary as persisted
 // Shared-storage arrays.
 #include "tessera/graph/write.hpp"
 
@@ -6,18 +7,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"
@@ -28,12 +35,104 @@ namespace tessera::graph {
 
 using namespace binary_format;
 
+namespace {
+
+// Rank 0's view of an output, on every rank.
+void share(Runtime& rt, OutputPath& out) {
+  int numbers[2] = {static_cast<int>(out.kind), out.descriptor};
+  broadcast(rt.comm(), numbers, 2, 0);
+  out.kind = static_cast<OutputPath::Kind>(numbers[0]);
+  out.descriptor = numbers[1];
+  out.path = broadcast(rt.comm(), out.path, 0);
+  out.what = broadcast(rt.comm(), out.what, 0);
+}
+
+// Rank 0 looks at `path`; every rank gets its answer (and its refusal).
+OutputPath resolve_on_rank0(Runtime& rt, const std::string& path) {
+  OutputPath out;
+  agree(rt.comm(), [&] {
+    if (rt.rank() == 0) out = resolve_output_path(path);
+  });
+  share(rt, out);
+  return out;
+}
+
+constexpr int kStreamTag = 0x7e55;
+constexpr std::size_t kStreamChunk = std::size_t{16} << 20;
+
+// Collective: rank 0 opens the stream and writes its `mine`, then every
+// other rank's in rank order, received in chunks (no rank's text is copied
+// whole to rank 0). Only rank 0 opens it: a FIFO's reader sees one writer and
+// one end of file, and every other rank waits in MPI, not in open(). Rank 0
+// receives everything even after a failed write, so no rank is left waiting.
+void write_stream(Runtime& rt, const OutputPath& out, std::string_view mine) {
+  MPI_Comm comm = rt.comm();
+  agree(comm, [&] {
+    if (rt.rank() != 0) {
+      std::uint64_t size = mine.size();
+      MPI_Request request;
+      TESSERA_MPI(MPI_Isend(&size, 1, MPI_UINT64_T, 0, kStreamTag, comm, &request));
+      wait(request);
+      for (std::size_t done = 0; done < mine.size(); done += kStreamChunk) {
+        const int n = static_cast<int>(std::min(kStreamChunk, mine.size() - done));
+        TESSERA_MPI(MPI_Isend(mine.data() + done, n, MPI_BYTE, 0, kStreamTag, comm, &request));
+        wait(request);
+      }
+      return;
+    }
+    std::optional<OutputStream> stream;
+    std::exception_ptr failed;
+    auto put = [&](std::string_view bytes) {
+      if (failed) return;
+      try {
+        if (!stream) stream.emplace(out);
+        stream->write(bytes);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    };
+    put(mine);  // opens the stream even when there is nothing to write: its reader gets an end of file
+    std::vector<char> buffer;
+    for (int r = 1; r < rt.size(); ++r) {
+      std::uint64_t size = 0;
+      MPI_Request request;
+      TESSERA_MPI(MPI_Irecv(&size, 1, MPI_UINT64_T, r, kStreamTag, comm, &request));
+      wait(request);
+      for (std::uint64_t done = 0; done < size; done += kStreamChunk) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kStreamChunk, size - done));
+        buffer.resize(n);
+        TESSERA_MPI(MPI_Irecv(buffer.data(), static_cast<int>(n), MPI_BYTE, r, kStreamTag, comm, &request));
+        wait(request);
+        put(std::string_view(buffer.data(), n));
+      }
+    }
+    if (!failed) {
+      try {
+        stream->close();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
+  });
+}
+
+}  // namespace
+
 // Every rank writes its text at its offset of one temporary file, which rank
 // 0 renames into place only when all ranks succeeded (or hands to `pending`).
 void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
                      PendingOutputs* pending) {
+  const OutputPath out = resolve_on_rank0(rt, path);
+  if (out.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
+  if (out.stream()) {
+    std::string data = rt.rank() == 0 ? header + body : body;
+    if (pending) return pending->add_stream(out, std::move(data));
+    return write_stream(rt, out, data);
+  }
+  const std::string& destination = out.path;  // a symbolic link's target: the link stays
   std::string tmp;
-  if (rt.rank() == 0) tmp = unique_temporary_name(path);
+  if (rt.rank() == 0) tmp = unique_temporary_name(destination);
   tmp = broadcast(rt.comm(), tmp, 0);
   std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
   std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
@@ -62,12 +161,12 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
       }
     });
     if (pending) {
-      pending->add(tmp, path, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
+      pending->add(tmp, destination, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
       return;
     }
     agree(rt.comm(), [&] {
-      if (rt.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw SystemError("cannot rename " + tmp + " to " + path, errno);
+      if (rt.rank() == 0 && std::rename(tmp.c_str(), destination.c_str()) != 0)
+        throw SystemError("cannot rename " + tmp + " to " + destination, errno);
     });
     if (slot >= 0) exit_cleanup::remove(slot);
   } catch (...) {
@@ -81,12 +180,26 @@ PendingOutputs::~PendingOutputs() { discard(); }
 
 void PendingOutputs::add(std::string temporary, std::string destination, bool directory,
                          std::vector<int> cleanup_slots) {
-  entries_.push_back({std::move(temporary), std::move(destination), directory, std::move(cleanup_slots)});
+  Entry e;
+  e.temporary = std::move(temporary);
+  e.destination = std::move(destination);
+  e.directory = directory;
+  e.cleanup_slots = std::move(cleanup_slots);
+  entries_.push_back(std::move(e));
+}
+
+void PendingOutputs::add_stream(OutputPath target, std::string data) {
+  Entry e;
+  e.destination = target.path;
+  e.stream = true;
+  e.target = std::move(target);
+  e.data = std::move(data);
+  entries_.push_back(std::move(e));
 }
 
 void PendingOutputs::discard() noexcept {
   for (auto& e : entries_) {
-    if (rt_->rank() == 0) {
+    if (rt_->rank() == 0 && !e.stream) {
       std::error_code ec;
       std::filesystem::remove_all(e.temporary, ec);
     }
@@ -96,6 +209,19 @@ void PendingOutputs::discard() noexcept {
 }
 
 void PendingOutputs::commit() {
+  // Streams first, while every file is still a temporary: a stream cannot be
+  // taken back, a temporary can.
+  try {
+    for (auto& e : entries_) {
+      if (!e.stream) continue;
+      write_stream(*rt_, e.target, e.data);
+      std::string().swap(e.data);
+    }
+  } catch (...) {
+    discard();
+    throw;
+  }
+  std::erase_if(entries_, [](const Entry& e) { return e.stream; });
   std::size_t done = 0;
   try {
     agree(rt_->comm(), [&] {
@@ -127,42 +253,89 @@ void PendingOutputs::commit() {
   entries_.clear();
 }
 
+namespace {
+
+bool ends_with(const std::string& text, std::string_view end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// "-", or a stream whose name says no format: edge-list text with the
+// graph's weights when it has some.
+bool free_edge_list(const std::string& path) {
+  if (path == "-") return true;
+  if (ends_with(path, ".el")) return false;
+  try {
+    return resolve_output_path(path).stream();
+  } catch (const Error&) {
+    return false;  // check_output_path names what is wrong with it
+  }
+}
+
+// Where a binary graph named `dir_in` goes: `dir_in` with its links followed
+// (a link to an empty directory keeps pointing there). Refuses what cannot
+// take one; a missing directory is created later, under a writable ancestor.
+std::string binary_destination(const std::string& dir_in) {
+  namespace fs = std::filesystem;
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string real = follow_symlinks(dir);
+  const std::string via = real == dir ? "" : " (a link to " + real + ")";
+  std::error_code ec;
+  struct stat st {};
+  if (::stat(real.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+      throw ConfigError(dir + via + " is a " +
+                        (S_ISCHR(st.st_mode) ? "character device" : S_ISFIFO(st.st_mode) ? "FIFO" : "socket") +
+                        ": a binary graph (.tsg) is a directory of files and cannot be streamed; write .el, .wel or "
+                        ".mtx text there instead");
+    if (S_ISDIR(st.st_mode) && fs::exists(real + "/" + kGraphFile, ec))
+      throw ConfigError("a Tessera graph already exists in " + dir + via + "; remove it or choose another directory");
+    if (!S_ISDIR(st.st_mode) || !fs::is_empty(real, ec))
+      throw ConfigError(dir + via + " exists and is not an empty directory");
+  }
+  fs::path ancestor = fs::path(real).parent_path();
+  while (!ancestor.empty() && !fs::exists(ancestor, ec)) ancestor = ancestor.parent_path();
+  if (ancestor.empty()) ancestor = ".";
+  if (!fs::is_directory(ancestor, ec))
+    throw ConfigError("cannot write " + dir + via + ": " + ancestor.string() + " is not a directory");
+  if (::access(ancestor.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError("cannot write " + dir + via + ": directory " + ancestor.string() + " is not writable");
+  return real;
+}
+
+}  // namespace
+
 void check_graph_format(const std::string& path, bool weighted) {
   FileFormat f = format_of(path);
   if (f == FileFormat::weighted_edge_list && !weighted)
     throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
-  if (f == FileFormat::edge_list && weighted)
+  if (f == FileFormat::edge_list && weighted && !free_edge_list(path))
     throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
 }
 
-void check_output_path(Runtime& rt, const std::string& path, OutputKind kind) {
-  namespace fs = std::filesystem;
+OutputPath check_output_path(Runtime& rt, const std::string& path, OutputKind kind) {
+  OutputPath result;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
     if (path.empty()) throw ConfigError("an output path is empty");
-    std::error_code ec;
     const bool binary = format_of(path) == FileFormat::binary;
-    if (binary && kind == OutputKind::text_lines)
+    if (binary && kind == OutputKind::text_lines) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw ConfigError(path + " is a directory; name a file for these text lines (\"vertex value\")");
       throw ConfigError(path + " names a binary graph directory, but this output is text lines (\"vertex value\"): "
                         "choose a file name such as values.txt");
-    std::string trimmed = path;
-    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-    if (binary) {
-      if (fs::exists(trimmed + "/" + kGraphFile, ec))
-        throw ConfigError("a Tessera graph already exists in " + trimmed + "; remove it or choose another directory");
-      if (fs::exists(trimmed, ec) && (!fs::is_directory(trimmed, ec) || !fs::is_empty(trimmed, ec)))
-        throw ConfigError(trimmed + " exists and is not an empty directory");
-      return;  // the binary writer creates missing parent directories
-    } else if (fs::is_directory(trimmed, ec)) {
-      throw ConfigError(path + " is a directory; name a file");
     }
-    fs::path parent = fs::path(trimmed).parent_path();
-    if (parent.empty()) parent = ".";
-    if (!fs::exists(parent, ec)) throw ConfigError("cannot write " + path + ": directory " + parent.string() + " does not exist");
-    if (!fs::is_directory(parent, ec)) throw ConfigError("cannot write " + path + ": " + parent.string() + " is not a directory");
-    if (::access(parent.c_str(), W_OK | X_OK) != 0)
-      throw ConfigError("cannot write " + path + ": directory " + parent.string() + " is not writable");
+    if (binary) {
+      result.kind = OutputPath::Kind::directory;
+      result.path = binary_destination(path);
+      return;
+    }
+    result = resolve_output_path(path);
+    if (result.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
   });
+  share(rt, result);
+  return result;
 }
 
 namespace {
@@ -300,10 +473,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
     std::error_code ec;
-    if (fs::exists(dir + "/" + kGraphFile))
-      throw ConfigError("a Tessera graph already exists in " + dir + "; remove it or choose another directory");
-    if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir)))
-      throw ConfigError(dir + " exists and is not an empty directory");
+    dir = binary_destination(dir);  // a link to an empty directory stays; the graph goes where it points
     fs::path parent = fs::path(dir).parent_path();
     if (!parent.empty() && !fs::exists(parent) && !fs::create_directories(parent, ec))
       throw SystemError("cannot create directory " + parent.string(), ec.value());
@@ -312,6 +482,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
       throw SystemError("cannot create directory " + tmp, errno);
     ::chmod(tmp.c_str(), options.group_access ? 0770 : 0700);  // whatever the umask
   });
+  dir = broadcast(rt.comm(), dir, 0);
   tmp = broadcast(rt.comm(), tmp, 0);
   CleanupSlots cleanup;
   std::vector<std::string> names = {"src", "dst"};

@@ -29,7 +29,7 @@ namespace {
 //   finish(y)       sends the remote columns' contributions home into y.
 // load and finish are collective, and every strategy enters its collective
 // on every rank whatever its share of rows or ghosts: a rank with nothing to
-// read may still own values others read (issue 8.2).
+// read may still own values others read.
 
 struct DirectColumns {
   static constexpr ColumnMode kMode = ColumnMode::direct;
@@ -84,7 +84,7 @@ struct BitmapColumns {
   mutable std::vector<double> values;  // one per ghost, in id order
 
   // The owned test first: on a mesh nearly every column is owned, and a word
-  // load and popcount per edge made the product 1.6x slower than a CRS copy.
+  // load and popcount per edge made the product slower than a CRS copy.
   auto load(std::span<const double> x) const {
     import.gather(x, values);
     return [xl = x.data(), base = base, local = local, s = slots.view(), v = values.data()](std::uint64_t c) {
@@ -155,7 +155,7 @@ struct HashColumns {
     };
   }
   // Out of line: with the probe loop inlined, the per-edge loop of an owned
-  // column (nearly every edge of a mesh) ran 1.4x slower.
+  // column (nearly every edge of a mesh) ran slower.
   [[gnu::noinline]] static double probe(const Slot* t, std::uint64_t c, unsigned shift, std::size_t mask) noexcept {
     std::size_t h = home(c, shift);
     while (t[h].column != c) h = (h + 1) & mask;
@@ -239,8 +239,8 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<Colum
     // Dense mode is collective (an allgather), so every rank must choose it.
     // Only when a rank reads at least half of the columns it does not own
     // (a Kronecker graph on a few ranks): its 8 bytes per vertex then cost
-    // little more than the ghosts' own, and no lookup is needed. A mesh on 2
-    // ranks reads 2% of them; dense there added 17% of the edge arrays.
+    // little more than the ghosts' own, and no lookup is needed. A mesh reads
+    // few of them, and dense there adds far more memory than its ghosts need.
     int want_dense = ghost_count_ > 0 && 2 * ghost_count_ >= n - local && dense_fits;
     if (all_reduce(rows.comm(), want_dense, MPI_MIN))
       mode = ColumnMode::dense;

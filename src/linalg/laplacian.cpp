@@ -80,7 +80,7 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
   auto d = degree_.local(), s = self_.local();
   double largest = 0;
   for (std::size_t i = 0; i < d.size(); ++i)
-    largest = std::max(largest, this->grounded(i) ? 1.0 : 2.0 * (d[i] - s[i]));
+    largest = std::max(largest, !grounded_.empty() && grounded_[i] ? 1.0 : 2.0 * (d[i] - s[i]));
   norm_inf_ = all_reduce(a.row_map().comm(), largest, MPI_MAX);
 }
 

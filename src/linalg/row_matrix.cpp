@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
-#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
 
 namespace tessera::linalg {
@@ -33,12 +33,10 @@ void check_row_buffers(std::size_t length, std::span<std::uint64_t> columns, std
                      std::to_string(columns.size()) + " columns and " + std::to_string(values.size()) + " values");
 }
 
-Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_(rows.comm()) {
-  const auto P = static_cast<std::size_t>(rows.ranks());
-  std::vector<std::uint64_t> want(P, 0);
-  for (auto id : ghosts.ids()) ++want[static_cast<std::size_t>(rows.owner(id))];  // sorted ids: grouped by owner
-  std::vector<std::uint64_t> asked;
-  auto requested = comm::exchange<std::uint64_t>(comm_, ghosts.ids(), want, asked);
+Import::Import(const Map& rows, const GhostSet& ghosts)
+    // Sorted ids are grouped by owner: the values land in place, no permutation kept.
+    : plan_(rows.comm(), ghosts.ids(), [&](std::uint64_t id) { return rows.owner(id); }) {
+  const std::vector<std::uint64_t> requested = plan_.take_received();
   const std::uint64_t base = rows.local_begin();
   send_index_.resize(requested.size());
   for (std::size_t k = 0; k < requested.size(); ++k) {
@@ -46,35 +44,22 @@ Import::Import(const Map& rows, const GhostSet& ghosts, std::size_t gap) : comm_
       throw RangeError("rank asked for index " + std::to_string(requested[k]) + " it does not own");
     send_index_[k] = static_cast<std::uint32_t>(requested[k] - base);
   }
-  send_counts_.resize(P), send_displ_.resize(P), recv_counts_.resize(P), recv_displ_.resize(P);
-  int s = 0, r = 0;
-  for (std::size_t p = 0; p < P; ++p) {
-    send_counts_[p] = static_cast<int>(asked[p]);
-    recv_counts_[p] = static_cast<int>(want[p]);
-    send_displ_[p] = s;
-    recv_displ_[p] = r + (static_cast<int>(p) > rows.rank() ? static_cast<int>(gap) : 0);
-    s += send_counts_[p], r += recv_counts_[p];
-  }
   send_buffer_.resize(send_index_.size());
 }
 
 void Import::gather(std::span<const double> owned, std::span<double> ghost_values) const {
-  if (comm_ == MPI_COMM_NULL) return;
   for (std::size_t k = 0; k < send_index_.size(); ++k) send_buffer_[k] = owned[send_index_[k]];
-  all_to_all_v(comm_, send_buffer_.data(), send_counts_.data(), send_displ_.data(), ghost_values.data(),
-               recv_counts_.data(), recv_displ_.data());
+  plan_.reply<double>(send_buffer_, ghost_values);
 }
 
 void Import::scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const {
-  if (comm_ == MPI_COMM_NULL) return;
-  all_to_all_v(comm_, ghost_contributions.data(), recv_counts_.data(), recv_displ_.data(), send_buffer_.data(),
-               send_counts_.data(), send_displ_.data());
+  plan_.send<double>(ghost_contributions, send_buffer_);
   for (std::size_t k = 0; k < send_index_.size(); ++k) owned[send_index_[k]] += send_buffer_[k];
 }
 
 std::size_t Import::memory_bytes() const {
-  return send_index_.capacity() * sizeof(std::uint32_t) + send_buffer_.capacity() * sizeof(double) +
-         4 * send_counts_.size() * sizeof(int);
+  return plan_.memory_bytes() + send_index_.capacity() * sizeof(std::uint32_t) +
+         send_buffer_.capacity() * sizeof(double);
 }
 
 }  // namespace tessera::linalg

@@ -156,7 +156,7 @@ std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
 
 void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output, Progress& p,
                  graph::PendingOutputs& pending) {
-  p.step("writing " + output);
+  p.step("writing " + shown(output));
   graph::write_vertex_values(ids, h.times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
 }
 

@@ -33,4 +33,6 @@ std::string count_of(std::uint64_t n, const std::string& one, const std::string&
 }
 std::string count_of(std::uint64_t n, const std::string& one) { return count_of(n, one, one + "s"); }
 
+std::string shown(const std::string& path) { return path == "-" ? "standard output" : path; }
+
 }  // namespace tessera::pipeline

@@ -74,6 +74,17 @@ void check_algorithm(const std::string& algorithm, bool all) {
                     ", not '" + algorithm + "'");
 }
 
+// Checks an output before any work (graph::check_output_path). An output
+// on standard output while the caller prints the document there is refused.
+OutputPath check_output(Runtime& rt, const Options& a, const std::string& path, graph::OutputKind kind,
+                        const char* option) {
+  auto out = graph::check_output_path(rt, path, kind);
+  if (out.standard_output() && a.document_on_stdout)
+    throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
+                      "document; write the output to a file, or drop --json");
+  return out;
+}
+
 // Names of a pipeline's Shared arrays: one set per call in this process.
 std::string shared_base(Runtime& rt) {
   static std::atomic<int> calls{0};
@@ -150,7 +161,7 @@ Result hitting_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::
 void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, const graph::LargestComponent& lcc,
                Progress& p) {
   graph::PendingOutputs outputs(rt);
-  p.step("writing " + a.output);
+  p.step("writing " + shown(a.output));
   graph::WriteOptions w;
   w.pending = &outputs;
   w.group_access = a.group_access;
@@ -161,7 +172,7 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
     const std::uint64_t out_base = graph::format_of(a.output) == graph::FileFormat::matrix_market ? 1 : 0;
     auto out_ids = graph::IdMap::identity(rt, lcc.graph.vertex_ranges(), out_base);
     auto file_ids = lcc_ids.local_file_ids();
-    p.step("writing " + a.ids_output);
+    p.step("writing " + shown(a.ids_output));
     graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.ids_output,
                                {"lcc_id", "file_id", "nan", &outputs});
   }
@@ -171,14 +182,15 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
 }  // namespace
 
 Result run_write(Runtime& rt, const Options& a, Progress& p) {
-  if (a.output.empty()) throw ConfigError("name the output graph (.el, .wel, .mtx or a .tsg directory)");
+  if (a.output.empty())
+    throw ConfigError("name the output graph (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
   check_options(a, false);
   Report report(rt, p);
-  graph::check_output_path(rt, a.output);
+  check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
   auto g = report.timed(load_step(a.input), [&] { return load(rt, a.input, p).graph; });
   describe(p, g);
   report.timed("write", [&] {
-    p.step("writing " + a.output);
+    p.step("writing " + shown(a.output));
     graph::WriteOptions w;
     w.group_access = a.group_access;
     graph::write_graph(g, a.output, w);
@@ -196,7 +208,7 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
   if (!a.strong) check_algorithm(a.algorithm, true);
   Report report(rt, p);
   auto timed = [&](const std::string& step, auto&& run) { return report.timed(step, run); };
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto loaded = timed(load_step(a.input), [&] { return load(rt, a.input, p); });
   describe(p, loaded.graph);
   graph::PendingOutputs outputs(rt);
@@ -228,7 +240,7 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
         auto labels = c.labels.local();
         std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
         loaded.ids.translate(file_labels);
-        p.step("writing " + a.output);
+        p.step("writing " + shown(a.output));
         graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
                                    {"vertex", "component", "nan", &outputs});
       });
@@ -247,8 +259,12 @@ Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
   check_options(a, false);
   check_algorithm(a.algorithm, false);
   Report report(rt, p);
-  graph::check_output_path(rt, a.output);
-  if (!a.ids_output.empty()) graph::check_output_path(rt, a.ids_output, graph::OutputKind::text_lines);
+  auto out = check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
+  if (!a.ids_output.empty() &&
+      check_output(rt, a, a.ids_output, graph::OutputKind::text_lines, "--ids").standard_output() &&
+      out.standard_output())
+    throw ConfigError("-o " + a.output + " and --ids " + a.ids_output +
+                      " both write to standard output; send one of them to a file");
   auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
   describe(p, loaded.graph);
   graph::check_graph_format(a.output, loaded.graph.weighted());
@@ -271,7 +287,7 @@ Result run_hitting(Runtime& rt, const Options& a, Progress& p) {
   if (a.targets.empty()) throw ConfigError("name at least one target vertex");
   check_options(a, true);
   Report report(rt, p);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
   describe(p, loaded.graph);
   const ArrayBytes arrays = array_bytes(loaded.graph);
@@ -288,7 +304,7 @@ Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, 
   check_options(a, true);
   Runtime& rt = given.runtime();
   Report report(rt, p);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto targets = find_targets(given_ids, a.targets, "the graph");
   // A random walk needs an undirected graph: a directed one is symmetrized
   // (a copy), its id map following the new vertex ranges.
@@ -309,7 +325,7 @@ Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, 
 Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   check_options(a, true);
   check_algorithm(a.algorithm, false);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   Report report(rt, p);
   const std::string name = shared_base(rt);
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", input_name(a.input)}};
@@ -332,7 +348,7 @@ Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids,
   check_algorithm(a.algorithm, false);
   Runtime& rt = given.runtime();
   Report report(rt, p);
-  if (!a.output.empty()) graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   const std::string name = shared_base(rt);
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", "a graph in memory"}};
   find_targets(given_ids, a.targets, "the graph");

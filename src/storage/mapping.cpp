@@ -40,7 +40,7 @@ Mapping Mapping::anonymous(std::size_t bytes) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw SystemError("cannot allocate " + std::to_string(bytes) + " bytes", errno);
   // No MADV_HUGEPAGE: 2 MiB-aligned arrays put a[j], b[j], c[j] in the same
-  // cache sets (measured: STREAM triad 40% slower than on 4 KiB tmpfs pages),
+  // cache sets (measured: STREAM triad slower than on 4 KiB tmpfs pages),
   // and Heap should behave like Shared storage, which tmpfs gives 4 KiB pages.
   m.base_ = p;
   m.bytes_ = bytes;

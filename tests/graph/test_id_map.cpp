@@ -1,8 +1,12 @@
 // IdMap (file ids through base, relabel, symmetrize and subgraphs), the
-// per-vertex value writer, outputs committed together, output checks,
+// per-vertex value writer, outputs committed together, streams (FIFOs)
+// written in place in rank order, output checks,
 // --dims parsing and ReadOptions::pattern. References are serial: the ids
 // and edges computed from the file text on every rank.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +14,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "../test_util.hpp"
 #include "graph_test_util.hpp"
@@ -229,6 +234,175 @@ TEST(OutputChecks, RefuseBeforeWriting) {
   EXPECT_THROW(check_graph_format("w.wel", false), ConfigError);
   EXPECT_NO_THROW(check_graph_format("w.mtx", true));
   EXPECT_NO_THROW(check_graph_format("w.el", false));
+}
+
+namespace {
+
+// Rank 0 makes a FIFO at `path` and a thread that reads it until the end of
+// file, or closes it after `stop_after` bytes (a reader that goes away).
+class FifoReader {
+ public:
+  FifoReader(Runtime& rt, std::string path, std::size_t stop_after = std::string::npos)
+      : rt_(rt), path_(std::move(path)) {
+    if (rt.rank() == 0) {
+      EXPECT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+      thread_ = std::thread([this, stop_after] {
+        int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        char buf[4096];
+        while (bytes_.size() < stop_after) {
+          ssize_t n = ::read(fd, buf, std::min(sizeof(buf), stop_after - bytes_.size()));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;
+          bytes_.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(fd);
+      });
+    }
+    barrier(rt.comm());
+  }
+  ~FifoReader() {
+    if (thread_.joinable()) {  // the writer never came: give the reader its end of file
+      int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+      thread_.join();
+    }
+  }
+  // What the reader got (rank 0; "" elsewhere).
+  std::string finish() {
+    if (thread_.joinable()) thread_.join();
+    return bytes_;
+  }
+
+ private:
+  Runtime& rt_;
+  std::string path_;
+  std::string bytes_;
+  std::thread thread_;
+};
+
+bool is_fifo(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+std::set<std::string> names_in(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+// Rank r's body: distinct per rank, so that any reordering shows.
+std::string body_of(int rank, std::size_t bytes) {
+  return "rank " + std::to_string(rank) + ": " + std::string(bytes, static_cast<char>('a' + rank % 26)) + "\n";
+}
+
+}  // namespace
+
+TEST(OutputStreams, FifoGetsEveryRankInOrderAtCommit) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto keep = write_file(rt, dir.path(), "keep.txt", "old\n");
+  const std::string fifo = dir.path() + "/fifo";
+  std::string expected = "# head\n";
+  for (int r = 0; r < rt.size(); ++r) expected += body_of(r, 1000 * static_cast<std::size_t>(r) + 1);
+  FifoReader reader(rt, fifo);
+  {
+    PendingOutputs outputs(rt);
+    write_text_file(rt, keep, "# head\n", body_of(rt.rank(), 1000 * static_cast<std::size_t>(rt.rank()) + 1),
+                    &outputs);
+    write_text_file(rt, fifo, "# head\n", body_of(rt.rank(), 1000 * static_cast<std::size_t>(rt.rank()) + 1),
+                    &outputs);
+    barrier(rt.comm());
+    EXPECT_EQ(slurp(keep), "old\n");  // nothing replaced before commit
+    outputs.commit();
+  }
+  const std::string got = reader.finish();
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    EXPECT_EQ(got, expected);
+    EXPECT_TRUE(is_fifo(fifo));
+  }
+  EXPECT_EQ(slurp(keep), expected);
+  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"keep.txt", "fifo"}));  // no temporaries
+}
+
+TEST(OutputStreams, AReaderThatLeavesFailsTheCommitAndReplacesNothing) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto keep = write_file(rt, dir.path(), "keep.txt", "old\n");
+  const std::string fifo = dir.path() + "/fifo";
+  FifoReader reader(rt, fifo, 1);  // more than a pipe holds is written; the reader leaves after one byte
+  {
+    PendingOutputs outputs(rt);
+    write_text_file(rt, keep, "# head\n", body_of(rt.rank(), 10), &outputs);
+    write_text_file(rt, fifo, "# head\n", body_of(rt.rank(), std::size_t{256} << 10), &outputs);
+    if (rt.rank() == 0) {
+      try {
+        outputs.commit();
+        ADD_FAILURE() << "the commit succeeded";
+      } catch (const SystemError& e) {
+        EXPECT_EQ(e.error_number(), EPIPE);
+        EXPECT_NE(std::string(e.what()).find(fifo), std::string::npos) << e.what();
+      }
+    } else {
+      EXPECT_THROW(outputs.commit(), Error);
+    }
+  }
+  reader.finish();
+  barrier(rt.comm());
+  EXPECT_EQ(slurp(keep), "old\n");
+  EXPECT_TRUE(is_fifo(fifo));
+  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"keep.txt", "fifo"}));
+}
+
+TEST(OutputStreams, GraphsAndLinks) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto g = generate(rt, GraphSpec::grid({4, 3}));
+  // A graph to a FIFO: the bytes a file gets.
+  write_graph(g, dir.path() + "/g.el");
+  std::string got;
+  {
+    FifoReader reader(rt, dir.path() + "/fifo");
+    write_graph(g, dir.path() + "/fifo");
+    got = reader.finish();
+  }
+  barrier(rt.comm());
+  if (rt.rank() == 0) {
+    EXPECT_EQ(got, slurp(dir.path() + "/g.el"));
+  }
+  auto out = check_output_path(rt, dir.path() + "/fifo");
+  EXPECT_TRUE(out.stream());
+  EXPECT_EQ(out.what, "FIFO");
+  EXPECT_TRUE(check_output_path(rt, "-", OutputKind::text_lines).standard_output());
+  EXPECT_NO_THROW(check_graph_format("-", true));  // "u v w" lines
+  EXPECT_NO_THROW(check_graph_format(dir.path() + "/fifo", true));
+  EXPECT_THROW(check_graph_format(dir.path() + "/g.el", true), ConfigError);
+  // A directory, or a FIFO named as a binary graph, is refused.
+  EXPECT_THROW(check_output_path(rt, dir.path(), OutputKind::text_lines), ConfigError);
+  if (rt.rank() == 0) {
+    EXPECT_EQ(::mkfifo((dir.path() + "/f.tsg").c_str(), 0600), 0);
+  }
+  barrier(rt.comm());
+  EXPECT_THROW(check_output_path(rt, dir.path() + "/f.tsg"), ConfigError);
+  EXPECT_THROW(write_graph(g, dir.path() + "/f.tsg"), ConfigError);
+  EXPECT_TRUE(is_fifo(dir.path() + "/f.tsg"));
+  // A symbolic link to a file: the target gets the bytes, the link stays.
+  write_file(rt, dir.path(), "real.txt", "old\n");
+  if (rt.rank() == 0) {
+    EXPECT_EQ(::symlink("real.txt", (dir.path() + "/link.txt").c_str()), 0);
+  }
+  barrier(rt.comm());
+  out = check_output_path(rt, dir.path() + "/link.txt", OutputKind::text_lines);
+  EXPECT_EQ(out.kind, OutputPath::Kind::file);
+  EXPECT_EQ(out.path, dir.path() + "/real.txt");
+  write_text_file(rt, dir.path() + "/link.txt", "# h\n", "x\n");
+  barrier(rt.comm());
+  EXPECT_TRUE(fs::is_symlink(dir.path() + "/link.txt"));
+  std::string lines = "# h\n";
+  for (int r = 0; r < rt.size(); ++r) lines += "x\n";
+  EXPECT_EQ(slurp(dir.path() + "/real.txt"), lines);
 }
 
 TEST(Generators, ParsesGridDims) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs examples/walkthrough.sh as the README shows it: from a checkout's top
+# Runs examples/walkthrough.sh as docs/cli.md shows it: from a checkout's top
 # (here a scratch directory with examples/ and build/ linked in).
 set -uo pipefail
 build=$1 src=$2

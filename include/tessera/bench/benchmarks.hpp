@@ -71,14 +71,14 @@ struct HittingBenchOptions : CommonOptions {
 };
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o);
 
-// The three ways of handing one graph to an analysis (issue 9), on a
+// The three ways of handing one graph to an analysis, on a
 // Kronecker graph and a 3D grid: label propagation per round on Heap vs
 // Shared memory; hitting-time solve per iteration in process (Heap), in a
 // separate tessera-analyze process and in a bwrap sandbox (Shared); the
 // handshake latencies. Verified against the in-process answer.
 struct InteropBenchOptions : CommonOptions {
-  // 11 rounds: with 5 the medians of paired ratios moved 0.91-1.13 run to
-  // run on a 2-vCPU VM, with 11 0.97-1.11 (README, bench interop).
+  // 11 rounds: with 5 the medians of paired ratios moved too much from run
+  // to run on a 2-vCPU VM to judge a 5% target (README, bench interop).
   InteropBenchOptions() { reps = 11; }
   int kron_scale = 17;
   std::uint64_t grid_side = 50;  // the mesh: side^3 vertices
@@ -96,7 +96,7 @@ struct ParseBenchOptions : CommonOptions {
 };
 bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o);
 
-// ISx integer sort (issue 13): uniform 32-bit keys in [0, max_key) sent to
+// ISx integer sort: uniform 32-bit keys in [0, max_key) sent to
 // their bucket's rank and sorted there; ParRes ISx's bulk alltoallv shape
 // against the comm layer's bulk exchange and aggregation, in one run.
 struct IsxOptions : CommonOptions {
@@ -106,7 +106,7 @@ struct IsxOptions : CommonOptions {
 };
 bool run_isx(Runtime& rt, const IsxOptions& o);
 
-// Argsort of 64-bit keys (issue 13): the library's LSD radix argsort
+// Argsort of 64-bit keys: the library's LSD radix argsort
 // (comm/argsort.hpp, Arkouda's algorithm) and the gather a[perm], against
 // std::sort of (key, index) pairs on one rank.
 struct ArgsortBenchOptions : CommonOptions {
@@ -117,14 +117,14 @@ struct ArgsortBenchOptions : CommonOptions {
 };
 bool run_argsort_bench(Runtime& rt, const ArgsortBenchOptions& o);
 
-// Poisson3D by Jacobi on over-decomposed chunks (issue 12): time per
+// Poisson3D by Jacobi on over-decomposed chunks: time per
 // iteration against the plain sequential loop (1, 8 and 64 chunks unless
 // --chunks); --imbalance runs the imbalanced and balanced cases under every
 // load balancer. Verified against the theory and the plain loop bit for bit.
 struct Jacobi3dOptions : CommonOptions {
   Jacobi3dOptions() { reps = 3; }
-  // 192^3 (7.1M cells, ~10 ms per plain iteration here): at 96^3 an iteration
-  // took < 1 ms and the run measured per-step overheads, not the method.
+  // 192^3 (7.1M cells): at 96^3 an iteration was so short that the run
+  // measured per-step overheads, not the method.
   int n = 192;
   int iterations = 30;
   std::string chunks;              // "4x4x4"; empty: 1, 8 and 64 chunks
@@ -136,7 +136,7 @@ struct Jacobi3dOptions : CommonOptions {
 bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o);
 
 // Charm++'s stencil3d shape (128^3 in 16^3 blocks) under RND / RR / TO
-// mapping with hop-bytes, against the plain loop and Charm++'s measured time.
+// mapping with hop-bytes, against the plain loop.
 struct Stencil3dOptions : CommonOptions {
   Stencil3dOptions() { reps = 3; }
   int n = 128;

@@ -78,7 +78,8 @@ Placement map_chunks(MappingKind kind, const ChunkGrid& grid, const NetworkTopol
 // chunk in [0, chunks) exactly once, ranks in [0, ranks): FormatError naming
 // the file and line otherwise.
 Placement read_placement(const std::string& path, std::int64_t chunks, int ranks);
-// "chunk rank" lines, through a temporary file renamed into place.
+// "chunk rank" lines, through a temporary file renamed into place; a device
+// or FIFO (storage/output_path.hpp) is written in place, never replaced.
 void write_placement(const Placement& placement, const std::string& path);
 
 // Throws RangeError unless placement has `chunks` entries, each a rank in

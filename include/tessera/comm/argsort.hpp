@@ -26,9 +26,9 @@ namespace tessera {
 // Aggregation settings for a bulk scatter (every rank sends about
 // `bytes_per_rank` in all, spread over the ranks), where buffers larger than
 // the engine's defaults pay: fewer, larger messages and fewer waits for a
-// peer to drain them when ranks share cores (measured here at 2 ranks on a
-// loaded 2-vCPU VM: argsort 2.5x, ISx's key exchange 2x faster with 1 MiB x
-// 4 in flight than with 64 KiB x 1). Fields set in `given` or by the
+// peer to drain them when ranks share cores (measured on a loaded machine:
+// argsort and ISx's key exchange ran faster with 1 MiB x 4 in flight than
+// with 64 KiB x 1). Fields set in `given` or by the
 // environment (TESSERA_AGG_BUFFER_BYTES, TESSERA_AGG_IN_FLIGHT) are kept; an
 // unset in-flight count becomes 4 and an unset buffer the largest power of
 // two in 16 KiB..1 MiB that keeps the send buffers within 64 MiB per rank

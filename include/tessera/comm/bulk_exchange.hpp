@@ -17,7 +17,9 @@ namespace tessera::comm {
 // Sends send[displ[r] .. displ[r] + counts[r]) to rank r, where displ is the
 // prefix sum of counts (records grouped by destination); returns what every
 // rank sent here, grouped by source rank, and the count from each source in
-// `received_counts`. Collective; waits with back-off.
+// `received_counts`. Collective; waits with back-off. One AlltoallPlan
+// (request_reply.hpp): its errors (wrong counts, totals beyond MPI's int
+// counts) are thrown on every rank together.
 std::vector<std::byte> exchange_bytes(MPI_Comm comm, std::span<const std::byte> send,
                                       std::span<const std::uint64_t> counts, std::size_t record_bytes,
                                       std::vector<std::uint64_t>& received_counts);

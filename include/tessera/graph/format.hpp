@@ -4,6 +4,8 @@
 //                                general | symmetric, 1-based
 //   *.wel                        weighted edge list: "u v w" per line
 //   anything else (.el, .txt)    edge list: "u v" per line (SNAP, GAP)
+//   -                            standard input or output: edge list (written
+//                                with "u v w" lines for a weighted graph)
 // Edge lists allow '#' and '%' comment lines and blank lines.
 #pragma once
 #include <string>

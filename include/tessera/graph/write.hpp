@@ -1,6 +1,16 @@
 // Writing graphs, in parallel: text formats through one temporary file that
 // every rank writes at its offset, the binary format (see read.hpp) as
 // persisted Shared-storage arrays.
+//
+// Where an output goes (storage/output_path.hpp): a regular file or a new
+// path is replaced whole (temporary beside it, renamed over it; a symbolic
+// link keeps pointing where it did and its target gets the bytes). A
+// character device, FIFO, socket or descriptor ("-" is standard output,
+// /dev/stdout, /proc/self/fd/N) is a stream: rank 0 opens it when the
+// output is written and writes every rank's text in rank order; it is never
+// renamed over, unlinked or truncated. "-" and a stream whose name gives no
+// format (.el, .wel, .mtx) take edge-list text: "u v", or "u v w" for a
+// weighted graph. A binary (.tsg) graph is a directory and never a stream.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -10,6 +20,7 @@
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/graph/format.hpp"
 #include "tessera/graph/id_map.hpp"
+#include "tessera/storage/output_path.hpp"
 
 namespace tessera::graph {
 
@@ -18,6 +29,9 @@ namespace tessera::graph {
 // first. A writer handed a PendingOutputs leaves its complete temporary
 // beside the destination; commit() renames every one into place. Destroyed
 // uncommitted (an error on the way), it removes them; SIGTERM/SIGINT too.
+// A stream output (a device, FIFO, standard output) cannot be taken back: its
+// text waits in memory and commit() writes it before any rename, so a
+// reader that went away leaves every file as it was.
 class PendingOutputs {
  public:
   explicit PendingOutputs(Runtime& rt) : rt_(&rt) {}
@@ -25,18 +39,25 @@ class PendingOutputs {
   PendingOutputs(const PendingOutputs&) = delete;
   PendingOutputs& operator=(const PendingOutputs&) = delete;
 
-  // Collective: renames every temporary into place, in the order written.
+  // Collective: writes the streams, then renames every temporary into
+  // place, in the order written.
   void commit();
   // For writers, on every rank: `temporary` (a file, or a directory when
   // `directory`) becomes `destination` at commit. `cleanup_slots`: this
   // rank's exit_cleanup slots for it, released once it is renamed or removed.
   void add(std::string temporary, std::string destination, bool directory, std::vector<int> cleanup_slots);
+  // For writers, on every rank: this rank's part of a stream output, written
+  // at commit (rank 0's part first, then rank 1's, ...).
+  void add_stream(OutputPath target, std::string data);
 
  private:
   struct Entry {
     std::string temporary, destination;
     bool directory = false;
     std::vector<int> cleanup_slots;
+    bool stream = false;
+    OutputPath target;
+    std::string data;
   };
   void discard() noexcept;
   Runtime* rt_;
@@ -51,28 +72,33 @@ struct WriteOptions {
   PendingOutputs* pending = nullptr;
 };
 
-// Collective (rank 0 looks): throws ConfigError, before anything is read or
-// computed, when `path` cannot be written: its directory does not exist or
-// is no directory, it is an existing directory (text outputs), or it is a
-// directory that already holds a graph or other files (binary outputs).
+// Collective (rank 0 looks): throws ConfigError naming the path and the
+// reason, before anything is read or computed, when `path` cannot be
+// written: its directory does not exist, is no directory or is not
+// writable, it is an existing directory (text outputs), a block device, a
+// descriptor not open for writing, or a directory that already holds a graph
+// or other files (binary outputs; a missing directory is created, so its
+// nearest existing ancestor must be writable), or a binary graph would go
+// to a stream. Returns where the output goes (every rank the same).
 // OutputKind::text_lines: per-vertex values or id maps, which are text
 // only; a binary-looking path (.tsg, trailing /) is refused.
 enum class OutputKind { graph, text_lines };
-void check_output_path(Runtime& rt, const std::string& path, OutputKind kind = OutputKind::graph);
+OutputPath check_output_path(Runtime& rt, const std::string& path, OutputKind kind = OutputKind::graph);
 // Throws ConfigError when `path`'s format cannot hold the graph: .el would
-// drop the weights of a weighted graph, .wel has none to write.
+// drop the weights of a weighted graph, .wel has none to write. "-" and a
+// stream named without a format take either.
 void check_graph_format(const std::string& path, bool weighted);
 
 // Collective. Writes through a temporary file (binary: a temporary sibling
 // directory) created exclusively and renamed at the end, so a failed, killed
-// or concurrent write leaves nothing half-written. Refuses to overwrite an
-// existing binary directory.
+// or concurrent write leaves nothing half-written; a stream in place (see
+// the top). Refuses to overwrite an existing binary directory.
 // Text ids are written 0-based (.el/.wel) or 1-based (.mtx); an undirected
 // graph is written to .mtx as "symmetric" (lower triangle).
 void write_graph(const EdgeList& graph, const std::string& path, const WriteOptions& options = {});
 
 // Collective: rank 0's `header`, then every rank's `body` in rank order, into
-// one file written through a temporary renamed at the end.
+// one file written through a temporary renamed at the end, or into a stream.
 void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
                      PendingOutputs* pending = nullptr);
 

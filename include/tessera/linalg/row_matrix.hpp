@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/array/ghost_set.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/linalg/vector.hpp"
 
 namespace tessera::linalg {
@@ -75,20 +76,16 @@ class Import {
  public:
   Import() = default;
   // Collective. `ghosts` are global indices owned by other ranks under `rows`.
-  // With a `gap`, ghost buffers leave that many slots between the ghosts of
-  // lower and higher ranks, where a caller keeps its owned values.
-  Import(const Map& rows, const GhostSet& ghosts, std::size_t gap = 0);
-  // ghost_values[j] = owned value of ghosts.ids()[j] on its owner (j shifted
-  // by the gap for ghosts above this rank's own range).
+  Import(const Map& rows, const GhostSet& ghosts);
+  // ghost_values[j] = owned value of ghosts.ids()[j] on its owner.
   void gather(std::span<const double> owned, std::span<double> ghost_values) const;
   // owned[i] += every rank's contribution to it (the reverse of gather).
   void scatter_add(std::span<const double> ghost_contributions, std::span<double> owned) const;
   std::size_t memory_bytes() const;
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  std::vector<std::uint32_t> send_index_;  // owned offsets to send, grouped by destination
-  std::vector<int> send_counts_, send_displ_, recv_counts_, recv_displ_;
+  comm::RequestPlan<std::uint64_t> plan_;  // the ghost ids asked of their owners (their requests handed over)
+  std::vector<std::uint32_t> send_index_;  // owned offsets asked for, in the order the requests arrived
   mutable std::vector<double> send_buffer_;
 };
 

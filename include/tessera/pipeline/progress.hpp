@@ -32,5 +32,7 @@ class Progress {
 // "1 component", "2 components"; "1 vertex", "2 vertices".
 std::string count_of(std::uint64_t n, const std::string& one, const std::string& many);
 std::string count_of(std::uint64_t n, const std::string& one);
+// How progress lines name an output path ("-": "standard output").
+std::string shown(const std::string& path);
 
 }  // namespace tessera::pipeline

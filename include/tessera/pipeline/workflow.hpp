@@ -5,7 +5,8 @@
 // the CLI prints with --json and Python returns as a dict).
 //
 // Every function is collective. Options are checked before anything is
-// read, outputs before anything is computed, and a workflow's outputs are
+// read, outputs before anything is computed ("-" is standard output; devices
+// and FIFOs are written in place: graph/write.hpp), and a workflow's outputs are
 // committed together at its end (an error leaves none behind). Ids printed
 // and accepted are the file's. Progress lines go to the caller's Progress.
 #pragma once
@@ -38,6 +39,9 @@ struct Options {
   std::string output;
   std::string ids_output;      // run_lcc: "lcc_id file_id" lines
   bool group_access = false;   // binary (.tsg) outputs group-readable and -writable
+  // The caller prints the document on standard output (--json): an output
+  // that goes there too ("-", /dev/stdout) is refused before any work.
+  bool document_on_stdout = false;
 };
 
 // What a workflow returns: its result document and, after hitting times,

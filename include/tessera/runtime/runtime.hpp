@@ -46,7 +46,7 @@ class Runtime {
   const std::string& job_id() const noexcept { return job_id_; }
   int thread_level() const noexcept { return thread_level_; }
 
-  // Co-locale segments (issue 13): when on, an array created with default
+  // Co-locale segments: when on, an array created with default
   // storage lives in node-shared memory of its owner, so co-located ranks
   // reach it directly (the same-node path) instead of through MPI; explicit
   // Heap or Shared storage is unaffected. From TESSERA_COLOCALE_SEGMENTS

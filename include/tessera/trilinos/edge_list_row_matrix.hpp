@@ -30,12 +30,12 @@
 //   constructor that makes the column map itself), so Tpetra never lists
 //   the row map's ids; the two-map constructors cache them (8 bytes per
 //   owned vertex) for as long as the map lives.
-// Measured (tessera bench hitting): what Tpetra holds for the column Map and
-// Import dominates. A Tpetra 13.2 Map that is not a plain range keeps an id
-// per column (8 bytes), so at 2+ ranks any RowMatrix adds at least 8 bytes
-// per owned vertex, 1/(2 x average degree) of 16-byte edge arrays: 9-10% on
-// a 3D grid; with the replicated column map (dense) the Import also caches
-// the range's ids on every rank: 11.7% on Kronecker 18 at 4 ranks.
+// What Tpetra holds for the column Map and Import dominates the matrix's
+// memory (`tessera bench hitting` measures it). A Tpetra 13.2 Map that is not
+// a plain range keeps an id per column (8 bytes), so at 2+ ranks any
+// RowMatrix with a column Map adds at least 8 bytes per owned vertex,
+// 1/(2 x average degree) of 16-byte edge arrays; with the replicated column
+// map (dense) the Import also caches the range's ids on every rank.
 // Every exchange of the product goes through runtime/collective.hpp
 // (non-blocking, yielding waits: ranks may share cores).
 // Row i of L: the out-edges of vertex begin + i in destination order,
