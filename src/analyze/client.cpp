@@ -65,7 +65,14 @@ std::string analyze_program(const ProcessOptions& o) {
 
 // The environment without the caller's MPI job: a nested mpirun (or
 // singleton) that inherits OMPI_/PMIX_ variables would try to join this job.
-std::vector<std::string> analysis_environment() {
+// In a container, the analysis' mpirun runs in a PID namespace of its own,
+// where its pid (hence Open MPI's job id) is the same small number every
+// time, while the Shared directory bound in is usually the host's /dev/shm,
+// where Open MPI keeps its shared-memory segments by default: two sandboxed
+// analyses on one host (or one and another's leftovers) would open each
+// other's segments and crash in MPI_Init. The sandbox's private /tmp holds
+// them instead.
+std::vector<std::string> analysis_environment(bool contained) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string v = *e;
@@ -77,6 +84,7 @@ std::vector<std::string> analysis_environment() {
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
   env.push_back("OMPI_MCA_mpi_yield_when_idle=1");
+  if (contained) env.push_back("OMPI_MCA_btl_vader_backing_directory=/tmp");
   return env;
 }
 
@@ -90,11 +98,11 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child() { stop(); }
 
-  void start(const std::vector<std::string>& argv_s) {
+  void start(const std::vector<std::string>& argv_s, bool contained) {
     std::vector<char*> argv, envp;
     for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    env_ = analysis_environment();
+    env_ = analysis_environment(contained);
     for (auto& e : env_) envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -257,7 +265,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
       command.insert(command.begin(), words.begin(), words.end());
     }
     for (auto& w : command) hs.command += (hs.command.empty() ? "" : " ") + w;
-    child.start(command);
+    child.start(command, options.isolation == Isolation::container);
   });
 
   // Every period: a dead analysis rank, an exited launcher, a timeout each
