@@ -67,7 +67,7 @@ def cli_json(rt, *args):
         if p.returncode == 0:
             document = json.loads(p.stdout)
         else:
-            failure = f"tessera {' '.join(args)} exited {p.returncode}: {p.stderr[-600:]}"
+            failure = f"tessera {' '.join(args)} exited {p.returncode}: {p.stderr[-4000:]}"
     rt.barrier()
     assert not failure, failure
     return document
