@@ -14,7 +14,8 @@ check "info --json parses" 'python3 -c "import json,sys; d=json.loads(sys.argv[1
 
 err=$(TESSERA_AGG_BUFFER_BYTES=huge "$tessera" bench histogram -n 3 --updates 1000 2>&1 >/dev/null); rc=$?
 check "a bad setting fails the job" '[ $rc -ne 0 ]'
-check "the error names the variable once" '[ "$(grep -c "TESSERA_AGG_BUFFER_BYTES must be" <<<"$err")" -eq 1 ]'
+check "the error names the variable once" \
+  '[ "$(grep -c "TESSERA_AGG_BUFFER_BYTES must be" <<<"$err")" -eq 1 ] || { echo "stderr was:"; echo "$err"; false; }'
 
 # An error under -n K: one line on stderr, no Open MPI abort banner.
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
