@@ -18,8 +18,11 @@ setup:
 $(BUILD)/CMakeCache.txt: | setup
 	@cmake -S . -B $(BUILD) $(CMAKE_GEN) $(CMAKE_LAUNCH) -DCMAKE_BUILD_TYPE=Release >/dev/null
 
+# Debug (assertions on) at -O1: AddressSanitizer's recommended level, several
+# times faster than -O0 under the sanitizers, with the same checks.
 $(BUILD_SAN)/CMakeCache.txt: | setup
-	@cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) $(CMAKE_LAUNCH) -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) $(CMAKE_LAUNCH) -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON \
+	  "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" >/dev/null
 
 build: setup $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j $(JOBS)
