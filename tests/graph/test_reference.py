@@ -10,9 +10,11 @@ Usage: test_reference.py BUILD_DIR DATA_DIR
 Without the SNAP graphs in DATA_DIR it checks generated stand-ins and exits
 77 (skipped) if they pass.
 """
+import atexit
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -32,6 +34,12 @@ if not HAVE_DATA:  # the generated stand-ins still run; the test ends SKIPPED (e
     print(f"note: no real graphs in {DATA}; checking generated stand-ins only", flush=True)
 
 
+# The job's segments go to a directory of this test's own (on /dev/shm's
+# tmpfs), so "nothing left behind" is about these runs only, whatever other
+# tests run meanwhile.
+SHM = tempfile.mkdtemp(prefix="tessera-test-reference-", dir="/dev/shm")
+os.environ["TESSERA_SHM_DIR"] = SHM
+atexit.register(shutil.rmtree, SHM, True)
 harness = Harness(TESSERA, timeout=600, fatal=True)
 check, tessera, failures = harness.check, harness.tessera, harness.failures
 
@@ -154,8 +162,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if HAVE_DATA:
             check(n == 10670 and nnz == 44004, f"oregon lcc at {k} ranks: {n} vertices, {nnz} entries")
 
-    # The pipeline: same answer at every rank count, nothing left in /dev/shm.
-    before = set(glob.glob("/dev/shm/tessera-pipeline-*"))
+    # The pipeline: same answer at every rank count, no segment left behind.
+    before = set(glob.glob(os.path.join(SHM, "tessera-pipeline-*")))
     results = []
     for k in RANKS:
         out = os.path.join(tmp, f"pipe{k}")
@@ -166,7 +174,7 @@ with tempfile.TemporaryDirectory() as tmp:
         results.append(read_vertex_values(out))
     for k, got in zip(RANKS[1:], results[1:]):
         compare_times(got, results[0], f"pipeline hitting times at {k} ranks vs 1 rank", rel=1e-8)
-    check(set(glob.glob("/dev/shm/tessera-pipeline-*")) == before, "pipeline leaves no shared segments")
+    check(set(glob.glob(os.path.join(SHM, "tessera-pipeline-*"))) == before, "pipeline leaves no shared segments")
 
     # Zero-copy: the whole pipeline's heap growth (labels, CG vectors, the
     # matrix's ghost structures, aggregation buffers) stays far below the
@@ -187,7 +195,7 @@ with tempfile.TemporaryDirectory() as tmp:
     p = tessera("pipeline", bad, ranks=3, expect_ok=False)
     check(p.returncode != 0 and "bad.el:1001: 'three' is not a vertex id" in p.stderr,
           "pipeline on a malformed file names file and line")
-    check(set(glob.glob("/dev/shm/tessera-pipeline-*")) == before, "failed pipeline leaves no shared segments")
+    check(set(glob.glob(os.path.join(SHM, "tessera-pipeline-*"))) == before, "failed pipeline leaves no shared segments")
     p = tessera("hitting", oregon, "--target", "999999", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "999999" in p.stderr, "hitting with an out-of-range target names it")
 
