@@ -1,31 +1,17 @@
-// Graphs for Python: reading and generating EdgeLists, components, the
-// largest component and hitting times (Tessera's CG, or Belos when Trilinos
-// was built), every array a NumPy view of the library's own memory.
+// Graphs for Python: reading and generating EdgeLists, components and the
+// largest component, every array a NumPy view of the library's own memory.
+// Hitting times and the whole pipeline: pipeline.cpp.
 #include <optional>
 
-#include "common.hpp"
+#include "graph_object.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
 #include "tessera/graph/io.hpp"
-#include "tessera/linalg/edge_list_matrix.hpp"
 #include "tessera/linalg/hitting_summary.hpp"
-#include "tessera/linalg/hitting_times.hpp"
-#include "tessera/linalg/laplacian.hpp"
-#include "tessera/trilinos/hitting.hpp"
 
 namespace tessera::python {
 
 namespace {
-
-// Kokkos and Tpetra start once per process (Kokkos cannot start again after
-// it ended): the first Belos solve opens the session, the exit hook ends it.
-std::unique_ptr<trilinos::Session> g_trilinos_session;
-
-struct PyGraph {
-  graph::EdgeList graph;
-  graph::IdMap ids;      // the file's id of every vertex
-  bool connected = false;  // a largest component: hitting times skip the components pass
-};
 
 std::unique_ptr<PyGraph> wrap(graph::EdgeList g, graph::IdMap ids, bool connected = false) {
   return std::make_unique<PyGraph>(PyGraph{std::move(g), std::move(ids), connected});
@@ -48,87 +34,6 @@ const DistArray<std::uint64_t>& labels_of(const PyGraph& g, const PyArray& label
   return *l;
 }
 
-// The internal ids of `file_ids`; RangeError naming the first the graph lacks.
-std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids) {
-  if (file_ids.empty()) throw ConfigError("hitting_times: name at least one target vertex");
-  auto found = ids.find(file_ids);
-  for (std::size_t k = 0; k < found.size(); ++k)
-    if (found[k] == kNoIndex)
-      throw RangeError("target vertex " + std::to_string(file_ids[k]) + " does not occur in the graph" +
-                       (ids.is_identity() ? " (its vertex ids are " + std::to_string(ids.base()) + ".." +
-                                                std::to_string(ids.base() + ids.vertices() - 1) + ")"
-                                          : std::string()));
-  return found;
-}
-
-py::tuple hitting(const PyGraph& pg, const std::vector<std::uint64_t>& target_file_ids, const std::string& solver,
-                  double tolerance, int max_iterations) {
-  if (solver != "tessera" && solver != "belos")
-    throw ConfigError("solver must be \"tessera\" or \"belos\", not \"" + solver + "\"");
-  if (solver == "belos" && !trilinos::available())
-    throw ConfigError("solver=\"belos\": this tessera was built without Trilinos (" + trilinos::description() +
-                      "); use solver=\"tessera\"");
-  Runtime& rt = runtime();
-  auto targets = find_targets(pg.ids, target_file_ids);
-  // A random walk needs an undirected graph: a directed one is symmetrized
-  // (a copy), its id map following the new vertex ranges.
-  std::optional<graph::EdgeList> undirected;
-  std::optional<graph::IdMap> undirected_ids;
-  if (pg.graph.directed()) {
-    undirected.emplace(pg.graph.symmetrized());
-    undirected_ids.emplace(pg.ids.redistributed(undirected->vertex_ranges()));
-  }
-  const graph::EdgeList& g = undirected ? *undirected : pg.graph;
-  const graph::IdMap& ids = undirected_ids ? *undirected_ids : pg.ids;
-  if (g.weighted()) {
-    if (auto bad = linalg::find_invalid_weight(g)) {
-      bad->row = ids.file_id(bad->row);
-      bad->column = ids.file_id(bad->column);
-      throw RangeError(bad->describe());
-    }
-  }
-  linalg::HittingOptions o;
-  o.cg.tolerance = tolerance;
-  o.cg.max_iterations = max_iterations;
-  o.connected = pg.connected;
-  std::optional<linalg::HittingTimes> h;
-  if (solver == "belos") {
-    if (!g_trilinos_session) g_trilinos_session = std::make_unique<trilinos::Session>(rt);
-    trilinos::BelosHittingOptions bo;
-    bo.hitting = o;
-    auto r = trilinos::belos_hitting_times(g, targets, bo);
-    h.emplace(std::move(r.result));
-  } else {
-    linalg::EdgeListMatrix matrix(g);
-    h.emplace(linalg::hitting_times(g, matrix, targets, o));
-  }
-  auto s = linalg::summarize(h->times);
-  py::dict info;
-  info["solver"] = solver;
-  info["iterations"] = h->solve.iterations;
-  info["converged"] = h->solve.converged;
-  info["status"] = linalg::to_string(h->solve.status);
-  info["relative_residual"] = h->solve.relative_residual;
-  info["backward_error"] = h->solve.backward_error;
-  info["rounds"] = h->solve.rounds;
-  info["reason"] = h->solve.reason;
-  info["solve_seconds"] = h->solve.seconds;
-  info["setup_seconds"] = h->setup_seconds;
-  info["targets"] = target_file_ids;
-  info["reachable"] = s.reachable;
-  info["unreachable"] = s.unreachable;
-  info["min"] = s.min;
-  info["mean"] = s.mean;
-  info["max"] = s.max;
-  std::uint64_t farthest = ids.file_id(s.farthest);  // collective
-  info["farthest"] = farthest == kNoIndex ? py::object(py::none()) : py::object(py::int_(farthest));
-  auto file_ids = ids.local_file_ids();
-  auto times = std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(h->times.array()))});
-  return py::make_tuple(std::move(times), py::array_t<std::uint64_t>(static_cast<py::ssize_t>(file_ids.size()),
-                                                                      file_ids.data()),
-                        info);
-}
-
 template <class Get>
 auto graph_view(Get get) {
   return [get](py::object self) {
@@ -138,8 +43,6 @@ auto graph_view(Get get) {
 }
 
 }  // namespace
-
-void shutdown_trilinos() { g_trilinos_session.reset(); }
 
 void bind_graphs(py::module_& m) {
   py::class_<PyGraph>(m, "_Graph")
@@ -258,11 +161,7 @@ void bind_graphs(py::module_& m) {
       },
       py::arg("graph"), py::arg("labels"), py::arg("storage"), py::arg("name"), py::arg("dir"));
 
-  m.def("_hitting_times", &hitting, py::arg("graph"), py::arg("targets"), py::arg("solver"), py::arg("tolerance"),
-        py::arg("max_iterations"));
   m.def("_highest_degree_vertex", [](const PyGraph& g) { return g.ids.file_id(linalg::highest_degree_vertex(g.graph)); });
-  m.def("_trilinos_available", [] { return trilinos::available(); });
-  m.def("_trilinos_description", [] { return trilinos::description(); });
 }
 
 }  // namespace tessera::python

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common.hpp"
+#include "graph_object.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -211,4 +212,5 @@ PYBIND11_MODULE(_tessera, m) {
 
   bind_arrays(m);
   bind_graphs(m);
+  bind_pipeline(m);
 }

@@ -21,6 +21,7 @@ from .arrays import DistArray, arange, argsort, from_local, zeros
 from .attach import AttachedViews, attach
 from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
                      largest_component, read_graph, urand)
+from .pipeline import PipelineResult, default_solver, pipeline, pipeline_defaults
 from .runtime import Runtime
 
 _tessera._set_error_classes(_CLASSES)
@@ -29,6 +30,7 @@ __all__ = [
     "Runtime", "DistArray", "zeros", "arange", "from_local", "argsort", "attach", "AttachedViews",
     "Graph", "Components", "HittingTimes", "read_graph", "generate", "kron", "urand", "grid", "components",
     "largest_component", "hitting_times", "trilinos_available",
+    "pipeline", "PipelineResult", "pipeline_defaults", "default_solver",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
     "mpi_library_version",
 ]
@@ -37,5 +39,5 @@ mpi_library_version = _tessera.mpi_library_version
 
 
 def trilinos_available():
-    """Whether this Tessera was built with Trilinos (``hitting_times(..., solver="belos")``)."""
+    """Whether this Tessera was built with Trilinos (``solver="belos"``, the default then)."""
     return _tessera._trilinos_available()

@@ -4,7 +4,6 @@ a NumPy view of the library's own memory (read-only for the edge arrays)."""
 import numpy as np
 
 from . import _tessera
-from ._errors import RangeError
 from .arrays import DistArray
 from .runtime import current
 
@@ -143,35 +142,42 @@ class HittingTimes:
     """Expected random-walk steps from every vertex to the target set.
     ``times``: a float64 DistArray on the solved graph's vertex ranges (NaN:
     no target in the vertex's component); ``file_ids``: the file id of each
-    entry of ``times.local``; ``iterations``, ``converged``,
-    ``relative_residual``, ``reachable``, ``unreachable``, ``min``, ``mean``,
-    ``max``, ``farthest`` (a file id), ``solver``."""
+    entry of ``times.local``; ``document``: the result document ``tessera
+    hitting --json`` prints. Its ``"hitting"`` object is also here as
+    attributes: ``iterations``, ``converged``, ``status``,
+    ``relative_residual``, ``backward_error``, ``reason``, ``reachable``,
+    ``unreachable``, ``min``, ``mean``, ``max``, ``solver``,
+    ``preconditioner``, ``analysis``, ..., with ``targets`` the target file
+    ids and ``farthest`` the file id of the largest time."""
 
-    def __init__(self, times, file_ids, info):
+    def __init__(self, times, file_ids, document):
         self.times = times
         self.file_ids = file_ids
-        for k, v in info.items():
+        self.document = document
+        for k, v in document["hitting"].items():
             setattr(self, k, v)
+        self.targets = document["hitting"]["target_file_ids"]
+        self.farthest = document["hitting"]["farthest_vertex"]
 
     def __repr__(self):
         return (f"tessera.HittingTimes(iterations={self.iterations}, converged={self.converged}, "
                 f"mean={self.mean:.6g}, max={self.max:.6g})")
 
 
-def hitting_times(graph, targets=None, *, solver="tessera", tolerance=1e-10, max_iterations=20000):
+def hitting_times(graph, targets=None, *, solver=None, preconditioner=None, matrix=None, tolerance=None,
+                  max_iterations=None, verbose=False):
     """Collective: hitting times to ``targets`` (file ids, the same on every
-    rank; default: the vertex of highest degree), by Tessera's
-    Jacobi-preconditioned CG on the grounded Laplacian read from the edge
-    arrays (no copy), or ``solver="belos"`` (Trilinos, when built). A
-    directed graph is symmetrized first (a copy). Weights must be positive."""
+    rank; default: the vertex of highest degree), as ``tessera hitting``
+    computes them and with its defaults (None: the library's): ``solver``
+    None is the default solver (``tessera.default_solver()``: Belos when
+    built with Trilinos, else Tessera's Jacobi-preconditioned CG on the
+    grounded Laplacian read from the edge arrays, no copy), "tessera" or
+    "belos". A directed graph is symmetrized first (a copy). Weights must be
+    positive."""
+    from .pipeline import _given, _run
     if targets is None:
         targets = [_tessera._highest_degree_vertex(graph._impl)]
-    elif np.ndim(targets) == 0:
-        targets = [targets]
-    targets = [int(t) for t in targets]
-    for t in targets:
-        if t < 0:
-            raise RangeError(f"target vertex {t} does not occur in the graph (vertex ids are non-negative)")
-    times, file_ids, info = _tessera._hitting_times(graph._impl, targets, solver, float(tolerance),
-                                                    int(max_iterations))
-    return HittingTimes(DistArray(None, 0, _impl=times), file_ids, info)
+    options = _given(dict(targets=targets, solver=solver, preconditioner=preconditioner, matrix=matrix,
+                          tolerance=tolerance, max_iterations=max_iterations))
+    document, times, file_ids, _ = _run(_tessera._hitting, graph._impl, options, bool(verbose))
+    return HittingTimes(times, file_ids, document)

@@ -18,7 +18,7 @@
 #include "tessera/linalg/vector.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
-#include "tessera/storage/control.hpp"
+#include "tessera/analyze/protocol.hpp"
 
 extern char** environ;
 
@@ -27,6 +27,7 @@ namespace tessera::analyze {
 namespace {
 using control::ControlSegment;
 using control::Side;
+namespace proto = protocol;
 
 std::string directory_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -182,8 +183,8 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     if (src.empty() || dst.empty() || (g.weighted() && weight.empty()))
       throw ConfigError("an out-of-process analysis needs the graph in Shared storage (its arrays have no metadata file)");
     if (g.directed()) throw ConfigError("hitting times need an undirected graph");
-    if (targets.empty() || targets.size() > static_cast<std::size_t>(control::kMaxTargets))
-      throw ConfigError("an out-of-process analysis takes 1 to " + std::to_string(control::kMaxTargets) +
+    if (targets.empty() || targets.size() > static_cast<std::size_t>(proto::kMaxTargets))
+      throw ConfigError("an out-of-process analysis takes 1 to " + std::to_string(proto::kMaxTargets) +
                         " targets, not " + std::to_string(targets.size()));
     if (rt.size() > control::kMaxRanks)
       throw ConfigError("an out-of-process analysis supports at most " + std::to_string(control::kMaxRanks) + " ranks");
@@ -203,10 +204,10 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
 
   std::unique_ptr<ControlSegment> ctl;
   agree(rt.comm(), [&] {
-    if (root) ctl = ControlSegment::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600);
+    if (root) ctl = proto::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600);
   });
   agree(rt.comm(), [&] {
-    if (!root) ctl = ControlSegment::open(hs.control_path);
+    if (!root) ctl = proto::open(hs.control_path);
     ctl->attach(Side::caller, rt.rank(), "tessera");
   });
 
@@ -296,12 +297,9 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
         throw PeerError(msg);
       }
     });
-    if (ctl->failed()) {
-      const auto& reply = ctl->block().reply;
-      const bool theirs = reply.failed_side == static_cast<std::uint32_t>(Side::analysis);
-      throw_error(static_cast<ErrorCategory>(reply.error_category),
-                  (theirs ? "tessera-analyze: " : "") + ctl->reply_message());
-    }
+    if (ctl->failed())
+      throw_error(static_cast<ErrorCategory>(ctl->error_category()),
+                  (ctl->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl->message());
   };
 
   // 1. Every analysis rank attached and checked the rank count.
@@ -313,14 +311,15 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   // 2. The request, then every analysis rank's word.
   const std::uint32_t before_result = ctl->load(Side::caller, rt.rank());
   if (root) {
-    auto& req = ctl->block().request;
+    auto& payload = proto::payload(*ctl);
+    auto& req = payload.request;
     std::memset(&req, 0, sizeof(req));
-    std::memset(&ctl->block().reply, 0, sizeof(ctl->block().reply));
-    req.analysis = static_cast<std::uint32_t>(control::Analysis::hitting_times);
-    req.solver = static_cast<std::uint32_t>(options.solver == "belos" ? control::Solver::belos : control::Solver::tessera);
+    std::memset(&payload.reply, 0, sizeof(payload.reply));
+    req.analysis = static_cast<std::uint32_t>(proto::Analysis::hitting_times);
+    req.solver = static_cast<std::uint32_t>(options.solver == "belos" ? proto::Solver::belos : proto::Solver::tessera);
     req.preconditioner = static_cast<std::uint32_t>(options.preconditioner == "relaxation"
-                                                        ? control::Preconditioner::relaxation
-                                                        : control::Preconditioner::diagonal);
+                                                        ? proto::Preconditioner::relaxation
+                                                        : proto::Preconditioner::diagonal);
     req.target_count = static_cast<std::uint32_t>(targets.size());
     req.connected = hitting.connected ? 1 : 0;
     req.vertices = g.vertices();
@@ -330,11 +329,11 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     // analysis that sees the directory elsewhere (bwrap --bind DIR /data)
     // resolves them beside its own view of the control segment.
     const std::string control_dir = directory_of(hs.control_path);
-    auto put = [&](char (&field)[control::kPathBytes], std::string path) {
+    auto put = [&](char (&field)[proto::kPathBytes], std::string path) {
       if (!path.empty() && directory_of(path) == control_dir) path = path.substr(path.rfind('/') + 1);
-      if (path.size() >= control::kPathBytes)
+      if (path.size() >= proto::kPathBytes)
         throw ConfigError("array path " + path + " is longer than the control segment's " +
-                          std::to_string(control::kPathBytes - 1) + " bytes");
+                          std::to_string(proto::kPathBytes - 1) + " bytes");
       std::memcpy(field, path.c_str(), path.size() + 1);
     };
     put(req.src, src);
@@ -342,7 +341,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     put(req.weight, weight);
     put(req.result, hs.result_path);
     std::copy(targets.begin(), targets.end(), req.targets);
-    ctl->block().reply.request_posted_ns = control::monotonic_ns();
+    payload.reply.request_posted_ns = control::monotonic_ns();
     for (int r = 0; r < rt.size(); ++r) ctl->post(Side::analysis, r);
   }
 
@@ -352,10 +351,10 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     wait_for(before_result, "solving", false);
     t_resumed = control::monotonic_ns();
   });
-  control::Reply reply{};
-  std::memcpy(&reply, &ctl->block().reply, sizeof(reply));
+  proto::Reply reply{};
+  std::memcpy(&reply, &proto::payload(*ctl).reply, sizeof(reply));
   agree(rt.comm(), [&] {
-    if (reply.status != static_cast<std::uint32_t>(control::Status::ok))
+    if (reply.status != static_cast<std::uint32_t>(proto::Status::ok))
       throw PeerError("the analysis answered with status " + std::to_string(reply.status) + ", not ok (corrupt reply)");
   });
   hs.request_to_start_seconds = seconds_between(reply.request_posted_ns, reply.analysis_woke_ns);
@@ -363,7 +362,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
 
   // 4. Shutdown: the analysis leaves; a started one is reaped.
   if (root) {
-    ctl->block().request.analysis = static_cast<std::uint32_t>(control::Analysis::shutdown);
+    proto::payload(*ctl).request.analysis = static_cast<std::uint32_t>(proto::Analysis::shutdown);
     for (int r = 0; r < rt.size(); ++r) ctl->post(Side::analysis, r);
     const std::int64_t t_shutdown = control::monotonic_ns();
     if (child.running() && !child.wait_exit(10.0))

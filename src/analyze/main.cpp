@@ -1,7 +1,8 @@
 // tessera-analyze: the analysis side of an out-of-process composition. A
 // program of its own (its own MPI job, or a single process), linking the
 // trilinos/ layer and nothing of the caller's state: it attaches to a
-// control segment (storage/control.hpp), maps the graph's Shared arrays by
+// control segment (storage/control.hpp; its request and reply:
+// analyze/protocol.hpp), maps the graph's Shared arrays by
 // their metadata paths (one rank per segment: analysis rank r maps segment r),
 // builds the operator over the mapped arrays without copying them (Tessera's
 // EdgeListMatrix, or Trilinos' EdgeListRowMatrix for Belos), solves, writes
@@ -26,7 +27,7 @@
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/wait.hpp"
-#include "tessera/storage/control.hpp"
+#include "tessera/analyze/protocol.hpp"
 #include "tessera/storage/metadata.hpp"
 #include "tessera/trilinos/hitting.hpp"
 
@@ -35,6 +36,7 @@ namespace {
 using namespace tessera;
 using control::ControlSegment;
 using control::Side;
+namespace proto = analyze::protocol;
 
 struct Args {
   std::string control;
@@ -87,16 +89,16 @@ StorageOptions existing(const std::string& path, bool writable) {
 
 // A request's array path: a bare file name lies beside the control segment
 // (as this process sees it: a container may mount the directory elsewhere).
-void resolve(char (&field)[control::kPathBytes], const std::string& control_path) {
+void resolve(char (&field)[proto::kPathBytes], const std::string& control_path) {
   std::string path = field;
   if (path.empty() || path.find('/') != std::string::npos) return;
   path = directory_of(control_path) + "/" + path;
-  if (path.size() >= control::kPathBytes) throw FormatError("array path " + path + " is too long");
-  std::snprintf(field, control::kPathBytes, "%s", path.c_str());
+  if (path.size() >= proto::kPathBytes) throw FormatError("array path " + path + " is too long");
+  std::snprintf(field, proto::kPathBytes, "%s", path.c_str());
 }
 
 // One hitting-times request on the mapped arrays; rank 0 fills the reply.
-void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
+void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet) {
   for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
   AnonymousMemoryMeter heap(rt.comm());  // mapping the arrays adds none: they are files
   SharedArrayMetadata src_meta, result_meta;
@@ -127,8 +129,8 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
   o.cg.tolerance = req.tolerance;
   o.cg.max_iterations = req.max_iterations;
   o.connected = req.connected != 0;
-  const bool belos = req.solver == static_cast<std::uint32_t>(control::Solver::belos);
-  const auto preconditioner = req.preconditioner == static_cast<std::uint32_t>(control::Preconditioner::relaxation)
+  const bool belos = req.solver == static_cast<std::uint32_t>(proto::Solver::belos);
+  const auto preconditioner = req.preconditioner == static_cast<std::uint32_t>(proto::Preconditioner::relaxation)
                                   ? trilinos::Preconditioner::relaxation
                                   : trilinos::Preconditioner::diagonal;
   const std::string method = belos ? "Belos CG + Ifpack2 Jacobi (" + std::string(trilinos::to_string(preconditioner)) +
@@ -159,7 +161,7 @@ void solve(Runtime& rt, ControlSegment& ctl, control::Request req, bool quiet) {
   auto out = result.local();
   std::copy(times.begin(), times.end(), out.begin());
   if (rt.rank() == 0) {
-    auto& reply = ctl.block().reply;
+    auto& reply = proto::payload(ctl).reply;
     reply.iterations = h->solve.iterations;
     reply.converged = h->solve.converged ? 1 : 0;
     reply.solve_status = static_cast<std::uint32_t>(h->solve.status);
@@ -187,7 +189,7 @@ int serve(Runtime& rt, const Args& a) {
       if (::stat(a.control.c_str(), &st) == 0 || std::chrono::steady_clock::now() >= until) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ctl = ControlSegment::open(a.control);
+    ctl = proto::open(a.control);
   });
   agree(rt.comm(), [&] { ctl->attach(Side::analysis, rt.rank(), "tessera-analyze"); });
   if (ctl->ranks() != rt.size()) {
@@ -226,14 +228,13 @@ int serve(Runtime& rt, const Args& a) {
         }
       });
       if (ctl->failed())
-        throw_error(static_cast<ErrorCategory>(ctl->block().reply.error_category),
-                    "the caller gave up: " + ctl->reply_message());
+        throw_error(static_cast<ErrorCategory>(ctl->error_category()), "the caller gave up: " + ctl->message());
     });
-    if (root) ctl->block().reply.analysis_woke_ns = control::monotonic_ns();
-    control::Request req{};
+    if (root) proto::payload(*ctl).reply.analysis_woke_ns = control::monotonic_ns();
+    proto::Request req{};
     try {
-      agree(rt.comm(), [&] { req = ctl->read_request(); });
-      if (req.analysis == static_cast<std::uint32_t>(control::Analysis::shutdown)) return 0;
+      agree(rt.comm(), [&] { req = proto::read_request(*ctl); });
+      if (req.analysis == static_cast<std::uint32_t>(proto::Analysis::shutdown)) return 0;
       solve(rt, *ctl, req, a.quiet);
     } catch (const Error& e) {
       // Agreed on every rank: rank 0 tells the caller, then every rank leaves.
@@ -242,8 +243,8 @@ int serve(Runtime& rt, const Args& a) {
     }
     barrier(rt.comm());  // every rank's results and rank 0's reply are written
     if (root) {
-      ctl->block().reply.status = static_cast<std::uint32_t>(control::Status::ok);
-      ctl->block().reply.result_posted_ns = control::monotonic_ns();
+      proto::payload(*ctl).reply.status = static_cast<std::uint32_t>(proto::Status::ok);
+      proto::payload(*ctl).reply.result_posted_ns = control::monotonic_ns();
     }
     barrier(rt.comm());
     ctl->post(Side::caller, rt.rank());

@@ -1,5 +1,5 @@
 // The control segment (see include/tessera/storage/control.hpp): shared futex
-// words, OFD-lock liveness, validated request and reply.
+// words, OFD-lock liveness, the failure message; the payload is the upper layer's.
 #include "tessera/storage/control.hpp"
 
 #include <fcntl.h>
@@ -12,7 +12,6 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
-#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -43,19 +42,6 @@ void copy_string(char (&out)[N], const std::string& s) {
   std::memcpy(out, s.data(), std::min(s.size(), N - 1));
 }
 
-// A string field read from the segment: up to its terminator, which must be
-// there, and printable (the peer may have written anything).
-template <std::size_t N>
-std::string checked_string(const char (&field)[N], const std::string& what, const std::string& path) {
-  const char* end = static_cast<const char*>(std::memchr(field, '\0', N));
-  if (!end) throw FormatError(path + ": " + what + " is not terminated (corrupt control segment)");
-  std::string s(field, end);
-  for (char c : s)
-    if (!std::isprint(static_cast<unsigned char>(c)) && c != '\n' && c != '\t')
-      throw FormatError(path + ": " + what + " holds non-printable bytes (corrupt control segment)");
-  return s;
-}
-
 std::string read_line(const char* path) {
   std::ifstream in(path);
   std::string line;
@@ -67,6 +53,16 @@ long futex(std::uint32_t* addr, int op, std::uint32_t value, const timespec* tim
   return ::syscall(SYS_futex, addr, op, value, timeout, nullptr, 0);
 }
 }  // namespace
+
+std::string checked_string(const char* field, std::size_t bytes, const std::string& what, const std::string& path) {
+  const char* end = static_cast<const char*>(std::memchr(field, '\0', bytes));
+  if (!end) throw FormatError(path + ": " + what + " is not terminated (corrupt control segment)");
+  std::string s(field, end);
+  for (char c : s)
+    if (!std::isprint(static_cast<unsigned char>(c)) && c != '\n' && c != '\t')
+      throw FormatError(path + ": " + what + " holds non-printable bytes (corrupt control segment)");
+  return s;
+}
 
 const char* to_string(Side side) noexcept { return side == Side::caller ? "caller" : "analysis"; }
 
@@ -96,7 +92,8 @@ std::string describe(const PeerRecord& p) {
 
 std::string control_file_name(const std::string& base) { return base + ".control.seg"; }
 
-std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, int ranks, mode_t mode) {
+std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, int ranks, mode_t mode,
+                                                       std::uint32_t schema) {
   if (ranks < 1 || ranks > kMaxRanks)
     throw ConfigError("an out-of-process analysis supports 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
                       std::to_string(ranks));
@@ -158,7 +155,8 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   b.version = kVersion;
   b.block_bytes = sizeof(ControlBlock);
   b.max_ranks = kMaxRanks;
-  b.max_targets = kMaxTargets;
+  b.payload_bytes = kPayloadBytes;
+  b.schema = schema;
   b.ranks = static_cast<std::uint32_t>(ranks);
   // The magic last: an opener never sees a half-initialised block as valid.
   std::atomic_thread_fence(std::memory_order_release);
@@ -174,7 +172,7 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   return c;
 }
 
-std::unique_ptr<ControlSegment> ControlSegment::open(const std::string& path) {
+std::unique_ptr<ControlSegment> ControlSegment::open(const std::string& path, std::uint32_t schema) {
   auto c = std::make_unique<ControlSegment>();
   c->path_ = path;
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -201,10 +199,14 @@ std::unique_ptr<ControlSegment> ControlSegment::open(const std::string& path) {
     throw FormatError(path + ": control block not initialised (bad magic; is its creator still starting, or dead?)");
   std::atomic_thread_fence(std::memory_order_acquire);
   if (b.version != kVersion || b.block_bytes != sizeof(ControlBlock) || b.max_ranks != kMaxRanks ||
-      b.max_targets != kMaxTargets)
+      b.payload_bytes != kPayloadBytes)
     throw FormatError(path + ": control block version " + std::to_string(b.version) + " (" +
                       std::to_string(b.block_bytes) + " bytes) is not this program's version " +
                       std::to_string(kVersion) + " (" + std::to_string(sizeof(ControlBlock)) + " bytes)");
+  if (b.schema != schema)
+    throw FormatError(path + ": its request and reply follow schema " + std::to_string(b.schema) +
+                      ", this program speaks schema " + std::to_string(schema) +
+                      " (caller and analysis come from different Tessera versions: use one build for both)");
   const std::uint32_t ranks = b.ranks;
   if (ranks < 1 || ranks > static_cast<std::uint32_t>(kMaxRanks))
     throw FormatError(path + ": rank count " + std::to_string(ranks) + " outside 1.." + std::to_string(kMaxRanks));
@@ -317,10 +319,9 @@ std::uint32_t ControlSegment::wait(Side waiter, int rank, std::uint32_t seen, do
 void ControlSegment::fail(Side by, int category, const std::string& message) noexcept {
   ControlBlock& b = *block_;
   if (std::atomic_ref<std::uint32_t>(b.failed).load(std::memory_order_acquire) == 0) {
-    copy_string(b.reply.message, message);
-    b.reply.error_category = static_cast<std::uint32_t>(category);
-    b.reply.failed_side = static_cast<std::uint32_t>(by);
-    b.reply.status = static_cast<std::uint32_t>(Status::failed);
+    copy_string(b.message, message);
+    b.error_category = static_cast<std::uint32_t>(category);
+    b.failed_side = static_cast<std::uint32_t>(by);
     std::atomic_ref<std::uint32_t>(b.failed).store(1, std::memory_order_release);
   }
   for (int r = 0; r < ranks_; ++r) {
@@ -333,42 +334,17 @@ bool ControlSegment::failed() const noexcept {
   return std::atomic_ref<std::uint32_t>(block_->failed).load(std::memory_order_acquire) != 0;
 }
 
-std::string ControlSegment::reply_message() const {
+std::string ControlSegment::message() const {
   char copy[kMessageBytes];
-  std::memcpy(copy, block_->reply.message, sizeof(copy));
+  std::memcpy(copy, block_->message, sizeof(copy));
   copy[sizeof(copy) - 1] = '\0';
-  return checked_string(copy, "reply message", path_);
+  return checked_string(copy, sizeof(copy), "failure message", path_);
 }
 
-Request ControlSegment::read_request() const {
-  // Copied first: the other side may write the mapping at any time.
-  Request r{};
-  std::memcpy(&r, &block_->request, sizeof(r));
-  auto bad = [&](const std::string& what) { throw FormatError(path_ + ": request " + what); };
-  if (r.analysis != static_cast<std::uint32_t>(Analysis::hitting_times) &&
-      r.analysis != static_cast<std::uint32_t>(Analysis::shutdown))
-    bad("names unknown analysis " + std::to_string(r.analysis) + " (known: 1 hitting times, 2 shutdown)");
-  if (r.analysis == static_cast<std::uint32_t>(Analysis::shutdown)) return r;
-  if (r.solver != static_cast<std::uint32_t>(Solver::tessera) && r.solver != static_cast<std::uint32_t>(Solver::belos))
-    bad("names unknown solver " + std::to_string(r.solver) + " (known: 1 tessera, 2 belos)");
-  if (r.preconditioner != static_cast<std::uint32_t>(Preconditioner::diagonal) &&
-      r.preconditioner != static_cast<std::uint32_t>(Preconditioner::relaxation))
-    bad("names unknown preconditioner " + std::to_string(r.preconditioner) + " (known: 0 diagonal, 1 relaxation)");
-  if (r.target_count == 0 || r.target_count > static_cast<std::uint32_t>(kMaxTargets))
-    bad("has " + std::to_string(r.target_count) + " targets (1.." + std::to_string(kMaxTargets) + ")");
-  if (!(r.tolerance > 0 && r.tolerance < 1 && std::isfinite(r.tolerance)))
-    bad("tolerance " + std::to_string(r.tolerance) + " is not in (0, 1)");
-  if (r.max_iterations <= 0) bad("max iterations " + std::to_string(r.max_iterations) + " is not positive");
-  checked_string(r.src, "source array path", path_);
-  checked_string(r.dst, "destination array path", path_);
-  checked_string(r.weight, "weight array path", path_);
-  checked_string(r.result, "result array path", path_);
-  if (!r.src[0] || !r.dst[0] || !r.result[0]) bad("lacks a source, destination or result array path");
-  for (std::uint32_t i = 0; i < r.target_count; ++i)
-    if (r.targets[i] >= r.vertices)
-      bad("target " + std::to_string(r.targets[i]) + " is not a vertex (the graph has " + std::to_string(r.vertices) +
-          ")");
-  return r;
+Side ControlSegment::failed_side() const noexcept {
+  return block_->failed_side == static_cast<std::uint32_t>(Side::analysis) ? Side::analysis : Side::caller;
 }
+
+int ControlSegment::error_category() const noexcept { return static_cast<int>(block_->error_category); }
 
 }  // namespace tessera::control

@@ -13,14 +13,15 @@
 #include <string>
 #include <thread>
 
+#include "tessera/analyze/protocol.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/runtime.hpp"
-#include "tessera/storage/control.hpp"
 
 using namespace tessera;
 using control::ControlSegment;
 using control::Side;
+namespace proto = analyze::protocol;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   Runtime rt;
   try {
     const std::string path = dir + "/" + control::control_file_name("stub-" + rt.job_id());
-    auto ctl = ControlSegment::create(path, ranks, 0600);
+    auto ctl = proto::create(path, ranks, 0600);
     ctl->attach(Side::caller, 0, "control_stub");
     std::printf("control %s\n", path.c_str());
     std::fflush(stdout);
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
       if (ctl->first_dead(Side::analysis) >= 0) throw PeerError("the analysis died before it was ready");
     });
     if (ctl->failed()) {
-      std::printf("refused: %s\n", ctl->reply_message().c_str());
+      std::printf("refused: %s\n", ctl->message().c_str());
       return 3;
     }
     std::printf("attached\n");
@@ -51,10 +52,10 @@ int main(int argc, char** argv) {
     }
     // A float64 array to name where uint64 is expected.
     DistArray<double> wrong(rt, 16, StorageOptions::shared("stub-" + rt.job_id() + "-wrong", dir));
-    auto& req = ctl->block().request;
+    auto& req = proto::payload(*ctl).request;
     std::memset(&req, 0, sizeof(req));
-    req.analysis = static_cast<std::uint32_t>(control::Analysis::hitting_times);
-    req.solver = static_cast<std::uint32_t>(control::Solver::tessera);
+    req.analysis = static_cast<std::uint32_t>(proto::Analysis::hitting_times);
+    req.solver = static_cast<std::uint32_t>(proto::Solver::tessera);
     req.target_count = 1;
     req.vertices = 16;
     req.tolerance = 1e-8;
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
       if (ctl->first_dead(Side::analysis) >= 0) throw PeerError("the analysis died before it answered");
     });
     if (ctl->failed()) {
-      std::printf("refused: %s\n", ctl->reply_message().c_str());
+      std::printf("refused: %s\n", ctl->message().c_str());
       return 3;
     }
     std::printf("answered\n");

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """cc reports the time of every step a user waits for and the job's peak
-memory next to the edge arrays (issue 10), at 1 and 2 ranks; and `bench
-parse` verifies its parse of a generated edge list."""
+memory next to the edge arrays (issue 10), at 1 and 2 ranks; every other
+graph command (gen, convert, lcc, hitting, pipeline) reports the same way
+(one "time:" line, one "peak memory:" line, the same JSON fields); and
+`bench parse` verifies its parse of a generated edge list."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -43,6 +46,35 @@ with tempfile.TemporaryDirectory() as tmp:
                     f"{what}: growth = peak - start")
             h.check(abs(m.get("peak_to_edge_arrays", -1) - m.get("peak_growth_bytes", 0) / (16 * arcs)) < 1e-9,
                     f"{what}: peak_to_edge_arrays = growth / edge arrays")
+        # The same report from every graph command: steps it took, memory against its input's edge arrays.
+        out = os.path.join(tmp, f"out{ranks}")
+        for args, steps, arc_count in (
+                (["gen", "kron", "--scale", "10", "-o", out + ".el"], {"generate", "write"}, None),
+                (["convert", graph, "-o", out + ".tsg"], {"read", "write"}, arcs),
+                (["lcc", graph, "-o", out + "-lcc.el"], {"read", "components", "largest component", "write"}, arcs),
+                (["hitting", graph, "--target", "0", "-o", out + "-h.txt"], {"read", "symmetrize", "hitting times", "write"},
+                 arcs),
+                (["pipeline", graph, "--target", "0", "-o", out + "-p.txt"],
+                 {"read", "symmetrize", "components", "largest component", "hitting times", "write"}, arcs)):
+            what = f"{args[0]} at {ranks} ranks"
+            cmd = [h.tessera_path, *args, "-n", str(ranks), "--json"]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                h.check(False, f"{what}: exited {p.returncode}: {p.stderr[-400:]}")
+                continue
+            j = json.loads(p.stdout)
+            s, m = j.get("step_seconds", {}), j.get("memory", {})
+            h.check(set(s) == steps | {"total"}, f"{what}: step_seconds has {sorted(steps)} and total ({sorted(s)})")
+            h.check(all(v <= s.get("total", 0) + 1e-6 for v in s.values()), f"{what}: each step fits in the total")
+            h.check(arc_count is None or m.get("edge_array_bytes") == 16 * arc_count,
+                    f"{what}: memory against the input's edge arrays ({m.get('edge_array_bytes')})")
+            h.check(m.get("ranks") == ranks and 0 < m.get("peak_rss_bytes_max_rank", 0) <= m.get("peak_rss_bytes_sum", 0)
+                    and m.get("peak_growth_bytes") == m["peak_rss_bytes_sum"] - m.get("start_rss_bytes_sum", 0),
+                    f"{what}: memory fields as cc's")
+            lines = p.stderr.splitlines()
+            h.check(sum("] time: " in line for line in lines) == 1 and
+                    sum("] peak memory: " in line for line in lines) == 1,
+                    f"{what}: one time line and one peak memory line on stderr")
         p = h.tessera("bench", "parse", "--scale", "12", "--reps", "1", "--json", ranks=ranks)
         rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
         results = [r for r in rows if "variant" in r]

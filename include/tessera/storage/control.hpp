@@ -1,18 +1,21 @@
 // The control segment: how a caller (a Tessera job) and a separate analysis
 // process (tessera-analyze, perhaps in a container) hand work over on shared
 // memory without POSIX semaphores, which do not cross container namespaces.
+// This layer owns the mechanism only; what is asked and answered is the
+// upper layer's (analyze/protocol.hpp), kept in an opaque payload area.
 //
 // A small file in the same Shared directory as the arrays, mmapped by both
 // sides. It opens with a standard segment header page (magic TESSSEG1,
 // element type "control", creator = the caller's rank 0), so `tessera shm
 // list|gc` see and collect it like any other segment, then holds a
-// ControlBlock: version words, the caller's rank count, each side's process
-// identity per rank, one request, one reply, and per-rank "pseudo-semaphore"
-// words. A word counts posts: the poster increments it and FUTEX_WAKEs
-// (shared futex: the word is in a MAP_SHARED file mapping, so the kernel keys
-// it by inode and offset and it wakes processes in other PID/IPC/user
-// namespaces); the waiter FUTEX_WAITs on the value it last saw, with a
-// timeout, and runs a liveness check every period. No spinning.
+// ControlBlock: version words (this layout's and the payload's schema), the
+// caller's rank count, the failure word and message, each side's process
+// identity per rank, per-rank "pseudo-semaphore" words and the payload. A
+// word counts posts: the poster increments it and FUTEX_WAKEs (shared futex:
+// the word is in a MAP_SHARED file mapping, so the kernel keys it by inode
+// and offset and it wakes processes in other PID/IPC/user namespaces); the
+// waiter FUTEX_WAITs on the value it last saw, with a timeout, and runs a
+// liveness check every period. No spinning.
 //
 // Liveness: each attached rank holds an open-file-description lock (OFD,
 // F_OFD_SETLK) on one byte of the file past its end: caller rank r at
@@ -30,28 +33,23 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "tessera/storage/mapping.hpp"
 
 namespace tessera::control {
 
 inline constexpr int kMaxRanks = 256;
-inline constexpr int kMaxTargets = 1024;
-inline constexpr std::size_t kPathBytes = 512;
 inline constexpr std::size_t kMessageBytes = 1024;
+// The upper layer's request and reply live here; its types must fit.
+inline constexpr std::size_t kPayloadBytes = 16384;
+inline constexpr std::size_t kPayloadAlignment = 64;
 inline constexpr char kBlockMagic[8] = {'T', 'E', 'S', 'S', 'C', 'T', 'L', '1'};
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;
 inline constexpr const char* kElementType = "control";
 
 enum class Side : std::uint32_t { caller = 0, analysis = 1 };
 const char* to_string(Side side) noexcept;
-
-enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2 };
-enum class Solver : std::uint32_t { tessera = 1, belos = 2 };
-// Belos' Ifpack2 Jacobi: Diagonal (the RowMatrix then omits Tpetra's column
-// Map and Import) or Relaxation. 0 is what an older caller left reserved.
-enum class Preconditioner : std::uint32_t { diagonal = 0, relaxation = 1 };
-enum class Status : std::uint32_t { pending = 0, ok = 1, failed = 2 };
 
 // One process as recorded in the segment. attached != 0 once it took its lock.
 struct PeerRecord {
@@ -64,61 +62,22 @@ struct PeerRecord {
   std::uint64_t pid_namespace;  // inode of /proc/self/ns/pid
 };
 
-struct Request {
-  std::uint32_t analysis;  // Analysis
-  std::uint32_t solver;    // Solver
-  std::uint32_t target_count;
-  std::uint32_t connected;  // the caller knows every vertex reaches a target
-  std::uint64_t vertices;
-  double tolerance;
-  std::int32_t max_iterations;
-  std::uint32_t preconditioner;  // Preconditioner (belos only)
-  // Metadata paths of Shared arrays: edge sources, destinations, weights
-  // (empty: unweighted) and the result (float64 over the vertex ranges).
-  char src[kPathBytes];
-  char dst[kPathBytes];
-  char weight[kPathBytes];
-  char result[kPathBytes];
-  std::uint64_t targets[kMaxTargets];
-};
-
-struct Reply {
-  std::uint32_t status;          // Status
-  std::uint32_t error_category;  // tessera::ErrorCategory when failed
-  std::int32_t iterations;
-  std::uint32_t converged;
-  std::int32_t belos_solves;
-  std::uint32_t failed_side;     // Side that wrote the failure
-  std::uint32_t solve_status;    // linalg::SolveStatus
-  std::int32_t rounds;           // inner solves (restarts from the answer + 1)
-  double relative_residual;      // true ||b - A x|| / ||b|| of the answer
-  double backward_error;         // ||b - A x|| / (||A|| ||x|| + ||b||)
-  double solve_seconds;
-  double setup_seconds;
-  std::uint64_t unreachable;
-  std::uint64_t targets;
-  std::uint64_t matrix_extra_bytes;
-  std::uint64_t anonymous_growth_bytes;  // the analysis job's heap growth over the request (no-copy evidence)
-  // CLOCK_MONOTONIC nanoseconds (one clock per host, across namespaces).
-  std::int64_t request_posted_ns;  // caller rank 0, just before posting the request
-  std::int64_t analysis_woke_ns;   // analysis rank 0, just after its wait returned
-  std::int64_t result_posted_ns;   // analysis rank 0, just before posting the reply
-  char message[kMessageBytes];
-  char solve_reason[kMessageBytes];  // why the solve stopped when it did not converge
-};
-
 struct ControlBlock {
   char magic[8];
-  std::uint32_t version;
+  std::uint32_t version;        // kVersion: this layout
   std::uint32_t block_bytes;
   std::uint32_t max_ranks;
-  std::uint32_t max_targets;
-  std::uint32_t ranks;   // the caller's rank count = segments per array
-  std::uint32_t failed;  // 1: a side gave up; reply.message says why
-  PeerRecord peers[2][kMaxRanks];  // [Side][rank]
-  Request request;
-  Reply reply;
+  std::uint32_t payload_bytes;  // kPayloadBytes
+  std::uint32_t schema;         // the payload's schema version, set and checked by the layer that reads it
+  std::uint32_t ranks;          // the caller's rank count = segments per array
+  std::uint32_t failed;         // 1: a side gave up; message says why
+  std::uint32_t failed_side;    // Side that wrote the failure
+  std::uint32_t error_category; // tessera::ErrorCategory of the failure
+  std::uint32_t reserved;
+  char message[kMessageBytes];
+  PeerRecord peers[2][kMaxRanks];     // [Side][rank]
   std::uint32_t words[2][kMaxRanks];  // [Side of the waiter][rank]: posts counted
+  alignas(kPayloadAlignment) unsigned char payload[kPayloadBytes];
 };
 
 // A live process identity for this process (host, pid, start time, PID
@@ -133,13 +92,14 @@ std::int64_t monotonic_ns() noexcept;
 class ControlSegment {
  public:
   // The caller's rank 0: creates `path` new (O_EXCL, never follows a
-  // symlink) for `ranks` caller ranks; it is removed on abnormal exit
-  // (exit-cleanup table) and by remove(). ConfigError for ranks outside
-  // 1..kMaxRanks.
-  static std::unique_ptr<ControlSegment> create(const std::string& path, int ranks, mode_t mode);
+  // symlink) for `ranks` caller ranks, its payload tagged with `schema`; it
+  // is removed on abnormal exit (exit-cleanup table) and by remove().
+  // ConfigError for ranks outside 1..kMaxRanks.
+  static std::unique_ptr<ControlSegment> create(const std::string& path, int ranks, mode_t mode, std::uint32_t schema);
   // Any other process: opens and checks every field (FormatError naming the
-  // file when it is not a control segment of this version).
-  static std::unique_ptr<ControlSegment> open(const std::string& path);
+  // file when it is not a control segment of this version, or its payload
+  // is not of `schema`).
+  static std::unique_ptr<ControlSegment> open(const std::string& path, std::uint32_t schema);
 
   ControlSegment() = default;
   ControlSegment(const ControlSegment&) = delete;
@@ -149,6 +109,16 @@ class ControlSegment {
   const std::string& path() const noexcept { return path_; }
   int ranks() const noexcept { return ranks_; }
   ControlBlock& block() const noexcept { return *block_; }
+
+  // The payload area as the upper layer's type: trivially copyable, no
+  // larger and no more aligned than the area (checked when compiled).
+  template <class T>
+  T& payload_as() const noexcept {
+    static_assert(std::is_trivially_copyable_v<T>, "a control payload is plain bytes shared between processes");
+    static_assert(sizeof(T) <= kPayloadBytes, "the payload type does not fit the control segment's payload area");
+    static_assert(alignof(T) <= kPayloadAlignment, "the payload type needs more alignment than the payload area");
+    return *reinterpret_cast<T*>(block_->payload);
+  }
 
   // Records this process as `side` rank `rank` and takes its liveness lock.
   void attach(Side side, int rank, const std::string& program);
@@ -168,15 +138,15 @@ class ControlSegment {
   std::uint32_t wait(Side waiter, int rank, std::uint32_t seen, double period_seconds,
                      const std::function<void()>& check) const;
 
-  // A side gives up: writes the message into the reply, sets `failed` and
+  // A side gives up: writes the message and category, sets `failed` and
   // posts every rank of the other side and of its own, so nobody waits on.
+  // The first failure wins.
   void fail(Side by, int category, const std::string& message) noexcept;
   bool failed() const noexcept;
-  // The reply's message, validated (terminated, printable).
-  std::string reply_message() const;
-
-  // Validated copy of the request (FormatError naming what is wrong).
-  Request read_request() const;
+  // The failure's message, validated (terminated, printable), its side and category.
+  std::string message() const;
+  Side failed_side() const noexcept;
+  int error_category() const noexcept;
 
   // Unlinks the file (the creator at the end; the analysis when the caller died).
   void remove() noexcept;
@@ -190,6 +160,10 @@ class ControlSegment {
   int cleanup_slot_ = -1;
   bool owner_ = false;
 };
+
+// A string field the other side wrote, up to its terminator, which must be
+// there, and printable (FormatError naming `what` and `path` otherwise).
+std::string checked_string(const char* field, std::size_t bytes, const std::string& what, const std::string& path);
 
 // The file name of a control segment for a base name ("<base>.control.seg").
 std::string control_file_name(const std::string& base);

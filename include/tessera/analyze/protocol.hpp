@@ -1,0 +1,90 @@
+// What a caller asks tessera-analyze and what it answers: the request and
+// reply that travel in the payload area of a control segment
+// (storage/control.hpp owns the segment, its futex words, liveness and
+// failure message; this file owns the meaning of the payload). Both sides
+// include it; the schema version below guards against a caller and an
+// analysis from different builds.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <sys/types.h>
+
+#include "tessera/storage/control.hpp"
+
+namespace tessera::analyze::protocol {
+
+// Bump when Request or Reply change layout or meaning.
+inline constexpr std::uint32_t kSchema = 1;
+inline constexpr int kMaxTargets = 1024;
+inline constexpr std::size_t kPathBytes = 512;
+inline constexpr std::size_t kReasonBytes = 1024;
+
+enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2 };
+enum class Solver : std::uint32_t { tessera = 1, belos = 2 };
+// Belos' Ifpack2 Jacobi: Diagonal (the RowMatrix then omits Tpetra's column
+// Map and Import) or Relaxation.
+enum class Preconditioner : std::uint32_t { diagonal = 0, relaxation = 1 };
+// A failure is not a reply status: it is the control segment's (fail()).
+enum class Status : std::uint32_t { pending = 0, ok = 1 };
+
+struct Request {
+  std::uint32_t analysis;  // Analysis
+  std::uint32_t solver;    // Solver
+  std::uint32_t target_count;
+  std::uint32_t connected;  // the caller knows every vertex reaches a target
+  std::uint64_t vertices;
+  double tolerance;
+  std::int32_t max_iterations;
+  std::uint32_t preconditioner;  // Preconditioner (belos only)
+  // Metadata paths of Shared arrays: edge sources, destinations, weights
+  // (empty: unweighted) and the result (float64 over the vertex ranges). A
+  // bare file name lies beside the control segment.
+  char src[kPathBytes];
+  char dst[kPathBytes];
+  char weight[kPathBytes];
+  char result[kPathBytes];
+  std::uint64_t targets[kMaxTargets];
+};
+
+struct Reply {
+  std::uint32_t status;          // Status
+  std::int32_t iterations;
+  std::uint32_t converged;
+  std::int32_t belos_solves;
+  std::uint32_t solve_status;    // linalg::SolveStatus
+  std::int32_t rounds;           // inner solves (restarts from the answer + 1)
+  double relative_residual;      // true ||b - A x|| / ||b|| of the answer
+  double backward_error;         // ||b - A x|| / (||A|| ||x|| + ||b||)
+  double solve_seconds;
+  double setup_seconds;
+  std::uint64_t unreachable;
+  std::uint64_t targets;
+  std::uint64_t matrix_extra_bytes;
+  std::uint64_t anonymous_growth_bytes;  // the analysis job's heap growth over the request (no-copy evidence)
+  // CLOCK_MONOTONIC nanoseconds (one clock per host, across namespaces).
+  std::int64_t request_posted_ns;  // caller rank 0, just before posting the request
+  std::int64_t analysis_woke_ns;   // analysis rank 0, just after its wait returned
+  std::int64_t result_posted_ns;   // analysis rank 0, just before posting the reply
+  char solve_reason[kReasonBytes];  // why the solve stopped when it did not converge
+};
+
+// The control segment's payload area, interpreted.
+struct Payload {
+  Request request;
+  Reply reply;
+};
+
+// The control segment of this schema: created by the caller's rank 0,
+// opened by every other process (FormatError when it is of another schema).
+std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode);
+std::unique_ptr<control::ControlSegment> open(const std::string& path);
+
+inline Payload& payload(const control::ControlSegment& segment) noexcept { return segment.payload_as<Payload>(); }
+
+// A validated copy of the request in `segment` (FormatError naming the file
+// and what is wrong: unknown analysis, solver or preconditioner, target
+// count or ids, tolerance, iterations, array paths).
+Request read_request(const control::ControlSegment& segment);
+
+}  // namespace tessera::analyze::protocol

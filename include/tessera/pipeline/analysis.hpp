@@ -1,0 +1,141 @@
+// The analysis step of a workflow: hitting times on an undirected graph,
+// solved by one of four backends behind one interface, chosen from
+// AnalysisOptions:
+//
+//   TesseraCg         in this process, Tessera's Jacobi-preconditioned CG
+//                     (on the edge arrays, or on a CRS copy with matrix=crs)
+//   BelosInProcess    in this process, Trilinos: Belos CG with an Ifpack2
+//                     Jacobi on a Tpetra RowMatrix over the edge arrays
+//   AnalyzeProcess    tessera-analyze, a separate MPI job on the graph's
+//                     Shared arrays (analyze/client.hpp), with either solver
+//   AnalyzeContainer  the same behind a container launcher (bwrap)
+//
+// THE DEFAULT SOLVER of `tessera hitting`, `tessera pipeline` and Python's
+// hitting_times() and pipeline() is default_solver(): Belos when this
+// Tessera was built with Trilinos, Tessera's CG otherwise. It is defined
+// here and nowhere else; callers leave AnalysisOptions::solver empty to get it.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/id_map.hpp"
+#include "tessera/graph/write.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+#include "tessera/pipeline/progress.hpp"
+
+namespace tessera::pipeline {
+
+// "belos" when Trilinos was built, else "tessera".
+std::string default_solver();
+
+struct AnalysisOptions {
+  std::string analysis = "inprocess";       // inprocess | process (tessera-analyze) | container (bwrap)
+  std::string solver;                       // tessera | belos; "" = default_solver()
+  std::string preconditioner = "diagonal";  // belos: Ifpack2's Jacobi as diagonal or relaxation
+  std::string matrix = "edgelist";          // in process: edgelist (no copy) or crs (the conventional copy)
+  double tolerance = 1e-10;                 // relative residual to stop at
+  int max_iterations = 20000;
+  // process and container (analyze::ProcessOptions):
+  std::string program;         // tessera-analyze; "" = $TESSERA_ANALYZE, beside this program, on PATH
+  std::string launcher;        // container: the command put before the analysis; "" = analyze's default
+  std::string control;         // process: start nothing; wait for a user-started analysis on this path
+  double attach_timeout = 60;  // s for the analysis to start and attach
+  double timeout = 3600;       // s for the whole analysis
+  bool quiet = false;          // the analysis prints no progress lines
+  bool group_access = false;   // its control segment and result group-readable and -writable
+};
+
+// The options checked (ConfigError naming the bad value and the choices)
+// and the solver filled in with default_solver() when empty.
+AnalysisOptions resolved(AnalysisOptions options);
+
+// What a backend hands back.
+struct Solved {
+  linalg::HittingTimes hitting;          // times on the graph's vertex ranges
+  std::uint64_t matrix_extra_bytes = 0;  // what the operator allocated, summed over ranks
+  nlohmann::json handshake;              // out of process: what the handshake measured; null in process
+};
+
+class AnalysisBackend {
+ public:
+  virtual ~AnalysisBackend() = default;
+  // ConfigError when this backend cannot run here (no Trilinos, no
+  // launcher); callers ask before reading anything.
+  virtual void check() const {}
+  // Collective: hitting times to `targets` (internal ids) on undirected `g`;
+  // `connected`: every vertex reaches a target (a largest component).
+  virtual Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+                       Progress& progress) const = 0;
+};
+
+class TesseraCg : public AnalysisBackend {
+ public:
+  explicit TesseraCg(AnalysisOptions options) : o_(std::move(options)) {}
+  Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
+
+ private:
+  AnalysisOptions o_;
+};
+
+// Needs a trilinos::Session: uses the open one, else opens one for the
+// call (Kokkos starts once per process: a caller that solves more than once,
+// like Python, keeps a Session open).
+class BelosInProcess : public AnalysisBackend {
+ public:
+  explicit BelosInProcess(AnalysisOptions options) : o_(std::move(options)) {}
+  void check() const override;
+  Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
+
+ private:
+  AnalysisOptions o_;
+};
+
+// `g` must be in Shared storage. Whether tessera-analyze has Trilinos is
+// its own to say (it refuses a Belos request it cannot serve).
+class AnalyzeProcess : public AnalysisBackend {
+ public:
+  explicit AnalyzeProcess(AnalysisOptions options) : o_(std::move(options)) {}
+  Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
+
+ protected:
+  virtual bool contained() const { return false; }
+  AnalysisOptions o_;
+};
+
+class AnalyzeContainer : public AnalyzeProcess {
+ public:
+  using AnalyzeProcess::AnalyzeProcess;
+  void check() const override;  // the launcher's program is installed
+
+ protected:
+  bool contained() const override { return true; }
+};
+
+// The backend `options` (resolved) choose.
+std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& options);
+
+// The hitting-time step of a workflow: solved by the options' backend and
+// summarised in file ids (`ids` maps g's vertices to them).
+struct Hitting {
+  nlohmann::json json;    // the "hitting" object of the result document
+  linalg::HittingTimes result;
+};
+Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                     bool connected, const AnalysisOptions& options, Progress& progress);
+// "vertex time" lines (file ids; "unreachable") to `output`, through `pending`.
+void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output,
+                 Progress& progress, graph::PendingOutputs& pending);
+
+// "123 iterations: true relative residual 1e-11, backward error 2e-17 (converged)".
+std::string verdict(const linalg::CgResult& r);
+
+}  // namespace tessera::pipeline

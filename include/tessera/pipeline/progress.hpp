@@ -1,0 +1,38 @@
+// Progress lines of a long workflow: the library says what it is doing, the
+// caller decides where the lines go (the CLI: rank 0's stderr; Python:
+// nowhere unless asked). Steps are timed from the Progress' construction.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace tessera::pipeline {
+
+// `seconds` since the workflow began; `detail`: a sub-line of the step in
+// progress (an iteration count), shown indented.
+using ProgressSink = std::function<void(double seconds, const std::string& text, bool detail)>;
+
+class Progress {
+ public:
+  // Without a sink nothing is shown (the timing still runs).
+  explicit Progress(ProgressSink sink = {}) : sink_(std::move(sink)) {}
+
+  void step(const std::string& what) const;
+  // A detail line, at most four a second unless `last`.
+  void tick(bool last, const char* format, ...) __attribute__((format(printf, 3, 4)));
+  double elapsed() const noexcept;
+
+ private:
+  ProgressSink sink_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  double last_tick_ = -1;
+};
+
+// "1 component", "2 components"; "1 vertex", "2 vertices".
+std::string count_of(std::uint64_t n, const std::string& one, const std::string& many);
+std::string count_of(std::uint64_t n, const std::string& one);
+// How progress lines name an output path ("-": "standard output").
+std::string shown(const std::string& path);
+
+}  // namespace tessera::pipeline

@@ -1,0 +1,63 @@
+// The time and memory report every workflow ends with: the wall time of
+// each step the user waits for, on the slowest rank, and the job's peak
+// resident memory (VmHWM) summed over the ranks (its footprint) and of the
+// largest rank, with the sum's growth over the start (runtime and MPI) as a
+// multiple of the edge arrays. Printed as one "time:" line and one "peak
+// memory:" line, and added to the result document as "step_seconds" and
+// "memory".
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tessera/graph/edge_list.hpp"
+#include "tessera/pipeline/progress.hpp"
+
+namespace tessera::pipeline {
+
+// The bytes of a graph's arrays the memory is measured against.
+struct ArrayBytes {
+  std::uint64_t edges = 0;     // sources and destinations (and weights): 16 or 24 bytes an arc
+  std::uint64_t vertices = 0;  // graph::kVertexArrayBytes a vertex (labels, degrees, ids, ...)
+};
+ArrayBytes array_bytes(const graph::EdgeList& g);
+
+class Report {
+ public:
+  // Notes the peak resident memory so far: the part no graph size changes.
+  Report(Runtime& rt, Progress& progress);
+
+  // Runs `step`, adding its wall time to `name` (a step may run several
+  // times: its times add up); returns what `step` returns.
+  template <class F>
+  decltype(auto) timed(const std::string& name, F&& step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    struct Add {
+      Report* report;
+      const std::string& name;
+      std::chrono::steady_clock::time_point t0;
+      ~Add() { report->add(name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
+    } add{this, name, t0};
+    return std::forward<F>(step)();
+  }
+  void add(const std::string& name, double seconds);
+
+  // Collective (every rank took the same steps): prints the two lines and
+  // adds "step_seconds" (each step and "total", slowest rank) and "memory"
+  // to `document`.
+  void finish(nlohmann::json& document, const ArrayBytes& arrays);
+
+ private:
+  Runtime& rt_;
+  Progress& progress_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  std::uint64_t start_peak_ = 0;
+  std::vector<std::pair<std::string, double>> steps_;
+};
+
+}  // namespace tessera::pipeline

@@ -1,0 +1,80 @@
+// The graph workflows of Tessera as library calls: what `tessera gen |
+// convert | cc | lcc | hitting | pipeline` run and what Python's
+// tessera.pipeline() and hitting_times() run, with the same defaults
+// (Options below), the same checks and the same result document (the JSON
+// the CLI prints with --json and Python returns as a dict).
+//
+// Every function is collective. Options are checked before anything is
+// read, outputs before anything is computed ("-" is standard output; devices
+// and FIFOs are written in place: graph/write.hpp), and a workflow's outputs are
+// committed together at its end (an error leaves none behind). Ids printed
+// and accepted are the file's. Progress lines go to the caller's Progress.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/graph/id_map.hpp"
+#include "tessera/linalg/hitting_times.hpp"
+#include "tessera/pipeline/analysis.hpp"
+#include "tessera/pipeline/input.hpp"
+#include "tessera/pipeline/progress.hpp"
+
+namespace tessera::pipeline {
+
+struct Options {
+  Input input;
+  AnalysisOptions analysis;
+  // Components: afforest | lp | fastsv; run_components also "all" (or "both").
+  std::string algorithm = "afforest";
+  bool strong = false;  // run_components: strongly connected components
+  // Hitting-time targets, file ids. run_pipeline: empty = the highest-degree
+  // vertex of the largest component.
+  std::vector<std::uint64_t> targets;
+  // run_write, run_lcc: the graph written; run_components: "vertex
+  // component" lines; run_hitting, run_pipeline: "vertex time" lines.
+  std::string output;
+  std::string ids_output;      // run_lcc: "lcc_id file_id" lines
+  bool group_access = false;   // binary (.tsg) outputs group-readable and -writable
+  // The caller prints the document on standard output (--json): an output
+  // that goes there too ("-", /dev/stdout) is refused before any work.
+  bool document_on_stdout = false;
+};
+
+// What a workflow returns: its result document and, after hitting times,
+// the times themselves with the file id of each of this rank's entries.
+struct Result {
+  nlohmann::json json;
+  std::optional<linalg::HittingTimes> hitting;
+  std::vector<std::uint64_t> file_ids;
+  // The command's exit status: 3 when the hitting-time solve did not
+  // converge (the answer is not to be trusted), else 0.
+  int exit_code() const;
+};
+
+// What can be checked without a runtime: the generator's options when no
+// file is named, and the analysis options (ConfigError naming the value).
+void check_options(const Options& options, bool analysis);
+
+// gen (no input path) and convert: the graph written to options.output.
+Result run_write(Runtime& rt, const Options& options, Progress& progress);
+// cc: components by one algorithm or all; output: "vertex component" lines.
+Result run_components(Runtime& rt, const Options& options, Progress& progress);
+// lcc: the largest component written to options.output (and ids_output).
+Result run_lcc(Runtime& rt, const Options& options, Progress& progress);
+// hitting: hitting times to options.targets on the whole graph.
+Result run_hitting(Runtime& rt, const Options& options, Progress& progress);
+// The same on a graph the caller holds (`connected`: every vertex reaches
+// a target, as in a largest component); a directed one is symmetrized first.
+Result run_hitting(const graph::EdgeList& g, const graph::IdMap& ids, bool connected, const Options& options,
+                   Progress& progress);
+// pipeline: the graph into Shared storage, components, the largest
+// component (Shared, zero-copy), hitting times on it by options.analysis.
+Result run_pipeline(Runtime& rt, const Options& options, Progress& progress);
+// The same from a graph the caller holds (options.input names nothing).
+Result run_pipeline(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
+
+}  // namespace tessera::pipeline

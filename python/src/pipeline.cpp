@@ -1,0 +1,153 @@
+// The workflows for Python: tessera.pipeline() and tessera.hitting_times()
+// call the pipeline/ layer, as `tessera pipeline` and `tessera hitting` do:
+// the same defaults (pipeline::Options), the same backends and the same
+// result document (returned as JSON text, which Python parses into a dict).
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "graph_object.hpp"
+#include "tessera/pipeline/workflow.hpp"
+#include "tessera/trilinos/hitting.hpp"
+
+namespace tessera::python {
+
+namespace {
+
+// Kokkos and Tpetra start once per process (Kokkos cannot start again after
+// it ended): the first in-process Belos solve opens the session, the exit
+// hook ends it. The pipeline's Belos backend uses the open session.
+std::unique_ptr<trilinos::Session> g_trilinos_session;
+
+// Every option a Python caller may set, by its keyword, in one table: the
+// defaults Python shows are read from a default-constructed Options through
+// it, and the keywords a caller gives are written through it.
+template <class F>
+void each_option(pipeline::Options& o, F&& f) {
+  f("kind", o.input.kind);
+  f("scale", o.input.scale);
+  f("edge_factor", o.input.edge_factor);
+  f("dims", o.input.dims);
+  f("seed", o.input.seed);
+  f("delete_fraction", o.input.delete_fraction);
+  f("permute", o.input.permute);
+  f("base", o.input.base);
+  f("relabel", o.input.relabel);
+  f("undirected", o.input.undirected);
+  f("symmetric", o.input.symmetric);
+  f("pattern", o.input.pattern);
+  f("algorithm", o.algorithm);
+  f("targets", o.targets);
+  f("output", o.output);
+  f("analysis", o.analysis.analysis);
+  f("solver", o.analysis.solver);
+  f("preconditioner", o.analysis.preconditioner);
+  f("matrix", o.analysis.matrix);
+  f("tolerance", o.analysis.tolerance);
+  f("max_iterations", o.analysis.max_iterations);
+  f("analysis_program", o.analysis.program);
+  f("launcher", o.analysis.launcher);
+  f("control", o.analysis.control);
+  f("attach_timeout", o.analysis.attach_timeout);
+  f("timeout", o.analysis.timeout);
+}
+
+py::dict defaults() {
+  pipeline::Options o;
+  py::dict d;
+  each_option(o, [&](const char* name, auto& value) { d[name] = value; });
+  d["solver"] = pipeline::default_solver();  // what an empty solver means here
+  return d;
+}
+
+// The Options `given` sets (keywords without None); ConfigError naming a
+// keyword that is not an option, or a value of the wrong type.
+pipeline::Options options_from(const py::dict& given, const std::string& path) {
+  pipeline::Options o;
+  o.input.path = path;
+  std::size_t used = 0;
+  each_option(o, [&](const char* name, auto& value) {
+    if (!given.contains(name)) return;
+    ++used;
+    try {
+      value = given[name].cast<std::remove_reference_t<decltype(value)>>();
+    } catch (const py::cast_error&) {
+      throw ConfigError(std::string("option ") + name + "=" + py::str(given[name]).cast<std::string>() +
+                        " has the wrong type (the default is " + py::str(defaults()[name]).cast<std::string>() + ")");
+    }
+  });
+  if (used != given.size())
+    for (auto item : given) {
+      bool known = false;
+      each_option(o, [&](const char* name, auto&) { known = known || item.first.cast<std::string>() == name; });
+      if (!known) throw ConfigError("unknown option " + item.first.cast<std::string>());
+    }
+  return o;
+}
+
+pipeline::Progress progress(bool verbose) {
+  pipeline::ProgressSink sink;
+  if (verbose && runtime().rank() == 0)
+    sink = [](double seconds, const std::string& text, bool detail) {
+      std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
+    };
+  return pipeline::Progress(sink);
+}
+
+void open_session_if_needed(const pipeline::Options& o) {
+  const auto a = pipeline::resolved(o.analysis);
+  if (a.analysis == "inprocess" && a.solver == "belos" && trilinos::available() && !g_trilinos_session)
+    g_trilinos_session = std::make_unique<trilinos::Session>(runtime());
+}
+
+// (document as JSON text, the times as a float64 array or None, the file id of each local time)
+py::tuple returned(pipeline::Result r) {
+  py::object times = py::none();
+  if (r.hitting) times = py::cast(std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(r.hitting->times.array()))}));
+  auto ids = py::array_t<std::uint64_t>(static_cast<py::ssize_t>(r.file_ids.size()), r.file_ids.data());
+  return py::make_tuple(r.json.dump(), times, ids, r.exit_code());
+}
+
+}  // namespace
+
+void shutdown_trilinos() { g_trilinos_session.reset(); }
+
+void bind_pipeline(py::module_& m) {
+  m.def("_pipeline_defaults", &defaults);
+  m.def(
+      "_pipeline",
+      [](py::object graph, const std::string& path, const py::dict& given, bool verbose) {
+        auto o = options_from(given, path);
+        Runtime& rt = runtime();
+        open_session_if_needed(o);
+        auto p = progress(verbose);
+        std::optional<pipeline::Result> r;
+        const PyGraph* g = graph.is_none() ? nullptr : &graph.cast<const PyGraph&>();
+        {
+          py::gil_scoped_release other_threads_may_run;
+          r.emplace(g ? pipeline::run_pipeline(g->graph, g->ids, o, p) : pipeline::run_pipeline(rt, o, p));
+        }
+        return returned(std::move(*r));
+      },
+      py::arg("graph"), py::arg("path"), py::arg("options"), py::arg("verbose"));
+  m.def(
+      "_hitting",
+      [](const PyGraph& g, const py::dict& given, bool verbose) {
+        auto o = options_from(given, "");
+        runtime();
+        open_session_if_needed(o);
+        auto p = progress(verbose);
+        std::optional<pipeline::Result> r;
+        {
+          py::gil_scoped_release other_threads_may_run;
+          r.emplace(pipeline::run_hitting(g.graph, g.ids, g.connected, o, p));
+        }
+        return returned(std::move(*r));
+      },
+      py::arg("graph"), py::arg("options"), py::arg("verbose"));
+  m.def("_default_solver", &pipeline::default_solver);
+  m.def("_trilinos_available", [] { return trilinos::available(); });
+  m.def("_trilinos_description", [] { return trilinos::description(); });
+}
+
+}  // namespace tessera::python

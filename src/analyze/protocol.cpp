@@ -1,0 +1,51 @@
+// The request and reply of an out-of-process analysis (include/tessera/analyze/protocol.hpp).
+#include "tessera/analyze/protocol.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "tessera/runtime/error.hpp"
+
+namespace tessera::analyze::protocol {
+
+std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode) {
+  return control::ControlSegment::create(path, ranks, mode, kSchema);
+}
+
+std::unique_ptr<control::ControlSegment> open(const std::string& path) {
+  return control::ControlSegment::open(path, kSchema);
+}
+
+Request read_request(const control::ControlSegment& segment) {
+  // Copied first: the other side may write the mapping at any time.
+  Request r{};
+  std::memcpy(&r, &payload(segment).request, sizeof(r));
+  const std::string& path = segment.path();
+  auto bad = [&](const std::string& what) { throw FormatError(path + ": request " + what); };
+  if (r.analysis != static_cast<std::uint32_t>(Analysis::hitting_times) &&
+      r.analysis != static_cast<std::uint32_t>(Analysis::shutdown))
+    bad("names unknown analysis " + std::to_string(r.analysis) + " (known: 1 hitting times, 2 shutdown)");
+  if (r.analysis == static_cast<std::uint32_t>(Analysis::shutdown)) return r;
+  if (r.solver != static_cast<std::uint32_t>(Solver::tessera) && r.solver != static_cast<std::uint32_t>(Solver::belos))
+    bad("names unknown solver " + std::to_string(r.solver) + " (known: 1 tessera, 2 belos)");
+  if (r.preconditioner != static_cast<std::uint32_t>(Preconditioner::diagonal) &&
+      r.preconditioner != static_cast<std::uint32_t>(Preconditioner::relaxation))
+    bad("names unknown preconditioner " + std::to_string(r.preconditioner) + " (known: 0 diagonal, 1 relaxation)");
+  if (r.target_count == 0 || r.target_count > static_cast<std::uint32_t>(kMaxTargets))
+    bad("has " + std::to_string(r.target_count) + " targets (1.." + std::to_string(kMaxTargets) + ")");
+  if (!(r.tolerance > 0 && r.tolerance < 1 && std::isfinite(r.tolerance)))
+    bad("tolerance " + std::to_string(r.tolerance) + " is not in (0, 1)");
+  if (r.max_iterations <= 0) bad("max iterations " + std::to_string(r.max_iterations) + " is not positive");
+  control::checked_string(r.src, sizeof(r.src), "source array path", path);
+  control::checked_string(r.dst, sizeof(r.dst), "destination array path", path);
+  control::checked_string(r.weight, sizeof(r.weight), "weight array path", path);
+  control::checked_string(r.result, sizeof(r.result), "result array path", path);
+  if (!r.src[0] || !r.dst[0] || !r.result[0]) bad("lacks a source, destination or result array path");
+  for (std::uint32_t i = 0; i < r.target_count; ++i)
+    if (r.targets[i] >= r.vertices)
+      bad("target " + std::to_string(r.targets[i]) + " is not a vertex (the graph has " + std::to_string(r.vertices) +
+          ")");
+  return r;
+}
+
+}  // namespace tessera::analyze::protocol

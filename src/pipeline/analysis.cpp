@@ -1,0 +1,205 @@
+// The analysis backends and the hitting-time step (include/tessera/pipeline/analysis.hpp).
+#include "tessera/pipeline/analysis.hpp"
+
+#include <optional>
+
+#include "tessera/analyze/client.hpp"
+#include "tessera/linalg/crs_matrix.hpp"
+#include "tessera/linalg/edge_list_matrix.hpp"
+#include "tessera/linalg/hitting_summary.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/trilinos/hitting.hpp"
+
+namespace tessera::pipeline {
+
+using nlohmann::json;
+
+std::string default_solver() { return trilinos::available() ? "belos" : "tessera"; }
+
+namespace {
+void one_of(const std::string& what, const std::string& value, std::initializer_list<const char*> choices) {
+  std::string names;
+  for (const char* c : choices) {
+    if (value == c) return;
+    names += std::string(names.empty() ? "" : ", ") + c;
+  }
+  throw ConfigError(what + " must be one of " + names + ", not '" + value + "'");
+}
+}  // namespace
+
+AnalysisOptions resolved(AnalysisOptions o) {
+  if (o.solver.empty()) o.solver = default_solver();
+  one_of("the analysis", o.analysis, {"inprocess", "process", "container"});
+  one_of("the solver", o.solver, {"tessera", "belos"});
+  one_of("the preconditioner", o.preconditioner, {"diagonal", "relaxation"});
+  one_of("the matrix", o.matrix, {"edgelist", "crs"});
+  if (!(o.tolerance > 0 && o.tolerance < 1))
+    throw ConfigError("the tolerance must lie in (0, 1), not " + std::to_string(o.tolerance));
+  if (o.max_iterations <= 0)
+    throw ConfigError("max_iterations must be positive, not " + std::to_string(o.max_iterations));
+  if (!(o.attach_timeout > 0) || !(o.timeout > 0)) throw ConfigError("the analysis timeouts must be positive");
+  return o;
+}
+
+std::string verdict(const linalg::CgResult& r) {
+  char text[200];
+  std::snprintf(text, sizeof(text), "%d iterations%s: true relative residual %.3e, backward error %.1e (%s)",
+                r.iterations, r.rounds > 1 ? (", " + std::to_string(r.rounds) + " rounds").c_str() : "",
+                r.relative_residual, r.backward_error,
+                r.status == linalg::SolveStatus::converged          ? "converged"
+                : r.status == linalg::SolveStatus::rounding_limited ? "limited by rounding"
+                                                                    : "NOT converged");
+  return text;
+}
+
+namespace {
+linalg::HittingOptions hitting_options(const AnalysisOptions& o, bool connected) {
+  linalg::HittingOptions h;
+  h.cg.tolerance = o.tolerance;
+  h.cg.max_iterations = o.max_iterations;
+  h.connected = connected;
+  return h;
+}
+}  // namespace
+
+Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+                        Progress& p) const {
+  p.step(o_.matrix == "crs" ? "building the CRS copy of the matrix" : "matrix: EdgeListMatrix on the edge arrays (no copy)");
+  linalg::EdgeListMatrix el(g);
+  std::optional<linalg::CrsMatrix> crs;
+  if (o_.matrix == "crs") crs.emplace(el);
+  const linalg::RowMatrix& matrix =
+      crs ? static_cast<const linalg::RowMatrix&>(*crs) : static_cast<const linalg::RowMatrix&>(el);
+  auto h = hitting_options(o_, connected);
+  h.cg.on_iteration = [&p](int it, double res, double) { p.tick(false, "CG iteration %d: relative residual %.3e", it, res); };
+  p.step("hitting times: CG with Jacobi on the grounded Laplacian");
+  Solved s{linalg::hitting_times(g, matrix, targets, h), 0, json()};
+  p.tick(true, "CG stopped after %s", verdict(s.hitting.solve).c_str());
+  s.matrix_extra_bytes = all_reduce<std::uint64_t>(g.runtime().comm(), matrix.extra_memory_bytes(), MPI_SUM);
+  return s;
+}
+
+void BelosInProcess::check() const {
+  if (!trilinos::available())
+    throw ConfigError("the belos solver: this tessera was built without Trilinos (" + trilinos::description() +
+                      "); use the tessera solver (--solver tessera, solver=\"tessera\"), or install Trilinos "
+                      "(scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
+}
+
+Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+                             Progress& p) const {
+  std::optional<trilinos::Session> session;
+  if (!trilinos::Session::active()) session.emplace(g.runtime());
+  trilinos::BelosHittingOptions o;
+  o.hitting = hitting_options(o_, connected);
+  o.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  o.preconditioner =
+      o_.preconditioner == "relaxation" ? trilinos::Preconditioner::relaxation : trilinos::Preconditioner::diagonal;
+  p.step("hitting times: Belos CG with Ifpack2 Jacobi (" + o_.preconditioner + ") on the grounded Laplacian, " +
+         (o_.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
+         " (" + trilinos::description() + ")");
+  auto r = trilinos::belos_hitting_times(g, targets, o);
+  p.tick(true, "Belos stopped after %s", verdict(r.result.solve).c_str());
+  return {std::move(r.result), r.matrix_extra_bytes, json()};
+}
+
+Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+                             Progress& p) const {
+  analyze::ProcessOptions o;
+  o.isolation = contained() ? analyze::Isolation::container : analyze::Isolation::process;
+  o.solver = o_.solver;
+  o.preconditioner = o_.preconditioner;
+  o.program = o_.program;
+  o.launcher = o_.launcher;
+  o.control = o_.control;
+  o.attach_timeout = o_.attach_timeout;
+  o.timeout = o_.timeout;
+  o.quiet = o_.quiet;
+  o.group_access = o_.group_access;
+  p.step("hitting times in a separate " + std::string(contained() ? "sandboxed (bwrap) " : "") +
+         "process (tessera-analyze, " + o_.solver + " solver) on the Shared edge arrays (no copy)");
+  auto r = analyze::hitting_times_out_of_process(g, targets, hitting_options(o_, connected), o);
+  const auto& hs = r.handshake;
+  p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %s",
+         hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6, hs.result_to_resume_seconds * 1e6,
+         verdict(r.result.solve).c_str());
+  json handshake = {{"control", hs.control_path},
+                    {"result", hs.result_path},
+                    {"command", hs.command},
+                    {"launch_seconds", hs.launch_seconds},
+                    {"request_to_start_seconds", hs.request_to_start_seconds},
+                    {"result_to_resume_seconds", hs.result_to_resume_seconds},
+                    {"shutdown_seconds", hs.shutdown_seconds},
+                    {"liveness_period_seconds", hs.period_seconds},
+                    {"belos_solves", r.belos_solves},
+                    {"analysis_anonymous_memory_growth_bytes", r.analysis_anonymous_growth_bytes}};
+  return {std::move(r.result), r.matrix_extra_bytes, std::move(handshake)};
+}
+
+void AnalyzeContainer::check() const {
+  analyze::ProcessOptions o;
+  o.launcher = o_.launcher;
+  std::string program;
+  if (!analyze::launcher_available(o, &program))
+    throw ConfigError("the container analysis: the launcher '" + program +
+                      "' is not installed (Debian: apt-get install bubblewrap), or name another with "
+                      "--analysis-launcher / TESSERA_ANALYZE_LAUNCHER");
+}
+
+std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
+  if (o.analysis == "container") return std::make_unique<AnalyzeContainer>(o);
+  if (o.analysis == "process") return std::make_unique<AnalyzeProcess>(o);
+  if (o.solver == "belos") return std::make_unique<BelosInProcess>(o);
+  return std::make_unique<TesseraCg>(o);
+}
+
+void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output, Progress& p,
+                 graph::PendingOutputs& pending) {
+  p.step("writing " + shown(output));
+  graph::write_vertex_values(ids, h.times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
+}
+
+Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                     bool connected, const AnalysisOptions& options, Progress& p) {
+  const AnalysisOptions o = resolved(options);
+  auto backend = make_backend(o);
+  backend->check();
+  Solved s = backend->solve(g, targets, connected, p);
+  const auto& h = s.hitting;
+  auto summary = linalg::summarize(h.times);
+  const std::uint64_t farthest = ids.file_id(summary.farthest);
+  p.step(count_of(summary.reachable, "reachable vertex", "reachable vertices") + ", " +
+         count_of(summary.unreachable, "unreachable", "unreachable") + "; mean hitting time " +
+         std::to_string(summary.mean) + ", max " + std::to_string(summary.max) + " (vertex " +
+         std::to_string(farthest) + ")");
+  std::vector<std::uint64_t> target_ids(targets);
+  ids.translate(target_ids);
+  json j = {{"matrix", o.matrix},
+            {"solver", o.solver},
+            {"preconditioner", o.solver == "belos" ? json(o.preconditioner) : json(nullptr)},
+            {"targets", h.targets},
+            {"target_file_ids", target_ids},
+            {"iterations", h.solve.iterations},
+            {"converged", h.solve.converged},
+            {"status", linalg::to_string(h.solve.status)},
+            {"relative_residual", h.solve.relative_residual},
+            {"backward_error", h.solve.backward_error},
+            {"rounds", h.solve.rounds},
+            {"reason", h.solve.reason},
+            {"solve_seconds", h.solve.seconds},
+            {"seconds_per_iteration", h.solve.seconds_per_iteration()},
+            {"setup_seconds", h.setup_seconds},
+            {"reachable", summary.reachable},
+            {"unreachable", summary.unreachable},
+            {"min", summary.min},
+            {"mean", summary.mean},
+            {"max", summary.max},
+            {"farthest_vertex", farthest == kNoIndex ? json(nullptr) : json(farthest)},
+            {"matrix_extra_bytes", s.matrix_extra_bytes},
+            {"analysis", o.analysis},
+            {"handshake", std::move(s.handshake)}};
+  return {std::move(j), std::move(s.hitting)};
+}
+
+}  // namespace tessera::pipeline

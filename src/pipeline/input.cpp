@@ -1,0 +1,89 @@
+// The graph a workflow starts from (include/tessera/pipeline/input.hpp).
+#include "tessera/pipeline/input.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/linalg/laplacian.hpp"
+#include "tessera/runtime/error.hpp"
+
+namespace tessera::pipeline {
+
+graph::GraphSpec spec_of(const Input& a) {
+  graph::GraphSpec s;
+  auto kind = graph::parse_graph_kind(a.kind);
+  if (kind == graph::GraphSpec::Kind::grid) s = graph::GraphSpec::grid(graph::parse_grid_dims(a.dims), a.seed);
+  else if (kind == graph::GraphSpec::Kind::kron) s = graph::GraphSpec::kronecker(a.scale, a.edge_factor, a.seed);
+  else s = graph::GraphSpec::uniform(a.scale, a.edge_factor, a.seed);
+  s.delete_fraction = a.delete_fraction;
+  s.permute = s.permute || a.permute;
+  s.validate();
+  return s;
+}
+
+std::string input_name(const Input& a) { return a.path.empty() ? spec_of(a).describe() : a.path; }
+
+std::string where(const Input& a) {
+  return a.path.empty() ? "the generated graph" : a.path == "-" ? "standard input" : a.path;
+}
+
+graph::LoadedGraph load(Runtime& rt, const Input& a, Progress& progress, const StorageOptions& storage) {
+  if (a.path.empty()) {
+    auto spec = spec_of(a);
+    progress.step("generating " + spec.describe());
+    auto g = graph::generate(rt, spec, storage);
+    auto ids = graph::IdMap::identity(rt, g.vertex_ranges());
+    return {std::move(g), std::move(ids)};
+  }
+  progress.step("reading " + (a.path == "-" ? std::string("standard input") : a.path) +
+                (a.path == "-" ? "" : " (" + graph::format_name(graph::format_of(a.path)) + ")"));
+  graph::ReadOptions o;
+  if (a.base >= 0) o.base = a.base;
+  o.relabel = a.relabel;
+  o.undirected = a.undirected;
+  o.symmetric = a.symmetric;
+  o.pattern = a.pattern;
+  o.storage = storage;
+  return graph::read_graph(rt, a.path, o);
+}
+
+void make_undirected(graph::LoadedGraph& g, Progress& progress, const std::string& why, const StorageOptions& storage) {
+  if (!g.graph.directed()) return;
+  progress.step("symmetrizing (" + why + ")");
+  g.graph = g.graph.symmetrized(storage);
+  g.ids = g.ids.redistributed(g.graph.vertex_ranges());
+}
+
+void check_walk_weights(const graph::EdgeList& g, const graph::IdMap& ids) {
+  if (!g.weighted()) return;
+  auto bad = linalg::find_invalid_weight(g);  // the same on every rank
+  if (!bad) return;
+  bad->row = ids.file_id(bad->row);
+  bad->column = ids.file_id(bad->column);
+  throw RangeError(bad->describe() + " (--pattern; in Python: read_graph(..., pattern=True))");
+}
+
+std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
+                                        const std::string& where) {
+  auto found = ids.find(file_ids);
+  for (std::size_t k = 0; k < found.size(); ++k) {
+    if (found[k] != kNoIndex) continue;
+    std::string id = std::to_string(file_ids[k]);
+    if (ids.is_identity())
+      throw RangeError("target vertex " + id + " is outside " + where + "'s vertex ids " + std::to_string(ids.base()) +
+                       ".." + std::to_string(ids.base() + ids.vertices() - 1));
+    throw RangeError("target vertex " + id + " does not occur in " + where);
+  }
+  return found;
+}
+
+nlohmann::json graph_json(const graph::EdgeList& g) {
+  return {{"vertices", g.vertices()}, {"edges", g.edges()}, {"directed", g.directed()},
+          {"weighted", g.weighted()}, {"edge_imbalance", g.edge_imbalance()}};
+}
+
+void describe(Progress& p, const graph::EdgeList& g) {
+  p.step(count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(g.edges(), "edge") + " (" +
+         (g.directed() ? "directed" : "undirected") + (g.weighted() ? ", weighted" : "") + ")");
+}
+
+}  // namespace tessera::pipeline

@@ -1,0 +1,69 @@
+// The time and memory report (include/tessera/pipeline/report.hpp).
+#include "tessera/pipeline/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "tessera/graph/read.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/memory.hpp"
+
+namespace tessera::pipeline {
+
+ArrayBytes array_bytes(const graph::EdgeList& g) {
+  return {g.edges() * (16 + (g.weighted() ? 8 : 0)), g.vertices() * graph::kVertexArrayBytes};
+}
+
+Report::Report(Runtime& rt, Progress& progress) : rt_(rt), progress_(progress), start_peak_(peak_rss_bytes()) {}
+
+void Report::add(const std::string& name, double seconds) {
+  for (auto& [step, total] : steps_)
+    if (step == name) return void(total += seconds);
+  steps_.emplace_back(name, seconds);
+}
+
+void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
+  std::vector<double> seconds;
+  for (auto& step : steps_) seconds.push_back(step.second);
+  seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  all_reduce(rt_.comm(), seconds.data(), seconds.size(), MPI_MAX);
+  auto step_seconds = nlohmann::json::object();
+  std::string line = "time:";
+  char text[320];
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    step_seconds[steps_[k].first] = seconds[k];
+    std::snprintf(text, sizeof(text), " %s %.3f s,", steps_[k].first.c_str(), seconds[k]);
+    line += text;
+  }
+  step_seconds["total"] = seconds.back();
+  std::snprintf(text, sizeof(text), " total %.3f s (slowest rank)", seconds.back());
+  progress_.step(line + text);
+
+  const std::uint64_t peak = peak_rss_bytes();
+  const std::uint64_t peak_sum = all_reduce<std::uint64_t>(rt_.comm(), peak, MPI_SUM);
+  const std::uint64_t peak_max = all_reduce<std::uint64_t>(rt_.comm(), peak, MPI_MAX);
+  const std::uint64_t start_sum = all_reduce<std::uint64_t>(rt_.comm(), start_peak_, MPI_SUM);
+  const std::uint64_t growth = peak_sum > start_sum ? peak_sum - start_sum : 0;
+  const double ratio = arrays.edges ? static_cast<double>(growth) / static_cast<double>(arrays.edges) : 0;
+  document["step_seconds"] = std::move(step_seconds);
+  document["memory"] = {{"peak_rss_bytes_sum", peak_sum},
+                        {"peak_rss_bytes_max_rank", peak_max},
+                        {"start_rss_bytes_sum", start_sum},
+                        {"peak_growth_bytes", growth},
+                        {"edge_array_bytes", arrays.edges},
+                        {"vertex_array_bytes", arrays.vertices},
+                        {"peak_to_edge_arrays", ratio},
+                        {"ranks", rt_.size()}};
+  const int ranks = rt_.size();
+  std::snprintf(text, sizeof(text),
+                "peak memory: %.1f MiB resident summed over %d rank%s (largest rank %.1f MiB), %.1f MiB above the "
+                "%.1f MiB at start = %.2fx the edge arrays (%.1f MiB; vertex arrays %.1f MiB)",
+                static_cast<double>(peak_sum) / 1048576.0, ranks, ranks == 1 ? "" : "s",
+                static_cast<double>(peak_max) / 1048576.0, static_cast<double>(growth) / 1048576.0,
+                static_cast<double>(start_sum) / 1048576.0, ratio, static_cast<double>(arrays.edges) / 1048576.0,
+                static_cast<double>(arrays.vertices) / 1048576.0);
+  progress_.step(text);
+}
+
+}  // namespace tessera::pipeline

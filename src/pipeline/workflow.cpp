@@ -1,0 +1,364 @@
+// The graph workflows (include/tessera/pipeline/workflow.hpp).
+#include "tessera/pipeline/workflow.hpp"
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+
+#include "tessera/graph/components.hpp"
+#include "tessera/graph/strong_components.hpp"
+#include "tessera/linalg/hitting_summary.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/memory.hpp"
+#include "tessera/pipeline/report.hpp"
+
+namespace tessera::pipeline {
+
+using nlohmann::json;
+
+int Result::exit_code() const {
+  return hitting && hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
+}
+
+void check_options(const Options& o, bool analysis) {
+  if (o.input.path.empty()) spec_of(o.input);
+  if (analysis) make_backend(resolved(o.analysis))->check();
+}
+
+namespace {
+
+std::string algorithm_name(const std::string& algorithm) {
+  if (algorithm == "scc") return "trimming and colouring";
+  if (algorithm == "afforest") return "Afforest (local union-find, sampling, hooking across ranks)";
+  return algorithm == "lp" ? "label propagation" : "FastSV";
+}
+
+graph::Components components_of(const graph::EdgeList& g, const std::string& algorithm, Progress& p) {
+  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " + algorithm_name(algorithm));
+  graph::ComponentsOptions o;
+  o.on_round = [&p](int round, std::uint64_t changed, double) {
+    p.tick(changed == 0, "round %d: %" PRIu64 " labels changed", round, changed);
+  };
+  if (algorithm == "scc") {
+    o.on_round = [&p](int pass, std::uint64_t found, double) {
+      p.tick(false, "round %d: %" PRIu64 " vertices placed by colouring", pass, found);
+    };
+    return graph::strong_components(g, o);
+  }
+  if (algorithm == "afforest")
+    o.on_round = [&p](int round, std::uint64_t pairs, double) {
+      p.tick(pairs == 0, "round %d: %" PRIu64 " cut-edge pairs still join two trees", round, pairs);
+    };
+  return graph::components_by(algorithm, g, o);
+}
+
+// `largest_label` is a file id.
+json components_json(const graph::Components& c, const graph::ComponentSummary& s, const std::string& algorithm,
+                     std::uint64_t largest_label) {
+  return {{"algorithm", algorithm},
+          {"rounds", c.rounds},
+          {"local_rounds", c.local_rounds},
+          {"seconds", c.seconds},
+          {"extra_bytes", c.extra_bytes},
+          {"components", s.count},
+          {"largest_size", s.largest_size},
+          {"largest_label", largest_label},
+          {"isolated_vertices", s.isolated}};
+}
+
+void check_algorithm(const std::string& algorithm, bool all) {
+  if (algorithm == "afforest" || algorithm == "lp" || algorithm == "fastsv") return;
+  if (all && (algorithm == "all" || algorithm == "both")) return;
+  throw ConfigError("the components algorithm must be afforest, lp or fastsv" + std::string(all ? " (or all)" : "") +
+                    ", not '" + algorithm + "'");
+}
+
+// Checks an output before any work (graph::check_output_path). An output
+// on standard output while the caller prints the document there is refused.
+OutputPath check_output(Runtime& rt, const Options& a, const std::string& path, graph::OutputKind kind,
+                        const char* option) {
+  auto out = graph::check_output_path(rt, path, kind);
+  if (out.standard_output() && a.document_on_stdout)
+    throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
+                      "document; write the output to a file, or drop --json");
+  return out;
+}
+
+// Names of a pipeline's Shared arrays: one set per call in this process.
+std::string shared_base(Runtime& rt) {
+  static std::atomic<int> calls{0};
+  const int n = calls++;
+  return "tessera-pipeline-" + rt.job_id() + (n ? "-" + std::to_string(n) : "");
+}
+
+// From the undirected graph on: components, the largest component into
+// Shared storage, hitting times on it.
+Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json j,
+                   const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
+  Runtime& rt = g.runtime();
+  check_walk_weights(g, ids);
+  j["graph"] = graph_json(g);
+  AnonymousMemoryMeter heap(rt.comm());
+  auto c = report.timed("components", [&] { return components_of(g, a.algorithm, p); });
+  p.step("extracting the largest component into Shared storage");
+  auto lcc = report.timed("largest component", [&] {
+    return graph::largest_component(g, c.labels, StorageOptions::shared(name + "-lcc"));
+  });
+  j["components"] = components_json(c, lcc.summary, a.algorithm, ids.file_id(lcc.summary.largest_label));
+  j["lcc"] = graph_json(lcc.graph);
+  p.step("largest component: " + std::to_string(lcc.graph.vertices()) + " of " +
+         count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(lcc.graph.edges(), "edge") + ", in " +
+         lcc.graph.src().metadata_path());
+  auto lcc_ids = ids.compose(lcc.original_ids);
+  std::vector<std::uint64_t> targets = a.targets.empty()
+                                           ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
+                                           : find_targets(lcc_ids, a.targets, "the largest component");
+  auto h = report.timed("hitting times",
+                        [&] { return hitting_step(lcc.graph, lcc_ids, targets, true, a.analysis, p); });
+  const std::uint64_t growth = heap.growth_bytes();
+  const std::uint64_t edge_bytes = array_bytes(lcc.graph).edges;
+  auto mib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
+    return std::string(buf);
+  };
+  p.step("edge arrays of the largest component: " + mib(static_cast<double>(edge_bytes)) +
+         ", shared, never copied; the matrix added " + mib(h.json["matrix_extra_bytes"].get<double>()) +
+         "; anonymous (heap) memory grew " + mib(static_cast<double>(growth)) +
+         " over all ranks (vertex arrays, aggregation buffers)");
+  j["hitting"] = std::move(h.json);
+  j["edge_array_bytes"] = edge_bytes;
+  j["anonymous_memory_growth_bytes"] = growth;
+  if (!a.output.empty())
+    report.timed("write", [&] {
+      graph::PendingOutputs outputs(rt);
+      write_times(lcc_ids, h.result, a.output, p, outputs);
+      outputs.commit();
+    });
+  report.finish(j, arrays);
+  return {std::move(j), std::move(h.result), lcc_ids.local_file_ids()};
+}
+
+std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
+
+// Hitting times on an undirected graph, written, reported.
+Result hitting_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                  bool connected, const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
+  auto h = report.timed("hitting times", [&] { return hitting_step(g, ids, targets, connected, a.analysis, p); });
+  if (!a.output.empty())
+    report.timed("write", [&] {
+      graph::PendingOutputs outputs(g.runtime());
+      write_times(ids, h.result, a.output, p, outputs);
+      outputs.commit();
+    });
+  json j = {{"command", "hitting"}, {"stats", graph_json(g)}, {"hitting", std::move(h.json)}};
+  report.finish(j, arrays);
+  return {std::move(j), std::move(h.result), ids.local_file_ids()};
+}
+
+// lcc: the component and its ids, committed together.
+void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, const graph::LargestComponent& lcc,
+               Progress& p) {
+  graph::PendingOutputs outputs(rt);
+  p.step("writing " + shown(a.output));
+  graph::WriteOptions w;
+  w.pending = &outputs;
+  w.group_access = a.group_access;
+  graph::write_graph(lcc.graph, a.output, w);
+  if (!a.ids_output.empty()) {
+    // "lcc_id file_id": the id in OUT (1-based in a .mtx) -> the id in GRAPH.
+    auto lcc_ids = loaded.ids.compose(lcc.original_ids);
+    const std::uint64_t out_base = graph::format_of(a.output) == graph::FileFormat::matrix_market ? 1 : 0;
+    auto out_ids = graph::IdMap::identity(rt, lcc.graph.vertex_ranges(), out_base);
+    auto file_ids = lcc_ids.local_file_ids();
+    p.step("writing " + shown(a.ids_output));
+    graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.ids_output,
+                               {"lcc_id", "file_id", "nan", &outputs});
+  }
+  outputs.commit();
+}
+
+}  // namespace
+
+Result run_write(Runtime& rt, const Options& a, Progress& p) {
+  if (a.output.empty())
+    throw ConfigError("name the output graph (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
+  check_options(a, false);
+  Report report(rt, p);
+  check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
+  auto g = report.timed(load_step(a.input), [&] { return load(rt, a.input, p).graph; });
+  describe(p, g);
+  report.timed("write", [&] {
+    p.step("writing " + shown(a.output));
+    graph::WriteOptions w;
+    w.group_access = a.group_access;
+    graph::write_graph(g, a.output, w);
+  });
+  json j = {{"command", a.input.path.empty() ? "gen" : "convert"},
+            {"input", input_name(a.input)},
+            {"output", a.output},
+            {"stats", graph_json(g)}};
+  report.finish(j, array_bytes(g));
+  return {std::move(j), std::nullopt, {}};
+}
+
+Result run_components(Runtime& rt, const Options& a, Progress& p) {
+  check_options(a, false);
+  if (!a.strong) check_algorithm(a.algorithm, true);
+  Report report(rt, p);
+  auto timed = [&](const std::string& step, auto&& run) { return report.timed(step, run); };
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
+  auto loaded = timed(load_step(a.input), [&] { return load(rt, a.input, p); });
+  describe(p, loaded.graph);
+  graph::PendingOutputs outputs(rt);
+  json j = {{"command", "cc"}, {"stats", graph_json(loaded.graph)}, {"results", json::array()}};
+  const bool all = a.algorithm == "all" || a.algorithm == "both";
+  std::vector<std::string> algorithms = a.strong ? std::vector<std::string>{"scc"}
+                                        : all    ? std::vector<std::string>{"afforest", "lp", "fastsv"}
+                                                 : std::vector<std::string>{a.algorithm};
+  // Afforest reads a directed graph's arcs both ways; label propagation and
+  // FastSV need an undirected copy, made once for all of them (on the same
+  // vertex ranges, so the labels fit the graph's ids).
+  std::optional<graph::EdgeList> undirected;
+  for (const auto& alg : algorithms)
+    if (!a.strong && alg != "afforest" && loaded.graph.directed() && !undirected) {
+      p.step("symmetrizing once (label propagation and FastSV need both directions of every arc)");
+      timed("symmetrize", [&] { undirected.emplace(loaded.graph.symmetrized({}, true)); });
+    }
+  for (const auto& alg : algorithms) {
+    auto c = timed("components",
+                   [&] { return components_of(undirected && alg != "afforest" ? *undirected : loaded.graph, alg, p); });
+    auto s = timed("summary", [&] { return graph::summarize(loaded.graph, c.labels); });
+    std::uint64_t largest = loaded.ids.file_id(s.largest_label);
+    p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
+           std::to_string(c.seconds) + " s); the largest has " + count_of(s.largest_size, "vertex", "vertices") +
+           ", smallest vertex " + std::to_string(largest));
+    j["results"].push_back(components_json(c, s, alg, largest));
+    if (!a.output.empty() && &alg == &algorithms.front()) {  // both algorithms give the same labels
+      timed("write", [&] {
+        auto labels = c.labels.local();
+        std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
+        loaded.ids.translate(file_labels);
+        p.step("writing " + shown(a.output));
+        graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
+                                   {"vertex", "component", "nan", &outputs});
+      });
+    }
+  }
+  if (a.output.empty()) outputs.commit();
+  else timed("write", [&] { outputs.commit(); });
+  if (!a.output.empty()) j["output"] = a.output;
+
+  report.finish(j, array_bytes(loaded.graph));
+  return {std::move(j), std::nullopt, {}};
+}
+
+Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
+  if (a.output.empty()) throw ConfigError("name the output graph of the largest component");
+  check_options(a, false);
+  check_algorithm(a.algorithm, false);
+  Report report(rt, p);
+  auto out = check_output(rt, a, a.output, graph::OutputKind::graph, "-o");
+  if (!a.ids_output.empty() &&
+      check_output(rt, a, a.ids_output, graph::OutputKind::text_lines, "--ids").standard_output() &&
+      out.standard_output())
+    throw ConfigError("-o " + a.output + " and --ids " + a.ids_output +
+                      " both write to standard output; send one of them to a file");
+  auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
+  describe(p, loaded.graph);
+  graph::check_graph_format(a.output, loaded.graph.weighted());
+  auto c = report.timed("components", [&] { return components_of(loaded.graph, a.algorithm, p); });
+  p.step("extracting the largest component");
+  auto lcc = report.timed("largest component", [&] { return graph::largest_component(loaded.graph, c.labels); });
+  describe(p, lcc.graph);
+  report.timed("write", [&] { write_lcc(rt, a, loaded, lcc, p); });
+  json j = {{"command", "lcc"},
+            {"output", a.output},
+            {"input", graph_json(loaded.graph)},
+            {"components", components_json(c, lcc.summary, a.algorithm, loaded.ids.file_id(lcc.summary.largest_label))},
+            {"lcc", graph_json(lcc.graph)}};
+  report.finish(j, array_bytes(loaded.graph));
+  return {std::move(j), std::nullopt, {}};
+}
+
+
+Result run_hitting(Runtime& rt, const Options& a, Progress& p) {
+  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
+  check_options(a, true);
+  Report report(rt, p);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
+  auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
+  describe(p, loaded.graph);
+  const ArrayBytes arrays = array_bytes(loaded.graph);
+  auto targets = find_targets(loaded.ids, a.targets, where(a.input));
+  if (loaded.graph.directed())
+    report.timed("symmetrize", [&] { make_undirected(loaded, p, "a random walk needs an undirected graph"); });
+  check_walk_weights(loaded.graph, loaded.ids);
+  return hitting_on(loaded.graph, loaded.ids, targets, false, a, p, report, arrays);
+}
+
+Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, bool connected, const Options& a,
+                   Progress& p) {
+  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
+  check_options(a, true);
+  Runtime& rt = given.runtime();
+  Report report(rt, p);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
+  auto targets = find_targets(given_ids, a.targets, "the graph");
+  // A random walk needs an undirected graph: a directed one is symmetrized
+  // (a copy), its id map following the new vertex ranges.
+  std::optional<graph::LoadedGraph> undirected;
+  if (given.directed())
+    report.timed("symmetrize", [&] {
+      p.step("symmetrizing (a random walk needs an undirected graph)");
+      auto s = given.symmetrized();
+      auto ids = given_ids.redistributed(s.vertex_ranges());
+      undirected.emplace(graph::LoadedGraph{std::move(s), std::move(ids)});
+    });
+  const graph::EdgeList& g = undirected ? undirected->graph : given;
+  const graph::IdMap& ids = undirected ? undirected->ids : given_ids;
+  check_walk_weights(g, ids);
+  return hitting_on(g, ids, targets, connected, a, p, report, array_bytes(given));
+}
+
+Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
+  check_options(a, true);
+  check_algorithm(a.algorithm, false);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
+  Report report(rt, p);
+  const std::string name = shared_base(rt);
+  json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", input_name(a.input)}};
+  auto loaded =
+      report.timed(load_step(a.input), [&] { return load(rt, a.input, p, StorageOptions::shared(name)); });
+  describe(p, loaded.graph);
+  const ArrayBytes arrays = array_bytes(loaded.graph);
+  p.step("loaded into Shared storage: " + loaded.graph.src().metadata_path());
+  find_targets(loaded.ids, a.targets, where(a.input));
+  if (loaded.graph.directed())
+    report.timed("symmetrize", [&] {
+      make_undirected(loaded, p, "weak components, undirected walk; into Shared storage",
+                      StorageOptions::shared(name + "-sym"));
+    });
+  return pipeline_on(loaded.graph, loaded.ids, name, std::move(j), a, p, report, arrays);
+}
+
+Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids, const Options& a, Progress& p) {
+  check_options(a, true);
+  check_algorithm(a.algorithm, false);
+  Runtime& rt = given.runtime();
+  Report report(rt, p);
+  if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
+  const std::string name = shared_base(rt);
+  json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", "a graph in memory"}};
+  find_targets(given_ids, a.targets, "the graph");
+  if (!given.directed()) return pipeline_on(given, given_ids, name, std::move(j), a, p, report, array_bytes(given));
+  auto g = report.timed("symmetrize", [&] {
+    p.step("symmetrizing (weak components, undirected walk; into Shared storage)");
+    return given.symmetrized(StorageOptions::shared(name + "-sym"));
+  });
+  auto ids = given_ids.redistributed(g.vertex_ranges());
+  return pipeline_on(g, ids, name, std::move(j), a, p, report, array_bytes(given));
+}
+
+}  // namespace tessera::pipeline

@@ -1,0 +1,199 @@
+"""tessera.pipeline() and hitting_times() run the library's workflows, as
+`tessera pipeline` and `tessera hitting` do: at 1 and 2 ranks, for the same
+input and options the document equals the command's --json (modulo times,
+memory and the handshake's paths), in process, in a tessera-analyze process
+and in a bwrap container (skipped, with the reason, when bwrap cannot run
+here); the hitting times on the largest component match scipy's sparse
+direct solve; every None option is the library's default, the solver's
+included (Belos when built with Trilinos, else Tessera's CG)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessera
+from conftest import everyone
+
+scipy_sparse = pytest.importorskip("scipy.sparse")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from scipy_reference import reference_hitting  # noqa: E402
+
+pytestmark = pytest.mark.scipy
+
+BUILD = os.environ.get("TESSERA_BINARY_DIR",
+                       os.path.join(os.path.dirname(os.path.abspath(tessera.__file__)), "..", ".."))
+CLI = os.path.join(BUILD, "tessera")
+SCALE = 8  # a Kronecker graph of 256 vertices: small enough for oversubscribed ranks, with a few components
+# What differs between two runs of the same work: times, memory, the handshake's paths and latencies.
+VARYING = {"step_seconds", "memory", "anonymous_memory_growth_bytes", "seconds", "solve_seconds", "setup_seconds",
+           "seconds_per_iteration"}
+
+
+def comparable(document):
+    """The document without what varies from run to run; the handshake by its keys."""
+    if isinstance(document, dict):
+        out = {}
+        for k, v in document.items():
+            if k in VARYING:
+                continue
+            out[k] = sorted(v) if k == "handshake" and isinstance(v, dict) else comparable(v)
+        return out
+    if isinstance(document, list):
+        return [comparable(v) for v in document]
+    return document
+
+
+def cli_environment():
+    """This process's environment without its MPI job: a command started from
+    a rank must start a job of its own (as the library does for tessera-analyze)."""
+    prefixes = ("OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "HYDRA_", "MPIR_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_mpi_yield_when_idle="1")
+    return env
+
+
+def cli_json(rt, *args):
+    """Rank 0 runs `tessera ARGS -n RANKS --json -q` (the others wait); the
+    parsed document on rank 0, None elsewhere."""
+    document = None
+    failure = ""
+    if rt.rank == 0:
+        p = subprocess.run([CLI, *args, "-n", str(rt.size), "--json", "-q"], capture_output=True, text=True,
+                           timeout=300, env=cli_environment())
+        if p.returncode == 0:
+            document = json.loads(p.stdout)
+        else:
+            failure = f"tessera {' '.join(args)} exited {p.returncode}: {p.stderr[-600:]}"
+    rt.barrier()
+    assert not failure, failure
+    return document
+
+
+def bwrap_unusable():
+    """Why the container analysis cannot run here, or "" when it can."""
+    if not shutil.which("bwrap"):
+        return "bwrap is not installed (apt-get install bubblewrap)"
+    probe = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
+                            "--dev", "/dev", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    return ""
+
+
+def skip_unless_container_works(rt, analysis):
+    if analysis != "container":
+        return
+    reason = bwrap_unusable()
+    usable = rt.allreduce(0 if reason else 1, "min")  # every rank skips or none does
+    if not usable:
+        pytest.skip(reason or "bwrap cannot run on another rank")
+
+
+@pytest.fixture(scope="module")
+def reference(rt):
+    """The generated graph as scipy sees it, built from Tessera's own arrays of
+    the same generator call (the graph does not depend on the rank count)."""
+    g = tessera.kron(scale=SCALE)
+    src, dst = everyone(rt, g.src), everyone(rt, g.dst)
+    return scipy_sparse.csr_matrix((np.ones(src.size), (src, dst)), shape=(g.vertices, g.vertices))
+
+
+def check_times_match_scipy(rt, result, adjacency):
+    targets = result["hitting"]["target_file_ids"]
+    want = reference_hitting(adjacency, np.array(targets))[result.file_ids.astype(np.int64)]
+    got = result.times.local
+    assert got.size == result.file_ids.size
+    assert np.allclose(got, want, rtol=1e-8, atol=1e-8), f"max difference {np.nanmax(np.abs(got - want))}"
+    assert rt.allreduce(int(got.size)) == result["lcc"]["vertices"]
+
+
+def test_defaults_are_the_librarys(rt):
+    d = tessera.pipeline_defaults()
+    solver = "belos" if tessera.trilinos_available() else "tessera"
+    assert d["solver"] == tessera.default_solver() == solver
+    assert d["analysis"] == "inprocess" and d["algorithm"] == "afforest" and d["scale"] == 16
+    assert d["tolerance"] == 1e-10 and d["max_iterations"] == 20000 and d["preconditioner"] == "diagonal"
+    help_text = ""
+    if rt.rank == 0:
+        help_text = subprocess.run([CLI, "pipeline", "--help"], capture_output=True, text=True,
+                                   env=cli_environment()).stdout
+        assert f"here {solver}" in help_text, "the command names the same default solver"
+
+
+@pytest.mark.parametrize("analysis", ["inprocess", "process", "container"])
+def test_pipeline_equals_the_command_and_scipy(rt, reference, analysis):
+    skip_unless_container_works(rt, analysis)
+    result = tessera.pipeline(scale=SCALE, analysis=analysis, tolerance=1e-12)
+    assert isinstance(result, dict) and result.exit_code == 0
+    assert result["command"] == "pipeline" and result["ranks"] == rt.size
+    assert result["hitting"]["analysis"] == analysis and result["hitting"]["solver"] == tessera.default_solver()
+    assert result["hitting"]["status"] == "converged"
+    assert (result["hitting"]["handshake"] is None) == (analysis == "inprocess")
+    assert not result.times.local.flags.owndata  # a view of the library's array, not a copy
+    check_times_match_scipy(rt, result, reference)
+    command = cli_json(rt, "pipeline", "--scale", str(SCALE), "--analysis", analysis, "--tolerance", "1e-12")
+    if rt.rank == 0:
+        assert comparable(dict(result)) == comparable(command)
+
+
+def test_both_solvers_and_a_given_graph_file(rt, reference):
+    for solver in ["tessera"] + (["belos"] if tessera.trilinos_available() else []):
+        result = tessera.pipeline(scale=SCALE, solver=solver, targets=[5], tolerance=1e-12)
+        assert result["hitting"]["solver"] == solver and result["hitting"]["target_file_ids"] == [5]
+        check_times_match_scipy(rt, result, reference)
+        command = cli_json(rt, "pipeline", "--scale", str(SCALE), "--solver", solver, "--target", "5",
+                           "--tolerance", "1e-12")
+        if rt.rank == 0:
+            assert comparable(dict(result)) == comparable(command)
+
+
+def test_a_graph_in_memory_and_a_file(rt, source_dir, tmp_path_factory):
+    """The pipeline from a Graph already read, from its file and from the
+    command give the same answer; output= writes the command's lines."""
+    path = os.path.join(source_dir, "examples", "grid.el")
+    from_file = tessera.pipeline(path, targets=[0])
+    in_memory = tessera.pipeline(tessera.read_graph(path), targets=[0])
+    assert in_memory["input"] == "a graph in memory"
+    for key in ("components", "lcc", "graph"):
+        assert comparable(in_memory[key]) == comparable(from_file[key])
+    assert np.array_equal(in_memory.times.local, from_file.times.local)
+    assert np.array_equal(in_memory.file_ids, from_file.file_ids)
+    assert from_file["hitting"]["mean"] == pytest.approx(68.913939, abs=1e-5)  # the README's walkthrough
+    command = cli_json(rt, "pipeline", path, "--target", "0")
+    if rt.rank == 0:
+        assert comparable(dict(from_file)) == comparable(command)
+    out = f"/tmp/tessera-pytest-{rt.job_id}-times.txt"
+    written = tessera.pipeline(path, targets=[0], output=out)
+    try:
+        if rt.rank == 0:
+            lines = [line.split() for line in open(out) if not line.startswith("#")]
+            assert len(lines) == written["lcc"]["vertices"]
+        rt.barrier()
+    finally:
+        if rt.rank == 0 and os.path.exists(out):
+            os.remove(out)
+
+
+def test_hitting_times_default_solver_and_document_equal_the_command(rt, source_dir):
+    path = os.path.join(source_dir, "examples", "grid.el")
+    h = tessera.hitting_times(tessera.read_graph(path), [0])
+    assert h.solver == tessera.default_solver() and h.converged
+    assert h.document["command"] == "hitting" and h.targets == [0]
+    command = cli_json(rt, "hitting", path, "--target", "0")
+    if rt.rank == 0:
+        assert comparable(h.document) == comparable(command)
+
+
+def test_bad_options_are_named(rt):
+    with pytest.raises(tessera.ConfigError, match="solver must be one of tessera, belos, not 'magic'"):
+        tessera.pipeline(scale=6, solver="magic")
+    with pytest.raises(tessera.ConfigError, match="analysis must be one of"):
+        tessera.pipeline(scale=6, analysis="cloud")
+    with pytest.raises(tessera.ConfigError, match="option scale=.* has the wrong type"):
+        tessera.pipeline(scale="large")
+    with pytest.raises(tessera.RangeError, match="target vertex 999 is outside the generated graph"):
+        tessera.pipeline(scale=6, targets=[999])
