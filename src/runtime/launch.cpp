@@ -1,11 +1,18 @@
 #include "tessera/runtime/launch.hpp"
 
 #include <hwloc.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/topology.hpp"
@@ -18,6 +25,13 @@ bool launched_by_mpi() {
     if (std::getenv(var)) return true;
   return false;
 }
+
+namespace {
+pid_t g_mpirun = 0;
+void forward_to_mpirun(int sig) {
+  if (g_mpirun > 0) ::kill(g_mpirun, sig);
+}
+}  // namespace
 
 void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
                            const std::vector<std::string>& mpirun_options) {
@@ -37,8 +51,55 @@ void relaunch_under_mpirun(int ranks, const std::string& program, const std::vec
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  execvp("mpirun", argv.data());
-  throw SystemError("cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh)", errno);
+
+  // The job's error line comes back through a file, not through mpirun's
+  // stderr forwarding: when several ranks fail alike, which rank's line gets
+  // printed (or whether mpirun forwards it before MPI_Abort tears the job
+  // down) would depend on timing. The first failing rank claims the report
+  // (abort_job); this process prints it once after mpirun has exited.
+  std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  std::string dir_template = tmp + "/tessera-launch-XXXXXX";
+  std::string report_dir;
+  if (::mkdtemp(dir_template.data()) != nullptr) report_dir = dir_template;
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child < 0) throw SystemError("cannot start mpirun", errno);
+  if (child == 0) {
+    // "PID:FILE": only mpirun's own children (the ranks) report there, not
+    // processes they start (tessera-analyze) nor ranks on other nodes.
+    if (!report_dir.empty())
+      setenv(kErrorReportVariable, (std::to_string(::getpid()) + ":" + report_dir + "/error").c_str(), 1);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "tessera: error: cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh): %s\n",
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  // Ctrl-C reaches mpirun from the terminal directly (same process group);
+  // a signal sent to this process alone is passed on.
+  g_mpirun = child;
+  struct sigaction ignore {}, forward {};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = forward_to_mpirun;
+  sigemptyset(&ignore.sa_mask);
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &ignore, nullptr);
+  sigaction(SIGQUIT, &ignore, nullptr);
+  sigaction(SIGTERM, &forward, nullptr);
+  sigaction(SIGHUP, &forward, nullptr);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!report_dir.empty()) {
+    std::ifstream in(report_dir + "/error");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!text.empty()) {
+      std::fputs(text.c_str(), stderr);
+      std::fflush(stderr);
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(report_dir, ignored);
+  }
+  std::exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
 }
 
 // ---- co-locales -------------------------------------------------------------

@@ -82,42 +82,46 @@ with tempfile.TemporaryDirectory() as tmp:
     targets = [big[0], big[77]]
     h = reference_hitting(a, [index[t] for t in targets])
     want = {ids[i]: h[i] for i in range(len(ids))}
-    for k in RANKS:
+    def hitting_relabel_at(k):
         out = os.path.join(tmp, f"h{k}.txt")
         p = tessera("hitting", directed, "--relabel", "--target", ",".join(map(str, targets)), "--tolerance", "1e-13",
                     "-o", out, "--json", ranks=k)
         if p.returncode != 0:
-            continue
+            return
         ok, how = same_times(read_vertex_values(out), want)
         check(ok, f"hitting --relabel on a directed sparse-id graph at {k} ranks vs spsolve ({how})")
         r = json.loads(p.stdout)["hitting"]
         far = max((v for v in want if not np.isnan(want[v])), key=lambda v: (want[v], -v))
         check(r["farthest_vertex"] == far and r.get("target_file_ids") == targets and r["unreachable"] == 3,
               f"hitting JSON at {k} ranks names file ids (farthest {r['farthest_vertex']} vs {far})")
+    harness.each(RANKS, hitting_relabel_at)
 
     # The same file with every id + 1, read with --base 1: the same answers, ids + 1.
     shifted = write(os.path.join(tmp, "shifted.el"), "".join(f"{u + 1} {v + 1}\n" for u, v in edges))
-    for k in [1, 3]:
+    def hitting_base1_at(k):
         out = os.path.join(tmp, f"s{k}.txt")
         p = tessera("hitting", shifted, "--base", "1", "--relabel", "--target", ",".join(str(t + 1) for t in targets),
                     "--tolerance", "1e-13", "-o", out, ranks=k)
         if p.returncode == 0:
             ok, how = same_times(read_vertex_values(out), {v + 1: t for v, t in want.items()})
             check(ok, f"hitting --base 1 --relabel at {k} ranks: file ids + 1 ({how})")
+    harness.each([1, 3], hitting_base1_at)
 
     # Issue 8 item 3 as reported.
     r_el = write(os.path.join(tmp, "r.el"), "10 20\n20 30\n")
-    for k in RANKS:
+    def hitting_r_el_at(k):
         out = os.path.join(tmp, f"r{k}.txt")
         p = tessera("hitting", r_el, "--base", "1", "--relabel", "--target", "10", "-o", out, ranks=k)
         check(p.returncode == 0 and read_vertex_values(out) == {10: 0.0, 20: 3.0, 30: 4.0},
               f"hitting r.el --base 1 --relabel --target 10 at {k} ranks")
+    harness.each(RANKS, hitting_r_el_at)
     mtx = write(os.path.join(tmp, "p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n")
-    for k in RANKS:
+    def hitting_mtx_at(k):
         out = os.path.join(tmp, f"m{k}.txt")
         p = tessera("hitting", mtx, "--target", "1", "-o", out, ranks=k)
         check(p.returncode == 0 and read_vertex_values(out) == {1: 0.0, 2: 3.0, 3: 4.0},
               f"hitting --target 1 on a 3-vertex .mtx path targets file vertex 1 at {k} ranks")
+    harness.each(RANKS, hitting_mtx_at)
     p = tessera("hitting", mtx, "--target", "0", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "target vertex 0 is outside" in p.stderr and "1..3" in p.stderr,
           "hitting --target 0 on a .mtx names the file's id range")
@@ -134,11 +138,11 @@ with tempfile.TemporaryDirectory() as tmp:
     for v, l in enumerate(labels):
         smallest.setdefault(l, v + 1)
     want_labels = {v + 1: smallest[l] for v, l in enumerate(labels)}
-    for k in RANKS:
+    def cc_lcc_mtx_at(k):
         out = os.path.join(tmp, f"labels{k}.txt")
         p = tessera("cc", mm, "--algorithm", "both", "-o", out, "--json", ranks=k)
         if p.returncode != 0:
-            continue
+            return
         got = read_vertex_values(out, int)
         check(got == want_labels, f"cc -o on a .mtx at {k} ranks: 'vertex component' lines in file ids")
         res = json.loads(p.stdout)["results"]
@@ -150,6 +154,7 @@ with tempfile.TemporaryDirectory() as tmp:
             check(read_vertex_values(ids_out, int) == {1: 5, 2: 6, 3: 7, 4: 8},
                   f"lcc --ids at {k} ranks: ids in OUT (1-based .mtx) -> file ids")
             check(json.loads(p.stdout)["components"]["largest_label"] == 5, f"lcc largest_label in file ids at {k} ranks")
+    harness.each(RANKS, cc_lcc_mtx_at)
 
     # The pipeline on the directed sparse-id graph: the LCC is the big part.
     lcc_ids = [v for v in ids if v < 5_000_000_000]
@@ -159,7 +164,7 @@ with tempfile.TemporaryDirectory() as tmp:
     want_lcc = {lcc_ids[i]: hl[i] for i in range(len(lcc_ids))}
     deg = np.asarray(sub.sum(axis=1)).ravel()
     default_target = lcc_ids[int(np.argmax(deg))]
-    for k in RANKS:
+    def pipeline_at(k):
         out = os.path.join(tmp, f"p{k}.txt")
         p = tessera("pipeline", directed, "--relabel", "--target", str(big[77]), "--tolerance", "1e-13", "-o", out,
                     "--json", ranks=k)
@@ -172,6 +177,7 @@ with tempfile.TemporaryDirectory() as tmp:
             check(j["hitting"].get("target_file_ids") == [default_target] and j["components"]["algorithm"] == "lp",
                   f"pipeline default target is the highest-degree vertex {default_target} in file ids at {k} ranks "
                   f"(got {j['hitting'].get('target_file_ids')})")
+    harness.each(RANKS, pipeline_at)
     p = tessera("pipeline", directed, "--relabel", "--target", "5000000003", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "5000000003" in p.stderr and "largest component" in p.stderr,
           "pipeline names a target outside the largest component")
@@ -187,12 +193,13 @@ with tempfile.TemporaryDirectory() as tmp:
         smallest[c] = min(smallest.get(c, ids[i]), ids[i])
     want_strong = {ids[i]: smallest[comp[i]] for i in range(n)}
     check(1 < count < n - 3, f"the directed test graph has nontrivial strong components ({count} of {n} vertices)")
-    for k in RANKS:
+    def strong_at(k):
         out = os.path.join(tmp, f"scc{k}.txt")
         p = tessera("cc", directed, "--relabel", "--strong", "-o", out, "--json", ranks=k)
         if p.returncode == 0:
             check(read_vertex_values(out, int) == want_strong, f"cc --strong -o at {k} ranks: scipy's strong components")
             r = json.loads(p.stdout)["results"][0]
             check(r["components"] == count and r["algorithm"] == "scc", f"cc --strong --json at {k} ranks: {count} components")
+    harness.each(RANKS, strong_at)
 
 harness.finish()

@@ -56,7 +56,8 @@ with tempfile.TemporaryDirectory() as tmp:
         "one-way.el": write("one-way.el", "0 1\n1 0\n1 2\n"),
         "weights.wel": write("weights.wel", "0 1 2.5\n1 0 3\n"),
     }
-    for name, path in good.items():
+    def good_file(item):
+        name, path = item
         arcs = sum(1 for line in open(path) if line.split() and not line.startswith("#"))
         distinct = len({tuple(line.split()[:2]) for line in open(path) if line.split() and not line.startswith("#")})
         vertices, count = components(path)
@@ -74,17 +75,19 @@ with tempfile.TemporaryDirectory() as tmp:
         lcc = os.path.join(tmp, f"lcc-{name}")
         p = h.tessera("lcc", path, "--symmetric", "-o", lcc, ranks=2)
         h.check(p.returncode == 0 and os.path.exists(lcc), f"lcc --symmetric {name} at 2 ranks writes {lcc}")
+    h.each(good.items(), good_file)
     p = h.tessera("pipeline", kron, "--symmetric", "--json", ranks=2)
     h.check(p.returncode == 0 and json.loads(p.stdout or "{}").get("graph", {}).get("directed") is False,
             "pipeline --symmetric kron.el at 2 ranks: the graph is undirected")
     for name, path in bad.items():
-        for ranks in (1, 2, 3):
+        def refused_at(ranks):
             for command in ("cc", "lcc", "pipeline"):
-                extra = ["-o", os.path.join(tmp, "never.el")] if command == "lcc" else []
+                extra = ["-o", os.path.join(tmp, f"never{ranks}.el")] if command == "lcc" else []
                 p = h.tessera(command, path, "--symmetric", *extra, ranks=ranks, expect_ok=False)
                 h.check(p.returncode != 0 and path in p.stderr and "not symmetric" in p.stderr,
                         f"{command} --symmetric {name} at {ranks} ranks: refused naming the file "
                         f"({p.stderr.strip()[-160:]})")
+        h.each((1, 2, 3), refused_at)
     p = h.tessera("cc", kron, "--symmetric", "--undirected", expect_ok=False)
     h.check(p.returncode != 0 and "--symmetric" in p.stderr and "--undirected" in p.stderr,
             "cc --symmetric --undirected: refused, naming both")

@@ -30,45 +30,50 @@ GRAPHS = {
 
 with tempfile.TemporaryDirectory() as tmp:
     for name, (text, suffix, components, times) in GRAPHS.items():
-        path = os.path.join(tmp, name + suffix)
-        with open(path, "w") as f:
+        with open(os.path.join(tmp, name + suffix), "w") as f:
             f.write(text)
+
+    def run_case(case):  # one graph at one rank count; the cases run a few at a time
+        name, k = case
+        _, suffix, components, times = GRAPHS[name]
+        path = os.path.join(tmp, name + suffix)
         target = "1" if suffix == ".mtx" else "0"
         lcc_size = 3 if name == "mtx" else len(times)
-        for k in [1, 2, 3, 4]:
-            where = f"{name} at {k} ranks"
-            p = h.tessera("cc", path, "--json", ranks=k)
-            if p.returncode == 0:
-                h.check(json.loads(p.stdout)["results"][0]["components"] == components, f"cc {where}")
-            p = h.tessera("cc", path, "--strong", "--json", ranks=k)
-            if p.returncode == 0:  # the files' arcs go one way only: every vertex its own strong component
-                undirected = suffix == ".mtx"
-                want = components if undirected else len(times)
-                h.check(json.loads(p.stdout)["results"][0]["components"] == want, f"cc --strong {where}")
-            out = os.path.join(tmp, f"{name}{k}-lcc{suffix}")
-            p = h.tessera("lcc", path, "-o", out, "--json", ranks=k)
-            if p.returncode == 0:
-                h.check(json.loads(p.stdout)["lcc"]["vertices"] == lcc_size, f"lcc {where}")
-            out = os.path.join(tmp, f"{name}{k}-h.txt")
-            p = h.tessera("hitting", path, "--target", target, "-o", out, ranks=k)
-            if p.returncode == 0:
-                got = read_vertex_values(out)
-                same = got.keys() == times.keys() and all(
-                    (got[v] != got[v] and times[v] != times[v]) or abs(got[v] - times[v]) < 1e-8 for v in times)
-                h.check(same, f"hitting {where}: {got}")
-            out = os.path.join(tmp, f"{name}{k}-p.txt")
-            p = h.tessera("pipeline", path, "--target", target, "-o", out, ranks=k)
-            if p.returncode == 0:
-                got = read_vertex_values(out)
-                want = {v: t for v, t in times.items() if t == t}
-                h.check(got.keys() == want.keys() and all(abs(got[v] - want[v]) < 1e-8 for v in want),
-                        f"pipeline {where}: {got}")
-            tsg = os.path.join(tmp, f"{name}{k}.tsg")
-            if h.tessera("convert", path, "-o", tsg, ranks=k).returncode == 0:
-                for j in sorted({1, k, 4}):  # reload at the same and at other rank counts
-                    p = h.tessera("cc", tsg, "--json", ranks=j)
-                    if p.returncode == 0:
-                        h.check(json.loads(p.stdout)["results"][0]["components"] == components,
-                                f"cc on {name} written at {k}, read at {j} ranks")
+        where = f"{name} at {k} ranks"
+        p = h.tessera("cc", path, "--json", ranks=k)
+        if p.returncode == 0:
+            h.check(json.loads(p.stdout)["results"][0]["components"] == components, f"cc {where}")
+        p = h.tessera("cc", path, "--strong", "--json", ranks=k)
+        if p.returncode == 0:  # the files' arcs go one way only: every vertex its own strong component
+            undirected = suffix == ".mtx"
+            want = components if undirected else len(times)
+            h.check(json.loads(p.stdout)["results"][0]["components"] == want, f"cc --strong {where}")
+        out = os.path.join(tmp, f"{name}{k}-lcc{suffix}")
+        p = h.tessera("lcc", path, "-o", out, "--json", ranks=k)
+        if p.returncode == 0:
+            h.check(json.loads(p.stdout)["lcc"]["vertices"] == lcc_size, f"lcc {where}")
+        out = os.path.join(tmp, f"{name}{k}-h.txt")
+        p = h.tessera("hitting", path, "--target", target, "-o", out, ranks=k)
+        if p.returncode == 0:
+            got = read_vertex_values(out)
+            same = got.keys() == times.keys() and all(
+                (got[v] != got[v] and times[v] != times[v]) or abs(got[v] - times[v]) < 1e-8 for v in times)
+            h.check(same, f"hitting {where}: {got}")
+        out = os.path.join(tmp, f"{name}{k}-p.txt")
+        p = h.tessera("pipeline", path, "--target", target, "-o", out, ranks=k)
+        if p.returncode == 0:
+            got = read_vertex_values(out)
+            want = {v: t for v, t in times.items() if t == t}
+            h.check(got.keys() == want.keys() and all(abs(got[v] - want[v]) < 1e-8 for v in want),
+                    f"pipeline {where}: {got}")
+        tsg = os.path.join(tmp, f"{name}{k}.tsg")
+        if h.tessera("convert", path, "-o", tsg, ranks=k).returncode == 0:
+            for j in sorted({1, k, 4}):  # reload at the same and at other rank counts
+                p = h.tessera("cc", tsg, "--json", ranks=j)
+                if p.returncode == 0:
+                    h.check(json.loads(p.stdout)["results"][0]["components"] == components,
+                            f"cc on {name} written at {k}, read at {j} ranks")
+
+    h.each([(name, k) for name in GRAPHS for k in [1, 2, 3, 4]], run_case)
 
 h.finish()

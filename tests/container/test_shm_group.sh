@@ -31,8 +31,11 @@ cleanup() {
 }
 trap cleanup EXIT
 gid=$(getent group $group | cut -d: -f3)
-as_member() { HOME=/tmp setpriv --reuid=$user --regid=nogroup --groups="$gid" "$@"; }
-as_stranger() { HOME=/tmp setpriv --reuid=$user --regid=nogroup --clear-groups "$@"; }
+# The other user runs a copy of ns_probe: it may not be able to enter the checkout.
+"$src/tests/readable_copy.sh" "$work/bin" "$bin/tests/ns_probe"
+probe=$work/bin/ns_probe
+as_member() { HOME=/tmp LD_LIBRARY_PATH=$work/bin setpriv --reuid=$user --regid=nogroup --groups="$gid" "$@"; }
+as_stranger() { HOME=/tmp LD_LIBRARY_PATH=$work/bin setpriv --reuid=$user --regid=nogroup --clear-groups "$@"; }
 hold() {  # hold NAME [ENV...]: a 1-rank job holding a Shared array of 65536 ones
   local name=$1; shift
   env TESSERA_SHM_DIR="$shm" "$@" "$bin/tests/shm_holder" "$name" "$work/$name.ready" >"$work/$name.log" 2>&1 &
@@ -44,7 +47,7 @@ mode_group() { stat -c '%a %G' "$1"; }
 
 hold private && {
   [ "$(mode_group "$shm/private.r0.seg")" = "600 root" ] || fail "default segment is $(mode_group "$shm/private.r0.seg"), want 600 root"
-  as_member "$bin/tests/ns_probe" attach "$shm/private.json" >"$work/out" 2>&1 &&
+  as_member "$probe" attach "$shm/private.json" >"$work/out" 2>&1 &&
     fail "another uid attached to 0600 segments: $(cat "$work/out")"
   grep -q "Permission denied" "$work/out" || fail "no 'Permission denied' for another uid: $(cat "$work/out")"
 }
@@ -52,11 +55,12 @@ hold grouped TESSERA_SHM_GROUP=$group && {
   for f in grouped.json grouped.r0.seg; do
     [ "$(mode_group "$shm/$f")" = "660 $group" ] || fail "$f is $(mode_group "$shm/$f"), want 660 $group"
   done
-  as_member "$bin/tests/ns_probe" attach "$shm/grouped.json" >"$work/out" 2>&1 ||
+  as_member "$probe" attach "$shm/grouped.json" >"$work/out" 2>&1 ||
     fail "a member of $group cannot attach: $(cat "$work/out")"
   grep -q "attached 65536 elements, sum 65536.0" "$work/out" || fail "member read wrong values: $(cat "$work/out")"
-  as_stranger "$bin/tests/ns_probe" attach "$shm/grouped.json" >"$work/out" 2>&1 &&
+  as_stranger "$probe" attach "$shm/grouped.json" >"$work/out" 2>&1 &&
     fail "a non-member attached to group segments"
+  grep -q "Permission denied" "$work/out" || fail "no 'Permission denied' for a non-member: $(cat "$work/out")"
 }
 # An unknown group is a clear error, not files nobody can read.
 TESSERA_SHM_DIR=$shm TESSERA_SHM_GROUP=no-such-group-$$ timeout 60 "$bin/tessera" pipeline --scale 6 >/dev/null 2>"$work/err"

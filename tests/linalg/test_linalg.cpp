@@ -355,18 +355,26 @@ double serial_relative_residual(const EdgeList& g, const std::vector<double>& x)
   return std::sqrt(r2 / b2);
 }
 
+// The hitting-time system of a 30x30 grid grounded at vertex 0, x = 0.
+struct GridSystem {
+  GroundedGrid grid;
+  EdgeListMatrix a;
+  Laplacian lap;
+  Vector b, x;
+  explicit GridSystem(Runtime& rt)
+      : grid(grounded_grid(rt, 30)), a(grid.g), lap(a, grid.grounded), b(a.row_map()), x(a.row_map()) {
+    auto bs = b.local();
+    auto deg = lap.degrees().local();
+    for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
+    x.fill(0.0);
+  }
+};
+
 }  // namespace
 
 TEST(Convergence, ReportsTheAnswersTrueResidual) {
-  Runtime& rt = Runtime::current();
-  auto grid = grounded_grid(rt, 30);
-  EdgeListMatrix a(grid.g);
-  Laplacian lap(a, grid.grounded);
-  Vector b(a.row_map()), x(a.row_map());
-  auto bs = b.local();
-  auto deg = lap.degrees().local();
-  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
-  x.fill(0.0);
+  GridSystem sys(Runtime::current());
+  auto& [grid, a, lap, b, x] = sys;
   auto r = conjugate_gradient(lap, b, x);
   EXPECT_EQ(r.status, SolveStatus::converged);
   EXPECT_TRUE(r.converged && r.succeeded());
@@ -382,15 +390,8 @@ TEST(Convergence, ReportsTheAnswersTrueResidual) {
 }
 
 TEST(Convergence, UnreachableToleranceIsLimitedByRounding) {
-  Runtime& rt = Runtime::current();
-  auto grid = grounded_grid(rt, 30);
-  EdgeListMatrix a(grid.g);
-  Laplacian lap(a, grid.grounded);
-  Vector b(a.row_map()), x(a.row_map());
-  auto bs = b.local();
-  auto deg = lap.degrees().local();
-  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
-  x.fill(0.0);
+  GridSystem sys(Runtime::current());
+  auto& [grid, a, lap, b, x] = sys;
   CgOptions o;
   o.tolerance = 1e-30;  // below what double precision can deliver
   auto r = conjugate_gradient(lap, b, x, o);
@@ -423,15 +424,8 @@ TEST(Convergence, SolverThatDoesNotMoveFails) {
 }
 
 TEST(Convergence, IterationLimitSaysWhatToTry) {
-  Runtime& rt = Runtime::current();
-  auto grid = grounded_grid(rt, 30);
-  EdgeListMatrix a(grid.g);
-  Laplacian lap(a, grid.grounded);
-  Vector b(a.row_map()), x(a.row_map());
-  auto bs = b.local();
-  auto deg = lap.degrees().local();
-  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
-  x.fill(0.0);
+  GridSystem sys(Runtime::current());
+  auto& [grid, a, lap, b, x] = sys;
   CgOptions o;
   o.max_iterations = 7;
   auto r = conjugate_gradient(lap, b, x, o);

@@ -26,3 +26,11 @@ def everyone(rt, array_like):
     block = np.ascontiguousarray(array_like)
     d = tessera.from_local(rt, block)
     return d.gather(np.arange(d.size))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run where some test skipped itself (a missing module) and none failed
+    exits 77: ctest reports it skipped (SKIP_RETURN_CODE), not passed."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if exitstatus == 0 and reporter is not None and reporter.stats.get("skipped"):
+        session.exitstatus = 77

@@ -11,8 +11,13 @@ namespace tessera {
 // True when this process was started by an MPI launcher (Open MPI, MPICH, PMIx).
 bool launched_by_mpi();
 
-// Replaces this process with `mpirun -n ranks --oversubscribe [mpirun_options] <program> args…`
-// (root allowed, idle ranks yield). Throws tessera::Error if mpirun is missing.
+// Runs `mpirun -n ranks --oversubscribe [mpirun_options] <program> args…`
+// (root allowed, idle ranks yield), prints the job's error line (if any) once
+// it has ended, and exits with mpirun's exit code.
+// "PID:FILE", set by `tessera -n K` for mpirun (PID) and so for its ranks:
+// abort_job on the first failing rank writes the job's error line to FILE,
+// and the launcher prints it once after mpirun has exited.
+inline constexpr const char* kErrorReportVariable = "TESSERA_ERROR_REPORT";
 [[noreturn]] void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
                                         const std::vector<std::string>& mpirun_options = {});
 
