@@ -39,10 +39,10 @@ demo: setup $(BUILD)/CMakeCache.txt
 # does. With -j 2 every test of 2 or more ranks ran alone, though most of a
 # test's time is ranks starting, stopping and waiting on each other.
 test-release: build
-	@cd $(BUILD) && ctest --output-on-failure -j 4
+	@cd $(BUILD) && ctest --output-on-failure -j 2
 
 test-san: build-san
-	@cd $(BUILD_SAN) && ctest --output-on-failure -j 4 -L sanitize
+	@cd $(BUILD_SAN) && ctest --output-on-failure -j 2 -L sanitize
 
 test: test-release test-san
 
