@@ -134,7 +134,7 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   copy_string(h.array_name, slash == std::string::npos ? path : path.substr(slash + 1));
   copy_string(h.element_type, kElementType);
   // The creator's PID namespace and boot id, when this SegmentHeader has
-  // them (issue 9's storage change, merged separately): without them gc could
+  // them: without them gc could
   // not prove a dead caller dead. Written through a generic lambda so this
   // compiles with either header.
   const PeerRecord creator = self_record("tessera");
