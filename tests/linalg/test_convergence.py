@@ -69,14 +69,14 @@ with tempfile.TemporaryDirectory() as d:
     graphs = []
     mesh2 = os.path.join(d, "mesh300.el")
     h.tessera("gen", "grid", "--dims", "300x300", "-o", mesh2)
-    graphs.append(("2-D mesh 300x300", mesh2, False, (1, 2, 3, 4)))
+    graphs.append(("2-D mesh 300x300", mesh2, False, (1, 4)))
     mesh3 = os.path.join(d, "mesh40.el")
     h.tessera("gen", "grid", "--dims", "40x40x40", "-o", mesh3)
-    graphs.append(("3-D mesh 40^3", mesh3, False, (1, 4)))
+    graphs.append(("3-D mesh 40^3", mesh3, False, (3,)))
     kron_lcc = os.path.join(d, "kron.el")
     h.tessera("gen", "kron", "--scale", "12", "-o", os.path.join(d, "kron-all.el"))
     h.tessera("lcc", os.path.join(d, "kron-all.el"), "-o", kron_lcc)
-    graphs.append(("Kronecker 12 (largest component)", kron_lcc, False, (1, 3)))
+    graphs.append(("Kronecker 12 (largest component)", kron_lcc, False, (2,)))
     # Weighted, with self loops and a duplicate edge, on a connected ring of
     # 2000 vertices with chords: weights spanning four orders of magnitude.
     rng = np.random.default_rng(7)
@@ -89,7 +89,7 @@ with tempfile.TemporaryDirectory() as d:
         for v in range(0, m, 97):
             f.write(f"{v} {v} 2.5\n")
         f.write("5 6 1.5\n")
-    graphs.append(("weighted with self loops", weighted, True, (1, 2)))
+    graphs.append(("weighted with self loops", weighted, True, (1, 3)))
 
     for name, path, is_weighted, rank_counts in graphs:
         a, n = adjacency(path, is_weighted)
@@ -137,8 +137,11 @@ with tempfile.TemporaryDirectory() as d:
         modes.append("container")
     else:
         print("note: bwrap cannot make a sandbox here; the container mode is covered by container.analysis")
-    for mode in modes:
-        for solver in ("tessera", "belos"):
+    # Each mode runs the solver the same way; each solver once per mode would
+    # double the runs for no new path: inprocess takes both, the others one each.
+    runs = [("inprocess", "tessera"), ("inprocess", "belos"), ("process", "belos"), ("container", "tessera")]
+    for mode, solver in runs:
+        if mode in modes:
             out = os.path.join(d, f"pipe-{mode}-{solver}.txt")
             p = h.tessera("pipeline", mesh2, "--target", "0", "--solver", solver, "--analysis", mode, "-o", out, "--json",
                           ranks=2)
