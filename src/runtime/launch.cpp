@@ -70,6 +70,12 @@ class MpirunStderr {
       box_ += line;
       return;
     }
+    // "[host:pid] 1 more process has sent help message ..." and the hint
+    // after it only count the boxes dropped above.
+    if (line.find("more process has sent help message") != std::string::npos ||
+        line.find("more processes have sent help message") != std::string::npos ||
+        line.find("\"orte_base_help_aggregate\" to 0") != std::string::npos)
+      return;
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   }
