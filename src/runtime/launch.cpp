@@ -118,7 +118,11 @@ void relaunch_under_mpirun(int ranks, const std::string& program, const std::vec
   // mpirun's stderr goes through MpirunStderr instead, which drops Open MPI's
   // boxed banners (MPI_ABORT, "Primary job terminated normally...") so the
   // user sees Tessera's one error line (tests/cli/test_cli.sh).
-  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe"};
+  // The ranks still run quiet: their help messages (the MPI_ABORT banner)
+  // stay local instead of being forwarded to mpirun, which in Open MPI 4.1
+  // can fail mid-abort with "ORTE_ERROR_LOG: Data unpack had inadequate space".
+  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe",
+                                     "-x", "OMPI_MCA_orte_execute_quiet=1"};
   argv_s.insert(argv_s.end(), mpirun_options.begin(), mpirun_options.end());
   argv_s.push_back(program);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
