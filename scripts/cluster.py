@@ -137,13 +137,16 @@ def node_init(hostname, shm_size, ready_fd):
         except OSError:
             pass
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Orphans are reparented to PID 1 at any time, also after a moment with
+    # no children at all: wait for SIGCHLD, then reap everything that ended.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     while True:
         try:
-            os.wait()
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
         except ChildProcessError:
-            time.sleep(3600)
-        except InterruptedError:
             pass
+        signal.sigtimedwait({signal.SIGCHLD}, 5)
 
 
 # ---- the supervisor (outside the namespaces) -------------------------------
