@@ -1,0 +1,317 @@
+"""The cross-node suite: Tessera on an emulated cluster of 2 nodes
+(scripts/cluster.py: each node its own hostname, /proc and /dev/shm; TCP over
+lo between nodes, vader inside one), at 2 nodes x 2 ranks and 2 nodes x 1 rank,
+every answer compared with the one-node answer computed here.
+
+Covers: tessera info / map --topology machine showing the node layout; gen,
+convert (.mtx, .tsg), cc (also --colocales core), lcc, hitting, pipeline
+--analysis inprocess, bench stream/isx/argsort/jacobi3d rows verified; the
+Python SPMD quickstart; shm list / gc per node (a node sees only its own
+/dev/shm; gc in a directory shared by the nodes never removes another
+node's segments); a lost node (scripts/cluster.py kill mid-run): the job ends
+within 10 s naming the node, gc on the survivor leaves no segment. Ends with
+no namespace, process or segment of the cluster left.
+
+Not here (owned elsewhere): pipeline --analysis process|container, bench
+indexgather|histogram|ra (MPI one-sided over TCP).
+
+Usage: test_cluster.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped) where
+namespaces are not permitted."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
+TESSERA = os.path.join(BUILD, "tessera")
+CLUSTER = [sys.executable, os.path.join(SOURCE, "scripts", "cluster.py")]
+TIMEOUT = 120
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(argv, env=None, timeout=TIMEOUT, ok=True):
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    if ok and p.returncode != 0:
+        check(False, f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p
+
+
+class Cluster:
+    def __init__(self, work, nodes):
+        self.dir = os.path.join(work, "cluster")
+        p = subprocess.run(CLUSTER + ["up", "--dir", self.dir, "--nodes", str(nodes)], capture_output=True, text=True)
+        if p.returncode == 77:
+            print(f"SKIPPED: {p.stderr.strip()}")
+            sys.exit(77)
+        if p.returncode != 0:
+            sys.exit(f"cluster.py up failed: {p.stderr}")
+        with open(os.path.join(self.dir, "nodes.json")) as f:
+            self.info = json.load(f)
+        self.hosts = [n["hostname"] for n in self.info["nodes"]]
+
+    def exec(self, node, argv, by_node=False, **kw):
+        """argv inside `node`; by_node: mpirun places ranks round-robin over
+        the nodes (2 ranks: one per node) instead of filling node0 first."""
+        env = dict(os.environ)
+        if by_node:
+            env["OMPI_MCA_rmaps_base_mapping_policy"] = "node"
+        return run(CLUSTER + ["exec", "--dir", self.dir, node, "--"] + argv, env=env, **kw)
+
+    def down(self):
+        run(CLUSTER + ["down", "--dir", self.dir])
+
+
+# (name, ranks, by_node): 2 nodes x 2 ranks and 2 nodes x 1 rank.
+LAYOUTS = [("2x2", 4, False), ("2x1", 2, True)]
+
+
+def tessera_args(args, ranks):
+    return [TESSERA, *args, "-n", str(ranks), "--quiet"]
+
+
+def sorted_lines(path):
+    with open(path) as f:
+        return sorted(line.strip() for line in f if line.strip() and not line.startswith("%"))
+
+
+def numbers(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith(("#", "%")):
+                out[parts[0]] = parts[1]
+    return out
+
+
+def same_numbers(a, b, rel=1e-6):
+    if a.keys() != b.keys():
+        return False
+    for k, x in a.items():
+        y = b[k]
+        if x == y:
+            continue
+        try:
+            fx, fy = float(x), float(y)
+        except ValueError:
+            return False
+        if abs(fx - fy) > rel * max(1.0, abs(fx), abs(fy)):
+            return False
+    return True
+
+
+def commands_agree(cl, work):
+    """Every command that writes results: same output across nodes as on one node."""
+    ref = os.path.join(work, "one")
+    os.makedirs(ref)
+    g = os.path.join(work, "g.el")
+    run(tessera_args(["gen", "kron", "--scale", "11", "-o", g], 1))
+    # One node (this machine, no namespaces) first.
+    cases = {
+        "gen": (["gen", "urand", "--scale", "10", "--seed", "7", "-o", "{d}/u.el"], [("u.el", "lines")]),
+        "convert.mtx": (["convert", g, "-o", "{d}/g.mtx"], [("g.mtx", "lines")]),
+        "convert.tsg": (["convert", g, "-o", "{d}/g.tsg"], []),
+        "cc": (["cc", g, "-o", "{d}/cc.txt"], [("cc.txt", "lines")]),
+        "cc.colocales": (["cc", g, "--colocales", "core", "-o", "{d}/ccc.txt"], [("ccc.txt", "lines")]),
+        "lcc": (["lcc", g, "-o", "{d}/lcc.el", "--ids", "{d}/lcc.ids"], [("lcc.el", "lines"), ("lcc.ids", "lines")]),
+        "hitting": (["hitting", g, "--target", "0", "-o", "{d}/h.txt"], [("h.txt", "numbers")]),
+        "pipeline": (["pipeline", "--scale", "10", "--analysis", "inprocess", "-o", "{d}/p.txt"], [("p.txt", "numbers")]),
+    }
+    for name, (args, _) in cases.items():
+        run(tessera_args([a.format(d=ref) for a in args], 1))
+    # The binary directory written across nodes reads back as the same graph.
+    run(tessera_args(["convert", os.path.join(ref, "g.tsg"), "-o", os.path.join(ref, "tsg.el")], 1))
+    for layout, ranks, by_node in LAYOUTS:
+        d = os.path.join(work, layout)
+        os.makedirs(d)
+        for name, (args, outputs) in cases.items():
+            p = cl.exec("node0", tessera_args([a.format(d=d) for a in args], ranks), by_node=by_node)
+            if p.returncode != 0:
+                continue
+            for out, how in outputs:
+                a, b = os.path.join(ref, out), os.path.join(d, out)
+                same = sorted_lines(a) == sorted_lines(b) if how == "lines" else same_numbers(numbers(a), numbers(b))
+                check(same, f"{layout}: {name} writes {out} as on one node")
+        run(tessera_args(["convert", os.path.join(d, "g.tsg"), "-o", os.path.join(d, "tsg.el")], 1))
+        check(sorted_lines(os.path.join(ref, "tsg.el")) == sorted_lines(os.path.join(d, "tsg.el")),
+              f"{layout}: convert -o .tsg across nodes holds the one-node graph")
+
+
+def layout_shown(cl):
+    """tessera info and map --topology machine show the nodes; ranks land by the hostfile."""
+    for layout, ranks, by_node in LAYOUTS:
+        p = cl.exec("node0", [TESSERA, "info", "-n", str(ranks)], by_node=by_node)
+        check(f"{ranks} on 2 node(s)" in p.stdout, f"{layout}: tessera info reports {ranks} ranks on 2 nodes")
+        hosts = [line.split()[1] for line in p.stdout.splitlines()
+                 if line.split() and line.split()[0].isdigit() and len(line.split()) > 2]
+        want = [cl.hosts[0], cl.hosts[0], cl.hosts[1], cl.hosts[1]] if ranks == 4 else cl.hosts
+        check(hosts == want, f"{layout}: ranks placed {hosts}, expected {want}")
+        p = cl.exec("node0", tessera_args(["map", "--chunks", "4x4x4", "--topology", "machine", "--json"], ranks),
+                    by_node=by_node)
+        topo = json.loads(p.stdout)["topology"] if p.returncode == 0 else ""
+        check(topo == f"machine:2 nodes, {ranks} ranks", f"{layout}: map --topology machine says {topo!r}")
+    p = run(tessera_args(["map", "--chunks", "4x4x4", "--topology", "machine", "--json"], 2))
+    check(json.loads(p.stdout)["topology"] == "machine:1 node, 2 ranks", "one node: map --topology machine says 1 node")
+    # Co-locales are per node: with --colocales core each node's 2 ranks form theirs.
+    p = cl.exec("node0", [TESSERA, "info", "-n", "4", "--colocales", "core"])
+    check("co-locales per node: 2 2" in p.stdout, "2x2: --colocales core: 2 co-locales on each node")
+    mpirun = cl.exec("node0", ["mpirun", "-n", "4", "hostname"])
+    check(sorted(mpirun.stdout.split()) == sorted(cl.hosts * 2), "mpirun -n 4 hostname: 2 ranks per node")
+
+
+def benches(cl):
+    """Benchmark rows verified across nodes (those the transport supports)."""
+    for bench, args in [("stream", ["--elements", "200000"]), ("isx", ["--keys", "20000"]),
+                        ("argsort", ["--keys", "20000"]), ("jacobi3d", ["--n", "16", "--iterations", "5"])]:
+        for layout, ranks, by_node in LAYOUTS:
+            p = cl.exec("node0", tessera_args(["bench", bench, "--reps", "1", "--json", *args], ranks), by_node=by_node)
+            rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+            bad = [r for r in rows if r.get("verified") is False]
+            check(p.returncode == 0 and rows and not bad,
+                  f"{layout}: bench {bench}: {len(rows)} rows verified" + (f"; failed: {bad[:2]}" if bad else ""))
+
+
+def python_example(cl, work):
+    example = os.path.join(SOURCE, "examples", "python", "quickstart.py")
+    if not os.path.isdir(os.path.join(BUILD, "python", "tessera")):
+        print("skip python example: no Python package built")
+        return
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    one = run([os.path.join(SOURCE, "scripts", "mpirun.sh"), "-n", "4", sys.executable, example], env=env)
+    many = cl.exec("node0", ["env", "PYTHONPATH=" + env["PYTHONPATH"], "mpirun", "-x", "PYTHONPATH", "-n", "4",
+                             sys.executable, example])
+    check(one.returncode == 0 and many.stdout == one.stdout and "counts:" in one.stdout,
+          f"python quickstart across nodes prints {many.stdout.strip()!r} as on one node")
+
+
+def shm_listing(cl, node, shm_dir=None):
+    args = [TESSERA, "shm", "list", "--json"] + (["--dir", shm_dir] if shm_dir else [])
+    p = cl.exec(node, args)
+    return json.loads(p.stdout)["files"] if p.returncode == 0 else None
+
+
+def lost_node(cl, work):
+    """A node dies mid-run: the job ends within 10 s naming it; segments in a
+    directory both nodes share survive gc on node0 while their creator's
+    node is out of sight; gc on the survivor's /dev/shm leaves nothing."""
+    shared = os.path.join(work, "shared-shm")
+    os.makedirs(shared)
+    os.chmod(shared, 0o1777)
+    # A long pipeline whose Shared arrays live in /dev/shm of each node.
+    job = ["pipeline", "--kind", "grid", "--dims", "700x700", "--tolerance", "1e-14", "--analysis", "inprocess"]
+    argv = CLUSTER + ["exec", "--dir", cl.dir, "node0", "--", *tessera_args(job, 4)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Wait until both nodes hold segments of the job.
+    deadline = time.time() + 60
+    seen = [[], []]
+    while time.time() < deadline and proc.poll() is None:
+        seen = [shm_listing(cl, n) or [] for n in ("node0", "node1")]
+        if all(any(f["kind"] == "segment" for f in s) for s in seen):
+            break
+        time.sleep(0.3)
+    check(all(seen), "both nodes hold segments of the running job")
+    for i, s in enumerate(seen):
+        hosts = {f["host"] for f in s}
+        check(hosts <= {cl.hosts[i]}, f"shm list on node{i} sees only node{i}'s segments ({hosts})")
+    # gc while the job runs removes nothing on either node (creators alive).
+    for n in ("node0", "node1"):
+        p = cl.exec(n, [TESSERA, "shm", "gc", "--json"])
+        removed = json.loads(p.stdout)["removed"] if p.returncode == 0 else None
+        check(removed == [], f"shm gc on {n} during the run removes no live segment ({removed})")
+    check(proc.poll() is None, "the job was still running when node1 was killed (else make it longer)")
+    t0 = time.time()
+    run(CLUSTER + ["kill", "--dir", cl.dir, "node1"])
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    took = time.time() - t0
+    check(proc.returncode != 0, f"the job failed after the node was lost (exit {proc.returncode})")
+    check(took < 10, f"the job ended {took:.1f} s after the node was lost")
+    check(cl.hosts[1] in err, f"the error names the lost node {cl.hosts[1]}: {err.strip()[-300:]!r}")
+    p = cl.exec("node0", [TESSERA, "shm", "gc", "--quiet"])
+    left = shm_listing(cl, "node0")
+    check(left == [], f"after shm gc on the surviving node no Tessera file is left: {left}")
+
+
+def shared_dir_gc(cl, work):
+    """In one directory both nodes see (TESSERA_SHM_DIR), gc on one node never
+    removes a segment another node created, alive or dead."""
+    shared = os.path.join(work, "shm-both")
+    os.makedirs(shared)
+    job = ["pipeline", "--kind", "grid", "--dims", "500x500", "--tolerance", "1e-14", "--analysis", "inprocess"]
+    argv = CLUSTER + ["exec", "--dir", cl.dir, "node0", "--", "env", "TESSERA_SHM_DIR=" + shared,
+                      "mpirun", "-x", "TESSERA_SHM_DIR", "-n", "4", TESSERA, *job, "--quiet"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    hosts = set()
+    while time.time() < deadline and proc.poll() is None:
+        files = shm_listing(cl, "node0", shared) or []
+        hosts = {f["host"] for f in files if f["kind"] == "segment"}
+        if len(hosts) == 2:
+            break
+        time.sleep(0.3)
+    check(hosts == set(cl.hosts), f"both nodes' segments in the shared directory ({hosts})")
+    run(CLUSTER + ["kill", "--dir", cl.dir, "node1"])
+    proc.communicate(timeout=30)
+    cl.exec("node0", [TESSERA, "shm", "gc", "--dir", shared, "--quiet"])
+    left = {f["host"] for f in (shm_listing(cl, "node0", shared) or [])}
+    check(left == {cl.hosts[1]}, f"gc on node0 removed its own dead segments and kept node1's ({left})")
+    # From the machine itself (every PID namespace visible) node1's are provably dead.
+    run([TESSERA, "shm", "gc", "--dir", shared, "--quiet"])
+    check(os.listdir(shared) == [], f"gc outside the nodes removes the lost node's: {os.listdir(shared)}")
+
+
+def nothing_left(cl):
+    info = cl.info
+    mnts = {n["mnt"] for n in info["nodes"]}
+    procs = [p for p in os.listdir("/proc") if p.isdigit() and _ns(p) in mnts]
+    check(procs == [], f"no process left in the cluster's namespaces ({procs})")
+    check(not os.path.exists(os.path.join(cl.dir, "nodes.json")), "cluster.py down removed its state")
+    host_shm = [f for f in os.listdir("/dev/shm") if any(h in f for h in cl.hosts)]
+    check(host_shm == [], f"no segment of the nodes in the machine's /dev/shm ({host_shm})")
+
+
+def _ns(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def main():
+    t0 = time.time()
+    work = tempfile.mkdtemp(prefix="tessera-cluster-")
+    os.chmod(work, 0o755)
+    cl = Cluster(work, 2)
+    try:
+        layout_shown(cl)
+        commands_agree(cl, work)
+        benches(cl)
+        python_example(cl, work)
+        lost_node(cl, work)
+        cl.down()
+        nothing_left(cl)
+        cl = Cluster(work, 2)  # a fresh one: node1 is gone
+        shared_dir_gc(cl, work)
+    finally:
+        cl.down()
+        nothing_left(cl)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{time.time() - t0:.0f} s")
+    print(f"{len(failures)} failed" if failures else "PASS")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
