@@ -30,7 +30,7 @@ def read_results(paths):
                     record = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise SystemExit(f"plot_bench: {path}:{number}: not a JSON line: {e}")
-                if "summary" in record or "rate" not in record or "bench" not in record:
+                if "summary" in record or "rate" not in record or "bench" not in record or record.get("skipped"):
                     continue
                 results.append(record)
     return results

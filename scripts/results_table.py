@@ -118,6 +118,9 @@ def number(x):
 def row_of(r):
     ratios = r.get("ratios") or {}
     variant = r["variant"] + (f" [peer: {r['peer']}]" if r.get("peer") and "peer" not in r["variant"] else "")
+    if r.get("skipped"):
+        return [r["bench"], r["ranks"], r.get("group", ""), variant, r["storage"], "-", "-", "-", "-", r["unit"], "-",
+                f"skipped: {r['skipped']}"]
     return [r["bench"], r["ranks"], r.get("group", ""), variant, r["storage"], number(r["seconds"]),
             number(r.get("median_seconds")), r.get("reps", "-"), number(r["rate"]), r["unit"],
             ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()) or "-",

@@ -12,6 +12,9 @@ packages=(
   python3-scipy
   bubblewrap  # the containerized analysis (scripts/analyze-in-container.sh) and its tests
   python3-matplotlib  # scripts/plot_bench.py (issue 13)
+  # Slurm on the emulated cluster (scripts/slurm_cluster.py, tests/cluster/test_slurm.py):
+  # the daemons and srun/sbatch; the plugins (auth/none, mpi/pmix) come with them.
+  slurmctld slurmd slurm-client
 
   # The Python package (python/, issue 11): headers, NumPy, pip (fetches
   # pybind11 >= 2.12 into the build tree), pytest and mpi4py for its tests.

@@ -117,7 +117,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = reset,
-                 .run = [&] { gather_fine(rma, idx, tgt, fine); }, .verify = check(fine)},
+                 .run = [&] { gather_fine(rma, idx, tgt, fine); }, .verify = check(fine), .skipped = rma.unavailable()},
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,

@@ -157,7 +157,7 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
   run_variants(rt, report,
                {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine * ranks), .prepare = [&] { reset(rma); },
-                 .run = [&] { run_rma(p, rma, rt, fine); }, .verify = check(rma, fine)},
+                 .run = [&] { run_rma(p, rma, rt, fine); }, .verify = check(rma, fine), .skipped = rma.unavailable()},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = work,
                  .prepare = [&] { reset(heap); }, .run = [&] { run_aggregated(p, heap, agg.with_same_node_direct(0), rt.rank()); },
                  .verify = check(heap, p.updates_per_rank)},

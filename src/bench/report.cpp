@@ -83,11 +83,24 @@ std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<
     for (const auto& v : variants) rounds = std::max(rounds, std::max(1, v.reps));
     for (int r = 0; r < rounds; ++r)
       for (std::size_t k = 0; k < variants.size(); ++k)
-        if (r < std::max(1, variants[k].reps)) samples[k].push_back(time_repetition(rt, variants[k]));
+        if (variants[k].skipped.empty() && r < std::max(1, variants[k].reps))
+          samples[k].push_back(time_repetition(rt, variants[k]));
   }
   std::vector<Result> rows;
   for (std::size_t k = 0; k < variants.size(); ++k) {
     const Variant& v = variants[k];
+    if (!v.skipped.empty()) {
+      Result r;
+      r.group = v.group;
+      r.variant = v.variant;
+      r.storage = v.storage;
+      r.unit = unit;
+      r.skipped = v.skipped;
+      r.check = "skipped";
+      rows.push_back(r);
+      report.add(std::move(r));
+      continue;
+    }
     if (order == RunOrder::one_after_another)
       for (int r = 0; r < std::max(1, v.reps); ++r) samples[k].push_back(time_repetition(rt, v));
     Result r = rate_result(v.variant, v.storage, timing_of(std::move(samples[k])), v.work, scale, unit);
@@ -129,7 +142,7 @@ void Report::add_summary(std::string text, nlohmann::json values) {
 
 const Result* Report::find(const std::string& prefix, const std::string& group) const {
   for (const auto& r : rows_)
-    if (r.group == group && (r.variant + " " + r.storage).rfind(prefix, 0) == 0) return &r;
+    if (r.skipped.empty() && r.group == group && (r.variant + " " + r.storage).rfind(prefix, 0) == 0) return &r;
   return nullptr;
 }
 
@@ -140,7 +153,7 @@ std::string run_context(Runtime& rt) {
 }
 
 bool Report::print() const {
-  bool ok = std::all_of(rows_.begin(), rows_.end(), [](const Result& r) { return r.verified; });
+  bool ok = std::all_of(rows_.begin(), rows_.end(), [](const Result& r) { return r.verified || !r.skipped.empty(); });
   if (rt_.rank() != 0) return ok;
   if (format_.json)
     print_json();
@@ -156,6 +169,11 @@ void Report::print_table() const {
   for (const auto& b : baselines_) std::printf(" %14s", ("x " + b.substr(0, 12)).c_str());
   std::printf("  verified\n");
   for (const auto& r : rows_) {
+    if (!r.skipped.empty()) {
+      std::printf("%-8s %-30s %-16s skipped: %s\n", r.group.c_str(), r.variant.c_str(), r.storage.c_str(),
+                  r.skipped.c_str());
+      continue;
+    }
     std::printf("%-8s %-30s %-16s %10.4f %12.4g %-10s", r.group.c_str(), r.variant.c_str(), r.storage.c_str(), r.timing.best, r.rate,
                 r.unit.c_str());
     for (const auto& b : baselines_) {
@@ -174,12 +192,13 @@ void Report::print_json() const {
   for (const auto& r : rows_) {
     nlohmann::json ratios = nlohmann::json::object();
     for (const auto& b : baselines_)
-      if (const Result* base = find(b, r.group); base && base->rate > 0) ratios[b] = r.rate / base->rate;
+      if (const Result* base = find(b, r.group); r.skipped.empty() && base && base->rate > 0) ratios[b] = r.rate / base->rate;
     nlohmann::json j{{"bench", bench_},          {"group", r.group}, {"variant", r.variant},         {"storage", r.storage},
                      {"ranks", rt_.size()},      {"seconds", r.timing.best},     {"median_seconds", r.timing.median},
                      {"reps", r.timing.reps},    {"work", r.work},               {"rate", r.rate},
                      {"unit", r.unit},           {"verified", r.verified},       {"check", r.check},
                      {"ratios", ratios},         {"config", config_},            {"extra", r.extra}};
+    if (!r.skipped.empty()) j["skipped"] = r.skipped;
     std::printf("%s\n", j.dump().c_str());
   }
   for (const auto& [text, values] : summaries_) {

@@ -47,6 +47,10 @@ struct Result {
   bool verified = false;
   std::string check;    // what the verification found, one line
   nlohmann::json extra = nlohmann::json::object();
+  // Why this row did not run (a baseline needing what the transport lacks),
+  // one line; "" for a row that ran. A skipped row has no rate, is not
+  // verified, and does not fail the report.
+  std::string skipped{};
 };
 
 // The row of `rows` with this variant and storage, or null.
@@ -83,6 +87,9 @@ struct Variant {
   std::function<double()> measured_seconds{};
   // Extra JSON fields of the row (rounds, iterations, memory); after verify.
   std::function<nlohmann::json()> details{};
+  // When not "", the variant is not run: its row says this reason instead.
+  // Must be the same on every rank.
+  std::string skipped{};
 };
 
 class Report;
@@ -93,7 +100,8 @@ class Report;
 enum class RunOrder { one_after_another, interleaved };
 
 // The one runner: times each variant best of its reps, verifies it, and adds
-// its row (rate = work / best time / scale, in `unit`). Rows print grouped by
+// its row (rate = work / best time / scale, in `unit`); a variant with a
+// `skipped` reason gets a row that says so and nothing else. Rows print grouped by
 // group, groups in order of first appearance.
 // Returns the rows it added, in the order of `variants`.
 std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
