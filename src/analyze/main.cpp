@@ -11,6 +11,9 @@
 // the control segment) when the caller dies.
 //
 //   mpirun -n N tessera-analyze --control /dev/shm/NAME.control.seg
+//
+// Across nodes rank r runs on the node of caller rank r and attaches to that
+// node's control segment (the same path on every node).
 #include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
@@ -266,14 +269,18 @@ int serve(Runtime& rt, const Args& a) {
   try {
     agree(rt.comm(), [&] {
       const proto::Placement placement = proto::read_placement(*ctl);
-      if (placement.serves[rt.rank()] == 0)
+      if (placement.serves[rt.rank()] == 0) {
+        std::string served;
+        for (int r = 0; r < rt.size(); ++r)
+          if (placement.serves[r]) served += (served.empty() ? "" : ", ") + std::to_string(r);
         throw MismatchError("analysis rank " + std::to_string(rt.rank()) + " runs on host " + rt.node().hostname +
-                            ", which is not the node of caller rank " + std::to_string(rt.rank()) +
-                            " (the control segment " + a.control + " there serves the caller's ranks on " +
-                            proto::node_name(placement) + ", node " + std::to_string(placement.node + 1) + " of " +
-                            std::to_string(placement.nodes) +
-                            "): start analysis rank r on the node of caller rank r, one mpirun app context per "
-                            "node (mpirun -n K --host HOST:K tessera-analyze ... : -n K --host HOST2:K ...)");
+                            ", but caller rank " + std::to_string(rt.rank()) +
+                            ", whose Shared segments it maps, runs on another node (the control segment " +
+                            a.control + " there serves caller rank(s) " + served + " on " +
+                            proto::node_name(placement) + "): start analysis rank r on the node of caller rank r, "
+                            "one mpirun app context per node, as the caller prints (mpirun -n K --host HOST:K "
+                            "tessera-analyze --control PATH : -n K --host HOST2:K ...)");
+      }
     });
   } catch (const Error& e) {
     fail_all(e);
