@@ -144,7 +144,18 @@ class Child {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, 2, 1);
-    int err = ::posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    // Across nodes, a process group of its own: when an analysis rank dies,
+    // mpirun ends the analysis and the caller's job ends too, and the
+    // caller's mpirun signals each rank's whole process group; a signal that
+    // reaches the analysis' mpirun in the middle of its own teardown crashes it.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    if (across_nodes) {
+      posix_spawnattr_setpgroup(&attributes, 0);
+      posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    }
+    int err = ::posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (err != 0) {
       pid_ = -1;
@@ -176,6 +187,9 @@ class Child {
     }
     return true;
   }
+  // Left to end by itself, neither signalled nor waited for (reaped by init
+  // once this process is gone).
+  void abandon() noexcept { pid_ = -1; }
   void stop() noexcept {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
@@ -283,6 +297,7 @@ class Notices {
  public:
   struct Notice {
     int category = 0;
+    bool rank_lost = false;  // an analysis rank died: its mpirun is ending the analysis
     std::string message;
   };
 
@@ -312,17 +327,21 @@ class Notices {
     TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
     if (!done) return std::nullopt;
     Notice n;
-    std::memcpy(&n.category, incoming_.data(), sizeof(int));
-    n.message.assign(incoming_.data() + sizeof(int), strnlen(incoming_.data() + sizeof(int), control::kMessageBytes));
+    int head[2];
+    std::memcpy(head, incoming_.data(), sizeof(head));
+    n.category = head[0];
+    n.rank_lost = head[1] != 0;
+    n.message.assign(incoming_.data() + sizeof(head), strnlen(incoming_.data() + sizeof(head), control::kMessageBytes));
     return n;
   }
 
   // To every other rank, once.
-  void send(int category, const std::string& message) {
+  void send(int category, const std::string& message, bool rank_lost) {
     if (!sends_.empty()) return;
     std::memset(outgoing_.data(), 0, outgoing_.size());
-    std::memcpy(outgoing_.data(), &category, sizeof(int));
-    std::memcpy(outgoing_.data() + sizeof(int), message.data(), std::min(message.size(), control::kMessageBytes - 1));
+    const int head[2] = {category, rank_lost ? 1 : 0};
+    std::memcpy(outgoing_.data(), head, sizeof(head));
+    std::memcpy(outgoing_.data() + sizeof(head), message.data(), std::min(message.size(), control::kMessageBytes - 1));
     sends_.reserve(static_cast<std::size_t>(size_));
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
@@ -336,7 +355,7 @@ class Notices {
   static constexpr int kTag = 23;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  std::array<char, sizeof(int) + control::kMessageBytes> incoming_{}, outgoing_{};
+  std::array<char, 2 * sizeof(int) + control::kMessageBytes> incoming_{}, outgoing_{};
   MPI_Request receive_ = MPI_REQUEST_NULL;
   std::vector<MPI_Request> sends_;
 };
@@ -492,19 +511,27 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   std::string launcher_exit;  // how the launcher exited, once it has (rank 0)
   auto wait_for = [&](std::uint32_t seen, const char* phase, bool attach_phase) {
     std::int64_t stopped_since = 0;
-    auto give_up = [&](const std::string& msg, bool stopped) {
+    // `rank_lost`: an analysis rank is gone, so mpirun is ending the analysis
+    // by itself; across nodes that takes it seconds (the other nodes' daemons
+    // report back) and a signal in the middle of it crashes mpirun: it is
+    // left to finish (in a process group of its own, see Child::start).
+    auto give_up = [&](const std::string& msg, bool stopped, bool rank_lost) {
       if (stopped && grace > 0) {
         if (stopped_since == 0) stopped_since = control::monotonic_ns();
         if (seconds_between(stopped_since, control::monotonic_ns()) < grace) return;
       }
-      if (notices) notices->send(static_cast<int>(ErrorCategory::peer), msg);
+      if (notices) notices->send(static_cast<int>(ErrorCategory::peer), msg, rank_lost);
+      if (rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
       ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
+      if (rank_lost && across_nodes) child.abandon();
       throw PeerError(msg);
     };
     ctl->wait(Side::caller, rt.rank(), seen, options.period, [&] {
       if (notices) {
         if (auto n = notices->received()) {
+          if (n->rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
           ctl->fail(Side::caller, n->category, n->message);
+          if (n->rank_lost) child.abandon();
           throw_error(static_cast<ErrorCategory>(n->category), n->message);
         }
       }
@@ -519,27 +546,32 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
         give_up("on " + here + " the analysis process (" + control::describe(p) + ", rank " + std::to_string(dead) +
                     ") " + how + ": it no longer holds its lock on " + hs.control_path +
                     " (killed or crashed; its own messages, if any, are above)",
-                signal != 0);
+                signal != 0, true);
       }
       std::string how;
       if (root && child.running() && child.exited(&how)) launcher_exit = how;
       if (!launcher_exit.empty())
         give_up("the analysis launcher (" + hs.command + ") " + launcher_exit + " while " + phase +
                     (attach_phase ? " before the analysis attached" : ""),
-                true);
+                true, false);
       if (attach_phase && waited > options.attach_timeout)
         give_up("no tessera-analyze attached to " + hs.control_path + (across_nodes ? " on " + here : "") +
                     " within " + seconds_text(options.attach_timeout) +
                     (options.control.empty() ? "" : " (" + how_to_start + ")"),
-                false);
+                false, false);
       if (waited > options.timeout)
         give_up("the analysis gave no result within the timeout of " + seconds_text(options.timeout) + " (" + phase +
                     ")",
-                false);
+                false, false);
     });
     if (ctl->failed()) {
+      // Across nodes, mpirun is ending an analysis that lost a rank or
+      // refused (its ranks exit) by itself: left to it, as above.
+      if (across_nodes && (ctl->failed_side() == Side::analysis ||
+                           std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).load() != 0))
+        child.abandon();
       const std::string msg = (ctl->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl->message();
-      if (notices) notices->send(ctl->error_category(), msg);
+      if (notices) notices->send(ctl->error_category(), msg, false);
       throw_error(static_cast<ErrorCategory>(ctl->error_category()), msg);
     }
   };

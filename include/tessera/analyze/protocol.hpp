@@ -91,6 +91,9 @@ struct Payload {
   // stopped (SIGTERM: mpirun ends every rank once one rank has died), so a
   // caller tells a rank that was stopped from the one that failed first.
   std::uint32_t stopped[control::kMaxRanks];
+  // Set by a caller before it fails the segment because an analysis rank died
+  // (on any node): that analysis' mpirun is already ending it.
+  std::uint32_t analysis_lost;
 };
 
 // The control segment of this schema: created by the caller's lowest rank on
