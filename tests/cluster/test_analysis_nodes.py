@@ -216,6 +216,8 @@ def killed(cl, ranks, by_node, analysis, node):
 
 def main():
     t0 = time.time()
+    if not os.path.exists(CLUSTER[1]):
+        sys.exit(f"{CLUSTER[1]} is missing: the emulated cluster comes with scripts/cluster.py")
     if shutil.which("bwrap") is None:
         print("SKIPPED: bwrap (bubblewrap) is not installed: --analysis container cannot run")
         sys.exit(77)
