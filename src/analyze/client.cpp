@@ -6,18 +6,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "tessera/linalg/vector.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/runtime.hpp"
 #include "tessera/analyze/protocol.hpp"
 
 extern char** environ;
@@ -72,19 +76,51 @@ std::string analyze_program(const ProcessOptions& o) {
 // analyses on one host (or one and another's leftovers) would open each
 // other's segments and crash in MPI_Init. The sandbox's private /tmp holds
 // them instead.
-std::vector<std::string> analysis_environment(bool contained) {
+//
+// Across nodes the nested mpirun needs the user's Open MPI settings (how to
+// reach the other nodes: plm_rsh_agent, a hostfile, the interfaces), which
+// mpirun passed on to this job as OMPI_MCA_ variables: those are kept, and
+// only the ones mpirun sets for each job (its identity, session and
+// placement) are dropped.
+bool job_specific_mca(const std::string& name) {
+  static const char* const names[] = {"ess", "pmix", "initial_wdir", "mpi_oversubscribe", "shmem_RUNTIME_QUERY_hint",
+                                      "orte_app_num", "orte_bound_at_launch", "orte_launch", "orte_num_nodes",
+                                      "orte_precondition_transports", "orte_hnp_uri", "orte_local_daemon_uri",
+                                      "orte_jobfam_session_dir", "orte_top_session_dir", "orte_tmpdir_base"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return name.rfind("ess_", 0) == 0 || name.rfind("orte_ess_", 0) == 0;
+}
+
+enum class Sandbox { none, around_mpirun, per_rank };
+
+std::vector<std::string> analysis_environment(Sandbox sandbox, bool across_nodes) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string v = *e;
     bool mpi = false;
     for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "HYDRA_", "MPIR_", "MPI_LOCAL"})
       mpi = mpi || v.rfind(prefix, 0) == 0;
+    if (mpi && across_nodes) {
+      const std::string name = v.substr(0, v.find('='));
+      if (name.rfind("OMPI_MCA_", 0) == 0) mpi = job_specific_mca(name.substr(9));
+      else if (name == "OPAL_PREFIX") mpi = false;
+    }
     if (!mpi) env.push_back(v);
   }
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
   env.push_back("OMPI_MCA_mpi_yield_when_idle=1");
-  if (contained) env.push_back("OMPI_MCA_btl_vader_backing_directory=/tmp");
+  if (sandbox == Sandbox::around_mpirun) env.push_back("OMPI_MCA_btl_vader_backing_directory=/tmp");
+  if (sandbox == Sandbox::per_rank) {
+    // Each rank in a sandbox of its own: ranks of one node do not share a
+    // /tmp (vader's segments) nor see the session directory where the local
+    // daemon keeps PMIx's shared-memory store. So ranks talk TCP (the
+    // sandbox shares the network namespace) and PMIx answers over its socket.
+    std::erase_if(env, [](const std::string& v) { return v.rfind("OMPI_MCA_btl=", 0) == 0; });
+    env.push_back("OMPI_MCA_btl=self,tcp");
+    env.push_back("PMIX_MCA_gds=hash");
+  }
   return env;
 }
 
@@ -98,17 +134,28 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child() { stop(); }
 
-  void start(const std::vector<std::string>& argv_s, bool contained) {
+  void start(const std::vector<std::string>& argv_s, Sandbox sandbox, bool across_nodes) {
     std::vector<char*> argv, envp;
     for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    env_ = analysis_environment(contained);
+    env_ = analysis_environment(sandbox, across_nodes);
     for (auto& e : env_) envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, 2, 1);
-    int err = ::posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    // Across nodes, a process group of its own: when an analysis rank dies,
+    // mpirun ends the analysis and the caller's job ends too, and the
+    // caller's mpirun signals each rank's whole process group; a signal that
+    // reaches the analysis' mpirun in the middle of its own teardown crashes it.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    if (across_nodes) {
+      posix_spawnattr_setpgroup(&attributes, 0);
+      posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    }
+    int err = ::posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (err != 0) {
       pid_ = -1;
@@ -140,6 +187,9 @@ class Child {
     }
     return true;
   }
+  // Left to end by itself, neither signalled nor waited for (reaped by init
+  // once this process is gone).
+  void abandon() noexcept { pid_ = -1; }
   void stop() noexcept {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
@@ -168,15 +218,155 @@ std::string seconds_text(double s) {
   std::snprintf(buf, sizeof(buf), "%g s", s);
   return buf;
 }
+
+std::string launcher_text(const ProcessOptions& options) {
+  if (!options.launcher.empty()) return options.launcher;
+  const char* env = std::getenv("TESSERA_ANALYZE_LAUNCHER");
+  return env && *env ? env : kDefaultLauncher;
+}
+
+// The container launcher's words, ready to run `program` for the Shared
+// directory `dir`; *control becomes the control path as the sandbox sees it.
+// `per_rank`: the sandbox holds one analysis rank that talks TCP to ranks on
+// other nodes, so it must keep the network.
+std::vector<std::string> launcher_words(const ProcessOptions& options, const std::string& dir,
+                                        const std::string& program, std::string* control, bool per_rank) {
+  const std::string launcher = launcher_text(options);
+  auto words = split_words(launcher);
+  // "--bind SHMDIR /data": the sandbox sees the directory at /data, so
+  // the analysis is told /data/NAME.control.seg (array names in the
+  // request are relative to it).
+  for (std::size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i] == "SHMDIR" && words[i + 1] != "SHMDIR" && words[i + 1].rfind('/', 0) == 0)
+      *control = words[i + 1] + control->substr(control->rfind('/'));
+  for (auto& w : words)
+    for (auto at = w.find("SHMDIR"); at != std::string::npos; at = w.find("SHMDIR", at + dir.size()))
+      w.replace(at, 6, dir);
+  // bwrap's --tmpfs DIR hides whatever lies under DIR (a checkout built
+  // in /tmp): bind the top directory under DIR that holds the program
+  // (and its libraries) back, read-only, right after it (bwrap mounts in
+  // order).
+  for (std::size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i] == "--tmpfs" && program.rfind(words[i + 1] + "/", 0) == 0) {
+      const std::string rest = program.substr(words[i + 1].size() + 1);
+      const std::string top = words[i + 1] + "/" + rest.substr(0, rest.find('/'));
+      words.insert(words.begin() + static_cast<std::ptrdiff_t>(i + 2), {"--ro-bind", top, top});
+      break;
+    }
+  if (words.empty() || !on_path(words[0]))
+    throw ConfigError("--analysis container: the launcher '" + (words.empty() ? launcher : words[0]) +
+                      "' is not installed (Debian: apt-get install bubblewrap), or set --analysis-launcher");
+  if (per_rank && std::filesystem::path(words[0]).filename() == "bwrap") {
+    std::erase(words, std::string("--unshare-net"));
+    auto all = std::find(words.begin(), words.end(), "--unshare-all");
+    if (all != words.end() && std::find(words.begin(), words.end(), "--share-net") == words.end())
+      words.insert(all + 1, "--share-net");
+  }
+  return words;
+}
+
+// Consecutive caller ranks on one host: one app context of the analysis'
+// mpirun each, so analysis rank r starts on the node of caller rank r.
+struct HostRun {
+  std::string host;
+  int ranks = 0;
+};
+
+std::vector<HostRun> host_runs(const std::vector<std::string>& hosts) {
+  std::vector<HostRun> runs;
+  for (const auto& h : hosts) {
+    if (runs.empty() || runs.back().host != h) runs.push_back({h, 0});
+    ++runs.back().ranks;
+  }
+  return runs;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// Failure notices between the caller's ranks when they span nodes: each
+// node's ranks wait on their own node's control segment, so a rank that
+// sees its node's analysis fail (or a launcher exit, a timeout) tells every
+// other rank over MPI; each tests its one posted receive every wait period
+// and fails its own node's segment with the same message, so the whole job
+// ends within a few periods and every node's analysis is released.
+class Notices {
+ public:
+  struct Notice {
+    int category = 0;
+    bool rank_lost = false;  // an analysis rank died: its mpirun is ending the analysis
+    std::string message;
+  };
+
+  explicit Notices(MPI_Comm comm) {  // collective
+    TESSERA_MPI(MPI_Comm_dup(comm, &comm_));
+    TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
+    TESSERA_MPI(MPI_Comm_size(comm_, &size_));
+    TESSERA_MPI(MPI_Irecv(incoming_.data(), static_cast<int>(incoming_.size()), MPI_CHAR, MPI_ANY_SOURCE, kTag, comm_,
+                          &receive_));
+  }
+  Notices(const Notices&) = delete;
+  Notices& operator=(const Notices&) = delete;
+  ~Notices() {
+    if (receive_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&receive_);
+      MPI_Wait(&receive_, MPI_STATUS_IGNORE);
+    }
+    // Sent only when the job is failing: they complete (or are dropped) in the background.
+    for (auto& r : sends_) MPI_Request_free(&r);
+    MPI_Comm_free(&comm_);
+  }
+
+  // The notice another rank sent, if one has come.
+  std::optional<Notice> received() {
+    if (receive_ == MPI_REQUEST_NULL) return std::nullopt;
+    int done = 0;
+    TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
+    if (!done) return std::nullopt;
+    Notice n;
+    int head[2];
+    std::memcpy(head, incoming_.data(), sizeof(head));
+    n.category = head[0];
+    n.rank_lost = head[1] != 0;
+    n.message.assign(incoming_.data() + sizeof(head), strnlen(incoming_.data() + sizeof(head), control::kMessageBytes));
+    return n;
+  }
+
+  // To every other rank, once.
+  void send(int category, const std::string& message, bool rank_lost) {
+    if (!sends_.empty()) return;
+    std::memset(outgoing_.data(), 0, outgoing_.size());
+    const int head[2] = {category, rank_lost ? 1 : 0};
+    std::memcpy(outgoing_.data(), head, sizeof(head));
+    std::memcpy(outgoing_.data() + sizeof(head), message.data(), std::min(message.size(), control::kMessageBytes - 1));
+    sends_.reserve(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      sends_.push_back(MPI_REQUEST_NULL);
+      TESSERA_MPI(MPI_Isend(outgoing_.data(), static_cast<int>(outgoing_.size()), MPI_CHAR, r, kTag, comm_,
+                            &sends_.back()));
+    }
+  }
+
+ private:
+  static constexpr int kTag = 23;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::array<char, 2 * sizeof(int) + control::kMessageBytes> incoming_{}, outgoing_{};
+  MPI_Request receive_ = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> sends_;
+};
+
+struct HostName {
+  char name[proto::kHostBytes];
+};
 }  // namespace
 
 bool launcher_available(const ProcessOptions& options, std::string* program) {
-  std::string launcher = options.launcher;
-  if (launcher.empty()) {
-    const char* env = std::getenv("TESSERA_ANALYZE_LAUNCHER");
-    launcher = env && *env ? env : kDefaultLauncher;
-  }
-  auto words = split_words(launcher);
+  auto words = split_words(launcher_text(options));
   if (program) *program = words.empty() ? std::string() : words[0];
   return !words.empty() && on_path(words[0]);
 }
@@ -185,6 +375,11 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
                                                  const linalg::HittingOptions& hitting, const ProcessOptions& options) {
   Runtime& rt = g.runtime();
   const bool root = rt.rank() == 0;
+  const NodeGroup& node = rt.node();
+  // Each node's lowest rank creates, fills and shuts down its node's control
+  // segment; with one node that is rank 0 and everything is as it always was.
+  const bool leader = node.rank == 0;
+  const bool across_nodes = node.count > 1;
   const std::string src = g.src().metadata_path(), dst = g.dst().metadata_path();
   const std::string weight = g.weight() ? g.weight()->metadata_path() : std::string();
   agree(rt.comm(), [&] {
@@ -201,6 +396,15 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   std::string base = broadcast(
       rt.comm(), root ? "tessera-" + rt.job_id() + "-analysis" + std::to_string(analysis_counter++) : std::string(), 0);
 
+  // Every caller rank's host, in rank order: analysis rank r starts there.
+  HostName mine{};
+  std::snprintf(mine.name, sizeof(mine.name), "%s", node.hostname.c_str());
+  std::vector<std::string> hosts;
+  for (const auto& h : all_gather(rt.comm(), mine)) hosts.emplace_back(h.name, strnlen(h.name, sizeof(h.name)));
+  const auto runs = host_runs(hosts);
+  std::optional<Notices> notices;
+  if (across_nodes) notices.emplace(rt.comm());
+
   // The result: hitting times on the graph's vertex ranges, written by the analysis.
   auto result_storage = StorageOptions::shared(base + "-times", dir);
   result_storage.group_access = options.group_access;
@@ -209,116 +413,179 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   hs.control_path = options.control.empty() ? dir + "/" + control::control_file_name(base) : options.control;
   hs.result_path = times.array().metadata_path();
   hs.period_seconds = options.period;
+  const std::string here = "host " + node.hostname;
+
+  proto::Placement placement{};
+  placement.node = static_cast<std::uint32_t>(node.index);
+  placement.nodes = static_cast<std::uint32_t>(node.count);
+  std::snprintf(placement.host, sizeof(placement.host), "%s", node.hostname.c_str());
+  for (int r = 0; r < rt.size(); ++r)
+    placement.serves[r] = node.node_of_rank[static_cast<std::size_t>(r)] == node.index ? 1 : 0;
 
   std::unique_ptr<ControlSegment> ctl;
   agree(rt.comm(), [&] {
-    if (root) ctl = proto::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600);
+    if (leader) ctl = proto::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600, &placement);
   });
   agree(rt.comm(), [&] {
-    if (!root) ctl = proto::open(hs.control_path);
+    if (!leader) ctl = proto::open(hs.control_path);
     ctl->attach(Side::caller, rt.rank(), "tessera");
   });
+
+  // What to run: one mpirun; across nodes, one app context per run of
+  // consecutive ranks on a host (Open MPI's MPMD form), so analysis rank r
+  // lands on caller rank r's node and maps that node's segments.
+  const std::string program = analyze_program(options);
+  auto app_context = [&](const std::vector<std::string>& prefix, const std::string& control_path) {
+    std::vector<std::string> words = prefix;
+    words.insert(words.end(), {program, "--control", control_path});
+    if (options.quiet) words.push_back("-q");
+    return words;
+  };
+  auto mpmd = [&](const std::vector<std::string>& prefix, const std::string& control_path) {
+    std::vector<std::string> words;
+    for (const auto& run : runs) {
+      if (!words.empty()) words.push_back(":");
+      words.insert(words.end(), {"-n", std::to_string(run.ranks), "--host", run.host + ":" + std::to_string(run.ranks)});
+      auto app = app_context(prefix, control_path);
+      words.insert(words.end(), app.begin(), app.end());
+    }
+    return words;
+  };
+  const std::string user_command =
+      across_nodes ? "mpirun " + joined(mpmd({}, hs.control_path)) +
+                         " (one analysis rank per caller rank, on that rank's node)"
+                   : "mpirun -n " + std::to_string(rt.size()) + " " + program + " --control " + hs.control_path;
 
   Child child;
   const std::int64_t t_launch = control::monotonic_ns();
   agree(rt.comm(), [&] {
     if (!root) return;
-    const std::string program = analyze_program(options);
-    std::vector<std::string> command = {"mpirun", "--quiet", "-n", std::to_string(rt.size()), "--oversubscribe",
-                                        program, "--control", hs.control_path};
-    if (options.quiet) command.push_back("-q");
     if (!options.control.empty()) {
-      std::fprintf(stderr, "waiting up to %.0f s for a user-started analysis: mpirun -n %d %s --control %s\n",
-                   options.attach_timeout, rt.size(), program.c_str(), hs.control_path.c_str());
+      std::fprintf(stderr, "waiting up to %.0f s for a user-started analysis: %s\n", options.attach_timeout,
+                   user_command.c_str());
       return;
     }
-    if (options.isolation == Isolation::container) {
-      std::string launcher = options.launcher;
-      if (launcher.empty()) {
-        const char* env = std::getenv("TESSERA_ANALYZE_LAUNCHER");
-        launcher = env && *env ? env : kDefaultLauncher;
+    std::vector<std::string> command = {"mpirun", "--quiet"};
+    Sandbox sandbox = Sandbox::none;
+    if (!across_nodes) {
+      // One node: mpirun on this node, inside the launcher when contained.
+      std::string control_path = hs.control_path;
+      std::vector<std::string> words;
+      if (options.isolation == Isolation::container) {
+        words = launcher_words(options, dir, program, &control_path, false);
+        sandbox = Sandbox::around_mpirun;
       }
-      auto words = split_words(launcher);
-      // "--bind SHMDIR /data": the sandbox sees the directory at /data, so
-      // the analysis is told /data/NAME.control.seg (array names in the
-      // request are relative to it).
-      for (std::size_t i = 0; i + 1 < words.size(); ++i)
-        if (words[i] == "SHMDIR" && words[i + 1] != "SHMDIR" && words[i + 1].rfind('/', 0) == 0)
-          command[7] = words[i + 1] + hs.control_path.substr(hs.control_path.rfind('/'));
-      for (auto& w : words)
-        for (auto at = w.find("SHMDIR"); at != std::string::npos; at = w.find("SHMDIR", at + dir.size()))
-          w.replace(at, 6, dir);
-      // bwrap's --tmpfs DIR hides whatever lies under DIR (a checkout built
-      // in /tmp): bind the top directory under DIR that holds the program
-      // (and its libraries) back, read-only, right after it (bwrap mounts in
-      // order).
-      for (std::size_t i = 0; i + 1 < words.size(); ++i)
-        if (words[i] == "--tmpfs" && program.rfind(words[i + 1] + "/", 0) == 0) {
-          const std::string rest = program.substr(words[i + 1].size() + 1);
-          const std::string top = words[i + 1] + "/" + rest.substr(0, rest.find('/'));
-          words.insert(words.begin() + static_cast<std::ptrdiff_t>(i + 2), {"--ro-bind", top, top});
-          break;
-        }
-      if (words.empty() || !on_path(words[0]))
-        throw ConfigError("--analysis container: the launcher '" + (words.empty() ? launcher : words[0]) +
-                          "' is not installed (Debian: apt-get install bubblewrap), or set --analysis-launcher");
+      command.insert(command.end(), {"-n", std::to_string(rt.size()), "--oversubscribe"});
+      auto app = app_context({}, control_path);
+      command.insert(command.end(), app.begin(), app.end());
       command.insert(command.begin(), words.begin(), words.end());
+    } else {
+      // Across nodes the launcher wraps each analysis rank, not mpirun: the
+      // sandbox must hold what runs on every node, and mpirun starts the
+      // other nodes' daemons (through ssh or the site's launcher), which
+      // inside a sandbox could neither reach them nor would be sandboxed
+      // themselves. mpirun and its daemons stay outside and start each rank
+      // through the launcher on its node.
+      std::string control_path = hs.control_path;
+      std::vector<std::string> words;
+      if (options.isolation == Isolation::container) {
+        words = launcher_words(options, dir, program, &control_path, true);
+        sandbox = Sandbox::per_rank;
+      }
+      command.push_back("--oversubscribe");
+      auto contexts = mpmd(words, control_path);
+      command.insert(command.end(), contexts.begin(), contexts.end());
     }
-    for (auto& w : command) hs.command += (hs.command.empty() ? "" : " ") + w;
-    child.start(command, options.isolation == Isolation::container);
+    hs.command = joined(command);
+    child.start(command, sandbox, across_nodes);
   });
 
-  // Every period: a dead analysis rank, an exited launcher, a timeout each
-  // end the wait on every caller rank (fail() posts them all).
-  const std::string how_to_start =
-      "start one with: mpirun -n " + std::to_string(rt.size()) + " tessera-analyze --control " + hs.control_path;
+  // Every period: another rank's notice, a dead analysis rank of this node,
+  // an exited launcher, a timeout each end the wait on every caller rank
+  // (fail() posts this node's, a notice the other nodes'). Across nodes, a
+  // rank that was stopped (mpirun ends every rank when one dies) or an
+  // exited launcher is reported only after a grace of a few periods, so the
+  // node where the failure began names it.
+  const std::string how_to_start = "start one with: " + user_command;
+  const double grace = across_nodes ? std::max(5 * options.period, 0.5) : 0;
+  std::string launcher_exit;  // how the launcher exited, once it has (rank 0)
   auto wait_for = [&](std::uint32_t seen, const char* phase, bool attach_phase) {
+    std::int64_t stopped_since = 0;
+    // `rank_lost`: an analysis rank is gone, so mpirun is ending the analysis
+    // by itself; across nodes that takes it seconds (the other nodes' daemons
+    // report back) and a signal in the middle of it crashes mpirun: it is
+    // left to finish (in a process group of its own, see Child::start).
+    auto give_up = [&](const std::string& msg, bool stopped, bool rank_lost) {
+      if (stopped && grace > 0) {
+        if (stopped_since == 0) stopped_since = control::monotonic_ns();
+        if (seconds_between(stopped_since, control::monotonic_ns()) < grace) return;
+      }
+      if (notices) notices->send(static_cast<int>(ErrorCategory::peer), msg, rank_lost);
+      if (rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
+      ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
+      if (rank_lost && across_nodes) child.abandon();
+      throw PeerError(msg);
+    };
     ctl->wait(Side::caller, rt.rank(), seen, options.period, [&] {
+      if (notices) {
+        if (auto n = notices->received()) {
+          if (n->rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
+          ctl->fail(Side::caller, n->category, n->message);
+          if (n->rank_lost) child.abandon();
+          throw_error(static_cast<ErrorCategory>(n->category), n->message);
+        }
+      }
       const double waited = seconds_between(t_launch, control::monotonic_ns());
       int dead = ctl->first_dead(Side::analysis);
       if (dead >= 0) {
         auto p = ctl->peer(Side::analysis, dead);
-        std::string msg = "the analysis process (" + control::describe(p) + ", rank " + std::to_string(dead) +
-                          ") died while " + phase + ": it no longer holds its lock on " + hs.control_path +
-                          " (killed or crashed; its own messages, if any, are above)";
-        ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
-        throw PeerError(msg);
+        const std::uint32_t signal = std::atomic_ref<std::uint32_t>(proto::payload(*ctl).stopped[dead]).load();
+        const std::string how = signal != 0 ? "was stopped by signal " + std::to_string(signal) + " (" +
+                                                  strsignal(static_cast<int>(signal)) + ") while " + phase
+                                            : "died while " + std::string(phase);
+        give_up("on " + here + " the analysis process (" + control::describe(p) + ", rank " + std::to_string(dead) +
+                    ") " + how + ": it no longer holds its lock on " + hs.control_path +
+                    " (killed or crashed; its own messages, if any, are above)",
+                signal != 0, true);
       }
       std::string how;
-      if (root && child.running() && child.exited(&how)) {
-        std::string msg = "the analysis launcher (" + hs.command + ") " + how + " while " + phase +
-                          (attach_phase ? " before the analysis attached" : "");
-        ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
-        throw PeerError(msg);
-      }
-      if (attach_phase && waited > options.attach_timeout) {
-        std::string msg = "no tessera-analyze attached to " + hs.control_path + " within " +
-                          seconds_text(options.attach_timeout) +
-                          (options.control.empty() ? "" : " (" + how_to_start + ")");
-        ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
-        throw PeerError(msg);
-      }
-      if (waited > options.timeout) {
-        std::string msg = "the analysis gave no result within the timeout of " + seconds_text(options.timeout) +
-                          " (" + phase + ")";
-        ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
-        throw PeerError(msg);
-      }
+      if (root && child.running() && child.exited(&how)) launcher_exit = how;
+      if (!launcher_exit.empty())
+        give_up("the analysis launcher (" + hs.command + ") " + launcher_exit + " while " + phase +
+                    (attach_phase ? " before the analysis attached" : ""),
+                true, false);
+      if (attach_phase && waited > options.attach_timeout)
+        give_up("no tessera-analyze attached to " + hs.control_path + (across_nodes ? " on " + here : "") +
+                    " within " + seconds_text(options.attach_timeout) +
+                    (options.control.empty() ? "" : " (" + how_to_start + ")"),
+                false, false);
+      if (waited > options.timeout)
+        give_up("the analysis gave no result within the timeout of " + seconds_text(options.timeout) + " (" + phase +
+                    ")",
+                false, false);
     });
-    if (ctl->failed())
-      throw_error(static_cast<ErrorCategory>(ctl->error_category()),
-                  (ctl->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl->message());
+    if (ctl->failed()) {
+      // Across nodes, mpirun is ending an analysis that lost a rank or
+      // refused (its ranks exit) by itself: left to it, as above.
+      if (across_nodes && (ctl->failed_side() == Side::analysis ||
+                           std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).load() != 0))
+        child.abandon();
+      const std::string msg = (ctl->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl->message();
+      if (notices) notices->send(ctl->error_category(), msg, false);
+      throw_error(static_cast<ErrorCategory>(ctl->error_category()), msg);
+    }
   };
 
   // 1. Every analysis rank attached and checked the rank count.
   agree(rt.comm(), [&] { wait_for(0, "starting", true); });
   const std::int64_t t_ready = control::monotonic_ns();
   hs.launch_seconds = seconds_between(t_launch, t_ready);
-  hs.analysis = control::describe(ctl->peer(Side::analysis, 0));
+  if (root) hs.analysis = control::describe(ctl->peer(Side::analysis, 0));
 
   // 2. The request, then every analysis rank's word.
+  // Each node's leader posts it to its node's analysis ranks.
   const std::uint32_t before_result = ctl->load(Side::caller, rt.rank());
-  if (root) {
+  if (leader) {
     auto& payload = proto::payload(*ctl);
     auto& req = payload.request;
     std::memset(&req, 0, sizeof(req));
@@ -350,7 +617,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     put(req.result, hs.result_path);
     std::copy(targets.begin(), targets.end(), req.targets);
     payload.reply.request_posted_ns = control::monotonic_ns();
-    for (int r = 0; r < rt.size(); ++r) ctl->post(Side::analysis, r);
+    for (int r : node.world_ranks) ctl->post(Side::analysis, r);
   }
 
   // 3. The reply.
@@ -369,9 +636,11 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   hs.result_to_resume_seconds = seconds_between(reply.result_posted_ns, t_resumed);
 
   // 4. Shutdown: the analysis leaves; a started one is reaped.
-  if (root) {
+  if (leader) {
     proto::payload(*ctl).request.analysis = static_cast<std::uint32_t>(proto::Analysis::shutdown);
-    for (int r = 0; r < rt.size(); ++r) ctl->post(Side::analysis, r);
+    for (int r : node.world_ranks) ctl->post(Side::analysis, r);
+  }
+  if (root) {
     const std::int64_t t_shutdown = control::monotonic_ns();
     if (child.running() && !child.wait_exit(10.0))
       std::fprintf(stderr, "tessera: warning: the analysis did not exit within 10 s of its shutdown; stopping it\n");
@@ -386,6 +655,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   hs.result_to_resume_seconds = measured[2];
   hs.shutdown_seconds = measured[3];
   hs.command = broadcast(rt.comm(), hs.command, 0);
+  hs.analysis = broadcast(rt.comm(), hs.analysis, 0);
 
   linalg::CgResult solve;
   solve.iterations = reply.iterations;

@@ -11,8 +11,15 @@
 // the control segment) when the caller dies.
 //
 //   mpirun -n N tessera-analyze --control /dev/shm/NAME.control.seg
+//
+// Across nodes rank r runs on the node of caller rank r and attaches to that
+// node's control segment (the same path on every node).
 #include <CLI/CLI.hpp>
 #include <sys/stat.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -53,7 +60,9 @@ std::string directory_of(const std::string& path) {
 }
 
 // A Shared array the request names: it must exist, hold `type`, and have one
-// segment per rank of this job.
+// segment per rank of this job. Read by rank 0 only: across nodes the
+// metadata file lies in the directory of the caller's rank 0 (beside analysis
+// rank 0), while every rank opens its own segment in its own node's directory.
 SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std::string& path, const char* type) {
   const std::string suffix = ".json";
   if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
@@ -73,9 +82,16 @@ SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std:
   return m;
 }
 
-Distribution ranges_of(const SharedArrayMetadata& m) {
+std::vector<std::uint64_t> broadcast_offsets(Runtime& rt, std::vector<std::uint64_t> offsets) {
+  std::uint64_t n = broadcast(rt.comm(), static_cast<std::uint64_t>(offsets.size()), 0);
+  offsets.resize(n);
+  broadcast(rt.comm(), offsets.data(), offsets.size(), 0);
+  return offsets;
+}
+
+Distribution ranges_of(const std::vector<std::uint64_t>& offsets) {
   std::vector<std::uint64_t> sizes;
-  for (std::size_t r = 0; r + 1 < m.offsets.size(); ++r) sizes.push_back(m.offsets[r + 1] - m.offsets[r]);
+  for (std::size_t r = 0; r + 1 < offsets.size(); ++r) sizes.push_back(offsets[r + 1] - offsets[r]);
   return Distribution::weighted_block(sizes);
 }
 
@@ -97,30 +113,34 @@ void resolve(char (&field)[proto::kPathBytes], const std::string& control_path) 
   std::snprintf(field, proto::kPathBytes, "%s", path.c_str());
 }
 
-// One hitting-times request on the mapped arrays; rank 0 fills the reply.
-void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet) {
+// One hitting-times request on the mapped arrays; rank 0 fills `reply`.
+void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet, proto::Reply& reply) {
   for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
   AnonymousMemoryMeter heap(rt.comm());  // mapping the arrays adds none: they are files
-  SharedArrayMetadata src_meta, result_meta;
-  std::optional<SharedArrayMetadata> weight_meta;
+  std::vector<std::uint64_t> edge_offsets, vertex_offsets;
+  bool weighted = req.weight[0] != 0;
   agree(rt.comm(), [&] {
-    src_meta = check_array(rt, "source", req.src, "uint64");
+    if (rt.rank() != 0) return;
+    auto src_meta = check_array(rt, "source", req.src, "uint64");
     auto dst_meta = check_array(rt, "destination", req.dst, "uint64");
-    if (req.weight[0]) weight_meta = check_array(rt, "weight", req.weight, "float64");
-    result_meta = check_array(rt, "result", req.result, "float64");
+    std::optional<SharedArrayMetadata> weight_meta;
+    if (weighted) weight_meta = check_array(rt, "weight", req.weight, "float64");
+    auto result_meta = check_array(rt, "result", req.result, "float64");
     if (dst_meta.offsets != src_meta.offsets || (weight_meta && weight_meta->offsets != src_meta.offsets))
       throw MismatchError("the request's source, destination and weight arrays are distributed differently");
     if (result_meta.length != req.vertices)
       throw MismatchError("the result array " + std::string(req.result) + " has " + std::to_string(result_meta.length) +
                           " elements for a graph of " + std::to_string(req.vertices) + " vertices");
+    edge_offsets = src_meta.offsets;
+    vertex_offsets = result_meta.offsets;
   });
-  const auto edge_ranges = ranges_of(src_meta);
-  const auto vertex_ranges = ranges_of(result_meta);
+  const auto edge_ranges = ranges_of(broadcast_offsets(rt, edge_offsets));
+  const auto vertex_ranges = ranges_of(broadcast_offsets(rt, vertex_offsets));
   // Mapped in place: nothing is copied (existing storage, read-only edges).
   DistArray<std::uint64_t> src(rt, edge_ranges, existing(req.src, false));
   DistArray<std::uint64_t> dst(rt, edge_ranges, existing(req.dst, false));
   std::optional<DistArray<double>> weight;
-  if (weight_meta) weight.emplace(rt, edge_ranges, existing(req.weight, false));
+  if (weighted) weight.emplace(rt, edge_ranges, existing(req.weight, false));
   DistArray<double> result(rt, vertex_ranges, existing(req.result, true));
   auto g = graph::EdgeList::adopt(req.vertices, false, vertex_ranges, std::move(src), std::move(dst), std::move(weight));
 
@@ -161,7 +181,6 @@ void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet) {
   auto out = result.local();
   std::copy(times.begin(), times.end(), out.begin());
   if (rt.rank() == 0) {
-    auto& reply = proto::payload(ctl).reply;
     reply.iterations = h->solve.iterations;
     reply.converged = h->solve.converged ? 1 : 0;
     reply.solve_status = static_cast<std::uint32_t>(h->solve.status);
@@ -179,32 +198,100 @@ void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet) {
   }
 }
 
+// Set while this rank is attached: where its SIGTERM handler records the
+// signal, so the caller can tell a rank mpirun stopped (because another rank
+// died) from the rank that failed first.
+std::atomic<std::uint32_t*> g_stopped_word{nullptr};
+struct sigaction g_previous_sigterm {};
+
+void on_sigterm(int sig) {
+  if (std::uint32_t* w = g_stopped_word.load()) std::atomic_ref<std::uint32_t>(*w).store(static_cast<std::uint32_t>(sig));
+  if (g_previous_sigterm.sa_handler != SIG_DFL && g_previous_sigterm.sa_handler != SIG_IGN &&
+      !(g_previous_sigterm.sa_flags & SA_SIGINFO)) {
+    g_previous_sigterm.sa_handler(sig);  // the exit cleanup's, which re-raises
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+class StoppedRecord {
+ public:
+  StoppedRecord(ControlSegment& ctl, int rank) {
+    g_stopped_word.store(&proto::payload(ctl).stopped[rank]);
+    struct sigaction sa {};
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTERM, &sa, &g_previous_sigterm);
+  }
+  StoppedRecord(const StoppedRecord&) = delete;
+  StoppedRecord& operator=(const StoppedRecord&) = delete;
+  ~StoppedRecord() {
+    ::sigaction(SIGTERM, &g_previous_sigterm, nullptr);
+    g_stopped_word.store(nullptr);
+  }
+};
+
 int serve(Runtime& rt, const Args& a) {
   const bool root = rt.rank() == 0;
+  // Across nodes each node has its own control segment (the same path): the
+  // lowest analysis rank of each node writes to it (reply, failure, removal).
+  const bool writer = rt.node().rank == 0;
   std::unique_ptr<ControlSegment> ctl;
-  agree(rt.comm(), [&] {
-    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.wait_for_control);
-    for (;;) {
-      struct stat st {};
-      if (::stat(a.control.c_str(), &st) == 0 || std::chrono::steady_clock::now() >= until) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ctl = proto::open(a.control);
-  });
-  agree(rt.comm(), [&] { ctl->attach(Side::analysis, rt.rank(), "tessera-analyze"); });
+  // Once this rank has its segment, an error anywhere is also its node's callers'.
+  auto fail_all = [&](const Error& e) {
+    if (ctl) ctl->fail(Side::analysis, static_cast<int>(e.category()), e.what());
+  };
+  try {
+    agree(rt.comm(), [&] {
+      auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.wait_for_control);
+      for (;;) {
+        struct stat st {};
+        if (::stat(a.control.c_str(), &st) == 0 || std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ctl = proto::open(a.control);
+    });
+    agree(rt.comm(), [&] { ctl->attach(Side::analysis, rt.rank(), "tessera-analyze"); });
+  } catch (const Error& e) {
+    fail_all(e);
+    throw;
+  }
+  StoppedRecord stopped(*ctl, rt.rank());
   if (ctl->ranks() != rt.size()) {
     std::string msg = "the caller runs " + std::to_string(ctl->ranks()) + " rank(s), one Shared segment per array each, "
                       "and this tessera-analyze job has " + std::to_string(rt.size()) +
                       ": start it with mpirun -n " + std::to_string(ctl->ranks()) + " (one rank per segment)";
-    if (root) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::mismatch), msg);
+    if (writer) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::mismatch), msg);
     throw MismatchError(msg);
+  }
+  // Analysis rank r maps segment r of each array, which exists only on the
+  // node of caller rank r: this rank must have attached to that node's segment.
+  try {
+    agree(rt.comm(), [&] {
+      const proto::Placement placement = proto::read_placement(*ctl);
+      if (placement.serves[rt.rank()] == 0) {
+        std::string served;
+        for (int r = 0; r < rt.size(); ++r)
+          if (placement.serves[r]) served += (served.empty() ? "" : ", ") + std::to_string(r);
+        throw MismatchError("analysis rank " + std::to_string(rt.rank()) + " runs on host " + rt.node().hostname +
+                            ", but caller rank " + std::to_string(rt.rank()) +
+                            ", whose Shared segments it maps, runs on another node (the control segment " +
+                            a.control + " there serves caller rank(s) " + served + " on " +
+                            proto::node_name(placement) + "): start analysis rank r on the node of caller rank r, "
+                            "one mpirun app context per node, as the caller prints (mpirun -n K --host HOST:K "
+                            "tessera-analyze --control PATH : -n K --host HOST2:K ...)");
+      }
+    });
+  } catch (const Error& e) {
+    fail_all(e);
+    throw;
   }
   // Seen before posting ready: a request posted right after is not missed.
   std::uint32_t seen = ctl->load(Side::analysis, rt.rank());
   ctl->post(Side::caller, rt.rank());
   if (root && !a.quiet)
-    std::fprintf(stderr, "tessera-analyze: attached to %s as %d rank(s); caller %s\n", a.control.c_str(), rt.size(),
-                 control::describe(ctl->peer(Side::caller, 0)).c_str());
+    std::fprintf(stderr, "tessera-analyze: attached to %s as %d rank(s) on %d node(s); caller %s\n", a.control.c_str(),
+                 rt.size(), rt.node().count, control::describe(ctl->peer(Side::caller, 0)).c_str());
 
   for (;;) {
     const std::int64_t t_wait = control::monotonic_ns();
@@ -216,14 +303,14 @@ int serve(Runtime& rt, const Args& a) {
           std::string msg = "the caller (" + control::describe(p) + ", rank " + std::to_string(dead) +
                             ") died while this analysis waited for its request; removing its control segment " +
                             a.control + " (its arrays stay until 'tessera shm gc')";
-          if (root) ctl->remove();
+          if (writer) ctl->remove();
           throw PeerError(msg);
         }
         if (static_cast<double>(control::monotonic_ns() - t_wait) * 1e-9 > a.timeout) {
           char buf[96];
           std::snprintf(buf, sizeof(buf), "no request from the caller within %g s", a.timeout);
           std::string msg = buf;
-          if (root) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::peer), msg);
+          if (writer) ctl->fail(Side::analysis, static_cast<int>(ErrorCategory::peer), msg);
           throw PeerError(msg);
         }
       });
@@ -232,21 +319,25 @@ int serve(Runtime& rt, const Args& a) {
     });
     if (root) proto::payload(*ctl).reply.analysis_woke_ns = control::monotonic_ns();
     proto::Request req{};
+    proto::Reply reply{};
     try {
       agree(rt.comm(), [&] { req = proto::read_request(*ctl); });
       if (req.analysis == static_cast<std::uint32_t>(proto::Analysis::shutdown)) return 0;
-      solve(rt, *ctl, req, a.quiet);
+      if (root) std::memcpy(&reply, &proto::payload(*ctl).reply, sizeof(reply));
+      solve(rt, *ctl, req, a.quiet, reply);
     } catch (const Error& e) {
-      // Agreed on every rank: rank 0 tells the caller, then every rank leaves.
-      if (root) ctl->fail(Side::analysis, static_cast<int>(e.category()), e.what());
+      // Agreed on every rank: each node's writer tells its callers, then every rank leaves.
+      if (writer) ctl->fail(Side::analysis, static_cast<int>(e.category()), e.what());
       throw;
     }
-    barrier(rt.comm());  // every rank's results and rank 0's reply are written
+    // Rank 0's reply to every node's caller.
     if (root) {
-      proto::payload(*ctl).reply.status = static_cast<std::uint32_t>(proto::Status::ok);
-      proto::payload(*ctl).reply.result_posted_ns = control::monotonic_ns();
+      reply.status = static_cast<std::uint32_t>(proto::Status::ok);
+      reply.result_posted_ns = control::monotonic_ns();
     }
-    barrier(rt.comm());
+    broadcast(rt.comm(), &reply, 1, 0);
+    if (writer) std::memcpy(&proto::payload(*ctl).reply, &reply, sizeof(reply));
+    barrier(rt.comm());  // every rank's results and every node's reply are written
     ctl->post(Side::caller, rt.rank());
   }
 }

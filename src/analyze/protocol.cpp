@@ -8,8 +8,34 @@
 
 namespace tessera::analyze::protocol {
 
-std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode) {
-  return control::ControlSegment::create(path, ranks, mode, kSchema);
+std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode,
+                                                const Placement* placement) {
+  return control::ControlSegment::create(path, ranks, mode, kSchema, [&](control::ControlSegment& segment) {
+    Placement& p = payload(segment).placement;
+    if (placement) {
+      std::memcpy(&p, placement, sizeof(p));
+      p.host[sizeof(p.host) - 1] = '\0';
+    } else {
+      std::memset(&p, 0, sizeof(p));
+      p.nodes = 1;
+      for (int r = 0; r < ranks && r < control::kMaxRanks; ++r) p.serves[r] = 1;
+    }
+  });
+}
+
+Placement read_placement(const control::ControlSegment& segment) {
+  Placement p{};
+  std::memcpy(&p, &payload(segment).placement, sizeof(p));
+  const std::string& path = segment.path();
+  if (p.nodes < 1 || p.nodes > static_cast<std::uint32_t>(control::kMaxRanks) || p.node >= p.nodes)
+    throw FormatError(path + ": placement names node " + std::to_string(p.node) + " of " + std::to_string(p.nodes) +
+                      " (corrupt control segment)");
+  control::checked_string(p.host, sizeof(p.host), "placement host name", path);
+  return p;
+}
+
+std::string node_name(const Placement& placement) {
+  return placement.host[0] ? "host " + std::string(placement.host) : std::string("this node");
 }
 
 std::unique_ptr<control::ControlSegment> open(const std::string& path) {

@@ -3,6 +3,7 @@
 #include "tessera/storage/control.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -93,7 +94,8 @@ std::string describe(const PeerRecord& p) {
 std::string control_file_name(const std::string& base) { return base + ".control.seg"; }
 
 std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, int ranks, mode_t mode,
-                                                       std::uint32_t schema) {
+                                                       std::uint32_t schema,
+                                                       const std::function<void(ControlSegment&)>& prepare) {
   if (ranks < 1 || ranks > kMaxRanks)
     throw ConfigError("an out-of-process analysis supports 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
                       std::to_string(ranks));
@@ -158,6 +160,7 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   b.payload_bytes = kPayloadBytes;
   b.schema = schema;
   b.ranks = static_cast<std::uint32_t>(ranks);
+  if (prepare) prepare(*c);
   // The magic last: an opener never sees a half-initialised block as valid.
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(b.magic, kBlockMagic, sizeof(b.magic));
@@ -318,11 +321,17 @@ std::uint32_t ControlSegment::wait(Side waiter, int rank, std::uint32_t seen, do
 
 void ControlSegment::fail(Side by, int category, const std::string& message) noexcept {
   ControlBlock& b = *block_;
-  if (std::atomic_ref<std::uint32_t>(b.failed).load(std::memory_order_acquire) == 0) {
+  std::uint32_t unclaimed = 0;
+  if (std::atomic_ref<std::uint32_t>(b.failing).compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) {
     copy_string(b.message, message);
     b.error_category = static_cast<std::uint32_t>(category);
     b.failed_side = static_cast<std::uint32_t>(by);
     std::atomic_ref<std::uint32_t>(b.failed).store(1, std::memory_order_release);
+  } else {
+    // Another process is writing its failure: a waiter woken before it is
+    // complete would take the post for an answer. Bounded: that writer may die.
+    const std::int64_t until = monotonic_ns() + 1000000000;
+    while (!failed() && monotonic_ns() < until) ::sched_yield();
   }
   for (int r = 0; r < ranks_; ++r) {
     post(Side::caller, r);

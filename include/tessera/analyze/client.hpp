@@ -9,7 +9,9 @@
 // Segments to ranks: one analysis rank per caller rank (= per segment of
 // every array): analysis rank r maps segment r of each array, so the vertex
 // and edge ranges are the caller's. An analysis job of another size is
-// refused on both sides with a message naming both counts.
+// refused on both sides with a message naming both counts. Across nodes:
+// one control segment per node and analysis rank r on caller rank r's node
+// (include/tessera/analyze/README.md).
 #pragma once
 #include <cstdint>
 #include <span>

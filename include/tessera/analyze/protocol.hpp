@@ -14,11 +14,12 @@
 
 namespace tessera::analyze::protocol {
 
-// Bump when Request or Reply change layout or meaning.
-inline constexpr std::uint32_t kSchema = 1;
+// Bump when Placement, Request or Reply change layout or meaning.
+inline constexpr std::uint32_t kSchema = 2;
 inline constexpr int kMaxTargets = 1024;
 inline constexpr std::size_t kPathBytes = 512;
 inline constexpr std::size_t kReasonBytes = 1024;
+inline constexpr std::size_t kHostBytes = 64;
 
 enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2 };
 enum class Solver : std::uint32_t { tessera = 1, belos = 2 };
@@ -69,16 +70,44 @@ struct Reply {
   char solve_reason[kReasonBytes];  // why the solve stopped when it did not converge
 };
 
-// The control segment's payload area, interpreted.
-struct Payload {
-  Request request;
-  Reply reply;
+// Which caller ranks a control segment serves, written before the segment
+// appears. A caller on several nodes has one control segment per node (the
+// same path, in each node's own directory), created by the node's lowest
+// rank: caller rank r's segments exist only on its node, so analysis rank r
+// must run there and attach to that node's control segment.
+struct Placement {
+  std::uint32_t node;   // this node's index (nodes numbered by their lowest caller rank)
+  std::uint32_t nodes;  // the caller's node count
+  char host[kHostBytes];  // this node's host name as its caller ranks see it
+  std::uint8_t serves[control::kMaxRanks];  // 1: caller rank r runs on this node
 };
 
-// The control segment of this schema: created by the caller's rank 0,
+// The control segment's payload area, interpreted.
+struct Payload {
+  Placement placement;
+  Request request;
+  Reply reply;
+  // Analysis rank r's signal handler writes the signal here when it is
+  // stopped (SIGTERM: mpirun ends every rank once one rank has died), so a
+  // caller tells a rank that was stopped from the one that failed first.
+  std::uint32_t stopped[control::kMaxRanks];
+  // Set by a caller before it fails the segment because an analysis rank died
+  // (on any node): that analysis' mpirun is already ending it.
+  std::uint32_t analysis_lost;
+};
+
+// The control segment of this schema: created by the caller's lowest rank on
+// each node (`placement`: which ranks it serves; none: every rank, one node),
 // opened by every other process (FormatError when it is of another schema).
-std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode);
+std::unique_ptr<control::ControlSegment> create(const std::string& path, int ranks, mode_t mode,
+                                                const Placement* placement = nullptr);
 std::unique_ptr<control::ControlSegment> open(const std::string& path);
+
+// A validated copy of the segment's placement (FormatError naming the file
+// when the node index, count or host name are malformed).
+Placement read_placement(const control::ControlSegment& segment);
+// "host h" when the placement names a host, else "this node".
+std::string node_name(const Placement& placement);
 
 inline Payload& payload(const control::ControlSegment& segment) noexcept { return segment.payload_as<Payload>(); }
 

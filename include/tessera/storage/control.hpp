@@ -73,7 +73,7 @@ struct ControlBlock {
   std::uint32_t failed;         // 1: a side gave up; message says why
   std::uint32_t failed_side;    // Side that wrote the failure
   std::uint32_t error_category; // tessera::ErrorCategory of the failure
-  std::uint32_t reserved;
+  std::uint32_t failing;        // claimed by the one process that writes the failure
   char message[kMessageBytes];
   PeerRecord peers[2][kMaxRanks];     // [Side][rank]
   std::uint32_t words[2][kMaxRanks];  // [Side of the waiter][rank]: posts counted
@@ -94,8 +94,11 @@ class ControlSegment {
   // The caller's rank 0: creates `path` new (O_EXCL, never follows a
   // symlink) for `ranks` caller ranks, its payload tagged with `schema`; it
   // is removed on abnormal exit (exit-cleanup table) and by remove().
-  // ConfigError for ranks outside 1..kMaxRanks.
-  static std::unique_ptr<ControlSegment> create(const std::string& path, int ranks, mode_t mode, std::uint32_t schema);
+  // ConfigError for ranks outside 1..kMaxRanks. `prepare` (when given)
+  // fills the payload before the file appears under `path`, so an opener
+  // never sees the payload's initial contents half-written.
+  static std::unique_ptr<ControlSegment> create(const std::string& path, int ranks, mode_t mode, std::uint32_t schema,
+                                                const std::function<void(ControlSegment&)>& prepare = {});
   // Any other process: opens and checks every field (FormatError naming the
   // file when it is not a control segment of this version, or its payload
   // is not of `schema`).
@@ -140,7 +143,8 @@ class ControlSegment {
 
   // A side gives up: writes the message and category, sets `failed` and
   // posts every rank of the other side and of its own, so nobody waits on.
-  // The first failure wins.
+  // The first failure wins; several processes may fail at once (the ranks of
+  // one node), and none posts before the winner's message is complete.
   void fail(Side by, int category, const std::string& message) noexcept;
   bool failed() const noexcept;
   // The failure's message, validated (terminated, printable), its side and category.
