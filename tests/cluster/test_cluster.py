@@ -5,15 +5,16 @@ every answer compared with the one-node answer computed here.
 
 Covers: tessera info / map --topology machine showing the node layout; gen,
 convert (.mtx, .tsg), cc (also --colocales core), lcc, hitting, pipeline
---analysis inprocess, bench stream/isx/argsort/jacobi3d rows verified; the
+--analysis inprocess, every bench's rows verified (a one-sided baseline
+skipped with its reason where TCP cannot carry it); the
 Python SPMD quickstart; shm list / gc per node (a node sees only its own
 /dev/shm; gc in a directory shared by the nodes never removes another
 node's segments); a lost node (scripts/cluster.py kill mid-run): the job ends
 within 10 s naming the node, gc on the survivor leaves no segment. Ends with
 no namespace, process or segment of the cluster left.
 
-Not here (owned elsewhere): pipeline --analysis process|container, bench
-indexgather|histogram|ra (MPI one-sided over TCP).
+pipeline --analysis process|container across nodes: test_analysis_nodes.py;
+Slurm: test_slurm.py.
 
 Usage: test_cluster.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped) where
 namespaces are not permitted."""
@@ -169,15 +170,23 @@ def layout_shown(cl):
 
 
 def benches(cl):
-    """Benchmark rows verified across nodes (those the transport supports)."""
+    """Benchmark rows verified across nodes; a baseline the transport cannot
+    carry (MPI one-sided over TCP) is skipped with its reason, not fatal."""
     for bench, args in [("stream", ["--elements", "200000"]), ("isx", ["--keys", "20000"]),
-                        ("argsort", ["--keys", "20000"]), ("jacobi3d", ["--n", "16", "--iterations", "5"])]:
+                        ("argsort", ["--keys", "20000"]), ("jacobi3d", ["--n", "16", "--iterations", "5"]),
+                        ("indexgather", ["--table", "1000", "--requests", "5000", "--fine-requests", "500"]),
+                        ("histogram", ["--counts", "1000", "--updates", "5000", "--fine-updates", "500"]),
+                        ("ra", ["--log-table", "12", "--fine-updates", "500"])]:
         for layout, ranks, by_node in LAYOUTS:
             p = cl.exec("node0", tessera_args(["bench", bench, "--reps", "1", "--json", *args], ranks), by_node=by_node)
             rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-            bad = [r for r in rows if r.get("verified") is False]
-            check(p.returncode == 0 and rows and not bad,
-                  f"{layout}: bench {bench}: {len(rows)} rows verified" + (f"; failed: {bad[:2]}" if bad else ""))
+            skipped = [r for r in rows if r.get("skipped")]
+            bad = [r for r in rows if r.get("verified") is False and not r.get("skipped")]
+            reasons_ok = all("MPI one-sided" in r["skipped"] for r in skipped)
+            check(p.returncode == 0 and len(rows) > len(skipped) and not bad and reasons_ok,
+                  f"{layout}: bench {bench}: {len(rows) - len(skipped)} rows verified, {len(skipped)} skipped"
+                  + (f" ({skipped[0]['skipped'][:60]})" if skipped else "")
+                  + (f"; failed: {bad[:2]}" if bad else "") + (f"; {p.stderr.strip()[-300:]}" if p.returncode else ""))
 
 
 def python_example(cl, work):
