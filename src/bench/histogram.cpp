@@ -15,6 +15,7 @@
 #include "rma_table.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
+#include "traffic.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -57,9 +58,13 @@ Verdict check_histogram(Runtime& rt, std::span<const std::int64_t> local, std::u
 
 namespace {
 void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
-                      const AggregationOptions& agg) {
+                      const AggregationOptions& agg, Traffic* traffic = nullptr) {
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
   for (std::uint64_t i : idx) up.update(i, 1);
+  if (traffic) {
+    up.flush();  // the last batches count too
+    traffic->record(counts.runtime(), up);
+  }
 }
 
 void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
@@ -113,6 +118,8 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   DistArray<std::int64_t> colocale(rt, table, StorageOptions::colocale());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
+  Traffic traffic[5];  // the aggregated rows, in order
+  auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = zero(rma),
@@ -120,19 +127,21 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0)); }, .verify = check(heap, idx.size())},
+                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0), &traffic[0]); },
+                 .verify = check(heap, idx.size()), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
-                 .verify = check(heap, idx.size())},
+                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid), &traffic[1]); },
+                 .verify = check(heap, idx.size()), .details = counted(1)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
-                 .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(0)); }, .verify = check(shared, idx.size())},
+                 .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(0), &traffic[2]); },
+                 .verify = check(shared, idx.size()), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
-                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1)); },
-                 .verify = check(shared, idx.size())},
+                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1), &traffic[3]); },
+                 .verify = check(shared, idx.size()), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all,
-                 .prepare = zero(colocale), .run = [&] { histo_aggregated(colocale, idx, agg.with_same_node_direct(1)); },
-                 .verify = check(colocale, idx.size())}},
+                 .prepare = zero(colocale), .run = [&] { histo_aggregated(colocale, idx, agg.with_same_node_direct(1), &traffic[4]); },
+                 .verify = check(colocale, idx.size()), .details = counted(4)}},
                1e6, "M upd/s");
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_colocale_summary(report, rt, rows);

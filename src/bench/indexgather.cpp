@@ -15,6 +15,7 @@
 #include "rma_table.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
+#include "traffic.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -50,10 +51,14 @@ void fill_table(Table& t) {
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
                        std::vector<std::uint64_t>& tgt, const AggregationOptions& agg,
-                       std::size_t* buffer_used = nullptr) {
+                       std::size_t* buffer_used = nullptr, Traffic* traffic = nullptr) {
   SrcAggregator<std::uint64_t> src(t, agg);
   if (buffer_used) *buffer_used = src.exchange().buffer_bytes();
   for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
+  if (traffic) {
+    src.flush();  // the last batches count too
+    traffic->record(t.runtime(), src);
+  }
 }
 
 void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
@@ -114,6 +119,8 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
+  Traffic traffic[5];  // the aggregated rows, in order
+  auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = reset,
@@ -121,17 +128,22 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0), nullptr, &traffic[0]); },
+                 .verify = check(idx.size()), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid)); },
-                 .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
+                                             nullptr, &traffic[1]); },
+                 .verify = check(idx.size()), .details = counted(1)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0)); }, .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0), nullptr, &traffic[2]); },
+                 .verify = check(idx.size()), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())},
+                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1), nullptr, &traffic[3]); },
+                 .verify = check(idx.size()), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(colocale, idx, tgt, agg.with_same_node_direct(1)); }, .verify = check(idx.size())}},
+                 .run = [&] { gather_aggregated(colocale, idx, tgt, agg.with_same_node_direct(1), nullptr, &traffic[4]); },
+                 .verify = check(idx.size()), .details = counted(4)}},
                1e6, "M reads/s");
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_colocale_summary(report, rt, rows);

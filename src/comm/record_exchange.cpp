@@ -122,6 +122,7 @@ RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOpti
   wait(req);
   TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
+  stats_.batches_to.assign(static_cast<std::size_t>(size_), 0);
 
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
@@ -220,6 +221,7 @@ void RecordExchange::send_current(int dest) {
   ++in_flight_;
   ++sent_to_[d];
   ++stats_.batches_sent;
+  ++stats_.batches_to[d];
   stats_.records_sent += outbox_[d].count;
   current_[d] = -1;
   outbox_[d] = Outbox{nullptr, nullptr, capacity_};
@@ -611,6 +613,7 @@ void RecordExchange::send_routed(int slot) {
   ++in_flight_;
   ++(to.forward ? sent_fwd_to_ : sent_to_)[static_cast<std::size_t>(to.rank)];
   ++stats_.batches_sent;
+  ++stats_.batches_to[static_cast<std::size_t>(to.rank)];
   stats_.records_sent += o.count;
   current_[s] = -1;
   o = RoutedOutbox{};

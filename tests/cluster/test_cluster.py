@@ -187,6 +187,29 @@ def benches(cl):
                   f"{layout}: bench {bench}: {len(rows) - len(skipped)} rows verified, {len(skipped)} skipped"
                   + (f" ({skipped[0]['skipped'][:60]})" if skipped else "")
                   + (f"; failed: {bad[:2]}" if bad else "") + (f"; {p.stderr.strip()[-300:]}" if p.returncode else ""))
+            if bench in ("indexgather", "histogram") and p.returncode == 0:
+                traffic_between_nodes(layout, bench, rows, ranks // 2)
+
+
+def traffic_between_nodes(layout, bench, rows, per_node):
+    """The aggregated rows' traffic counters: batches between nodes always
+    travel as messages; the same-node path (shared+direct, co-locale
+    segments) serves the node's other ranks with no batch, never a rank on
+    the other node; without it, a node's own ranks get batches."""
+    by_storage = {r["storage"]: (r.get("extra") or {}).get("traffic") for r in rows if r.get("variant") == "aggregated"}
+    check(all(t is not None for t in by_storage.values()) and len(by_storage) == 5,
+          f"{layout}: bench {bench}: every aggregated row reports its traffic ({sorted(by_storage)})")
+    for storage, t in by_storage.items():
+        if not t:
+            continue
+        direct = storage in ("shared+direct", "colocale+direct")
+        ok = t["batches_between_nodes"] > 0
+        if direct:
+            ok = ok and t["batches_same_node"] == 0 and (t["records_direct"] > 0) == (per_node > 1)
+        else:
+            ok = ok and t["records_direct"] == 0 and (t["batches_same_node"] > 0) == (per_node > 1)
+        check(ok, f"{layout}: bench {bench} {storage}: traffic between nodes as messages, same-node path only "
+                  f"inside a node: {t}")
 
 
 def python_example(cl, work):

@@ -127,6 +127,7 @@ class SrcAggregator {
       dst = array_.local()[off];
     } else if (const T* direct = direct_[static_cast<std::size_t>(owner)]) {
       dst = direct[off];
+      ++direct_records_;
     } else {
       std::byte* side;
       std::byte* rec = exchange_.push(owner, side);
@@ -141,6 +142,8 @@ class SrcAggregator {
   }
   void flush() { exchange_.flush(); }
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+  // Reads served through the same-node mapping, never a message.
+  std::uint64_t direct_records() const noexcept { return direct_records_; }
 
  private:
   // At the owner: each record is a local offset; the reply is the element there.
@@ -165,6 +168,7 @@ class SrcAggregator {
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   int me_;
+  std::uint64_t direct_records_ = 0;
 };
 
 // Remote read-modify-write: update(i, v) sets array[i] = op(array[i], v).
@@ -199,6 +203,7 @@ class UpdateAggregator {
       apply(array_.local().data() + off, value, atomic_);
     } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
       if constexpr (kDirectCapable) apply(direct + off, value, true);
+      ++direct_records_;
     } else {
       detail::write_record(exchange_.push(owner), off, value);
     }
@@ -209,6 +214,8 @@ class UpdateAggregator {
   }
   void flush() { exchange_.flush(); }
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+  // Updates applied through the same-node mapping, never a message.
+  std::uint64_t direct_records() const noexcept { return direct_records_; }
 
  private:
   // At the owner: each record is a local offset and a value to fold in.
@@ -235,6 +242,7 @@ class UpdateAggregator {
   std::vector<T*> direct_;
   int me_;
   bool atomic_ = false;
+  std::uint64_t direct_records_ = 0;
 };
 
 // Remote write: put(i, v) sets array[i] = v. An update whose reduction is
@@ -248,6 +256,7 @@ class DstAggregator {
   void put_checked(std::uint64_t i, const T& value) { writes_.update_checked(i, value); }
   void flush() { writes_.flush(); }
   const comm::RecordExchange& exchange() const noexcept { return writes_.exchange(); }
+  std::uint64_t direct_records() const noexcept { return writes_.direct_records(); }
 
  private:
   UpdateAggregator<T, ops::Replace> writes_;

@@ -64,6 +64,9 @@ class RecordExchange {
     std::uint64_t batches_sent = 0;
     std::uint64_t records_sent = 0;
     std::uint64_t batches_received = 0;
+    // Batches sent to each rank of the communicator (the next hop, for grid
+    // routing): with the ranks' nodes, what crossed between nodes.
+    std::vector<std::uint64_t> batches_to;
   };
 
   // Collective over `comm` (duplicates it, so traffic never mixes with others).
