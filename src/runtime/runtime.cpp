@@ -47,10 +47,6 @@ void Runtime::init(int* argc, char*** argv) {
   int initialized = 0;
   TESSERA_MPI(MPI_Initialized(&initialized));
   if (!initialized) {
-    // Started without mpirun: Open MPI would start a daemon for this singleton,
-    // a third of a second of every one-rank command, that only MPI_Comm_spawn
-    // needs; Tessera never spawns (an analysis job is its own mpirun).
-    if (!launched_by_mpi()) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
     TESSERA_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_));
     owns_mpi_ = true;
   } else {
