@@ -72,3 +72,54 @@ TEST(Distribution, CheckNamesTheIndexAndRange) {
   EXPECT_THROW(Distribution::block(10, 0), ConfigError);
   EXPECT_THROW(Distribution::weighted_block({}), ConfigError);
 }
+
+// The multiply-by-reciprocal divide against the hardware's, at the edges of
+// every quotient and at random, where it claims to be exact and where it
+// falls back (limit * divisor >= 2^64).
+TEST(FastDivisor, AgreesWithDivisionEverywhereItIsUsed) {
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (std::uint64_t d : {1ull, 2ull, 3ull, 7ull, 10ull, 1000ull, 65536ull, 100003ull, (1ull << 31) - 1, 1ull << 32,
+                          (1ull << 40) + 3, ~0ull}) {
+    for (std::uint64_t limit : {1000ull, 1ull << 20, 1ull << 32, 1ull << 44, ~0ull}) {
+      FastDivisor f(d, limit);
+      auto expect_at = [&](std::uint64_t i) {
+        if (i < limit) {
+          ASSERT_EQ(f.divide(i), i / d) << i << " / " << d << " (limit " << limit << ")";
+        }
+      };
+      for (std::uint64_t q = 0; q < 64; ++q)
+        for (std::uint64_t off : {0ull, 1ull}) {
+          if (q * d / d != q) continue;  // q * d wraps
+          expect_at(q * d - off);
+          expect_at(q * d + off);
+        }
+      for (int k = 0; k < 2000; ++k) expect_at(next() % limit);
+      expect_at(limit - 1);
+    }
+  }
+  EXPECT_THROW(FastDivisor(0, 10), ConfigError);
+}
+
+TEST(Distribution, BlockOwnerOfLargeArrays) {
+  for (std::uint64_t n : {(std::uint64_t{1} << 33) + 7, (std::uint64_t{1} << 40) + 12345, std::uint64_t{3} << 50})
+    for (int p : {1, 3, 4, 7, 1000}) {
+      auto d = Distribution::block(n, p);
+      for (std::uint64_t i : {std::uint64_t{0}, n - 1, n / 2, n / 3, n / 7 + 1})
+        for (std::uint64_t j : {i, i > 0 ? i - 1 : std::uint64_t{0}, std::min(i + 1, n - 1)}) {
+          int o = d.owner(j);
+          ASSERT_GE(j, d.begin(o)) << n << " " << p << " " << j;
+          ASSERT_LT(j, d.end(o)) << n << " " << p << " " << j;
+        }
+      for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(d.owner(d.begin(r)), r);
+        ASSERT_EQ(d.owner(d.end(r) - 1), r);
+      }
+    }
+}

@@ -9,6 +9,26 @@
 
 namespace tessera {
 
+// Division by a divisor fixed at construction, as a multiply by its rounded-up
+// reciprocal (Granlund and Montgomery, "Division by Invariant Integers using
+// Multiplication", PLDI 1994): a hardware divide costs tens of cycles on every
+// aggregated operation. Exact for every dividend below the `limit` given at
+// construction when limit * divisor < 2^64; otherwise it divides.
+class FastDivisor {
+ public:
+  FastDivisor() = default;
+  FastDivisor(std::uint64_t divisor, std::uint64_t limit);
+  std::uint64_t divide(std::uint64_t i) const noexcept {
+    if (exact_) return static_cast<std::uint64_t>((static_cast<unsigned __int128>(i) * magic_) >> 64);
+    return i / divisor_;
+  }
+  std::uint64_t divisor() const noexcept { return divisor_; }
+
+ private:
+  std::uint64_t divisor_ = 1, magic_ = 0;
+  bool exact_ = false;
+};
+
 class Distribution {
  public:
   static Distribution block(std::uint64_t n, int ranks);
@@ -27,8 +47,9 @@ class Distribution {
   // aggregated operation; use check() first for untrusted indices.
   int owner(std::uint64_t i) const noexcept {
     if (block_) {
-      if (i < split_) return static_cast<int>(i / (base_ + 1));
-      return static_cast<int>(extra_ + (i - split_) / base_);
+      // Both halves without a branch: random indices would mispredict it.
+      const std::uint64_t low = large_.divide(i), high = extra_ + small_.divide(i - split_);
+      return static_cast<int>(i < split_ ? low : high);
     }
     auto it = std::upper_bound(offsets_.begin(), offsets_.end(), i);
     return static_cast<int>(it - offsets_.begin()) - 1;
@@ -45,6 +66,7 @@ class Distribution {
   std::vector<std::uint64_t> offsets_{0};
   bool block_ = true;
   std::uint64_t base_ = 0, extra_ = 0, split_ = 0;  // block: n = base*P + extra
+  FastDivisor large_, small_;                        // by base + 1 and by base (1 when base is 0)
 };
 
 }  // namespace tessera
