@@ -188,7 +188,7 @@ void isx_sort_aggregated(Runtime& rt, std::span<const std::uint32_t> keys, std::
   sorted.clear();
   sorted.reserve(keys.size() + keys.size() / 8 + 4096);  // uniform keys: about one rank's share each
   {
-    comm::RecordExchange exchange(rt.comm(), {sizeof(std::uint32_t), 0, 0}, aggregation,
+    comm::RecordExchange exchange(rt, {sizeof(std::uint32_t), 0, 0}, aggregation,
                                   [&sorted](int, const std::byte* records, std::size_t n, std::byte*) {
                                     std::size_t at = sorted.size();
                                     sorted.resize(at + n);

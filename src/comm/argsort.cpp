@@ -54,7 +54,7 @@ void scatter_pass(DistArray<T>& target, std::size_t count, std::vector<std::uint
                   ValueOf value_of, const AggregationOptions& aggregation) {
   constexpr std::size_t kRecordBytes = sizeof(std::uint64_t) + sizeof(T);
   T* local = target.local().data();
-  comm::RecordExchange exchange(target.runtime().comm(), {kRecordBytes, 0, 0}, aggregation,
+  comm::RecordExchange exchange(target.runtime(), {kRecordBytes, 0, 0}, aggregation,
                                 [local](int, const std::byte* records, std::size_t n, std::byte*) {
                                   for (std::size_t k = 0; k < n; ++k, records += kRecordBytes) {
                                     std::uint64_t offset;

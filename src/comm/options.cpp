@@ -133,6 +133,12 @@ AggregationOptions AggregationOptions::resolved() const {
     if (v != "0" && v != "1") throw ConfigError("TESSERA_AGG_SAME_NODE must be 0 or 1; got '" + v + "'");
     o.same_node_direct = v == "1";
   }
+  if (o.same_node_rings < 0) {
+    const char* env = std::getenv("TESSERA_AGG_RINGS");
+    std::string v = env && *env ? env : "1";
+    if (v != "0" && v != "1") throw ConfigError("TESSERA_AGG_RINGS must be 0 or 1; got '" + v + "'");
+    o.same_node_rings = v == "1";
+  }
   if (o.routing == AggregationRouting::unset) {
     const char* env = std::getenv("TESSERA_AGG_ROUTING");
     std::string v = env && *env ? env : "direct";
@@ -193,7 +199,8 @@ std::string AggregationOptions::describe(int ranks) const {
                              : std::to_string(r.destinations(ranks)) + " x " + std::to_string(1 + r.max_in_flight);
   std::string text = size + " B/destination, " + std::to_string(r.max_in_flight) + " in flight, send memory " +
                      batches + " x " + std::to_string(bytes) + " = " + std::to_string(send_memory_bytes(ranks)) +
-                     " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off");
+                     " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off") +
+                     ", same-node rings " + (r.same_node_rings && !grid ? "on" : "off");
   if (r.routing == AggregationRouting::grid) text += ", grid routing";
   return text;
 }

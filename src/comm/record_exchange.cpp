@@ -12,84 +12,19 @@
 
 namespace tessera::comm {
 
-void release_forwarded_all();
-
 namespace {
-// Every live exchange of this process. A rank waiting on one exchange serves
-// all of them: a peer may be blocked pushing into another aggregator that
-// this rank will only flush later (several aggregators in use at once).
-std::vector<RecordExchange*>& live_exchanges() {
-  static std::vector<RecordExchange*> all;
-  return all;
-}
-
-bool progress_all() {
-  bool did = false;
-  // Index loop: handlers never create or destroy exchanges, but stay safe.
-  for (std::size_t i = 0; i < live_exchanges().size(); ++i) did = live_exchanges()[i]->progress() || did;
-  return did;
-}
-
-// Live grid-routed exchanges with replies: only they can hold a request
-// another rank waits for in a partial buffer.
-int& routed_reply_exchanges() {
-  static int n = 0;
-  return n;
-}
-// Idle polls after which a waiting rank sends those partial buffers.
-constexpr unsigned kReleaseAfterIdlePolls = 32;
-
-// One poll of every exchange by a rank that waits: progress resets the
-// backoff; an idle poll backs off and, every kReleaseAfterIdlePolls, sends
-// the partial buffers holding forwarded requests (a peer may wait for them).
-void serve_once(Backoff& backoff, unsigned& idle) {
-  if (progress_all()) {
-    backoff.reset();
-    idle = 0;
-  } else {
-    if (routed_reply_exchanges() > 0 && ++idle % kReleaseAfterIdlePolls == 0) release_forwarded_all();
-    backoff.idle();
-  }
-}
-
-// Serves every exchange until done(). With only direct routing this is
-// wait_until(done, progress_all).
-template <class Done>
-void serve_until(Done&& done) {
-  Backoff backoff;
-  unsigned idle = 0;
-  while (!done()) serve_once(backoff, idle);
-}
-
-// Waits for a non-blocking collective while serving every exchange.
-void wait_serving(MPI_Request& request) {
-  int done = 0;
-  serve_until([&] {
-    if (!done) TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    return done != 0;
-  });
-}
-
 // Ends one round of one kind of batch: a reduction of `sent` (batches this
 // rank sent to each rank) tells it how many it is owed; it serves until they
 // have all been received and `done()` holds, then resets both counts.
 template <class Done>
-void settle_round(MPI_Comm comm, std::vector<int>& sent, std::uint64_t& received, Done&& done) {
+void settle_round(ProgressEngine& engine, MPI_Comm comm, std::vector<int>& sent, std::uint64_t& received, Done&& done) {
   int expected = 0;
   MPI_Request req;
   TESSERA_MPI(MPI_Ireduce_scatter_block(sent.data(), &expected, 1, MPI_INT, MPI_SUM, comm, &req));
-  wait_serving(req);
-  serve_until([&] { return received >= static_cast<std::uint64_t>(expected) && done(); });
+  engine.wait_serving(req);
+  engine.serve_until([&] { return received >= static_cast<std::uint64_t>(expected) && done(); });
   received -= static_cast<std::uint64_t>(expected);
   std::fill(sent.begin(), sent.end(), 0);
-}
-
-// No rank may start its next round (or read results through shared memory)
-// before every rank has applied this one. Other exchanges keep being served.
-void barrier_serving(MPI_Comm comm) {
-  MPI_Request req;
-  TESSERA_MPI(MPI_Ibarrier(comm, &req));
-  wait_serving(req);
 }
 
 template <class T>
@@ -104,25 +39,29 @@ void store(std::byte* at, T v) {
 }
 }  // namespace
 
-void release_forwarded_all() {
-  for (std::size_t i = 0; i < live_exchanges().size(); ++i)
-    if (live_exchanges()[i]->routed_) live_exchanges()[i]->release_forwarded();
+void RecordExchange::on_idle() {
+  // Only a grid-routed exchange with replies can hold a request another rank
+  // waits for in a partial buffer.
+  if (routed_ && shape_.reply_bytes) release_forwarded();
 }
 
-RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOptions& options,
+RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOptions& options,
                                RequestHandler on_request, ReplyHandler on_reply)
-    : shape_(shape),
+    : engine_(rt.progress()),
+      shape_(shape),
       options_(options.resolved()),
       on_request_(std::move(on_request)),
       on_reply_(std::move(on_reply)) {
   if (shape_.record_bytes == 0) throw ConfigError("aggregation records must have at least one byte");
   if (shape_.reply_bytes > 0 && !on_reply_) throw ConfigError("an exchange with replies needs a reply handler");
   MPI_Request req;
-  TESSERA_MPI(MPI_Comm_idup(comm, &comm_, &req));
+  TESSERA_MPI(MPI_Comm_idup(rt.comm(), &comm_, &req));
   wait(req);
   TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
   stats_.batches_to.assign(static_cast<std::size_t>(size_), 0);
+  ring_dest_.assign(static_cast<std::size_t>(size_), 0);
+  ring_room_.assign(static_cast<std::size_t>(size_), nullptr);
 
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
@@ -136,8 +75,7 @@ RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOpti
   routed_ = options_.routing == AggregationRouting::grid && size_ > 1;
   if (routed_) {
     setup_routes();
-    live_exchanges().push_back(this);
-    if (shape_.reply_bytes) ++routed_reply_exchanges();
+    engine_.add(this);
     return;
   }
   capacity_ = static_cast<std::uint32_t>(
@@ -165,11 +103,15 @@ RecordExchange::RecordExchange(MPI_Comm comm, Shape shape, const AggregationOpti
                             request ? kRequestTag : kReplyTag, comm_, &recv_reqs_[i]));
     }
   }
-  live_exchanges().push_back(this);
+  if (options_.same_node_rings && rt.node().size > 1) {
+    rings_ = SameNodeRings(rt, {static_cast<std::uint32_t>(per_dest_), kHeader + capacity_ * shape_.record_bytes,
+                                shape_.reply_bytes ? kHeader + capacity_ * shape_.reply_bytes : 0});
+    for (int d = 0; d < size_; ++d) ring_dest_[static_cast<std::size_t>(d)] = rings_.reaches(d);
+  }
+  engine_.add(this);
 }
 
 RecordExchange::~RecordExchange() {
-  auto& live = live_exchanges();
   if (std::uncaught_exceptions() == 0) {
     try {
       flush();
@@ -183,8 +125,7 @@ RecordExchange::~RecordExchange() {
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
   }
-  live.erase(std::remove(live.begin(), live.end(), this), live.end());
-  if (routed_ && shape_.reply_bytes) --routed_reply_exchanges();
+  engine_.remove(this);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -194,6 +135,7 @@ std::size_t RecordExchange::memory_bytes() const noexcept {
   for (const auto& r : recv_bufs_) total += r.capacity();
   for (const auto& r : reply_slots_) total += r.data.capacity();
   total += side_scratch_.capacity();
+  total += rings_.memory_bytes();
   return total;
 }
 
@@ -212,13 +154,20 @@ void RecordExchange::send_current(int dest) {
   if (b < 0 || outbox_[d].count == 0) return;
   Batch& batch = batches_[static_cast<std::size_t>(b)];
   Header h{static_cast<std::uint32_t>(b), outbox_[d].count};
-  std::memcpy(batch.data.data(), &h, kHeader);
-  int bytes = static_cast<int>(kHeader + outbox_[d].count * shape_.record_bytes);
-  TESSERA_MPI(MPI_Isend(batch.data.data(), bytes, MPI_BYTE, dest, kRequestTag, comm_,
-                        &send_reqs_[static_cast<std::size_t>(b)]));
-  batch.sending = true;
+  const std::size_t bytes = kHeader + outbox_[d].count * shape_.record_bytes;
+  if (ring_dest_[d]) {
+    // The records are in the peer's ring already: one release store sends them.
+    std::memcpy(ring_room_[d], &h, kHeader);
+    rings_.publish(dest, SameNodeRings::Kind::request, bytes);
+    ring_room_[d] = nullptr;
+  } else {
+    std::memcpy(batch.data.data(), &h, kHeader);
+    TESSERA_MPI(MPI_Isend(batch.data.data(), static_cast<int>(bytes), MPI_BYTE, dest, kRequestTag, comm_,
+                          &send_reqs_[static_cast<std::size_t>(b)]));
+    batch.sending = true;
+  }
   batch.awaiting_reply = shape_.reply_bytes > 0;
-  ++in_flight_;
+  if (batch.sending || batch.awaiting_reply) ++in_flight_;
   ++sent_to_[d];
   ++stats_.batches_sent;
   ++stats_.batches_to[d];
@@ -232,12 +181,13 @@ void RecordExchange::next_batch(int dest) {
     throw RangeError("aggregation destination " + std::to_string(dest) + " is not another rank of [0, " +
                      std::to_string(size_) + ")");
   send_current(dest);
+  if (ring_dest_[static_cast<std::size_t>(dest)]) return open_ring_batch(dest);
   int b = free_batch(dest);
   if (b < 0) {
     // Every batch for dest is in flight: serve others until one comes back.
-    serve_until([&] { return (b = free_batch(dest)) >= 0; });
+    engine_.serve_until([&] { return (b = free_batch(dest)) >= 0; });
   } else {
-    progress_all();  // pushing also serves: keeps peers' buffers moving
+    engine_.progress_all();  // pushing also serves: keeps peers' buffers moving
   }
   Batch& batch = batches_[static_cast<std::size_t>(b)];
   if (batch.data.empty()) {
@@ -247,6 +197,66 @@ void RecordExchange::next_batch(int dest) {
   auto d = static_cast<std::size_t>(dest);
   current_[d] = b;
   outbox_[d] = Outbox{batch.data.data() + kHeader, batch.side.data(), 0};
+}
+
+// The next batch to a co-locale is written in place in its ring: it needs a
+// free ring slot, and (with replies) a free batch to keep its side records
+// until the reply comes back.
+void RecordExchange::open_ring_batch(int dest) {
+  auto d = static_cast<std::size_t>(dest);
+  int b = free_batch(dest);
+  std::byte* room = b >= 0 ? rings_.room(dest, SameNodeRings::Kind::request) : nullptr;
+  if (room) {
+    engine_.progress_all();  // pushing also serves: keeps peers' rings moving
+  } else {
+    engine_.serve_until([&] {
+      if (b < 0) b = free_batch(dest);
+      return b >= 0 && (room = rings_.room(dest, SameNodeRings::Kind::request)) != nullptr;
+    });
+  }
+  Batch& batch = batches_[static_cast<std::size_t>(b)];
+  if (batch.side.size() < capacity_ * shape_.side_bytes) batch.side.resize(capacity_ * shape_.side_bytes);
+  current_[d] = b;
+  ring_room_[d] = room;
+  outbox_[d] = Outbox{room + kHeader, batch.side.data(), 0};
+}
+
+// Serves the batches co-locales published in this rank's rings: replies
+// first (they free this rank's batches), then requests, handled in place. A
+// request whose reply finds no room in the origin's reply ring stays in its
+// slot until there is room (the origin drains its reply rings whenever it
+// serves), so nothing here waits.
+bool RecordExchange::poll_rings() {
+  using Kind = SameNodeRings::Kind;
+  bool did = false;
+  for (int source : rings_.sources()) {
+    for (std::span<const std::byte> batch; !(batch = rings_.peek(source, Kind::reply)).empty();) {
+      handle_reply(batch.data(), static_cast<int>(batch.size()));
+      rings_.consume(source, Kind::reply);
+      did = true;
+    }
+    for (std::span<const std::byte> batch; !(batch = rings_.peek(source, Kind::request)).empty();) {
+      if (shape_.reply_bytes && ring_dest_[static_cast<std::size_t>(source)]) {
+        std::byte* reply = rings_.room(source, Kind::reply);
+        if (!reply) break;
+        Header h;
+        std::memcpy(&h, batch.data(), kHeader);
+        if (batch.size() != kHeader + h.count * shape_.record_bytes)
+          throw Error("aggregation: corrupt batch from rank " + std::to_string(source));
+        ++received_;
+        ++stats_.batches_received;
+        on_request_(source, batch.data() + kHeader, h.count, reply + kHeader);
+        std::memcpy(reply, &h, kHeader);
+        rings_.publish(source, Kind::reply, kHeader + h.count * shape_.reply_bytes);
+      } else {
+        // No replies, or replies through MPI (the origin's rings are not mapped here).
+        handle_request(source, batch.data(), static_cast<int>(batch.size()));
+      }
+      rings_.consume(source, Kind::request);
+      did = true;
+    }
+  }
+  return did;
 }
 
 void RecordExchange::handle_request(int source, const std::byte* msg, int bytes) {
@@ -282,7 +292,7 @@ void RecordExchange::handle_reply(const std::byte* msg, int bytes) {
 
 bool RecordExchange::progress() {
   if (size_ == 1) return false;
-  bool did = false;
+  bool did = rings_.sources().empty() ? false : poll_rings();
   int n = 0;
   completed_.resize(std::max({recv_reqs_.size(), send_reqs_.size(), reply_reqs_.size()}));
   statuses_.resize(completed_.size());
@@ -356,8 +366,8 @@ void RecordExchange::flush() {
     flush_routed();
   } else {
     for (int d = 0; d < size_; ++d) send_current(d);
-    settle_round(comm_, sent_to_, received_, [&] { return idle(); });
-    barrier_serving(comm_);
+    settle_round(engine_, comm_, sent_to_, received_, [&] { return idle(); });
+    engine_.barrier_serving(comm_);
   }
   if (tune) {
     // Every rank climbs on the same figures (sums over the ranks), so they
@@ -368,7 +378,7 @@ void RecordExchange::flush() {
     double sum[3];
     MPI_Request req;
     TESSERA_MPI(MPI_Iallreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, comm_, &req));
-    wait_serving(req);
+    engine_.wait_serving(req);
     agg_autotune::set_tuned(agg_autotune::climb(buffer_bytes_, static_cast<std::uint64_t>(sum[2]),
                                                 sum[1] / static_cast<double>(size_), sum[0]));
     tune_records_ = stats_.records_sent;
@@ -581,11 +591,11 @@ bool RecordExchange::open_batch(int slot, bool blocking) {
       current_[s] = b;
       routed_out_[s] = RoutedOutbox{batch.data.data() + kHeader, batch.data.data() + kHeader + cap_bytes_,
                                     batch.side.data()};
-      if (blocking) progress_all();  // pushing also serves: keeps peers' buffers moving
+      if (blocking) engine_.progress_all();  // pushing also serves: keeps peers' buffers moving
       return true;
     }
     if (!blocking) return false;
-    serve_once(backoff, idle);
+    engine_.serve_once(backoff, idle);
   }
 }
 
@@ -811,11 +821,11 @@ void RecordExchange::flush_routed() {
   // batch it is owed, no record is left to forward.
   for (std::size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s].forward) send_routed(static_cast<int>(s));
-  settle_round(comm_, sent_fwd_to_, received_fwd_, [&] { return held_.empty(); });
+  settle_round(engine_, comm_, sent_fwd_to_, received_fwd_, [&] { return held_.empty(); });
   // Round 2: final batches, then every reply home.
   for (std::size_t s = 0; s < slots_.size(); ++s) send_routed(static_cast<int>(s));
-  settle_round(comm_, sent_to_, received_, [&] { return idle(); });
-  barrier_serving(comm_);
+  settle_round(engine_, comm_, sent_to_, received_, [&] { return idle(); });
+  engine_.barrier_serving(comm_);
 }
 
 }  // namespace tessera::comm

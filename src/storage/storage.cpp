@@ -1,4 +1,5 @@
 #include "tessera/storage/storage.hpp"
+#include "tessera/storage/node_segment.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -346,67 +347,36 @@ SharedStorage::~SharedStorage() {
   exit_cleanup::remove(metadata_slot_);
 }
 
-// Co-locale segment: this rank's part in a memfd, node-shared memory with no
-// name in any file system, which each co-located rank maps by opening
-// /proc/<owner pid>/fd/<fd> while the owner still holds the descriptor.
-// Why a memfd and not Shared storage's named files: nothing can outlive the
-// job (the kernel frees the memory with the last mapping, after SIGKILL too,
-// so there is nothing for `tessera shm gc` to find), there is no metadata
-// file to write per array, and the array stays private to the job (explicit
-// Shared storage remains the way to publish it to outside tools). Pages are
-// placed lazily by the first touch, as for Heap, except that a rank bound
-// within one NUMA domain asks for its pages there whoever touches them
-// (prefer_home_numa_node); tmpfs gives 4 KiB pages, as for Shared. A
-// co-locale that cannot open or map a peer's segment (another PID namespace,
-// a non-dumpable process) only loses the same-node path to it.
+// Co-locale storage: this rank's part in a NodeSegment, which co-located
+// ranks map. Why not Shared storage's named files: nothing can outlive the
+// job (so there is nothing for `tessera shm gc` to find), there is no
+// metadata file to write per array, and the array stays private to the job
+// (explicit Shared storage remains the way to publish it to outside tools).
+// Pages are placed lazily by the first touch, as for Heap, except that a rank
+// bound within one NUMA domain asks for its pages there whoever touches them
+// (prefer_home_numa_node); tmpfs gives 4 KiB pages, as for Shared.
 class ColocaleStorage final : public Storage {
  public:
   ColocaleStorage(Runtime& rt, const ArrayLayout& layout);
   StorageKind kind() const noexcept override { return StorageKind::colocale; }
   std::byte* colocal_data(int world_rank) const noexcept override {
-    auto r = static_cast<std::size_t>(world_rank);
-    return r < peers_.size() && peers_[r].size() ? peers_[r].data() : nullptr;
+    std::span<std::byte> p = segment_.peer(world_rank);
+    return p.empty() ? nullptr : p.data();
   }
 
  private:
   void prefer_home_numa_node(const Runtime& rt) noexcept;
-  void map_peers(const Runtime& rt, int fd, std::uint64_t bytes);
 
-  Mapping own_;
-  std::vector<Mapping> peers_;  // by world rank; empty for self, other nodes and unmapped peers
-};
-
-// How a co-locale finds a rank's segment: the descriptor to open through
-// /proc, and the identity and size the opened file must have.
-struct SegmentAddress {
-  std::int32_t pid;
-  std::int32_t fd;
-  std::uint64_t device;
-  std::uint64_t inode;
-  std::uint64_t bytes;
+  NodeSegment segment_;
 };
 
 ColocaleStorage::ColocaleStorage(Runtime& rt, const ArrayLayout& layout) {
   auto r = static_cast<std::size_t>(rt.rank());
   const std::uint64_t bytes = (layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size;
-  // The name only shows in /proc/<pid>/maps ("/memfd:tessera-<job>-c<n>.r<rank>").
-  static std::atomic<int> counter{0};
-  const std::string name = "tessera-" + rt.job_id() + "-c" + std::to_string(counter++) + ".r" + std::to_string(rt.rank());
-  FileDescriptor fd;
-  agree(rt.comm(), [&] {
-    int f = ::memfd_create(name.c_str(), MFD_CLOEXEC);
-    if (f < 0)
-      throw SystemError("cannot create a co-locale segment of " + mebibytes(static_cast<double>(bytes)) +
-                            " (memfd_create); set TESSERA_COLOCALE_SEGMENTS=0 to keep default arrays on the Heap",
-                        errno);
-    fd = FileDescriptor(f);
-    if (::ftruncate(f, static_cast<off_t>(bytes)) != 0)
-      throw SystemError("cannot size a co-locale segment to " + mebibytes(static_cast<double>(bytes)), errno);
-    own_ = Mapping::file(f, bytes, true, "co-locale segment " + name);
-  });
+  segment_ = NodeSegment(rt, bytes, "c",
+                         "a co-locale segment; set TESSERA_COLOCALE_SEGMENTS=0 to keep default arrays on the Heap");
   prefer_home_numa_node(rt);
-  local_ = {own_.data(), bytes};
-  map_peers(rt, fd.get(), bytes);
+  local_ = segment_.own();
 }
 
 // Heap pages land where the owner first touches them, and only the owner can.
@@ -414,44 +384,13 @@ ColocaleStorage::ColocaleStorage(Runtime& rt, const ArrayLayout& layout) {
 // bound within one NUMA domain (--colocales numa|socket on a multi-domain
 // node) asks for its pages there before anyone touches them. Best effort.
 void ColocaleStorage::prefer_home_numa_node(const Runtime& rt) noexcept {
-  if (own_.size() == 0) return;
+  if (segment_.own().empty()) return;
   try {
-    if (int node = home_numa_node(rt.topology()); node >= 0) prefer_numa_node(own_.data(), own_.size(), node);
+    if (int node = home_numa_node(rt.topology()); node >= 0)
+      prefer_numa_node(segment_.own().data(), segment_.own().size(), node);
   } catch (const std::exception&) {
     // No hwloc view of the node: first touch decides, as for Heap.
   }
-}
-
-void ColocaleStorage::map_peers(const Runtime& rt, int fd, std::uint64_t bytes) {
-  struct stat st {};
-  SegmentAddress mine{static_cast<std::int32_t>(::getpid()), fd, 0, 0, bytes};
-  if (::fstat(fd, &st) == 0) {
-    mine.device = static_cast<std::uint64_t>(st.st_dev);
-    mine.inode = static_cast<std::uint64_t>(st.st_ino);
-  }
-  const NodeGroup& node = rt.node();
-  auto addresses = all_gather(node.comm, mine);
-  peers_.resize(static_cast<std::size_t>(rt.size()));
-  for (int k = 0; k < node.size; ++k) {
-    const int peer = node.world_ranks[static_cast<std::size_t>(k)];
-    const SegmentAddress& a = addresses[static_cast<std::size_t>(k)];
-    if (peer == rt.rank() || a.bytes == 0) continue;
-    const std::string path = "/proc/" + std::to_string(a.pid) + "/fd/" + std::to_string(a.fd);
-    FileDescriptor peer_fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-    if (!peer_fd) continue;
-    struct stat ps {};
-    // The same file the owner created (not a recycled pid or descriptor), whole.
-    if (::fstat(peer_fd.get(), &ps) != 0 || static_cast<std::uint64_t>(ps.st_dev) != a.device ||
-        static_cast<std::uint64_t>(ps.st_ino) != a.inode || static_cast<std::uint64_t>(ps.st_size) != a.bytes)
-      continue;
-    try {
-      peers_[static_cast<std::size_t>(peer)] = Mapping::file(peer_fd.get(), a.bytes, true, path);
-    } catch (const SystemError&) {
-      // Out of address space or mappings: this peer is reached through MPI.
-    }
-  }
-  // Every co-locale has opened what it could: owners may close their descriptors.
-  barrier(node.comm);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ struct Setup {
   StorageKind storage;
   int direct;
   std::size_t buffer_bytes;  // 0: default
+  int rings = 1;             // batches to co-locales through the same-node rings (1) or MPI (0)
 };
 
 class AggregationFixture : public testing::TestWithParam<Setup> {
@@ -26,6 +27,7 @@ class AggregationFixture : public testing::TestWithParam<Setup> {
     AggregationOptions o;
     o.buffer_bytes = GetParam().buffer_bytes;
     o.same_node_direct = GetParam().direct;
+    o.same_node_rings = GetParam().rings;
     return o;
   }
   Runtime& rt() const { return Runtime::current(); }

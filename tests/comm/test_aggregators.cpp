@@ -28,9 +28,12 @@ using test::Setup;
 
 const Setup kSetups[] = {
     {"HeapDefault", StorageKind::heap, 0, 0},
-    {"HeapOneRecord", StorageKind::heap, 0, 1},  // clamps to one record per batch
+    {"HeapOneRecord", StorageKind::heap, 0, 1},  // clamps to one record per batch (and per ring slot)
     {"HeapSmall", StorageKind::heap, 0, 200},
-    {"SharedMpi", StorageKind::shared, 0, 256},
+    // Batches to co-locales through MPI instead of the same-node rings.
+    {"HeapMpiTransport", StorageKind::heap, 0, 0, 0},
+    {"HeapOneRecordMpiTransport", StorageKind::heap, 0, 1, 0},
+    {"SharedMpi", StorageKind::shared, 0, 256, 0},
     {"SharedDirect", StorageKind::shared, 1, 0},
 };
 
@@ -561,5 +564,34 @@ TEST(Aggregation, GridRoutingSplitsForwardedChunksAcrossBatchesAndResumes) {
     }
     for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i)
       ASSERT_EQ(counts.at(i), want[i]) << "buffer " << bytes << ", count " << i;
+  }
+}
+
+// Batches to co-locales go through the same-node rings unless switched off;
+// to ranks of other nodes (the emulated cluster) always through MPI.
+TEST(Aggregation, SameNodeBatchesGoThroughTheRingsUnlessSwitchedOff) {
+  auto& rt = Runtime::current();
+  if (rt.size() == 1) GTEST_SKIP() << "needs a remote rank";
+  DistArray<std::uint64_t> a(rt, 1 << 12, StorageOptions::heap());
+  for (int rings : {1, 0}) {
+    AggregationOptions o;
+    o.routing = AggregationRouting::direct;
+    o.same_node_direct = 0;
+    o.same_node_rings = rings;
+    o.buffer_bytes = 256;
+    {
+      SrcAggregator<std::uint64_t> src(a, o);
+      std::vector<std::uint64_t> got(a.size());
+      for (std::uint64_t i = 0; i < a.size(); ++i) src.get(i, got[i]);
+      src.flush();
+      for (int r = 0; r < rt.size(); ++r) {
+        if (r == rt.rank()) continue;
+        EXPECT_EQ(src.exchange().uses_ring(r), rings == 1 && rt.is_colocal(r)) << "rank " << r;
+        EXPECT_GT(src.exchange().stats().batches_to[static_cast<std::size_t>(r)], 0u) << "rank " << r;
+      }
+      if (rings && rt.node().size > 1) {
+        EXPECT_GT(src.exchange().memory_bytes(), 0u);
+      }
+    }
   }
 }

@@ -115,7 +115,7 @@ class SrcAggregator {
  public:
   explicit SrcAggregator(const DistArray<T>& array, const AggregationOptions& options = {})
       : array_(array),
-        exchange_(array.runtime().comm(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
+        exchange_(array.runtime(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
                   std::bind_front(&SrcAggregator::serve_reads, this), &SrcAggregator::store_replies),
         direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
         me_(array.runtime().rank()) {}
@@ -186,7 +186,7 @@ class UpdateAggregator {
   UpdateAggregator(DistArray<T>& array, Op op, const AggregationOptions& options = {})
       : array_(array),
         op_(std::move(op)),
-        exchange_(array.runtime().comm(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
+        exchange_(array.runtime(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
                   std::bind_front(&UpdateAggregator::apply_batch, this)),
         direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
                                : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
@@ -274,7 +274,7 @@ class MessageAggregator {
 
   MessageAggregator(Runtime& rt, Handler handler, const AggregationOptions& options = {})
       : handler_(std::move(handler)),
-        exchange_(rt.comm(), {sizeof(Msg), 0, 0}, options, std::bind_front(&MessageAggregator::run_batch, this)),
+        exchange_(rt, {sizeof(Msg), 0, 0}, options, std::bind_front(&MessageAggregator::run_batch, this)),
         me_(rt.rank()) {}
 
   void send(int dest, const Msg& msg) {

@@ -2,7 +2,9 @@
 //   TESSERA_AGG_BUFFER_BYTES  bytes of one per-destination buffer (e.g. 65536, 64K, 1M), or "auto"
 //   TESSERA_AGG_MEMORY_BUDGET send-buffer bytes one aggregator may use per rank in auto mode (default 64M)
 //   TESSERA_AGG_IN_FLIGHT     batches per destination that may be in flight
-//   TESSERA_AGG_SAME_NODE     1: reach co-located ranks' Shared arrays directly; 0: always MPI
+//   TESSERA_AGG_SAME_NODE     1: reach co-located ranks' Shared arrays directly; 0: always messages
+//   TESSERA_AGG_RINGS         1 (default): batches to co-located ranks go through shared-memory
+//                             rings (SameNodeRings); 0: through MPI like batches between nodes
 //   TESSERA_AGG_ROUTING       direct (default): one buffer per destination rank;
 //                             grid: ranks as a sqrt(P) x sqrt(P) grid, records travel along
 //                             their row then their column, about 2 sqrt(P) buffers per rank
@@ -51,6 +53,7 @@ struct AggregationOptions {
   std::size_t buffer_bytes = 0;  // 0: environment, else the built-in default; kAutoBufferBytes: auto
   int max_in_flight = 0;         // 0: environment, else the built-in default
   int same_node_direct = -1;     // -1: environment, else 0/1
+  int same_node_rings = -1;      // -1: environment, else 0/1 (direct routing only)
   AggregationRouting routing = AggregationRouting::unset;  // unset: environment, else direct
   std::size_t memory_budget = 0;  // auto mode's send-buffer budget per aggregator per rank; 0: environment
 
@@ -78,6 +81,11 @@ struct AggregationOptions {
   AggregationOptions with_same_node_direct(int on) const {
     AggregationOptions a = *this;
     a.same_node_direct = on;
+    return a;
+  }
+  AggregationOptions with_same_node_rings(int on) const {
+    AggregationOptions a = *this;
+    a.same_node_rings = on;
     return a;
   }
   AggregationOptions with_routing(AggregationRouting r) const {

@@ -5,8 +5,13 @@
 // batch gets one reply batch back, in the same order, which the origin matches
 // with "side" records it kept locally (e.g. where to store fetched values).
 //
+// Transports: batches to co-located ranks are written straight into their
+// same-node rings (SameNodeRings, direct routing, unless
+// AggregationOptions::same_node_rings is 0); all others travel as MPI messages.
+//
 // Progress: a rank that waits for a free buffer serves incoming batches and
-// replies meanwhile, so buffers filling in both directions never deadlock.
+// replies meanwhile (every exchange of its Runtime's ProgressEngine), so
+// buffers filling in both directions never deadlock.
 // Termination: flush() exchanges per-destination batch counts
 // (MPI_Ireduce_scatter_block), then each rank serves until it has handled
 // every batch sent to it and received every reply it is owed.
@@ -42,10 +47,13 @@
 #include <vector>
 
 #include "tessera/comm/options.hpp"
+#include "tessera/comm/same_node_rings.hpp"
+#include "tessera/runtime/progress.hpp"
+#include "tessera/runtime/runtime.hpp"
 
 namespace tessera::comm {
 
-class RecordExchange {
+class RecordExchange : private Progressable {
  public:
   // At the destination, for each arriving batch of `count` records. With
   // replies, `reply` has room for count * reply_bytes; otherwise it is null.
@@ -69,8 +77,9 @@ class RecordExchange {
     std::vector<std::uint64_t> batches_to;
   };
 
-  // Collective over `comm` (duplicates it, so traffic never mixes with others).
-  RecordExchange(MPI_Comm comm, Shape shape, const AggregationOptions& options, RequestHandler on_request,
+  // Collective over the runtime's ranks (duplicates its communicator, so
+  // traffic never mixes with others); registers with its ProgressEngine.
+  RecordExchange(Runtime& rt, Shape shape, const AggregationOptions& options, RequestHandler on_request,
                  ReplyHandler on_reply = {});
   // Collective: flushes what is still buffered, unless an exception is unwinding.
   ~RecordExchange();
@@ -95,7 +104,7 @@ class RecordExchange {
   }
 
   // Serves what has arrived and retires completed sends. True if it did work.
-  bool progress();
+  bool progress() override;
   // Collective: sends every partial buffer and returns once every record
   // pushed anywhere before the call has been handled and every reply received.
   void flush();
@@ -110,6 +119,8 @@ class RecordExchange {
   // The per-destination buffer size in use (the auto mode's choice, if auto).
   std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   bool routed() const noexcept { return routed_; }
+  // Whether batches to `rank` go through the same-node rings.
+  bool uses_ring(int rank) const noexcept { return ring_dest_.at(static_cast<std::size_t>(rank)) != 0; }
   // Ranks this rank keeps send buffers for (P-1 direct; grid: row + column).
   std::size_t destinations() const noexcept { return routed_ ? slots_.size() : static_cast<std::size_t>(size_ > 1 ? size_ - 1 : 0); }
 
@@ -222,12 +233,16 @@ class RecordExchange {
   void send_reply_slot(int i, int dest);
   void release_forwarded();
   void flush_routed();
-  friend void release_forwarded_all();
+  void on_idle() override;
+  // Same-node rings (direct routing).
+  bool poll_rings();
+  void open_ring_batch(int dest);
   int free_batch(int dest) const;
   void handle_request(int source, const std::byte* msg, int bytes);
   void handle_reply(const std::byte* msg, int bytes);
   bool idle() const;
 
+  ProgressEngine& engine_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   Shape shape_;
@@ -260,6 +275,10 @@ class RecordExchange {
 
   std::size_t buffer_bytes_ = 0;
   std::vector<int> recv_tag_;  // tag each receive buffer is posted for
+
+  SameNodeRings rings_;              // empty unless direct routing with co-locales
+  std::vector<std::uint8_t> ring_dest_;  // by destination: batches go into its ring
+  std::vector<std::byte*> ring_room_;    // by destination: the ring slot being filled
 
   // Grid routing state (empty with direct routing).
   bool routed_ = false;

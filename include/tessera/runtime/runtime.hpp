@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/progress.hpp"
 #include "tessera/runtime/topology.hpp"
 
 namespace tessera {
@@ -57,6 +58,9 @@ class Runtime {
   // rank alike: array creation is collective and must agree on the storage.
   void set_colocale_segments(bool on) noexcept { colocale_segments_ = on; }
 
+  // What a waiting rank serves: every live aggregation exchange of this runtime.
+  ProgressEngine& progress() noexcept { return progress_; }
+
   // The runtime of this process; throws when none exists.
   static Runtime& current();
 
@@ -73,6 +77,7 @@ class Runtime {
   NodeGroup node_;
   std::string job_id_;
   mutable std::unique_ptr<Topology> topology_;
+  ProgressEngine progress_;
 };
 
 // The MPI library's own version string.

@@ -1,0 +1,68 @@
+#include "tessera/comm/same_node_rings.hpp"
+
+#include <new>
+
+namespace tessera::comm {
+
+namespace {
+std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+std::size_t slot_bytes(std::size_t batch_bytes) {
+  return batch_bytes ? round_up(SameNodeRings::kLength + batch_bytes, 64) : 0;
+}
+// Where the rings from the node's k-th rank sit in the segment of its r-th rank.
+std::size_t pair_index(int k, int r) { return static_cast<std::size_t>(k < r ? k : k - 1); }
+}  // namespace
+
+std::size_t SameNodeRings::pair_bytes(Shape shape) {
+  return 2 * sizeof(Control) + shape.slots * (slot_bytes(shape.request_bytes) + slot_bytes(shape.reply_bytes));
+}
+
+std::size_t SameNodeRings::segment_bytes(Shape shape, int peers) {
+  return peers > 0 ? pair_bytes(shape) * static_cast<std::size_t>(peers) : 0;
+}
+
+SameNodeRings::Peer SameNodeRings::locate(std::byte* segment, std::size_t pair, Shape shape) {
+  Peer p;
+  p.base = segment + pair * pair_bytes(shape);
+  std::byte* slots = p.base + 2 * sizeof(Control);
+  const std::size_t sizes[2] = {slot_bytes(shape.request_bytes), slot_bytes(shape.reply_bytes)};
+  for (int kind = 0; kind < 2; ++kind) {
+    Ring& ring = p.rings[kind];
+    ring.control = reinterpret_cast<Control*>(p.base + static_cast<std::size_t>(kind) * sizeof(Control));
+    ring.base = sizes[kind] ? slots : nullptr;
+    ring.slot_bytes = sizes[kind];
+    slots += shape.slots * sizes[kind];
+  }
+  return p;
+}
+
+SameNodeRings::SameNodeRings(Runtime& rt, Shape shape) : shape_(shape) {
+  const NodeGroup& node = rt.node();
+  const int peers = node.size - 1;
+  segment_ = NodeSegment(rt, segment_bytes(shape, peers), "r", "the same-node aggregation rings");
+  out_.resize(static_cast<std::size_t>(rt.size()));
+  in_.resize(static_cast<std::size_t>(rt.size()));
+  if (peers == 0) return;
+  // The segment is fresh memory (zeroed): construct the control words in it
+  // before any co-locale can use them (NodeSegment ends with a node barrier,
+  // and nobody writes a ring before the exchange's first push, which follows
+  // the collective setup below).
+  for (int k = 0; k < node.size; ++k) {
+    if (k == node.rank) continue;
+    const int source = node.world_ranks[static_cast<std::size_t>(k)];
+    Peer p = locate(segment_.own().data(), pair_index(k, node.rank), shape);
+    for (Ring& ring : p.rings) new (ring.control) Control();
+    in_[static_cast<std::size_t>(source)] = p;
+    sources_.push_back(source);
+  }
+  barrier(node.comm);  // every control word constructed before any producer reads one
+  for (int k = 0; k < node.size; ++k) {
+    if (k == node.rank) continue;
+    const int dest = node.world_ranks[static_cast<std::size_t>(k)];
+    std::span<std::byte> theirs = segment_.peer(dest);
+    if (theirs.size() != segment_.own().size()) continue;  // not mapped here: MPI reaches it
+    out_[static_cast<std::size_t>(dest)] = locate(theirs.data(), pair_index(node.rank, k), shape);
+  }
+}
+
+}  // namespace tessera::comm
