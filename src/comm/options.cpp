@@ -28,7 +28,12 @@ std::size_t parse_byte_size(const std::string& text, const std::string& what) {
 }
 
 const char* routing_name(AggregationRouting r) {
-  return r == AggregationRouting::grid ? "grid" : r == AggregationRouting::direct ? "direct" : "unset";
+  switch (r) {
+    case AggregationRouting::direct: return "direct";
+    case AggregationRouting::grid: return "grid";
+    case AggregationRouting::node_first: return "node-first";
+    default: return "unset";
+  }
 }
 
 // ---- grid routing -------------------------------------------------------
@@ -146,8 +151,10 @@ AggregationOptions AggregationOptions::resolved() const {
       o.routing = AggregationRouting::direct;
     else if (v == "grid")
       o.routing = AggregationRouting::grid;
+    else if (v == "node-first")
+      o.routing = AggregationRouting::node_first;
     else
-      throw ConfigError("TESSERA_AGG_ROUTING must be direct or grid; got '" + v + "'");
+      throw ConfigError("TESSERA_AGG_ROUTING must be direct, grid or node-first; got '" + v + "'");
   }
   if (o.memory_budget == 0) {
     const char* env = std::getenv("TESSERA_AGG_MEMORY_BUDGET");
@@ -184,7 +191,7 @@ std::size_t AggregationOptions::buffer_memory_bytes(int ranks) const {
   // up to 8 more for batches that are forwarded.
   auto r = resolved();
   std::size_t slots = static_cast<std::size_t>(std::min(std::max(ranks - 1, 0), 8));
-  if (r.routing == AggregationRouting::grid) slots *= 2;
+  if (r.routing != AggregationRouting::direct) slots *= 2;
   return send_memory_bytes(ranks) + slots * r.buffer_bytes_for(ranks);
 }
 
@@ -200,8 +207,9 @@ std::string AggregationOptions::describe(int ranks) const {
   std::string text = size + " B/destination, " + std::to_string(r.max_in_flight) + " in flight, send memory " +
                      batches + " x " + std::to_string(bytes) + " = " + std::to_string(send_memory_bytes(ranks)) +
                      " B per aggregator per rank, same-node direct " + (r.same_node_direct ? "on" : "off") +
-                     ", same-node rings " + (r.same_node_rings && !grid ? "on" : "off");
+                     ", same-node rings " + (r.same_node_rings && r.routing == AggregationRouting::direct ? "on" : "off");
   if (r.routing == AggregationRouting::grid) text += ", grid routing";
+  if (r.routing == AggregationRouting::node_first) text += ", node-first routing";
   return text;
 }
 

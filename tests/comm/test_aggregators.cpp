@@ -365,10 +365,17 @@ TEST(Aggregation, RoutingAndBudgetSettingsFromEnvironment) {
     AggregationOptions{}.resolved();
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("TESSERA_AGG_ROUTING must be direct or grid"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("TESSERA_AGG_ROUTING must be direct, grid or node-first"), std::string::npos);
   }
   setenv("TESSERA_AGG_ROUTING", "grid", 1);
   EXPECT_EQ(AggregationOptions{}.resolved().routing, AggregationRouting::grid);
+  setenv("TESSERA_AGG_ROUTING", "node-first", 1);
+  EXPECT_EQ(AggregationOptions{}.resolved().routing, AggregationRouting::node_first);
+  setenv("TESSERA_AGG_RINGS", "sometimes", 1);
+  EXPECT_THROW(AggregationOptions{}.resolved(), ConfigError);
+  setenv("TESSERA_AGG_RINGS", "0", 1);
+  EXPECT_EQ(AggregationOptions{}.resolved().same_node_rings, 0);
+  unsetenv("TESSERA_AGG_RINGS");
   unsetenv("TESSERA_AGG_ROUTING");
   EXPECT_EQ(AggregationOptions{}.resolved().routing, AggregationRouting::direct) << "direct by default";
 
@@ -594,4 +601,36 @@ TEST(Aggregation, SameNodeBatchesGoThroughTheRingsUnlessSwitchedOff) {
       }
     }
   }
+}
+
+// Node-first routing: every record arrives (against a serial count), and a
+// rank sends batches only to its co-locales and, off-node, to the ranks
+// with its own index on their node: the one forwarder per node and
+// destination. On one node that is every rank; across the emulated cluster
+// (tests/cluster) it is the property that matters.
+TEST(Aggregation, NodeFirstCrossesNodesOnlyBetweenForwarders) {
+  auto& rt = Runtime::current();
+  const auto P = static_cast<std::size_t>(rt.size());
+  std::vector<int> local(P), count(static_cast<std::size_t>(rt.node().count), 0);
+  for (std::size_t r = 0; r < P; ++r) local[r] = count[static_cast<std::size_t>(rt.node().node_of_rank[r])]++;
+  DistArray<std::int64_t> a(rt, 4096, StorageOptions::heap());
+  AggregationOptions o;
+  o.routing = AggregationRouting::node_first;
+  o.same_node_direct = 0;
+  o.buffer_bytes = 512;
+  {
+    UpdateAggregator<std::int64_t, ops::Add> up(a, o);
+    EXPECT_EQ(up.exchange().routed(), rt.size() > 1);
+    for (std::uint64_t k = 0; k < 20000; ++k) up.update((k * 2654435761u + static_cast<std::uint64_t>(rt.rank())) % a.size(), 1);
+    up.flush();
+    for (std::size_t r = 0; r < P; ++r) {
+      if (up.exchange().stats().batches_to.at(r) == 0) continue;
+      EXPECT_TRUE(rt.is_colocal(static_cast<int>(r)) || local[r] == local[static_cast<std::size_t>(rt.rank())])
+          << "rank " << rt.rank() << " sent batches straight to rank " << r << " on another node";
+    }
+  }
+  std::vector<std::int64_t> want(a.size(), 0);
+  for (int r = 0; r < rt.size(); ++r)
+    for (std::uint64_t k = 0; k < 20000; ++k) ++want[(k * 2654435761u + static_cast<std::uint64_t>(r)) % a.size()];
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) ASSERT_EQ(a.at(i), want[i]) << "element " << i;
 }

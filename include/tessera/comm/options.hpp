@@ -7,7 +7,10 @@
 //                             rings (SameNodeRings); 0: through MPI like batches between nodes
 //   TESSERA_AGG_ROUTING       direct (default): one buffer per destination rank;
 //                             grid: ranks as a sqrt(P) x sqrt(P) grid, records travel along
-//                             their row then their column, about 2 sqrt(P) buffers per rank
+//                             their row then their column, about 2 sqrt(P) buffers per rank;
+//                             node-first: the grid whose rows are the nodes: a record for
+//                             another node goes first to the co-locale with its destination's
+//                             index on the node, the one forwarder of those records off-node
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +18,7 @@
 
 namespace tessera {
 
-enum class AggregationRouting : int { unset = -1, direct = 0, grid = 1 };
+enum class AggregationRouting : int { unset = -1, direct = 0, grid = 1, node_first = 2 };
 
 // Where a rank's records go in grid routing. Ranks are laid out row-major on
 // a grid of ceil(sqrt(P)) columns; the last row may be short. A record from s
@@ -66,7 +69,8 @@ struct AggregationOptions {
   std::size_t buffer_bytes_for(int ranks) const;
 
   // How many per-destination buffers one rank holds at most (ranks for
-  // direct routing, about 2 sqrt(ranks) for grid routing).
+  // direct routing, about 2 sqrt(ranks) for grid routing; node-first depends
+  // on the nodes' sizes, not known here: ranks, the bound).
   std::size_t destinations(int ranks) const;
   // Batches one rank holds at most: destinations x (1 + max_in_flight),
   // with grid routing plus one per forward buffer (exchanges with replies;

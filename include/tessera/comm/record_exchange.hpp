@@ -16,6 +16,12 @@
 // (MPI_Ireduce_scatter_block), then each rank serves until it has handled
 // every batch sent to it and received every reply it is owed.
 //
+// Node-first routing (routing = node_first) is grid routing on the grid whose
+// rows are the nodes and whose columns are the ranks' indices on their node:
+// a record for another node first goes to the co-locale with its
+// destination's index, which forwards it off-node with every other record of
+// its node for that destination.
+//
 // Grid routing (AggregationOptions::routing = grid) bounds the buffers per
 // rank to about 2 sqrt(P) (GridRoute): a record first goes to the rank of its
 // row in the destination's column ("forward" batches), which passes it on
@@ -118,6 +124,7 @@ class RecordExchange : private Progressable {
   std::size_t memory_bytes() const noexcept;
   // The per-destination buffer size in use (the auto mode's choice, if auto).
   std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
+  // Grid or node-first routing (multi-hop, over MPI).
   bool routed() const noexcept { return routed_; }
   // Whether batches to `rank` go through the same-node rings.
   bool uses_ring(int rank) const noexcept { return ring_dest_.at(static_cast<std::size_t>(rank)) != 0; }
@@ -218,7 +225,7 @@ class RecordExchange : private Progressable {
   void next_batch(int dest);
   void send_current(int dest);
   // Grid routing.
-  void setup_routes();
+  void setup_routes(const Runtime& rt);
   std::byte* push_routed(int dest, std::byte** side);
   void close_chunk(int dest);
   bool open_batch(int slot, bool blocking);
