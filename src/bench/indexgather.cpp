@@ -3,7 +3,9 @@
 // rank holds a table part and reads random global entries into a local array.
 // Variants: aggregated SrcAggregator (Heap; Shared with and without the
 // same-node path; a co-locale segment, default storage under --colocales),
-// fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
+// fine-grained MPI_Get, bulk exchange with MPI_Alltoallv; and the per-core
+// ceiling (ceiling.hpp): the same tgt[k] = table[idx[k]] on a private copy of
+// the whole table with no communication, and memcpy bandwidth.
 // Verifier (check_indexgather): table[i] = indexgather_value(i) is a closed
 // form, so every fetched value is checked against the index it was read from.
 #include "tessera/bench/benchmarks.hpp"
@@ -15,6 +17,7 @@
 #include "rma_table.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
+#include "ceiling.hpp"
 #include "traffic.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
@@ -69,6 +72,14 @@ double gather_counted(const DistArray<std::uint64_t>& t, const std::vector<std::
   const double seconds = MPI_Wtime() - t0;
   traffic.record(t.runtime(), src);
   return seconds;
+}
+
+// The kernel with no communication: every rank reads its own stream from a
+// private copy of the whole table.
+void gather_local(const std::vector<std::uint64_t>& table, const std::vector<std::uint64_t>& idx,
+                  std::vector<std::uint64_t>& tgt) {
+  const std::uint64_t* t = table.data();
+  for (std::size_t k = 0; k < idx.size(); ++k) tgt[k] = t[idx[k]];
 }
 
 void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
@@ -133,6 +144,8 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   double seconds[5] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
   auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
+  std::vector<std::uint64_t> private_table(table);
+  for (std::uint64_t i = 0; i < table; ++i) private_table[i] = indexgather_value(i);
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = reset,
@@ -155,8 +168,13 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                  .verify = check(idx.size()), .measured_seconds = timed(3), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { seconds[4] = gather_counted(colocale, idx, tgt, agg.with_same_node_direct(1), traffic[4]); },
-                 .verify = check(idx.size()), .measured_seconds = timed(4), .details = counted(4)}},
+                 .verify = check(idx.size()), .measured_seconds = timed(4), .details = counted(4)},
+                {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_local(private_table, idx, tgt); }, .verify = check(idx.size())}},
                1e6, "M reads/s");
+  std::vector<std::uint64_t> copy(idx.size());
+  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
+  add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_colocale_summary(report, rt, rows);
   return report.print();
