@@ -4,7 +4,8 @@
   test_bench_vs_bale.py usage            (always)
     Without --bale it prints how to get a Bale tree and exits 2, nothing on
     stdout; a missing directory, a tree that is not Bale's and bad options
-    are refused with exit 2 and a message naming what is wrong.
+    are refused with exit 2 and a message naming what is wrong. The rows:
+    a Bale variant whose check failed is unverified and never Bale's best.
 
   test_bench_vs_bale.py bale BUILD       (needs TESSERA_BALE_SRC, else exit 77)
     Builds Bale from $TESSERA_BALE_SRC (once, in the script's default cache),
@@ -65,7 +66,27 @@ def test_usage():
                        (["--rounds", "0"], "--rounds"), (["--requests", "0"], "--requests")):
         run = script("--bale", "/tmp", *args)
         assert run.returncode == 2 and what in run.stderr, (args, run.stderr)
-    print("bench_vs_bale.py: the how-to without --bale, bad input refused: ok")
+    # A Bale variant whose own check failed in one round: its row is not
+    # verified, and it is not taken as Bale's best however fast it ran.
+    args = bale.parse_args(["--bale", "/tmp", "--rounds", "2"])
+    unit = bale.BENCHES["histogram"]["unit"]
+    def runs(*rates, failed=False):
+        return [{"rate": r, "seconds": 1 / r, "unit": unit, "verified": not (failed and k == 0),
+                 "check": "Bale's own check failed: FAILED!!!!" if failed and k == 0 else "ok"}
+                for k, r in enumerate(rates)]
+    samples = {("bale", "Exstack", "-", ""): runs(50.0, 70.0), ("bale", "Exstack2", "-", ""): runs(90.0, 110.0, failed=True),
+               ("tessera", "aggregated", "heap", ""): runs(120.0, 140.0),
+               ("tessera", bale.LOCAL_LOOP, "heap", ""): runs(1000.0, 1200.0)}
+    rows, summary = bale.make_rows(args, "histogram", samples, "test")
+    by = {r["variant"]: r for r in rows}
+    assert not by["Exstack2"]["verified"] and "FAILED!!!!" in by["Exstack2"]["check"], by["Exstack2"]
+    assert all(by[v]["verified"] for v in ("Exstack", "aggregated", bale.LOCAL_LOOP)), rows
+    assert summary["bale_best_variant"] == "Exstack", summary
+    exstack = sum(r["rate"] for r in samples[("bale", "Exstack", "-", "")]) / 2  # the median of two
+    headline = sum(r["rate"] for r in samples[("tessera", "aggregated", "heap", "")]) / 2
+    assert abs(summary["bale_ratio"] - headline / exstack) < 1e-12, summary
+    assert by["aggregated"]["headline"] and not by["Exstack"]["headline"], rows
+    print("bench_vs_bale.py: the how-to without --bale, bad input refused, a failed Bale check reported: ok")
     return 0
 
 
