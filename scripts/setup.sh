@@ -12,6 +12,7 @@ packages=(
   python3-scipy
   bubblewrap  # the containerized analysis (scripts/analyze-in-container.sh) and its tests
   python3-matplotlib  # scripts/plot_bench.py (issue 13)
+  autoconf automake  # scripts/bench_vs_bale.py builds Bale from the tree it is given
   # Slurm on the emulated cluster (scripts/slurm_cluster.py, tests/cluster/test_slurm.py):
   # the daemons and srun/sbatch; the plugins (auth/none, mpi/pmix) come with them.
   slurmctld slurmd slurm-client

@@ -2,7 +2,9 @@
 // to random entries of a distributed count table. Variants: aggregated
 // UpdateAggregator<add> (Heap; Shared with the same-node atomic path; a
 // co-locale segment, default storage under --colocales),
-// fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv.
+// fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv; and
+// the per-core ceiling (ceiling.hpp): the same ++count[i] on a private table
+// of the whole size with no communication, and memcpy bandwidth.
 // Verifier (check_histogram): the grand total must equal the number of
 // updates, and every rank recounts its own part by regenerating every rank's
 // index stream.
@@ -15,6 +17,7 @@
 #include "rma_table.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
+#include "ceiling.hpp"
 #include "traffic.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
@@ -22,6 +25,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
+#include "tessera/runtime/error.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -56,15 +60,39 @@ Verdict check_histogram(Runtime& rt, std::span<const std::int64_t> local, std::u
               std::to_string(bad_total) + " counts differ from the recount"};
 }
 
+Verdict check_histogram_private(Runtime& rt, std::span<const std::int64_t> private_counts, std::uint64_t local_begin,
+                                std::size_t local_size, std::uint64_t updates_done) {
+  std::vector<std::int64_t> sum(private_counts.begin(), private_counts.end());
+  all_reduce(rt.comm(), sum.data(), static_cast<int>(sum.size()), MPI_SUM);
+  if (local_begin + local_size > sum.size())
+    throw RangeError("check_histogram_private: block [" + std::to_string(local_begin) + ", " +
+                      std::to_string(local_begin + local_size) + ") lies outside the table of " +
+                      std::to_string(sum.size()) + " counts");
+  return check_histogram(rt, std::span<const std::int64_t>(sum).subspan(local_begin, local_size), local_begin,
+                         sum.size(), updates_done);
+}
+
 namespace {
-void histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
-                      const AggregationOptions& agg, Traffic* traffic = nullptr) {
+// Returns its own time, from the aggregator's construction to the end of its
+// flush: the traffic (last batches included) is read after the clock stops,
+// and the destructor's flush of the then empty exchange (a reduction and a
+// barrier) is not timed.
+double histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
+                        const AggregationOptions& agg, Traffic& traffic) {
+  const double t0 = MPI_Wtime();
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
   for (std::uint64_t i : idx) up.update(i, 1);
-  if (traffic) {
-    up.flush();  // the last batches count too
-    traffic->record(counts.runtime(), up);
-  }
+  up.flush();
+  const double seconds = MPI_Wtime() - t0;
+  traffic.record(counts.runtime(), up);
+  return seconds;
+}
+
+// The kernel with no communication: every rank counts its own stream into a
+// private table of the whole size.
+void histo_local(std::vector<std::int64_t>& counts, const std::vector<std::uint64_t>& idx) {
+  std::int64_t* c = counts.data();
+  for (std::uint64_t i : idx) ++c[i];
 }
 
 void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
@@ -119,7 +147,10 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
   Traffic traffic[5];  // the aggregated rows, in order
+  double seconds[5] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
+  auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
+  std::vector<std::int64_t> local(table, 0);
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = zero(rma),
@@ -127,22 +158,31 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0), &traffic[0]); },
-                 .verify = check(heap, idx.size()), .details = counted(0)},
+                 .run = [&] { seconds[0] = histo_aggregated(heap, idx, agg.with_same_node_direct(0), traffic[0]); },
+                 .verify = check(heap, idx.size()), .measured_seconds = timed(0), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid), &traffic[1]); },
-                 .verify = check(heap, idx.size()), .details = counted(1)},
+                 .run = [&] { seconds[1] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
+                                                          traffic[1]); },
+                 .verify = check(heap, idx.size()), .measured_seconds = timed(1), .details = counted(1)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
-                 .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(0), &traffic[2]); },
-                 .verify = check(shared, idx.size()), .details = counted(2)},
+                 .run = [&] { seconds[2] = histo_aggregated(shared, idx, agg.with_same_node_direct(0), traffic[2]); },
+                 .verify = check(shared, idx.size()), .measured_seconds = timed(2), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
-                 .prepare = zero(shared), .run = [&] { histo_aggregated(shared, idx, agg.with_same_node_direct(1), &traffic[3]); },
-                 .verify = check(shared, idx.size()), .details = counted(3)},
+                 .prepare = zero(shared), .run = [&] { seconds[3] = histo_aggregated(shared, idx, agg.with_same_node_direct(1), traffic[3]); },
+                 .verify = check(shared, idx.size()), .measured_seconds = timed(3), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all,
-                 .prepare = zero(colocale), .run = [&] { histo_aggregated(colocale, idx, agg.with_same_node_direct(1), &traffic[4]); },
-                 .verify = check(colocale, idx.size()), .details = counted(4)}},
+                 .prepare = zero(colocale), .run = [&] { seconds[4] = histo_aggregated(colocale, idx, agg.with_same_node_direct(1), traffic[4]); },
+                 .verify = check(colocale, idx.size()), .measured_seconds = timed(4), .details = counted(4)},
+                {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all,
+                 .prepare = [&] { std::fill(local.begin(), local.end(), 0); }, .run = [&] { histo_local(local, idx); },
+                 .verify = verify_by([&] {
+                   return check_histogram_private(rt, local, heap.local_begin(), heap.local().size(), idx.size());
+                 })}},
                1e6, "M upd/s");
+  std::vector<std::uint64_t> copy(idx.size());
+  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
+  add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_colocale_summary(report, rt, rows);
   return report.print();

@@ -3,7 +3,9 @@
 // rank holds a table part and reads random global entries into a local array.
 // Variants: aggregated SrcAggregator (Heap; Shared with and without the
 // same-node path; a co-locale segment, default storage under --colocales),
-// fine-grained MPI_Get, bulk exchange with MPI_Alltoallv.
+// fine-grained MPI_Get, bulk exchange with MPI_Alltoallv; and the per-core
+// ceiling (ceiling.hpp): the same tgt[k] = table[idx[k]] on a private copy of
+// the whole table with no communication, and memcpy bandwidth.
 // Verifier (check_indexgather): table[i] = indexgather_value(i) is a closed
 // form, so every fetched value is checked against the index it was read from.
 #include "tessera/bench/benchmarks.hpp"
@@ -15,6 +17,7 @@
 #include "rma_table.hpp"
 #include "multi_hop_summary.hpp"
 #include "colocale_summary.hpp"
+#include "ceiling.hpp"
 #include "traffic.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
@@ -50,15 +53,33 @@ void fill_table(Table& t) {
 }
 
 void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
-                       std::vector<std::uint64_t>& tgt, const AggregationOptions& agg,
-                       std::size_t* buffer_used = nullptr, Traffic* traffic = nullptr) {
+                       std::vector<std::uint64_t>& tgt, const AggregationOptions& agg, std::size_t* buffer_used) {
   SrcAggregator<std::uint64_t> src(t, agg);
   if (buffer_used) *buffer_used = src.exchange().buffer_bytes();
   for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
-  if (traffic) {
-    src.flush();  // the last batches count too
-    traffic->record(t.runtime(), src);
-  }
+}
+
+// Returns its own time, from the aggregator's construction to the end of its
+// flush: the traffic (last batches included) is read after the clock stops,
+// and the destructor's flush of the then empty exchange (a reduction and a
+// barrier) is not timed.
+double gather_counted(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
+                      std::vector<std::uint64_t>& tgt, const AggregationOptions& agg, Traffic& traffic) {
+  const double t0 = MPI_Wtime();
+  SrcAggregator<std::uint64_t> src(t, agg);
+  for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
+  src.flush();
+  const double seconds = MPI_Wtime() - t0;
+  traffic.record(t.runtime(), src);
+  return seconds;
+}
+
+// The kernel with no communication: every rank reads its own stream from a
+// private copy of the whole table.
+void gather_local(const std::vector<std::uint64_t>& table, const std::vector<std::uint64_t>& idx,
+                  std::vector<std::uint64_t>& tgt) {
+  const std::uint64_t* t = table.data();
+  for (std::size_t k = 0; k < idx.size(); ++k) tgt[k] = t[idx[k]];
 }
 
 void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
@@ -120,7 +141,11 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
   Traffic traffic[5];  // the aggregated rows, in order
+  double seconds[5] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
+  auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
+  std::vector<std::uint64_t> private_table(table);
+  for (std::uint64_t i = 0; i < table; ++i) private_table[i] = indexgather_value(i);
   auto rows = run_variants(rt, report,
                {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
                  .work = static_cast<double>(fine) * ranks, .prepare = reset,
@@ -128,23 +153,28 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0), nullptr, &traffic[0]); },
-                 .verify = check(idx.size()), .details = counted(0)},
+                 .run = [&] { seconds[0] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0), traffic[0]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(0), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
-                                             nullptr, &traffic[1]); },
-                 .verify = check(idx.size()), .details = counted(1)},
+                 .run = [&] { seconds[1] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
+                                                         traffic[1]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(1), .details = counted(1)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(0), nullptr, &traffic[2]); },
-                 .verify = check(idx.size()), .details = counted(2)},
+                 .run = [&] { seconds[2] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(0), traffic[2]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(2), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(shared, idx, tgt, agg.with_same_node_direct(1), nullptr, &traffic[3]); },
-                 .verify = check(idx.size()), .details = counted(3)},
+                 .run = [&] { seconds[3] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(1), traffic[3]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(3), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_aggregated(colocale, idx, tgt, agg.with_same_node_direct(1), nullptr, &traffic[4]); },
-                 .verify = check(idx.size()), .details = counted(4)}},
+                 .run = [&] { seconds[4] = gather_counted(colocale, idx, tgt, agg.with_same_node_direct(1), traffic[4]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(4), .details = counted(4)},
+                {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { gather_local(private_table, idx, tgt); }, .verify = check(idx.size())}},
                1e6, "M reads/s");
+  std::vector<std::uint64_t> copy(idx.size());
+  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
+  add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_colocale_summary(report, rt, rows);
   return report.print();
@@ -177,7 +207,7 @@ bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o) {
     fixed.buffer_bytes = bytes;
     variants.push_back({.group = "sweep", .variant = "aggregated", .storage = "heap " + std::to_string(bytes >> 10) + "K",
                         .reps = o.reps, .work = all, .prepare = reset,
-                        .run = [&, fixed] { gather_aggregated(heap, idx, tgt, fixed); }, .verify = check,
+                        .run = [&, fixed] { gather_aggregated(heap, idx, tgt, fixed, nullptr); }, .verify = check,
                         .details = [bytes] { return nlohmann::json{{"buffer_bytes", bytes}}; }});
   }
   AggregationOptions automatic = agg;

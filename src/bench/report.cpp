@@ -136,6 +136,11 @@ void Report::add(Result r) {
   rows_.insert(after == rows_.rend() ? rows_.end() : after.base(), std::move(r));
 }
 
+void Report::add_extra(const Result& row, const nlohmann::json& fields) {
+  for (auto& r : rows_)
+    if (r.group == row.group && r.variant == row.variant && r.storage == row.storage) r.extra.update(fields);
+}
+
 void Report::add_summary(std::string text, nlohmann::json values) {
   summaries_.emplace_back(std::move(text), std::move(values));
 }

@@ -70,6 +70,35 @@ TEST(Verifiers, HistogramRejectsOneMiscount) {
   EXPECT_NE(same_total.found.find("2 counts differ"), std::string::npos) << same_total.found;
 }
 
+// The per-core ceiling row: private full-size tables, summed over the ranks.
+TEST(Verifiers, HistogramPrivateRejectsOneMiscount) {
+  const std::uint64_t counts = 37 * static_cast<std::uint64_t>(rt().size()), per_rank = 500;
+  DistArray<std::int64_t> layout(rt(), counts);  // only for each rank's block
+  std::vector<std::int64_t> mine(counts, 0);  // a serial count of this rank's stream
+  for (std::uint64_t i : histogram_indices(rt().rank(), per_rank, counts)) ++mine[i];
+  const std::size_t block = layout.local().size();
+
+  Verdict right = check_histogram_private(rt(), mine, layout.local_begin(), block, per_rank);
+  EXPECT_TRUE(right.ok) << right.found;
+
+  std::vector<std::int64_t> one_more(mine);
+  if (rt().rank() == last_rank()) one_more.back() += 1;
+  EXPECT_FALSE(check_histogram_private(rt(), one_more, layout.local_begin(), block, per_rank).ok);
+
+  // The same total, one count moved: only the recount sees it.
+  std::vector<std::int64_t> moved(mine);
+  if (rt().rank() == 0) moved[0] -= 1, moved[counts - 1] += 1;
+  Verdict same_total = check_histogram_private(rt(), moved, layout.local_begin(), block, per_rank);
+  EXPECT_FALSE(same_total.ok) << same_total.found;
+  EXPECT_NE(same_total.found.find("2 counts differ"), std::string::npos) << same_total.found;
+
+  // One rank that counted nothing.
+  std::vector<std::int64_t> idle(rt().rank() == 0 ? std::vector<std::int64_t>(counts, 0) : mine);
+  EXPECT_FALSE(check_histogram_private(rt(), idle, layout.local_begin(), block, per_rank).ok);
+
+  EXPECT_THROW(check_histogram_private(rt(), mine, counts, 1, per_rank), RangeError);
+}
+
 TEST(Verifiers, IndexgatherRejectsOneWrongValue) {
   const std::uint64_t n = 101 * static_cast<std::uint64_t>(rt().size());
   DistArray<std::uint64_t> table(rt(), n);

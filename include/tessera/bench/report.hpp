@@ -118,6 +118,10 @@ class Report {
   // ratio to the first row of its group that each of them names.
   void set_baselines(std::vector<std::string> variants) { baselines_ = std::move(variants); }
   void add(Result r);
+  // Merges fields into the extra of the row with row's group, variant and
+  // storage: a figure that needs rows measured after it (its fraction of a
+  // ceiling, say).
+  void add_extra(const Result& row, const nlohmann::json& fields);
   // A derived figure (a ratio of two rows, say) printed after the table: as a
   // line of text, or under --json as one JSON line {"bench", "summary", ...}.
   void add_summary(std::string text, nlohmann::json values);

@@ -60,6 +60,12 @@ std::vector<std::uint64_t> histogram_indices(int rank, std::uint64_t count, std:
 // Every count equals the recount of every rank's first `updates_done` increments.
 Verdict check_histogram(Runtime& rt, std::span<const std::int64_t> local, std::uint64_t local_begin,
                         std::uint64_t counts, std::uint64_t updates_done);
+// The per-core ceiling row: every rank counted its own increments into a
+// private table of all `counts` entries; summed over the ranks (collective),
+// the tables must pass check_histogram, block [local_begin, local_begin +
+// local_size) on each rank.
+Verdict check_histogram_private(Runtime& rt, std::span<const std::int64_t> private_counts, std::uint64_t local_begin,
+                                std::size_t local_size, std::uint64_t updates_done);
 
 // --- Bale indexgather ------------------------------------------------------
 std::vector<std::uint64_t> indexgather_indices(int rank, std::uint64_t count, std::uint64_t table);

@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Tessera's indexgather and histogram beside Bale's (bale_classic `ig` and
+`histo`), measured in the same run, at the same sizes and PE count.
+
+  scripts/bench_vs_bale.py --bale DIR [--build-dir DIR] [--ranks 2] [--rounds 3]
+                           [--tessera BUILD] [--requests N] [--table N] [--updates N]
+                           [--counts N] [--bench indexgather,histogram] [--json]
+
+--bale is a Bale source tree (a clone of https://github.com/jdevinney/bale,
+or its src/bale_classic folder). Bale is built once with Open MPI's OpenSHMEM
+compiler (oshcc; autoconf, automake and pkg-config) into --build-dir (default
+~/.cache/tessera/bale-<commit>, outside any checkout; the sources are copied
+there, the tree given is never written) and reused by later runs.
+
+Each round runs, per benchmark, `tessera bench indexgather|histogram --json
+--reps 1` (TESSERA_AGG_SAME_NODE=0), then Bale's app once per variant (AGP,
+Exstack, Exstack2, Conveyor: -M 1, 2, 4, 8, one process each so its own check
+belongs to that variant), at the same sizes: reads or updates per rank, table
+entries per rank. Rates are M reads/s or M updates/s for the whole job (the
+requests of all ranks over the time). Bale's time is its own timer (the
+average over PEs, set-up excluded); Tessera's is the slowest rank, building
+its aggregator included. Bale checks its own results (ig: every value read;
+histo: the counts return to zero once every update is subtracted); a Bale row
+is verified only when that check ran to its end and reported no error.
+
+The table: per variant the median over the rounds; every row's ratio to
+Bale's best variant (by median) and its fraction of the per-core ceiling
+(Tessera's "local loop (no communication)" row of the same run). The
+headline Tessera row ("messages only") is the aggregated row on Heap storage
+with the same-node path off; Tessera's other rows (shared memory, the
+same-node path, co-locale segments, multi-hop, alltoallv) are separate
+variants, never the headline. Then one JSON line per row and one summary
+line per benchmark (bale_ratio: headline over Bale's best). --json prints
+only the JSON lines.
+
+Exit status: 0 when every row verified, 1 when one did not, 2 on a usage
+error (no --bale tree: how to get one) or when a build or a run fails."""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BALE_URL = "https://github.com/jdevinney/bale"
+BALE_COMMIT = "1b8f673"  # the commit the comparison was first made against
+PACKAGES = ("libgetput", "exstack", "convey", "spmat", "std_options", "apps")
+# Bale's variants: its -M mask bit and the key its JSON output times them under.
+VARIANTS = (("AGP", 1), ("Exstack", 2), ("Exstack2", 4), ("Conveyor", 8))
+HEADLINE = ("aggregated", "heap")
+LOCAL_LOOP = "local loop (no communication)"
+HOW_TO = f"""bench_vs_bale.py needs a Bale source tree: --bale DIR.
+Get one with
+  git clone {BALE_URL} ~/src/bale && git -C ~/src/bale checkout {BALE_COMMIT}
+then run
+  scripts/bench_vs_bale.py --bale ~/src/bale --tessera build
+Bale is built with Open MPI's OpenSHMEM (oshcc, from openmpi-bin) and
+autotools (autoconf, automake, pkg-config; scripts/setup.sh installs them)."""
+
+
+class BaleError(Exception):
+    """A usage, build or run failure: the message says what to do."""
+
+
+# What each benchmark is called on both sides, its size options, and Bale's check.
+BENCHES = {
+    "indexgather": {
+        "app": "ig", "unit": "M reads/s", "total_key": "num_requests_total", "per_pe_key": "num_requests_per_pe",
+        "check": "Bale's own check: every value read equals the table entry it was read from",
+    },
+    "histogram": {
+        "app": "histo", "unit": "M upd/s", "total_key": "num_updates_total", "per_pe_key": "num_updates_per_pe",
+        "check": "Bale's own check: every count returns to zero once every update is subtracted",
+    },
+}
+# The lines Bale prints when its check fails (ig: "ERROR: ..." per rank then
+# "YOU FAILED!!!!"; histo: "ERROR: ..." then "FAILED!!!! total errors = N").
+FAILURE = re.compile(r"^(ERROR:.*|.*FAILED!!!!.*)$", re.MULTILINE)
+
+
+# --- Bale: locate, build, run, parse ----------------------------------------
+
+def bale_classic(tree):
+    """The bale_classic folder of a Bale tree (the repository or that folder)."""
+    for folder in (os.path.join(tree, "src", "bale_classic"), tree):
+        if all(os.path.isfile(os.path.join(folder, p, "configure.ac")) for p in PACKAGES):
+            return folder
+    raise BaleError(f"{tree} is not a Bale source tree: no src/bale_classic/{{{','.join(PACKAGES)}}}/configure.ac "
+                    f"(clone {BALE_URL})")
+
+
+def tree_id(tree, classic):
+    """The tree's git commit (short), or a digest of bale_classic's files when it is no git checkout."""
+    run = subprocess.run(["git", "-C", tree, "rev-parse", "--show-toplevel", "--short=7", "HEAD"],
+                         capture_output=True, text=True)
+    lines = run.stdout.split()
+    # Only the tree's own repository: a tree unpacked inside another checkout is no git checkout of Bale.
+    if run.returncode == 0 and len(lines) == 2 and os.path.realpath(lines[0]) == os.path.realpath(tree):
+        return lines[1]
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(classic):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, classic).encode())
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return "src-" + digest.hexdigest()[:12]
+
+
+def default_build_dir(ident):
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "tessera", f"bale-{ident}")
+
+
+def require_tools():
+    needed = {"oshcc": "openmpi-bin", "oshrun": "openmpi-bin", "autoreconf": "autoconf", "automake": "automake",
+              "pkg-config": "pkg-config", "make": "make"}
+    missing = sorted({pkg for tool, pkg in needed.items() if shutil.which(tool) is None})
+    if missing:
+        raise BaleError(f"building Bale needs {', '.join(sorted(t for t, p in needed.items() if p in missing))}: "
+                        f"apt-get install {' '.join(missing)} (or scripts/setup.sh)")
+
+
+def bale_env():
+    """Open MPI's environment for Bale's runs, as scripts/mpirun.sh gives Tessera's."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_mpi_yield_when_idle="1")
+    # Open MPI 4.1's osc/rdma crashes in MPI_Finalize under oshrun (SIGSEGV in
+    # ompi_osc_base_finalize, after the app's output): OpenSHMEM does not use
+    # MPI one-sided, so that component is left out.
+    env.setdefault("OMPI_MCA_osc", "^rdma")
+    return env
+
+
+def build_bale(classic, build_dir, log=sys.stderr):
+    """Bale's apps under build_dir/install/bin, built once; returns that folder."""
+    bin_dir = os.path.join(build_dir, "install", "bin")
+    if all(os.access(os.path.join(bin_dir, app), os.X_OK) for app in ("ig", "histo")):
+        return bin_dir
+    require_tools()
+    src = os.path.join(build_dir, "src")
+    if os.path.isdir(src):
+        shutil.rmtree(src)  # a build that stopped half-way starts over
+    os.makedirs(build_dir, exist_ok=True)
+    shutil.copytree(classic, src, ignore=shutil.ignore_patterns("build_*", "autom4te.cache"))
+    log_path = os.path.join(build_dir, "build.log")
+    install = os.path.join(build_dir, "install")
+    env = dict(os.environ, CC="oshcc", PKG_CONFIG_PATH=os.path.join(install, "lib", "pkgconfig"))
+    print(f"bench_vs_bale: building Bale from {classic} in {build_dir} (once; log: {log_path})", file=log, flush=True)
+    with open(log_path, "w") as out:
+        def step(command, cwd, what):
+            out.write(f"\n$ (cd {cwd} && {' '.join(command)})\n")
+            out.flush()
+            if subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
+                out.flush()
+                with open(log_path) as f:
+                    tail = "".join(f.readlines()[-15:])
+                raise BaleError(f"building Bale failed at {what} (full log: {log_path}):\n{tail}")
+        for pkg in PACKAGES:
+            step(["autoreconf", "-fi"], os.path.join(src, pkg), f"autoreconf in {pkg}")
+        for pkg in PACKAGES:
+            obj = os.path.join(build_dir, "obj", pkg)
+            os.makedirs(obj, exist_ok=True)
+            step([os.path.join(src, pkg, "configure"), f"--prefix={install}", "--with-shmem"], obj, f"configure {pkg}")
+            step(["make", f"-j{os.cpu_count() or 1}"], obj, f"make {pkg}")
+            step(["make", "install"], obj, f"make install {pkg}")
+    return bin_dir
+
+
+def parse_bale(bench, json_text, stderr, returncode):
+    """One run of Bale's app: {pes, per_pe, total, table_per_pe, seconds: {variant: s}, verified, check}.
+    json_text is what the app wrote with -j FILE, stderr its stderr."""
+    spec = BENCHES[bench]
+    text = json_text.strip()
+    finished = text.endswith("}")  # Bale closes its JSON file after its check (bale_app_finish)
+    if not finished:
+        text = text.rstrip(",") + "}"
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as e:
+        tail = " | ".join(stderr.strip().splitlines()[-3:]) or "nothing on stderr"
+        raise BaleError(f"Bale's {spec['app']} wrote no readable JSON ({e}); its stderr ends: {tail}") from None
+    for key in ("pes", spec["total_key"], spec["per_pe_key"], "table_size_per_pe"):
+        if key not in fields:
+            raise BaleError(f"Bale's {spec['app']} JSON has no \"{key}\" (keys: {', '.join(fields)})")
+    seconds = {name: float(fields[name]) for name, _ in VARIANTS if name in fields}
+    if not seconds:
+        raise BaleError(f"Bale's {spec['app']} printed no time for any of {', '.join(n for n, _ in VARIANTS)}")
+    bad = [s for s in seconds.values() if not s > 0]
+    failures = FAILURE.findall(stderr)
+    if failures:
+        verified, check = False, f"Bale's own check failed: {failures[0].strip()}"
+    elif not finished:
+        verified, check = False, "Bale stopped before the end of its own check (its JSON file was not closed)"
+    elif returncode != 0:
+        verified, check = False, f"Bale's {spec['app']} exited {returncode} (its exit status counts the errors its check found)"
+    elif bad:
+        verified, check = False, f"Bale reported a time of {bad[0]} s"
+    else:
+        verified, check = True, spec["check"]
+    return {"pes": int(fields["pes"]), "per_pe": int(fields[spec["per_pe_key"]]), "total": int(fields[spec["total_key"]]),
+            "table_per_pe": int(fields["table_size_per_pe"]), "seconds": seconds, "verified": verified, "check": check}
+
+
+def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir):
+    """One process of Bale's app running one variant; the parsed run."""
+    spec = BENCHES[bench]
+    mask = dict(VARIANTS)[variant]
+    out = os.path.join(workdir, f"{spec['app']}-{variant}.json")
+    if os.path.exists(out):
+        os.remove(out)  # Bale appends to its JSON file
+    command = ["oshrun", "--oversubscribe", "-n", str(ranks), os.path.join(bin_dir, spec["app"]), "-n", str(per_rank),
+               "-T", str(table_per_rank), "-M", str(mask), "-j", out]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=bale_env(), timeout=1800)
+    if not os.path.exists(out):
+        tail = (run.stderr or run.stdout).strip()[-600:] or "no output"
+        raise BaleError(f"{' '.join(command)} exited {run.returncode} and wrote no JSON: {tail}")
+    with open(out) as f:
+        parsed = parse_bale(bench, f.read(), run.stderr, run.returncode)
+    if variant not in parsed["seconds"]:
+        raise BaleError(f"{' '.join(command)} printed no {variant} time")
+    if (parsed["pes"], parsed["per_pe"], parsed["table_per_pe"]) != (ranks, per_rank, table_per_rank):
+        raise BaleError(f"Bale ran {parsed['pes']} PEs x {parsed['per_pe']} per PE, table {parsed['table_per_pe']} per PE; "
+                        f"asked for {ranks} x {per_rank}, table {table_per_rank}")
+    return parsed
+
+
+# --- Tessera -----------------------------------------------------------------
+
+def tessera_binary(build):
+    path = os.path.join(build, "tessera")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise BaleError(f"--tessera {build}: no tessera executable there (build it with `make build`, "
+                        "or give the build directory)")
+    return path
+
+
+def run_tessera(binary, bench, ranks, per_rank, table_per_rank):
+    """`tessera bench BENCH --json --reps 1`, same-node path off: its result rows."""
+    sizes = ["--table", str(table_per_rank), "--requests", str(per_rank)] if bench == "indexgather" else \
+        ["--counts", str(table_per_rank), "--updates", str(per_rank)]
+    command = [binary, "bench", bench, "-n", str(ranks), *sizes, "--reps", "1", "--json", "-q"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                         env=dict(os.environ, TESSERA_AGG_SAME_NODE="0"))
+    if run.returncode not in (0, 1) or not run.stdout.strip():  # 1: a row did not verify, still reported
+        raise BaleError(f"{' '.join(command)} exited {run.returncode}: {run.stderr.strip()[-600:]}")
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    return [r for r in rows if "summary" not in r and not r.get("skipped")]
+
+
+# --- Rounds, rows, table -------------------------------------------------------
+
+def collect(args, binary, bin_dir, workdir, log):
+    """samples[bench][(side, variant, storage)] = list of per-round dicts {rate, verified, check, unit}."""
+    samples = {b: {} for b in args.bench}
+    for round_no in range(1, args.rounds + 1):
+        for bench in args.bench:
+            per_rank, table = (args.requests, args.table) if bench == "indexgather" else (args.updates, args.counts)
+            print(f"bench_vs_bale: round {round_no}/{args.rounds}: {bench}: Tessera, then Bale's "
+                  f"{', '.join(n for n, _ in VARIANTS)}", file=log, flush=True)
+            for r in run_tessera(binary, bench, args.ranks, per_rank, table):
+                if r["variant"].startswith("fine-grained"):
+                    continue  # runs a prefix of the requests only: not the same size
+                key = ("tessera", r["variant"], r["storage"], r["group"])
+                samples[bench].setdefault(key, []).append(
+                    {"rate": r["rate"], "seconds": r["seconds"], "unit": r["unit"], "verified": r["verified"],
+                     "check": r["check"]})
+            for variant, _ in VARIANTS:
+                run = run_bale(bin_dir, bench, args.ranks, per_rank, table, variant, workdir)
+                seconds = run["seconds"][variant]
+                samples[bench].setdefault(("bale", variant, "-", ""), []).append(
+                    {"rate": run["total"] / seconds / 1e6, "seconds": seconds, "unit": BENCHES[bench]["unit"],
+                     "verified": run["verified"], "check": run["check"]})
+    return samples
+
+
+def make_rows(args, bench, samples, ident):
+    per_rank, table = (args.requests, args.table) if bench == "indexgather" else (args.updates, args.counts)
+    unit = BENCHES[bench]["unit"]
+    rows = []
+    for (side, variant, storage, group), runs in samples.items():
+        rates = [s["rate"] for s in runs]
+        bad = [s for s in runs if not s["verified"]]
+        rows.append({
+            "bench": bench, "side": side, "variant": variant, "storage": storage, "group": group, "ranks": args.ranks,
+            "rate": statistics.median(rates), "samples": rates, "rounds": len(rates), "reps": len(rates),
+            "seconds": statistics.median(s["seconds"] for s in runs),
+            "median_seconds": statistics.median(s["seconds"] for s in runs), "unit": runs[0]["unit"],
+            "verified": not bad, "check": (bad[0] if bad else runs[0])["check"],
+            "headline": side == "tessera" and (variant, storage) == HEADLINE,
+            "config": {"per_rank": per_rank, "table_per_rank": table,
+                       **({"env": {"TESSERA_AGG_SAME_NODE": "0"}} if side == "tessera" else {})},
+            **({"peer": "Bale", "commit": ident} if side == "bale" else {}),
+        })
+    bale = [r for r in rows if r["side"] == "bale" and r["verified"]]
+    best = max(bale, key=lambda r: r["rate"]) if bale else None
+    ceiling = next((r for r in rows if r["variant"] == LOCAL_LOOP), None)
+    for r in rows:
+        same_unit = r["unit"] == unit
+        r["x_bale_best"] = r["rate"] / best["rate"] if best and same_unit else None
+        r["fraction_of_ceiling"] = r["rate"] / ceiling["rate"] if ceiling and same_unit and r is not ceiling else None
+        r["ratios"] = {"Bale best": r["x_bale_best"]} if r["x_bale_best"] is not None else {}
+    order = {"bale": 0, "tessera": 1}
+    rows.sort(key=lambda r: (order[r["side"]], not r["headline"], r["unit"] != unit, -r["rate"]))
+    summary = None
+    headline = next((r for r in rows if r["headline"]), None)
+    if best and headline:
+        ratio = headline["rate"] / best["rate"]
+        summary = {"bench": bench, "ranks": args.ranks, "peer": "Bale", "commit": ident,
+                   "summary": f"{bench}: Tessera aggregated (heap, messages only) {headline['rate']:.4g} {unit} = "
+                              f"{ratio:.3g}x Bale's best ({best['variant']}, {best['rate']:.4g} {unit}); medians of "
+                              f"{args.rounds} interleaved rounds at {args.ranks} ranks",
+                   "bale_ratio": ratio, "bale_best_variant": best["variant"], "bale_best_rate": best["rate"],
+                   "tessera_rate": headline["rate"], "rounds": args.rounds,
+                   "per_rank": per_rank, "table_per_rank": table}
+    return rows, summary
+
+
+def number(x, digits=4):
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def print_table(bench, rows, summary, out=sys.stdout):
+    print(f"\n== {bench} vs Bale == {rows[0]['ranks']} ranks, medians of {rows[0]['rounds']} rounds", file=out)
+    print(f"{'side':8} {'variant':31} {'storage':16} {'rate':>10} {'unit':10} {'x Bale best':>11} "
+          f"{'of ceiling':>10}  verified", file=out)
+    for r in rows:
+        name = r["variant"] + (" *" if r["headline"] else "")
+        print(f"{r['side']:8} {name:31} {r['storage']:16} {number(r['rate']):>10} {r['unit']:10} "
+              f"{number(r['x_bale_best'], 3):>11} {number(r['fraction_of_ceiling'], 3):>10}  "
+              f"{'yes' if r['verified'] else 'NO: ' + r['check']}", file=out)
+    print("* the headline: aggregated, Heap storage, same-node path off (messages only)", file=out)
+    if summary:
+        print(summary["summary"], file=out)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="Tessera's indexgather and histogram beside Bale's, in the same run.",
+                                epilog=HOW_TO, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bale", help="a Bale source tree (clone of " + BALE_URL + ")")
+    p.add_argument("--build-dir", help="where Bale is built and kept (default ~/.cache/tessera/bale-<commit>)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks = Bale PEs (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported (default 3)")
+    p.add_argument("--tessera", default=os.path.join(REPO, "build"), help="Tessera's build directory (default build/)")
+    p.add_argument("--requests", type=int, default=4194304, help="indexgather reads per rank")
+    p.add_argument("--table", type=int, default=100000, help="indexgather table entries per rank")
+    p.add_argument("--updates", type=int, default=4194304, help="histogram updates per rank")
+    p.add_argument("--counts", type=int, default=1000, help="histogram counts per rank")
+    p.add_argument("--bench", default="indexgather,histogram", help="comma-separated: indexgather, histogram")
+    p.add_argument("--json", action="store_true", help="only the JSON lines on stdout")
+    args = p.parse_args(argv)
+    args.bench = [b.strip() for b in args.bench.split(",") if b.strip()]
+    unknown = [b for b in args.bench if b not in BENCHES]
+    if unknown or not args.bench:
+        raise BaleError(f"--bench {','.join(unknown) or '(empty)'}: choose among {', '.join(BENCHES)}")
+    for name in ("ranks", "rounds", "requests", "table", "updates", "counts"):
+        if getattr(args, name) < 1:
+            raise BaleError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.ranks > 0xffff:
+        raise BaleError("--ranks: Bale's indexgather packs the PE into 16 bits")
+    return args
+
+
+def main(argv=None):
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        if not args.bale:
+            print(HOW_TO, file=sys.stderr)
+            return 2
+        if not os.path.isdir(args.bale):
+            raise BaleError(f"--bale {args.bale}: no such directory\n{HOW_TO}")
+        binary = tessera_binary(args.tessera)
+        classic = bale_classic(args.bale)
+        ident = tree_id(args.bale, classic)
+        build_dir = os.path.abspath(args.build_dir or default_build_dir(ident))
+        if os.path.commonpath([build_dir, REPO]) == REPO:
+            raise BaleError(f"--build-dir {build_dir} lies inside the Tessera checkout; give one outside it")
+        bin_dir = build_bale(classic, build_dir)
+        workdir = os.path.join(build_dir, "runs")
+        os.makedirs(workdir, exist_ok=True)
+        samples = collect(args, binary, bin_dir, workdir, sys.stderr)
+    except BaleError as e:
+        print(f"bench_vs_bale: {e}", file=sys.stderr)
+        return 2
+    except subprocess.TimeoutExpired as e:
+        print(f"bench_vs_bale: {' '.join(map(str, e.cmd))} did not finish in {e.timeout:.0f} s", file=sys.stderr)
+        return 2
+    ok = True
+    lines = []
+    for bench in args.bench:
+        rows, summary = make_rows(args, bench, samples[bench], ident)
+        ok &= all(r["verified"] for r in rows)
+        if not args.json:
+            print_table(bench, rows, summary)
+        lines += [json.dumps(r) for r in rows] + ([json.dumps(summary)] if summary else [])
+    if not args.json:
+        print()
+    print("\n".join(lines), flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
