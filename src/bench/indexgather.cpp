@@ -19,6 +19,7 @@
 #include "colocale_summary.hpp"
 #include "ceiling.hpp"
 #include "traffic.hpp"
+#include "transport_summary.hpp"
 #include "tessera/array/dist_array.hpp"
 #include "tessera/bench/report.hpp"
 #include "tessera/bench/verifiers.hpp"
@@ -140,8 +141,8 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
-  Traffic traffic[5];  // the aggregated rows, in order
-  double seconds[5] = {};  // their last repetition, as each measured it
+  Traffic traffic[7];  // the aggregated rows, in order
+  double seconds[7] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
   auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
   std::vector<std::uint64_t> private_table(table);
@@ -160,6 +161,13 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                  .run = [&] { seconds[1] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
                                                          traffic[1]); },
                  .verify = check(idx.size()), .measured_seconds = timed(1), .details = counted(1)},
+                // The same exchange with batches to co-locales through MPI, and with node-first routing.
+                {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { seconds[5] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(5), .details = counted(5)},
+                {.variant = "aggregated", .storage = kNodeFirstRow, .reps = o.reps, .work = all, .prepare = reset,
+                 .run = [&] { seconds[6] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6]); },
+                 .verify = check(idx.size()), .measured_seconds = timed(6), .details = counted(6)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { seconds[2] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(0), traffic[2]); },
                  .verify = check(idx.size()), .measured_seconds = timed(2), .details = counted(2)},
@@ -176,6 +184,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
   add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  add_transport_summary(report, rows);
   add_colocale_summary(report, rt, rows);
   return report.print();
 }

@@ -6,7 +6,8 @@ every answer compared with the one-node answer computed here.
 Covers: tessera info / map --topology machine showing the node layout; gen,
 convert (.mtx, .tsg), cc (also --colocales core), lcc, hitting, pipeline
 --analysis inprocess, every bench's rows verified (a one-sided baseline
-skipped with its reason where TCP cannot carry it); the
+skipped with its reason where TCP cannot carry it); the aggregator tests
+with direct and node-first routing (rings inside a node, MPI between); the
 Python SPMD quickstart; shm list / gc per node (a node sees only its own
 /dev/shm; gc in a directory shared by the nodes never removes another
 node's segments); a lost node (scripts/cluster.py kill mid-run): the job ends
@@ -197,7 +198,7 @@ def traffic_between_nodes(layout, bench, rows, per_node):
     segments) serves the node's other ranks with no batch, never a rank on
     the other node; without it, a node's own ranks get batches."""
     by_storage = {r["storage"]: (r.get("extra") or {}).get("traffic") for r in rows if r.get("variant") == "aggregated"}
-    check(all(t is not None for t in by_storage.values()) and len(by_storage) == 5,
+    check(all(t is not None for t in by_storage.values()) and len(by_storage) == 7,
           f"{layout}: bench {bench}: every aggregated row reports its traffic ({sorted(by_storage)})")
     for storage, t in by_storage.items():
         if not t:
@@ -210,6 +211,27 @@ def traffic_between_nodes(layout, bench, rows, per_node):
             ok = ok and t["records_direct"] == 0 and (t["batches_same_node"] > 0) == (per_node > 1)
         check(ok, f"{layout}: bench {bench} {storage}: traffic between nodes as messages, same-node path only "
                   f"inside a node: {t}")
+
+
+def aggregation_suite(cl):
+    """The aggregator tests across nodes: rings between co-locales, MPI
+    between nodes, and node-first routing, whose test checks that a rank
+    sends off-node only to the ranks with its own index on their node."""
+    binary = os.path.join(BUILD, "tests", "test_comm")
+    if not os.path.exists(binary):
+        print("skip aggregation suite: test_comm not built")
+        return
+    tests = ("Setups/AggregatorTest.*HeapDefault:Setups/AggregatorTest.*HeapMpiTransport:"
+             "Aggregation.NodeFirstCrossesNodesOnlyBetweenForwarders:"
+             "Aggregation.SameNodeBatchesGoThroughTheRingsUnlessSwitchedOff")
+    for layout, ranks, by_node in LAYOUTS:
+        for routing in ("direct", "node-first"):
+            p = cl.exec("node0", ["env", "TESSERA_AGG_ROUTING=" + routing, "mpirun", "-x", "TESSERA_AGG_ROUTING",
+                                  "-n", str(ranks), binary, "--gtest_filter=" + tests], by_node=by_node, ok=False)
+            passed = p.stdout.count("[       OK ]")
+            check(p.returncode == 0 and passed > 0,
+                  f"{layout}: aggregator tests with {routing} routing across nodes: {passed} passed"
+                  + (f"; {(p.stdout + p.stderr).strip()[-600:]}" if p.returncode else ""))
 
 
 def python_example(cl, work):
@@ -330,6 +352,7 @@ def main():
         layout_shown(cl)
         commands_agree(cl, work)
         benches(cl)
+        aggregation_suite(cl)
         python_example(cl, work)
         lost_node(cl, work)
         cl.down()
