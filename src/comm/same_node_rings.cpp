@@ -39,29 +39,26 @@ SameNodeRings::Peer SameNodeRings::locate(std::byte* segment, std::size_t pair, 
 SameNodeRings::SameNodeRings(Runtime& rt, Shape shape) : shape_(shape) {
   const NodeGroup& node = rt.node();
   const int peers = node.size - 1;
-  segment_ = NodeSegment(rt, segment_bytes(shape, peers), "r", "the same-node aggregation rings");
+  // The control words are constructed in this rank's segment before any
+  // co-locale can map it (NodeSegment's initialize step).
+  auto construct = [&](std::span<std::byte> own) {
+    for (int k = 0; k < node.size; ++k) {
+      if (k == node.rank) continue;
+      Peer p = locate(own.data(), pair_index(k, node.rank), shape);
+      for (Ring& ring : p.rings) new (ring.control) Control();
+    }
+  };
+  segment_ = NodeSegment(rt, segment_bytes(shape, peers), "r", "the same-node aggregation rings", construct);
   out_.resize(static_cast<std::size_t>(rt.size()));
   in_.resize(static_cast<std::size_t>(rt.size()));
-  if (peers == 0) return;
-  // The segment is fresh memory (zeroed): construct the control words in it
-  // before any co-locale can use them (NodeSegment ends with a node barrier,
-  // and nobody writes a ring before the exchange's first push, which follows
-  // the collective setup below).
   for (int k = 0; k < node.size; ++k) {
     if (k == node.rank) continue;
-    const int source = node.world_ranks[static_cast<std::size_t>(k)];
-    Peer p = locate(segment_.own().data(), pair_index(k, node.rank), shape);
-    for (Ring& ring : p.rings) new (ring.control) Control();
-    in_[static_cast<std::size_t>(source)] = p;
-    sources_.push_back(source);
-  }
-  barrier(node.comm);  // every control word constructed before any producer reads one
-  for (int k = 0; k < node.size; ++k) {
-    if (k == node.rank) continue;
-    const int dest = node.world_ranks[static_cast<std::size_t>(k)];
-    std::span<std::byte> theirs = segment_.peer(dest);
+    const int peer = node.world_ranks[static_cast<std::size_t>(k)];
+    in_[static_cast<std::size_t>(peer)] = locate(segment_.own().data(), pair_index(k, node.rank), shape);
+    sources_.push_back(peer);
+    std::span<std::byte> theirs = segment_.peer(peer);
     if (theirs.size() != segment_.own().size()) continue;  // not mapped here: MPI reaches it
-    out_[static_cast<std::size_t>(dest)] = locate(theirs.data(), pair_index(node.rank, k), shape);
+    out_[static_cast<std::size_t>(peer)] = locate(theirs.data(), pair_index(node.rank, k), shape);
   }
 }
 

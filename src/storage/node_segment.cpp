@@ -31,7 +31,8 @@ struct SegmentAddress {
 };
 }  // namespace
 
-NodeSegment::NodeSegment(Runtime& rt, std::uint64_t bytes, const std::string& tag, const std::string& what_for) {
+NodeSegment::NodeSegment(Runtime& rt, std::uint64_t bytes, const std::string& tag, const std::string& what_for,
+                         const std::function<void(std::span<std::byte>)>& initialize) {
   static std::atomic<int> counter{0};
   const std::string name =
       "tessera-" + rt.job_id() + "-" + tag + std::to_string(counter++) + ".r" + std::to_string(rt.rank());
@@ -44,6 +45,7 @@ NodeSegment::NodeSegment(Runtime& rt, std::uint64_t bytes, const std::string& ta
       throw SystemError("cannot size node-shared memory to " + mebibytes(static_cast<double>(bytes)) + " for " + what_for, errno);
     own_ = Mapping::file(f, bytes, true, what_for + " (" + name + ")");
   });
+  if (initialize) initialize(own());
 
   struct stat st {};
   SegmentAddress mine{static_cast<std::int32_t>(::getpid()), fd.get(), 0, 0, bytes};

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,7 +27,11 @@ class NodeSegment {
   // fails on every rank together (SystemError naming the size and `what_for`).
   // A co-locale that cannot open or map a peer's segment (another PID
   // namespace, a non-dumpable process) only has no mapping of it.
-  NodeSegment(Runtime& rt, std::uint64_t bytes, const std::string& tag, const std::string& what_for);
+  // `initialize` runs on this rank's own segment before any co-locale can
+  // map it (objects constructed there are complete when the constructor
+  // returns on every rank of the node, without another barrier).
+  NodeSegment(Runtime& rt, std::uint64_t bytes, const std::string& tag, const std::string& what_for,
+              const std::function<void(std::span<std::byte>)>& initialize = {});
   NodeSegment(NodeSegment&&) noexcept = default;
   NodeSegment& operator=(NodeSegment&&) noexcept = default;
 
