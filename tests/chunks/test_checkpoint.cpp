@@ -1,5 +1,6 @@
 // chunks/ checkpoint store: CRC32C against its published check value and the
-// table version; round trips of spans, DistArrays and ChunkArrays against
+// table version; round trips of spans, DistArrays, ChunkArrays and EdgeLists
+// (graph/checkpoint.hpp) against
 // values computed here; restart on another rank count (the Restart.* tests,
 // driven by test_checkpoint_restart.sh); randomized corruption of every kind
 // at both levels, each detected with latest() falling back to the older
@@ -17,6 +18,7 @@
 
 #include "../test_util.hpp"
 #include "tessera/chunks/checkpoint.hpp"
+#include "tessera/graph/checkpoint.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/storage/durable_file.hpp"
 
@@ -122,6 +124,44 @@ CheckpointOptions opts(std::string dir, Level levels, std::string name, std::str
   return o;
 }
 
+// A weighted directed graph with duplicates and self loops, edge e a pure
+// function of e; each rank builds a block of the edges.
+constexpr std::uint64_t kGraphVertices = 61, kGraphEdges = 500;
+struct TestEdge {
+  std::uint64_t u, v;
+  double w;
+  auto operator<=>(const TestEdge&) const = default;
+};
+TestEdge test_edge(std::uint64_t e) {
+  std::uint64_t s = e * 7919 + 1;
+  std::uint64_t u = splitmix64(s) % kGraphVertices, v = splitmix64(s) % kGraphVertices;
+  return {u, v, static_cast<double>(e % 13) * 0.25};
+}
+graph::EdgeList make_graph() {
+  auto d = Distribution::block(kGraphEdges, rt().size());
+  graph::LocalEdges local;
+  for (std::uint64_t e = d.begin(rt().rank()); e < d.end(rt().rank()); ++e) {
+    auto t = test_edge(e);
+    local.add(t.u, t.v, t.w);
+  }
+  return graph::EdgeList::build(rt(), kGraphVertices, true, std::move(local));
+}
+// The restored graph holds the serial sort of every edge, in order.
+void check_graph(const graph::EdgeList& g) {
+  EXPECT_EQ(g.vertices(), kGraphVertices);
+  EXPECT_TRUE(g.directed());
+  ASSERT_TRUE(g.weighted());
+  auto src = gather_to_root<std::uint64_t>(rt().comm(), g.local_src());
+  auto dst = gather_to_root<std::uint64_t>(rt().comm(), g.local_dst());
+  auto w = gather_to_root<double>(rt().comm(), g.local_weight());
+  if (rt().rank() != 0) return;
+  std::vector<TestEdge> want;
+  for (std::uint64_t e = 0; e < kGraphEdges; ++e) want.push_back(test_edge(e));
+  std::sort(want.begin(), want.end());
+  ASSERT_EQ(src.size(), want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) ASSERT_EQ((TestEdge{src[k], dst[k], w[k]}), want[k]) << k;
+}
+
 template <class Exception, class F>
 void expect_error(F&& f, const std::string& fragment) {
   try {
@@ -208,6 +248,20 @@ TEST(Checkpoint, RoundTripEveryKind) {
     EXPECT_FALSE(fs::exists(dir.path() + "/disk/roundtrip.ckpt"));
     MPI_Barrier(rt().comm());  // before the next round creates them again
   }
+}
+
+TEST(Checkpoint, EdgeListRoundTrip) {
+  test::ScratchDir dir(rt());
+  Checkpoint ck(rt(), opts(dir.path(), Level::disk, "graph"));
+  auto g = make_graph();
+  auto w = ck.begin(1);
+  graph::add_edge_list(w, "g", g);
+  w.commit();
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  auto r = ck.restore(*found.info);
+  check_graph(graph::read_edge_list(r, "g"));
+  expect_error<RangeError>([&] { graph::read_edge_list(r, "h"); }, "has no 'h.graph'");
 }
 
 TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
@@ -413,6 +467,11 @@ TEST(Restart, Write) {
   auto cells = make_cells();
   Checkpoint ck(rt(), opts(dir, Level::disk, "restart" + std::to_string(rt().size()), "", 1));
   write_all(ck, 7, cells);
+  auto g = make_graph();
+  Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(rt().size()), "", 1));
+  auto w = gk.begin(7);
+  graph::add_edge_list(w, "g", g);
+  w.commit();
 }
 TEST(Restart, Read) {
   const char* dir = std::getenv("TESSERA_CKPT_RESTART_DIR");
@@ -429,6 +488,10 @@ TEST(Restart, Read) {
     ASSERT_TRUE(found) << "P=" << p << ": " << found.message();
     SCOPED_TRACE("written at " + std::to_string(p) + " ranks, read at " + std::to_string(rt().size()));
     check_all(ck.restore(*found.info), 7, p);
+    Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(p), "", 1));
+    auto g = gk.latest();
+    ASSERT_TRUE(g) << g.message();
+    check_graph(graph::read_edge_list(gk.restore(*g.info), "g"));
   }
 }
 

@@ -4,8 +4,8 @@
 # (tests/chunks/test_checkpoint.cpp, Restart.*). Usage: MPIRUN PROGRAM
 set -euo pipefail
 mpirun=$1 program=$2
-WRITERS=${WRITERS:-1 2 3 4}
-READERS=${READERS:-1 2 3 4}
+WRITERS=${WRITERS:-1 2 3 4 8}
+READERS=${READERS:-1 2 3 4 8}
 dir=$(mktemp -d /tmp/tessera-ckpt-restart-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export TESSERA_CKPT_RESTART_DIR=$dir

@@ -189,6 +189,7 @@ class CheckpointWriter {
 class CheckpointReader {
  public:
   const CheckpointInfo& info() const noexcept { return info_; }
+  Runtime& runtime() const noexcept { return *rt_; }
   // Names in the checkpoint, sorted.
   std::vector<std::string> names() const;
   // Global elements of array `name`, or chunks of chunk array `name`.
