@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/storage/durable_file.hpp"
@@ -347,18 +348,15 @@ std::string LatestCheckpoint::message() const {
 
 Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options) : rt_(&rt), options_(std::move(options)) {
   check_name(options_.name);
-  if (has_level(options_.levels, Level::buddy))
-    throw ConfigError("checkpoint '" + options_.name +
-                      "': level 1 (buddy copies) is not available yet; use Level::node and/or Level::disk");
-  if (!has_level(options_.levels, Level::node) && !has_level(options_.levels, Level::disk))
-    throw ConfigError("checkpoint '" + options_.name + "': no level chosen (Level::node and/or Level::disk)");
+  if (!uses(2) && !uses(3))
+    throw ConfigError("checkpoint '" + options_.name + "': no level chosen (Level::buddy, Level::node, Level::disk)");
   if (has_level(options_.levels, Level::disk) && options_.dir.empty())
     throw ConfigError("checkpoint '" + options_.name + "': Level::disk needs a directory (CheckpointOptions::dir)");
   if (options_.keep < 1) throw ConfigError("checkpoint '" + options_.name + "': keep must be at least 1");
   std::uint64_t newest = 0;
   agree(rt.comm(), [&] {
     for (int level : {2, 3}) {
-      if (!has_level(options_.levels, level == 2 ? Level::node : Level::disk)) continue;
+      if (!uses(level)) continue;
       std::error_code ec;
       fs::create_directories(level_dir(level), ec);
       if (!fs::is_directory(level_dir(level)))
@@ -372,10 +370,15 @@ Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options) : rt_(&rt), optio
   epoch_ = all_reduce<std::uint64_t>(rt.comm(), newest, MPI_MAX);
 }
 
+bool Checkpoint::uses(int dir_level) const {
+  if (dir_level == 2) return has_level(options_.levels, Level::node) || has_level(options_.levels, Level::buddy);
+  return dir_level == 3 && has_level(options_.levels, Level::disk);
+}
+
 std::string Checkpoint::level_dir(int level) const {
-  if (level == 2) return (options_.node_dir.empty() ? std::string("/dev/shm") : options_.node_dir) + "/" + options_.name + ".ckpt";
+  if (level == 1 || level == 2) return (options_.node_dir.empty() ? std::string("/dev/shm") : options_.node_dir) + "/" + options_.name + ".ckpt";
   if (level == 3) return options_.dir + "/" + options_.name + ".ckpt";
-  throw RangeError("checkpoint level " + std::to_string(level) + ": levels 2 (node) and 3 (disk) have directories");
+  throw RangeError("checkpoint level " + std::to_string(level) + ": levels 1 and 2 (node) and 3 (disk) have directories");
 }
 
 LatestCheckpoint Checkpoint::latest() {
@@ -386,7 +389,7 @@ LatestCheckpoint Checkpoint::latest() {
   std::string listed;
   if (rt.rank() == 0) {
     for (int level : {2, 3})
-      if (has_level(options_.levels, level == 2 ? Level::node : Level::disk))
+      if (uses(level))
         for (auto& c : list_candidates(level_dir(level), level)) candidates.push_back(c);
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       return a.epoch != b.epoch ? a.epoch > b.epoch : a.level < b.level;
@@ -409,7 +412,7 @@ LatestCheckpoint Checkpoint::latest() {
       try {
         Manifest m = parse_manifest(text, options_.name);
         for (int r = rt.rank(); r < m.ranks && mine.empty(); r += rt.size()) mine = check_data_file(m, r, c.path);
-        if (mine.empty() && rt.rank() == 0 && m.level != c.level)
+        if (mine.empty() && rt.rank() == 0 && m.level != c.level && !(c.level == 2 && m.level == 1))
           mine = "its manifest is for level " + std::to_string(m.level);
       } catch (const Error& e) {
         mine = e.what();
@@ -417,10 +420,8 @@ LatestCheckpoint Checkpoint::latest() {
       problem = first_problem(comm, mine);
     }
     if (problem.empty()) {
-      out.info = CheckpointInfo{c.level, c.path, c.step, c.epoch, 0};
-      int ranks = 0;
-      if (rt.rank() == 0) ranks = parse_manifest(text, options_.name).ranks;
-      out.info->ranks = broadcast(comm, ranks, 0);
+      Manifest m = parse_manifest(text, options_.name);
+      out.info = CheckpointInfo{m.level, c.path, c.step, c.epoch, m.ranks};
       return out;
     }
     out.skipped.push_back(describe(c) + " skipped: " + problem);
@@ -460,7 +461,7 @@ void Checkpoint::remove() {
   agree(rt_->comm(), [&] {
     if (!node_leader(*rt_)) return;
     for (int level : {2, 3})
-      if (has_level(options_.levels, level == 2 ? Level::node : Level::disk)) remove_tree(level_dir(level));
+      if (uses(level)) remove_tree(level_dir(level));
   });
 }
 
@@ -520,11 +521,12 @@ void CheckpointWriter::add_piece(detail::PieceData p) {
 
 namespace {
 
-// Removes the checkpoint directory `dir` of a failed commit on every node.
+// Removes the checkpoint directory `dir` of a failed commit on every node
+// (every rank has left the failed step: agree returned on all of them).
 void discard(Runtime& rt, const std::string& dir) {
-  MPI_Barrier(rt.comm());
-  if (node_leader(rt)) remove_tree(dir);
-  MPI_Barrier(rt.comm());
+  agree(rt.comm(), [&] {
+    if (node_leader(rt)) remove_tree(dir);
+  });
 }
 
 // Deletes what `keep` newer complete checkpoints make unnecessary: older
@@ -561,7 +563,52 @@ void copy_file_durably(const std::string& from, const std::string& to, std::uint
   out.commit();
 }
 
+// Level 1: each rank's file also goes to its buddy, which writes it into its
+// own node's directory; so every node holds its ranks' files and their
+// buddies', and the ranks of one node surviving the loss of any other node
+// find a complete checkpoint. On one node the copy would land in the same
+// directory: there level 1 is level 2.
+void send_to_buddy(Runtime& rt, const std::string& dir, const DataHeader& h, const std::vector<PieceRecord>& mine,
+                   const std::vector<detail::PieceData>& pieces, std::uint64_t file_bytes) {
+  if (rt.node().count < 2) return;
+  auto partner = buddy_ranks(rt.node());
+  std::vector<std::byte> send(file_bytes);
+  std::memcpy(send.data(), &h, sizeof h);
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    if (!pieces[k].bytes.empty()) std::memcpy(send.data() + mine[k].offset, pieces[k].bytes.data(), pieces[k].bytes.size());
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(rt.size()), 0), received;
+  counts[static_cast<std::size_t>(partner[static_cast<std::size_t>(rt.rank())])] = file_bytes;
+  auto got = comm::exchange_bytes(rt.comm(), send, counts, 1, received);
+  agree(rt.comm(), [&] {
+    std::uint64_t at = 0;
+    for (std::size_t r = 0; r < received.size(); ++r) {
+      if (received[r] == 0) continue;
+      DurableFile f(dir + "/" + data_file_name(static_cast<int>(r)), received[r], false);
+      f.write_at(0, std::span<const std::byte>(got).subspan(at, received[r]));
+      f.commit();
+      at += received[r];
+    }
+  });
+}
+
 }  // namespace
+
+std::vector<int> buddy_ranks(const NodeGroup& node) {
+  const std::size_t ranks = node.node_of_rank.size();
+  std::vector<std::vector<int>> on(static_cast<std::size_t>(node.count));
+  for (std::size_t r = 0; r < ranks; ++r) on.at(static_cast<std::size_t>(node.node_of_rank[r])).push_back(static_cast<int>(r));
+  std::vector<int> buddy(ranks);
+  for (std::size_t n = 0; n < on.size(); ++n)
+    for (std::size_t i = 0; i < on[n].size(); ++i) {
+      if (on.size() < 2) {
+        buddy[static_cast<std::size_t>(on[n][i])] = on[n][(i + 1) % on[n].size()];
+        continue;
+      }
+      const auto& next = on[(n + 1) % on.size()];
+      buddy[static_cast<std::size_t>(on[n][i])] = next[i % next.size()];
+    }
+  return buddy;
+}
 
 void CheckpointWriter::commit() {
   Checkpoint& ck = *ck_;
@@ -650,11 +697,12 @@ void CheckpointWriter::commit() {
   // The first level is written from memory; the disk level after the node
   // level is a copy of the committed node files (what an asynchronous drain
   // will do once the application has moved on).
-  bool node = has_level(ck.options().levels, Level::node), disk = has_level(ck.options().levels, Level::disk);
+  const bool buddy = has_level(ck.options().levels, Level::buddy);
   std::string written_from;  // the committed node-level directory, for the drain
-  for (int level : {2, 3}) {
-    if ((level == 2 && !node) || (level == 3 && !disk)) continue;
-    const std::string dir = ck.level_dir(level) + "/" + sub;
+  for (int dir_level : {2, 3}) {
+    if (!ck.uses(dir_level)) continue;
+    const int level = dir_level == 2 && buddy ? 1 : dir_level;
+    const std::string dir = ck.level_dir(dir_level) + "/" + sub;
     try {
       agree(comm, [&] {
         std::error_code ec;
@@ -669,15 +717,16 @@ void CheckpointWriter::commit() {
         for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
         f.commit();
       });
+      if (level == 1) send_to_buddy(rt, dir, h, mine, pieces_, file_bytes);
       agree(comm, [&] { write_manifest(level, dir); });
     } catch (...) {
       discard(rt, dir);
       throw;
     }
-    if (level == 2) written_from = dir;
+    if (dir_level == 2) written_from = dir;
     ck.epoch_ = epoch;
     agree(comm, [&] {
-      if (node_leader(rt)) prune(ck.level_dir(level), ck.options().keep);
+      if (node_leader(rt)) prune(ck.level_dir(dir_level), ck.options().keep);
     });
   }
 }

@@ -250,6 +250,80 @@ TEST(Checkpoint, RoundTripEveryKind) {
   }
 }
 
+// Buddies: another node whenever there is one, each node's ranks spread
+// over the next node's; on one node the next rank.
+TEST(Checkpoint, BuddyRanks) {
+  auto group = [](std::vector<int> node_of_rank) {
+    NodeGroup g;
+    g.node_of_rank = node_of_rank;
+    g.count = *std::max_element(node_of_rank.begin(), node_of_rank.end()) + 1;
+    return g;
+  };
+  EXPECT_EQ(buddy_ranks(group({0, 0, 1, 1})), (std::vector<int>{2, 3, 0, 1}));
+  EXPECT_EQ(buddy_ranks(group({0, 1, 0, 1})), (std::vector<int>{1, 0, 3, 2}));
+  EXPECT_EQ(buddy_ranks(group({0, 0, 0, 1})), (std::vector<int>{3, 3, 3, 0}));
+  EXPECT_EQ(buddy_ranks(group({0, 0, 0})), (std::vector<int>{1, 2, 0}));
+  EXPECT_EQ(buddy_ranks(group({0})), (std::vector<int>{0}));
+  test::SplitMix64 g(99);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<int> nodes(1 + g.below(12));
+    int count = 1 + static_cast<int>(g.below(4));
+    if (static_cast<int>(nodes.size()) < count) continue;
+    for (std::size_t r = 0; r < nodes.size(); ++r)  // every node gets a rank
+      nodes[r] = r < static_cast<std::size_t>(count) ? static_cast<int>(r)
+                                                     : static_cast<int>(g.below(static_cast<std::uint64_t>(count)));
+    auto b = buddy_ranks(group(nodes));
+    for (std::size_t r = 0; r < nodes.size(); ++r) {
+      ASSERT_GE(b[r], 0);
+      ASSERT_LT(b[r], static_cast<int>(nodes.size()));
+      if (count > 1) {
+        EXPECT_NE(nodes[static_cast<std::size_t>(b[r])], nodes[r]) << "trial " << trial << " rank " << r;
+      }
+    }
+  }
+}
+
+// Level 1 on one node is the node level (the buddy's directory is the same).
+TEST(Checkpoint, BuddyLevelOnOneNode) {
+  test::ScratchDir dir(rt());
+  auto cells = make_cells();
+  Checkpoint ck(rt(), opts("", Level::buddy, "buddy", dir.path()));
+  write_all(ck, 4, cells);
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->level, 1);
+  check_all(ck.restore(*found.info), 4, rt().size());
+}
+
+// Level 1 across the emulated cluster, driven by tests/cluster/test_checkpoint_buddy.py:
+// written at 2 nodes x 2 ranks, read by node0's ranks after node1 is lost.
+TEST(Buddy, Write) {
+  if (!std::getenv("TESSERA_CKPT_BUDDY")) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
+  ASSERT_EQ(rt().node().count, 2) << "the buddy test runs on 2 nodes";
+  auto cells = make_cells();
+  Checkpoint ck(rt(), opts("", Level::buddy, "buddy"));
+  write_all(ck, 6, cells);
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->level, 1);
+  check_all(ck.restore(*found.info), 6, rt().size());
+  if (rt().node().rank == 0) {  // every node holds every rank's file: its own ranks' and their buddies'
+    auto st = Checkpoint::inspect("/dev/shm", "buddy");
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0].problem, "") << "on node " << rt().node().index;
+  }
+}
+TEST(Buddy, ReadAfterNodeLoss) {
+  const char* writers = std::getenv("TESSERA_CKPT_BUDDY");
+  if (!writers) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
+  Checkpoint ck(rt(), opts("", Level::buddy, "buddy"));
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->level, 1);
+  check_all(ck.restore(*found.info), 6, std::atoi(writers));
+  ck.remove();
+}
+
 TEST(Checkpoint, EdgeListRoundTrip) {
   test::ScratchDir dir(rt());
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "graph"));
@@ -311,7 +385,7 @@ TEST(Checkpoint, BadOptionsAndPieces) {
   test::ScratchDir dir(rt());
   auto make = [&](CheckpointOptions o) { Checkpoint c(rt(), std::move(o)); };
   expect_error<ConfigError>([&] { make(opts(dir.path(), Level::disk, "a/b", "", 1)); }, "a/b");
-  expect_error<ConfigError>([&] { make(opts(dir.path(), Level::buddy, "x", "", 1)); }, "buddy");
+  expect_error<ConfigError>([&] { make(opts(dir.path(), static_cast<Level>(0), "x", "", 1)); }, "no level");
   expect_error<ConfigError>([&] { make(opts("", Level::disk, "x", "", 1)); }, "directory");
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "bad", "", 1));
   std::vector<int> v{1, 2};

@@ -10,10 +10,12 @@
 //   auto found = ck.latest();  // collective: the newest complete, valid checkpoint
 //   if (found) { auto r = ck.restore(*found.info); r.read("u", u); }
 //
-// Levels (docs/checkpoint.md): node = files in the node's /dev/shm (or
+// Levels (docs/checkpoint.md): node (2) = files in the node's /dev/shm (or
 // `node_dir`), which outlive the processes (a relaunch on the node recovers
-// from memory); disk = `dir`, fsync'd. Buddy copies (level 1) come with the
-// supervisor. Recovery is a relaunch: nothing here needs the old processes.
+// from memory); buddy (1) = the node level plus a copy of each rank's file
+// written by its buddy on the next node, so the survivors of a lost node
+// still hold every file; disk (3) = `dir`, fsync'd. Recovery is a relaunch:
+// nothing here needs the old processes.
 //
 // Layout: LEVELDIR/NAME.ckpt/sSTEP-eEPOCH/ holds one data file per rank
 // (rRANK.data: a checksummed header, then the rank's pieces back to back)
@@ -47,7 +49,7 @@ constexpr bool has_level(Level set, Level l) { return (static_cast<unsigned>(set
 
 struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)
-  Level levels = Level::node;  // any combination of node and disk
+  Level levels = Level::node;  // any combination (buddy includes node)
   std::string name;            // the program: [A-Za-z0-9_.-], names the checkpoints
   std::string node_dir;        // the node level's directory; "" = /dev/shm
   // Complete checkpoints kept per level; an older one is deleted only after
@@ -58,7 +60,7 @@ struct CheckpointOptions {
 
 // One committed checkpoint, as latest() found it.
 struct CheckpointInfo {
-  int level = 2;            // 2 = node, 3 = disk
+  int level = 2;            // 1 = node + buddy copies, 2 = node, 3 = disk
   std::string path;         // its directory
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;  // commits in this directory's history: orders checkpoints
@@ -102,6 +104,11 @@ inline constexpr std::uint64_t kUnplaced = ~std::uint64_t{0};
 }  // namespace detail
 
 class Checkpoint;
+
+// Level 1's partner of every rank: on several nodes, the rank of the next
+// node (cyclically) at the same position among its node's ranks (modulo
+// that node's size); on one node, the next rank of the node.
+std::vector<int> buddy_ranks(const NodeGroup& node);
 
 // The pieces of one checkpoint, collected on each rank, then committed
 // together. Memory added by span or DistArray is not copied: it must stay
@@ -279,7 +286,8 @@ class Checkpoint {
 
   const CheckpointOptions& options() const noexcept { return options_; }
   Runtime& runtime() const noexcept { return *rt_; }
-  // The directory holding this program's checkpoints at `level` (2 or 3).
+  // The directory holding this program's checkpoints at `level` (1 and 2
+  // share the node directory; 3 is the disk's).
   std::string level_dir(int level) const;
 
   CheckpointWriter begin(std::uint64_t step) { return CheckpointWriter(*this, step); }
@@ -303,6 +311,8 @@ class Checkpoint {
 
  private:
   friend class CheckpointWriter;
+  // Whether the node directory (2, also for level 1) or the disk (3) is in use.
+  bool uses(int dir_level) const;
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
