@@ -20,6 +20,7 @@
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 #include "tessera/storage/mapping.hpp"
 #include "tessera/storage/metadata.hpp"
@@ -458,6 +459,7 @@ CheckpointReader Checkpoint::restore(const CheckpointInfo& info) {
 }
 
 void Checkpoint::remove() {
+  barrier(rt_->comm());  // no rank may still be reading what the node leader removes
   agree(rt_->comm(), [&] {
     if (!node_leader(*rt_)) return;
     for (int level : {2, 3})
