@@ -16,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -337,6 +338,14 @@ bool node_leader(Runtime& rt) { return rt.node().rank == 0; }
 
 }  // namespace
 
+// A disk copy in progress: the thread copies this rank's committed node file.
+struct Checkpoint::Drain {
+  std::thread thread;
+  std::exception_ptr failure;  // set by the thread
+  std::string dir;             // the disk checkpoint's directory
+  std::string body;            // the manifest body, for the disk manifest
+};
+
 // ---- LatestCheckpoint -------------------------------------------------------
 
 std::string LatestCheckpoint::message() const {
@@ -383,6 +392,7 @@ std::string Checkpoint::level_dir(int level) const {
 }
 
 LatestCheckpoint Checkpoint::latest() {
+  finish_drain();
   Runtime& rt = *rt_;
   MPI_Comm comm = rt.comm();
   LatestCheckpoint out;
@@ -459,6 +469,10 @@ CheckpointReader Checkpoint::restore(const CheckpointInfo& info) {
 }
 
 void Checkpoint::remove() {
+  try {
+    finish_drain();
+  } catch (const Error&) {  // every rank alike: what it left is removed below anyway
+  }
   barrier(rt_->comm());  // no rank may still be reading what the node leader removes
   agree(rt_->comm(), [&] {
     if (!node_leader(*rt_)) return;
@@ -550,6 +564,15 @@ void prune(const std::string& level_dir, int keep) {
     if (c.epoch < oldest_kept) remove_tree(c.path);
 }
 
+// The manifest of `body` at `level`, written by one rank per node.
+void write_manifest_file(Runtime& rt, const std::string& body_text, int level, const std::string& dir) {
+  if (!node_leader(rt)) return;
+  json body = json::parse(body_text);
+  body["level"] = level;
+  std::string t = manifest_text(body);
+  write_file_atomically(dir + "/" + kManifest, std::as_bytes(std::span<const char>(t)), level == 3);
+}
+
 void copy_file_durably(const std::string& from, const std::string& to, std::uint64_t bytes) {
   FileDescriptor in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw SystemError("cannot open " + from + " to copy it to " + to, errno);
@@ -612,12 +635,36 @@ std::vector<int> buddy_ranks(const NodeGroup& node) {
   return buddy;
 }
 
+Checkpoint::~Checkpoint() {
+  if (drain_ && drain_->thread.joinable()) drain_->thread.join();
+}
+
+void Checkpoint::finish_drain() {
+  if (!drain_) return;
+  std::unique_ptr<Drain> d = std::move(drain_);
+  if (d->thread.joinable()) d->thread.join();
+  Runtime& rt = *rt_;
+  try {
+    agree(rt.comm(), [&] {
+      if (d->failure) std::rethrow_exception(d->failure);
+    });
+    agree(rt.comm(), [&] { write_manifest_file(rt, d->body, 3, d->dir); });
+  } catch (...) {
+    discard(rt, d->dir);
+    throw;
+  }
+  agree(rt.comm(), [&] {
+    if (node_leader(rt)) prune(level_dir(3), options_.keep);
+  });
+}
+
 void CheckpointWriter::commit() {
   Checkpoint& ck = *ck_;
   Runtime& rt = ck.runtime();
   MPI_Comm comm = rt.comm();
   if (committed_) throw Error("checkpoint step " + std::to_string(step_) + ": commit() called twice");
   committed_ = true;
+  ck.finish_drain();
   const std::uint64_t epoch = ck.epoch_ + 1;
 
   // This rank's pieces: offsets and checksums.
@@ -689,13 +736,7 @@ void CheckpointWriter::commit() {
 
   const std::string sub = checkpoint_dir_name(step_, epoch);
   const std::string file = data_file_name(rt.rank());
-  auto write_manifest = [&](int level, const std::string& dir) {
-    if (!node_leader(rt)) return;
-    json body = json::parse(body_text);
-    body["level"] = level;
-    std::string t = manifest_text(body);
-    write_file_atomically(dir + "/" + kManifest, std::as_bytes(std::span<const char>(t)), level == 3);
-  };
+  auto write_manifest = [&](int level, const std::string& dir) { write_manifest_file(rt, body_text, level, dir); };
   // The first level is written from memory; the disk level after the node
   // level is a copy of the committed node files (what an asynchronous drain
   // will do once the application has moved on).
@@ -705,6 +746,34 @@ void CheckpointWriter::commit() {
     if (!ck.uses(dir_level)) continue;
     const int level = dir_level == 2 && buddy ? 1 : dir_level;
     const std::string dir = ck.level_dir(dir_level) + "/" + sub;
+    if (dir_level == 3 && !written_from.empty() && ck.options().async_drain) {
+      try {
+        agree(comm, [&] {
+          std::error_code ec;
+          fs::create_directories(dir, ec);
+          if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
+        });
+      } catch (...) {
+        discard(rt, dir);
+        throw;
+      }
+      // The copy touches files only (no MPI, no application memory), so it
+      // runs beside the application until finish_drain().
+      auto d = std::make_unique<Checkpoint::Drain>();
+      d->dir = dir;
+      d->body = body_text;
+      Checkpoint::Drain* raw = d.get();
+      std::string from = written_from + "/" + file, to = dir + "/" + file;
+      d->thread = std::thread([raw, from, to, file_bytes] {
+        try {
+          copy_file_durably(from, to, file_bytes);
+        } catch (...) {
+          raw->failure = std::current_exception();
+        }
+      });
+      ck.drain_ = std::move(d);
+      continue;
+    }
     try {
       agree(comm, [&] {
         std::error_code ec;

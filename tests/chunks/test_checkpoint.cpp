@@ -446,6 +446,43 @@ TEST(Checkpoint, DiskCopyServesWhenNodeFilesAreGone) {
   check_all(ck.restore(*found.info), 9, rt().size());
 }
 
+// The asynchronous drain: commit() returns with the node level committed and
+// the disk copy in flight; finish_drain() commits the disk level.
+TEST(Checkpoint, AsynchronousDrainToDisk) {
+  test::ScratchDir dir(rt());
+  auto cells = make_cells();
+  auto o = opts(dir.path() + "/disk", Level::node | Level::disk, "drain", dir.path() + "/node");
+  o.async_drain = true;
+  Checkpoint ck(rt(), o);
+  write_all(ck, 1, cells);
+  EXPECT_TRUE(ck.draining());
+  auto disk = checkpoint_dirs(ck.level_dir(3));
+  ASSERT_EQ(disk.size(), 1u);
+  EXPECT_FALSE(fs::exists(disk[0] + "/manifest.json")) << "the disk level is committed by finish_drain only";
+  ck.finish_drain();
+  EXPECT_FALSE(ck.draining());
+  MPI_Barrier(rt().comm());
+  EXPECT_TRUE(fs::exists(disk[0] + "/manifest.json"));
+  // Two more commits: each finishes the previous drain first; keep = 1.
+  write_all(ck, 2, cells);
+  write_all(ck, 3, cells);
+  ck.finish_drain();
+  MPI_Barrier(rt().comm());
+  if (rt().rank() == 0) {
+    auto st = Checkpoint::inspect(dir.path() + "/disk", "drain");
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0].info.step, 3u);
+    EXPECT_EQ(st[0].info.level, 3);
+    EXPECT_EQ(st[0].problem, "");
+    fs::remove_all(ck.level_dir(2));  // the node's copy lost: the disk's serves
+  }
+  MPI_Barrier(rt().comm());
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->level, 3);
+  check_all(ck.restore(*found.info), 3, rt().size());
+}
+
 // Randomized damage to the newest of two checkpoints, at each level: every
 // trial is detected and latest() falls back to the older one.
 TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
@@ -606,5 +643,39 @@ TEST(FullSpace, PreviousCheckpointSurvives) {
   auto newer = ck.latest();
   ASSERT_TRUE(newer) << newer.message();
   EXPECT_EQ(newer.info->step, 3u);
+  ck.remove();
+}
+
+// The disk full during an asynchronous drain: commit() succeeds (the node
+// level is elsewhere), finish_drain() is the error, the incomplete disk
+// checkpoint is removed and the previous disk one stays.
+TEST(FullSpace, AsynchronousDrainFails) {
+  const char* small = std::getenv("TESSERA_CKPT_SMALL_DIR");
+  if (!small) GTEST_SKIP() << "run by test_checkpoint_full.sh";
+  test::ScratchDir node(rt());
+  auto cells = make_cells();
+  auto o = opts(small, Level::node | Level::disk, "fulldrain", node.path());
+  o.async_drain = true;
+  Checkpoint ck(rt(), o);
+  write_all(ck, 1, cells);
+  ck.finish_drain();
+  std::vector<std::uint64_t> big((std::size_t{2} << 20) / sizeof(std::uint64_t) / static_cast<std::size_t>(rt().size()) + 1, 7);
+  auto w = ck.begin(2);
+  w.add("big", big);
+  w.commit();
+  expect_error<Error>([&] { ck.finish_drain(); }, "needs");
+  MPI_Barrier(rt().comm());
+  auto disk = checkpoint_dirs(ck.level_dir(3));
+  ASSERT_EQ(disk.size(), 1u);
+  EXPECT_NE(disk[0].find("s000000000001"), std::string::npos) << disk[0];
+  for (const auto& f : files_in(disk[0])) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->step, 2u);
+  EXPECT_EQ(found.info->level, 2);
+  auto r = ck.restore(*found.info);
+  EXPECT_EQ(r.length("big"), big.size() * static_cast<std::size_t>(rt().size()));
+  auto got = r.read_block<std::uint64_t>("big");
+  EXPECT_EQ(got, std::vector<std::uint64_t>(got.size(), 7));
   ck.remove();
 }

@@ -17,6 +17,10 @@
 // still hold every file; disk (3) = `dir`, fsync'd. Recovery is a relaunch:
 // nothing here needs the old processes.
 //
+// With node and disk levels, the disk copy is made from the committed node
+// files: in commit(), or by a thread while the application goes on
+// (async_drain; committed by finish_drain()).
+//
 // Layout: LEVELDIR/NAME.ckpt/sSTEP-eEPOCH/ holds one data file per rank
 // (rRANK.data: a checksummed header, then the rank's pieces back to back)
 // and manifest.json, renamed into place only once every rank's file is
@@ -56,6 +60,11 @@ struct CheckpointOptions {
   // a newer one is committed. 2 leaves a fallback when the newest turns out
   // damaged when it is read back.
   int keep = 1;
+  // With the node and disk levels: commit() returns once the node level is
+  // committed, a thread copies this rank's file to disk meanwhile, and the
+  // disk level is committed by finish_drain() (which the next commit(),
+  // latest() and remove() call first).
+  bool async_drain = false;
 };
 
 // One committed checkpoint, as latest() found it.
@@ -283,6 +292,12 @@ class Checkpoint {
   // Collective. Throws ConfigError for a bad name, an unknown level or a
   // missing directory; the directories are created when absent.
   Checkpoint(Runtime& rt, CheckpointOptions options);
+  // Waits for a drain still copying, but cannot commit it (that is
+  // collective): call finish_drain() first, or that disk checkpoint stays
+  // incomplete (latest() skips it; the next commit removes it).
+  ~Checkpoint();
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
 
   const CheckpointOptions& options() const noexcept { return options_; }
   Runtime& runtime() const noexcept { return *rt_; }
@@ -302,6 +317,14 @@ class Checkpoint {
   // Collective: removes every checkpoint of this program at every level.
   void remove();
 
+  // Collective: waits for the asynchronous drain of the last commit (if
+  // any) on every rank and commits its disk level; on failure (a full disk)
+  // every rank throws, the incomplete disk checkpoint is removed, and the
+  // node level stays committed.
+  void finish_drain();
+  // Whether a drain is pending (the same on every rank).
+  bool draining() const noexcept { return drain_ != nullptr; }
+
   // Without MPI: every checkpoint of `name` under `dir` (a level's
   // directory as given in CheckpointOptions: `dir` or `node_dir`), newest
   // first, each fully checked.
@@ -316,6 +339,8 @@ class Checkpoint {
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
+  struct Drain;
+  std::unique_ptr<Drain> drain_;
 };
 
 }  // namespace tessera::chunks
