@@ -103,15 +103,18 @@ struct Candidate {
   std::string path;
   std::uint64_t step = 0, epoch = 0;
 };
+// Never throws: rank 0 lists alone before telling the others, and an
+// unreadable directory simply holds no checkpoint.
 std::vector<Candidate> list_candidates(const std::string& program_dir, int level) {
   std::vector<Candidate> out;
   std::error_code ec;
   if (!fs::is_directory(program_dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(program_dir, ec)) {
+  for (fs::directory_iterator it(program_dir, ec), end; !ec && it != end; it.increment(ec)) {
     Candidate c;
     c.level = level;
-    if (!e.is_directory(ec) || !parse_dir_name(e.path().filename().string(), c.step, c.epoch)) continue;
-    c.path = e.path().string();
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec) || !parse_dir_name(it->path().filename().string(), c.step, c.epoch)) continue;
+    c.path = it->path().string();
     out.push_back(c);
   }
   return out;

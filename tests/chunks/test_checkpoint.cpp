@@ -490,8 +490,9 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
   auto cells = make_cells();
   const char* kinds[] = {"bitflip", "truncate", "delete", "torn", "stale", "mixed"};
   const int trials = 100;
-  for (int level : {2, 3}) {
-    Checkpoint ck(rt(), opts(dir.path() + "/disk", level == 2 ? Level::node : Level::disk, "damage", dir.path() + "/node", 2));
+  for (int level : {1, 2, 3}) {
+    Level levels = level == 1 ? Level::buddy : level == 2 ? Level::node : Level::disk;
+    Checkpoint ck(rt(), opts(dir.path() + "/disk", levels, "damage", dir.path() + "/node", 2));
     write_all(ck, 1, cells);
     write_all(ck, 2, cells);
     MPI_Barrier(rt().comm());
@@ -559,7 +560,7 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
     EXPECT_TRUE(found.skipped.empty()) << found.message();
     check_all(ck.restore(CheckpointInfo{level, old_dir, 1, 0, 0}), 1, rt().size());
     if (rt().rank() == 0) {  // the serial inspection agrees
-      auto st = Checkpoint::inspect(level == 2 ? dir.path() + "/node" : dir.path() + "/disk", "damage");
+      auto st = Checkpoint::inspect(level == 3 ? dir.path() + "/disk" : dir.path() + "/node", "damage");
       ASSERT_EQ(st.size(), 2u);
       EXPECT_EQ(st[0].info.step, 2u);
       EXPECT_EQ(st[0].problem, "");
