@@ -402,9 +402,10 @@ LatestCheckpoint Checkpoint::latest() {
   std::vector<Candidate> candidates;
   std::string listed;
   if (rt.rank() == 0) {
+    const int node_level = has_level(options_.levels, Level::buddy) ? 1 : 2;
     for (int level : {2, 3})
       if (uses(level))
-        for (auto& c : list_candidates(level_dir(level), level)) candidates.push_back(c);
+        for (auto& c : list_candidates(level_dir(level), level == 2 ? node_level : 3)) candidates.push_back(c);
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       return a.epoch != b.epoch ? a.epoch > b.epoch : a.level < b.level;
     });
@@ -426,7 +427,8 @@ LatestCheckpoint Checkpoint::latest() {
       try {
         Manifest m = parse_manifest(text, options_.name);
         for (int r = rt.rank(); r < m.ranks && mine.empty(); r += rt.size()) mine = check_data_file(m, r, c.path);
-        if (mine.empty() && rt.rank() == 0 && m.level != c.level && !(c.level == 2 && m.level == 1))
+        // The node directory holds levels 1 and 2 alike (a run may switch).
+        if (mine.empty() && rt.rank() == 0 && (m.level == 3) != (c.level == 3))
           mine = "its manifest is for level " + std::to_string(m.level);
       } catch (const Error& e) {
         mine = e.what();
