@@ -285,8 +285,10 @@ std::string check_data_file(const Manifest& m, int r, const std::string& dir) {
       return "data file " + f.file + " belongs to step " + std::to_string(h.step) + " epoch " + std::to_string(h.epoch) +
              ", the manifest to step " + std::to_string(m.step) + " epoch " + std::to_string(m.epoch) +
              " (files of two checkpoints mixed)";
+    std::uint64_t pieces = 0;
+    for (const auto& p : m.pieces) pieces += p.rank == r ? 1 : 0;
     if (h.version != kDataVersion || h.rank != static_cast<std::uint32_t>(r) ||
-        h.ranks != static_cast<std::uint32_t>(m.ranks) || h.payload + kHeaderBytes != f.bytes)
+        h.ranks != static_cast<std::uint32_t>(m.ranks) || h.payload + kHeaderBytes != f.bytes || h.pieces != pieces)
       return "data file " + f.file + "'s header disagrees with the manifest";
     std::vector<std::byte> buf;
     for (const auto& p : m.pieces) {

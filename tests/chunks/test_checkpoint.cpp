@@ -430,6 +430,34 @@ TEST(Checkpoint, ForeignCheckpointsAndTypesRefused) {
   EXPECT_NE(none.message().find("written by program 'progA', not by 'progB'"), std::string::npos) << none.message();
 }
 
+// A data file lost after latest(): the collective reads fail on every rank
+// together (no rank is left waiting in the array's or graph's construction).
+TEST(Checkpoint, CollectiveReadsFailTogether) {
+  test::ScratchDir dir(rt());
+  auto cells = make_cells();
+  auto g = make_graph();
+  Checkpoint ck(rt(), opts(dir.path(), Level::disk, "lost"));
+  write_all(ck, 1, cells);
+  auto found = ck.latest();
+  ASSERT_TRUE(found);
+  auto r = ck.restore(*found.info);
+  MPI_Barrier(rt().comm());
+  if (rt().rank() == 0) fs::remove(found.info->path + "/r000000.data");
+  MPI_Barrier(rt().comm());
+  expect_error<Error>([&] { r.read_chunks<Cell>("cells"); }, "r000000.data");
+  expect_error<Error>([&] { r.read_array<std::uint64_t>("a"); }, "r000000.data");
+  auto gr = ck.begin(2);
+  graph::add_edge_list(gr, "g", g);
+  gr.commit();
+  auto gf = ck.latest();
+  ASSERT_TRUE(gf);
+  auto grr = ck.restore(*gf.info);
+  MPI_Barrier(rt().comm());
+  if (rt().rank() == 0) fs::remove(gf.info->path + "/r000000.data");
+  MPI_Barrier(rt().comm());
+  expect_error<Error>([&] { graph::read_edge_list(grr, "g"); }, "r000000.data");
+}
+
 // The disk level is a copy of the committed node level: losing the node's
 // files (a lost node) leaves the disk copy of the same epoch.
 TEST(Checkpoint, DiskCopyServesWhenNodeFilesAreGone) {

@@ -40,6 +40,7 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/chunks/archive.hpp"
 #include "tessera/chunks/chunk_array.hpp"
+#include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/storage/element_type.hpp"
 
@@ -201,7 +202,9 @@ class CheckpointWriter {
 
 // Reads a committed checkpoint back, on any rank count. Every read checks
 // the piece's kind, type and element size and throws MismatchError naming
-// the piece when they differ from what is asked.
+// the piece when they differ from what is asked. read, read_block and
+// length are local (an error is thrown on the calling rank only);
+// read_array and read_chunks are collective and fail on every rank together.
 class CheckpointReader {
  public:
   const CheckpointInfo& info() const noexcept { return info_; }
@@ -234,8 +237,10 @@ class CheckpointReader {
   // A DistArray with block distribution over the current ranks.
   template <class T>
   DistArray<T> read_array(const std::string& name, const StorageOptions& storage = {}) const {
-    DistArray<T> a(*rt_, length(name), storage);
-    read(name, a);
+    std::uint64_t n = 0;
+    agree(rt_->comm(), [&] { n = length(name); });
+    DistArray<T> a(*rt_, n, storage);
+    agree(rt_->comm(), [&] { read(name, a); });
     return a;
   }
   // Collective: chunk array `name` rebuilt over the runtime's ranks with
@@ -243,9 +248,14 @@ class CheckpointReader {
   template <Serializable C>
   ChunkArray<C> read_chunks(const std::string& name) const {
     static_assert(std::is_default_constructible_v<C>);
-    auto mine = chunk_bytes(name, chunk_type_name<C>(), sizeof(C));
+    std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> mine;
+    std::uint64_t n = 0;
+    agree(rt_->comm(), [&] {
+      mine = chunk_bytes(name, chunk_type_name<C>(), sizeof(C));
+      n = length(name);
+    });
     std::size_t next = 0;
-    auto placement = block_placement(static_cast<std::size_t>(length(name)), rt_->size());
+    auto placement = block_placement(static_cast<std::size_t>(n), rt_->size());
     return ChunkArray<C>(rt_->comm(), placement.size(), [&](std::uint64_t id) {
       const auto& [cid, bytes] = mine.at(next++);
       if (cid != id) throw FormatError("checkpoint " + info_.path + ": chunk " + std::to_string(id) + " is missing");
