@@ -24,6 +24,7 @@
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 #include "tessera/storage/mapping.hpp"
+#include "tessera/storage/storage.hpp"
 #include "tessera/storage/metadata.hpp"
 
 namespace tessera::chunks {
@@ -391,7 +392,8 @@ bool Checkpoint::uses(int dir_level) const {
 }
 
 std::string Checkpoint::level_dir(int level) const {
-  if (level == 1 || level == 2) return (options_.node_dir.empty() ? std::string("/dev/shm") : options_.node_dir) + "/" + options_.name + ".ckpt";
+  if (level == 1 || level == 2)
+    return (options_.node_dir.empty() ? default_shared_dir() : options_.node_dir) + "/" + options_.name + ".ckpt";
   if (level == 3) return options_.dir + "/" + options_.name + ".ckpt";
   throw RangeError("checkpoint level " + std::to_string(level) + ": levels 1 and 2 (node) and 3 (disk) have directories");
 }

@@ -6,17 +6,22 @@
 
 #include "commands.hpp"
 #include "tessera/chunks/checkpoint.hpp"
+#include "tessera/storage/storage.hpp"
 
 namespace tessera::cli {
 
 namespace {
 struct CheckpointCliOptions {
-  std::string dir = "/dev/shm";
+  std::string dir;  // "" = the node level's default
   std::string name;
   bool json = false;
 };
 
-int run_list(const CheckpointCliOptions& o) {
+std::string dir_of(const CheckpointCliOptions& o) { return o.dir.empty() ? default_shared_dir() : o.dir; }
+
+int run_list(const CheckpointCliOptions& opts) {
+  CheckpointCliOptions o = opts;
+  o.dir = dir_of(opts);
   auto all = chunks::Checkpoint::inspect(o.dir, o.name);
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
@@ -49,8 +54,9 @@ int run_list(const CheckpointCliOptions& o) {
 }
 
 int run_rm(const CheckpointCliOptions& o) {
-  std::size_t n = chunks::Checkpoint::remove_all(o.dir, o.name);
-  std::printf("removed %zu checkpoint(s) of %s in %s\n", n, o.name.c_str(), o.dir.c_str());
+  std::string dir = dir_of(o);
+  std::size_t n = chunks::Checkpoint::remove_all(dir, o.name);
+  std::printf("removed %zu checkpoint(s) of %s in %s\n", n, o.name.c_str(), dir.c_str());
   return 0;
 }
 }  // namespace
@@ -64,7 +70,7 @@ void add_checkpoint(CLI::App& app, Action& selected) {
   auto* rm = ck->add_subcommand("rm", "Remove every checkpoint of NAME in the directory");
   for (auto* sub : {list, rm}) {
     sub->add_option("name", o->name, "The program's checkpoint name (CheckpointOptions::name)")->required();
-    sub->add_option("--dir", o->dir, "The level's directory: node_dir (default /dev/shm) or the disk dir");
+    sub->add_option("--dir", o->dir, "The level's directory: node_dir (default $TESSERA_SHM_DIR or /dev/shm) or the disk dir");
   }
   list->add_flag("--json", o->json, "Print one JSON document on stdout (nothing else there)");
   list->callback([o, &selected] { selected = [o] { return run_list(*o); }; });

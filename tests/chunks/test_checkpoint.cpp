@@ -308,7 +308,7 @@ TEST(Buddy, Write) {
   EXPECT_EQ(found.info->level, 1);
   check_all(ck.restore(*found.info), 6, rt().size());
   if (rt().node().rank == 0) {  // every node holds every rank's file: its own ranks' and their buddies'
-    auto st = Checkpoint::inspect("/dev/shm", "buddy");
+    auto st = Checkpoint::inspect(default_shared_dir(), "buddy");
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0].problem, "") << "on node " << rt().node().index;
   }
@@ -366,19 +366,20 @@ TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
 TEST(Checkpoint, NodeLevelInDevShmByDefault) {
   std::string name = test::unique_name(rt(), "ckpt");
   Checkpoint ck(rt(), opts("", Level::node, name, "", 1));
-  EXPECT_EQ(ck.level_dir(2), "/dev/shm/" + name + ".ckpt");
+  const std::string shm = default_shared_dir();  // $TESSERA_SHM_DIR or /dev/shm
+  EXPECT_EQ(ck.level_dir(2), shm + "/" + name + ".ckpt");
   auto cells = make_cells();
   write_all(ck, 1, cells);
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   check_all(ck.restore(*found.info), 1, rt().size());
   if (rt().rank() == 0) {
-    auto st = Checkpoint::inspect("/dev/shm", name);
+    auto st = Checkpoint::inspect(shm, name);
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0].problem, "");
   }
   ck.remove();
-  EXPECT_FALSE(fs::exists("/dev/shm/" + name + ".ckpt"));
+  EXPECT_FALSE(fs::exists(shm + "/" + name + ".ckpt"));
 }
 
 TEST(Checkpoint, BadOptionsAndPieces) {

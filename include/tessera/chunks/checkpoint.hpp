@@ -56,7 +56,7 @@ struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)
   Level levels = Level::node;  // any combination (buddy includes node)
   std::string name;            // the program: [A-Za-z0-9_.-], names the checkpoints
-  std::string node_dir;        // the node level's directory; "" = /dev/shm
+  std::string node_dir;        // the node level's directory; "" = $TESSERA_SHM_DIR or /dev/shm
   // Complete checkpoints kept per level; an older one is deleted only after
   // a newer one is committed. 2 leaves a fallback when the newest turns out
   // damaged when it is read back.
