@@ -1,6 +1,7 @@
 // tessera: the command-line program.
 //   tessera info                    what this job runs on
 //   tessera shm list|gc             shared-memory segments and their owners
+//   tessera checkpoint list|rm      a program's checkpoints, checked, or removed
 //   tessera gen|convert|cc|lcc|hitting|pipeline   the graph workflow
 //   tessera bench NAME              the benchmark suite
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_graph(app, selected);
   tessera::cli::add_bench(app, selected);
   tessera::cli::add_map(app, selected);
+  tessera::cli::add_checkpoint(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -48,6 +48,11 @@ for ranks in 1 2; do
   out=$("$src/scripts/mpirun.sh" -n $ranks "$tmp/ex/histogram" 2>&1)
   check "histogram example at $ranks ranks" 'grep -q "^$((100000 * ranks)) updates counted$" <<<"$out" || { echo "$out"; false; }'
 done
+# checkpoint: stopped after 5 steps at 2 ranks, resumed to 10 at 3 (sum = 10 * 999 * 1000 / 2)
+out=$("$src/scripts/mpirun.sh" -n 2 "$tmp/ex/checkpoint" "$tmp/ck" 5 2>&1)
+check "checkpoint example runs 5 steps at 2 ranks" 'grep -q "^step 5: sum 2497500$" <<<"$out" || { echo "$out"; false; }'
+out=$("$src/scripts/mpirun.sh" -n 3 "$tmp/ex/checkpoint" "$tmp/ck" 10 2>&1)
+check "checkpoint example resumes at 3 ranks" 'grep -q "^resumed at step 5$" <<<"$out" && grep -q "^step 10: sum 4995000$" <<<"$out" || { echo "$out"; false; }'
 check "the examples leave no segments behind" '[ -z "$(ls -A "$TESSERA_SHM_DIR")" ] || { ls "$TESSERA_SHM_DIR"; false; }'
 [ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
 exit $fail

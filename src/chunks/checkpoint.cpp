@@ -1,0 +1,908 @@
+// The checkpoint store: layout, manifest, commit protocol, validation and
+// restore (the header explains the layout; docs/checkpoint.md the guarantees).
+#include "tessera/chunks/checkpoint.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/wait.hpp"
+#include "tessera/storage/durable_file.hpp"
+#include "tessera/storage/mapping.hpp"
+#include "tessera/storage/storage.hpp"
+#include "tessera/storage/metadata.hpp"
+
+namespace tessera::chunks {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "tessera.checkpoint";
+constexpr int kVersion = 1;
+constexpr const char* kManifest = "manifest.json";
+constexpr std::uint32_t kDataVersion = 1;
+
+// The first 64 bytes of every data file; `crc` covers the 60 before it, so
+// every byte of a data file is checked (the pieces by their own CRCs).
+struct DataHeader {
+  char magic[8] = {'T', 'E', 'S', 'S', 'C', 'K', 'D', '1'};
+  std::uint32_t version = kDataVersion;
+  std::uint32_t rank = 0;
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t pieces = 0;
+  std::uint64_t payload = 0;  // bytes after the header
+  std::uint32_t ranks = 0;
+  std::uint32_t reserved[2] = {0, 0};
+  std::uint32_t crc = 0;
+};
+static_assert(sizeof(DataHeader) == 64 && std::is_trivially_copyable_v<DataHeader>);
+constexpr std::uint64_t kHeaderBytes = sizeof(DataHeader);
+
+std::uint32_t header_crc(const DataHeader& h) {
+  return crc32c(std::as_bytes(std::span<const DataHeader>(&h, 1)).first(offsetof(DataHeader, crc)));
+}
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08" PRIx32, v);
+  return buf;
+}
+
+std::string checkpoint_dir_name(std::uint64_t step, std::uint64_t epoch) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "s%012" PRIu64 "-e%08" PRIu64, step, epoch);
+  return buf;
+}
+// step and epoch from a checkpoint directory's name; false for any other name.
+bool parse_dir_name(const std::string& s, std::uint64_t& step, std::uint64_t& epoch) {
+  if (s.size() != 1 + 12 + 2 + 8 || s[0] != 's' || s[13] != '-' || s[14] != 'e') return false;
+  auto digits = [&](std::size_t at, std::size_t n, std::uint64_t& v) {
+    v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      v = v * 10 + static_cast<std::uint64_t>(s[i] - '0');
+    }
+    return true;
+  };
+  return digits(1, 12, step) && digits(15, 8, epoch);
+}
+std::string data_file_name(int rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "r%06d.data", rank);
+  return buf;
+}
+
+void check_name(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 128 && name[0] != '.';
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
+  if (!ok)
+    throw ConfigError("checkpoint name '" + name +
+                      "': give the program's name, 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'");
+}
+
+// A candidate directory of a level.
+struct Candidate {
+  int level = 2;
+  std::string path;
+  std::uint64_t step = 0, epoch = 0;
+};
+// Never throws: rank 0 lists alone before telling the others, and an
+// unreadable directory simply holds no checkpoint.
+std::vector<Candidate> list_candidates(const std::string& program_dir, int level) {
+  std::vector<Candidate> out;
+  std::error_code ec;
+  if (!fs::is_directory(program_dir, ec)) return out;
+  for (fs::directory_iterator it(program_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    Candidate c;
+    c.level = level;
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec) || !parse_dir_name(it->path().filename().string(), c.step, c.epoch)) continue;
+    c.path = it->path().string();
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- manifest -------------------------------------------------------------
+
+struct FileRecord {
+  int rank = 0;
+  std::string file;
+  std::uint64_t bytes = 0;
+};
+struct PieceRecord {
+  std::string name, kind, type;
+  std::uint64_t element_size = 0, begin = 0, count = 0, length = 0, offset = 0, bytes = 0;
+  int rank = 0;
+  std::uint32_t crc = 0;
+};
+struct Manifest {
+  std::string program;
+  std::uint64_t step = 0, epoch = 0;
+  int ranks = 0, level = 0;
+  std::vector<FileRecord> files;
+  std::vector<PieceRecord> pieces;
+};
+
+json piece_json(const PieceRecord& p) {
+  return json{{"name", p.name},       {"kind", p.kind},   {"type", p.type},   {"element_size", p.element_size},
+              {"rank", p.rank},       {"begin", p.begin}, {"count", p.count}, {"length", p.length},
+              {"offset", p.offset},   {"bytes", p.bytes}, {"crc32c", hex32(p.crc)}};
+}
+PieceRecord piece_from(const json& j) {
+  PieceRecord p;
+  p.name = j.at("name").get<std::string>();
+  p.kind = j.at("kind").get<std::string>();
+  p.type = j.at("type").get<std::string>();
+  p.element_size = j.at("element_size").get<std::uint64_t>();
+  p.rank = j.at("rank").get<int>();
+  p.begin = j.at("begin").get<std::uint64_t>();
+  p.count = j.at("count").get<std::uint64_t>();
+  p.length = j.at("length").get<std::uint64_t>();
+  p.offset = j.at("offset").get<std::uint64_t>();
+  p.bytes = j.at("bytes").get<std::uint64_t>();
+  std::string c = j.at("crc32c").get<std::string>();
+  char* end = nullptr;
+  unsigned long v = std::strtoul(c.c_str(), &end, 16);
+  if (c.size() != 8 || *end != '\0') throw FormatError("piece '" + p.name + "': crc32c '" + c + "' is not 8 hex digits");
+  p.crc = static_cast<std::uint32_t>(v);
+  return p;
+}
+
+// The manifest file's text: the body under a checksum of its compact form,
+// written indented; a reader re-dumps and compares, so no byte of the file
+// escapes the check.
+std::string manifest_text(const json& body) {
+  std::string compact = body.dump();
+  json doc{{"checksum", "crc32c:" + hex32(crc32c(std::as_bytes(std::span<const char>(compact))))}, {"manifest", body}};
+  return doc.dump(1) + "\n";
+}
+
+// Parses and checks a manifest's every field and their agreement; throws
+// FormatError (MismatchError for another program's) with the reason.
+Manifest parse_manifest(const std::string& text, const std::string& program) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception&) {
+    throw FormatError("the manifest is not valid JSON (damaged)");
+  }
+  Manifest m;
+  try {
+    if (!doc.is_object() || !doc.contains("manifest") || !doc.contains("checksum"))
+      throw FormatError("the manifest lacks its checksum or body");
+    const json& body = doc.at("manifest");
+    std::string compact = body.dump();
+    if (doc.at("checksum").get<std::string>() != "crc32c:" + hex32(crc32c(std::as_bytes(std::span<const char>(compact)))))
+      throw FormatError("the manifest's checksum does not match its contents (damaged)");
+    if (manifest_text(body) != text) throw FormatError("the manifest's text was altered (damaged)");
+    if (body.at("format").get<std::string>() != kFormat)
+      throw FormatError("not a checkpoint manifest (format '" + body.at("format").get<std::string>() + "')");
+    if (body.at("version").get<int>() != kVersion)
+      throw FormatError("manifest version " + std::to_string(body.at("version").get<int>()) + ", this build reads " +
+                        std::to_string(kVersion));
+    m.program = body.at("program").get<std::string>();
+    if (m.program != program)
+      throw MismatchError("written by program '" + m.program + "', not by '" + program + "'");
+    m.step = body.at("step").get<std::uint64_t>();
+    m.epoch = body.at("epoch").get<std::uint64_t>();
+    m.ranks = body.at("ranks").get<int>();
+    m.level = body.at("level").get<int>();
+    for (const auto& f : body.at("files"))
+      m.files.push_back({f.at("rank").get<int>(), f.at("file").get<std::string>(), f.at("bytes").get<std::uint64_t>()});
+    for (const auto& p : body.at("pieces")) m.pieces.push_back(piece_from(p));
+  } catch (const json::exception& e) {
+    throw FormatError(std::string("the manifest lacks a field or has a wrong one: ") + e.what());
+  }
+  if (m.ranks < 1 || static_cast<std::size_t>(m.ranks) != m.files.size())
+    throw FormatError("the manifest names " + std::to_string(m.files.size()) + " files for " + std::to_string(m.ranks) +
+                      " ranks");
+  for (int r = 0; r < m.ranks; ++r) {
+    const auto& f = m.files[static_cast<std::size_t>(r)];
+    if (f.rank != r || f.file != data_file_name(r))
+      throw FormatError("the manifest's file " + std::to_string(r) + " is '" + f.file + "' of rank " +
+                        std::to_string(f.rank));
+  }
+  // Per rank the pieces lie back to back after the header and fill the file.
+  std::vector<std::uint64_t> end(static_cast<std::size_t>(m.ranks), kHeaderBytes);
+  std::map<std::string, std::vector<const PieceRecord*>> by_name;
+  for (const auto& p : m.pieces) {
+    if (p.rank < 0 || p.rank >= m.ranks) throw FormatError("piece '" + p.name + "' names rank " + std::to_string(p.rank));
+    auto& e = end[static_cast<std::size_t>(p.rank)];
+    if (p.offset != e) throw FormatError("piece '" + p.name + "' of rank " + std::to_string(p.rank) + " is not where the previous one ends");
+    e += p.bytes;
+    by_name[p.name].push_back(&p);
+  }
+  for (int r = 0; r < m.ranks; ++r)
+    if (end[static_cast<std::size_t>(r)] != m.files[static_cast<std::size_t>(r)].bytes)
+      throw FormatError("the pieces of rank " + std::to_string(r) + " do not fill its file");
+  for (const auto& [name, ps] : by_name) {
+    if (ps.size() != static_cast<std::size_t>(m.ranks))
+      throw FormatError("piece '" + name + "' appears " + std::to_string(ps.size()) + " times for " +
+                        std::to_string(m.ranks) + " ranks");
+    std::uint64_t at = 0, chunks = 0;
+    for (std::size_t r = 0; r < ps.size(); ++r) {
+      const PieceRecord& p = *ps[r];
+      if (p.rank != static_cast<int>(r) || p.kind != ps[0]->kind || p.type != ps[0]->type ||
+          p.element_size != ps[0]->element_size || p.length != ps[0]->length)
+        throw FormatError("the pieces of '" + name + "' disagree between ranks");
+      if (p.kind == "array") {
+        if (p.begin != at || p.bytes != p.count * p.element_size)
+          throw FormatError("array '" + name + "': the piece of rank " + std::to_string(r) + " is not where expected");
+        at += p.count;
+      } else if (p.kind == "chunks") {
+        if (p.bytes < p.count * 3 * sizeof(std::uint64_t))
+          throw FormatError("chunk array '" + name + "': the piece of rank " + std::to_string(r) + " is too small");
+        chunks += p.count;
+      } else {
+        throw FormatError("piece '" + name + "' has unknown kind '" + p.kind + "'");
+      }
+    }
+    if (ps[0]->kind == "array" && at != ps[0]->length)
+      throw FormatError("array '" + name + "': the pieces cover " + std::to_string(at) + " of " +
+                        std::to_string(ps[0]->length) + " elements");
+    if (ps[0]->kind == "chunks" && chunks != ps[0]->length)
+      throw FormatError("chunk array '" + name + "': the pieces hold " + std::to_string(chunks) + " of " +
+                        std::to_string(ps[0]->length) + " chunks");
+  }
+  return m;
+}
+
+// "" when data file `r` of the checkpoint in `dir` is exactly what `m` says.
+std::string check_data_file(const Manifest& m, int r, const std::string& dir) {
+  const FileRecord& f = m.files[static_cast<std::size_t>(r)];
+  std::string path = dir + "/" + f.file;
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return "data file " + f.file + " of rank " + std::to_string(r) + " is missing";
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "data file " + f.file + " is not a regular file";
+  if (static_cast<std::uint64_t>(st.st_size) != f.bytes)
+    return "data file " + f.file + " has " + std::to_string(st.st_size) + " bytes, the manifest says " +
+           std::to_string(f.bytes) + (static_cast<std::uint64_t>(st.st_size) < f.bytes ? " (truncated)" : "");
+  try {
+    DataHeader h;
+    read_exactly(fd.get(), 0, std::as_writable_bytes(std::span<DataHeader>(&h, 1)), path);
+    if (std::memcmp(h.magic, DataHeader{}.magic, 8) != 0 || header_crc(h) != h.crc)
+      return "data file " + f.file + " has a damaged header";
+    if (h.step != m.step || h.epoch != m.epoch)
+      return "data file " + f.file + " belongs to step " + std::to_string(h.step) + " epoch " + std::to_string(h.epoch) +
+             ", the manifest to step " + std::to_string(m.step) + " epoch " + std::to_string(m.epoch) +
+             " (files of two checkpoints mixed)";
+    std::uint64_t pieces = 0;
+    for (const auto& p : m.pieces) pieces += p.rank == r ? 1 : 0;
+    if (h.version != kDataVersion || h.rank != static_cast<std::uint32_t>(r) ||
+        h.ranks != static_cast<std::uint32_t>(m.ranks) || h.payload + kHeaderBytes != f.bytes || h.pieces != pieces)
+      return "data file " + f.file + "'s header disagrees with the manifest";
+    std::vector<std::byte> buf;
+    for (const auto& p : m.pieces) {
+      if (p.rank != r) continue;
+      std::uint32_t crc = 0;
+      for (std::uint64_t at = 0; at < p.bytes;) {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(p.bytes - at, 4u << 20));
+        buf.resize(n);
+        read_exactly(fd.get(), p.offset + at, buf, path);
+        crc = crc32c(buf, crc);
+        at += n;
+      }
+      if (crc != p.crc) return "piece '" + p.name + "' of rank " + std::to_string(r) + " fails its checksum (damaged)";
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string describe(const Candidate& c) {
+  return "checkpoint step " + std::to_string(c.step) + " (epoch " + std::to_string(c.epoch) + ", level " +
+         std::to_string(c.level) + ", " + c.path + ")";
+}
+
+// Rank 0's first look at a candidate: its manifest text or why it is refused.
+std::string read_manifest(const Candidate& c, const std::string& program, std::string& problem) {
+  std::string path = c.path + "/" + kManifest;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    problem = "incomplete: it has no manifest (the job stopped while writing it)";
+    return "";
+  }
+  std::string text;
+  try {
+    text = read_small_regular_file(path, "checkpoint manifest");
+    Manifest m = parse_manifest(text, program);
+    if (m.step != c.step || m.epoch != c.epoch)
+      problem = "stale manifest: it describes step " + std::to_string(m.step) + " epoch " + std::to_string(m.epoch);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  return text;
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);  // another node's leader may remove the same shared tree
+}
+
+bool node_leader(Runtime& rt) { return rt.node().rank == 0; }
+
+}  // namespace
+
+// A disk copy in progress: the thread copies this rank's committed node file.
+struct Checkpoint::Drain {
+  std::thread thread;
+  std::exception_ptr failure;  // set by the thread
+  std::string dir;             // the disk checkpoint's directory
+  std::string body;            // the manifest body, for the disk manifest
+};
+
+// ---- LatestCheckpoint -------------------------------------------------------
+
+std::string LatestCheckpoint::message() const {
+  std::string out;
+  for (const auto& s : skipped) out += (out.empty() ? "" : "\n") + s;
+  return out;
+}
+
+// ---- Checkpoint -------------------------------------------------------------
+
+Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options) : rt_(&rt), options_(std::move(options)) {
+  check_name(options_.name);
+  if (!uses(2) && !uses(3))
+    throw ConfigError("checkpoint '" + options_.name + "': no level chosen (Level::buddy, Level::node, Level::disk)");
+  if (has_level(options_.levels, Level::disk) && options_.dir.empty())
+    throw ConfigError("checkpoint '" + options_.name + "': Level::disk needs a directory (CheckpointOptions::dir)");
+  if (options_.keep < 1) throw ConfigError("checkpoint '" + options_.name + "': keep must be at least 1");
+  std::uint64_t newest = 0;
+  agree(rt.comm(), [&] {
+    for (int level : {2, 3}) {
+      if (!uses(level)) continue;
+      std::error_code ec;
+      fs::create_directories(level_dir(level), ec);
+      if (!fs::is_directory(level_dir(level)))
+        throw ConfigError("checkpoint directory " + level_dir(level) + " cannot be created" +
+                          (ec ? ": " + ec.message() : std::string()));
+      for (const auto& c : list_candidates(level_dir(level), level)) newest = std::max(newest, c.epoch);
+    }
+  });
+  // Epochs continue from the newest found on any node, so a relaunched job
+  // never reuses the name of a checkpoint that is still on some disk.
+  epoch_ = all_reduce<std::uint64_t>(rt.comm(), newest, MPI_MAX);
+}
+
+bool Checkpoint::uses(int dir_level) const {
+  if (dir_level == 2) return has_level(options_.levels, Level::node) || has_level(options_.levels, Level::buddy);
+  return dir_level == 3 && has_level(options_.levels, Level::disk);
+}
+
+std::string Checkpoint::level_dir(int level) const {
+  if (level == 1 || level == 2)
+    return (options_.node_dir.empty() ? default_shared_dir() : options_.node_dir) + "/" + options_.name + ".ckpt";
+  if (level == 3) return options_.dir + "/" + options_.name + ".ckpt";
+  throw RangeError("checkpoint level " + std::to_string(level) + ": levels 1 and 2 (node) and 3 (disk) have directories");
+}
+
+LatestCheckpoint Checkpoint::latest() {
+  finish_drain();
+  Runtime& rt = *rt_;
+  MPI_Comm comm = rt.comm();
+  LatestCheckpoint out;
+  std::vector<Candidate> candidates;
+  std::string listed;
+  if (rt.rank() == 0) {
+    const int node_level = has_level(options_.levels, Level::buddy) ? 1 : 2;
+    for (int level : {2, 3})
+      if (uses(level))
+        for (auto& c : list_candidates(level_dir(level), level == 2 ? node_level : 3)) candidates.push_back(c);
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.epoch != b.epoch ? a.epoch > b.epoch : a.level < b.level;
+    });
+    json j = json::array();
+    for (const auto& c : candidates) j.push_back({c.level, c.path, c.step, c.epoch});
+    listed = j.dump();
+  }
+  listed = broadcast(comm, listed, 0);
+  if (rt.rank() != 0)
+    for (const auto& e : json::parse(listed))
+      candidates.push_back({e[0].get<int>(), e[1].get<std::string>(), e[2].get<std::uint64_t>(), e[3].get<std::uint64_t>()});
+  for (const auto& c : candidates) {
+    std::string problem, text;
+    if (rt.rank() == 0) text = read_manifest(c, options_.name, problem);
+    problem = broadcast(comm, problem, 0);
+    if (problem.empty()) {
+      text = broadcast(comm, text, 0);
+      std::string mine;
+      try {
+        Manifest m = parse_manifest(text, options_.name);
+        for (int r = rt.rank(); r < m.ranks && mine.empty(); r += rt.size()) mine = check_data_file(m, r, c.path);
+        // The node directory holds levels 1 and 2 alike (a run may switch).
+        if (mine.empty() && rt.rank() == 0 && (m.level == 3) != (c.level == 3))
+          mine = "its manifest is for level " + std::to_string(m.level);
+      } catch (const Error& e) {
+        mine = e.what();
+      }
+      problem = first_problem(comm, mine);
+    }
+    if (problem.empty()) {
+      Manifest m = parse_manifest(text, options_.name);
+      out.info = CheckpointInfo{m.level, c.path, c.step, c.epoch, m.ranks};
+      return out;
+    }
+    out.skipped.push_back(describe(c) + " skipped: " + problem);
+  }
+  return out;
+}
+
+CheckpointReader Checkpoint::restore(const CheckpointInfo& info) {
+  std::string text, problem;
+  if (rt_->rank() == 0) {
+    try {
+      text = read_small_regular_file(info.path + "/" + kManifest, "checkpoint manifest");
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  problem = broadcast(rt_->comm(), problem, 0);
+  if (!problem.empty()) throw FormatError("cannot restore checkpoint " + info.path + ": " + problem);
+  text = broadcast(rt_->comm(), text, 0);
+  Manifest m;
+  try {
+    m = parse_manifest(text, options_.name);
+  } catch (const Error& e) {
+    throw_error(e.category(), "cannot restore checkpoint " + info.path + ": " + e.what());
+  }
+  CheckpointInfo full = info;
+  full.step = m.step;
+  full.epoch = m.epoch;
+  full.ranks = m.ranks;
+  std::vector<CheckpointReader::Piece> pieces;
+  for (const auto& p : m.pieces)
+    pieces.push_back({p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, p.offset, p.bytes, p.rank});
+  return CheckpointReader(*rt_, std::move(full), std::move(pieces));
+}
+
+void Checkpoint::remove() {
+  try {
+    finish_drain();
+  } catch (const Error&) {  // every rank alike: what it left is removed below anyway
+  }
+  barrier(rt_->comm());  // no rank may still be reading what the node leader removes
+  agree(rt_->comm(), [&] {
+    if (!node_leader(*rt_)) return;
+    for (int level : {2, 3})
+      if (uses(level)) remove_tree(level_dir(level));
+  });
+}
+
+std::vector<CheckpointStatus> Checkpoint::inspect(const std::string& dir, const std::string& name) {
+  check_name(name);
+  std::vector<CheckpointStatus> out;
+  for (const auto& c : list_candidates(dir + "/" + name + ".ckpt", 0)) {
+    CheckpointStatus s;
+    s.info = CheckpointInfo{0, c.path, c.step, c.epoch, 0};
+    std::string text = read_manifest(c, name, s.problem);
+    if (s.problem.empty()) {
+      Manifest m = parse_manifest(text, name);
+      s.info.level = m.level;
+      s.info.ranks = m.ranks;
+      for (int r = 0; r < m.ranks && s.problem.empty(); ++r) s.problem = check_data_file(m, r, c.path);
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.info.epoch > b.info.epoch; });
+  return out;
+}
+
+std::size_t Checkpoint::remove_all(const std::string& dir, const std::string& name) {
+  check_name(name);
+  std::string root = dir + "/" + name + ".ckpt";
+  std::size_t n = list_candidates(root, 0).size();
+  std::error_code ec;
+  fs::remove_all(root, ec);
+  if (ec) throw SystemError("cannot remove the checkpoints in " + root, ec.value());
+  return n;
+}
+
+// ---- CheckpointWriter -------------------------------------------------------
+
+void CheckpointWriter::add_array(const std::string& name, const ElementType& type, std::uint64_t begin,
+                                 std::uint64_t count, std::uint64_t length, std::span<const std::byte> bytes) {
+  detail::PieceData p;
+  p.name = name;
+  p.kind = "array";
+  p.type = type.name;
+  p.element_size = type.size;
+  p.begin = begin;
+  p.count = count;
+  p.length = length;
+  p.bytes = bytes;
+  add_piece(std::move(p));
+}
+
+void CheckpointWriter::add_piece(detail::PieceData p) {
+  if (committed_) throw Error("checkpoint step " + std::to_string(step_) + ": add('" + p.name + "') after commit()");
+  if (p.name.empty() || p.name.size() > 256)
+    throw ConfigError("checkpoint piece name '" + p.name + "': 1 to 256 characters");
+  for (const auto& q : pieces_)
+    if (q.name == p.name) throw ConfigError("checkpoint step " + std::to_string(step_) + ": '" + p.name + "' added twice");
+  pieces_.push_back(std::move(p));
+}
+
+namespace {
+
+// Removes the checkpoint directory `dir` of a failed commit on every node
+// (every rank has left the failed step: agree returned on all of them).
+void discard(Runtime& rt, const std::string& dir) {
+  agree(rt.comm(), [&] {
+    if (node_leader(rt)) remove_tree(dir);
+  });
+}
+
+// Deletes what `keep` newer complete checkpoints make unnecessary: older
+// complete ones and older incomplete ones (leftovers of a killed commit).
+void prune(const std::string& level_dir, int keep) {
+  auto all = list_candidates(level_dir, 0);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.epoch > b.epoch; });
+  int complete = 0;
+  std::uint64_t oldest_kept = 0;
+  for (const auto& c : all) {
+    struct stat st {};
+    if (complete < keep && ::lstat((c.path + "/" + kManifest).c_str(), &st) == 0) {
+      ++complete;
+      oldest_kept = c.epoch;
+    }
+  }
+  if (complete < keep) return;
+  for (const auto& c : all)
+    if (c.epoch < oldest_kept) remove_tree(c.path);
+}
+
+// The manifest of `body` at `level`, written by one rank per node.
+void write_manifest_file(Runtime& rt, const std::string& body_text, int level, const std::string& dir) {
+  if (!node_leader(rt)) return;
+  json body = json::parse(body_text);
+  body["level"] = level;
+  std::string t = manifest_text(body);
+  write_file_atomically(dir + "/" + kManifest, std::as_bytes(std::span<const char>(t)), level == 3);
+}
+
+void copy_file_durably(const std::string& from, const std::string& to, std::uint64_t bytes) {
+  FileDescriptor in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in) throw SystemError("cannot open " + from + " to copy it to " + to, errno);
+  DurableFile out(to, bytes, true);
+  std::vector<std::byte> buf;
+  for (std::uint64_t at = 0; at < bytes;) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - at, 8u << 20));
+    buf.resize(n);
+    read_exactly(in.get(), at, buf, from);
+    out.write_at(at, buf);
+    at += n;
+  }
+  out.commit();
+}
+
+// Level 1: each rank's file also goes to its buddy, which writes it into its
+// own node's directory; so every node holds its ranks' files and their
+// buddies', and the ranks of one node surviving the loss of any other node
+// find a complete checkpoint. On one node the copy would land in the same
+// directory: there level 1 is level 2.
+void send_to_buddy(Runtime& rt, const std::string& dir, const DataHeader& h, const std::vector<PieceRecord>& mine,
+                   const std::vector<detail::PieceData>& pieces, std::uint64_t file_bytes) {
+  if (rt.node().count < 2) return;
+  auto partner = buddy_ranks(rt.node());
+  std::vector<std::byte> send(file_bytes);
+  std::memcpy(send.data(), &h, sizeof h);
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    if (!pieces[k].bytes.empty()) std::memcpy(send.data() + mine[k].offset, pieces[k].bytes.data(), pieces[k].bytes.size());
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(rt.size()), 0), received;
+  counts[static_cast<std::size_t>(partner[static_cast<std::size_t>(rt.rank())])] = file_bytes;
+  auto got = comm::exchange_bytes(rt.comm(), send, counts, 1, received);
+  agree(rt.comm(), [&] {
+    std::uint64_t at = 0;
+    for (std::size_t r = 0; r < received.size(); ++r) {
+      if (received[r] == 0) continue;
+      DurableFile f(dir + "/" + data_file_name(static_cast<int>(r)), received[r], false);
+      f.write_at(0, std::span<const std::byte>(got).subspan(at, received[r]));
+      f.commit();
+      at += received[r];
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<int> buddy_ranks(const NodeGroup& node) {
+  const std::size_t ranks = node.node_of_rank.size();
+  std::vector<std::vector<int>> on(static_cast<std::size_t>(node.count));
+  for (std::size_t r = 0; r < ranks; ++r) on.at(static_cast<std::size_t>(node.node_of_rank[r])).push_back(static_cast<int>(r));
+  std::vector<int> buddy(ranks);
+  for (std::size_t n = 0; n < on.size(); ++n)
+    for (std::size_t i = 0; i < on[n].size(); ++i) {
+      if (on.size() < 2) {
+        buddy[static_cast<std::size_t>(on[n][i])] = on[n][(i + 1) % on[n].size()];
+        continue;
+      }
+      const auto& next = on[(n + 1) % on.size()];
+      buddy[static_cast<std::size_t>(on[n][i])] = next[i % next.size()];
+    }
+  return buddy;
+}
+
+Checkpoint::~Checkpoint() {
+  if (drain_ && drain_->thread.joinable()) drain_->thread.join();
+}
+
+void Checkpoint::finish_drain() {
+  if (!drain_) return;
+  std::unique_ptr<Drain> d = std::move(drain_);
+  if (d->thread.joinable()) d->thread.join();
+  Runtime& rt = *rt_;
+  try {
+    agree(rt.comm(), [&] {
+      if (d->failure) std::rethrow_exception(d->failure);
+    });
+    agree(rt.comm(), [&] { write_manifest_file(rt, d->body, 3, d->dir); });
+  } catch (...) {
+    discard(rt, d->dir);
+    throw;
+  }
+  agree(rt.comm(), [&] {
+    if (node_leader(rt)) prune(level_dir(3), options_.keep);
+  });
+}
+
+void CheckpointWriter::commit() {
+  Checkpoint& ck = *ck_;
+  Runtime& rt = ck.runtime();
+  MPI_Comm comm = rt.comm();
+  if (committed_) throw Error("checkpoint step " + std::to_string(step_) + ": commit() called twice");
+  committed_ = true;
+  ck.finish_drain();
+  const std::uint64_t epoch = ck.epoch_ + 1;
+
+  // This rank's pieces: offsets and checksums.
+  std::vector<PieceRecord> mine;
+  std::uint64_t at = kHeaderBytes;
+  for (const auto& p : pieces_) {
+    PieceRecord r{p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, at, p.bytes.size(), rt.rank(), 0};
+    r.crc = crc32c(p.bytes);
+    at += p.bytes.size();
+    mine.push_back(std::move(r));
+  }
+  const std::uint64_t file_bytes = at;
+  json records = json::array();
+  for (const auto& r : mine) records.push_back(piece_json(r));
+  std::string text = records.dump();
+  auto gathered = gather_to_root<char>(comm, std::span<const char>(text));
+  auto sizes = all_gather<std::uint64_t>(comm, text.size());
+  auto file_sizes = all_gather<std::uint64_t>(comm, file_bytes);
+
+  // Rank 0 places arrays given by span, builds the manifest body and checks
+  // it as a reader will; a mismatch between ranks fails every rank here.
+  std::string body_text;
+  agree(comm, [&] {
+    if (rt.rank() != 0) return;
+    std::vector<PieceRecord> all;
+    std::size_t pos = 0;
+    for (int r = 0; r < rt.size(); ++r) {
+      std::string part(gathered.data() + pos, sizes[static_cast<std::size_t>(r)]);
+      pos += part.size();
+      for (const auto& j : json::parse(part)) all.push_back(piece_from(j));
+    }
+    std::map<std::string, std::uint64_t> total;
+    for (const auto& p : all)
+      if (p.kind == "array" && p.begin == detail::kUnplaced) total[p.name] += p.count;
+    std::map<std::string, std::uint64_t> next;
+    for (auto& p : all)
+      if (p.kind == "array" && p.begin == detail::kUnplaced) {
+        p.begin = next[p.name];
+        next[p.name] += p.count;
+        p.length = total[p.name];
+      }
+    json body{{"format", kFormat}, {"version", kVersion}, {"program", ck.options().name}, {"step", step_},
+              {"epoch", epoch}, {"ranks", rt.size()}, {"level", 0}, {"job", rt.job_id()}, {"created", utc_now_iso8601()}};
+    json files = json::array();
+    for (int r = 0; r < rt.size(); ++r)
+      files.push_back({{"rank", r}, {"file", data_file_name(r)}, {"bytes", file_sizes[static_cast<std::size_t>(r)]}});
+    body["files"] = files;
+    json pieces = json::array();
+    for (const auto& p : all) pieces.push_back(piece_json(p));
+    body["pieces"] = pieces;
+    try {
+      parse_manifest(manifest_text(body), ck.options().name);
+    } catch (const Error& e) {
+      throw MismatchError("checkpoint step " + std::to_string(step_) + ": the ranks' pieces do not fit together: " +
+                          e.what() + " (every rank must add the same names, in the same order, with the same types)");
+    }
+    body_text = body.dump();
+  });
+  body_text = broadcast(comm, body_text, 0);
+
+  DataHeader h;
+  h.rank = static_cast<std::uint32_t>(rt.rank());
+  h.step = step_;
+  h.epoch = epoch;
+  h.pieces = pieces_.size();
+  h.payload = file_bytes - kHeaderBytes;
+  h.ranks = static_cast<std::uint32_t>(rt.size());
+  h.crc = header_crc(h);
+
+  const std::string sub = checkpoint_dir_name(step_, epoch);
+  const std::string file = data_file_name(rt.rank());
+  auto write_manifest = [&](int level, const std::string& dir) { write_manifest_file(rt, body_text, level, dir); };
+  // The first level is written from memory; the disk level after the node
+  // level is a copy of the committed node files (what an asynchronous drain
+  // will do once the application has moved on).
+  const bool buddy = has_level(ck.options().levels, Level::buddy);
+  std::string written_from;  // the committed node-level directory, for the drain
+  for (int dir_level : {2, 3}) {
+    if (!ck.uses(dir_level)) continue;
+    const int level = dir_level == 2 && buddy ? 1 : dir_level;
+    const std::string dir = ck.level_dir(dir_level) + "/" + sub;
+    if (dir_level == 3 && !written_from.empty() && ck.options().async_drain) {
+      try {
+        agree(comm, [&] {
+          std::error_code ec;
+          fs::create_directories(dir, ec);
+          if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
+        });
+      } catch (...) {
+        discard(rt, dir);
+        throw;
+      }
+      // The copy touches files only (no MPI, no application memory), so it
+      // runs beside the application until finish_drain().
+      auto d = std::make_unique<Checkpoint::Drain>();
+      d->dir = dir;
+      d->body = body_text;
+      Checkpoint::Drain* raw = d.get();
+      std::string from = written_from + "/" + file, to = dir + "/" + file;
+      d->thread = std::thread([raw, from, to, file_bytes] {
+        try {
+          copy_file_durably(from, to, file_bytes);
+        } catch (...) {
+          raw->failure = std::current_exception();
+        }
+      });
+      ck.drain_ = std::move(d);
+      continue;
+    }
+    try {
+      agree(comm, [&] {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
+        if (!written_from.empty()) {
+          copy_file_durably(written_from + "/" + file, dir + "/" + file, file_bytes);
+          return;
+        }
+        DurableFile f(dir + "/" + file, file_bytes, level == 3);
+        f.write_at(0, std::as_bytes(std::span<const DataHeader>(&h, 1)));
+        for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
+        f.commit();
+      });
+      if (level == 1) send_to_buddy(rt, dir, h, mine, pieces_, file_bytes);
+      agree(comm, [&] { write_manifest(level, dir); });
+    } catch (...) {
+      discard(rt, dir);
+      throw;
+    }
+    if (dir_level == 2) written_from = dir;
+    ck.epoch_ = epoch;
+    agree(comm, [&] {
+      if (node_leader(rt)) prune(ck.level_dir(dir_level), ck.options().keep);
+    });
+  }
+}
+
+// ---- CheckpointReader -------------------------------------------------------
+
+std::vector<std::string> CheckpointReader::names() const {
+  std::set<std::string> s;
+  for (const auto& p : pieces_) s.insert(p.name);
+  return {s.begin(), s.end()};
+}
+
+std::vector<const CheckpointReader::Piece*> CheckpointReader::pieces_of(const std::string& name) const {
+  std::vector<const Piece*> out;
+  for (const auto& p : pieces_)
+    if (p.name == name) out.push_back(&p);
+  if (out.empty()) {
+    std::string have;
+    for (const auto& n : names()) have += (have.empty() ? "" : ", ") + n;
+    throw RangeError("checkpoint " + info_.path + " has no '" + name + "' (it has: " + have + ")");
+  }
+  return out;
+}
+
+std::uint64_t CheckpointReader::length(const std::string& name) const { return pieces_of(name)[0]->length; }
+
+void CheckpointReader::check_length(const std::string& name, std::uint64_t length) const {
+  if (this->length(name) != length)
+    throw MismatchError("checkpoint " + info_.path + ": '" + name + "' has " + std::to_string(this->length(name)) +
+                        " elements, the array to fill " + std::to_string(length));
+}
+
+std::string CheckpointReader::data_path(int rank) const { return info_.path + "/" + data_file_name(rank); }
+
+void CheckpointReader::read_range(const std::string& name, const ElementType& type, std::uint64_t begin,
+                                  std::uint64_t count, std::span<std::byte> out) const {
+  auto ps = pieces_of(name);
+  const Piece& first = *ps[0];
+  if (first.kind != "array")
+    throw MismatchError("checkpoint " + info_.path + ": '" + name + "' is a chunk array, not an array");
+  if (first.type != type.name || first.element_size != type.size)
+    throw MismatchError("checkpoint " + info_.path + ": '" + name + "' holds " + first.type + " (" +
+                        std::to_string(first.element_size) + " bytes), not " + type.name + " (" +
+                        std::to_string(type.size) + " bytes)");
+  if (begin > first.length || count > first.length - begin)
+    throw RangeError("checkpoint " + info_.path + ": elements [" + std::to_string(begin) + ", " +
+                     std::to_string(begin + count) + ") of '" + name + "', which has " + std::to_string(first.length));
+  const std::uint64_t end = begin + count, es = first.element_size;
+  for (const Piece* p : ps) {
+    std::uint64_t lo = std::max(begin, p->begin), hi = std::min(end, p->begin + p->count);
+    if (lo >= hi) continue;
+    std::string path = data_path(p->rank);
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) throw SystemError("cannot open checkpoint data " + path, errno);
+    read_exactly(fd.get(), p->offset + (lo - p->begin) * es, out.subspan((lo - begin) * es, (hi - lo) * es), path);
+  }
+}
+
+std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> CheckpointReader::chunk_bytes(
+    const std::string& name, const std::string& type, std::uint64_t size) const {
+  auto ps = pieces_of(name);
+  if (ps[0]->kind != "chunks")
+    throw MismatchError("checkpoint " + info_.path + ": '" + name + "' is an array, not a chunk array");
+  if (ps[0]->type != type || ps[0]->element_size != size)
+    throw MismatchError("checkpoint " + info_.path + ": '" + name + "' holds chunks of type " + ps[0]->type + " (" +
+                        std::to_string(ps[0]->element_size) + " bytes), not " + type + " (" + std::to_string(size) +
+                        " bytes)");
+  auto placement = block_placement(static_cast<std::size_t>(ps[0]->length), rt_->size());
+  auto lo = static_cast<std::uint64_t>(std::find(placement.begin(), placement.end(), rt_->rank()) - placement.begin());
+  auto hi = lo + chunks_per_rank(placement, rt_->size())[static_cast<std::size_t>(rt_->rank())];
+  std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> out;
+  for (const Piece* p : ps) {
+    if (p->count == 0) continue;
+    std::string path = data_path(p->rank);
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) throw SystemError("cannot open checkpoint data " + path, errno);
+    std::vector<std::uint64_t> index(p->count * 3);
+    read_exactly(fd.get(), p->offset, std::as_writable_bytes(std::span<std::uint64_t>(index)), path);
+    for (std::uint64_t k = 0; k < p->count; ++k) {
+      std::uint64_t id = index[3 * k], off = index[3 * k + 1], n = index[3 * k + 2];
+      if (id < lo || id >= hi) continue;
+      if (off > p->bytes || n > p->bytes - off) throw FormatError("checkpoint " + path + ": a damaged chunk index");
+      std::vector<std::byte> bytes(n);
+      read_exactly(fd.get(), p->offset + off, bytes, path);
+      out.emplace_back(id, std::move(bytes));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (out[k].first != lo + k)
+      throw FormatError("checkpoint " + info_.path + ": chunk array '" + name + "' lacks chunk " + std::to_string(lo + k) +
+                        " or holds one twice");
+  if (out.size() != hi - lo)
+    throw FormatError("checkpoint " + info_.path + ": chunk array '" + name + "' lacks chunks " +
+                      std::to_string(lo + out.size()) + ".." + std::to_string(hi - 1));
+  return out;
+}
+
+}  // namespace tessera::chunks

@@ -1,0 +1,80 @@
+// tessera checkpoint list|rm: a program's checkpoints in a directory, each
+// fully checked (chunks/checkpoint.hpp), without MPI. Checkpoint files are
+// persistent by design, so `shm gc` never removes them: this does.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/storage/storage.hpp"
+
+namespace tessera::cli {
+
+namespace {
+struct CheckpointCliOptions {
+  std::string dir;  // "" = the node level's default
+  std::string name;
+  bool json = false;
+};
+
+std::string dir_of(const CheckpointCliOptions& o) { return o.dir.empty() ? default_shared_dir() : o.dir; }
+
+int run_list(const CheckpointCliOptions& opts) {
+  CheckpointCliOptions o = opts;
+  o.dir = dir_of(opts);
+  auto all = chunks::Checkpoint::inspect(o.dir, o.name);
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& s : all)
+      list.push_back({{"step", s.info.step},
+                      {"epoch", s.info.epoch},
+                      {"level", s.info.level},
+                      {"ranks", s.info.ranks},
+                      {"path", s.info.path},
+                      {"valid", s.problem.empty()},
+                      {"problem", s.problem}});
+    std::printf("%s\n", nlohmann::json{{"command", "checkpoint list"}, {"dir", o.dir}, {"name", o.name},
+                                       {"checkpoints", list}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  if (all.empty()) {
+    std::printf("no checkpoints of %s in %s\n", o.name.c_str(), o.dir.c_str());
+    return 0;
+  }
+  std::printf("%12s %8s %5s %5s  %-7s %s\n", "step", "epoch", "level", "ranks", "status", "path");
+  for (const auto& s : all) {
+    std::printf("%12llu %8llu %5d %5d  %-7s %s\n", static_cast<unsigned long long>(s.info.step),
+                static_cast<unsigned long long>(s.info.epoch), s.info.level, s.info.ranks,
+                s.problem.empty() ? "valid" : "refused", s.info.path.c_str());
+    if (!s.problem.empty()) std::printf("    %s\n", s.problem.c_str());
+  }
+  return 0;
+}
+
+int run_rm(const CheckpointCliOptions& o) {
+  std::string dir = dir_of(o);
+  std::size_t n = chunks::Checkpoint::remove_all(dir, o.name);
+  std::printf("removed %zu checkpoint(s) of %s in %s\n", n, o.name.c_str(), dir.c_str());
+  return 0;
+}
+}  // namespace
+
+void add_checkpoint(CLI::App& app, Action& selected) {
+  auto o = std::make_shared<CheckpointCliOptions>();
+  auto* ck = app.add_subcommand("checkpoint", "List (fully checked) or remove a program's checkpoints");
+  ck->require_subcommand(1);
+  ck->fallthrough();
+  auto* list = ck->add_subcommand("list", "Every checkpoint of NAME in the directory, newest first, each checked");
+  auto* rm = ck->add_subcommand("rm", "Remove every checkpoint of NAME in the directory");
+  for (auto* sub : {list, rm}) {
+    sub->add_option("name", o->name, "The program's checkpoint name (CheckpointOptions::name)")->required();
+    sub->add_option("--dir", o->dir, "The level's directory: node_dir (default $TESSERA_SHM_DIR or /dev/shm) or the disk dir");
+  }
+  list->add_flag("--json", o->json, "Print one JSON document on stdout (nothing else there)");
+  list->callback([o, &selected] { selected = [o] { return run_list(*o); }; });
+  rm->callback([o, &selected] { selected = [o] { return run_rm(*o); }; });
+}
+
+}  // namespace tessera::cli
