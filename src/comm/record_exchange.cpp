@@ -61,7 +61,6 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
   stats_.batches_to.assign(static_cast<std::size_t>(size_), 0);
   ring_dest_.assign(static_cast<std::size_t>(size_), 0);
-  ring_room_.assign(static_cast<std::size_t>(size_), nullptr);
 
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
@@ -155,14 +154,14 @@ void RecordExchange::send_current(int dest) {
   Batch& batch = batches_[static_cast<std::size_t>(b)];
   Header h{static_cast<std::uint32_t>(b), outbox_[d].count};
   const std::size_t bytes = kHeader + outbox_[d].count * shape_.record_bytes;
+  // The header goes just before the records: in the batch buffer, or in the peer's ring slot.
+  std::byte* start = outbox_[d].records - kHeader;
+  std::memcpy(start, &h, kHeader);
   if (ring_dest_[d]) {
     // The records are in the peer's ring already: one release store sends them.
-    std::memcpy(ring_room_[d], &h, kHeader);
     rings_.publish(dest, SameNodeRings::Kind::request, bytes);
-    ring_room_[d] = nullptr;
   } else {
-    std::memcpy(batch.data.data(), &h, kHeader);
-    TESSERA_MPI(MPI_Isend(batch.data.data(), static_cast<int>(bytes), MPI_BYTE, dest, kRequestTag, comm_,
+    TESSERA_MPI(MPI_Isend(start, static_cast<int>(bytes), MPI_BYTE, dest, kRequestTag, comm_,
                           &send_reqs_[static_cast<std::size_t>(b)]));
     batch.sending = true;
   }
@@ -217,7 +216,6 @@ void RecordExchange::open_ring_batch(int dest) {
   Batch& batch = batches_[static_cast<std::size_t>(b)];
   if (batch.side.size() < capacity_ * shape_.side_bytes) batch.side.resize(capacity_ * shape_.side_bytes);
   current_[d] = b;
-  ring_room_[d] = room;
   outbox_[d] = Outbox{room + kHeader, batch.side.data(), 0};
 }
 

@@ -285,7 +285,6 @@ class RecordExchange : private Progressable {
 
   SameNodeRings rings_;              // empty unless direct routing with co-locales
   std::vector<std::uint8_t> ring_dest_;  // by destination: batches go into its ring
-  std::vector<std::byte*> ring_room_;    // by destination: the ring slot being filled
 
   // Grid routing state (empty with direct routing).
   bool routed_ = false;
