@@ -70,4 +70,15 @@ inline std::string unique_name(Runtime& rt, const std::string& stem) {
   return "tessera-test-" + stem + "-" + rt.job_id();
 }
 
+// Runs f and expects an Exception whose message contains `fragment`.
+template <class Exception, class F>
+void expect_error(F&& f, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
+  } catch (const Exception& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace tessera::test

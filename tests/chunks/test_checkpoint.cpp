@@ -24,6 +24,7 @@
 
 using namespace tessera;
 using namespace tessera::chunks;
+using tessera::test::expect_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -160,16 +161,6 @@ void check_graph(const graph::EdgeList& g) {
   std::sort(want.begin(), want.end());
   ASSERT_EQ(src.size(), want.size());
   for (std::size_t k = 0; k < want.size(); ++k) ASSERT_EQ((TestEdge{src[k], dst[k], w[k]}), want[k]) << k;
-}
-
-template <class Exception, class F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
-  } catch (const Exception& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 std::vector<std::byte> read_file(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../../src/bench/jacobi3d.hpp"
+#include "../test_util.hpp"
 #include "tessera/chunks/chunk_array.hpp"
 #include "tessera/chunks/mapping.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -16,6 +17,7 @@
 
 using namespace tessera;
 using namespace tessera::chunks;
+using tessera::test::expect_error;
 
 namespace {
 Runtime& rt() { return Runtime::current(); }
@@ -49,15 +51,6 @@ Placement random_placement(std::size_t n, std::uint64_t& state) {
   return p;
 }
 
-template <class Exception, class F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
-  } catch (const Exception& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 }  // namespace
 
 TEST(ChunkMessages, EveryMessageArrivesOnceWhateverThePlacement) {
