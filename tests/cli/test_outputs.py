@@ -138,79 +138,78 @@ def references(tmp, ranks, names=None):
     return refs
 
 
-def streams(tmp):
+def streams(tmp, ranks):
     # Every command at 1 rank (no mpirun) and 2 (rank 0 writes what all
     # ranks gathered); at 3 the writers whose gathers differ from 2's.
-    for ranks in (1, 2, 3):
-        refs = references(tmp, ranks, None if ranks < 3 else ("cc -o", "hitting -o", "convert"))
-        fifo = os.path.join(tmp, "fifo")
-        os.mkfifo(fifo)
-        for name, args in commands(tmp).items():
-            if name not in refs:
-                continue
-            p, got = run_fifo(args, fifo, ranks)
-            h.check(p.returncode == 0 and got is not None and same(got, refs[name]) and
-                    stat.S_ISFIFO(os.lstat(fifo).st_mode),
-                    f"{name} OUT=FIFO: the reader gets what a file gets, the FIFO stays a FIFO ({ranks} ranks)"
-                    + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
-            p = h.tessera(*with_out(args, "-"), ranks=ranks, expect_ok=False)
-            h.check(p.returncode == 0 and same(p.stdout.encode(), refs[name]),
-                    f"{name} OUT=-: standard output is what a file gets ({ranks} ranks)"
-                    + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
-            if ranks == 2:
-                p = h.tessera(*with_out(args, "/dev/stdout"), ranks=ranks, expect_ok=False)
-                h.check(p.returncode == 0 and same(p.stdout.encode(), refs[name]),
-                        f"{name} OUT=/dev/stdout: written through the descriptor ({ranks} ranks)")
-        os.unlink(fifo)
-        if ranks < 3:  # a listening Unix socket: connected to, written, never replaced
-            for name in ("cc -o", "convert weighted"):
-                sock_path = os.path.join(tmp, "sock")
-                server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                server.bind(sock_path)
-                server.listen(1)
-                server.settimeout(120)
-                got = []
-
-                def serve():
-                    try:
-                        conn, _ = server.accept()
-                    except OSError:
-                        return
-                    with conn:
-                        chunks = []
-                        while data := conn.recv(65536):
-                            chunks.append(data)
-                        got.append(b"".join(chunks))
-
-                t = threading.Thread(target=serve, daemon=True)
-                t.start()
-                p = h.tessera(*with_out(commands(tmp)[name], sock_path), ranks=ranks, expect_ok=False)
-                t.join(30)
-                server.close()
-                h.check(p.returncode == 0 and got and same(got[0], refs[name]) and
-                        stat.S_ISSOCK(os.lstat(sock_path).st_mode),
-                        f"{name} OUT=SOCKET: the listener gets what a file gets, the socket stays ({ranks} ranks)"
-                        + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
-                os.unlink(sock_path)
-        if ranks == 3:
+    refs = references(tmp, ranks, None if ranks < 3 else ("cc -o", "hitting -o", "convert"))
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    for name, args in commands(tmp).items():
+        if name not in refs:
             continue
-        known = set(os.listdir(tmp))
-        # A FIFO's reader that goes away: an error naming it, not SIGPIPE, and nothing left behind.
-        os.mkfifo(fifo)
-        big = ["gen", "kron", "--scale", "14", "-o", fifo]
+        p, got = run_fifo(args, fifo, ranks)
+        h.check(p.returncode == 0 and got is not None and same(got, refs[name]) and
+                stat.S_ISFIFO(os.lstat(fifo).st_mode),
+                f"{name} OUT=FIFO: the reader gets what a file gets, the FIFO stays a FIFO ({ranks} ranks)"
+                + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
+        p = h.tessera(*with_out(args, "-"), ranks=ranks, expect_ok=False)
+        h.check(p.returncode == 0 and same(p.stdout.encode(), refs[name]),
+                f"{name} OUT=-: standard output is what a file gets ({ranks} ranks)"
+                + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
+        if ranks == 2:
+            p = h.tessera(*with_out(args, "/dev/stdout"), ranks=ranks, expect_ok=False)
+            h.check(p.returncode == 0 and same(p.stdout.encode(), refs[name]),
+                    f"{name} OUT=/dev/stdout: written through the descriptor ({ranks} ranks)")
+    os.unlink(fifo)
+    if ranks < 3:  # a listening Unix socket: connected to, written, never replaced
+        for name in ("cc -o", "convert weighted"):
+            sock_path = os.path.join(tmp, "sock")
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(sock_path)
+            server.listen(1)
+            server.settimeout(120)
+            got = []
 
-        def early_reader():
-            with open(fifo, "rb") as f:
-                f.read(10)
+            def serve():
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    chunks = []
+                    while data := conn.recv(65536):
+                        chunks.append(data)
+                    got.append(b"".join(chunks))
 
-        t = threading.Thread(target=early_reader, daemon=True)
-        t.start()
-        p = h.tessera(*big, ranks=ranks, expect_ok=False)
-        t.join(30)
-        h.check(p.returncode != 0 and "fifo" in p.stderr and "Broken pipe" in p.stderr and
-                stat.S_ISFIFO(os.lstat(fifo).st_mode) and not leftovers(tmp, known | {"fifo"}),
-                f"a FIFO whose reader leaves early: a clear error, the FIFO kept, no temporaries ({ranks} ranks)")
-        os.unlink(fifo)
+            t = threading.Thread(target=serve, daemon=True)
+            t.start()
+            p = h.tessera(*with_out(commands(tmp)[name], sock_path), ranks=ranks, expect_ok=False)
+            t.join(30)
+            server.close()
+            h.check(p.returncode == 0 and got and same(got[0], refs[name]) and
+                    stat.S_ISSOCK(os.lstat(sock_path).st_mode),
+                    f"{name} OUT=SOCKET: the listener gets what a file gets, the socket stays ({ranks} ranks)"
+                    + ("" if p.returncode == 0 else f": {p.stderr.strip()[-300:]}"))
+            os.unlink(sock_path)
+    if ranks == 3:
+        return
+    known = set(os.listdir(tmp))
+    # A FIFO's reader that goes away: an error naming it, not SIGPIPE, and nothing left behind.
+    os.mkfifo(fifo)
+    big = ["gen", "kron", "--scale", "14", "-o", fifo]
+
+    def early_reader():
+        with open(fifo, "rb") as f:
+            f.read(10)
+
+    t = threading.Thread(target=early_reader, daemon=True)
+    t.start()
+    p = h.tessera(*big, ranks=ranks, expect_ok=False)
+    t.join(30)
+    h.check(p.returncode != 0 and "fifo" in p.stderr and "Broken pipe" in p.stderr and
+            stat.S_ISFIFO(os.lstat(fifo).st_mode) and not leftovers(tmp, known | {"fifo"}),
+            f"a FIFO whose reader leaves early: a clear error, the FIFO kept, no temporaries ({ranks} ranks)")
+    os.unlink(fifo)
 
 
 def descriptors(tmp):
@@ -337,12 +336,20 @@ def devices(tmp):
                 f"{args[0]} -o BLOCK-DEVICE is refused before any work")
 
 
+def case_dir(tmp, name):
+    """A directory of the case's own, with the inputs: cases run at once
+    (Harness.each) and each checks that its directory holds no temporaries."""
+    d = os.path.join(tmp, name)
+    os.mkdir(d)
+    write_inputs(d)
+    return d
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    write_inputs(tmp)
     if DEVICES:
-        devices(tmp)
+        devices(case_dir(tmp, "devices"))
     else:
-        streams(tmp)
-        descriptors(tmp)
-        refusals(tmp)
+        cases = {"streams, 1 rank": lambda d: streams(d, 1), "streams, 2 ranks": lambda d: streams(d, 2),
+                 "streams, 3 ranks": lambda d: streams(d, 3), "descriptors": descriptors, "refusals": refusals}
+        h.each(list(cases), lambda name: cases[name](case_dir(tmp, name.replace(",", "").replace(" ", "-"))))
 h.finish()
