@@ -3,8 +3,9 @@ the verdict."""
 import concurrent.futures
 import os
 import subprocess
-import sys
 import threading
+
+import verdict
 
 # Cases run by Harness.each at once. A tessera run is mostly mpirun starting
 # and stopping ranks that then wait on each other: a few at once keep the
@@ -17,7 +18,6 @@ class Harness:
         self.tessera_path = tessera
         self.timeout = timeout
         self.fatal = fatal  # a failed command ends the test (later checks would only repeat it)
-        self.failures = []
         self._case = threading.local()  # the checks of the case this thread runs (Harness.each)
 
     def check(self, ok, what):
@@ -25,9 +25,7 @@ class Harness:
         if pending is not None:
             pending.append((ok, what))
             return
-        print(("ok   " if ok else "FAIL ") + what, flush=True)
-        if not ok:
-            self.failures.append(what)
+        verdict.check(ok, what)
 
     def tessera(self, *args, ranks=1, expect_ok=True):
         cmd = [self.tessera_path, *args, "-n", str(ranks), "--quiet"]
@@ -64,5 +62,4 @@ class Harness:
                 raise stop
 
     def finish(self):
-        print(f"{len(self.failures)} failed" if self.failures else "PASS")
-        sys.exit(1 if self.failures else 0)
+        verdict.finish()

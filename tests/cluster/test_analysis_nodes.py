@@ -29,40 +29,9 @@ TIMEOUT = 120
 # Killed analysis -> the whole job (every rank on both nodes, and mpirun) gone.
 # Detection is a few 0.1 s periods; the rest is the abort and mpirun's teardown.
 END_BOUND = 8.0
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def run(argv, env=None, timeout=TIMEOUT):
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-
-
-class Cluster:
-    def __init__(self, work):
-        self.dir = os.path.join(work, "cluster")
-        p = run(CLUSTER + ["up", "--dir", self.dir, "--nodes", "2"])
-        if p.returncode == 77:
-            print(f"SKIPPED: {p.stderr.strip()}")
-            sys.exit(77)
-        if p.returncode != 0:
-            sys.exit(f"cluster.py up failed: {p.stderr}")
-        with open(os.path.join(self.dir, "nodes.json")) as f:
-            self.info = json.load(f)
-        self.hosts = [n["hostname"] for n in self.info["nodes"]]
-
-    def argv(self, node, cmd):
-        return CLUSTER + ["exec", "--dir", self.dir, node, "--"] + cmd
-
-    def exec(self, node, cmd, **kw):
-        return run(self.argv(node, cmd), **kw)
-
-    def down(self):
-        run(CLUSTER + ["down", "--dir", self.dir])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from verdict import check, finish, run  # noqa: E402
+from emulated_cluster import Cluster  # noqa: E402
 
 
 def env_for(by_node):
@@ -223,14 +192,14 @@ def main():
         sys.exit(77)
     work = tempfile.mkdtemp(prefix="tessera-analysis-nodes-")
     os.chmod(work, 0o755)
-    cl = Cluster(work)
+    cl = Cluster(SOURCE, work)
     try:
         # One node (this machine, no namespaces): the analysis in process.
         refs = {}
         for ranks in (4, 2):
             for solver in ("tessera", "belos"):
                 out = os.path.join(work, f"one-{ranks}-{solver}.txt")
-                p = run(pipeline_args(ranks, solver, "inprocess", out, "-q"))
+                p = run(pipeline_args(ranks, solver, "inprocess", out, "-q"), timeout=TIMEOUT)
                 check(p.returncode == 0, f"one node, {ranks} ranks, {solver}: {p.stderr.strip()[-400:]}")
                 refs[ranks, solver] = times(out) if p.returncode == 0 else {}
         # Each mode with each layout, each solver once.
@@ -254,8 +223,7 @@ def main():
         check(left == [], f"no process left in the cluster's namespaces ({left})")
         shutil.rmtree(work, ignore_errors=True)
     print(f"{time.time() - t0:.0f} s")
-    print(f"{len(failures)} failed" if failures else "PASS")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -29,47 +29,19 @@ import time
 
 BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
 TESSERA = os.path.join(BUILD, "tessera")
-CLUSTER = [sys.executable, os.path.join(SOURCE, "scripts", "cluster.py")]
 TIMEOUT = 120
-failures = []
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from verdict import check, finish  # noqa: E402
+from verdict import run as run_unchecked  # noqa: E402
+from emulated_cluster import Cluster  # noqa: E402
 
 
 def run(argv, env=None, timeout=TIMEOUT, ok=True):
-    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    p = run_unchecked(argv, env=env, timeout=timeout)
     if ok and p.returncode != 0:
         check(False, f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()[-600:]}")
     return p
-
-
-class Cluster:
-    def __init__(self, work, nodes):
-        self.dir = os.path.join(work, "cluster")
-        p = subprocess.run(CLUSTER + ["up", "--dir", self.dir, "--nodes", str(nodes)], capture_output=True, text=True)
-        if p.returncode == 77:
-            print(f"SKIPPED: {p.stderr.strip()}")
-            sys.exit(77)
-        if p.returncode != 0:
-            sys.exit(f"cluster.py up failed: {p.stderr}")
-        with open(os.path.join(self.dir, "nodes.json")) as f:
-            self.info = json.load(f)
-        self.hosts = [n["hostname"] for n in self.info["nodes"]]
-
-    def exec(self, node, argv, by_node=False, **kw):
-        """argv inside `node`; by_node: mpirun places ranks round-robin over
-        the nodes (2 ranks: one per node) instead of filling node0 first."""
-        env = dict(os.environ)
-        if by_node:
-            env["OMPI_MCA_rmaps_base_mapping_policy"] = "node"
-        return run(CLUSTER + ["exec", "--dir", self.dir, node, "--"] + argv, env=env, **kw)
-
-    def down(self):
-        run(CLUSTER + ["down", "--dir", self.dir])
 
 
 # (name, ranks, by_node): 2 nodes x 2 ranks and 2 nodes x 1 rank.
@@ -262,7 +234,7 @@ def lost_node(cl, work):
     os.chmod(shared, 0o1777)
     # A long pipeline whose Shared arrays live in /dev/shm of each node.
     job = ["pipeline", "--kind", "grid", "--dims", "700x700", "--tolerance", "1e-14", "--analysis", "inprocess"]
-    argv = CLUSTER + ["exec", "--dir", cl.dir, "node0", "--", *tessera_args(job, 4)]
+    argv = cl.argv("node0", tessera_args(job, 4))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait until both nodes hold segments of the job.
     deadline = time.time() + 60
@@ -283,7 +255,7 @@ def lost_node(cl, work):
         check(removed == [], f"shm gc on {n} during the run removes no live segment ({removed})")
     check(proc.poll() is None, "the job was still running when node1 was killed (else make it longer)")
     t0 = time.time()
-    run(CLUSTER + ["kill", "--dir", cl.dir, "node1"])
+    cl.kill("node1")
     try:
         out, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
@@ -304,8 +276,8 @@ def shared_dir_gc(cl, work):
     shared = os.path.join(work, "shm-both")
     os.makedirs(shared)
     job = ["pipeline", "--kind", "grid", "--dims", "500x500", "--tolerance", "1e-14", "--analysis", "inprocess"]
-    argv = CLUSTER + ["exec", "--dir", cl.dir, "node0", "--", "env", "TESSERA_SHM_DIR=" + shared,
-                      "mpirun", "-x", "TESSERA_SHM_DIR", "-n", "4", TESSERA, *job, "--quiet"]
+    argv = cl.argv("node0", ["env", "TESSERA_SHM_DIR=" + shared,
+                             "mpirun", "-x", "TESSERA_SHM_DIR", "-n", "4", TESSERA, *job, "--quiet"])
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     hosts = set()
@@ -316,7 +288,7 @@ def shared_dir_gc(cl, work):
             break
         time.sleep(0.3)
     check(hosts == set(cl.hosts), f"both nodes' segments in the shared directory ({hosts})")
-    run(CLUSTER + ["kill", "--dir", cl.dir, "node1"])
+    cl.kill("node1")
     proc.communicate(timeout=30)
     cl.exec("node0", [TESSERA, "shm", "gc", "--dir", shared, "--quiet"])
     left = {f["host"] for f in (shm_listing(cl, "node0", shared) or [])}
@@ -347,7 +319,7 @@ def main():
     t0 = time.time()
     work = tempfile.mkdtemp(prefix="tessera-cluster-")
     os.chmod(work, 0o755)
-    cl = Cluster(work, 2)
+    cl = Cluster(SOURCE, work, 2, checked=True)
     try:
         layout_shown(cl)
         commands_agree(cl, work)
@@ -357,15 +329,14 @@ def main():
         lost_node(cl, work)
         cl.down()
         nothing_left(cl)
-        cl = Cluster(work, 2)  # a fresh one: node1 is gone
+        cl = Cluster(SOURCE, work, 2, checked=True)  # a fresh one: node1 is gone
         shared_dir_gc(cl, work)
     finally:
         cl.down()
         nothing_left(cl)
         shutil.rmtree(work, ignore_errors=True)
     print(f"{time.time() - t0:.0f} s")
-    print(f"{len(failures)} failed" if failures else "PASS")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ permitted."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,17 +22,8 @@ BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
 TESSERA = os.path.join(BUILD, "tessera")
 SLURM = [sys.executable, os.path.join(SOURCE, "scripts", "slurm_cluster.py")]
 TIMEOUT = 120
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def run(argv, timeout=TIMEOUT, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from verdict import check, failures, run  # noqa: E402
 
 
 def numbers(path):

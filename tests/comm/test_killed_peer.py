@@ -13,13 +13,8 @@ import time
 BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
 PROGRAM = os.path.join(BUILD, "tests", "killed_peer")
 MPIRUN = os.path.join(SOURCE, "scripts", "mpirun.sh")
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from verdict import check, finish, run  # noqa: E402
 
 
 def processes_left():
@@ -33,8 +28,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             ready = os.path.join(tmp, "ready")
             t0 = time.time()
-            p = subprocess.run([MPIRUN, "-n", str(ranks), PROGRAM, str(victim), ready],
-                               capture_output=True, text=True, timeout=120)
+            p = run([MPIRUN, "-n", str(ranks), PROGRAM, str(victim), ready])
             took = time.time() - t0
             text = p.stdout + p.stderr
             check(os.path.exists(ready), f"{ranks} ranks: rank {victim} reached the kill point")
@@ -51,8 +45,7 @@ def main():
         check(not processes_left(), f"{ranks} ranks: no rank left running")
     left = sorted(f for f in set(os.listdir("/dev/shm")) - before if "tessera" in f)
     check(not left, f"nothing of Tessera's left in /dev/shm ({left})")
-    print(f"{len(failures)} failed" if failures else "PASS")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
