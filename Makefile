@@ -44,13 +44,23 @@ demo: setup $(BUILD)/CMakeCache.txt
 # mostly ranks starting and waiting, so two at once take a quarter less time
 # than one after the other; tests that measure time are RUN_SERIAL.
 # Scripts labelled "script" run once, in test-san (tests/CMakeLists.txt).
+CTEST_RELEASE := ctest --output-on-failure -j 4 -LE '^script$$'
+CTEST_SAN     := ctest --output-on-failure -j 4 -L sanitize
+
 test-release: build
-	@cd $(BUILD) && ctest --output-on-failure -j 4 -LE '^script$$'
+	@cd $(BUILD) && $(CTEST_RELEASE)
 
 test-san: build-san
-	@cd $(BUILD_SAN) && ctest --output-on-failure -j 4 -L sanitize
+	@cd $(BUILD_SAN) && $(CTEST_SAN)
 
-test: test-release test-san
+# The sanitizer build (all ccache hits after a first build) runs while the
+# release tests do, which mostly wait on ranks; its output is shown if it fails.
+test: build
+	@$(MAKE) --no-print-directory build-san >$(BUILD)/build-san.log 2>&1 & san=$$!; \
+	  (cd $(BUILD) && $(CTEST_RELEASE)); release=$$?; \
+	  if ! wait $$san; then cat $(BUILD)/build-san.log; exit 1; fi; \
+	  [ $$release -eq 0 ] || exit $$release; \
+	  cd $(BUILD_SAN) && $(CTEST_SAN)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN)
