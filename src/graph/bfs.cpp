@@ -125,6 +125,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   check_source(g, source);
   if (o.alpha < 1 || o.beta < 1)
     throw ConfigError("BFS alpha and beta must be at least 1 (GAPBS: 15 and 18)");
+  if (o.max_depth < -1) throw ConfigError("the BFS depth limit must be >= 0 (or -1: none)");
   const auto t0 = Clock::now();
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::optional<EdgeList> holder;
@@ -213,7 +214,8 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   };
 
   std::uint64_t frontier_size = 1;
-  while (frontier_size > 0) {
+  auto deeper = [&] { return o.max_depth < 0 || level < o.max_depth; };
+  while (frontier_size > 0 && deeper()) {
     const bool go_bottom_up = o.direction == BfsDirection::bottom_up ||
                               (o.direction == BfsDirection::optimizing && scout > edges_to_check / o.alpha);
     if (go_bottom_up) {
@@ -221,7 +223,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
       do {
         old_awake = awake;
         awake = bottom_up();
-      } while (awake > 0 && (o.direction == BfsDirection::bottom_up || awake >= old_awake ||
+      } while (awake > 0 && deeper() && (o.direction == BfsDirection::bottom_up || awake >= old_awake ||
                              awake > n / static_cast<std::uint64_t>(o.beta)));
       frontier_size = awake;
       scout = 1;
@@ -238,6 +240,70 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   out.extra_bytes = all_reduce(comm, extra, MPI_MAX);
   out.seconds = since();
   return out;
+}
+
+Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage) {
+  if (!(keep.distribution() == g.vertex_ranges()))
+    throw MismatchError("the kept vertices are not distributed like the graph's vertices (" +
+                        std::to_string(keep.size()) + " flags, " + std::to_string(g.vertices()) + " vertices)");
+  Runtime& rt = g.runtime();
+  const std::uint64_t base = g.local_vertex_begin();
+  auto k = keep.local();
+
+  // New ids: a global prefix sum over the kept vertices, in vertex order.
+  std::uint64_t kept = 0;
+  for (auto x : k) kept += x != 0;
+  const std::uint64_t first = exclusive_prefix_sum(rt.comm(), kept);
+  auto new_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
+  DistArray<std::uint64_t> new_id(g.vertex_map());
+  DistArray<std::uint64_t> original(rt, new_ranges, array_storage(storage, "ids"));
+  {
+    std::uint64_t next = first;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      new_id.local()[i] = k[i] ? next : kNoIndex;
+      if (k[i]) original.local()[next++ - first] = base + i;
+    }
+  }
+  // The new id of each arc's head, for the arcs whose tail is kept.
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();
+  std::vector<std::uint64_t> head(s.size(), kNoIndex);
+  {
+    SrcAggregator<std::uint64_t> read(new_id);
+    for (std::size_t e = 0; e < s.size(); ++e)
+      if (k[s[e] - base]) read.get(d[e], head[e]);
+  }
+  std::uint64_t arcs = 0;
+  for (auto x : head) arcs += x != kNoIndex;
+  auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
+  DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(storage, "src"));
+  DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(storage, "dst"));
+  std::optional<DistArray<double>> weight;
+  if (g.weighted()) weight.emplace(rt, edge_ranges, array_storage(storage, "weight"));
+  std::size_t j = 0;
+  for (std::size_t e = 0; e < s.size(); ++e) {
+    if (head[e] == kNoIndex) continue;
+    src.local()[j] = new_id.local()[s[e] - base];
+    dst.local()[j] = head[e];
+    if (weight) weight->local()[j] = w[e];
+    ++j;
+  }
+  // Order is kept, so the arcs stay sorted by (source, destination).
+  return {EdgeList::adopt(all_reduce(rt.comm(), kept, MPI_SUM), g.directed(), std::move(new_ranges), std::move(src),
+                          std::move(dst), std::move(weight)),
+          std::move(original)};
+}
+
+Subgraph khop_subgraph(const EdgeList& g, std::uint64_t source, int hops, const StorageOptions& storage,
+                       const BfsOptions& options) {
+  if (hops < 0) throw ConfigError("the number of hops must be >= 0, not " + std::to_string(hops));
+  BfsOptions o = options;
+  o.max_depth = hops;
+  auto b = bfs(g, source, o);
+  DistArray<std::uint8_t> keep(g.vertex_map());
+  auto depth = b.depths.local();
+  for (std::size_t i = 0; i < depth.size(); ++i) keep.local()[i] = depth[i] >= 0;
+  return induced_subgraph(g, keep, storage);
 }
 
 // The verifier. Messages carry (target vertex, a vertex, a depth).

@@ -329,3 +329,46 @@ TEST(Bfs, VerifierRejectsWrongParents) {
   // Another source's tree is wrong for this one.
   expect_rejected(bfs(g, 5).parents, "the source 0 has parent");
 }
+
+TEST(Bfs, KhopSubgraphInSharedStorage) {
+  Runtime& rt = Runtime::current();
+  auto spec = GraphSpec::uniform(9, 3, 6);
+  std::vector<std::pair<std::string, EdgeList>> graphs;
+  graphs.emplace_back("uniform", generate(rt, spec));
+  graphs.emplace_back("awkward directed", awkward_directed(rt));
+  for (auto& [name, g] : graphs) {
+    auto edges = test::gather_edges(g);
+    for (int hops : {0, 1, 2, 5}) {
+      const std::uint64_t source = 4;
+      auto want = serial_bfs(g.vertices(), edges, source);
+      // Serially: the kept vertices in order, renumbered, and the arcs between them.
+      std::vector<std::uint64_t> kept, renumber(g.vertices(), ~0ull);
+      for (std::uint64_t v = 0; v < g.vertices(); ++v)
+        if (want.depth[v] >= 0 && want.depth[v] <= hops) renumber[v] = kept.size(), kept.push_back(v);
+      std::vector<EdgeTuple> arcs;
+      for (auto& [u, v, w] : edges)
+        if (renumber[u] != ~0ull && renumber[v] != ~0ull) arcs.emplace_back(renumber[u], renumber[v], w);
+      const std::string what = name + ", " + std::to_string(hops) + " hops";
+
+      BfsOptions limited;
+      limited.max_depth = hops;
+      auto b = bfs(g, source, limited);
+      EXPECT_EQ(b.reached, kept.size()) << what;
+      EXPECT_LE(b.levels, hops) << what;
+
+      const std::string shm = test::unique_name(rt, "khop-" + std::to_string(hops));
+      auto sub = khop_subgraph(g, source, hops, StorageOptions::shared(shm));
+      EXPECT_EQ(sub.graph.vertices(), kept.size()) << what;
+      EXPECT_EQ(test::gather_all(sub.original_ids), kept) << what;
+      EXPECT_EQ(test::gather_edges(sub.graph), arcs) << what;
+      EXPECT_EQ(sub.graph.directed(), g.directed()) << what;
+      EXPECT_EQ(sub.graph.src().storage_kind(), StorageKind::shared) << what;
+      EXPECT_EQ(sub.original_ids.storage_kind(), StorageKind::shared) << what;
+    }
+  }
+  auto g = awkward_directed(rt);
+  DistArray<std::uint8_t> wrong(rt, 41);
+  test::expect_error<MismatchError>([&] { induced_subgraph(g, wrong); }, "not distributed like the graph");
+  test::expect_error<ConfigError>([&] { khop_subgraph(g, 0, -1); }, "hops");
+  test::expect_error<RangeError>([&] { khop_subgraph(g, 99, 1); }, "source vertex 99");
+}

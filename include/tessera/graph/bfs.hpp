@@ -29,6 +29,9 @@ struct BfsOptions {
   // unexplored arcs / alpha; back to top-down when the frontier shrinks and
   // holds fewer than vertices / beta.
   int alpha = 15, beta = 18;
+  // Stop after this depth (the k-hop neighbourhood; vertices beyond are
+  // left unreached, so check_bfs does not apply); -1: no limit.
+  int max_depth = -1;
   AggregationOptions aggregation;
   // Called on every rank after each step: the depth just reached, the
   // vertices found at it (whole graph), whether the step was bottom-up,
@@ -62,6 +65,25 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& options = {},
 // the shortest distances, and every reachable vertex is reached). "" when
 // it passes, else the first thing wrong (the same on every rank). Collective.
 std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents);
+
+// A subgraph as a new graph: vertices renumbered 0..size-1 in their order,
+// and the id each had in the graph it came from.
+struct Subgraph {
+  EdgeList graph;
+  DistArray<std::uint64_t> original_ids;  // new id -> id in the input graph
+};
+
+// The subgraph induced by the vertices whose `keep` is nonzero (on g's
+// vertex ranges): every arc with both ends kept. Vertices keep their rank
+// and order; the arrays go to `storage` (Shared: <name>-src, -dst, -weight,
+// -ids), so another process can attach to the new graph. Collective.
+Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage = {});
+
+// The k-hop neighbourhood of `source` (the vertices at most `hops` arcs
+// away, by a BFS stopped at that depth) as the subgraph it induces, into
+// `storage`. RangeError for a source outside the graph. Collective.
+Subgraph khop_subgraph(const EdgeList& g, std::uint64_t source, int hops, const StorageOptions& storage = {},
+                       const BfsOptions& options = {});
 
 BfsDirection parse_bfs_direction(const std::string& name);  // optimizing | top-down | bottom-up
 const char* bfs_direction_name(BfsDirection direction);
