@@ -5,6 +5,7 @@
 // the kernel, write) as `cc` does. Ids printed and accepted are the file's.
 #include <cinttypes>
 #include <cstdio>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -31,6 +32,8 @@ struct AnalysisArgs {
   // bfs
   std::uint64_t source = 0;
   std::string direction = "optimizing";
+  int hops = -1;                       // the k-hop neighbourhood only
+  std::string subgraph, subgraph_ids;  // the graph it induces, and its ids
 };
 
 // The internal id of each file id; RangeError naming the first missing one
@@ -55,6 +58,7 @@ std::vector<std::uint64_t> internal_ids(const graph::IdMap& ids, const std::vect
 // its transpose built when the kernel needs one, the report at the end.
 template <class Kernel>
 int run_analysis(const AnalysisArgs& a, const char* command, bool needs_in_arcs, Kernel kernel) {
+  const bool any_output = !a.output.empty() || !a.subgraph.empty();
   if (a.input.path.empty()) throw ConfigError(std::string("name the graph: tessera ") + command + " GRAPH");
   Runtime rt;
   pipeline::ProgressSink sink;
@@ -64,12 +68,18 @@ int run_analysis(const AnalysisArgs& a, const char* command, bool needs_in_arcs,
     };
   pipeline::Progress p(sink);
   pipeline::Report report(rt, p);
-  if (!a.output.empty()) {
-    auto out = graph::check_output_path(rt, a.output, graph::OutputKind::text_lines);
+  int on_stdout = 0;
+  for (auto [path, option, kind] : {std::tuple{a.output, "-o", graph::OutputKind::text_lines},
+                                    std::tuple{a.subgraph, "--subgraph", graph::OutputKind::graph},
+                                    std::tuple{a.subgraph_ids, "--subgraph-ids", graph::OutputKind::text_lines}}) {
+    if (path.empty()) continue;
+    auto out = graph::check_output_path(rt, path, kind);
     if (out.standard_output() && a.json)
-      throw ConfigError("-o " + a.output + " writes to standard output, where --json prints its document; "
-                        "write the output to a file, or drop --json");
+      throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
+                        "document; write the output to a file, or drop --json");
+    on_stdout += out.standard_output();
   }
+  if (on_stdout > 1) throw ConfigError("two outputs go to standard output; send all but one to files");
   auto loaded = report.timed("read", [&] { return pipeline::load(rt, a.input, p); });
   pipeline::describe(p, loaded.graph);
   std::optional<graph::EdgeList> in_arcs;
@@ -81,10 +91,8 @@ int run_analysis(const AnalysisArgs& a, const char* command, bool needs_in_arcs,
   json j = {{"command", command}, {"input", pipeline::input_name(a.input)}, {"stats", pipeline::graph_json(loaded.graph)}};
   graph::PendingOutputs outputs(rt);
   const int code = kernel(loaded, in_arcs ? &*in_arcs : nullptr, report, p, j, outputs);
-  if (!a.output.empty()) {
-    report.timed("write", [&] { outputs.commit(); });
-    j["output"] = a.output;
-  }
+  if (any_output) report.timed("write", [&] { outputs.commit(); });
+  if (!a.output.empty()) j["output"] = a.output;
   report.finish(j, pipeline::array_bytes(loaded.graph));
   if (rt.rank() == 0 && a.json) std::printf("%s\n", j.dump().c_str());
   return code;
@@ -164,14 +172,21 @@ int run_pagerank(const AnalysisArgs& a) {
 int run_bfs(const AnalysisArgs& a) {
   graph::BfsOptions o;
   o.direction = graph::parse_bfs_direction(a.direction);
+  o.max_depth = a.hops;
+  if (a.hops >= 0 && a.verify)
+    throw ConfigError("--verify checks a whole search, not one stopped at --hops " + std::to_string(a.hops));
+  if ((!a.subgraph.empty() || !a.subgraph_ids.empty()) && a.hops < 0)
+    throw ConfigError("--subgraph and --subgraph-ids write the k-hop neighbourhood: give --hops K");
+  if (!a.subgraph_ids.empty() && a.subgraph.empty()) throw ConfigError("--subgraph-ids needs --subgraph OUT");
   return run_analysis(a, "bfs", o.direction != graph::BfsDirection::top_down,
                       [&](graph::LoadedGraph& loaded, const graph::EdgeList* in, pipeline::Report& report,
                           pipeline::Progress& p, json& j, graph::PendingOutputs& outputs) {
     const graph::EdgeList& g = loaded.graph;
     Runtime& rt = g.runtime();
     const std::uint64_t source = internal_ids(loaded.ids, {a.source}, "source vertex", a.input).front();
+    if (!a.subgraph.empty()) graph::check_graph_format(a.subgraph, g.weighted());
     p.step("breadth-first search from " + std::to_string(a.source) + " (" + graph::bfs_direction_name(o.direction) +
-           ")");
+           (a.hops >= 0 ? ", " + std::to_string(a.hops) + " hops" : std::string()) + ")");
     o.on_level = [&p](int level, std::uint64_t found, bool bottom_up, double) {
       p.tick(found == 0, "depth %d: %" PRIu64 " vertices (%s)", level, found, bottom_up ? "bottom-up" : "top-down");
     };
@@ -183,7 +198,8 @@ int run_bfs(const AnalysisArgs& a) {
                 {"top_down_steps", b.top_down_steps},
                 {"bottom_up_steps", b.bottom_up_steps},
                 {"seconds", b.seconds},
-                {"extra_bytes", b.extra_bytes}};
+                {"extra_bytes", b.extra_bytes},
+                {"hops", a.hops >= 0 ? json(a.hops) : json(nullptr)}};
     p.step(pipeline::count_of(b.reached, "vertex", "vertices") + " reached, " + std::to_string(b.levels) +
            " levels deep (" + std::to_string(b.seconds) + " s)");
     int code = 0;
@@ -211,6 +227,28 @@ int run_bfs(const AnalysisArgs& a) {
         p.step("writing " + pipeline::shown(a.output));
         graph::write_text_file(rt, a.output, "# vertex parent depth\n", body, &outputs);
       });
+    if (!a.subgraph.empty()) {
+      DistArray<std::uint8_t> keep(g.vertex_map());
+      for (std::size_t i = 0; i < keep.local().size(); ++i) keep.local()[i] = b.depths.local()[i] >= 0;
+      auto sub = report.timed("subgraph", [&] { return graph::induced_subgraph(g, keep); });
+      j["subgraph"] = pipeline::graph_json(sub.graph);
+      j["subgraph"]["output"] = a.subgraph;
+      report.timed("write", [&] {
+        p.step("writing the " + std::to_string(a.hops) + "-hop neighbourhood (" +
+               pipeline::count_of(sub.graph.vertices(), "vertex", "vertices") + ", " +
+               pipeline::count_of(sub.graph.edges(), "arc") + ") to " + pipeline::shown(a.subgraph));
+        graph::WriteOptions w;
+        w.pending = &outputs;
+        graph::write_graph(sub.graph, a.subgraph, w);
+        if (a.subgraph_ids.empty()) return;
+        // "subgraph_id file_id": the id in the subgraph's file (1-based in a .mtx) -> the id in GRAPH.
+        auto file_ids = loaded.ids.compose(sub.original_ids).local_file_ids();
+        const std::uint64_t out_base = graph::format_of(a.subgraph) == graph::FileFormat::matrix_market ? 1 : 0;
+        auto out_ids = graph::IdMap::identity(rt, sub.graph.vertex_ranges(), out_base);
+        graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.subgraph_ids,
+                                   {"subgraph_id", "file_id", "nan", &outputs});
+      });
+    }
     return code;
   });
 }
@@ -259,6 +297,13 @@ void add_analyses(CLI::App& app, Action& selected) {
                   "optimizing (Beamer's top-down/bottom-up switch), top-down or bottom-up")
       ->check(CLI::IsMember({"optimizing", "top-down", "bottom-up"}))
       ->capture_default_str();
+  bfs->add_option("--hops", a->hops, "Stop at this depth: the k-hop neighbourhood of the source")
+      ->check(CLI::NonNegativeNumber);
+  bfs->add_option("--subgraph", a->subgraph,
+                  "With --hops: write the subgraph the neighbourhood induces (.el, .wel, .mtx or a .tsg directory)" +
+                      kOutputNote);
+  bfs->add_option("--subgraph-ids", a->subgraph_ids,
+                  "Also write 'subgraph_id file_id' lines (ids in the subgraph -> ids in GRAPH)" + kOutputNote);
   bfs->callback(set(run_bfs));
 }
 

@@ -183,6 +183,21 @@ def check_graph(case):
                 check({"read", "bfs", "write"} <= set(j.get("step_seconds", {})), f"{what}: step seconds")
                 texts.add(open(out).read())
         check(len(texts) == 1, f"bfs {name} from {source}: the same parents at every rank count and direction")
+        # The k-hop neighbourhood as a graph: the vertices within k hops, renumbered in order, the arcs among them.
+        for ranks, hops in ((1, 2), (3, 1), (4, 3)):
+            sub, ids = (os.path.join(tmp, f"{name}-sub-{source}-{ranks}.{x}") for x in ("el", "ids"))
+            p = h.tessera("bfs", path, *opts, "--source", str(source), "--hops", str(hops), "--subgraph", sub,
+                          "--subgraph-ids", ids, ranks=ranks)
+            what = f"bfs {name} from {source}, {hops} hops, subgraph at {ranks} ranks"
+            if p.returncode:
+                continue
+            kept = [v for v in range(n) if 0 <= depth_ref[v] <= hops]
+            new = {v: i for i, v in enumerate(kept)}
+            want_arcs = sorted((new[u], new[v]) for u, v in a_arcs.tolist() if u in new and v in new)
+            got_ids = read_values(ids, 1)  # "subgraph_id file_id"
+            got_arcs = sorted(map(tuple, read_arcs(sub).tolist()))
+            check([int(got_ids[i][0]) for i in range(len(kept))] == kept and got_arcs == want_arcs,
+                  f"{what}: {len(kept)} vertices and {len(want_arcs)} arcs as scipy's depths say")
 
 
 h.each(graphs, check_graph)
