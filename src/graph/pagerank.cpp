@@ -123,7 +123,8 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
     contrib[i] = x[i] * inverse_degree[i];
   }
 
-  GhostSet ghosts = GhostSet::remote_of(in.local_dst(), base, end, g.vertices());
+  // At one rank nothing is remote: no scan of the arcs for ghosts.
+  GhostSet ghosts = rt.size() > 1 ? GhostSet::remote_of(in.local_dst(), base, end, g.vertices()) : GhostSet();
   GhostSlots slots(ghosts.ids(), base, end);
   std::vector<double> ghost_contrib(ghosts.size());
   std::vector<double> next(o.method == PageRankMethod::jacobi ? n_local : 0);
