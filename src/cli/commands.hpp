@@ -3,6 +3,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+
+#include "tessera/pipeline/input.hpp"
 
 namespace tessera::cli {
 
@@ -14,5 +17,14 @@ void add_bench(CLI::App& app, Action& selected);
 void add_graph(CLI::App& app, Action& selected);
 void add_map(CLI::App& app, Action& selected);  // tessera map (src/cli/map.cpp)
 void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (src/cli/checkpoint.cpp)
+void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (src/cli/analyses.cpp)
+
+// What the commands that read a graph share (defined in graph.cpp).
+extern const CLI::Validator kGraphPath;  // an existing path, or - for standard input
+extern const CLI::Validator kVertexId;   // digits only, 64 bits
+extern const std::string kOutputNote;    // appended to the help of every output option
+void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required = true);
+void add_input_options(CLI::App* c, pipeline::Input& in);     // --base --relabel --undirected --pattern
+void add_symmetric_option(CLI::App* c, pipeline::Input& in);  // --symmetric
 
 }  // namespace tessera::cli

@@ -16,6 +16,48 @@
 
 namespace tessera::cli {
 
+// Shared with analyses.cpp (declared in commands.hpp).
+
+// A graph path: an existing file or directory, or "-" for standard input.
+const CLI::Validator kGraphPath(
+    [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingPath(path); }, "PATH|-");
+
+// A vertex id: digits only (CLI11 would read "-1" as 2^64-1).
+const CLI::Validator kVertexId(
+    [](std::string& id) {
+      if (id.empty() || id.size() > 20 || id.find_first_not_of("0123456789") != std::string::npos)
+        return "vertex ids are non-negative integers, not '" + id + "'";
+      try {
+        (void)std::stoull(id);
+      } catch (const std::exception&) {
+        return "vertex id " + id + " does not fit in 64 bits";
+      }
+      return std::string();
+    },
+    "ID");
+
+// Appended to the help of every output option.
+const std::string kOutputNote =
+    "; - is standard output, devices and FIFOs are written in place, files replaced whole";
+
+void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required) {
+  auto* o = c->add_option("graph", in.path, help + " (- reads standard input)")->check(kGraphPath);
+  if (required) o->required();
+}
+void add_input_options(CLI::App* c, pipeline::Input& in) {
+  c->add_option("--base", in.base, "First vertex id of a text file: 0 or 1 (default 1 for .mtx, else 0)")
+      ->check(CLI::IsMember({0, 1}));
+  c->add_flag("--relabel", in.relabel, "Number the ids that occur 0..n-1 (sparse SNAP ids)");
+  c->add_flag("--undirected", in.undirected, "Add the reverse of every edge");
+  c->add_flag("--pattern", in.pattern, "Ignore the weights (values of a structural matrix)");
+}
+// Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
+void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
+  c->add_flag("--symmetric", in.symmetric,
+              "The text file lists both directions of every edge: read it as undirected without adding reverses "
+              "(verified; duplicates dropped)");
+}
+
 namespace {
 
 struct GraphArgs {
@@ -59,24 +101,6 @@ int run_hitting(const GraphArgs& a) {
 }
 int run_pipeline(const GraphArgs& a) { return run(a, pipeline::run_pipeline, true); }
 
-// A graph path: an existing file or directory, or "-" for standard input.
-const CLI::Validator kGraphPath(
-    [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingPath(path); }, "PATH|-");
-
-// A vertex id: digits only (CLI11 would read "-1" as 2^64-1).
-const CLI::Validator kVertexId(
-    [](std::string& id) {
-      if (id.empty() || id.size() > 20 || id.find_first_not_of("0123456789") != std::string::npos)
-        return "vertex ids are non-negative integers, not '" + id + "'";
-      try {
-        (void)std::stoull(id);
-      } catch (const std::exception&) {
-        return "vertex id " + id + " does not fit in 64 bits";
-      }
-      return std::string();
-    },
-    "ID");
-
 const CLI::Validator kGridDims(
     [](std::string& dims) {
       try {
@@ -88,29 +112,9 @@ const CLI::Validator kGridDims(
     },
     "ROWSxCOLS|XxYxZ");
 
-// Appended to the help of every output option.
-const std::string kOutputNote =
-    "; - is standard output, devices and FIFOs are written in place, files replaced whole";
 const std::string kGraphOutputNote =
     kOutputNote + " (- and a device or FIFO named without .el/.wel/.mtx take edge-list text: \"u v\" or \"u v w\")";
 
-void add_graph_input(CLI::App* c, GraphArgs& a, const std::string& help, bool required = true) {
-  auto* o = c->add_option("graph", a.o.input.path, help + " (- reads standard input)")->check(kGraphPath);
-  if (required) o->required();
-}
-void add_input_options(CLI::App* c, GraphArgs& a) {
-  c->add_option("--base", a.o.input.base, "First vertex id of a text file: 0 or 1 (default 1 for .mtx, else 0)")
-      ->check(CLI::IsMember({0, 1}));
-  c->add_flag("--relabel", a.o.input.relabel, "Number the ids that occur 0..n-1 (sparse SNAP ids)");
-  c->add_flag("--undirected", a.o.input.undirected, "Add the reverse of every edge");
-  c->add_flag("--pattern", a.o.input.pattern, "Ignore the weights (values of a structural matrix)");
-}
-// Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
-void add_symmetric_option(CLI::App* c, GraphArgs& a) {
-  c->add_flag("--symmetric", a.o.input.symmetric,
-              "The text file lists both directions of every edge: read it as undirected without adding reverses "
-              "(verified; duplicates dropped)");
-}
 void add_generator_options(CLI::App* c, GraphArgs& a) {
   c->add_option("--scale", a.o.input.scale, "kron/urand: 2^scale vertices")->check(CLI::Range(1, 40));
   c->add_option("--edge-factor", a.o.input.edge_factor, "kron/urand: candidate edges per vertex")->check(CLI::Range(1, 1024));
@@ -171,30 +175,30 @@ void add_graph(CLI::App& app, Action& selected) {
   gen->callback(set(run_write));
 
   auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
-  add_graph_input(conv, *a, "Input graph");
+  add_graph_input(conv, a->o.input, "Input graph");
   conv->add_option("-o,--output", a->o.output,
                    "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
   conv->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   conv->add_option("output", a->o.output, "Output graph (older positional form of -o)");
-  add_input_options(conv, *a);
+  add_input_options(conv, a->o.input);
   add_common(conv, *a);
   conv->callback(set(run_write));
 
   auto* cc = app.add_subcommand("cc", "Connected components (weak for directed graphs; --strong: strong)");
-  add_graph_input(cc, *a, "Input graph");
+  add_graph_input(cc, a->o.input, "Input graph");
   add_components_algorithm(cc, *a, true);
   cc->add_flag("--strong", a->o.strong, "Strongly connected components of a directed graph (trimming and colouring; "
                                        "an undirected graph's are its connected components)");
   cc->add_option("-o,--output", a->o.output, "Write 'vertex component' lines (file ids; a component is named by its "
                                             "smallest vertex)" + kOutputNote);
-  add_input_options(cc, *a);
-  add_symmetric_option(cc, *a);
+  add_input_options(cc, a->o.input);
+  add_symmetric_option(cc, a->o.input);
   add_common(cc, *a);
   cc->callback(set(run_cc));
 
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
-  add_graph_input(lcc, *a, "Input graph");
+  add_graph_input(lcc, a->o.input, "Input graph");
   lcc->add_option("-o,--output", a->o.output,
                   "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote)
       ->required();
@@ -203,19 +207,19 @@ void add_graph(CLI::App& app, Action& selected) {
   lcc->add_option("--ids", a->o.ids_output,
                   "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)" + kOutputNote);
   add_components_algorithm(lcc, *a, false);
-  add_input_options(lcc, *a);
-  add_symmetric_option(lcc, *a);
+  add_input_options(lcc, a->o.input);
+  add_symmetric_option(lcc, a->o.input);
   add_common(lcc, *a);
   lcc->callback(set(run_lcc));
 
   auto* hit = app.add_subcommand("hitting", "Random-walk hitting times to a set of target vertices");
-  add_graph_input(hit, *a, "Input graph");
+  add_graph_input(hit, a->o.input, "Input graph");
   hit->add_option("--target", a->o.targets, "Target vertex ids (file ids), comma separated")
       ->delimiter(',')
       ->required()
       ->check(kVertexId);
   hit->add_option("-o,--output", a->o.output, "Write 'vertex time' lines (file ids; 'unreachable')" + kOutputNote);
-  add_input_options(hit, *a);
+  add_input_options(hit, a->o.input);
   add_hitting_options(hit, *a);
   add_common(hit, *a);
   hit->callback(set(run_hitting));
@@ -223,7 +227,7 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* pipe = app.add_subcommand("pipeline",
                                   "Load into Shared storage, extract the largest component, hitting times on it "
                                   "(zero-copy); without GRAPH, on a generated graph");
-  add_graph_input(pipe, *a, "Input graph (default: generate --kind, kron scale 16)", false);
+  add_graph_input(pipe, a->o.input, "Input graph (default: generate --kind, kron scale 16)", false);
   pipe->add_option("--kind", a->o.input.kind, "Generator when no GRAPH: kron | urand | grid")
       ->check(CLI::IsMember({"kron", "urand", "grid"}));
   pipe->add_option("--target", a->o.targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
@@ -231,8 +235,8 @@ void add_graph(CLI::App& app, Action& selected) {
       ->check(kVertexId);
   pipe->add_option("-o,--output", a->o.output, "Write 'vertex time' lines for the largest component" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
-  add_input_options(pipe, *a);
-  add_symmetric_option(pipe, *a);
+  add_input_options(pipe, a->o.input);
+  add_symmetric_option(pipe, a->o.input);
   add_generator_options(pipe, *a);
   add_hitting_options(pipe, *a);
   pipe->add_option("--analysis", a->o.analysis.analysis,

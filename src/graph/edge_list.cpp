@@ -312,6 +312,12 @@ BuildOptions with_flag(const StorageOptions& storage, bool BuildOptions::*flag) 
 EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) const {
   return rebuilt(with_flag(storage, &BuildOptions::symmetrize), keep_ranges);
 }
+EdgeList EdgeList::transposed(const StorageOptions& storage, bool keep_ranges) const {
+  LocalEdges edges = local_copy();
+  std::swap(edges.src, edges.dst);
+  return build_arrays(runtime(), vertices_, directed_, std::move(edges), with_flag(storage, nullptr),
+                      keep_ranges ? &vertex_ranges() : nullptr, weighted());
+}
 // Dropping edges keeps every source on its owner: the ranges stay.
 EdgeList EdgeList::without_self_loops(const StorageOptions& storage) const {
   return rebuilt(with_flag(storage, &BuildOptions::drop_self_loops), true);

@@ -130,6 +130,9 @@ class EdgeList {
   // keep_ranges: the result keeps these vertex ranges (so vertex arrays of
   // this graph fit it) instead of rebalancing its edges.
   EdgeList symmetrized(const StorageOptions& storage = {}, bool keep_ranges = false) const;
+  // Every edge (u, v) as (v, u): out_neighbours of the result are the
+  // in-neighbours here (pull kernels, bottom-up search). Weights follow.
+  EdgeList transposed(const StorageOptions& storage = {}, bool keep_ranges = false) const;
   EdgeList without_self_loops(const StorageOptions& storage = {}) const;
   EdgeList without_duplicates(const StorageOptions& storage = {}) const;
   // Recomputes the vertex ranges so ranks hold equal numbers of edges again.

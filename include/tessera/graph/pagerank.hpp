@@ -1,0 +1,75 @@
+// PageRank and personalized PageRank over an EdgeList's arrays (no CSR
+// copy), with GAPBS's rules, and the verifier beside it.
+//
+// The scores solve x = (1 - d) p + d A^T D^-1 x over the stored arcs: a
+// duplicate arc counts twice, a self loop is an arc, p is uniform (1/n) or
+// uniform on the personalization set. Dangling vertices (no out-arc) are
+// handled as GAPBS's `pr` does: their score is passed to nobody, so the
+// scores sum to less than 1 when there are any (networkx instead spreads
+// that mass over p and renormalizes).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/comm/options.hpp"
+#include "tessera/graph/edge_list.hpp"
+
+namespace tessera::graph {
+
+enum class PageRankMethod {
+  // GAPBS's PageRankPullGS: a sweep reads the scores this rank has already
+  // updated in the same sweep (other ranks' from the previous one). Fewest
+  // iterations; the iterates depend on the rank count (the answer only
+  // within the tolerance).
+  gauss_seidel,
+  // Every vertex from the previous iterate: the same bits at every rank count.
+  jacobi,
+};
+
+struct PageRankOptions {
+  double damping = 0.85;     // GAPBS's kDamp
+  double tolerance = 1e-4;   // stop when the L1 change of an iteration is below (GAPBS's default)
+  int max_iterations = 20;   // GAPBS's default -i
+  PageRankMethod method = PageRankMethod::gauss_seidel;
+  // Personalized PageRank: teleport only to these vertices (every rank
+  // passes the same set; repeats are ignored). Empty: every vertex.
+  std::vector<std::uint64_t> personalization;
+  AggregationOptions aggregation;
+  // Called on every rank after each iteration: iteration (1-based), the L1
+  // change, seconds since the start.
+  std::function<void(int, double, double)> on_iteration;
+};
+
+struct PageRank {
+  DistArray<double> scores;  // on the graph's vertex ranges
+  int iterations = 0;
+  double change = 0;         // the L1 change of the last iteration
+  bool converged = false;    // change < tolerance
+  double seconds = 0;
+  // Working memory beyond the scores and the graph, largest rank
+  // (aggregation buffers excluded).
+  std::uint64_t extra_bytes = 0;
+};
+
+// Collective. Pulls over in-arcs: an undirected graph's own arrays; a
+// directed graph's transpose (EdgeList::transposed on the same vertex
+// ranges), passed as `in_arcs` or made here. Ghost contributions arrive
+// through one aggregated read per iteration. ConfigError for a bad option,
+// RangeError naming a personalization vertex outside the graph.
+PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr);
+
+// GAPBS's PRVerifier, distributed: one power iteration recomputed from
+// `scores` by pushing along out-arcs (an aggregated add, not the kernel's
+// pull), and the L1 residual |(1 - d) p + d A^T D^-1 x - x| must be below
+// `tolerance`. Uses options' damping and personalization. "" when it passes,
+// else what is wrong (the same on every rank). Collective.
+std::string check_pagerank(const EdgeList& g, const DistArray<double>& scores, const PageRankOptions& options,
+                           double tolerance);
+
+// "gauss-seidel" / "jacobi" (ConfigError otherwise), and back.
+PageRankMethod parse_pagerank_method(const std::string& name);
+const char* pagerank_method_name(PageRankMethod method);
+
+}  // namespace tessera::graph

@@ -1,0 +1,432 @@
+// Direction-optimizing breadth-first search: S. Beamer, K. Asanović and
+// D. Patterson, "Direction-Optimizing Breadth-First Search", SC'12 (GAPBS's
+// `bfs`: the same alpha = 15 / beta = 18 switch on the same counts).
+//
+// Distributed, 1D: each rank owns a range of vertices, their out-arcs (and
+// for a directed graph their in-arcs, from the transpose on the same ranges).
+//  * Top-down: every frontier vertex offers itself as the parent of its
+//    out-neighbours; offers to another rank's vertices travel through a
+//    message aggregator and are decided by the owner: the first offer of the
+//    step discovers the vertex, later ones of the same step keep the
+//    smallest parent.
+//  * Bottom-up: the frontier, as a bitmap of every vertex (each rank's words
+//    all-gathered), is read by every unvisited vertex along its in-arcs in
+//    increasing order until one is in it: the smallest again.
+// The switch counts (frontier arcs, unexplored arcs, vertices found) are
+// summed over the ranks, so every rank takes the same direction, whatever
+// the rank count.
+//
+// Its verifier (check_bfs) sits below it.
+#include "tessera/graph/bfs.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "tessera/comm/aggregators.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+
+namespace tessera::graph {
+
+BfsDirection parse_bfs_direction(const std::string& name) {
+  if (name == "optimizing") return BfsDirection::optimizing;
+  if (name == "top-down") return BfsDirection::top_down;
+  if (name == "bottom-up") return BfsDirection::bottom_up;
+  throw ConfigError("the BFS direction must be optimizing, top-down or bottom-up, not '" + name + "'");
+}
+
+const char* bfs_direction_name(BfsDirection d) {
+  switch (d) {
+    case BfsDirection::top_down: return "top-down";
+    case BfsDirection::bottom_up: return "bottom-up";
+    default: return "optimizing";
+  }
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_source(const EdgeList& g, std::uint64_t source) {
+  agree(g.runtime().comm(), [&] {
+    if (source >= g.vertices())
+      throw RangeError("source vertex " + std::to_string(source) + " is outside the graph's vertex ids " +
+                       (g.vertices() == 0 ? std::string("(the graph is empty)")
+                                          : "0.." + std::to_string(g.vertices() - 1)));
+  });
+}
+
+// The frontier as one bit per vertex of the graph, on every rank: each rank
+// sets its own vertices' bits in the words its range touches, the words are
+// all-gathered and the shared boundary words OR-ed.
+class FrontierBitmap {
+ public:
+  explicit FrontierBitmap(const EdgeList& g) : comm_(g.runtime().comm()), words_((g.vertices() + 63) / 64 + 1, 0) {
+    const Distribution& r = g.vertex_ranges();
+    int total = 0;
+    for (int p = 0; p < r.ranks(); ++p) {
+      const std::uint64_t b = r.begin(p), e = b + r.count(p);
+      const std::uint64_t first = b / 64, last = e > b ? (e + 63) / 64 : first;
+      first_.push_back(first);
+      counts_.push_back(static_cast<int>(last - first));
+      displs_.push_back(total);
+      total += counts_.back();
+    }
+    me_ = g.runtime().rank();
+    gathered_.resize(static_cast<std::size_t>(total));
+  }
+  // Collective: the bitmap of every rank's `frontier` (its own vertices).
+  void load(const std::vector<std::uint64_t>& frontier) {
+    const std::size_t P = counts_.size();
+    if (P == 1) {
+      std::fill(words_.begin(), words_.end(), 0);
+      for (auto v : frontier) words_[v >> 6] |= 1ull << (v & 63);
+      return;
+    }
+    const std::size_t me = static_cast<std::size_t>(me_);
+    std::uint64_t* mine = gathered_.data() + displs_[me];
+    std::fill(mine, mine + counts_[me], 0);
+    for (auto v : frontier) mine[(v >> 6) - first_[me]] |= 1ull << (v & 63);
+    all_gather_in_place<std::uint64_t>(comm_, gathered_, counts_, displs_);
+    std::fill(words_.begin(), words_.end(), 0);
+    for (std::size_t p = 0; p < P; ++p)
+      for (int k = 0; k < counts_[p]; ++k) words_[first_[p] + static_cast<std::uint64_t>(k)] |= gathered_[displs_[p] + k];
+  }
+  const std::uint64_t* words() const noexcept { return words_.data(); }
+  std::size_t memory_bytes() const noexcept { return (words_.capacity() + gathered_.capacity()) * sizeof(std::uint64_t); }
+
+ private:
+  MPI_Comm comm_;
+  int me_ = 0;
+  std::vector<std::uint64_t> words_, gathered_, first_;
+  std::vector<int> counts_, displs_;
+};
+
+struct Offer {
+  std::uint64_t vertex, parent;
+};
+
+const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, bool needed, std::optional<EdgeList>& holder) {
+  if (!g.directed() || !needed) return g;
+  if (!given) return holder.emplace(g.transposed({}, true));
+  agree(g.runtime().comm(), [&] {
+    if (given->vertices() != g.vertices() || !(given->vertex_ranges() == g.vertex_ranges()) ||
+        given->edges() != g.edges())
+      throw MismatchError("the in-arcs given to BFS are not the graph's transpose on its vertex ranges "
+                          "(EdgeList::transposed(storage, true))");
+  });
+  return *given;
+}
+
+}  // namespace
+
+Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const EdgeList* given_in_arcs) {
+  check_source(g, source);
+  if (o.alpha < 1 || o.beta < 1)
+    throw ConfigError("BFS alpha and beta must be at least 1 (GAPBS: 15 and 18)");
+  if (o.max_depth < -1) throw ConfigError("the BFS depth limit must be >= 0 (or -1: none)");
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::optional<EdgeList> holder;
+  const EdgeList& in = in_arcs_of(g, given_in_arcs, o.direction != BfsDirection::top_down, holder);
+  Runtime& rt = g.runtime();
+  MPI_Comm comm = rt.comm();
+  const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end(), n = g.vertices();
+  const std::size_t n_local = g.local_vertices();
+  const Distribution& ranges = g.vertex_ranges();
+
+  Bfs out{DistArray<std::int64_t>(g.vertex_map()), DistArray<std::int64_t>(g.vertex_map()), 0, 0, 0, 0, 0, 0};
+  std::int64_t* parent = out.parents.local().data();
+  std::int64_t* depth = out.depths.local().data();
+  std::fill(parent, parent + n_local, -1);
+  std::fill(depth, depth + n_local, -1);
+  const std::uint64_t* out_row = g.row_offsets().data();
+  const std::uint64_t* out_col = g.local_dst().data();
+  const std::uint64_t* in_row = in.row_offsets().data();
+  const std::uint64_t* in_col = in.local_dst().data();
+
+  std::vector<std::uint64_t> frontier, next;
+  std::int64_t level = 0;  // the depth of the frontier
+  std::uint64_t scout = 0;
+  if (source >= base && source < end) {
+    parent[source - base] = static_cast<std::int64_t>(source);
+    depth[source - base] = 0;
+    frontier.push_back(source);
+    scout = out_row[source - base + 1] - out_row[source - base];
+  }
+  scout = all_reduce(comm, scout, MPI_SUM);
+  std::uint64_t edges_to_check = g.edges();
+
+  // An offer of `u` as the parent of local vertex v, in a top-down step.
+  auto offer = [&](std::uint64_t v, std::uint64_t u) {
+    const std::size_t i = v - base;
+    if (depth[i] < 0) {
+      depth[i] = level + 1;
+      parent[i] = static_cast<std::int64_t>(u);
+      next.push_back(v);
+    } else if (depth[i] == level + 1 && static_cast<std::int64_t>(u) < parent[i]) {
+      parent[i] = static_cast<std::int64_t>(u);
+    }
+  };
+  MessageAggregator<Offer> offers(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
+  std::optional<FrontierBitmap> bitmap;
+  auto finish_step = [&](bool bottom_up) {
+    frontier.swap(next);
+    next.clear();
+    ++level;
+    (bottom_up ? out.bottom_up_steps : out.top_down_steps)++;
+    const std::uint64_t found = all_reduce<std::uint64_t>(comm, frontier.size(), MPI_SUM);
+    if (found) out.levels = static_cast<int>(level);
+    if (o.on_level) o.on_level(static_cast<int>(level), found, bottom_up, since());
+    return found;
+  };
+  auto top_down = [&] {
+    for (auto u : frontier)
+      for (std::uint64_t k = out_row[u - base]; k < out_row[u - base + 1]; ++k) {
+        const std::uint64_t v = out_col[k];
+        if (v >= base && v < end) offer(v, u);
+        else offers.send(ranges.owner(v), {v, u});
+      }
+    offers.flush();
+    std::uint64_t arcs = 0;  // GAPBS's scout count: the new frontier's out-arcs
+    for (auto v : next) arcs += out_row[v - base + 1] - out_row[v - base];
+    scout = all_reduce(comm, arcs, MPI_SUM);
+    return finish_step(false);
+  };
+  auto bottom_up = [&] {
+    if (!bitmap) bitmap.emplace(g);
+    bitmap->load(frontier);
+    const std::uint64_t* front = bitmap->words();
+    for (std::size_t i = 0; i < n_local; ++i) {
+      if (depth[i] >= 0) continue;
+      for (std::uint64_t k = in_row[i]; k < in_row[i + 1]; ++k) {
+        const std::uint64_t u = in_col[k];
+        if (front[u >> 6] >> (u & 63) & 1) {
+          parent[i] = static_cast<std::int64_t>(u);
+          depth[i] = level + 1;
+          next.push_back(base + i);
+          break;
+        }
+      }
+    }
+    return finish_step(true);
+  };
+
+  std::uint64_t frontier_size = 1;
+  auto deeper = [&] { return o.max_depth < 0 || level < o.max_depth; };
+  while (frontier_size > 0 && deeper()) {
+    const bool go_bottom_up = o.direction == BfsDirection::bottom_up ||
+                              (o.direction == BfsDirection::optimizing && scout > edges_to_check / o.alpha);
+    if (go_bottom_up) {
+      std::uint64_t awake = frontier_size, old_awake;
+      do {
+        old_awake = awake;
+        awake = bottom_up();
+      } while (awake > 0 && deeper() && (o.direction == BfsDirection::bottom_up || awake >= old_awake ||
+                             awake > n / static_cast<std::uint64_t>(o.beta)));
+      frontier_size = awake;
+      scout = 1;
+    } else {
+      edges_to_check -= std::min(edges_to_check, scout);
+      frontier_size = top_down();
+    }
+  }
+  std::uint64_t reached = 0;
+  for (std::size_t i = 0; i < n_local; ++i) reached += depth[i] >= 0;
+  out.reached = all_reduce(comm, reached, MPI_SUM);
+  const std::uint64_t extra = (frontier.capacity() + next.capacity()) * sizeof(std::uint64_t) +
+                              (bitmap ? bitmap->memory_bytes() : 0);
+  out.extra_bytes = all_reduce(comm, extra, MPI_MAX);
+  out.seconds = since();
+  return out;
+}
+
+Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage) {
+  if (!(keep.distribution() == g.vertex_ranges()))
+    throw MismatchError("the kept vertices are not distributed like the graph's vertices (" +
+                        std::to_string(keep.size()) + " flags, " + std::to_string(g.vertices()) + " vertices)");
+  Runtime& rt = g.runtime();
+  const std::uint64_t base = g.local_vertex_begin();
+  auto k = keep.local();
+
+  // New ids: a global prefix sum over the kept vertices, in vertex order.
+  std::uint64_t kept = 0;
+  for (auto x : k) kept += x != 0;
+  const std::uint64_t first = exclusive_prefix_sum(rt.comm(), kept);
+  auto new_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
+  DistArray<std::uint64_t> new_id(g.vertex_map());
+  DistArray<std::uint64_t> original(rt, new_ranges, array_storage(storage, "ids"));
+  {
+    std::uint64_t next = first;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      new_id.local()[i] = k[i] ? next : kNoIndex;
+      if (k[i]) original.local()[next++ - first] = base + i;
+    }
+  }
+  // The new id of each arc's head, for the arcs whose tail is kept.
+  auto s = g.local_src(), d = g.local_dst();
+  auto w = g.local_weight();
+  std::vector<std::uint64_t> head(s.size(), kNoIndex);
+  {
+    SrcAggregator<std::uint64_t> read(new_id);
+    for (std::size_t e = 0; e < s.size(); ++e)
+      if (k[s[e] - base]) read.get(d[e], head[e]);
+  }
+  std::uint64_t arcs = 0;
+  for (auto x : head) arcs += x != kNoIndex;
+  auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
+  DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(storage, "src"));
+  DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(storage, "dst"));
+  std::optional<DistArray<double>> weight;
+  if (g.weighted()) weight.emplace(rt, edge_ranges, array_storage(storage, "weight"));
+  std::size_t j = 0;
+  for (std::size_t e = 0; e < s.size(); ++e) {
+    if (head[e] == kNoIndex) continue;
+    src.local()[j] = new_id.local()[s[e] - base];
+    dst.local()[j] = head[e];
+    if (weight) weight->local()[j] = w[e];
+    ++j;
+  }
+  // Order is kept, so the arcs stay sorted by (source, destination).
+  return {EdgeList::adopt(all_reduce(rt.comm(), kept, MPI_SUM), g.directed(), std::move(new_ranges), std::move(src),
+                          std::move(dst), std::move(weight)),
+          std::move(original)};
+}
+
+Subgraph khop_subgraph(const EdgeList& g, std::uint64_t source, int hops, const StorageOptions& storage,
+                       const BfsOptions& options) {
+  if (hops < 0) throw ConfigError("the number of hops must be >= 0, not " + std::to_string(hops));
+  BfsOptions o = options;
+  o.max_depth = hops;
+  auto b = bfs(g, source, o);
+  DistArray<std::uint8_t> keep(g.vertex_map());
+  auto depth = b.depths.local();
+  for (std::size_t i = 0; i < depth.size(); ++i) keep.local()[i] = depth[i] >= 0;
+  return induced_subgraph(g, keep, storage);
+}
+
+// The verifier. Messages carry (target vertex, a vertex, a depth).
+namespace {
+struct ArcFact {
+  std::uint64_t to, from;
+  std::int64_t depth;
+};
+}  // namespace
+
+std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents) {
+  if (!(parents.distribution() == g.vertex_ranges()))
+    throw MismatchError("the parents are not distributed like the graph's vertices (" +
+                        std::to_string(parents.size()) + " parents, " + std::to_string(g.vertices()) + " vertices)");
+  check_source(g, source);
+  Runtime& rt = g.runtime();
+  MPI_Comm comm = rt.comm();
+  const std::uint64_t base = g.local_vertex_begin(), n = g.vertices();
+  auto p = parents.local();
+  const std::size_t n_local = p.size();
+  const Distribution& ranges = g.vertex_ranges();
+  std::string problem;
+  auto note = [&](std::string what) {
+    if (problem.empty()) problem = std::move(what);
+  };
+  auto id = [](std::uint64_t v) { return std::to_string(v); };
+
+  // Values in range; the source its own parent.
+  for (std::size_t i = 0; i < n_local; ++i) {
+    const std::uint64_t v = base + i;
+    if (p[i] < -1 || (p[i] >= 0 && static_cast<std::uint64_t>(p[i]) >= n))
+      note("vertex " + id(v) + " has parent " + std::to_string(p[i]) + ", neither -1 nor a vertex of the " + id(n) +
+           "-vertex graph");
+    else if (v == source && p[i] != static_cast<std::int64_t>(source))
+      note("the source " + id(source) + " has parent " + std::to_string(p[i]) + ", not itself");
+  }
+  if (problem = first_problem(comm, problem); !problem.empty()) return problem;
+
+  // Every parent arc exists: asked of the parent's owner, whose out-neighbours are sorted.
+  {
+    MessageAggregator<ArcFact> ask(
+        rt,
+        [&](int, const ArcFact& m) {
+          auto nb = g.out_neighbours(m.from);
+          if (!std::binary_search(nb.begin(), nb.end(), m.to))
+            note("vertex " + id(m.to) + " has parent " + id(m.from) + " but the graph has no arc (" + id(m.from) +
+                 ", " + id(m.to) + ")");
+        });
+    for (std::size_t i = 0; i < n_local; ++i)
+      if (p[i] >= 0 && base + i != source) {
+        const auto u = static_cast<std::uint64_t>(p[i]);
+        ask.send(ranges.owner(u), {base + i, u, 0});
+      }
+  }
+  if (problem = first_problem(comm, problem); !problem.empty()) return problem;
+
+  // Tree depths by pointer jumping: ancestor and hops to it, until every
+  // ancestor is the source; a chain that does not get there in log2(n) + 2
+  // rounds is a cycle.
+  DistArray<std::uint64_t> ancestor(g.vertex_map());
+  DistArray<std::int64_t> hops(g.vertex_map());
+  auto anc = ancestor.local();
+  auto h = hops.local();
+  for (std::size_t i = 0; i < n_local; ++i) {
+    anc[i] = p[i] < 0 ? kNoIndex : static_cast<std::uint64_t>(p[i]);
+    h[i] = p[i] < 0 ? -1 : base + i == source ? 0 : 1;
+  }
+  int rounds_left = 2;
+  for (std::uint64_t m = n; m > 1; m >>= 1) ++rounds_left;
+  std::vector<std::uint64_t> anc_of_anc(n_local);
+  std::vector<std::int64_t> hops_of_anc(n_local);
+  for (;;) {
+    std::uint64_t pending = 0;
+    {
+      SrcAggregator<std::uint64_t> read_anc(ancestor);
+      SrcAggregator<std::int64_t> read_hops(hops);
+      for (std::size_t i = 0; i < n_local; ++i)
+        if (anc[i] != kNoIndex && anc[i] != source) {
+          read_anc.get(anc[i], anc_of_anc[i]);
+          read_hops.get(anc[i], hops_of_anc[i]);
+        }
+    }
+    for (std::size_t i = 0; i < n_local; ++i)
+      if (anc[i] != kNoIndex && anc[i] != source) {
+        if (anc_of_anc[i] == kNoIndex) {
+          note("the parent chain of vertex " + id(base + i) + " reaches vertex " + id(anc[i]) +
+               ", which has no parent (-1)");
+          continue;
+        }
+        h[i] += hops_of_anc[i];
+        anc[i] = anc_of_anc[i];
+        pending += anc[i] != source;
+      }
+    // Also ends the round's reads on every rank before the next round writes.
+    pending = all_reduce(comm, pending, MPI_SUM);
+    if (problem = first_problem(comm, problem); !problem.empty()) return problem;
+    if (pending == 0 || --rounds_left == 0) break;
+  }
+  for (std::size_t i = 0; i < n_local; ++i)
+    if (anc[i] != kNoIndex && anc[i] != source)
+      note("the parent chain of vertex " + id(base + i) + " does not reach the source " + id(source) +
+           " (a cycle)");
+  if (problem = first_problem(comm, problem); !problem.empty()) return problem;
+
+  // Along every arc (u, v) from a reached u: v reached, depth(v) <= depth(u) + 1.
+  {
+    MessageAggregator<ArcFact> tell(rt, [&](int, const ArcFact& m) {
+      const std::int64_t dv = h[m.to - base];
+      if (dv < 0)
+        note("vertex " + id(m.to) + " is not reached but its in-neighbour " + id(m.from) + " is (depth " +
+             std::to_string(m.depth) + ")");
+      else if (dv > m.depth + 1)
+        note("vertex " + id(m.to) + " has depth " + std::to_string(dv) + " but its in-neighbour " + id(m.from) +
+             " has depth " + std::to_string(m.depth) + " (not a shortest path)");
+    });
+    g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+      const std::int64_t du = h[u - base];
+      if (du < 0) return;
+      auto dst = g.local_dst();
+      for (std::size_t k = first; k < last; ++k) tell.send(ranges.owner(dst[k]), {dst[k], u, du});
+    });
+  }
+  return first_problem(comm, problem);
+}
+
+}  // namespace tessera::graph
