@@ -65,7 +65,7 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
     // Every rank must use the same size (receive buffers are sized by it).
-    std::size_t mine = options_.buffer_bytes_for(size_);
+    std::size_t mine = options_.buffer_bytes_for(size_, shape_.record_bytes, shape_.reply_bytes);
     MPI_Request agree;
     TESSERA_MPI(MPI_Iallreduce(&mine, &buffer_bytes_, 1, MPI_UINT64_T, MPI_MAX, comm_, &agree));
     wait(agree);

@@ -126,6 +126,8 @@ class RecordExchange : private Progressable {
   const AggregationOptions& options() const noexcept { return options_; }
   // Bytes this exchange holds for buffers on this rank (send + receive).
   std::size_t memory_bytes() const noexcept;
+  // Of those, the same-node rings into this rank (their slots: one batch each).
+  std::size_t ring_memory_bytes() const noexcept { return rings_.memory_bytes(); }
   // The per-destination buffer size in use (the auto mode's choice, if auto).
   std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   // Grid or node-first routing (multi-hop, over MPI).
