@@ -16,7 +16,14 @@ Each round runs, per benchmark, `tessera bench indexgather|histogram --json
 --reps 1` (TESSERA_AGG_SAME_NODE=0), then Bale's app once per variant (AGP,
 Exstack, Exstack2, Conveyor: -M 1, 2, 4, 8, one process each so its own check
 belongs to that variant), at the same sizes: reads or updates per rank, table
-entries per rank. Rates are M reads/s or M updates/s for the whole job (the
+entries per rank, and the same per-destination buffer memory: Bale's -b
+(--bale-buf, packets of 8 bytes per destination buffer of Exstack and
+Exstack2) defaults to the packets one Tessera buffer holds (64 KiB / 8 = 8192;
+Bale's own default, 1024, gives it 8 KiB buffers and many more exchange
+rounds). Both sides run with the same Open MPI settings (mpi_env): idle
+ranks yield the core only when the ranks outnumber the cores, as Open MPI
+itself decides for an oversubscribed node (OMPI_MCA_mpi_yield_when_idle in
+the environment overrides it, for both). Rates are M reads/s or M updates/s for the whole job (the
 requests of all ranks over the time). Bale's time is its own timer (the
 average over PEs, set-up excluded); Tessera's is the slowest rank, building
 its aggregator included. Bale checks its own results (ig: every value read;
@@ -32,6 +39,35 @@ same-node path, co-locale segments, multi-hop, alltoallv) are separate
 variants, never the headline. Then one JSON line per row and one summary
 line per benchmark (bale_ratio: headline over Bale's best). --json prints
 only the JSON lines.
+
+What Bale's rate depends on here (measured interleaved, A B A B, ratios
+only, on the shared 2-vCPU machine with load averages of 9 to 19 from other
+builds; Bale's ig and histo, 2 PEs, 1,048,576 per PE, 4 rounds each):
+- Barrier-bound variants are hypersensitive to a loaded machine. Exstack
+  (ig and histo) runs two barriers per exchange round and one round moves
+  at most -b packets per destination: a PE descheduled at a barrier stalls
+  both. Loaded, its rate fell 100-400x below the quiet figures; the issue's
+  quiet Bale figures and a run beside others' builds differ by that effect,
+  which is outside this script's control: compare on a quiet machine.
+- mpi_yield_when_idle=1 (which this script once set for Bale): each idle
+  poll in shmem_barrier_all calls sched_yield. Loaded, Exstack ig ran 4.7-9.5x
+  and Exstack histo 11-12x faster without it; Exstack2 histo and AGP ig did
+  not change (0.8-1.15x, noise). Tessera waits with its own backoff.
+- -b: loaded, Exstack ig at -b 4096 / 16384 ran 3.0x / 9.9x its rate at the
+  default 1024, Exstack histo 3.4x / 18x, Exstack2 histo 1.35x / 2.25x; -b 256
+  was slower (0.2-0.3x). Conveyor and AGP take no -b.
+- Compile flags: -O3 -march=native against autoconf's -g -O2: 0.75-1.14x,
+  within the noise (the kernels wait on communication, not on code).
+- Transport: Open MPI 4.1's OpenSHMEM has one SPML here, ucx; UCX 1.13 maps
+  the peer's symmetric heap (sysv/posix shared memory, UCX_LOG_LEVEL=info:
+  "rma(sysv/memory posix/memory)"), so puts are plain stores already;
+  UCX_TLS=cma,self (a system call per put) did not run.
+- Binding: oshrun's default (to cores at 2 PEs), as mpirun's for Tessera;
+  --bind-to none was 0.28x (Exstack2 histo) to 4x (Exstack ig) under load.
+- The rate: Bale times its kernel on every PE (set-up excluded) and reports
+  the average over PEs; rate = requests of all PEs / that time, the same
+  unit as Tessera's (which takes its slowest rank, so Bale is not
+  handicapped by the rate's definition).
 
 Exit status: 0 when every row verified, 1 when one did not, 2 on a usage
 error (no --bale tree: how to get one) or when a build or a run fails."""
@@ -54,6 +90,8 @@ PACKAGES = ("libgetput", "exstack", "convey", "spmat", "std_options", "apps")
 VARIANTS = (("AGP", 1), ("Exstack", 2), ("Exstack2", 4), ("Conveyor", 8))
 HEADLINE = ("aggregated", "heap")
 LOCAL_LOOP = "local loop (no communication)"
+# Bale's -b: Tessera's default per-destination buffer (64 KiB) in Bale's 8-byte packets, the same memory.
+BALE_BUF = 65536 // 8
 HOW_TO = f"""bench_vs_bale.py needs a Bale source tree: --bale DIR.
 Get one with
   git clone {BALE_URL} ~/src/bale && git -C ~/src/bale checkout {BALE_COMMIT}
@@ -127,10 +165,19 @@ def require_tools():
                         f"apt-get install {' '.join(missing)} (or scripts/setup.sh)")
 
 
-def bale_env():
-    """Open MPI's environment for Bale's runs, as scripts/mpirun.sh gives Tessera's."""
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_mpi_yield_when_idle="1")
+def mpi_env(ranks):
+    """The Open MPI settings both sides run with. Idle ranks yield the core
+    only when ranks outnumber cores (Open MPI's own rule for an oversubscribed
+    node); yielding at every idle poll makes Bale's barrier-bound variants
+    several times slower on a busy machine, and Tessera's own waits back off
+    without it. A value in the environment wins, for both sides."""
+    value = os.environ.get("OMPI_MCA_mpi_yield_when_idle") or ("1" if ranks > (os.cpu_count() or 1) else "0")
+    return {"OMPI_MCA_mpi_yield_when_idle": value}
+
+
+def bale_env(ranks=2):
+    """Open MPI's environment for Bale's runs: mpi_env, root allowed as scripts/mpirun.sh does."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **mpi_env(ranks))
     # Open MPI 4.1's osc/rdma crashes in MPI_Finalize under oshrun (SIGSEGV in
     # ompi_osc_base_finalize, after the app's output): OpenSHMEM does not use
     # MPI one-sided, so that component is left out.
@@ -208,16 +255,17 @@ def parse_bale(bench, json_text, stderr, returncode):
             "table_per_pe": int(fields["table_size_per_pe"]), "seconds": seconds, "verified": verified, "check": check}
 
 
-def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir):
-    """One process of Bale's app running one variant; the parsed run."""
+def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir, buf=None):
+    """One process of Bale's app running one variant (Exstack and Exstack2
+    with `buf` packets per buffer, -b; None: Bale's default); the parsed run."""
     spec = BENCHES[bench]
     mask = dict(VARIANTS)[variant]
     out = os.path.join(workdir, f"{spec['app']}-{variant}.json")
     if os.path.exists(out):
         os.remove(out)  # Bale appends to its JSON file
     command = ["oshrun", "--oversubscribe", "-n", str(ranks), os.path.join(bin_dir, spec["app"]), "-n", str(per_rank),
-               "-T", str(table_per_rank), "-M", str(mask), "-j", out]
-    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=bale_env(), timeout=1800)
+               "-T", str(table_per_rank), "-M", str(mask), "-j", out, *(["-b", str(buf)] if buf else [])]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=bale_env(ranks), timeout=1800)
     if not os.path.exists(out):
         tail = (run.stderr or run.stdout).strip()[-600:] or "no output"
         raise BaleError(f"{' '.join(command)} exited {run.returncode} and wrote no JSON: {tail}")
@@ -247,7 +295,7 @@ def run_tessera(binary, bench, ranks, per_rank, table_per_rank):
         ["--counts", str(table_per_rank), "--updates", str(per_rank)]
     command = [binary, "bench", bench, "-n", str(ranks), *sizes, "--reps", "1", "--json", "-q"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=1800,
-                         env=dict(os.environ, TESSERA_AGG_SAME_NODE="0"))
+                         env=dict(os.environ, TESSERA_AGG_SAME_NODE="0", **mpi_env(ranks)))
     if run.returncode not in (0, 1) or not run.stdout.strip():  # 1: a row did not verify, still reported
         raise BaleError(f"{' '.join(command)} exited {run.returncode}: {run.stderr.strip()[-600:]}")
     rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
@@ -272,7 +320,7 @@ def collect(args, binary, bin_dir, workdir, log):
                     {"rate": r["rate"], "seconds": r["seconds"], "unit": r["unit"], "verified": r["verified"],
                      "check": r["check"]})
             for variant, _ in VARIANTS:
-                run = run_bale(bin_dir, bench, args.ranks, per_rank, table, variant, workdir)
+                run = run_bale(bin_dir, bench, args.ranks, per_rank, table, variant, workdir, args.bale_buf)
                 seconds = run["seconds"][variant]
                 samples[bench].setdefault(("bale", variant, "-", ""), []).append(
                     {"rate": run["total"] / seconds / 1e6, "seconds": seconds, "unit": BENCHES[bench]["unit"],
@@ -295,7 +343,8 @@ def make_rows(args, bench, samples, ident):
             "verified": not bad, "check": (bad[0] if bad else runs[0])["check"],
             "headline": side == "tessera" and (variant, storage) == HEADLINE,
             "config": {"per_rank": per_rank, "table_per_rank": table,
-                       **({"env": {"TESSERA_AGG_SAME_NODE": "0"}} if side == "tessera" else {})},
+                       "env": {**({"TESSERA_AGG_SAME_NODE": "0"} if side == "tessera" else {}), **mpi_env(args.ranks)},
+                       **({"buf_cnt": args.bale_buf} if side == "bale" else {})},
             **({"peer": "Bale", "commit": ident} if side == "bale" else {}),
         })
     bale = [r for r in rows if r["side"] == "bale" and r["verified"]]
@@ -352,6 +401,9 @@ def parse_args(argv):
     p.add_argument("--table", type=int, default=100000, help="indexgather table entries per rank")
     p.add_argument("--updates", type=int, default=4194304, help="histogram updates per rank")
     p.add_argument("--counts", type=int, default=1000, help="histogram counts per rank")
+    p.add_argument("--bale-buf", type=int, default=BALE_BUF,
+                   help=f"Bale's -b, packets per Exstack/Exstack2 buffer (default {BALE_BUF}: Tessera's 64 KiB buffer in "
+                        "8-byte packets)")
     p.add_argument("--bench", default="indexgather,histogram", help="comma-separated: indexgather, histogram")
     p.add_argument("--json", action="store_true", help="only the JSON lines on stdout")
     args = p.parse_args(argv)
@@ -359,7 +411,7 @@ def parse_args(argv):
     unknown = [b for b in args.bench if b not in BENCHES]
     if unknown or not args.bench:
         raise BaleError(f"--bench {','.join(unknown) or '(empty)'}: choose among {', '.join(BENCHES)}")
-    for name in ("ranks", "rounds", "requests", "table", "updates", "counts"):
+    for name in ("ranks", "rounds", "requests", "table", "updates", "counts", "bale_buf"):
         if getattr(args, name) < 1:
             raise BaleError(f"--{name.replace('_', '-')} must be at least 1")
     if args.ranks > 0xffff:

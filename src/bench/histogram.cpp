@@ -79,13 +79,13 @@ namespace {
 // and the destructor's flush of the then empty exchange (a reduction and a
 // barrier) is not timed.
 double histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
-                        const AggregationOptions& agg, Traffic& traffic) {
+                        const AggregationOptions& agg, Traffic& traffic, std::uint64_t remote) {
   const double t0 = MPI_Wtime();
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
   for (std::uint64_t i : idx) up.update(i, 1);
   up.flush();
   const double seconds = MPI_Wtime() - t0;
-  traffic.record(counts.runtime(), up);
+  traffic.record(counts.runtime(), up, remote);
   return seconds;
 }
 
@@ -147,6 +147,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   DistArray<std::int64_t> colocale(rt, table, StorageOptions::colocale());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
+  const std::uint64_t remote = remote_operations(heap, idx);  // the same distribution for every table
   Traffic traffic[7];  // the aggregated rows, in order
   double seconds[7] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
@@ -159,28 +160,28 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[0] = histo_aggregated(heap, idx, agg.with_same_node_direct(0), traffic[0]); },
+                 .run = [&] { seconds[0] = histo_aggregated(heap, idx, agg.with_same_node_direct(0), traffic[0], remote); },
                  .verify = check(heap, idx.size()), .measured_seconds = timed(0), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { seconds[1] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
-                                                          traffic[1]); },
+                                                          traffic[1], remote); },
                  .verify = check(heap, idx.size()), .measured_seconds = timed(1), .details = counted(1)},
                 // The same exchange with batches to co-locales through MPI, and with node-first routing.
                 {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[5] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5]); },
+                 .run = [&] { seconds[5] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5], remote); },
                  .verify = check(heap, idx.size()), .measured_seconds = timed(5), .details = counted(5)},
                 {.variant = "aggregated", .storage = kNodeFirstRow, .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[6] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6]); },
+                 .run = [&] { seconds[6] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6], remote); },
                  .verify = check(heap, idx.size()), .measured_seconds = timed(6), .details = counted(6)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
-                 .run = [&] { seconds[2] = histo_aggregated(shared, idx, agg.with_same_node_direct(0), traffic[2]); },
+                 .run = [&] { seconds[2] = histo_aggregated(shared, idx, agg.with_same_node_direct(0), traffic[2], remote); },
                  .verify = check(shared, idx.size()), .measured_seconds = timed(2), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
-                 .prepare = zero(shared), .run = [&] { seconds[3] = histo_aggregated(shared, idx, agg.with_same_node_direct(1), traffic[3]); },
+                 .prepare = zero(shared), .run = [&] { seconds[3] = histo_aggregated(shared, idx, agg.with_same_node_direct(1), traffic[3], remote); },
                  .verify = check(shared, idx.size()), .measured_seconds = timed(3), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all,
-                 .prepare = zero(colocale), .run = [&] { seconds[4] = histo_aggregated(colocale, idx, agg.with_same_node_direct(1), traffic[4]); },
+                 .prepare = zero(colocale), .run = [&] { seconds[4] = histo_aggregated(colocale, idx, agg.with_same_node_direct(1), traffic[4], remote); },
                  .verify = check(colocale, idx.size()), .measured_seconds = timed(4), .details = counted(4)},
                 {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all,
                  .prepare = [&] { std::fill(local.begin(), local.end(), 0); }, .run = [&] { histo_local(local, idx); },
@@ -194,6 +195,7 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_transport_summary(report, rows);
   add_colocale_summary(report, rt, rows);
+  add_bytes_summary(report, rows, "heap", "update");
   return report.print();
 }
 

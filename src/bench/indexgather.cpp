@@ -65,13 +65,14 @@ void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std:
 // and the destructor's flush of the then empty exchange (a reduction and a
 // barrier) is not timed.
 double gather_counted(const DistArray<std::uint64_t>& t, const std::vector<std::uint64_t>& idx,
-                      std::vector<std::uint64_t>& tgt, const AggregationOptions& agg, Traffic& traffic) {
+                      std::vector<std::uint64_t>& tgt, const AggregationOptions& agg, Traffic& traffic,
+                      std::uint64_t remote) {
   const double t0 = MPI_Wtime();
   SrcAggregator<std::uint64_t> src(t, agg);
   for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
   src.flush();
   const double seconds = MPI_Wtime() - t0;
-  traffic.record(t.runtime(), src);
+  traffic.record(t.runtime(), src, remote);
   return seconds;
 }
 
@@ -141,6 +142,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
   const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
+  const std::uint64_t remote = remote_operations(heap, idx);  // the same distribution for every table
   Traffic traffic[7];  // the aggregated rows, in order
   double seconds[7] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
@@ -154,28 +156,28 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
                 {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
                 {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[0] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0), traffic[0]); },
+                 .run = [&] { seconds[0] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0), traffic[0], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(0), .details = counted(0)},
                 // Right after its direct counterpart: the ratio compares rows measured close in time.
                 {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { seconds[1] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
-                                                         traffic[1]); },
+                                                         traffic[1], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(1), .details = counted(1)},
                 // The same exchange with batches to co-locales through MPI, and with node-first routing.
                 {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[5] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5]); },
+                 .run = [&] { seconds[5] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(5), .details = counted(5)},
                 {.variant = "aggregated", .storage = kNodeFirstRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[6] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6]); },
+                 .run = [&] { seconds[6] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(6), .details = counted(6)},
                 {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[2] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(0), traffic[2]); },
+                 .run = [&] { seconds[2] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(0), traffic[2], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(2), .details = counted(2)},
                 {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[3] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(1), traffic[3]); },
+                 .run = [&] { seconds[3] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(1), traffic[3], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(3), .details = counted(3)},
                 {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[4] = gather_counted(colocale, idx, tgt, agg.with_same_node_direct(1), traffic[4]); },
+                 .run = [&] { seconds[4] = gather_counted(colocale, idx, tgt, agg.with_same_node_direct(1), traffic[4], remote); },
                  .verify = check(idx.size()), .measured_seconds = timed(4), .details = counted(4)},
                 {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
                  .run = [&] { gather_local(private_table, idx, tgt); }, .verify = check(idx.size())}},
@@ -186,6 +188,7 @@ bool run_indexgather(Runtime& rt, const GatherOptions& o) {
   add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
   add_transport_summary(report, rows);
   add_colocale_summary(report, rt, rows);
+  add_bytes_summary(report, rows, "heap", "read");
   return report.print();
 }
 

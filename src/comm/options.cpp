@@ -169,10 +169,15 @@ std::size_t AggregationOptions::destinations(int ranks) const {
   return static_cast<std::size_t>(ranks);
 }
 
-std::size_t AggregationOptions::buffer_bytes_for(int ranks) const {
+std::size_t AggregationOptions::buffer_bytes_for(int ranks, std::size_t record_bytes, std::size_t reply_bytes) const {
   auto r = resolved();
   if (r.buffer_bytes != kAutoBufferBytes) return r.buffer_bytes;
-  return agg_autotune::pick(r.send_batches(ranks), r.memory_budget);
+  // Every request batch may have its reply held at once (a reply buffer, or
+  // the reply ring slot beside its request ring slot).
+  const std::size_t record = std::max<std::size_t>(record_bytes, 1);
+  const std::size_t share = static_cast<std::size_t>(
+      static_cast<double>(r.memory_budget) * static_cast<double>(record) / static_cast<double>(record + reply_bytes));
+  return agg_autotune::pick(r.send_batches(ranks), share);
 }
 
 std::size_t AggregationOptions::send_batches(int ranks) const {

@@ -65,7 +65,7 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
     // Every rank must use the same size (receive buffers are sized by it).
-    std::size_t mine = options_.buffer_bytes_for(size_);
+    std::size_t mine = options_.buffer_bytes_for(size_, shape_.record_bytes, shape_.reply_bytes);
     MPI_Request agree;
     TESSERA_MPI(MPI_Iallreduce(&mine, &buffer_bytes_, 1, MPI_UINT64_T, MPI_MAX, comm_, &agree));
     wait(agree);
@@ -171,6 +171,7 @@ void RecordExchange::send_current(int dest) {
   ++stats_.batches_sent;
   ++stats_.batches_to[d];
   stats_.records_sent += outbox_[d].count;
+  stats_.bytes_sent += bytes;
   current_[d] = -1;
   outbox_[d] = Outbox{nullptr, nullptr, capacity_};
 }
@@ -246,6 +247,7 @@ bool RecordExchange::poll_rings() {
         on_request_(source, batch.data() + kHeader, h.count, reply + kHeader);
         std::memcpy(reply, &h, kHeader);
         rings_.publish(source, Kind::reply, kHeader + h.count * shape_.reply_bytes);
+        stats_.bytes_sent += kHeader + h.count * shape_.reply_bytes;
       } else {
         // No replies, or replies through MPI (the origin's rings are not mapped here).
         handle_request(source, batch.data(), static_cast<int>(batch.size()));
@@ -404,6 +406,7 @@ void RecordExchange::send_reply_slot(int i, int dest) {
   TESSERA_MPI(MPI_Isend(slot.data.data(), static_cast<int>(slot.bytes), MPI_BYTE, dest, kReplyTag, comm_,
                         &reply_reqs_[static_cast<std::size_t>(i)]));
   ++replies_sending_;
+  stats_.bytes_sent += slot.bytes;
 }
 
 // ---- grid routing ---------------------------------------------------------
@@ -669,6 +672,7 @@ void RecordExchange::send_routed(int slot) {
   ++stats_.batches_sent;
   ++stats_.batches_to[static_cast<std::size_t>(to.rank)];
   stats_.records_sent += o.count;
+  stats_.bytes_sent += static_cast<std::uint64_t>(bytes);
   current_[s] = -1;
   o = RoutedOutbox{};
 }

@@ -63,9 +63,26 @@ def test_usage():
         assert run.returncode == 2 and f"{empty} is not a Bale source tree" in run.stderr, run.stderr
 
     for args, what in ((["--bench", "sort"], "--bench sort"), (["--ranks", "0"], "--ranks"),
-                       (["--rounds", "0"], "--rounds"), (["--requests", "0"], "--requests")):
+                       (["--rounds", "0"], "--rounds"), (["--requests", "0"], "--requests"),
+                       (["--bale-buf", "0"], "--bale-buf")):
         run = script("--bale", "/tmp", *args)
         assert run.returncode == 2 and what in run.stderr, (args, run.stderr)
+    # Both sides get the same Open MPI settings: idle ranks yield only when
+    # the ranks outnumber the cores, unless the environment says otherwise.
+    saved = os.environ.pop("OMPI_MCA_mpi_yield_when_idle", None)
+    try:
+        cores = os.cpu_count() or 1
+        assert bale.mpi_env(cores) == {"OMPI_MCA_mpi_yield_when_idle": "0"}, bale.mpi_env(cores)
+        assert bale.mpi_env(cores + 1) == {"OMPI_MCA_mpi_yield_when_idle": "1"}, bale.mpi_env(cores + 1)
+        assert bale.bale_env(cores)["OMPI_MCA_mpi_yield_when_idle"] == "0"
+        os.environ["OMPI_MCA_mpi_yield_when_idle"] = "1"
+        assert bale.mpi_env(cores) == {"OMPI_MCA_mpi_yield_when_idle": "1"}
+        assert bale.bale_env(cores)["OMPI_MCA_mpi_yield_when_idle"] == "1"
+    finally:
+        os.environ.pop("OMPI_MCA_mpi_yield_when_idle", None)
+        if saved is not None:
+            os.environ["OMPI_MCA_mpi_yield_when_idle"] = saved
+    assert bale.parse_args(["--bale", "/tmp"]).bale_buf == 65536 // 8
     # A Bale variant whose own check failed in one round: its row is not
     # verified, and it is not taken as Bale's best however fast it ran.
     args = bale.parse_args(["--bale", "/tmp", "--rounds", "2"])
@@ -126,7 +143,7 @@ def test_bale(build):
                 command = ["oshrun", "--oversubscribe", "-n", "2", os.path.join(bin_dir, spec["app"]),
                            "-n", str(per_rank[bench]), "-T", str(table[bench]), "-M", str(mask), "-j",
                            os.path.join(work, f"{bench}-{variant}.json")]
-                run = subprocess.run(command, capture_output=True, text=True, env=bale.bale_env(), timeout=600, cwd=work)
+                run = subprocess.run(command, capture_output=True, text=True, env=bale.bale_env(2), timeout=600, cwd=work)
                 with open(os.path.join(work, f"{bench}-{variant}.json")) as f:
                     written = f.read()
                 good = bale.parse_bale(bench, written, run.stderr, run.returncode)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <set>
@@ -601,6 +602,64 @@ TEST(Aggregation, SameNodeBatchesGoThroughTheRingsUnlessSwitchedOff) {
       }
     }
   }
+}
+
+// Auto mode sizes the same-node rings like every other buffer: a ring slot
+// holds one batch of the size in use (the tuned size, capped by the budget's
+// share), and the rings into a rank, requests and the replies that answer
+// them, stay within TESSERA_AGG_MEMORY_BUDGET.
+TEST(Aggregation, RingSlotsFollowTheTunedBatchSizeWithinTheBudget) {
+  auto& rt = Runtime::current();
+  if (rt.node().size < 2) GTEST_SKIP() << "needs two ranks on a node";
+  DistArray<std::uint64_t> a(rt, 1 << 12, StorageOptions::heap());
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.local()[i - a.local_begin()] = 3 * i + 1;
+  AggregationOptions o;
+  o.routing = AggregationRouting::direct;
+  o.same_node_direct = 0;
+  o.same_node_rings = 1;
+  o.buffer_bytes = AggregationOptions::kAutoBufferBytes;
+  o.memory_budget = 64 << 10;
+  const auto peers = static_cast<std::size_t>(rt.node().size - 1);
+  const auto per_dest = static_cast<std::size_t>(1 + o.resolved().max_in_flight);
+  const std::size_t batches = o.send_batches(rt.size());
+  std::size_t last_bytes[2] = {0, 0}, last_ring[2] = {0, 0};
+  for (std::size_t tuned : {2 * kAutoMinBufferBytes, 4 * kAutoMinBufferBytes, kAutoMaxBufferBytes}) {
+    SCOPED_TRACE("tuned " + std::to_string(tuned));
+    agg_autotune::set_tuned(tuned);
+    SrcAggregator<std::uint64_t> src(a, o);  // 8-byte requests, 8-byte replies
+    UpdateAggregator<std::uint64_t> up(a, o);  // offset + value, no replies
+    const comm::RecordExchange* exchanges[2] = {&src.exchange(), &up.exchange()};
+    for (int k = 0; k < 2; ++k) {
+      const comm::RecordExchange& ex = *exchanges[k];
+      const std::size_t record = ex.shape().record_bytes, reply = ex.shape().reply_bytes;
+      const std::size_t bytes = ex.buffer_bytes(), records = ex.capacity_records();
+      EXPECT_EQ(reply, k == 0 ? sizeof(std::uint64_t) : 0u);
+      // The tuned size unless the budget's share is smaller.
+      const std::size_t share = o.memory_budget * record / (record + reply) / batches;
+      EXPECT_EQ(bytes, std::min(tuned, std::clamp(std::bit_floor(share), kAutoMinBufferBytes, kAutoMaxBufferBytes)));
+      EXPECT_EQ(records, bytes / record);
+      ASSERT_TRUE(ex.uses_ring(rt.node().world_ranks[rt.node().rank == 0 ? 1 : 0]));
+      // Every slot holds one whole batch (a length word, the header and cache-line rounding on top).
+      const std::size_t payload = peers * per_dest * records * (record + reply);
+      EXPECT_GE(ex.ring_memory_bytes(), payload);
+      EXPECT_LE(ex.ring_memory_bytes(), payload + peers * per_dest * 2 * (16 + 63) + peers * 2 * 128);
+      EXPECT_LE(ex.ring_memory_bytes(), o.memory_budget);
+      // A larger batch size: larger slots.
+      if (last_bytes[k] > 0 && bytes > last_bytes[k]) {
+        EXPECT_GT(ex.ring_memory_bytes(), last_ring[k]);
+      }
+      last_bytes[k] = bytes;
+      last_ring[k] = ex.ring_memory_bytes();
+    }
+    // The rings carry the exchange: every read comes back right.
+    SplitMix64 g(11 + static_cast<std::uint64_t>(rt.rank()));
+    std::vector<std::uint64_t> idx(20000), got(idx.size());
+    for (auto& i : idx) i = g.below(a.size());
+    for (std::size_t j = 0; j < idx.size(); ++j) src.get(idx[j], got[j]);
+    src.flush();
+    for (std::size_t j = 0; j < idx.size(); ++j) ASSERT_EQ(got[j], 3 * idx[j] + 1) << "read " << j;
+  }
+  agg_autotune::reset();
 }
 
 // Node-first routing: every record arrives (against a serial count), and a

@@ -1,6 +1,8 @@
 // Settings of the aggregation engine. Defaults come from the environment:
 //   TESSERA_AGG_BUFFER_BYTES  bytes of one per-destination buffer (e.g. 65536, 64K, 1M), or "auto"
-//   TESSERA_AGG_MEMORY_BUDGET send-buffer bytes one aggregator may use per rank in auto mode (default 64M)
+//   TESSERA_AGG_MEMORY_BUDGET buffer bytes one aggregator may use per rank in auto mode (default 64M):
+//                             its request batches and, with replies, the reply buffers or
+//                             same-node ring slots that hold their answers
 //   TESSERA_AGG_IN_FLIGHT     batches per destination that may be in flight
 //   TESSERA_AGG_SAME_NODE     1: reach co-located ranks' Shared arrays directly; 0: always messages
 //   TESSERA_AGG_RINGS         1 (default): batches to co-located ranks go through shared-memory
@@ -66,7 +68,10 @@ struct AggregationOptions {
   AggregationOptions resolved() const;
   bool auto_buffer() const { return resolved().buffer_bytes == kAutoBufferBytes; }
   // The per-destination buffer size an exchange of `ranks` ranks uses now.
-  std::size_t buffer_bytes_for(int ranks) const;
+  // In auto mode an exchange with replies (`reply_bytes` per `record_bytes`
+  // sent) pays each batch's reply room from the same budget: the request
+  // buffers get the share record / (record + reply) of it.
+  std::size_t buffer_bytes_for(int ranks, std::size_t record_bytes = 1, std::size_t reply_bytes = 0) const;
 
   // How many per-destination buffers one rank holds at most (ranks for
   // direct routing, about 2 sqrt(ranks) for grid routing; node-first depends

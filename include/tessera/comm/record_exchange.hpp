@@ -78,6 +78,9 @@ class RecordExchange : private Progressable {
     std::uint64_t batches_sent = 0;
     std::uint64_t records_sent = 0;
     std::uint64_t batches_received = 0;
+    // Bytes this rank handed to the transport (MPI or a ring): requests,
+    // forwarded batches and replies, headers included.
+    std::uint64_t bytes_sent = 0;
     // Batches sent to each rank of the communicator (the next hop, for grid
     // routing): with the ranks' nodes, what crossed between nodes.
     std::vector<std::uint64_t> batches_to;
@@ -119,9 +122,12 @@ class RecordExchange : private Progressable {
   int size() const noexcept { return size_; }
   std::size_t capacity_records() const noexcept { return capacity_; }
   const Stats& stats() const noexcept { return stats_; }
+  const Shape& shape() const noexcept { return shape_; }
   const AggregationOptions& options() const noexcept { return options_; }
   // Bytes this exchange holds for buffers on this rank (send + receive).
   std::size_t memory_bytes() const noexcept;
+  // Of those, the same-node rings into this rank (their slots: one batch each).
+  std::size_t ring_memory_bytes() const noexcept { return rings_.memory_bytes(); }
   // The per-destination buffer size in use (the auto mode's choice, if auto).
   std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   // Grid or node-first routing (multi-hop, over MPI).
