@@ -22,7 +22,7 @@ namespace {
 
 struct SpectralArgs {
   pipeline::Input input;
-  std::string what = "fiedler", output, parts, split = "median", matrix = "edgelist";
+  std::string what = "fiedler", output, parts, split = "median", matrix = "edgelist", method = "krylov-schur";
   trilinos::SpectralOptions solver;
   bool json = false, quiet = false;
 };
@@ -39,6 +39,7 @@ void check_output(Runtime& rt, const SpectralArgs& a, const std::string& path, c
 int run_spectral(const SpectralArgs& a) {
   trilinos::SpectralOptions so = a.solver;
   so.what = a.what == "centrality" ? trilinos::SpectralWhat::centrality : trilinos::SpectralWhat::fiedler;
+  so.method = a.method == "lobpcg" ? trilinos::EigenMethod::lobpcg : trilinos::EigenMethod::krylov_schur;
   so.matrix = a.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
   const bool fiedler = so.what == trilinos::SpectralWhat::fiedler;
   if (!a.parts.empty() && !fiedler) throw ConfigError("--parts is the bisection by the Fiedler vector: use --what fiedler");
@@ -64,7 +65,7 @@ int run_spectral(const SpectralArgs& a) {
 
   trilinos::Session session(rt);
   p.step(std::string(fiedler ? "Fiedler vector of the Laplacian" : "eigenvector centrality (adjacency)") +
-         " by Anasazi Krylov-Schur on " + (so.matrix == trilinos::MatrixKind::crs ? "a CrsMatrix copy" : "the edge arrays"));
+         " by Anasazi " + trilinos::to_string(so.method) + " on " + (so.matrix == trilinos::MatrixKind::crs ? "a CrsMatrix copy" : "the edge arrays"));
   auto r = report.timed(fiedler ? "fiedler" : "centrality", [&] { return trilinos::spectral(g, so); });
   char line[200];
   std::snprintf(line, sizeof(line), "%s = %.12g, residual %.3g, %d iterations, %.3f s%s", fiedler ? "lambda2" : "lambda",
@@ -79,7 +80,7 @@ int run_spectral(const SpectralArgs& a) {
                       {"iterations", r.iterations},
                       {"converged", r.converged},
                       {"seconds", r.seconds},
-                      {"solver", "Anasazi BlockKrylovSchur"},
+                      {"solver", r.iterations == 0 ? "dense (LAPACK)" : trilinos::to_string(r.method)},
                       {"matrix", trilinos::to_string(so.matrix)},
                       {"matrix_extra_bytes", r.matrix_extra_bytes},
                       {"matrix_measured_bytes", r.matrix_measured_bytes},
@@ -140,6 +141,14 @@ void add_spectral(CLI::App& app, Action& selected) {
   c->add_option("--parts", a->parts, "fiedler: write 'vertex part' lines (0/1) of the bisection; - is standard output");
   c->add_option("--split", a->split, "fiedler: bisect at the median value (halves) or at zero (sign)")
       ->check(CLI::IsMember({"median", "sign"}))
+      ->capture_default_str();
+  c->add_option("--solver", a->method,
+                "Anasazi's krylov-schur (Block Krylov-Schur) or lobpcg (Jacobi-preconditioned for fiedler; "
+                "graphs under 13 vertices get krylov-schur)")
+      ->check(CLI::IsMember({"krylov-schur", "lobpcg"}))
+      ->capture_default_str();
+  c->add_option("--max-iterations", a->solver.max_iterations, "LOBPCG iterations at most")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--tolerance", a->solver.tolerance, "Anasazi's relative residual ||Mx - lambda x|| / |lambda| to stop at")
       ->check(CLI::PositiveNumber)

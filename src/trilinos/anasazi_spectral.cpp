@@ -7,6 +7,7 @@
 // slow to compile).
 #include <AnasaziBasicEigenproblem.hpp>
 #include <AnasaziBlockKrylovSchurSolMgr.hpp>
+#include <AnasaziLOBPCGSolMgr.hpp>
 #include <AnasaziTpetraAdapter.hpp>
 #include <Teuchos_LAPACK.hpp>
 #include <Tpetra_CrsMatrix.hpp>
@@ -53,6 +54,28 @@ class AdjacencyOperator final : public TpetraOperator {
  private:
   Teuchos::RCP<const TpetraOperator> l_;
   std::vector<double> degree_;
+};
+
+// Jacobi for LOBPCG: y = alpha D⁻¹ x + beta y, D the Laplacian's diagonal
+// (positive on a connected graph of 2+ vertices).
+class DiagonalInverse final : public TpetraOperator {
+ public:
+  DiagonalInverse(Teuchos::RCP<const TpetraMap> map, std::vector<double> inverse)
+      : map_(std::move(map)), inverse_(std::move(inverse)) {}
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override { return map_; }
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override { return map_; }
+  void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp = Teuchos::NO_TRANS,
+             Scalar alpha = 1.0, Scalar beta = 0.0) const override {
+    auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
+    auto yv = y.getLocalViewHost(Tpetra::Access::ReadWrite);
+    for (std::size_t j = 0; j < x.getNumVectors(); ++j)
+      for (std::size_t i = 0; i < inverse_.size(); ++i)
+        yv(i, j) = alpha * inverse_[i] * xv(i, j) + (beta == 0 ? 0.0 : beta * yv(i, j));
+  }
+
+ private:
+  Teuchos::RCP<const TpetraMap> map_;
+  std::vector<double> inverse_;
 };
 
 std::vector<double> weighted_degrees(const graph::EdgeList& g) {
@@ -153,13 +176,18 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
   const std::uint64_t begin = g.local_vertex_begin();
 
   // Seeded per vertex id, so every rank count starts from the same vector.
-  auto start = Teuchos::rcp(new TpetraMultiVector(rows, 1, false));
-  {
-    auto s = column(*start, 0);
+  // The space Krylov–Schur searches: the constants' complement for Fiedler.
+  const std::uint64_t dim = fiedler ? n - 1 : n;
+  constexpr int kLobpcgBlock = 4;
+  const bool lobpcg = o.method == EigenMethod::lobpcg && dim > 3 * kLobpcgBlock;
+  r.method = lobpcg ? EigenMethod::lobpcg : EigenMethod::krylov_schur;
+  auto start = Teuchos::rcp(new TpetraMultiVector(rows, lobpcg ? kLobpcgBlock : 1, false));
+  for (std::size_t c = 0; c < start->getNumVectors(); ++c) {
+    auto s = column(*start, c);
     for (std::size_t i = 0; i < local; ++i) {
-      std::uint64_t state = begin + i + 0x5bd1e995u;
+      std::uint64_t state = begin + i + 0x5bd1e995u + (static_cast<std::uint64_t>(c) << 40);
       const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-      s[i] = fiedler ? 2 * u - 1 : 1 + u;  // centrality: positive, not orthogonal to the Perron vector
+      s[i] = fiedler || c > 0 ? 2 * u - 1 : 1 + u;  // centrality: positive, not orthogonal to the Perron vector
     }
   }
   Teuchos::RCP<TpetraMultiVector> constant;
@@ -167,14 +195,12 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
     constant = Teuchos::rcp(new TpetraMultiVector(rows, 1, false));
     constant->putScalar(1.0 / std::sqrt(static_cast<double>(n)));
   }
-  // The space Krylov–Schur searches: the constants' complement for Fiedler.
-  const std::uint64_t dim = fiedler ? n - 1 : n;
   auto x = Teuchos::rcp(new TpetraMultiVector(rows, 1, true));
   const auto t0 = std::chrono::steady_clock::now();
-  if (dim <= 2) {
-    // At most 3 vertices: Krylov–Schur needs a basis larger than the wanted
-    // pairs and smaller than the space, which a space this small cannot
-    // give. The n x n operator, from n products, solved by LAPACK.
+  if (dim <= 3) {
+    // At most 4 vertices: Krylov–Schur needs a basis of 3 or more, larger
+    // than the wanted pairs and smaller than the space, which a space this
+    // small cannot give. The n x n operator, from n products, solved by LAPACK.
     const int nn = static_cast<int>(n);
     std::vector<double> dense(n * n, 0.0), w(n), work(3 * n + 8);
     TpetraMultiVector e(rows, 1, true), ae(rows, 1, true);
@@ -192,7 +218,7 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
     if (info != 0) throw Error("LAPACK's dsyev failed on a " + std::to_string(n) + "-vertex operator");
     // Ascending: λ₂ is the second (connected, so λ₁ = 0 is simple), λ_max the last.
     const std::size_t k = fiedler ? 1 : n - 1;
-    if (n > 2) r.next_lambda = fiedler ? w[2] : w[n - 2];
+    if (fiedler ? n > 2 : n > 1) r.next_lambda = fiedler ? w[2] : w[n - 2];
     auto xs = column(*x, 0);
     for (std::size_t i = 0; i < local; ++i) xs[i] = dense[k * n + begin + i];
     r.converged = true;
@@ -207,24 +233,47 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
     problem->setHermitian(true);
     problem->setNEV(nev);
     if (fiedler) problem->setAuxVecs(constant);
+    if (lobpcg && fiedler) {
+      std::vector<double> inverse(local);
+      auto offsets = g.row_offsets();
+      auto dst = g.local_dst();
+      auto weight = g.local_weight();
+      for (std::size_t i = 0; i < local; ++i) {
+        double d = 0;
+        for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
+          if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
+        inverse[i] = 1.0 / d;
+      }
+      problem->setPrec(Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse))));
+    }
     if (!problem->setProblem()) throw Error("Anasazi refused the eigenproblem (its operator or start vector)");
     Teuchos::ParameterList params;
     params.set("Which", std::string(fiedler ? "SR" : "LR"));
-    params.set("Block Size", 1);
-    params.set("Num Blocks", blocks);
-    params.set("Maximum Restarts", o.max_restarts);
     params.set("Convergence Tolerance", o.tolerance);
     params.set("Relative Convergence Tolerance", true);
     params.set("Verbosity", static_cast<int>(Anasazi::Errors));
-    Anasazi::BlockKrylovSchurSolMgr<Scalar, MV, OP> solver(problem, params);
-    const Anasazi::ReturnType status = solver.solve();
-    r.iterations = solver.getNumIters();
+    std::unique_ptr<Anasazi::SolverManager<Scalar, MV, OP>> solver;
+    if (lobpcg) {
+      params.set("Block Size", kLobpcgBlock);
+      params.set("Maximum Iterations", o.max_iterations);
+      params.set("Full Ortho", true);
+      params.set("Use Locking", true);
+      solver = std::make_unique<Anasazi::LOBPCGSolMgr<Scalar, MV, OP>>(problem, params);
+    } else {
+      params.set("Block Size", 1);
+      params.set("Num Blocks", blocks);
+      params.set("Maximum Restarts", o.max_restarts);
+      solver = std::make_unique<Anasazi::BlockKrylovSchurSolMgr<Scalar, MV, OP>>(problem, params);
+    }
+    const Anasazi::ReturnType status = solver->solve();
+    r.iterations = solver->getNumIters();
     const auto& solution = problem->getSolution();
     r.converged = status == Anasazi::Converged && solution.numVecs >= 1;
     if (solution.numVecs < 1)
-      throw Error(std::string("Anasazi's Krylov–Schur found no eigenpair of the ") +
-                  (fiedler ? "Laplacian" : "adjacency") + " within " + std::to_string(o.max_restarts) +
-                  " restarts; raise the restarts or the subspace size");
+      throw Error(std::string("Anasazi's ") + to_string(r.method) + " found no eigenpair of the " +
+                  (fiedler ? "Laplacian" : "adjacency") + " within its iteration cap (max_restarts " +
+                  std::to_string(o.max_restarts) + ", max_iterations " + std::to_string(o.max_iterations) +
+                  "); raise it, or the Krylov subspace size");
     // Solutions come sorted by "Which": the wanted one first.
     const auto& evals = solution.Evals;
     int best = 0;

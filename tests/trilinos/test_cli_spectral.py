@@ -74,7 +74,10 @@ def check_case(name, a, what, path_args, lam_key, ranks_list, extra, results):
     for ranks, vec, parts, j in (r for r in results if r[0] in ranks_list):
         tag = f"{name} {what} at {ranks} rank(s)"
         got = j[lam_key]
-        check(j["converged"] and (j["iterations"] > 0 or n <= 4), f"{tag}: converged in {j['iterations']} iterations")
+        check(j["converged"] and (j["iterations"] > 0 or n <= 4),
+              f"{tag}: converged in {j['iterations']} iterations ({j['solver']})")
+        check(j["solver"] == ("lobpcg" if "lobpcg" in extra and n > 13 else "krylov-schur" if n > 4 else "dense (LAPACK)"),
+              f"{tag}: solved by {j['solver']}")
         check(abs(got - want) <= 1e-8 * abs(want), f"{tag}: {lam_key} {got!r} = eigh's {want!r} to 1e-8")
         values_read = read_vertex_values(vec)
         x = np.array([values_read[i] for i in range(n)])
@@ -165,6 +168,14 @@ compare("grid-crs", adjacency(grid), "fiedler", [grid, "--symmetric"], "lambda2"
         extra=("--matrix", "crs"))
 compare("weighted-crs", adjacency(weighted), "centrality", [weighted, "--symmetric"], "lambda", ranks_list=(2,),
         extra=("--matrix", "crs"))
+
+# LOBPCG (Jacobi-preconditioned for Fiedler) instead of Krylov-Schur: the same answers.
+lobpcg = ("--solver", "lobpcg")
+compare("kron-lcc-lobpcg", adjacency(lcc), "fiedler", [lcc, "--symmetric"], "lambda2", extra=lobpcg)
+compare("kron-lcc-lobpcg", adjacency(lcc), "centrality", [lcc, "--symmetric"], "lambda", ranks_list=(2,), extra=lobpcg)
+compare("weighted-lobpcg", adjacency(weighted), "fiedler", [weighted, "--symmetric"], "lambda2", ranks_list=(3,),
+        extra=lobpcg)
+compare("grid-lobpcg", adjacency(grid), "fiedler", [grid, "--symmetric"], "lambda2", ranks_list=(1,), extra=lobpcg)
 
 # A 3-vertex path at 4 ranks (ranks without vertices) and a 2-vertex graph.
 path3 = os.path.join(d, "path3.el")

@@ -26,12 +26,25 @@ enum class SpectralWhat {
 };
 inline const char* to_string(SpectralWhat w) noexcept { return w == SpectralWhat::fiedler ? "fiedler" : "centrality"; }
 
+// Anasazi's eigensolver.
+enum class EigenMethod {
+  krylov_schur,  // Block Krylov–Schur, block size 1 (Stewart 2001)
+  // LOBPCG (Knyazev, "Toward the optimal preconditioned eigensolver",
+  // SIAM J. Sci. Comput. 23(2), 2001), block of 4, Jacobi-preconditioned
+  // (L's diagonal) for Fiedler. Graphs too small for its block (under 13
+  // vertices) get Krylov–Schur.
+  lobpcg,
+};
+inline const char* to_string(EigenMethod m) noexcept { return m == EigenMethod::lobpcg ? "lobpcg" : "krylov-schur"; }
+
 struct SpectralOptions {
   SpectralWhat what = SpectralWhat::fiedler;
+  EigenMethod method = EigenMethod::krylov_schur;
+  int max_iterations = 20000;  // LOBPCG's cap
   // Anasazi's Ritz residual ||Ax - λx|| / |λ| to stop at; the true residual
   // of the answer is computed apart and reported.
   double tolerance = 1e-10;
-  int max_restarts = 1000;
+  int max_restarts = 1000;  // Krylov–Schur's cap
   int subspace = 40;  // Krylov basis size ("Num Blocks", block size 1); capped by the graph's size
   // The operator Anasazi applies: the edge arrays themselves, or (the
   // conventional path, for comparison) a Tpetra::CrsMatrix copied from them.
@@ -46,7 +59,8 @@ struct SpectralResult {
   // vector is not unique (only its eigenspace is).
   double next_lambda = 0;
   double residual = 0;  // true ||Mx - λx|| / |λ|, x of unit norm (M = L or A)
-  int iterations = 0;   // Krylov–Schur steps (operator applications after the start)
+  int iterations = 0;   // Krylov–Schur steps (one product each) or LOBPCG iterations (one block product each)
+  EigenMethod method = EigenMethod::krylov_schur;  // the one that ran (0 iterations: solved densely, at most 4 vertices)
   bool converged = false;
   double seconds = 0;  // the eigensolver alone (Anasazi's setup and iterations)
   // This rank's entries of the unit-norm vector, in vertex order. Sign:
