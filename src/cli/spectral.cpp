@@ -1,6 +1,6 @@
 // tessera spectral GRAPH [--what fiedler|centrality] [-o VECTOR] [--parts PARTS] [--json]:
 // the Fiedler vector and λ₂ of the graph Laplacian (with spectral bisection
-// from it), or eigenvector centrality, by Anasazi's Krylov–Schur on the
+// from it), or eigenvector centrality, by Anasazi (LOBPCG or Krylov–Schur) on the
 // graph's own edge arrays (trilinos/spectral.hpp). The graph is read as the
 // other graph commands read it (pipeline/input.hpp), with the same time and
 // memory report.
@@ -22,7 +22,7 @@ namespace {
 
 struct SpectralArgs {
   pipeline::Input input;
-  std::string what = "fiedler", output, parts, split = "median", matrix = "edgelist", method = "krylov-schur";
+  std::string what = "fiedler", output, parts, split = "median", matrix = "edgelist", method = "lobpcg";
   trilinos::SpectralOptions solver;
   bool json = false, quiet = false;
 };
@@ -128,7 +128,7 @@ void add_spectral(CLI::App& app, Action& selected) {
   auto* c = app.add_subcommand(
       "spectral",
       "Fiedler vector and lambda2 of the Laplacian, with spectral bisection, or eigenvector centrality "
-      "(Anasazi Krylov-Schur on the edge arrays, no matrix copy)");
+      "(Anasazi LOBPCG or Krylov-Schur on the edge arrays, no matrix copy)");
   c->add_option("graph", a->input.path, "Input graph (- reads standard input)")
       ->required()
       ->check(CLI::Validator(
@@ -143,8 +143,8 @@ void add_spectral(CLI::App& app, Action& selected) {
       ->check(CLI::IsMember({"median", "sign"}))
       ->capture_default_str();
   c->add_option("--solver", a->method,
-                "Anasazi's krylov-schur (Block Krylov-Schur) or lobpcg (Jacobi-preconditioned for fiedler; "
-                "graphs under 13 vertices get krylov-schur)")
+                "Anasazi's lobpcg (Jacobi-preconditioned for fiedler; graphs under 13 vertices get krylov-schur) "
+                "or krylov-schur (Block Krylov-Schur)")
       ->check(CLI::IsMember({"krylov-schur", "lobpcg"}))
       ->capture_default_str();
   c->add_option("--max-iterations", a->solver.max_iterations, "LOBPCG iterations at most")

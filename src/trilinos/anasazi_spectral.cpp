@@ -1,5 +1,8 @@
-// Block Krylov–Schur (Stewart, "A Krylov–Schur algorithm for large
-// eigenproblems", SIAM J. Matrix Anal. Appl. 23(3), 2001) from Anasazi on
+// LOBPCG (Knyazev, "Toward the optimal preconditioned eigensolver: locally
+// optimal block preconditioned conjugate gradient method", SIAM J. Sci.
+// Comput. 23(2), 2001) and Block Krylov–Schur (Stewart, "A Krylov–Schur
+// algorithm for large eigenproblems", SIAM J. Matrix Anal. Appl. 23(3),
+// 2001) from Anasazi on
 // the graph's own edge arrays: the Fiedler vector and λ₂ of the Laplacian
 // (Fiedler, "Algebraic connectivity of graphs", Czech. Math. J. 23, 1973)
 // and eigenvector centrality (the adjacency's Perron vector).
@@ -10,9 +13,11 @@
 #include <AnasaziLOBPCGSolMgr.hpp>
 #include <AnasaziTpetraAdapter.hpp>
 #include <Teuchos_LAPACK.hpp>
+#include <Teuchos_oblackholestream.hpp>
 #include <Tpetra_CrsMatrix.hpp>
 
 #include <chrono>
+#include <iostream>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -229,51 +234,74 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
     // orthogonalize a vector more) and above the wanted pairs.
     const int nev = static_cast<int>(std::min<std::uint64_t>(2, dim - 2));
     const int blocks = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(o.subspace), dim - 1));
-    auto problem = Teuchos::rcp(new Anasazi::BasicEigenproblem<Scalar, MV, OP>(op, start));
-    problem->setHermitian(true);
-    problem->setNEV(nev);
-    if (fiedler) problem->setAuxVecs(constant);
-    if (lobpcg && fiedler) {
-      std::vector<double> inverse(local);
-      auto offsets = g.row_offsets();
-      auto dst = g.local_dst();
-      auto weight = g.local_weight();
-      for (std::size_t i = 0; i < local; ++i) {
-        double d = 0;
-        for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
-          if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
-        inverse[i] = 1.0 / d;
+    // Anasazi's messages go to stderr (stdout may carry a JSON document),
+    // and nowhere for an attempt another solver follows up.
+    Teuchos::oblackholestream nowhere;
+    auto attempt = [&](bool use_lobpcg, bool last) {
+      // Krylov–Schur starts from one vector, LOBPCG from its block.
+      auto problem = Teuchos::rcp(new Anasazi::BasicEigenproblem<Scalar, MV, OP>(
+          op, use_lobpcg ? start : start->subViewNonConst(Teuchos::Range1D(0, 0))));
+      problem->setHermitian(true);
+      problem->setNEV(nev);
+      if (fiedler) problem->setAuxVecs(constant);
+      if (use_lobpcg && fiedler) {
+        std::vector<double> inverse(local);
+        auto offsets = g.row_offsets();
+        auto dst = g.local_dst();
+        auto weight = g.local_weight();
+        for (std::size_t i = 0; i < local; ++i) {
+          double d = 0;
+          for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
+            if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
+          inverse[i] = 1.0 / d;
+        }
+        problem->setPrec(Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse))));
       }
-      problem->setPrec(Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse))));
+      if (!problem->setProblem()) throw Error("Anasazi refused the eigenproblem (its operator or start vector)");
+      Teuchos::ParameterList params;
+      params.set("Which", std::string(fiedler ? "SR" : "LR"));
+      params.set("Convergence Tolerance", o.tolerance);
+      params.set("Relative Convergence Tolerance", true);
+      params.set("Verbosity", static_cast<int>(Anasazi::Errors));
+      params.set("Output Stream", Teuchos::getFancyOStream(last ? Teuchos::rcpFromRef<std::ostream>(std::cerr)
+                                                                : Teuchos::rcpFromRef<std::ostream>(nowhere)));
+      std::unique_ptr<Anasazi::SolverManager<Scalar, MV, OP>> solver;
+      if (use_lobpcg) {
+        params.set("Block Size", kLobpcgBlock);
+        params.set("Maximum Iterations", o.max_iterations);
+        params.set("Full Ortho", true);
+        params.set("Use Locking", true);
+        solver = std::make_unique<Anasazi::LOBPCGSolMgr<Scalar, MV, OP>>(problem, params);
+      } else {
+        params.set("Block Size", 1);
+        params.set("Num Blocks", blocks);
+        params.set("Maximum Restarts", o.max_restarts);
+        solver = std::make_unique<Anasazi::BlockKrylovSchurSolMgr<Scalar, MV, OP>>(problem, params);
+      }
+      const Anasazi::ReturnType status = solver->solve();
+      r.iterations = solver->getNumIters();
+      r.method = use_lobpcg ? EigenMethod::lobpcg : EigenMethod::krylov_schur;
+      r.converged = status == Anasazi::Converged && problem->getSolution().numVecs >= 1;
+      return problem;
+    };
+    // LOBPCG can fail where the space has few distinct eigenvalues (a star:
+    // its Rayleigh-Ritz breaks down); Krylov-Schur then takes over, and the
+    // other way round when Krylov-Schur stalls.
+    Teuchos::RCP<Anasazi::BasicEigenproblem<Scalar, MV, OP>> problem;
+    const bool other = lobpcg || dim > 3 * kLobpcgBlock;  // LOBPCG needs 3 blocks below the dimension
+    try {
+      problem = attempt(lobpcg, !other);
+    } catch (const std::exception&) {
+      if (!other) throw;
+      problem = Teuchos::null;
     }
-    if (!problem->setProblem()) throw Error("Anasazi refused the eigenproblem (its operator or start vector)");
-    Teuchos::ParameterList params;
-    params.set("Which", std::string(fiedler ? "SR" : "LR"));
-    params.set("Convergence Tolerance", o.tolerance);
-    params.set("Relative Convergence Tolerance", true);
-    params.set("Verbosity", static_cast<int>(Anasazi::Errors));
-    std::unique_ptr<Anasazi::SolverManager<Scalar, MV, OP>> solver;
-    if (lobpcg) {
-      params.set("Block Size", kLobpcgBlock);
-      params.set("Maximum Iterations", o.max_iterations);
-      params.set("Full Ortho", true);
-      params.set("Use Locking", true);
-      solver = std::make_unique<Anasazi::LOBPCGSolMgr<Scalar, MV, OP>>(problem, params);
-    } else {
-      params.set("Block Size", 1);
-      params.set("Num Blocks", blocks);
-      params.set("Maximum Restarts", o.max_restarts);
-      solver = std::make_unique<Anasazi::BlockKrylovSchurSolMgr<Scalar, MV, OP>>(problem, params);
-    }
-    const Anasazi::ReturnType status = solver->solve();
-    r.iterations = solver->getNumIters();
+    if (other && (problem.is_null() || !r.converged)) problem = attempt(!lobpcg, true);
     const auto& solution = problem->getSolution();
-    r.converged = status == Anasazi::Converged && solution.numVecs >= 1;
     if (solution.numVecs < 1)
       throw Error(std::string("Anasazi's ") + to_string(r.method) + " found no eigenpair of the " +
                   (fiedler ? "Laplacian" : "adjacency") + " within its iteration cap (max_restarts " +
                   std::to_string(o.max_restarts) + ", max_iterations " + std::to_string(o.max_iterations) +
-                  "); raise it, or the Krylov subspace size");
+                  "); raise it (or the Krylov subspace size), or try the other solver (lobpcg / krylov-schur)");
     // Solutions come sorted by "Which": the wanted one first.
     const auto& evals = solution.Evals;
     int best = 0;
