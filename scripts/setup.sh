@@ -21,12 +21,12 @@ packages=(
   # pybind11 >= 2.12 into the build tree), pytest and mpi4py for its tests.
   python3-dev python3-numpy python3-pip python3-pytest python3-mpi4py
 )
-# The trilinos/ layer (Tpetra, Belos, Ifpack2; ~170 MB). The last three must
+# The trilinos/ layer (Tpetra, Belos, Ifpack2, Anasazi; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with
 # TESSERA_WITH_TRILINOS=OFF in the environment (then configure with
 # -DTESSERA_WITH_TRILINOS=OFF too).
 if [ "${TESSERA_WITH_TRILINOS:-ON}" != "OFF" ]; then
-  packages+=(libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev
+  packages+=(libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev libtrilinos-anasazi-dev
              libtrilinos-teuchos-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev)
 fi
 

@@ -17,6 +17,7 @@ void add_bench(CLI::App& app, Action& selected);
 void add_graph(CLI::App& app, Action& selected);
 void add_map(CLI::App& app, Action& selected);  // tessera map (src/cli/map.cpp)
 void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (src/cli/checkpoint.cpp)
+void add_spectral(CLI::App& app, Action& selected);    // tessera spectral (src/cli/spectral.cpp)
 void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (src/cli/analyses.cpp)
 
 // What the commands that read a graph share (defined in graph.cpp).

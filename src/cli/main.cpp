@@ -4,6 +4,7 @@
 //   tessera checkpoint list|rm      a program's checkpoints, checked, or removed
 //   tessera gen|convert|cc|lcc|hitting|pipeline   the graph workflow
 //   tessera pagerank|bfs            GAPBS's kernels on a graph
+//   tessera spectral                Fiedler vector / eigenvector centrality (Anasazi)
 //   tessera bench NAME              the benchmark suite
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
 // -n K starts the job under mpirun with K ranks when not already under MPI.
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_bench(app, selected);
   tessera::cli::add_map(app, selected);
   tessera::cli::add_checkpoint(app, selected);
+  tessera::cli::add_spectral(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 // The trilinos/ layer when Tessera is built without Trilinos: every entry
 // point says so, so callers (the CLI's --solver belos) need no #ifdef.
 #include "tessera/trilinos/hitting.hpp"
+#include "tessera/trilinos/spectral.hpp"
 
 namespace tessera::trilinos {
 
@@ -20,6 +21,8 @@ Session::~Session() = default;
 bool Session::active() noexcept { return false; }
 
 RowMatrixMemory row_matrix_memory(const graph::EdgeList&) { not_built(); }
+
+SpectralResult spectral(const graph::EdgeList&, const SpectralOptions&) { not_built(); }
 
 BelosHittingTimes belos_hitting_times(const graph::EdgeList&, std::span<const std::uint64_t>, const BelosHittingOptions&) {
   not_built();

@@ -1,0 +1,357 @@
+// LOBPCG (Knyazev, "Toward the optimal preconditioned eigensolver: locally
+// optimal block preconditioned conjugate gradient method", SIAM J. Sci.
+// Comput. 23(2), 2001) and Block Krylov–Schur (Stewart, "A Krylov–Schur
+// algorithm for large eigenproblems", SIAM J. Matrix Anal. Appl. 23(3),
+// 2001) from Anasazi on
+// the graph's own edge arrays: the Fiedler vector and λ₂ of the Laplacian
+// (Fiedler, "Algebraic connectivity of graphs", Czech. Math. J. 23, 1973)
+// and eigenvector centrality (the adjacency's Perron vector).
+// Anasazi is instantiated in this one translation unit (its templates are
+// slow to compile).
+#include <AnasaziBasicEigenproblem.hpp>
+#include <AnasaziBlockKrylovSchurSolMgr.hpp>
+#include <AnasaziLOBPCGSolMgr.hpp>
+#include <AnasaziTpetraAdapter.hpp>
+#include <Teuchos_LAPACK.hpp>
+#include <Teuchos_oblackholestream.hpp>
+#include <Tpetra_CrsMatrix.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "tessera/graph/components.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/memory.hpp"
+#include "tessera/runtime/splitmix64.hpp"
+#include "tessera/trilinos/belos.hpp"
+#include "tessera/trilinos/spectral.hpp"
+
+namespace tessera::trilinos {
+
+namespace {
+
+// The adjacency A = D - L over the same edge arrays: L's product (the
+// RowMatrix, or its CrsMatrix copy) and the weighted degrees D (self loops
+// included, so A keeps them on its diagonal). One value per vertex added,
+// nothing per edge.
+class AdjacencyOperator final : public TpetraOperator {
+ public:
+  AdjacencyOperator(Teuchos::RCP<const TpetraOperator> laplacian, std::vector<double> degree)
+      : l_(std::move(laplacian)), degree_(std::move(degree)) {}
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override { return l_->getDomainMap(); }
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override { return l_->getRangeMap(); }
+  bool hasTransposeApply() const override { return true; }
+  // Y = alpha (D X - L X) + beta Y; A is symmetric, every mode the same.
+  void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp = Teuchos::NO_TRANS,
+             Scalar alpha = 1.0, Scalar beta = 0.0) const override {
+    l_->apply(x, y, Teuchos::NO_TRANS, -alpha, beta);
+    auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
+    auto yv = y.getLocalViewHost(Tpetra::Access::ReadWrite);
+    for (std::size_t j = 0; j < x.getNumVectors(); ++j)
+      for (std::size_t i = 0; i < degree_.size(); ++i) yv(i, j) += alpha * degree_[i] * xv(i, j);
+  }
+  std::size_t memory_bytes() const noexcept { return degree_.capacity() * sizeof(double); }
+
+ private:
+  Teuchos::RCP<const TpetraOperator> l_;
+  std::vector<double> degree_;
+};
+
+// Jacobi for LOBPCG: y = alpha D⁻¹ x + beta y, D the Laplacian's diagonal
+// (positive on a connected graph of 2+ vertices).
+class DiagonalInverse final : public TpetraOperator {
+ public:
+  DiagonalInverse(Teuchos::RCP<const TpetraMap> map, std::vector<double> inverse)
+      : map_(std::move(map)), inverse_(std::move(inverse)) {}
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override { return map_; }
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override { return map_; }
+  void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp = Teuchos::NO_TRANS,
+             Scalar alpha = 1.0, Scalar beta = 0.0) const override {
+    auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
+    auto yv = y.getLocalViewHost(Tpetra::Access::ReadWrite);
+    for (std::size_t j = 0; j < x.getNumVectors(); ++j)
+      for (std::size_t i = 0; i < inverse_.size(); ++i)
+        yv(i, j) = alpha * inverse_[i] * xv(i, j) + (beta == 0 ? 0.0 : beta * yv(i, j));
+  }
+
+ private:
+  Teuchos::RCP<const TpetraMap> map_;
+  std::vector<double> inverse_;
+};
+
+std::vector<double> weighted_degrees(const graph::EdgeList& g) {
+  auto offsets = g.row_offsets();
+  auto weight = g.local_weight();
+  std::vector<double> d(g.local_vertices());
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (weight.empty()) {
+      d[i] = static_cast<double>(offsets[i + 1] - offsets[i]);
+      continue;
+    }
+    for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) d[i] += weight[e];
+  }
+  return d;
+}
+
+// Weights must be positive and finite: L is then positive semidefinite with
+// the constants as its kernel on a connected graph, and A nonnegative.
+void check_weights(const graph::EdgeList& g) {
+  agree(g.runtime().comm(), [&] {
+    auto weight = g.local_weight();
+    auto src = g.local_src();
+    auto dst = g.local_dst();
+    for (std::size_t e = 0; e < weight.size(); ++e)
+      if (!(weight[e] > 0) || !std::isfinite(weight[e]))
+        throw RangeError("edge " + std::to_string(src[e]) + " " + std::to_string(dst[e]) + " has weight " +
+                         std::to_string(weight[e]) +
+                         ": spectral analysis needs positive finite weights (a Laplacian with its constant kernel)");
+  });
+}
+
+double dot(MPI_Comm comm, std::span<const double> a, std::span<const double> b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return all_reduce(comm, s, MPI_SUM);
+}
+
+std::span<double> column(TpetraMultiVector& v, std::size_t j) {
+  auto view = v.getLocalViewHost(Tpetra::Access::ReadWrite);
+  return {view.data() + j * view.stride(1), view.extent(0)};
+}
+
+}  // namespace
+
+SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
+  if (!Session::active())
+    throw ConfigError("Anasazi needs Kokkos and Tpetra running: create a tessera::trilinos::Session after the Runtime");
+  if (g.directed())
+    throw ConfigError("spectral analysis needs an undirected graph (the Laplacian and adjacency must be symmetric)");
+  if (!(o.tolerance > 0) || o.max_restarts < 0 || o.subspace < 3)
+    throw ConfigError("spectral: tolerance must be positive, max_restarts >= 0 and subspace >= 3");
+  Runtime& rt = g.runtime();
+  MPI_Comm comm = rt.comm();
+  const bool fiedler = o.what == SpectralWhat::fiedler;
+  const std::uint64_t n = g.vertices();
+  check_weights(g);
+  if (n == 0) throw ConfigError("spectral analysis of a graph without vertices");
+  if (fiedler) {
+    if (n < 2) throw ConfigError("the Fiedler vector needs a graph of at least 2 vertices; this one has 1");
+    // λ₂ = 0 exactly when the graph is disconnected: said before any solve.
+    auto c = graph::afforest(g);
+    const auto s = graph::summarize(g, c.labels);
+    if (s.count > 1)
+      throw ConfigError("the graph has " + std::to_string(s.count) + " connected components (" +
+                        std::to_string(s.isolated) + " of them isolated vertices), so λ₂ = 0 and its Fiedler vector "
+                        "is not defined; analyse one component, e.g. the largest: tessera lcc GRAPH -o LCC.tsg");
+  }
+
+  SpectralResult r;
+  r.what = o.what;
+  r.next_lambda = std::numeric_limits<double>::quiet_NaN();
+  // Every Tpetra object lives in this scope. The meter covers the
+  // operator's construction and first product (what it allocates); the
+  // eigensolver's vectors come after.
+  Teuchos::RCP<const TpetraMap> rows = Teuchos::rcp(new TpetraMap(n, g.local_vertices(), 0, teuchos_comm(rt)));
+  TpetraMultiVector probe(rows, 1, true), probe_out(rows, 1, true);
+  std::optional<AnonymousMemoryMeter> meter(std::in_place, comm);
+  auto lap = Teuchos::rcp(new EdgeListRowMatrix(g, {}, TpetraColumns::omitted));
+  Teuchos::RCP<const TpetraOperator> laplacian = lap;
+  std::uint64_t extra = lap->extra_memory_bytes();
+  if (o.matrix == MatrixKind::crs) {
+    auto crs = crs_copy(*lap);
+    extra = crs_bytes(*crs);
+    laplacian = crs;
+    lap = Teuchos::null;
+  }
+  Teuchos::RCP<const TpetraOperator> op = laplacian;
+  if (!fiedler) {
+    auto adjacency = Teuchos::rcp(new AdjacencyOperator(laplacian, weighted_degrees(g)));
+    extra += adjacency->memory_bytes();
+    op = adjacency;
+  }
+  op->apply(probe, probe_out);
+  r.matrix_measured_bytes = meter->growth_bytes();
+  meter.reset();
+  r.matrix_extra_bytes = all_reduce<std::uint64_t>(comm, extra, MPI_SUM);
+  const std::size_t local = g.local_vertices();
+  const std::uint64_t begin = g.local_vertex_begin();
+
+  // Seeded per vertex id, so every rank count starts from the same vector.
+  // The space Krylov–Schur searches: the constants' complement for Fiedler.
+  const std::uint64_t dim = fiedler ? n - 1 : n;
+  constexpr int kLobpcgBlock = 4;
+  const bool lobpcg = o.method == EigenMethod::lobpcg && dim > 3 * kLobpcgBlock;
+  r.method = lobpcg ? EigenMethod::lobpcg : EigenMethod::krylov_schur;
+  auto start = Teuchos::rcp(new TpetraMultiVector(rows, lobpcg ? kLobpcgBlock : 1, false));
+  for (std::size_t c = 0; c < start->getNumVectors(); ++c) {
+    auto s = column(*start, c);
+    for (std::size_t i = 0; i < local; ++i) {
+      std::uint64_t state = begin + i + 0x5bd1e995u + (static_cast<std::uint64_t>(c) << 40);
+      const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+      s[i] = fiedler || c > 0 ? 2 * u - 1 : 1 + u;  // centrality: positive, not orthogonal to the Perron vector
+    }
+  }
+  Teuchos::RCP<TpetraMultiVector> constant;
+  if (fiedler) {
+    constant = Teuchos::rcp(new TpetraMultiVector(rows, 1, false));
+    constant->putScalar(1.0 / std::sqrt(static_cast<double>(n)));
+  }
+  auto x = Teuchos::rcp(new TpetraMultiVector(rows, 1, true));
+  const auto t0 = std::chrono::steady_clock::now();
+  if (dim <= 3) {
+    // At most 4 vertices: Krylov–Schur needs a basis of 3 or more, larger
+    // than the wanted pairs and smaller than the space, which a space this
+    // small cannot give. The n x n operator, from n products, solved by LAPACK.
+    const int nn = static_cast<int>(n);
+    std::vector<double> dense(n * n, 0.0), w(n), work(3 * n + 8);
+    TpetraMultiVector e(rows, 1, true), ae(rows, 1, true);
+    for (std::uint64_t jcol = 0; jcol < n; ++jcol) {
+      auto es = column(e, 0);
+      for (std::size_t i = 0; i < local; ++i) es[i] = begin + i == jcol ? 1.0 : 0.0;
+      op->apply(e, ae);
+      auto as = column(ae, 0);
+      for (std::size_t i = 0; i < local; ++i) dense[jcol * n + begin + i] = as[i];
+    }
+    all_reduce(comm, dense.data(), static_cast<int>(dense.size()), MPI_SUM);
+    int info = 0;
+    Teuchos::LAPACK<int, double>().SYEV('V', 'U', nn, dense.data(), nn, w.data(), work.data(),
+                                        static_cast<int>(work.size()), &info);
+    if (info != 0) throw Error("LAPACK's dsyev failed on a " + std::to_string(n) + "-vertex operator");
+    // Ascending: λ₂ is the second (connected, so λ₁ = 0 is simple), λ_max the last.
+    const std::size_t k = fiedler ? 1 : n - 1;
+    if (fiedler ? n > 2 : n > 1) r.next_lambda = fiedler ? w[2] : w[n - 2];
+    auto xs = column(*x, 0);
+    for (std::size_t i = 0; i < local; ++i) xs[i] = dense[k * n + begin + i];
+    r.converged = true;
+  } else {
+    using MV = TpetraMultiVector;
+    using OP = TpetraOperator;
+    // The basis stays below the space's dimension (Krylov–Schur cannot
+    // orthogonalize a vector more) and above the wanted pairs.
+    const int nev = static_cast<int>(std::min<std::uint64_t>(2, dim - 2));
+    const int blocks = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(o.subspace), dim - 1));
+    // Anasazi's messages go to stderr (stdout may carry a JSON document),
+    // and nowhere for an attempt another solver follows up.
+    Teuchos::oblackholestream nowhere;
+    auto attempt = [&](bool use_lobpcg, bool last) {
+      // Krylov–Schur starts from one vector, LOBPCG from its block.
+      auto problem = Teuchos::rcp(new Anasazi::BasicEigenproblem<Scalar, MV, OP>(
+          op, use_lobpcg ? start : start->subViewNonConst(Teuchos::Range1D(0, 0))));
+      problem->setHermitian(true);
+      problem->setNEV(nev);
+      if (fiedler) problem->setAuxVecs(constant);
+      if (use_lobpcg && fiedler) {
+        std::vector<double> inverse(local);
+        auto offsets = g.row_offsets();
+        auto dst = g.local_dst();
+        auto weight = g.local_weight();
+        for (std::size_t i = 0; i < local; ++i) {
+          double d = 0;
+          for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
+            if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
+          inverse[i] = 1.0 / d;
+        }
+        problem->setPrec(Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse))));
+      }
+      if (!problem->setProblem()) throw Error("Anasazi refused the eigenproblem (its operator or start vector)");
+      Teuchos::ParameterList params;
+      params.set("Which", std::string(fiedler ? "SR" : "LR"));
+      params.set("Convergence Tolerance", o.tolerance);
+      params.set("Relative Convergence Tolerance", true);
+      params.set("Verbosity", static_cast<int>(Anasazi::Errors));
+      params.set("Output Stream", Teuchos::getFancyOStream(last ? Teuchos::rcpFromRef<std::ostream>(std::cerr)
+                                                                : Teuchos::rcpFromRef<std::ostream>(nowhere)));
+      std::unique_ptr<Anasazi::SolverManager<Scalar, MV, OP>> solver;
+      if (use_lobpcg) {
+        params.set("Block Size", kLobpcgBlock);
+        params.set("Maximum Iterations", o.max_iterations);
+        params.set("Full Ortho", true);
+        params.set("Use Locking", true);
+        solver = std::make_unique<Anasazi::LOBPCGSolMgr<Scalar, MV, OP>>(problem, params);
+      } else {
+        params.set("Block Size", 1);
+        params.set("Num Blocks", blocks);
+        params.set("Maximum Restarts", o.max_restarts);
+        solver = std::make_unique<Anasazi::BlockKrylovSchurSolMgr<Scalar, MV, OP>>(problem, params);
+      }
+      const Anasazi::ReturnType status = solver->solve();
+      r.iterations = solver->getNumIters();
+      r.method = use_lobpcg ? EigenMethod::lobpcg : EigenMethod::krylov_schur;
+      r.converged = status == Anasazi::Converged && problem->getSolution().numVecs >= 1;
+      return problem;
+    };
+    // LOBPCG can fail where the space has few distinct eigenvalues (a star:
+    // its Rayleigh-Ritz breaks down); Krylov-Schur then takes over, and the
+    // other way round when Krylov-Schur stalls.
+    Teuchos::RCP<Anasazi::BasicEigenproblem<Scalar, MV, OP>> problem;
+    const bool other = lobpcg || dim > 3 * kLobpcgBlock;  // LOBPCG needs 3 blocks below the dimension
+    try {
+      problem = attempt(lobpcg, !other);
+    } catch (const std::exception&) {
+      if (!other) throw;
+      problem = Teuchos::null;
+    }
+    if (other && (problem.is_null() || !r.converged)) problem = attempt(!lobpcg, true);
+    const auto& solution = problem->getSolution();
+    if (solution.numVecs < 1)
+      throw Error(std::string("Anasazi's ") + to_string(r.method) + " found no eigenpair of the " +
+                  (fiedler ? "Laplacian" : "adjacency") + " within its iteration cap (max_restarts " +
+                  std::to_string(o.max_restarts) + ", max_iterations " + std::to_string(o.max_iterations) +
+                  "); raise it (or the Krylov subspace size), or try the other solver (lobpcg / krylov-schur)");
+    // Solutions come sorted by "Which": the wanted one first.
+    const auto& evals = solution.Evals;
+    int best = 0;
+    for (int k = 1; k < solution.numVecs; ++k)
+      if (fiedler ? evals[k].realpart < evals[best].realpart : evals[k].realpart > evals[best].realpart) best = k;
+    for (int k = 0; k < solution.numVecs; ++k)
+      if (k != best) r.next_lambda = evals[k].realpart;
+    // Hermitian: every eigenpair real, column k of Evecs is pair k.
+    x->getVectorNonConst(0)->update(1.0, *solution.Evecs->getVector(best), 0.0);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // The answer judged apart from Anasazi: unit norm, sign fixed, Rayleigh
+  // quotient, true residual ||Mx - λx|| / |λ|.
+  TpetraMultiVector y(rows, 1, false);
+  auto xs = column(*x, 0);
+  if (fiedler) {  // exactly orthogonal to the constants (what Anasazi left of them is rounding)
+    double sum = 0;
+    for (double v : xs) sum += v;
+    sum = all_reduce(comm, sum, MPI_SUM) / static_cast<double>(n);
+    for (double& v : xs) v -= sum;
+  }
+  const double norm = std::sqrt(dot(comm, xs, xs));
+  if (!(norm > 0)) throw Error("Anasazi returned a zero eigenvector");
+  double largest = 0;
+  for (double& v : xs) largest = std::max(largest, std::abs(v /= norm));
+  largest = all_reduce(comm, largest, MPI_MAX);
+  double sign = 1;
+  if (fiedler) {
+    std::uint64_t first = std::numeric_limits<std::uint64_t>::max();
+    double value = 0;
+    for (std::size_t i = 0; i < local && first == std::numeric_limits<std::uint64_t>::max(); ++i)
+      if (std::abs(xs[i]) > 1e-6 * largest) first = begin + i, value = xs[i];
+    const std::uint64_t global_first = all_reduce(comm, first, MPI_MIN);
+    sign = all_reduce(comm, global_first == first && value < 0 ? -1.0 : 1.0, MPI_MIN);
+  } else {
+    double sum = 0;
+    for (double v : xs) sum += v;
+    sign = all_reduce(comm, sum, MPI_SUM) < 0 ? -1.0 : 1.0;
+  }
+  for (double& v : xs) v *= sign;
+  op->apply(*x, y);
+  auto ys = column(y, 0);
+  r.lambda = dot(comm, xs, ys);
+  double rr = 0;
+  for (std::size_t i = 0; i < local; ++i) rr += (ys[i] - r.lambda * xs[i]) * (ys[i] - r.lambda * xs[i]);
+  const double rnorm = std::sqrt(all_reduce(comm, rr, MPI_SUM));
+  r.residual = r.lambda != 0 ? rnorm / std::abs(r.lambda) : rnorm;
+  r.vector.assign(xs.begin(), xs.end());
+  return r;
+}
+
+}  // namespace tessera::trilinos
