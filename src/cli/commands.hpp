@@ -14,5 +14,8 @@ void add_bench(CLI::App& app, Action& selected);
 void add_graph(CLI::App& app, Action& selected);
 void add_map(CLI::App& app, Action& selected);  // tessera map (src/cli/map.cpp)
 void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (src/cli/checkpoint.cpp)
+// tessera run, bench faults (src/cli/run.cpp; after add_bench): they launch
+// mpirun themselves with -n K ranks, so they set launches_jobs.
+void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
 
 }  // namespace tessera::cli
