@@ -99,9 +99,10 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
                   o.n, o.iterations, o.chunks.c_str(), o.every, FaultInjection::attempt(),
                   resumed ? (", resumed from step " + std::to_string(resumed)).c_str() : ", from the start", check.c_str(),
                   static_cast<unsigned long long>(out.checksum));
-    if (!o.result.empty())
-      write_json(o.result, {{"checksum", out.checksum}, {"resumed_from", resumed}, {"attempt", FaultInjection::attempt()},
-                            {"check", check}, {"ranks", rt.size()}});
+    json j{{"checksum", out.checksum}, {"resumed_from", resumed}, {"attempt", FaultInjection::attempt()},
+           {"check", check}, {"ranks", rt.size()}};
+    if (o.plain) j["plain_checksum"] = jacobi::run_plain(p).checksum;
+    if (!o.result.empty()) write_json(o.result, j);
   }
   return check.rfind("ok", 0) == 0 ? 0 : 2;
 }
@@ -200,7 +201,8 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     so.heartbeat_timeout = o.heartbeat_timeout;
     so.faults = faults;
     so.shm_dir = node_dir;
-    so.environment = {{"TESSERA_SHM_DIR", node_dir}};
+    // Open MPI's shared memory there too: what a trial leaves is all in one place.
+    so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
     so.log = [&](const std::string& line) { note("  " + line); };
     auto t0 = std::chrono::steady_clock::now();
     t.result = chunks::supervise(so);
@@ -217,6 +219,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     // Segments left in the job's directory once the supervisor has cleaned
     // (checkpoint files are not segments: they are kept by design).
     for (const auto& e : scan_shared_dir(node_dir)) t.stale += e.kind == ShmEntry::Kind::segment ? 1 : 0;
+    t.stale += static_cast<int>(scan_mpi_files(node_dir).size());
     return t;
   };
 
@@ -300,6 +303,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
                result_file};
     so.retries = 0;
     so.shm_dir = node_dir;
+    so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
     so.log = [&](const std::string& line) { note("  " + line); };
     auto r = chunks::supervise(so);
     std::ifstream in(result_file);

@@ -24,6 +24,7 @@ struct RecoverJacobiOptions {
   std::string node_dir;         // the node level's ("" = $TESSERA_SHM_DIR or /dev/shm)
   std::string name = "jacobi3d";
   std::string result;           // "" = none
+  bool plain = false;           // also the plain sequential loop's checksum ("plain_checksum"), on rank 0
   bool quiet = false;
 };
 int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);

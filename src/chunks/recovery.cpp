@@ -146,6 +146,10 @@ Job launch(const SuperviseOptions& o, int attempt, const std::string& hb_dir) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
+    // SIGKILL; their state is in the checkpoint and their segments are
+    // collected here, so the relaunch need not wait.
+    setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
     setenv(FaultInjection::kAttempt, std::to_string(attempt).c_str(), 1);
     setenv(FaultInjection::kHeartbeatDir, hb_dir.c_str(), 1);
     if (!o.faults.empty()) setenv(FaultInjection::kFaults, FaultInjection::format(o.faults).c_str(), 1);
@@ -194,7 +198,7 @@ std::string describe(const AttemptReport& a) {
     s += "resumed from step " + std::to_string(a.resumed_step) + " (level " + std::to_string(a.resumed_level) + ", " +
          a.resumed_from + ")" + (a.resume_seconds >= 0 ? " in " + fixed(a.resume_seconds) + " s" : "") + "; ";
   else if (a.attempt > 1)
-    s += "no checkpoint found, started over; ";
+    s += "not resumed from a checkpoint; ";
   s += a.outcome;
   if (a.rank >= 0) s += ": rank " + std::to_string(a.rank);
   if (!a.how.empty()) s += " " + a.how;
@@ -283,10 +287,14 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       // A rank that stopped sending heartbeats: hung (the oldest is the culprit;
       // the others wait for it).
       if (!failed) {
+        // The culprit is likely the rank furthest behind (then the stalest):
+        // the others wait for it.
         int oldest = -1;
         for (int r = 0; r < o.ranks; ++r) {
           const auto& b = beats[static_cast<std::size_t>(r)];
-          if (b.seen && (oldest < 0 || b.time < beats[static_cast<std::size_t>(oldest)].time)) oldest = r;
+          if (!b.seen) continue;
+          const auto& c = beats[static_cast<std::size_t>(std::max(oldest, 0))];
+          if (oldest < 0 || b.step < c.step || (b.step == c.step && b.time < c.time)) oldest = r;
         }
         if (oldest >= 0 && now - beats[static_cast<std::size_t>(oldest)].time > o.heartbeat_timeout) {
           failed = true, detected = now, rep.rank = oldest, rep.outcome = "hung";
@@ -362,6 +370,14 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       rep.last_step = beats[static_cast<std::size_t>(r)].step;
       break;
     }
+    if (rep.outcome == "hung")  // an injected hang names its rank; otherwise the stalest guess stands
+      for (int r = 0; r < o.ranks; ++r)
+        if (std::string h = read_text(hb_dir + "/hung." + std::to_string(r)); !h.empty()) {
+          rep.rank = r;
+          rep.last_step = beats[static_cast<std::size_t>(r)].step;
+          rep.how = "(hang injected after step " + h.substr(0, h.find(' ')) + "; " + rep.how.substr(1);
+          break;
+        }
     if (rep.outcome.empty()) rep.outcome = rep.exit_code == 0 && !g_stop_signal ? "finished" : "failed";
     if (rep.how.empty() && mpirun.rank >= 0) {
       if (rep.rank < 0) rep.rank = mpirun.rank, rep.last_step = beats[static_cast<std::size_t>(mpirun.rank)].step;
@@ -380,6 +396,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       try {
         std::vector<GcFailure> failures;
         rep.segments_removed = collect_garbage(shm_dir, {}, &failures).size();
+        // Open MPI's shared-memory files of the killed ranks (vader_segment.*,
+        // in /dev/shm or btl_vader_backing_directory): those no process uses.
+        rep.segments_removed += remove_mpi_leftovers(shm_dir, false, &failures).size();
         for (const auto& f : failures) log("could not remove " + shm_dir + "/" + f.file + ": " + f.reason);
       } catch (const Error& e) {
         log(std::string("cleaning ") + shm_dir + " failed: " + e.what());

@@ -102,7 +102,8 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       ->check(CLI::NonNegativeNumber);
   run->add_option("--fault", o->faults,
                   "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
-                  "restart (while restoring) or hang; repeatable");
+                  "restart (while restoring) or hang; repeatable")
+      ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
   run->add_option("--kill-file", o->kill_file,
                   "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
   run->add_option("--heartbeat-timeout", o->heartbeat_timeout,
@@ -159,6 +160,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   jr->add_option("--node-dir", j->node_dir, "The node level's directory (default $TESSERA_SHM_DIR or /dev/shm)");
   jr->add_option("--name", j->name, "The checkpoints' name");
   jr->add_option("--result", j->result, "Rank 0 writes the checksum and check as JSON here");
+  jr->add_flag("--plain", j->plain, "Also run the plain sequential loop on rank 0 (the result's plain_checksum)");
   jr->add_flag("-q,--quiet", j->quiet, "No result line on stdout");
   jr->callback([j, &selected] {
     selected = [j] {
