@@ -254,7 +254,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     AttemptReport rep;
     rep.attempt = attempt;
     const std::string hb_dir = root + "/attempt" + std::to_string(attempt);
-    fs::create_directories(hb_dir);
+    std::error_code dir_error;
+    fs::create_directories(hb_dir, dir_error);
+    if (dir_error) throw SystemError("cannot create the heartbeat directory " + hb_dir, dir_error.value());
     const double started = now_seconds();
     Job job = launch(o, attempt, hb_dir);
     MpirunOutput mpirun;
