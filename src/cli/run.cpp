@@ -111,6 +111,8 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       ->check(CLI::PositiveNumber);
   run->add_option("--report", o->report, "Write what happened, attempt by attempt, as JSON to this file");
   run->add_flag("-q,--quiet", o->quiet, "Only errors on stderr, no supervisor lines");
+  run->footer("CMD: tessera -n K run [OPTIONS] CMD [ARGS...]; the first word of CMD ends these options, and "
+              "'tessera' as CMD is this program. Failures and recovery: docs/checkpoint.md");
   run->prefix_command();  // CMD and its own options follow
   run->fallthrough(false);  // the first word of CMD ends the supervisor's options
   run->callback([o, run, &selected, &ranks, &launches_jobs] {
