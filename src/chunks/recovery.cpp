@@ -17,7 +17,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -99,10 +98,24 @@ class MpirunOutput {
     if (line.size() >= 21 && line.find_first_not_of('-') >= 20 &&
         line.find_first_not_of("-\r\n") == std::string::npos) {
       if (in_box_) {
-        static const std::regex died(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
-        std::smatch m;
-        std::string flat = std::regex_replace(box_, std::regex(R"(\s+)"), " ");
-        if (std::regex_search(flat, m, died) && rank < 0) rank = std::stoi(m[1]), signal = std::stoi(m[2]);
+        // "mpirun noticed that process rank R with PID P on node N exited on
+        // signal S (NAME)." (wrapped anywhere: whitespace flattened first)
+        std::string flat;
+        for (char c : box_) {
+          bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+          if (!space) flat += c;
+          else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+        }
+        auto number_after = [&](const std::string& key) {
+          std::size_t at = flat.find(key);
+          if (at == std::string::npos) return -1;
+          at += key.size();
+          int v = 0, digits = 0;
+          for (; at < flat.size() && flat[at] >= '0' && flat[at] <= '9' && digits < 9; ++at, ++digits) v = v * 10 + (flat[at] - '0');
+          return digits ? v : -1;
+        };
+        int r = number_after("process rank "), sig = number_after("exited on signal ");
+        if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig;
         box_.clear();
       }
       in_box_ = !in_box_;
