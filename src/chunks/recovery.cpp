@@ -18,11 +18,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
 #include "tessera/storage/registry.hpp"
+#include "tessera/storage/segment.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera::chunks {
@@ -48,6 +50,64 @@ bool process_alive(pid_t pid) {
   if (close == std::string::npos || close + 2 >= text.size()) return false;
   char state = text[close + 2];
   return state != 'Z' && state != 'X';
+}
+
+// The job's processes: mpirun's children (found while it runs) and the
+// ranks' heartbeat pids; and Open MPI's job id (from a rank's environment),
+// which names its shared-memory files.
+struct JobProcesses {
+  std::set<pid_t> pids;
+  std::string jobid_hex;  // "" until found
+  void scan_children(pid_t parent) {
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in("/proc/" + name + "/stat");
+      std::string text;
+      if (!std::getline(in, text)) continue;
+      auto close = text.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(text.substr(close + 2));
+      char state = 0;
+      long long ppid = 0;
+      if (!(rest >> state >> ppid) || ppid != parent) continue;
+      add(static_cast<pid_t>(std::stoll(name)));
+    }
+  }
+  void add(pid_t pid) {
+    if (!pids.insert(pid).second || !jobid_hex.empty()) return;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::string var;
+    while (std::getline(in, var, '\0'))
+      if (var.rfind("OMPI_MCA_ess_base_jobid=", 0) == 0) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%llx", std::strtoull(var.c_str() + 24, nullptr, 10));
+        jobid_hex = buf;
+      }
+  }
+};
+
+// Removes the dead job's files from `dir`: Tessera segments and metadata
+// whose creator was one of its processes and is dead, and Open MPI's
+// vader_segment.HOST.JOBID.* files of its job id that no process uses.
+// Nobody else's files: another job's garbage is `tessera shm gc`'s.
+std::size_t remove_job_files(const std::string& dir, const JobProcesses& job,
+                             const std::function<void(const std::string&)>& log) {
+  std::size_t removed = 0;
+  auto unlink_one = [&](const std::string& file) {
+    if (::unlink((dir + "/" + file).c_str()) == 0) ++removed;
+    else if (errno != ENOENT) log("could not remove " + dir + "/" + file + ": " + std::strerror(errno));
+  };
+  const std::string host = current_host_name();
+  for (const auto& e : scan_shared_dir(dir))
+    if (e.problem.empty() && e.creator.host == host && job.pids.count(static_cast<pid_t>(e.creator.pid)) &&
+        e.liveness == ProcessIdentity::Liveness::dead)
+      unlink_one(e.file);
+  if (!job.jobid_hex.empty())
+    for (const auto& f : scan_mpi_files(dir))
+      if (!f.in_use && f.file.find("." + job.jobid_hex + ".") != std::string::npos) unlink_one(f.file);
+  return removed;
 }
 
 struct Heartbeat {
@@ -277,7 +337,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     int status = 0;
     bool exited = false, failed = false;
     double detected = -1, first_step_time = -1;
-    while (!exited) {
+    JobProcesses processes;
+    for (int poll = 0; !exited; ++poll) {
+      if (poll % 20 == 0) processes.scan_children(job.pid);
       drain(job.err_fd, mpirun);
       if (g_stop_signal) break;
       pid_t w = ::waitpid(job.pid, &status, WNOHANG);
@@ -286,7 +348,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         break;
       }
       const double now = now_seconds();
-      for (int r = 0; r < o.ranks; ++r) read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", beats[static_cast<std::size_t>(r)]);
+      for (int r = 0; r < o.ranks; ++r)
+        if (read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", beats[static_cast<std::size_t>(r)]))
+          processes.add(beats[static_cast<std::size_t>(r)].pid);
       if (first_step_time < 0)
         for (const auto& b : beats)
           if (b.seen && b.step >= 0) first_step_time = first_step_time < 0 ? b.time : std::min(first_step_time, b.time);
@@ -409,12 +473,10 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     // The dead job's segments: their creators are gone, so gc removes them.
     if (rep.outcome != "finished") {
       try {
-        std::vector<GcFailure> failures;
-        rep.segments_removed = collect_garbage(shm_dir, {}, &failures).size();
-        // Open MPI's shared-memory files of the killed ranks (vader_segment.*,
-        // in /dev/shm or btl_vader_backing_directory): those no process uses.
-        rep.segments_removed += remove_mpi_leftovers(shm_dir, false, &failures).size();
-        for (const auto& f : failures) log("could not remove " + shm_dir + "/" + f.file + ": " + f.reason);
+        // Open MPI's files (vader_segment.*) live in /dev/shm unless
+        // btl_vader_backing_directory moves them (then into shm_dir, say).
+        rep.segments_removed = remove_job_files(shm_dir, processes, log);
+        if (shm_dir != "/dev/shm") rep.segments_removed += remove_job_files("/dev/shm", JobProcesses{{}, processes.jobid_hex}, log);
       } catch (const Error& e) {
         log(std::string("cleaning ") + shm_dir + " failed: " + e.what());
       }
