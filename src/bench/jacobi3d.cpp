@@ -17,6 +17,7 @@
 
 #include "tessera/chunks/chunk_array.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/fault_injection.hpp"
 #include "tessera/runtime/splitmix64.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -28,6 +29,7 @@ constexpr double kPi = 3.14159265358979323846;
 
 // One box of the grid: its interior cells plus one ghost layer per side.
 struct Block {
+  static constexpr const char* checkpoint_name = "tessera.jacobi3d.block";  // restores across builds
   std::array<int, 3> n{}, lo{};  // interior extent, global index of its first cell
   int work = 1;                  // sweeps per iteration (the imbalanced case repeats them)
   std::vector<double> u, next, f;
@@ -204,6 +206,20 @@ void measure(const Problem& p, const Block& b, Outcome& o) {
         o.checksum += splitmix64(state);
       }
 }
+// The final ghosts, then error, residual and checksum over every rank. The
+// checksum is a sum of per-cell hashes: the same whatever the placement.
+void finish(Runtime& rt, const Problem& p, ChunkArray<Block>& arr, Outcome& o) {
+  arr.exchange(receive_face);  // untimed: the residual needs the final ghosts
+  arr.for_each([&](std::uint64_t, Block& b) {
+    for (int k = 0; k <= b.n[2] + 1; ++k) unpack_ghosts(b, k);
+    measure(p, b, o);
+  });
+  double figures[5] = {o.error, o.expected_error, o.deviation, o.residual, o.expected_residual};
+  all_reduce(rt.comm(), figures, 5, MPI_MAX);
+  o.error = figures[0], o.expected_error = figures[1], o.deviation = figures[2];
+  o.residual = figures[3], o.expected_residual = figures[4];
+  o.checksum = all_reduce(rt.comm(), o.checksum, MPI_SUM);
+}
 }  // namespace
 
 int work_factor(bool imbalance, double z) {
@@ -249,16 +265,61 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   const int after = lb.at_iteration >= 1 && lb.at_iteration < p.iterations ? p.iterations - lb.at_iteration : p.iterations;
   o.steady_seconds_per_iteration = all_reduce(rt.comm(), steady, MPI_MAX) / after;
   o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / p.iterations;
-  arr.exchange(receive_face);  // untimed: the residual needs the final ghosts
-  arr.for_each([&](std::uint64_t, Block& b) {
-    for (int k = 0; k <= b.n[2] + 1; ++k) unpack_ghosts(b, k);
-    measure(p, b, o);
+  finish(rt, p, arr, o);
+  return o;
+}
+
+Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, const Recovery& recovery,
+                        std::uint64_t* resumed_from) {
+  CheckpointOptions options = recovery.checkpoint;
+  if (options.name.empty()) options.name = "jacobi3d";
+  Checkpoint ck(rt, options);
+  // What the checkpoint must match: a restart with another problem is refused.
+  const std::vector<std::int64_t> shape{p.n, grid.di, grid.dj, grid.dk, p.imbalance ? 1 : 0};
+  std::uint64_t start = 0;
+  auto found = ck.latest();
+  if (rt.rank() == 0 && !found.skipped.empty()) std::fprintf(stderr, "%s\n", found.message().c_str());
+  // Built in one expression: a ChunkArray is not movable.
+  ChunkArray<Block> arr = [&]() -> ChunkArray<Block> {
+    if (found) {
+      auto r = ck.restore(*found.info);
+      auto saved = r.read<std::int64_t>("problem", 0, shape.size());
+      if (saved != shape)
+        throw ConfigError("jacobi3d: checkpoint " + found.info->path + " is of another problem (n, chunk grid or "
+                          "imbalance differ); remove it or give another directory");
+      start = found.info->step;
+      return r.read_chunks<Block>("blocks");
+    }
+    return ChunkArray<Block>(rt.comm(), static_cast<std::size_t>(grid.count()),
+                             [&](std::uint64_t id) { return make_block(p, grid, id); }, Placement{});
+  }();
+  if (resumed_from) *resumed_from = start;
+  Outcome o;
+  barrier(rt.comm());
+  auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = thread_cpu_seconds();
+  // The faces of the iterate we start from (restored or initial), as run_chunked.
+  arr.for_each([&](std::uint64_t id, Block& b) {
+    auto out = face_buffers(arr, grid, id, b);
+    for (int k = 1; k <= b.n[2]; ++k) pack_faces(b, b.u.data(), k, out);
   });
-  double figures[5] = {o.error, o.expected_error, o.deviation, o.residual, o.expected_residual};
-  all_reduce(rt.comm(), figures, 5, MPI_MAX);
-  o.error = figures[0], o.expected_error = figures[1], o.deviation = figures[2];
-  o.residual = figures[3], o.expected_residual = figures[4];
-  o.checksum = all_reduce(rt.comm(), o.checksum, MPI_SUM);
+  for (int it = static_cast<int>(start) + 1; it <= p.iterations; ++it) {
+    arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) { iterate(b, p, face_buffers(arr, grid, id, b)); });
+    arr.end_step();
+    if (recovery.every > 0 && it % recovery.every == 0 && it < p.iterations) {
+      auto w = ck.begin(static_cast<std::uint64_t>(it));
+      w.add("problem", std::span<const std::int64_t>(shape).first(rt.rank() == 0 ? shape.size() : 0));
+      w.add("blocks", arr);
+      w.commit();
+    }
+    FaultInjection::at_step(rt.rank(), static_cast<std::uint64_t>(it));
+  }
+  const int done = std::max(1, p.iterations - static_cast<int>(start));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  o.seconds_per_iteration = o.steady_seconds_per_iteration = all_reduce(rt.comm(), seconds, MPI_MAX) / done;
+  o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / done;
+  finish(rt, p, arr, o);
+  if (recovery.remove_at_end) ck.remove();
   return o;
 }
 

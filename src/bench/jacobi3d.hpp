@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/chunks/balance.hpp"
+#include "tessera/chunks/checkpoint.hpp"
 #include "tessera/chunks/mapping.hpp"
 #include "tessera/chunks/placement.hpp"
 #include "tessera/runtime/runtime.hpp"
@@ -50,6 +51,20 @@ struct Outcome {
 // Chunked run over `grid` (collective); the placement's empty means block.
 Outcome run_chunked(Runtime& rt, const Problem& p, const chunks::ChunkGrid& grid, const chunks::Placement& placement,
                     const Balancing& lb = {});
+// Checkpoints of a recoverable run (run_recoverable).
+struct Recovery {
+  chunks::CheckpointOptions checkpoint;  // where, at which levels; the name defaults to "jacobi3d"
+  int every = 5;                         // a checkpoint after every `every` iterations (0: none)
+  bool remove_at_end = true;             // a finished run removes its checkpoints
+};
+// run_chunked with block placement and no balancing, restartable: it
+// checkpoints every `every` iterations and, started again after a failure
+// (on any rank count), resumes from the newest complete checkpoint. Calls
+// FaultInjection::at_step after every iteration (heartbeat, injected
+// kills). The final iterate is bit-identical to an uninterrupted run's.
+// `resumed_from` receives the step it resumed from (0: from the start).
+Outcome run_recoverable(Runtime& rt, const Problem& p, const chunks::ChunkGrid& grid, const Recovery& recovery,
+                        std::uint64_t* resumed_from = nullptr);
 // The plain sequential loop on one process, no decomposition.
 Outcome run_plain(const Problem& p);
 // One line: "ok: ..." when the outcome agrees with the theory (and with

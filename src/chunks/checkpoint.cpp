@@ -21,6 +21,7 @@
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 #include "tessera/storage/mapping.hpp"
@@ -384,6 +385,7 @@ Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options) : rt_(&rt), optio
   // Epochs continue from the newest found on any node, so a relaunched job
   // never reuses the name of a checkpoint that is still on some disk.
   epoch_ = all_reduce<std::uint64_t>(rt.comm(), newest, MPI_MAX);
+  FaultInjection::heartbeat(rt.rank());  // alive for a supervisor watching heartbeats
 }
 
 bool Checkpoint::uses(int dir_level) const {
@@ -442,6 +444,7 @@ LatestCheckpoint Checkpoint::latest() {
     if (problem.empty()) {
       Manifest m = parse_manifest(text, options_.name);
       out.info = CheckpointInfo{m.level, c.path, c.step, c.epoch, m.ranks};
+      if (rt.rank() == 0) FaultInjection::note_resume(m.step, m.level, c.path);
       return out;
     }
     out.skipped.push_back(describe(c) + " skipped: " + problem);
@@ -450,6 +453,7 @@ LatestCheckpoint Checkpoint::latest() {
 }
 
 CheckpointReader Checkpoint::restore(const CheckpointInfo& info) {
+  FaultInjection::at_point(rt_->rank(), FaultPoint::restart, info.step);  // a kill while restarting
   std::string text, problem;
   if (rt_->rank() == 0) {
     try {
@@ -797,6 +801,8 @@ void CheckpointWriter::commit() {
         for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
         f.commit();
       });
+      // A kill here leaves data files without a manifest: latest() skips them.
+      if (written_from.empty()) FaultInjection::at_point(rt.rank(), FaultPoint::checkpoint, step_);
       if (level == 1) send_to_buddy(rt, dir, h, mine, pieces_, file_bytes);
       agree(comm, [&] { write_manifest(level, dir); });
     } catch (...) {

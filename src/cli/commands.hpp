@@ -17,6 +17,9 @@ void add_bench(CLI::App& app, Action& selected);
 void add_graph(CLI::App& app, Action& selected);
 void add_map(CLI::App& app, Action& selected);  // tessera map (src/cli/map.cpp)
 void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (src/cli/checkpoint.cpp)
+// tessera run, bench faults (src/cli/run.cpp; after add_bench): they launch
+// mpirun themselves with -n K ranks, so they set launches_jobs.
+void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
 void add_spectral(CLI::App& app, Action& selected);    // tessera spectral (src/cli/spectral.cpp)
 void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (src/cli/analyses.cpp)
 

@@ -7,6 +7,7 @@
 //   tessera spectral                Fiedler vector / eigenvector centrality (Anasazi)
 //   tessera bench NAME              the benchmark suite
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
+//   tessera -n K run --recover CMD  CMD under the recovery supervisor
 // -n K starts the job under mpirun with K ranks when not already under MPI.
 #include "commands.hpp"
 
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_map(app, selected);
   tessera::cli::add_checkpoint(app, selected);
   tessera::cli::add_spectral(app, selected);
+  bool launches_jobs = false;  // run, bench faults: they start mpirun themselves
+  tessera::cli::add_run(app, selected, ranks, launches_jobs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,7 +72,7 @@ int main(int argc, char** argv) {
   try {
     std::vector<std::string> mpirun_options;
     if (!colocales.empty()) mpirun_options = {"--bind-to", "none"};  // the ranks bind themselves
-    if (ranks > 0 && !tessera::launched_by_mpi())
+    if (ranks > 0 && !tessera::launched_by_mpi() && !launches_jobs)
       tessera::relaunch_under_mpirun(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
                                      without_rank_option(argc, argv), mpirun_options);
     if (!colocales.empty()) tessera::bind_colocale(tessera::parse_colocale_kind(colocales));

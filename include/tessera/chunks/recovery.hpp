@@ -1,0 +1,69 @@
+// The recovery supervisor behind `tessera -n K run --recover CMD...`.
+//
+// Open MPI 4.1 has no ULFM, so recovery is a relaunch: supervise() starts
+// `mpirun -n K CMD...`, watches it (mpirun's exit, each rank's process and
+// its heartbeat file: runtime/fault_injection.hpp), and when a rank dies or
+// stops responding it stops what is left of the job, removes the dead
+// processes' segments, and starts the job again, which resumes from its
+// newest complete checkpoint (the application finds it with ck.latest();
+// TESSERA_ATTEMPT tells it the attempt number). Until the job finishes or
+// `retries` relaunches have failed too. Runs without MPI (never inside a job).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/fault_injection.hpp"
+
+namespace tessera::chunks {
+
+struct SuperviseOptions {
+  int ranks = 1;
+  std::string program;                    // what mpirun starts on every rank
+  std::vector<std::string> args;
+  std::vector<std::string> mpirun_options;
+  int retries = 3;                        // relaunches after the first attempt
+  double heartbeat_timeout = 10;          // seconds without a heartbeat from a rank that sent one: hung
+  double exit_grace = 2;                  // seconds between SIGTERM and SIGKILL to a failed job's processes
+  std::vector<InjectedFault> faults;      // passed as TESSERA_FAULTS
+  std::string kill_file;                  // passed as TESSERA_KILL_FILE
+  std::string shm_dir;                    // whose dead segments are removed; "" = $TESSERA_SHM_DIR or /dev/shm
+  std::vector<std::pair<std::string, std::string>> environment;  // more variables for the job
+  // One line per event (launch, failure, cleanup, resume); default: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+struct AttemptReport {
+  int attempt = 1;
+  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung"
+  int exit_code = 0;            // mpirun's (128 + signal when it was stopped)
+  int rank = -1;                // the rank that died or hung (-1: unknown)
+  int signal = 0;               // the signal that ended it, when known (9: SIGKILL)
+  std::string how;              // "SIGKILL injected at step 17", "exited on signal 9", "no heartbeat for 10 s"
+  std::int64_t last_step = -1;  // that rank's last completed step (heartbeat)
+  double seconds = 0;           // launch to end of this attempt
+  double detection_seconds = -1;  // failure (injected kill, last heartbeat) to detection
+  double cleanup_seconds = 0;     // detection to every process gone and segments removed
+  std::int64_t resumed_step = -1; // the checkpoint this attempt resumed from (-1: none)
+  int resumed_level = 0;
+  std::string resumed_from;       // its directory
+  double resume_seconds = -1;     // previous failure's detection to this attempt's first completed step
+  std::size_t segments_removed = 0;
+};
+
+struct SuperviseResult {
+  bool finished = false;  // the last attempt exited with 0
+  int exit_code = 0;      // the last attempt's
+  std::vector<AttemptReport> attempts;
+  std::string message;    // one line: what happened in the end
+};
+
+// Throws ConfigError for bad options; a job that keeps failing is reported
+// in the result (finished = false), not thrown.
+SuperviseResult supervise(const SuperviseOptions& options);
+
+// One line per attempt, for people.
+std::string describe(const AttemptReport& a);
+
+}  // namespace tessera::chunks

@@ -1,0 +1,65 @@
+// Failure injection and heartbeats, for the recovery supervisor
+// (`tessera run --recover`, chunks/recovery.hpp), its tests and demos.
+//
+// An application calls FaultInjection::at_step(rank, step) after each step
+// it completes; the checkpoint store calls at_point() inside a commit and a
+// restore. Without the variables below every call returns at once.
+//
+//   TESSERA_ATTEMPT        the supervisor's attempt number (1 = first launch)
+//   TESSERA_HEARTBEAT_DIR  each rank rewrites RANK.hb there at every step
+//                          (pid, attempt, step, time) so a hung rank is
+//                          caught; a rank killed by injection leaves
+//                          killed.RANK (step, point, time) first
+//   TESSERA_FAULTS         "ATTEMPT:RANK:POINT[:STEP],...": POINT is step
+//                          (SIGKILL after completing STEP), checkpoint (during
+//                          the first commit at or after STEP, after this
+//                          rank's data file, before the manifest), restart
+//                          (while restoring) or hang (stop responding at STEP)
+//   TESSERA_KILL_RANK, TESSERA_KILL_AT_STEP   shorthand for "1:RANK:step:STEP"
+//   TESSERA_KILL_FILE      when this file exists, the rank it names (its
+//                          text) removes it and kills itself at its next step
+// A fault fires only in its attempt, so a relaunch does not repeat it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+enum class FaultPoint { step, checkpoint, restart, hang };
+
+struct InjectedFault {
+  int attempt = 1;
+  int rank = 0;
+  FaultPoint point = FaultPoint::step;
+  std::uint64_t step = 0;
+};
+
+class FaultInjection {
+ public:
+  static constexpr const char* kAttempt = "TESSERA_ATTEMPT";
+  static constexpr const char* kHeartbeatDir = "TESSERA_HEARTBEAT_DIR";
+  static constexpr const char* kFaults = "TESSERA_FAULTS";
+  static constexpr const char* kKillRank = "TESSERA_KILL_RANK";
+  static constexpr const char* kKillAtStep = "TESSERA_KILL_AT_STEP";
+  static constexpr const char* kKillFile = "TESSERA_KILL_FILE";
+
+  // After completing `step`: heartbeat, then a kill or hang due here.
+  static void at_step(int rank, std::uint64_t step);
+  // Inside the checkpoint store (checkpoint: `step` is the commit's step).
+  static void at_point(int rank, FaultPoint point, std::uint64_t step);
+  // A heartbeat without a step (start-up, restart): the rank is alive.
+  static void heartbeat(int rank);
+  // Rank 0 after finding the checkpoint it resumes from: recorded for the
+  // supervisor's report (resumed.txt in the heartbeat directory).
+  static void note_resume(std::uint64_t step, int level, const std::string& path);
+  // TESSERA_ATTEMPT, 1 when unset.
+  static int attempt();
+
+  // "ATTEMPT:RANK:POINT[:STEP],..."; throws ConfigError naming the bad part.
+  static std::vector<InjectedFault> parse(const std::string& text);
+  static std::string format(const std::vector<InjectedFault>& faults);
+  static const char* point_name(FaultPoint point);
+};
+
+}  // namespace tessera

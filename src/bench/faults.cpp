@@ -1,0 +1,368 @@
+// tessera bench faults (faults.hpp). Every trial runs the recoverable
+// Jacobi3D under the supervisor with one or two injected failures and checks
+// the final iterate bit for bit against the plain sequential loop's,
+// computed here; then counts hangs, stale segments and SIGBUS.
+#include "faults.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "jacobi3d.hpp"
+#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/chunks/recovery.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/splitmix64.hpp"
+#include "tessera/storage/registry.hpp"
+#include "tessera/storage/storage.hpp"
+
+namespace tessera::bench {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+chunks::Level parse_levels(const std::string& text) {
+  unsigned set = 0;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (part == "node") set |= static_cast<unsigned>(chunks::Level::node);
+    else if (part == "buddy") set |= static_cast<unsigned>(chunks::Level::buddy);
+    else if (part == "disk") set |= static_cast<unsigned>(chunks::Level::disk);
+    else throw ConfigError("--levels: '" + part + "' is not a level (node, buddy, disk, or a comma list of them)");
+  }
+  if (set == 0) throw ConfigError("--levels: give at least one of node, buddy, disk");
+  return static_cast<chunks::Level>(set);
+}
+
+void write_json(const std::string& path, const json& j) {
+  std::ofstream out(path + ".tmp");
+  out << j.dump() << "\n";
+  out.close();
+  if (!out) throw SystemError("cannot write " + path, errno);
+  fs::rename(path + ".tmp", path);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string make_temp_dir(const std::string& base, const std::string& prefix) {
+  std::string t = base + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(t.data()) == nullptr) throw SystemError("cannot create a directory under " + base, errno);
+  return t;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+double maximum(const std::vector<double>& v) { return v.empty() ? -1 : *std::max_element(v.begin(), v.end()); }
+
+struct Scenario {
+  std::string name;
+  int trials = 0, recovered = 0, bit_identical = 0, hangs = 0, stale_segments = 0, sigbus = 0, second_kills = 0;
+  std::vector<double> detection, resume, trial_seconds;
+  std::vector<std::string> problems;  // the first few failed trials, said
+};
+
+}  // namespace
+
+int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
+  jacobi::Problem p{o.n, o.iterations, false};
+  auto grid = chunks::ChunkGrid::parse(o.chunks);
+  jacobi::Recovery r;
+  r.every = o.every;
+  r.checkpoint.levels = parse_levels(o.levels);
+  r.checkpoint.dir = o.dir;
+  r.checkpoint.node_dir = o.node_dir;
+  r.checkpoint.name = o.name;
+  std::uint64_t resumed = 0;
+  auto out = jacobi::run_recoverable(rt, p, grid, r, &resumed);
+  std::string check = jacobi::check(p, out);
+  if (rt.rank() == 0) {
+    if (!o.quiet)
+      std::printf("jacobi3d-recover: n %d, %d iterations, chunks %s, checkpoint every %d; attempt %d%s: %s, checksum %016llx\n",
+                  o.n, o.iterations, o.chunks.c_str(), o.every, FaultInjection::attempt(),
+                  resumed ? (", resumed from step " + std::to_string(resumed)).c_str() : ", from the start", check.c_str(),
+                  static_cast<unsigned long long>(out.checksum));
+    json j{{"checksum", out.checksum}, {"resumed_from", resumed}, {"attempt", FaultInjection::attempt()},
+           {"check", check}, {"ranks", rt.size()}};
+    if (o.plain) j["plain_checksum"] = jacobi::run_plain(p).checksum;
+    if (!o.result.empty()) write_json(o.result, j);
+  }
+  return check.rfind("ok", 0) == 0 ? 0 : 2;
+}
+
+int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
+  const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
+  std::vector<std::uint64_t> data(words), copy(words);
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rt.rank() + 1);
+  for (auto& w : data) w = splitmix64(state);
+  std::memcpy(copy.data(), data.data(), words * sizeof(std::uint64_t));  // first touch, untimed
+  // memcpy with every rank copying at once, as they write the checkpoint.
+  double best = 1e300;
+  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+    barrier(rt.comm());
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(copy.data(), data.data(), words * sizeof(std::uint64_t));
+    best = std::min(best, seconds_since(t0));
+  }
+  if (copy.back() != data.back()) throw Error("checkpoint-cost: memcpy lost bytes");
+  const double bandwidth = all_reduce(rt.comm(), static_cast<double>(words * sizeof(std::uint64_t)) / best, MPI_MIN);
+  chunks::CheckpointOptions co;
+  co.levels = chunks::Level::node;
+  co.node_dir = o.node_dir;
+  co.name = "checkpoint-cost";
+  chunks::Checkpoint ck(rt, co);
+  std::vector<double> stalls;
+  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+    barrier(rt.comm());
+    auto t0 = std::chrono::steady_clock::now();
+    auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
+    w.add("data", std::span<const std::uint64_t>(data));
+    w.commit();
+    stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+  }
+  ck.remove();
+  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
+  const double stall = median(stalls), bound = bytes / (0.5 * bandwidth) + 0.010;
+  if (rt.rank() == 0 && !o.result.empty())
+    write_json(o.result, {{"bytes_per_rank", words * sizeof(std::uint64_t)}, {"ranks", rt.size()},
+                          {"memcpy_bytes_per_second", bandwidth}, {"stall_seconds", stall},
+                          {"stall_seconds_max", maximum(stalls)}, {"bound_seconds", bound}, {"pass", stall <= bound}});
+  return 0;
+}
+
+int run_faults_bench(const FaultsBenchOptions& o) {
+  if (o.ranks < 1) throw ConfigError("bench faults: --ranks must be at least 1");
+  if (o.trials < 1) throw ConfigError("bench faults: --trials must be at least 1");
+  if (o.iterations < 2 * o.every || o.every < 1)
+    throw ConfigError("bench faults: --iterations must be at least twice --every (a checkpoint to resume from)");
+  std::vector<std::string> scenarios = o.scenarios;
+  if (scenarios.empty()) scenarios = {"random_kill", "kill_in_checkpoint", "kill_in_restart"};
+  for (const auto& s : scenarios)
+    if (s != "random_kill" && s != "kill_in_checkpoint" && s != "kill_in_restart")
+      throw ConfigError("bench faults: unknown scenario '" + s + "' (random_kill, kill_in_checkpoint, kill_in_restart)");
+  auto note = [&](const std::string& line) {
+    if (!o.quiet) std::fprintf(stderr, "bench faults: %s\n", line.c_str());
+  };
+  const std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  const std::string shm_base = default_shared_dir();
+
+  // The reference: the plain sequential loop, in this process.
+  jacobi::Problem problem{o.n, o.iterations, false};
+  const std::uint64_t reference = jacobi::run_plain(problem).checksum;
+
+  std::string work = make_temp_dir(tmp, "tessera-faults-");
+  struct RemoveTree {
+    std::string path;
+    ~RemoveTree() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_work{work};
+
+  // One supervised run of the job; returns the supervisor's result, the
+  // job's checksum (0 when it wrote none) and the stale segments left.
+  struct Trial {
+    chunks::SuperviseResult result;
+    std::uint64_t checksum = 0;
+    bool wrote = false;
+    int stale = 0;
+    double seconds = 0;
+  };
+  int counter = 0;
+  auto run_trial = [&](const std::vector<InjectedFault>& faults) {
+    Trial t;
+    const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
+    RemoveTree remove_node{node_dir};
+    const std::string result_file = work + "/result" + std::to_string(++counter) + ".json";
+    chunks::SuperviseOptions so;
+    so.ranks = o.ranks;
+    so.program = o.program;
+    so.args = {"bench", "jacobi3d-recover", "--n", std::to_string(o.n), "--iterations", std::to_string(o.iterations),
+               "--chunks", o.chunks, "--every", std::to_string(o.every), "--node-dir", node_dir,
+               "--result", result_file, "-q"};
+    so.retries = 3;
+    so.heartbeat_timeout = o.heartbeat_timeout;
+    so.faults = faults;
+    so.shm_dir = node_dir;
+    // Open MPI's shared memory there too: what a trial leaves is all in one place.
+    so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
+    so.log = [&](const std::string& line) { note("  " + line); };
+    auto t0 = std::chrono::steady_clock::now();
+    t.result = chunks::supervise(so);
+    t.seconds = seconds_since(t0);
+    try {
+      std::ifstream in(result_file);
+      if (in) {
+        json j = json::parse(in);
+        t.checksum = j.at("checksum").get<std::uint64_t>();
+        t.wrote = true;
+      }
+    } catch (const std::exception&) {
+    }
+    // Segments left in the job's directory once the supervisor has cleaned
+    // (checkpoint files are not segments: they are kept by design).
+    for (const auto& e : scan_shared_dir(node_dir)) t.stale += e.kind == ShmEntry::Kind::segment ? 1 : 0;
+    t.stale += static_cast<int>(scan_mpi_files(node_dir).size());
+    return t;
+  };
+
+  // The failure-free run: the time a trial may take (+ 60 s) and the first check.
+  note("failure-free run at " + std::to_string(o.ranks) + " ranks ...");
+  Trial clean = run_trial({});
+  if (!clean.result.finished || clean.checksum != reference)
+    throw Error("bench faults: the failure-free run " +
+                std::string(!clean.result.finished ? "did not finish: " + clean.result.message
+                                                   : "differs from the plain loop's iterate") +
+                "; nothing to compare the trials with");
+  const double free_seconds = clean.seconds;
+
+  std::uint64_t rng = o.seed;
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return lo + splitmix64(rng) % (hi - lo + 1); };
+  const auto last_checkpoint = static_cast<std::uint64_t>((o.iterations - 1) / o.every * o.every);
+  std::vector<Scenario> rows;
+  for (const auto& name : scenarios) {
+    Scenario s;
+    s.name = name;
+    // 10% of the random kills (at least one trial) get a second kill in the relaunch.
+    const int seconds_wanted = name == "random_kill" ? std::max(1, static_cast<int>(std::lround(o.trials * 0.1))) : 0;
+    for (int trial = 0; trial < o.trials; ++trial) {
+      std::vector<InjectedFault> faults;
+      const int rank = static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1)));
+      if (name == "random_kill") {
+        faults.push_back({1, rank, FaultPoint::step, uniform(1, static_cast<std::uint64_t>(o.iterations))});
+        if (trial >= o.trials - seconds_wanted) {
+          faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1))), FaultPoint::step,
+                            uniform(1, static_cast<std::uint64_t>(o.iterations))});
+          ++s.second_kills;
+        }
+      } else if (name == "kill_in_checkpoint") {
+        faults.push_back({1, rank, FaultPoint::checkpoint, uniform(1, last_checkpoint)});
+      } else {
+        // Killed after the first checkpoint, then again while restarting from it.
+        faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o.every), static_cast<std::uint64_t>(o.iterations))});
+        faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1))), FaultPoint::restart, 0});
+      }
+      note(name + " trial " + std::to_string(trial + 1) + "/" + std::to_string(o.trials) + ": " + FaultInjection::format(faults));
+      Trial t = run_trial(faults);
+      ++s.trials;
+      const auto& attempts = t.result.attempts;
+      bool hung = t.seconds > free_seconds + 60;
+      bool bus = false;
+      for (std::size_t a = 0; a < attempts.size(); ++a) {
+        hung = hung || attempts[a].outcome == "hung";
+        bus = bus || attempts[a].signal == SIGBUS || attempts[a].exit_code == 128 + SIGBUS;
+        if (attempts[a].outcome != "finished" && attempts[a].detection_seconds >= 0)
+          s.detection.push_back(attempts[a].detection_seconds);
+        if (a > 0 && attempts[a].resume_seconds >= 0) s.resume.push_back(attempts[a].resume_seconds);
+      }
+      const bool recovered = t.result.finished && attempts.size() >= 2;  // it failed, then finished
+      const bool same = t.result.finished && t.wrote && t.checksum == reference;
+      s.recovered += recovered ? 1 : 0;
+      s.bit_identical += same ? 1 : 0;
+      s.hangs += hung ? 1 : 0;
+      s.sigbus += bus ? 1 : 0;
+      s.stale_segments += t.stale;
+      s.trial_seconds.push_back(t.seconds);
+      if ((!recovered || !same || hung || bus || t.stale) && s.problems.size() < 5)
+        s.problems.push_back("trial " + std::to_string(trial + 1) + " (" + FaultInjection::format(faults) + "): " +
+                             t.result.message + (same ? "" : "; result not bit-identical") +
+                             (t.stale ? "; " + std::to_string(t.stale) + " stale segment(s)" : ""));
+    }
+    rows.push_back(std::move(s));
+  }
+
+  // Checkpoint cost: level 2, S bytes per rank.
+  json cost;
+  bool cost_ok = true;
+  if (o.cost_bytes > 0) {
+    note("checkpoint cost: " + std::to_string(o.cost_bytes) + " bytes per rank at level 2 ...");
+    const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
+    RemoveTree remove_node{node_dir};
+    chunks::SuperviseOptions so;
+    so.ranks = o.ranks;
+    so.program = o.program;
+    const std::string result_file = work + "/cost.json";
+    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(o.cost_bytes), "--node-dir", node_dir, "--result",
+               result_file};
+    so.retries = 0;
+    so.shm_dir = node_dir;
+    so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
+    so.log = [&](const std::string& line) { note("  " + line); };
+    auto r = chunks::supervise(so);
+    std::ifstream in(result_file);
+    if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
+    cost = json::parse(in);
+    cost_ok = cost.at("pass").get<bool>();
+  }
+
+  bool ok = cost_ok;
+  for (const auto& s : rows) {
+    ok = ok && s.recovered == s.trials && s.bit_identical == s.trials && s.hangs == 0 && s.stale_segments == 0 &&
+         s.sigbus == 0;
+    json j{{"benchmark", "faults"},
+           {"scenario", s.name},
+           {"ranks", o.ranks},
+           {"trials", s.trials},
+           {"recovered", s.recovered},
+           {"bit_identical", s.bit_identical},
+           {"hangs", s.hangs},
+           {"stale_segments", s.stale_segments},
+           {"sigbus", s.sigbus},
+           {"second_kills", s.second_kills},
+           {"detection_seconds_median", median(s.detection)},
+           {"detection_seconds_max", maximum(s.detection)},
+           {"resume_seconds_median", median(s.resume)},
+           {"resume_seconds_max", maximum(s.resume)},
+           {"trial_seconds_median", median(s.trial_seconds)},
+           {"failure_free_seconds", free_seconds},
+           {"problems", s.problems}};
+    if (o.json) std::printf("%s\n", j.dump().c_str());
+  }
+  if (!cost.is_null() && o.json) {
+    cost["benchmark"] = "faults";
+    cost["scenario"] = "checkpoint_cost_level2";
+    std::printf("%s\n", cost.dump().c_str());
+  }
+  if (!o.json) {
+    std::printf("tessera bench faults: Jacobi3D n=%d, %d iterations, chunks %s, checkpoint every %d (level 2), %d ranks; "
+                "failure-free run %.2f s\n",
+                o.n, o.iterations, o.chunks.c_str(), o.every, o.ranks, free_seconds);
+    std::printf("%-20s %6s %9s %13s %5s %6s %6s %14s %14s\n", "scenario", "trials", "recovered", "bit-identical", "hangs",
+                "stale", "sigbus", "detect med/max", "resume med/max");
+    for (const auto& s : rows) {
+      char d[32], r[32];
+      std::snprintf(d, sizeof d, "%.3f/%.3f", median(s.detection), maximum(s.detection));
+      std::snprintf(r, sizeof r, "%.3f/%.3f", median(s.resume), maximum(s.resume));
+      std::printf("%-20s %6d %9d %13d %5d %6d %6d %14s %14s\n", s.name.c_str(), s.trials, s.recovered, s.bit_identical,
+                  s.hangs, s.stale_segments, s.sigbus, d, r);
+      for (const auto& p : s.problems) std::printf("    FAILED %s\n", p.c_str());
+    }
+    if (!cost.is_null())
+      std::printf("checkpoint cost, level 2, %llu bytes per rank: stall %.4f s (max %.4f), bound S/(0.5 x memcpy %.2f GB/s) "
+                  "+ 10 ms = %.4f s: %s\n",
+                  static_cast<unsigned long long>(cost.at("bytes_per_rank").get<std::uint64_t>()),
+                  cost.at("stall_seconds").get<double>(), cost.at("stall_seconds_max").get<double>(),
+                  cost.at("memcpy_bytes_per_second").get<double>() / 1e9, cost.at("bound_seconds").get<double>(),
+                  cost_ok ? "pass" : "FAIL");
+  }
+  return ok ? 0 : 2;
+}
+
+}  // namespace tessera::bench

@@ -1,0 +1,63 @@
+// tessera bench faults: recovery trials of a recoverable Jacobi3D under the
+// supervisor (chunks/recovery.hpp) with injected failures, and the cost of
+// a node-level checkpoint; plus the two jobs it launches.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::bench {
+
+// The job `tessera bench jacobi3d-recover`: Jacobi3D checkpointing every
+// `every` iterations, resuming from the newest checkpoint; rank 0 writes
+// {"checksum", "resumed_from", "attempt", "check"} to `result` (JSON) and
+// prints the check line. Exit 0 when the iterate agrees with the theory.
+struct RecoverJacobiOptions {
+  int n = 24;
+  int iterations = 30;
+  std::string chunks = "2x2x2";
+  int every = 5;
+  std::string levels = "node";  // node, buddy, disk, or a comma list
+  std::string dir;              // the disk level's directory
+  std::string node_dir;         // the node level's ("" = $TESSERA_SHM_DIR or /dev/shm)
+  std::string name = "jacobi3d";
+  std::string result;           // "" = none
+  bool plain = false;           // also the plain sequential loop's checksum ("plain_checksum"), on rank 0
+  bool quiet = false;
+};
+int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);
+
+// The job `tessera bench checkpoint-cost`: memcpy bandwidth of `bytes` per
+// rank (all ranks copying at once), then node-level checkpoints of `bytes`
+// per rank; rank 0 writes the figures to `result` (JSON).
+struct CheckpointCostOptions {
+  std::uint64_t bytes = std::uint64_t{64} << 20;
+  int reps = 3;
+  std::string node_dir;
+  std::string result;
+};
+int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o);
+
+// The driver: runs without MPI, launching every job under the supervisor.
+struct FaultsBenchOptions {
+  int ranks = 4;
+  int trials = 10;
+  std::uint64_t seed = 1;
+  int n = 24;
+  int iterations = 30;
+  std::string chunks = "2x2x2";
+  int every = 5;
+  std::uint64_t cost_bytes = std::uint64_t{64} << 20;  // 0: no checkpoint cost rows
+  double heartbeat_timeout = 10;
+  std::vector<std::string> scenarios;  // empty: all (random_kill, kill_in_checkpoint, kill_in_restart)
+  bool json = false;
+  bool quiet = false;
+  std::string program;  // the tessera executable
+};
+// 0 when every trial recovered bit-identically, with no hang, stale segment
+// or SIGBUS, and every cost row is within its bound; 2 otherwise.
+int run_faults_bench(const FaultsBenchOptions& o);
+
+}  // namespace tessera::bench

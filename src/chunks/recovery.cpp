@@ -1,0 +1,511 @@
+// The recovery supervisor (recovery.hpp): launch, watch, clean, relaunch.
+#include "tessera/chunks/recovery.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/launch.hpp"
+#include "tessera/storage/registry.hpp"
+#include "tessera/storage/segment.hpp"
+#include "tessera/storage/storage.hpp"
+
+namespace tessera::chunks {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+void on_stop(int sig) { g_stop_signal = sig; }
+
+double now_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+bool process_alive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!in || !std::getline(in, text)) return false;
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  char state = text[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+// The job's processes: mpirun's children (found while it runs) and the
+// ranks' heartbeat pids; and Open MPI's job id (from a rank's environment),
+// which names its shared-memory files.
+struct JobProcesses {
+  std::set<pid_t> pids;
+  std::string jobid_hex;  // "" until found
+  void scan_children(pid_t parent) {
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in("/proc/" + name + "/stat");
+      std::string text;
+      if (!std::getline(in, text)) continue;
+      auto close = text.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(text.substr(close + 2));
+      char state = 0;
+      long long ppid = 0;
+      if (!(rest >> state >> ppid) || ppid != parent) continue;
+      add(static_cast<pid_t>(std::stoll(name)));
+    }
+  }
+  void add(pid_t pid) {
+    if (!pids.insert(pid).second || !jobid_hex.empty()) return;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::string var;
+    while (std::getline(in, var, '\0'))
+      if (var.rfind("OMPI_MCA_ess_base_jobid=", 0) == 0) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%llx", std::strtoull(var.c_str() + 24, nullptr, 10));
+        jobid_hex = buf;
+      }
+  }
+};
+
+// Removes the dead job's files from `dir`: Tessera segments and metadata
+// whose creator was one of its processes and is dead, and Open MPI's
+// vader_segment.HOST.JOBID.* files of its job id that no process uses.
+// Nobody else's files: another job's garbage is `tessera shm gc`'s.
+std::size_t remove_job_files(const std::string& dir, const JobProcesses& job,
+                             const std::function<void(const std::string&)>& log) {
+  std::size_t removed = 0;
+  auto unlink_one = [&](const std::string& file) {
+    if (::unlink((dir + "/" + file).c_str()) == 0) ++removed;
+    else if (errno != ENOENT) log("could not remove " + dir + "/" + file + ": " + std::strerror(errno));
+  };
+  const std::string host = current_host_name();
+  for (const auto& e : scan_shared_dir(dir))
+    if (e.problem.empty() && e.creator.host == host && job.pids.count(static_cast<pid_t>(e.creator.pid)) &&
+        e.liveness == ProcessIdentity::Liveness::dead)
+      unlink_one(e.file);
+  if (!job.jobid_hex.empty())
+    for (const auto& f : scan_mpi_files(dir))
+      if (!f.in_use && f.file.find("." + job.jobid_hex + ".") != std::string::npos) unlink_one(f.file);
+  return removed;
+}
+
+struct Heartbeat {
+  pid_t pid = 0;
+  std::int64_t step = -1;
+  double time = 0;  // seconds (CLOCK_REALTIME)
+  bool seen = false;
+};
+
+bool read_heartbeat(const std::string& path, Heartbeat& hb) {
+  std::ifstream in(path);
+  long long pid = 0, step = -1, ns = 0;
+  int attempt = 0;
+  if (!(in >> pid >> attempt >> step >> ns) || pid <= 0) return false;
+  hb.pid = static_cast<pid_t>(pid);
+  hb.step = step;
+  hb.time = static_cast<double>(ns) * 1e-9;
+  hb.seen = true;
+  return true;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// mpirun's stderr: lines pass through, Open MPI's boxed banners are dropped
+// except what they say about a rank that died (which the report states).
+class MpirunOutput {
+ public:
+  void feed(const char* data, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      line_ += data[i];
+      if (data[i] == '\n') take();
+    }
+  }
+  void finish() {
+    if (!line_.empty()) take();
+  }
+  int rank = -1, signal = 0;
+
+ private:
+  void take() {
+    std::string line = std::move(line_);
+    line_.clear();
+    if (line.size() >= 21 && line.find_first_not_of('-') >= 20 &&
+        line.find_first_not_of("-\r\n") == std::string::npos) {
+      if (in_box_) {
+        // "mpirun noticed that process rank R with PID P on node N exited on
+        // signal S (NAME)." (wrapped anywhere: whitespace flattened first)
+        std::string flat;
+        for (char c : box_) {
+          bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+          if (!space) flat += c;
+          else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+        }
+        auto number_after = [&](const std::string& key) {
+          std::size_t at = flat.find(key);
+          if (at == std::string::npos) return -1;
+          at += key.size();
+          int v = 0, digits = 0;
+          for (; at < flat.size() && flat[at] >= '0' && flat[at] <= '9' && digits < 9; ++at, ++digits) v = v * 10 + (flat[at] - '0');
+          return digits ? v : -1;
+        };
+        int r = number_after("process rank "), sig = number_after("exited on signal ");
+        if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig;
+        box_.clear();
+      }
+      in_box_ = !in_box_;
+      return;
+    }
+    if (in_box_) {
+      box_ += line;
+      return;
+    }
+    if (line.find("more process") != std::string::npos && line.find("help message") != std::string::npos) return;
+    if (line.find("orte_base_help_aggregate") != std::string::npos) return;
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  }
+  std::string line_, box_;
+  bool in_box_ = false;
+};
+
+struct Job {
+  pid_t pid = -1;
+  int err_fd = -1;
+};
+
+Job launch(const SuperviseOptions& o, int attempt, const std::string& hb_dir) {
+  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(o.ranks), "--oversubscribe",
+                                     "-x", "OMPI_MCA_orte_execute_quiet=1"};
+  argv_s.insert(argv_s.end(), o.mpirun_options.begin(), o.mpirun_options.end());
+  argv_s.push_back(o.program);
+  argv_s.insert(argv_s.end(), o.args.begin(), o.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("cannot start mpirun (pipe)", errno);
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child < 0) throw SystemError("cannot start mpirun", errno);
+  if (child == 0) {
+    ::setpgid(0, 0);  // the job is one process group: stopped as one
+    ::dup2(fds[1], STDERR_FILENO);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
+    // SIGKILL; their state is in the checkpoint and their segments are
+    // collected here, so the relaunch need not wait.
+    setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+    setenv(FaultInjection::kAttempt, std::to_string(attempt).c_str(), 1);
+    setenv(FaultInjection::kHeartbeatDir, hb_dir.c_str(), 1);
+    if (!o.faults.empty()) setenv(FaultInjection::kFaults, FaultInjection::format(o.faults).c_str(), 1);
+    if (!o.kill_file.empty()) setenv(FaultInjection::kKillFile, o.kill_file.c_str(), 1);
+    setenv(kErrorReportVariable, (std::to_string(::getpid()) + ":" + hb_dir + "/error").c_str(), 1);
+    for (const auto& [k, v] : o.environment) setenv(k.c_str(), v.c_str(), 1);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "tessera: error: cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh): %s\n",
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  ::setpgid(child, child);  // also here: no race with the first kill
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  return {child, fds[0]};
+}
+
+void drain(int fd, MpirunOutput& out) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.feed(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+}
+
+int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string fixed(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string describe(const AttemptReport& a) {
+  std::string s = "attempt " + std::to_string(a.attempt) + ": ";
+  if (a.resumed_step >= 0)
+    s += "resumed from step " + std::to_string(a.resumed_step) + " (level " + std::to_string(a.resumed_level) + ", " +
+         a.resumed_from + ")" + (a.resume_seconds >= 0 ? " in " + fixed(a.resume_seconds) + " s" : "") + "; ";
+  else if (a.attempt > 1)
+    s += "not resumed from a checkpoint; ";
+  s += a.outcome;
+  if (a.rank >= 0) s += ": rank " + std::to_string(a.rank);
+  if (!a.how.empty()) s += " " + a.how;
+  if (a.last_step >= 0 && a.outcome != "finished") s += ", its last completed step " + std::to_string(a.last_step);
+  if (a.detection_seconds >= 0) s += "; detected in " + fixed(a.detection_seconds) + " s";
+  if (a.outcome != "finished") {
+    s += ", exit code " + std::to_string(a.exit_code) + ", cleaned up in " + fixed(a.cleanup_seconds) + " s";
+    if (a.segments_removed) s += " (" + std::to_string(a.segments_removed) + " dead segment file(s) removed)";
+  }
+  s += "; " + fixed(a.seconds, 2) + " s in all";
+  return s;
+}
+
+SuperviseResult supervise(const SuperviseOptions& o) {
+  if (o.ranks < 1) throw ConfigError("run: -n must be at least 1, got " + std::to_string(o.ranks));
+  if (o.program.empty()) throw ConfigError("run: no command to run (tessera -n K run --recover CMD ...)");
+  if (o.retries < 0) throw ConfigError("run: --retries must be 0 or more, got " + std::to_string(o.retries));
+  if (!(o.heartbeat_timeout > 0)) throw ConfigError("run: --heartbeat-timeout must be positive");
+  for (const auto& f : o.faults)
+    if (f.rank >= o.ranks)
+      throw ConfigError("run: a fault names rank " + std::to_string(f.rank) + " of a job of " + std::to_string(o.ranks) +
+                        " ranks");
+  auto log = o.log ? o.log : [](const std::string& line) { std::fprintf(stderr, "tessera run: %s\n", line.c_str()); };
+  const std::string shm_dir = o.shm_dir.empty() ? default_shared_dir() : o.shm_dir;
+  std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  std::string root_template = tmp + "/tessera-run-XXXXXX";
+  if (::mkdtemp(root_template.data()) == nullptr)
+    throw SystemError("cannot create the heartbeat directory under " + tmp, errno);
+  const std::string root = root_template;
+  struct Cleanup {
+    std::string root;
+    struct sigaction old_int {}, old_term {}, old_hup {};
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+      sigaction(SIGINT, &old_int, nullptr);
+      sigaction(SIGTERM, &old_term, nullptr);
+      sigaction(SIGHUP, &old_hup, nullptr);
+    }
+  } cleanup{root};
+  g_stop_signal = 0;
+  struct sigaction stop {};
+  stop.sa_handler = on_stop;
+  sigemptyset(&stop.sa_mask);
+  sigaction(SIGINT, &stop, &cleanup.old_int);
+  sigaction(SIGTERM, &stop, &cleanup.old_term);
+  sigaction(SIGHUP, &stop, &cleanup.old_hup);
+
+  SuperviseResult result;
+  double previous_detection = -1;
+  const int attempts = o.retries + 1;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    AttemptReport rep;
+    rep.attempt = attempt;
+    const std::string hb_dir = root + "/attempt" + std::to_string(attempt);
+    std::error_code dir_error;
+    fs::create_directories(hb_dir, dir_error);
+    if (dir_error) throw SystemError("cannot create the heartbeat directory " + hb_dir, dir_error.value());
+    const double started = now_seconds();
+    Job job = launch(o, attempt, hb_dir);
+    MpirunOutput mpirun;
+    std::vector<Heartbeat> beats(static_cast<std::size_t>(o.ranks));
+    int status = 0;
+    bool exited = false, failed = false;
+    double detected = -1, first_step_time = -1;
+    JobProcesses processes;
+    for (int poll = 0; !exited; ++poll) {
+      if (poll % 20 == 0) processes.scan_children(job.pid);
+      drain(job.err_fd, mpirun);
+      if (g_stop_signal) break;
+      pid_t w = ::waitpid(job.pid, &status, WNOHANG);
+      if (w == job.pid) {
+        exited = true;
+        break;
+      }
+      const double now = now_seconds();
+      for (int r = 0; r < o.ranks; ++r)
+        if (read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", beats[static_cast<std::size_t>(r)]))
+          processes.add(beats[static_cast<std::size_t>(r)].pid);
+      if (first_step_time < 0)
+        for (const auto& b : beats)
+          if (b.seen && b.step >= 0) first_step_time = first_step_time < 0 ? b.time : std::min(first_step_time, b.time);
+      // A rank whose process is gone: the job cannot finish.
+      for (int r = 0; r < o.ranks && !failed; ++r) {
+        const auto& b = beats[static_cast<std::size_t>(r)];
+        // Gone without exited.R (written at a normal exit): killed or crashed.
+        if (b.seen && !process_alive(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
+          failed = true, detected = now, rep.rank = r, rep.outcome = "rank died";
+          rep.last_step = b.step;
+        }
+      }
+      // A rank that stopped sending heartbeats: hung (the oldest is the culprit;
+      // the others wait for it).
+      if (!failed) {
+        // The culprit is likely the rank furthest behind (then the stalest):
+        // the others wait for it.
+        int oldest = -1;
+        for (int r = 0; r < o.ranks; ++r) {
+          const auto& b = beats[static_cast<std::size_t>(r)];
+          if (!b.seen) continue;
+          const auto& c = beats[static_cast<std::size_t>(std::max(oldest, 0))];
+          if (oldest < 0 || b.step < c.step || (b.step == c.step && b.time < c.time)) oldest = r;
+        }
+        if (oldest >= 0 && now - beats[static_cast<std::size_t>(oldest)].time > o.heartbeat_timeout) {
+          failed = true, detected = now, rep.rank = oldest, rep.outcome = "hung";
+          rep.last_step = beats[static_cast<std::size_t>(oldest)].step;
+          rep.how = "(no heartbeat for " + fixed(now - beats[static_cast<std::size_t>(oldest)].time, 1) + " s)";
+          rep.detection_seconds = now - beats[static_cast<std::size_t>(oldest)].time;
+        }
+      }
+      if (failed) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!exited) {
+      // Stop what is left of the job: its ranks first (mpirun then ends by
+      // itself: stopped while aborting, Open MPI 4.1's mpirun can crash), then
+      // mpirun's group, and wait until every process is gone so that their
+      // segments belong to dead creators.
+      for (const auto& b : beats)
+        if (b.seen && process_alive(b.pid)) ::kill(b.pid, SIGKILL);
+      auto wait_for_mpirun = [&](double seconds) {
+        const double deadline = now_seconds() + seconds;
+        while (now_seconds() < deadline) {
+          drain(job.err_fd, mpirun);
+          if (::waitpid(job.pid, &status, WNOHANG) == job.pid) return true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return false;
+      };
+      exited = wait_for_mpirun(o.exit_grace);
+      if (!exited) {
+        ::kill(-job.pid, SIGTERM);
+        exited = wait_for_mpirun(o.exit_grace);
+      }
+      if (!exited) ::kill(-job.pid, SIGKILL);
+      if (!exited)
+        while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    drain(job.err_fd, mpirun);
+    mpirun.finish();
+    ::close(job.err_fd);
+    for (int spins = 0; spins < 1000; ++spins) {  // ranks are mpirun's children: gone with it, or soon after
+      bool any = false;
+      for (const auto& b : beats) any = any || (b.seen && process_alive(b.pid));
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    rep.exit_code = exit_code_of(status);
+    const double ended = now_seconds();
+    if (detected < 0) detected = ended;
+    // What the job left for the report.
+    if (std::string r = read_text(hb_dir + "/resumed." + std::to_string(attempt)); !r.empty()) {
+      std::istringstream in(r);
+      long long step = -1, ns = 0;
+      in >> step >> rep.resumed_level >> ns;
+      std::getline(in >> std::ws, rep.resumed_from);
+      rep.resumed_step = step;
+    }
+    if (attempt > 1 && previous_detection > 0 && first_step_time > 0) rep.resume_seconds = first_step_time - previous_detection;
+    for (int r = 0; r < o.ranks; ++r) {
+      std::string k = read_text(hb_dir + "/killed." + std::to_string(r));
+      if (k.empty()) continue;
+      std::istringstream in(k);
+      long long step = 0, ns = 0;
+      std::string point;
+      in >> step >> point >> ns;
+      rep.rank = r;
+      rep.signal = SIGKILL;
+      rep.outcome = "rank died";
+      rep.how = "(SIGKILL injected " + std::string(point == "step" ? "after step " + std::to_string(step)
+                                                   : point == "checkpoint" ? "while writing the checkpoint of step " + std::to_string(step)
+                                                                           : "while restarting") + ")";
+      rep.detection_seconds = detected - static_cast<double>(ns) * 1e-9;
+      rep.last_step = beats[static_cast<std::size_t>(r)].step;
+      break;
+    }
+    if (rep.outcome == "hung")  // an injected hang names its rank; otherwise the stalest guess stands
+      for (int r = 0; r < o.ranks; ++r)
+        if (std::string h = read_text(hb_dir + "/hung." + std::to_string(r)); !h.empty()) {
+          rep.rank = r;
+          rep.last_step = beats[static_cast<std::size_t>(r)].step;
+          rep.how = "(hang injected after step " + h.substr(0, h.find(' ')) + "; " + rep.how.substr(1);
+          break;
+        }
+    if (rep.outcome.empty()) rep.outcome = rep.exit_code == 0 && !g_stop_signal ? "finished" : "failed";
+    if (rep.how.empty() && mpirun.rank >= 0) {
+      if (rep.rank < 0) rep.rank = mpirun.rank, rep.last_step = beats[static_cast<std::size_t>(mpirun.rank)].step;
+      if (rep.rank == mpirun.rank) {
+        rep.outcome = "rank died";
+        rep.signal = mpirun.signal;
+        rep.how = std::string("(exited on signal ") + std::to_string(mpirun.signal) + ", " + strsignal(mpirun.signal) + ")";
+      }
+    }
+    if (rep.how.empty() && rep.outcome == "rank died") rep.how = "(its process is gone)";
+    std::string error_line = read_text(hb_dir + "/error");
+    while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
+    if (rep.outcome == "failed" && !error_line.empty()) rep.how = "(" + error_line + ")";
+    // The dead job's segments: their creators are gone, so gc removes them.
+    if (rep.outcome != "finished") {
+      try {
+        // Open MPI's files (vader_segment.*) live in /dev/shm unless
+        // btl_vader_backing_directory moves them (then into shm_dir, say).
+        rep.segments_removed = remove_job_files(shm_dir, processes, log);
+        if (shm_dir != "/dev/shm") rep.segments_removed += remove_job_files("/dev/shm", JobProcesses{{}, processes.jobid_hex}, log);
+      } catch (const Error& e) {
+        log(std::string("cleaning ") + shm_dir + " failed: " + e.what());
+      }
+    }
+    rep.cleanup_seconds = now_seconds() - detected;
+    rep.seconds = ended - started;
+    previous_detection = detected;
+    log(describe(rep));
+    result.attempts.push_back(rep);
+    result.exit_code = rep.exit_code;
+    if (g_stop_signal) {
+      result.message = std::string("stopped by signal ") + strsignal(g_stop_signal) + "; not relaunched";
+      result.exit_code = 128 + g_stop_signal;
+      return result;
+    }
+    if (rep.outcome == "finished") {
+      result.finished = true;
+      result.message = attempt == 1 ? "finished on the first attempt"
+                                    : "recovered: finished on attempt " + std::to_string(attempt) + " after " +
+                                          std::to_string(attempt - 1) + " failure(s)";
+      return result;
+    }
+    if (attempt < attempts) log("relaunching: attempt " + std::to_string(attempt + 1) + " of at most " + std::to_string(attempts));
+  }
+  result.message = "gave up: the job failed " + std::to_string(attempts) + " time(s) (--retries " +
+                   std::to_string(o.retries) + "); the last attempt " + result.attempts.back().outcome +
+                   (result.attempts.back().how.empty() ? "" : " " + result.attempts.back().how);
+  if (result.exit_code == 0) result.exit_code = 1;
+  return result;
+}
+
+}  // namespace tessera::chunks

@@ -1,0 +1,191 @@
+// tessera -n K run [--recover] CMD...   the job under the recovery supervisor
+// tessera -n K bench faults            recovery trials with injected failures
+// tessera bench jacobi3d-recover | checkpoint-cost   the jobs bench faults runs
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "../bench/faults.hpp"
+#include "commands.hpp"
+#include "tessera/chunks/recovery.hpp"
+#include "tessera/comm/options.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/runtime.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+struct RunOptions {
+  bool recover = false;
+  int retries = 3;
+  int kill_rank = -1;
+  std::int64_t kill_at_step = -1;
+  std::vector<std::string> faults;
+  std::string kill_file;
+  double heartbeat_timeout = 10;
+  std::string report;
+  bool quiet = false;
+};
+
+std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+nlohmann::json report_json(const chunks::SuperviseResult& r) {
+  nlohmann::json attempts = nlohmann::json::array();
+  for (const auto& a : r.attempts)
+    attempts.push_back({{"attempt", a.attempt},
+                        {"outcome", a.outcome},
+                        {"exit_code", a.exit_code},
+                        {"rank", a.rank},
+                        {"signal", a.signal},
+                        {"how", a.how},
+                        {"last_step", a.last_step},
+                        {"seconds", a.seconds},
+                        {"detection_seconds", a.detection_seconds},
+                        {"cleanup_seconds", a.cleanup_seconds},
+                        {"resumed_step", a.resumed_step},
+                        {"resumed_level", a.resumed_level},
+                        {"resumed_from", a.resumed_from},
+                        {"resume_seconds", a.resume_seconds},
+                        {"segments_removed", a.segments_removed}});
+  return {{"command", "run"}, {"finished", r.finished}, {"exit_code", r.exit_code}, {"message", r.message},
+          {"attempts", attempts}};
+}
+
+int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd) {
+  if (ranks < 1) throw ConfigError("run: give the rank count before 'run': tessera -n K run [--recover] CMD ...");
+  if (cmd.empty()) throw ConfigError("run: no command given (tessera -n K run [--recover] CMD ...)");
+  if ((o.kill_rank >= 0) != (o.kill_at_step >= 0))
+    throw ConfigError("run: --kill-rank and --kill-at-step go together");
+  chunks::SuperviseOptions so;
+  so.ranks = ranks;
+  // "tessera" is this very program (the build's, not whichever is on PATH).
+  so.program = cmd[0] == "tessera" ? self_exe() : cmd[0];
+  so.args.assign(cmd.begin() + 1, cmd.end());
+  so.retries = o.recover ? o.retries : 0;
+  so.heartbeat_timeout = o.heartbeat_timeout;
+  so.kill_file = o.kill_file;
+  for (const auto& f : o.faults) {
+    auto parsed = FaultInjection::parse(f);
+    so.faults.insert(so.faults.end(), parsed.begin(), parsed.end());
+  }
+  if (o.kill_rank >= 0)
+    so.faults.push_back({1, o.kill_rank, FaultPoint::step, static_cast<std::uint64_t>(o.kill_at_step)});
+  if (o.quiet) so.log = [](const std::string&) {};
+  auto r = chunks::supervise(so);
+  if (!o.report.empty()) {
+    std::ofstream out(o.report);
+    out << report_json(r).dump() << "\n";
+    if (!out) throw SystemError("cannot write the run report " + o.report, errno);
+  }
+  if (r.finished) {
+    if (!o.quiet) std::fprintf(stderr, "tessera run: %s\n", r.message.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "tessera: error: %s\n", r.message.c_str());
+  return r.exit_code == 0 ? 1 : r.exit_code;
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs) {
+  auto o = std::make_shared<RunOptions>();
+  auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
+                                        "it from its newest checkpoint when a rank dies or hangs");
+  run->add_flag("--recover", o->recover, "Relaunch after a failure (a dead or hung rank, a non-zero exit)");
+  run->add_option("--retries", o->retries, "Relaunches before giving up (with --recover)")->check(CLI::Range(0, 1000));
+  run->add_option("--kill-rank", o->kill_rank, "Failure injection: SIGKILL this rank ...")->check(CLI::NonNegativeNumber);
+  run->add_option("--kill-at-step", o->kill_at_step, "... after it completes this step, on the first attempt only")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--fault", o->faults,
+                  "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
+                  "restart (while restoring) or hang; repeatable")
+      ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
+  run->add_option("--kill-file", o->kill_file,
+                  "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
+  run->add_option("--heartbeat-timeout", o->heartbeat_timeout,
+                  "Seconds without a heartbeat (a completed step) from a rank before the job counts as hung")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--report", o->report, "Write what happened, attempt by attempt, as JSON to this file");
+  run->add_flag("-q,--quiet", o->quiet, "Only errors on stderr, no supervisor lines");
+  run->footer("CMD: tessera -n K run [OPTIONS] CMD [ARGS...]; the first word of CMD ends these options, and "
+              "'tessera' as CMD is this program. Failures and recovery: docs/checkpoint.md");
+  run->prefix_command();  // CMD and its own options follow
+  run->fallthrough(false);  // the first word of CMD ends the supervisor's options
+  run->callback([o, run, &selected, &ranks, &launches_jobs] {
+    launches_jobs = true;
+    auto cmd = run->remaining();
+    selected = [o, cmd, &ranks] { return run_supervised(*o, ranks, cmd); };
+  });
+
+  // Under `tessera bench` (registered by bench.cpp before this).
+  CLI::App* bench = app.get_subcommand("bench");
+  auto f = std::make_shared<bench::FaultsBenchOptions>();
+  auto* faults = bench->add_subcommand("faults", "Recovery trials: Jacobi3D under the supervisor with injected kills "
+                                                 "(random, during a checkpoint, during a restart); level-2 checkpoint cost");
+  faults->add_option("--trials", f->trials, "Trials per scenario")->check(CLI::Range(1, 100000));
+  faults->add_option("--seed", f->seed, "Seed of the random ranks and steps");
+  faults->add_option("--n", f->n, "Interior grid points per side")->check(CLI::Range(2, 2048));
+  faults->add_option("--iterations", f->iterations, "Jacobi iterations")->check(CLI::Range(2, 100000));
+  faults->add_option("--chunks", f->chunks, "Chunk grid, e.g. 2x2x2");
+  faults->add_option("--every", f->every, "Checkpoint every this many iterations")->check(CLI::Range(1, 100000));
+  auto cost_bytes = std::make_shared<std::string>("64M");
+  faults->add_option("--checkpoint-bytes", *cost_bytes, "Bytes per rank of the checkpoint cost rows (0: none)");
+  faults->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Seconds without a heartbeat: hung")
+      ->check(CLI::PositiveNumber);
+  faults->add_option("--scenario", f->scenarios, "random_kill, kill_in_checkpoint, kill_in_restart (default: all)");
+  faults->add_flag("--json", f->json, "Only JSON lines on stdout (one per scenario and cost row)");
+  faults->add_flag("-q,--quiet", f->quiet, "No progress notes on stderr");
+  faults->callback([f, cost_bytes, &selected, &ranks, &launches_jobs] {
+    launches_jobs = true;
+    selected = [f, cost_bytes, &ranks] {
+      bench::FaultsBenchOptions opts = *f;
+      if (ranks > 0) opts.ranks = ranks;
+      opts.cost_bytes = *cost_bytes == "0" ? 0 : parse_byte_size(*cost_bytes, "--checkpoint-bytes");
+      opts.program = self_exe();
+      return bench::run_faults_bench(opts);
+    };
+  });
+
+  auto j = std::make_shared<bench::RecoverJacobiOptions>();
+  auto* jr = bench->add_subcommand("jacobi3d-recover", "Jacobi3D checkpointing every k iterations and resuming from "
+                                                        "the newest checkpoint (run it under 'tessera run --recover')");
+  jr->add_option("--n", j->n, "Interior grid points per side")->check(CLI::Range(2, 2048));
+  jr->add_option("--iterations", j->iterations, "Jacobi iterations")->check(CLI::Range(1, 100000));
+  jr->add_option("--chunks", j->chunks, "Chunk grid, e.g. 2x2x2");
+  jr->add_option("--every", j->every, "Checkpoint every this many iterations (0: never)")->check(CLI::Range(0, 100000));
+  jr->add_option("--levels", j->levels, "Checkpoint levels: node, buddy, disk, or a comma list");
+  jr->add_option("--dir", j->dir, "The disk level's directory");
+  jr->add_option("--node-dir", j->node_dir, "The node level's directory (default $TESSERA_SHM_DIR or /dev/shm)");
+  jr->add_option("--name", j->name, "The checkpoints' name");
+  jr->add_option("--result", j->result, "Rank 0 writes the checksum and check as JSON here");
+  jr->add_flag("--plain", j->plain, "Also run the plain sequential loop on rank 0 (the result's plain_checksum)");
+  jr->add_flag("-q,--quiet", j->quiet, "No result line on stdout");
+  jr->callback([j, &selected] {
+    selected = [j] {
+      Runtime rt;
+      return bench::run_recover_jacobi(rt, *j);
+    };
+  });
+
+  auto c = std::make_shared<bench::CheckpointCostOptions>();
+  auto bytes = std::make_shared<std::string>("64M");
+  auto* cc = bench->add_subcommand("checkpoint-cost", "Level-2 checkpoint stall against memcpy bandwidth (bench faults runs it)");
+  cc->add_option("--bytes", *bytes, "Bytes per rank, e.g. 64M");
+  cc->add_option("--reps", c->reps, "Checkpoints (the median is reported)")->check(CLI::Range(1, 100));
+  cc->add_option("--node-dir", c->node_dir, "The node level's directory");
+  cc->add_option("--result", c->result, "Rank 0 writes the figures as JSON here");
+  cc->callback([c, bytes, &selected] {
+    selected = [c, bytes] {
+      bench::CheckpointCostOptions opts = *c;
+      opts.bytes = parse_byte_size(*bytes, "--bytes");
+      Runtime rt;
+      return bench::run_checkpoint_cost(rt, opts);
+    };
+  });
+}
+
+}  // namespace tessera::cli

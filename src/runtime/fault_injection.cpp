@@ -1,0 +1,237 @@
+#include "tessera/runtime/fault_injection.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "tessera/runtime/error.hpp"
+
+namespace tessera {
+
+namespace {
+
+std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The process's view of the variables, read once.
+struct State {
+  int attempt = 1;
+  std::string heartbeat_dir, kill_file;
+  std::vector<InjectedFault> faults;
+  std::vector<bool> fired;
+  int heartbeat_fd = -1;
+  int heartbeat_rank = -1;
+  std::mutex mutex;  // a drain thread never calls in, but keep the hook safe
+};
+
+State& state() {
+  static State* s = [] {
+    auto* st = new State;  // never destroyed: a hook may run during exit
+    std::string a = env(FaultInjection::kAttempt);
+    if (!a.empty()) st->attempt = std::max(1, std::atoi(a.c_str()));
+    st->heartbeat_dir = env(FaultInjection::kHeartbeatDir);
+    st->kill_file = env(FaultInjection::kKillFile);
+    st->faults = FaultInjection::parse(env(FaultInjection::kFaults));
+    std::string kr = env(FaultInjection::kKillRank), ks = env(FaultInjection::kKillAtStep);
+    if (!kr.empty() || !ks.empty()) {
+      if (kr.empty() || ks.empty())
+        throw ConfigError(std::string(FaultInjection::kKillRank) + " and " + FaultInjection::kKillAtStep +
+                          " go together (a rank and a step); got only one");
+      auto shorthand = FaultInjection::parse("1:" + kr + ":step:" + ks);
+      st->faults.insert(st->faults.end(), shorthand.begin(), shorthand.end());
+    }
+    st->fired.assign(st->faults.size(), false);
+    return st;
+  }();
+  return *s;
+}
+
+State& state();
+// A normal exit (exit(), return from main) leaves exited.RANK, so the
+// supervisor tells a rank that finished from one that died (SIGKILL, a
+// crash: no atexit handler runs).
+void mark_exit() {
+  State& s = state();
+  if (s.heartbeat_dir.empty() || s.heartbeat_rank < 0) return;
+  std::string path = s.heartbeat_dir + "/exited." + std::to_string(s.heartbeat_rank);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+}
+
+void write_heartbeat(State& s, int rank, std::int64_t step) {
+  if (s.heartbeat_dir.empty()) return;
+  if (s.heartbeat_fd < 0 || s.heartbeat_rank != rank) {
+    if (s.heartbeat_fd >= 0) ::close(s.heartbeat_fd);
+    std::string path = s.heartbeat_dir + "/" + std::to_string(rank) + ".hb";
+    s.heartbeat_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    s.heartbeat_rank = rank;
+    static bool registered = (std::atexit(mark_exit), true);
+    (void)registered;
+    if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
+  }
+  // One fixed-size record rewritten in place: a reader never sees a mix of two lengths.
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "%d %d %" PRId64 " %" PRId64, static_cast<int>(::getpid()), s.attempt, step,
+                        now_ns());
+  for (int i = n; i < 63; ++i) line[i] = ' ';
+  line[63] = '\n';
+  ssize_t ignored = ::pwrite(s.heartbeat_fd, line, sizeof line, 0);
+  (void)ignored;
+}
+
+[[noreturn]] void die(State& s, int rank, FaultPoint point, std::uint64_t step) {
+  if (!s.heartbeat_dir.empty()) {
+    std::string path = s.heartbeat_dir + "/killed." + std::to_string(rank);
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
+      std::fprintf(f, "%" PRIu64 " %s %" PRId64 "\n", step, FaultInjection::point_name(point), now_ns());
+      std::fclose(f);
+    }
+  }
+  std::fflush(nullptr);
+  ::kill(::getpid(), SIGKILL);
+  for (;;) ::pause();
+}
+
+[[noreturn]] void hang(State& s, int rank, std::uint64_t step) {
+  if (!s.heartbeat_dir.empty()) {
+    std::string path = s.heartbeat_dir + "/hung." + std::to_string(rank);
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
+      std::fprintf(f, "%" PRIu64 " hang %" PRId64 "\n", step, now_ns());
+      std::fclose(f);
+    }
+  }
+  for (;;) ::pause();  // until the supervisor's SIGTERM/SIGKILL
+}
+
+// The first pending fault of this attempt and rank due at `point`/`step`.
+void fire_due(State& s, int rank, FaultPoint point, std::uint64_t step) {
+  for (std::size_t i = 0; i < s.faults.size(); ++i) {
+    const auto& f = s.faults[i];
+    if (s.fired[i] || f.attempt != s.attempt || f.rank != rank) continue;
+    bool due = point == FaultPoint::restart ? f.point == FaultPoint::restart
+                                            : f.point == point && step >= f.step;
+    if (point == FaultPoint::step && f.point == FaultPoint::hang && step >= f.step) due = true;
+    if (!due) continue;
+    s.fired[i] = true;
+    if (f.point == FaultPoint::hang) hang(s, rank, step);
+    die(s, rank, f.point, step);
+  }
+}
+
+}  // namespace
+
+const char* FaultInjection::point_name(FaultPoint point) {
+  switch (point) {
+    case FaultPoint::step: return "step";
+    case FaultPoint::checkpoint: return "checkpoint";
+    case FaultPoint::restart: return "restart";
+    case FaultPoint::hang: return "hang";
+  }
+  return "?";
+}
+
+std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
+  std::vector<InjectedFault> out;
+  std::stringstream all(text);
+  std::string item;
+  while (std::getline(all, item, ',')) {
+    if (item.empty()) continue;
+    std::vector<std::string> parts;
+    std::stringstream one(item);
+    for (std::string p; std::getline(one, p, ':');) parts.push_back(p);
+    auto bad = [&](const std::string& why) {
+      return ConfigError(std::string(kFaults) + ": '" + item + "': " + why +
+                         " (expected ATTEMPT:RANK:POINT[:STEP], POINT one of step, checkpoint, restart, hang)");
+    };
+    if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
+    auto number = [&](const std::string& s, const char* what) {
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw bad(std::string(what) + " '" + s + "' is not a number");
+      return std::stoull(s);
+    };
+    InjectedFault f;
+    f.attempt = static_cast<int>(number(parts[0], "attempt"));
+    f.rank = static_cast<int>(number(parts[1], "rank"));
+    if (f.attempt < 1) throw bad("attempts count from 1");
+    const std::string& p = parts[2];
+    if (p == "step") f.point = FaultPoint::step;
+    else if (p == "checkpoint") f.point = FaultPoint::checkpoint;
+    else if (p == "restart") f.point = FaultPoint::restart;
+    else if (p == "hang") f.point = FaultPoint::hang;
+    else throw bad("unknown point '" + p + "'");
+    if (parts.size() == 4) f.step = number(parts[3], "step");
+    else if (f.point == FaultPoint::step || f.point == FaultPoint::hang) throw bad("a step is needed");
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string FaultInjection::format(const std::vector<InjectedFault>& faults) {
+  std::string out;
+  for (const auto& f : faults) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(f.attempt) + ":" + std::to_string(f.rank) + ":" + point_name(f.point);
+    if (f.point != FaultPoint::restart) out += ":" + std::to_string(f.step);
+  }
+  return out;
+}
+
+int FaultInjection::attempt() { return state().attempt; }
+
+void FaultInjection::heartbeat(int rank) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  write_heartbeat(s, rank, -1);
+}
+
+void FaultInjection::at_step(int rank, std::uint64_t step) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  write_heartbeat(s, rank, static_cast<std::int64_t>(step));
+  if (!s.kill_file.empty()) {
+    struct stat st {};
+    if (::stat(s.kill_file.c_str(), &st) == 0) {
+      std::ifstream in(s.kill_file);
+      int named = -1;
+      if (in >> named && named == rank && ::unlink(s.kill_file.c_str()) == 0) die(s, rank, FaultPoint::step, step);
+    }
+  }
+  if (!s.faults.empty()) fire_due(s, rank, FaultPoint::step, step);
+}
+
+void FaultInjection::at_point(int rank, FaultPoint point, std::uint64_t step) {
+  State& s = state();
+  if (s.faults.empty()) return;
+  std::lock_guard lock(s.mutex);
+  fire_due(s, rank, point, step);
+}
+
+void FaultInjection::note_resume(std::uint64_t step, int level, const std::string& path) {
+  State& s = state();
+  if (s.heartbeat_dir.empty()) return;
+  std::string file = s.heartbeat_dir + "/resumed." + std::to_string(s.attempt);
+  if (FILE* f = std::fopen(file.c_str(), "w")) {
+    std::fprintf(f, "%" PRIu64 " %d %" PRId64 " %s\n", step, level, now_ns(), path.c_str());
+    std::fclose(f);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,192 @@
+"""The recovery supervisor (`tessera -n K run --recover`) with injected
+failures, on the recoverable Jacobi3D (`tessera bench jacobi3d-recover`).
+
+Usage: test_recovery.py BUILD_DIR CASE, CASE one of
+  recover2   2 ranks: a kill after a step, a kill while writing a checkpoint,
+             a kill file; each result bit-identical to the plain sequential
+             loop's and to uninterrupted runs at 1 and 2 ranks
+  recover4   4 ranks: rank 0 killed after a step, then a rank killed while
+             restarting; resumes from the newest complete checkpoint, bit-identical
+  retries    a job that always fails: --retries honoured, a clear error, non-zero exit
+  hang       a rank that stops responding is caught by its heartbeat and the job recovers
+  bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
+Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
+there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1])
+CASE = sys.argv[2]
+TESSERA = os.path.join(BUILD, "tessera")
+JOB = ["tessera", "bench", "jacobi3d-recover", "--n", "16", "--iterations", "20", "--every", "5", "-q"]
+failures = []
+
+
+def check(ok, what):
+    """`what` may end with said(p): the job's output, printed only on failure."""
+    if ok:
+        what = what.split("\n--- stdout")[0]
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+class Env:
+    def __init__(self, work):
+        self.shm = tempfile.mkdtemp(prefix="tessera-test-faults-", dir="/dev/shm")
+        self.tmp = os.path.join(work, "tmp")
+        os.makedirs(self.tmp)
+        self.work = work
+        self.env = dict(os.environ, TESSERA_SHM_DIR=self.shm, TMPDIR=self.tmp,
+                        OMPI_MCA_btl_vader_backing_directory=self.shm)
+        self.count = 0
+
+    def run(self, ranks, supervisor_args, job_args, timeout=120):
+        """Supervised run; returns (process, report, result)."""
+        self.count += 1
+        report = os.path.join(self.work, f"report{self.count}.json")
+        result = os.path.join(self.work, f"result{self.count}.json")
+        argv = [TESSERA, "-n", str(ranks), "run", "--report", report] + supervisor_args + job_args
+        if job_args[:1] == ["tessera"]:
+            argv += ["--result", result]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env)
+        rep = json.load(open(report)) if os.path.exists(report) else None
+        res = json.load(open(result)) if os.path.exists(result) else None
+        return p, rep, res
+
+    def clean(self):
+        p = subprocess.run([TESSERA, "shm", "list", "--json", "--dir", self.shm], capture_output=True, text=True,
+                           env=self.env)
+        files = json.loads(p.stdout)["files"] if p.returncode == 0 else None
+        check(files == [], f"no Tessera segment left in the job's shm directory ({files})")
+        left = os.listdir(self.shm)
+        check(left == [], f"nothing left in the job's shm directory: no checkpoint, no Open MPI file ({left})")
+        check(os.listdir(self.tmp) == [], f"no heartbeat directory left in TMPDIR ({os.listdir(self.tmp)})")
+        subprocess.run(["rm", "-rf", self.shm])
+
+
+def said(p):
+    return f"\n--- stdout\n{p.stdout[-2000:]}\n--- stderr\n{p.stderr[-3000:]}"
+
+
+def reference(e):
+    """Uninterrupted runs at 1 and 2 ranks and the plain loop: one checksum."""
+    p1, _, r1 = e.run(1, [], JOB + ["--plain"])
+    p2, _, r2 = e.run(2, [], JOB)
+    check(p1.returncode == 0 and p2.returncode == 0 and r1 and r2, "uninterrupted runs at 1 and 2 ranks" + said(p2))
+    ok = r1 and r2 and r1["checksum"] == r1["plain_checksum"] == r2["checksum"]
+    check(bool(ok), "uninterrupted runs equal the plain sequential loop bit for bit")
+    check(bool(r1) and r1["check"].startswith("ok"), "the iterate agrees with the theory")
+    return r1["plain_checksum"] if r1 else None
+
+
+def expect_recovery(e, ranks, supervisor_args, what, attempts, resumed, checksum, rank=None, how=None):
+    p, rep, res = e.run(ranks, ["--recover"] + supervisor_args, JOB)
+    check(p.returncode == 0 and rep and rep["finished"], f"{what}: the supervisor recovers the job" + said(p))
+    if not rep:
+        return
+    a = rep["attempts"]
+    check(len(a) == attempts, f"{what}: {attempts} attempts ({[x['outcome'] for x in a]})")
+    first = a[0]
+    if rank is not None:
+        check(first["outcome"] == "rank died" and first["rank"] == rank and first["signal"] == 9,
+              f"{what}: attempt 1 reports rank {rank} killed by SIGKILL ({first['outcome']}, rank {first['rank']})")
+    if how is not None:
+        check(how in first["how"], f"{what}: the report says how ('{first['how']}')")
+    check(0 <= first["detection_seconds"] < 5, f"{what}: detected in {first['detection_seconds']:.3f} s")
+    check(a[-1]["resumed_step"] == resumed,
+          f"{what}: the last attempt resumed from step {resumed} (got {a[-1]['resumed_step']})")
+    check(res is not None and res["checksum"] == checksum and res["attempt"] == attempts,
+          f"{what}: final iterate bit-identical to the uninterrupted run")
+    check("recovered: finished on attempt" in p.stderr, f"{what}: the supervisor says it recovered")
+
+
+def case_recover2(e):
+    ref = reference(e)
+    expect_recovery(e, 2, ["--kill-rank", "1", "--kill-at-step", "7"], "kill after step 7", 2, 5, ref, rank=1,
+                    how="after step 7")
+    # Killed while writing the checkpoint of step 10: that one stays torn, the relaunch takes step 5's.
+    expect_recovery(e, 2, ["--fault", "1:0:checkpoint:8"], "kill while writing a checkpoint", 2, 5, ref, rank=0,
+                    how="while writing the checkpoint of step 10")
+    kill_file = os.path.join(e.work, "kill-me")
+    with open(kill_file, "w") as f:
+        f.write("1\n")
+    expect_recovery(e, 2, ["--kill-file", kill_file], "kill file", 2, -1, ref, rank=1)
+    check(not os.path.exists(kill_file), "the killed rank removed the kill file")
+
+
+def case_recover4(e):
+    p, _, r = e.run(1, [], JOB + ["--plain"])
+    check(p.returncode == 0 and r and r["checksum"] == r["plain_checksum"], "uninterrupted run = plain loop" + said(p))
+    ref = r["plain_checksum"] if r else None
+    expect_recovery(e, 4, ["--kill-rank", "0", "--kill-at-step", "12", "--fault", "2:3:restart"],
+                    "rank 0 killed after step 12, rank 3 while restarting", 3, 10, ref, rank=0)
+
+
+def case_retries(e):
+    p, rep, _ = e.run(2, ["--recover", "--retries", "2"], ["false"])
+    check(p.returncode != 0, f"an always-failing job exits non-zero ({p.returncode})")
+    check(rep is not None and len(rep["attempts"]) == 3 and not rep["finished"],
+          "--retries 2: three attempts, then it gives up" + said(p))
+    check("tessera: error: gave up: the job failed 3 time(s) (--retries 2)" in p.stderr,
+          "a clear error line" + said(p))
+    p, rep, _ = e.run(2, [], ["false"])
+    check(p.returncode != 0 and rep is not None and len(rep["attempts"]) == 1, "without --recover: one attempt")
+    p = subprocess.run([TESSERA, "-n", "2", "run", "--recover", "--kill-rank", "5", "--kill-at-step", "1", "true"],
+                       capture_output=True, text=True, env=e.env)
+    check(p.returncode != 0 and "rank 5" in p.stderr, "a fault naming a rank the job lacks is refused" + said(p))
+    p = subprocess.run([TESSERA, "-n", "2", "run", "--fault", "1:0:explode:3", "true"], capture_output=True, text=True,
+                       env=e.env)
+    check(p.returncode != 0 and "unknown point 'explode'" in p.stderr, "a bad --fault is refused" + said(p))
+
+
+def case_hang(e):
+    p, _, r = e.run(2, [], JOB)
+    ref = r["checksum"] if r else None
+    p, rep, res = e.run(2, ["--recover", "--heartbeat-timeout", "2", "--fault", "1:1:hang:6"], JOB)
+    check(p.returncode == 0 and rep and rep["finished"], "a hung rank: the job recovers" + said(p))
+    if rep:
+        a = rep["attempts"][0]
+        check(a["outcome"] == "hung" and a["rank"] == 1 and a["last_step"] == 6,
+              f"attempt 1: rank 1 hung after step 6 ({a['outcome']}, rank {a['rank']}, step {a['last_step']})")
+        check(2 <= a["detection_seconds"] < 6, f"caught by its heartbeat after {a['detection_seconds']:.2f} s (timeout 2 s)")
+        check(rep["attempts"][-1]["resumed_step"] == 5, "resumed from step 5")
+    check(res is not None and res["checksum"] == ref, "bit-identical to the uninterrupted run")
+
+
+def case_bench(e):
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "5", "--n", "12", "--iterations", "20",
+                        "--every", "5", "--checkpoint-bytes", "0", "--json", "-q"],
+                       capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    check(p.returncode == 0, "bench faults exits 0" + said(p))
+    check(sorted(r["scenario"] for r in rows) == ["kill_in_checkpoint", "kill_in_restart", "random_kill"],
+          "one JSON line per scenario")
+    for r in rows:
+        check(r["trials"] == 5 and r["recovered"] == 5 and r["bit_identical"] == 5,
+              f"{r['scenario']}: 5 of 5 recovered and bit-identical ({r['recovered']}, {r['bit_identical']})")
+        check(r["hangs"] == 0 and r["stale_segments"] == 0 and r["sigbus"] == 0,
+              f"{r['scenario']}: no hang, stale segment or SIGBUS")
+        check(0 <= r["detection_seconds_max"] < 5 and r["resume_seconds_median"] > 0, f"{r['scenario']}: timings given")
+    check(any(r["second_kills"] >= 1 for r in rows), "some trials have a second kill")
+
+
+def main():
+    cases = {"recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
+             "bench": case_bench}
+    if CASE not in cases:
+        sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")
+    with tempfile.TemporaryDirectory(prefix="tessera-test-faults-") as work:
+        e = Env(work)
+        try:
+            cases[CASE](e)
+        finally:
+            e.clean()
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+
+
+main()
