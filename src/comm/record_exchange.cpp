@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 
+#include "tessera/comm/routing.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -71,9 +72,10 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
     wait(agree);
   }
   round_start_ = MPI_Wtime();
-  routed_ = options_.routing != AggregationRouting::direct && size_ > 1;
+  const std::unique_ptr<Routing> routing = make_routing(rt, options_.routing, rank_, size_);
+  routed_ = routing->multi_hop();
   if (routed_) {
-    setup_routes(rt);
+    setup_routes(*routing);
     engine_.add(this);
     return;
   }
@@ -421,55 +423,8 @@ namespace {
 constexpr std::size_t kChunksPerDestination = 8;
 }  // namespace
 
-namespace {
-// Node-first routing is the grid whose rows are the nodes and whose columns
-// are the ranks' indices on their node: ranks numbered node by node ("grid
-// positions") so that GridRoute's row-major arithmetic applies whatever the
-// placement (by slot or round-robin over nodes). Needs every node to hold
-// the same number of ranks.
-struct NodeGrid {
-  GridRoute grid;
-  std::vector<int> position;  // by rank
-  std::vector<int> rank_at;   // by grid position
-};
-NodeGrid node_grid(const NodeGroup& node, int ranks) {
-  std::vector<int> per_node(static_cast<std::size_t>(node.count), 0);
-  NodeGrid g;
-  g.position.resize(static_cast<std::size_t>(ranks));
-  std::vector<int> local(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) local[static_cast<std::size_t>(r)] = per_node[static_cast<std::size_t>(node.node_of_rank[static_cast<std::size_t>(r)])]++;
-  for (int n : per_node)
-    if (n != per_node[0])
-      throw ConfigError("node-first aggregation routing needs the same number of ranks on every node; this job has " +
-                        std::to_string(per_node[0]) + " on node 0 and " + std::to_string(n) +
-                        " on another (use TESSERA_AGG_ROUTING=grid or direct)");
-  g.grid.columns = per_node[0];
-  g.grid.rows = node.count;
-  g.rank_at.resize(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    int p = node.node_of_rank[static_cast<std::size_t>(r)] * g.grid.columns + local[static_cast<std::size_t>(r)];
-    g.position[static_cast<std::size_t>(r)] = p;
-    g.rank_at[static_cast<std::size_t>(p)] = r;
-  }
-  return g;
-}
-}  // namespace
-
-void RecordExchange::setup_routes(const Runtime& rt) {
+void RecordExchange::setup_routes(const Routing& routing) {
   const int P = size_;
-  // Grid arithmetic runs on grid positions: the rank itself for the square
-  // grid, its node and index on the node for node-first.
-  NodeGrid layout;
-  if (options_.routing == AggregationRouting::node_first) {
-    layout = node_grid(rt.node(), P);
-  } else {
-    layout.grid = GridRoute::of(P);
-    for (int r = 0; r < P; ++r) layout.position.push_back(r), layout.rank_at.push_back(r);
-  }
-  const GridRoute& grid = layout.grid;
-  auto at = [&](int rank) { return layout.position[static_cast<std::size_t>(rank)]; };
-  const int me = at(rank_);
-  const int last_row_length = P - (grid.rows - 1) * grid.columns;
   auto slot_for = [&](int rank, bool forward) {
     for (std::size_t k = 0; k < slots_.size(); ++k)
       if (slots_[k].rank == rank && slots_[k].forward == forward) return static_cast<int>(k);
@@ -480,19 +435,11 @@ void RecordExchange::setup_routes(const Runtime& rt) {
   fwd_slot_.assign(static_cast<std::size_t>(P), -1);
   for (int d = 0; d < P; ++d) {
     if (d == rank_) continue;
-    const int gd = at(d);
-    bool same_row = grid.row(gd) == grid.row(me), same_column = grid.column(gd) == grid.column(me);
-    int hop = layout.rank_at[static_cast<std::size_t>(grid.next_hop(P, me, gd))];
-    // Same column: the record is final at d. Otherwise it goes as a forward
-    // record (d itself delivers the ones of its own row).
-    int own = slot_for(hop, !(same_column && !same_row));
+    const Routing::Hop hop = routing.first_hop(d);
+    int own = slot_for(hop.rank, hop.forward);
     own_slot_[static_cast<std::size_t>(d)] = own;
     slots_[static_cast<std::size_t>(own)].own_dests.push_back(d);
-    if (same_column) fwd_slot_[static_cast<std::size_t>(d)] = own;
-    // Column-first intermediate of the short last row: forwards along its row.
-    if (same_row && grid.row(me) < grid.rows - 1 && grid.column(me) < last_row_length &&
-        grid.column(gd) >= last_row_length)
-      fwd_slot_[static_cast<std::size_t>(d)] = slot_for(d, false);
+    if (int next = routing.forwards_to(d); next >= 0) fwd_slot_[static_cast<std::size_t>(d)] = slot_for(next, false);
   }
   const auto S = slots_.size();
   const std::size_t rb = shape_.record_bytes;

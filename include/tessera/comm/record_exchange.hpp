@@ -16,6 +16,8 @@
 // (MPI_Ireduce_scatter_block), then each rank serves until it has handled
 // every batch sent to it and received every reply it is owed.
 //
+// Routing policies (routing.hpp), one per file: direct, grid
+// (grid_routing.cpp) and node-first (node_first_routing.cpp).
 // Node-first routing (routing = node_first) is grid routing on the grid whose
 // rows are the nodes and whose columns are the ranks' indices on their node:
 // a record for another node first goes to the co-locale with its
@@ -58,6 +60,8 @@
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::comm {
+
+class Routing;
 
 class RecordExchange : private Progressable {
  public:
@@ -225,7 +229,7 @@ class RecordExchange : private Progressable {
   void next_batch(int dest);
   void send_current(int dest);
   // Grid routing.
-  void setup_routes(const Runtime& rt);
+  void setup_routes(const Routing& routing);
   std::byte* push_routed(int dest, std::byte** side);
   void close_chunk(int dest);
   bool open_batch(int slot, bool blocking);
