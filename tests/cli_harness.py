@@ -20,6 +20,10 @@ class Harness:
         self.fatal = fatal  # a failed command ends the test (later checks would only repeat it)
         self._case = threading.local()  # the checks of the case this thread runs (Harness.each)
 
+    @property
+    def failures(self):
+        return verdict.failures
+
     def check(self, ok, what):
         pending = getattr(self._case, "checks", None)
         if pending is not None:
