@@ -53,14 +53,7 @@ test-release: build
 test-san: build-san
 	@cd $(BUILD_SAN) && $(CTEST_SAN)
 
-# The sanitizer build (all ccache hits after a first build) runs while the
-# release tests do, which mostly wait on ranks; its output is shown if it fails.
-test: build
-	@$(MAKE) --no-print-directory build-san >$(BUILD)/build-san.log 2>&1 & san=$$!; \
-	  (cd $(BUILD) && $(CTEST_RELEASE)); release=$$?; \
-	  if ! wait $$san; then cat $(BUILD)/build-san.log; exit 1; fi; \
-	  [ $$release -eq 0 ] || exit $$release; \
-	  cd $(BUILD_SAN) && $(CTEST_SAN)
+test: test-release test-san
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN)

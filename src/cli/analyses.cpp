@@ -61,11 +61,7 @@ int run_analysis(const AnalysisArgs& a, const char* command, bool needs_in_arcs,
   const bool any_output = !a.output.empty() || !a.subgraph.empty();
   if (a.input.path.empty()) throw ConfigError(std::string("name the graph: tessera ") + command + " GRAPH");
   Runtime rt;
-  pipeline::ProgressSink sink;
-  if (rt.rank() == 0 && !a.quiet)
-    sink = [](double seconds, const std::string& text, bool detail) {
-      std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
-    };
+  pipeline::ProgressSink sink = stderr_progress(rt, a.quiet);
   pipeline::Progress p(sink);
   pipeline::Report report(rt, p);
   int on_stdout = 0;

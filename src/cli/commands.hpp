@@ -6,6 +6,8 @@
 #include <string>
 
 #include "tessera/pipeline/input.hpp"
+#include "tessera/pipeline/progress.hpp"
+#include "tessera/runtime/runtime.hpp"
 
 namespace tessera::cli {
 
@@ -27,6 +29,7 @@ void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (
 extern const CLI::Validator kGraphPath;  // an existing path, or - for standard input
 extern const CLI::Validator kVertexId;   // digits only, 64 bits
 extern const std::string kOutputNote;    // appended to the help of every output option
+pipeline::ProgressSink stderr_progress(const Runtime& rt, bool quiet);  // rank 0's stderr unless quiet
 void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required = true);
 void add_input_options(CLI::App* c, pipeline::Input& in);     // --base --relabel --undirected --pattern
 void add_symmetric_option(CLI::App* c, pipeline::Input& in);  // --symmetric

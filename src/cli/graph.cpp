@@ -36,6 +36,14 @@ const CLI::Validator kVertexId(
     },
     "ID");
 
+// Progress lines on rank 0's stderr, with the seconds since the start; none with -q.
+pipeline::ProgressSink stderr_progress(const Runtime& rt, bool quiet) {
+  if (rt.rank() != 0 || quiet) return {};
+  return [](double seconds, const std::string& text, bool detail) {
+    std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
+  };
+}
+
 // Appended to the help of every output option.
 const std::string kOutputNote =
     "; - is standard output, devices and FIFOs are written in place, files replaced whole";
@@ -75,11 +83,7 @@ int run(const GraphArgs& args, Workflow workflow, bool analysis) {
   o.document_on_stdout = args.json;
   pipeline::check_options(o, analysis);
   Runtime rt;
-  pipeline::ProgressSink sink;
-  if (rt.rank() == 0 && !args.quiet)
-    sink = [](double seconds, const std::string& text, bool detail) {
-      std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
-    };
+  pipeline::ProgressSink sink = stderr_progress(rt, args.quiet);
   pipeline::Progress progress(sink);
   auto result = workflow(rt, o, progress);
   if (result.hitting && !result.hitting->solve.succeeded() && rt.rank() == 0)

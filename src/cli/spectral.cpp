@@ -45,11 +45,7 @@ int run_spectral(const SpectralArgs& a) {
   if (!a.parts.empty() && !fiedler) throw ConfigError("--parts is the bisection by the Fiedler vector: use --what fiedler");
   if (!trilinos::available()) throw ConfigError("tessera spectral needs the trilinos/ layer (Anasazi): " + trilinos::description());
   Runtime rt;
-  pipeline::ProgressSink sink;
-  if (rt.rank() == 0 && !a.quiet)
-    sink = [](double seconds, const std::string& text, bool detail) {
-      std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
-    };
+  pipeline::ProgressSink sink = stderr_progress(rt, a.quiet);
   pipeline::Progress p(sink);
   pipeline::Report report(rt, p);
   check_output(rt, a, a.output, "-o");
