@@ -72,7 +72,6 @@ builds; Bale's ig and histo, 2 PEs, 1,048,576 per PE, 4 rounds each):
 Exit status: 0 when every row verified, 1 when one did not, 2 on a usage
 error (no --bale tree: how to get one) or when a build or a run fails."""
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -80,6 +79,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_tree  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -134,21 +136,7 @@ def bale_classic(tree):
 
 def tree_id(tree, classic):
     """The tree's git commit (short), or a digest of bale_classic's files when it is no git checkout."""
-    run = subprocess.run(["git", "-C", tree, "rev-parse", "--show-toplevel", "--short=7", "HEAD"],
-                         capture_output=True, text=True)
-    lines = run.stdout.split()
-    # Only the tree's own repository: a tree unpacked inside another checkout is no git checkout of Bale.
-    if run.returncode == 0 and len(lines) == 2 and os.path.realpath(lines[0]) == os.path.realpath(tree):
-        return lines[1]
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(classic):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, classic).encode())
-            with open(path, "rb") as f:
-                digest.update(f.read())
-    return "src-" + digest.hexdigest()[:12]
+    return peer_tree.tree_id(tree, classic)
 
 
 def default_build_dir(ident):

@@ -35,7 +35,6 @@ Do not trust times taken while the machine is busy.
 Exit status: 0 when every run verified, 1 when one did not, 2 on a usage
 error (no --gapbs tree: how to get one) or when a build or a run fails."""
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -43,6 +42,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_tree  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -76,17 +78,7 @@ def check_tree(tree):
 
 def tree_id(tree):
     """The tree's git commit (short), or a digest of its sources when it is no git checkout."""
-    run = subprocess.run(["git", "-C", tree, "rev-parse", "--show-toplevel", "--short=7", "HEAD"],
-                         capture_output=True, text=True)
-    lines = run.stdout.split()
-    if run.returncode == 0 and len(lines) == 2 and os.path.realpath(lines[0]) == os.path.realpath(tree):
-        return lines[1]
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(os.path.join(tree, "src"))):
-        digest.update(name.encode())
-        with open(os.path.join(tree, "src", name), "rb") as f:
-            digest.update(f.read())
-    return "src-" + digest.hexdigest()[:12]
+    return peer_tree.tree_id(tree, os.path.join(tree, "src"))
 
 
 def cache_dir(name):
