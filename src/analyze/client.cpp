@@ -371,8 +371,21 @@ bool launcher_available(const ProcessOptions& options, std::string* program) {
   return !words.empty() && on_path(words[0]);
 }
 
-ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
-                                                 const linalg::HittingOptions& hitting, const ProcessOptions& options) {
+namespace {
+
+// What one request brought back: the result vector, the reply, the handshake.
+struct Outcome {
+  linalg::Vector result;
+  proto::Reply reply;
+  Handshake handshake;
+};
+
+// One request of kind `analysis` (hitting times: `targets`, `hitting`; a
+// spectral kind: `spectral`) served by a started or user-started analysis.
+Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, std::span<const std::uint64_t> targets,
+                           const linalg::HittingOptions& hitting, const SpectralRequest& spectral,
+                           const ProcessOptions& options) {
+  const bool hitting_kind = analysis == proto::Analysis::hitting_times;
   Runtime& rt = g.runtime();
   const bool root = rt.rank() == 0;
   const NodeGroup& node = rt.node();
@@ -385,8 +398,10 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   agree(rt.comm(), [&] {
     if (src.empty() || dst.empty() || (g.weighted() && weight.empty()))
       throw ConfigError("an out-of-process analysis needs the graph in Shared storage (its arrays have no metadata file)");
-    if (g.directed()) throw ConfigError("hitting times need an undirected graph");
-    if (targets.empty() || targets.size() > static_cast<std::size_t>(proto::kMaxTargets))
+    if (g.directed())
+      throw ConfigError("the " + std::string(proto::analysis_name(static_cast<std::uint32_t>(analysis))) +
+                        " analysis needs an undirected graph");
+    if (hitting_kind && (targets.empty() || targets.size() > static_cast<std::size_t>(proto::kMaxTargets)))
       throw ConfigError("an out-of-process analysis takes 1 to " + std::to_string(proto::kMaxTargets) +
                         " targets, not " + std::to_string(targets.size()));
     if (rt.size() > control::kMaxRanks)
@@ -405,8 +420,8 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   std::optional<Notices> notices;
   if (across_nodes) notices.emplace(rt.comm());
 
-  // The result: hitting times on the graph's vertex ranges, written by the analysis.
-  auto result_storage = StorageOptions::shared(base + "-times", dir);
+  // The result: hitting times or an eigenvector on the graph's vertex ranges, written by the analysis.
+  auto result_storage = StorageOptions::shared(base + (hitting_kind ? "-times" : "-vector"), dir);
   result_storage.group_access = options.group_access;
   linalg::Vector times(g.vertex_map(), result_storage);
   Handshake hs;
@@ -590,16 +605,16 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     auto& req = payload.request;
     std::memset(&req, 0, sizeof(req));
     std::memset(&payload.reply, 0, sizeof(payload.reply));
-    req.analysis = static_cast<std::uint32_t>(proto::Analysis::hitting_times);
+    req.analysis = static_cast<std::uint32_t>(analysis);
     req.solver = static_cast<std::uint32_t>(options.solver == "belos" ? proto::Solver::belos : proto::Solver::tessera);
     req.preconditioner = static_cast<std::uint32_t>(options.preconditioner == "relaxation"
                                                         ? proto::Preconditioner::relaxation
                                                         : proto::Preconditioner::diagonal);
-    req.target_count = static_cast<std::uint32_t>(targets.size());
+    req.target_count = hitting_kind ? static_cast<std::uint32_t>(targets.size()) : 0;
     req.connected = hitting.connected ? 1 : 0;
     req.vertices = g.vertices();
-    req.tolerance = hitting.cg.tolerance;
-    req.max_iterations = hitting.cg.max_iterations;
+    req.tolerance = hitting_kind ? hitting.cg.tolerance : spectral.tolerance;
+    req.max_iterations = hitting_kind ? hitting.cg.max_iterations : spectral.max_iterations;
     // Arrays beside the control segment are named by file name alone, so an
     // analysis that sees the directory elsewhere (bwrap --bind DIR /data)
     // resolves them beside its own view of the control segment.
@@ -615,7 +630,7 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
     put(req.dst, dst);
     put(req.weight, weight);
     put(req.result, hs.result_path);
-    std::copy(targets.begin(), targets.end(), req.targets);
+    if (hitting_kind) std::copy(targets.begin(), targets.end(), req.targets);
     payload.reply.request_posted_ns = control::monotonic_ns();
     for (int r : node.world_ranks) ctl->post(Side::analysis, r);
   }
@@ -656,6 +671,14 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   hs.shutdown_seconds = measured[3];
   hs.command = broadcast(rt.comm(), hs.command, 0);
   hs.analysis = broadcast(rt.comm(), hs.analysis, 0);
+  return {std::move(times), reply, std::move(hs)};
+}
+
+}  // namespace
+
+ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
+                                                 const linalg::HittingOptions& hitting, const ProcessOptions& options) {
+  auto [times, reply, hs] = run_out_of_process(g, proto::Analysis::hitting_times, targets, hitting, {}, options);
 
   linalg::CgResult solve;
   solve.iterations = reply.iterations;
@@ -670,6 +693,21 @@ ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::
   solve.seconds = reply.solve_seconds;
   return {linalg::HittingTimes{std::move(times), reply.unreachable, reply.targets, std::move(solve), reply.setup_seconds},
           reply.matrix_extra_bytes, reply.belos_solves, reply.anonymous_growth_bytes, std::move(hs)};
+}
+
+ProcessSpectrum spectral_out_of_process(const graph::EdgeList& g, const SpectralRequest& request,
+                                        const ProcessOptions& options) {
+  const auto kind = request.what == SpectralKind::fiedler ? proto::Analysis::fiedler : proto::Analysis::centrality;
+  auto [vector, reply, hs] = run_out_of_process(g, kind, {}, {}, request, options);
+  if (reply.eigen_method > static_cast<std::uint32_t>(proto::EigenMethod::lobpcg))
+    throw FormatError("the analysis replied with an unknown eigensolver " + std::to_string(reply.eigen_method));
+  const char* method = reply.iterations == 0 ? "dense (LAPACK)"
+                       : reply.eigen_method == static_cast<std::uint32_t>(proto::EigenMethod::lobpcg) ? "lobpcg"
+                                                                                                      : "krylov-schur";
+  return {std::move(vector), reply.lambda,           reply.next_lambda,
+          reply.eigen_residual, reply.iterations,    reply.converged != 0,
+          reply.solve_seconds,  method,              reply.matrix_extra_bytes,
+          reply.anonymous_growth_bytes, std::move(hs)};
 }
 
 }  // namespace tessera::analyze

@@ -5,8 +5,10 @@
 // analyze/protocol.hpp), maps the graph's Shared arrays by
 // their metadata paths (one rank per segment: analysis rank r maps segment r),
 // builds the operator over the mapped arrays without copying them (Tessera's
-// EdgeListMatrix, or Trilinos' EdgeListRowMatrix for Belos), solves, writes
-// hitting times into the caller's Shared result array and posts the caller.
+// EdgeListMatrix, or Trilinos' EdgeListRowMatrix for Belos and Anasazi),
+// runs the requested kind (hitting times; the Fiedler vector or eigenvector
+// centrality), writes its vector into the caller's Shared result array and
+// posts the caller.
 // It serves requests until the caller says shutdown, and leaves (removing
 // the control segment) when the caller dies.
 //
@@ -37,6 +39,7 @@
 #include "tessera/analyze/protocol.hpp"
 #include "tessera/storage/metadata.hpp"
 #include "tessera/trilinos/hitting.hpp"
+#include "tessera/trilinos/spectral.hpp"
 
 namespace {
 
@@ -113,7 +116,44 @@ void resolve(char (&field)[proto::kPathBytes], const std::string& control_path) 
   std::snprintf(field, proto::kPathBytes, "%s", path.c_str());
 }
 
-// One hitting-times request on the mapped arrays; rank 0 fills `reply`.
+// A spectral request on the mapped graph: Anasazi on a RowMatrix over the
+// edge arrays; the unit-norm vector into `result`; rank 0 fills `reply`.
+void solve_spectral(Runtime& rt, const graph::EdgeList& g, const proto::Request& req, bool quiet,
+                    DistArray<double>& result, const AnonymousMemoryMeter& heap, proto::Reply& reply) {
+  const bool fiedler = req.analysis == static_cast<std::uint32_t>(proto::Analysis::fiedler);
+  if (!trilinos::available())
+    throw ConfigError(std::string("the ") + proto::analysis_name(req.analysis) +
+                      " analysis needs Anasazi, and this tessera-analyze was built without Trilinos (" +
+                      trilinos::description() + ")");
+  trilinos::SpectralOptions so;
+  so.what = fiedler ? trilinos::SpectralWhat::fiedler : trilinos::SpectralWhat::centrality;
+  so.tolerance = req.tolerance;
+  so.max_iterations = req.max_iterations;
+  if (rt.rank() == 0 && !quiet)
+    std::fprintf(stderr, "tessera-analyze: %s on %llu vertices, %llu edges (mapped, not copied) by Anasazi %s on a "
+                 "Tpetra RowMatrix over the edge arrays\n", fiedler ? "Fiedler vector" : "eigenvector centrality",
+                 static_cast<unsigned long long>(g.vertices()), static_cast<unsigned long long>(g.edges()),
+                 trilinos::to_string(so.method));
+  auto r = trilinos::spectral(g, so);
+  const std::uint64_t growth = heap.growth_bytes();
+  auto out = result.local();
+  std::copy(r.vector.begin(), r.vector.end(), out.begin());
+  if (rt.rank() == 0) {
+    reply.iterations = r.iterations;
+    reply.converged = r.converged ? 1 : 0;
+    reply.solve_seconds = r.seconds;
+    reply.matrix_extra_bytes = r.matrix_extra_bytes;
+    reply.anonymous_growth_bytes = growth;
+    reply.lambda = r.lambda;
+    reply.next_lambda = r.next_lambda;
+    reply.eigen_residual = r.residual;
+    reply.eigen_method = static_cast<std::uint32_t>(r.method == trilinos::EigenMethod::lobpcg
+                                                        ? proto::EigenMethod::lobpcg
+                                                        : proto::EigenMethod::krylov_schur);
+  }
+}
+
+// One request on the mapped arrays; rank 0 fills `reply`.
 void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet, proto::Reply& reply) {
   for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
   AnonymousMemoryMeter heap(rt.comm());  // mapping the arrays adds none: they are files
@@ -143,6 +183,7 @@ void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet, pro
   if (weighted) weight.emplace(rt, edge_ranges, existing(req.weight, false));
   DistArray<double> result(rt, vertex_ranges, existing(req.result, true));
   auto g = graph::EdgeList::adopt(req.vertices, false, vertex_ranges, std::move(src), std::move(dst), std::move(weight));
+  if (proto::spectral(req.analysis)) return solve_spectral(rt, g, req, quiet, result, heap, reply);
 
   std::vector<std::uint64_t> targets(req.targets, req.targets + req.target_count);
   linalg::HittingOptions o;

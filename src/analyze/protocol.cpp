@@ -42,22 +42,38 @@ std::unique_ptr<control::ControlSegment> open(const std::string& path) {
   return control::ControlSegment::open(path, kSchema);
 }
 
+static_assert(sizeof(Payload) <= control::kPayloadBytes, "the payload must fit the control segment's payload area");
+
+const char* analysis_name(std::uint32_t analysis) noexcept {
+  switch (static_cast<Analysis>(analysis)) {
+    case Analysis::hitting_times: return "hitting times";
+    case Analysis::shutdown: return "shutdown";
+    case Analysis::fiedler: return "fiedler";
+    case Analysis::centrality: return "centrality";
+    default: return "";
+  }
+}
+
 Request read_request(const control::ControlSegment& segment) {
   // Copied first: the other side may write the mapping at any time.
   Request r{};
   std::memcpy(&r, &payload(segment).request, sizeof(r));
   const std::string& path = segment.path();
   auto bad = [&](const std::string& what) { throw FormatError(path + ": request " + what); };
-  if (r.analysis != static_cast<std::uint32_t>(Analysis::hitting_times) &&
-      r.analysis != static_cast<std::uint32_t>(Analysis::shutdown))
-    bad("names unknown analysis " + std::to_string(r.analysis) + " (known: 1 hitting times, 2 shutdown)");
+  if (r.analysis == static_cast<std::uint32_t>(Analysis::none) || !*analysis_name(r.analysis))
+    bad("names unknown analysis kind " + std::to_string(r.analysis) +
+        " (known: 1 hitting times, 3 fiedler, 4 centrality; 2 shutdown): a caller of a newer build?");
   if (r.analysis == static_cast<std::uint32_t>(Analysis::shutdown)) return r;
-  if (r.solver != static_cast<std::uint32_t>(Solver::tessera) && r.solver != static_cast<std::uint32_t>(Solver::belos))
+  const bool spectral_kind = spectral(r.analysis);
+  if (!spectral_kind && r.solver != static_cast<std::uint32_t>(Solver::tessera) && r.solver != static_cast<std::uint32_t>(Solver::belos))
     bad("names unknown solver " + std::to_string(r.solver) + " (known: 1 tessera, 2 belos)");
-  if (r.preconditioner != static_cast<std::uint32_t>(Preconditioner::diagonal) &&
+  if (!spectral_kind && r.preconditioner != static_cast<std::uint32_t>(Preconditioner::diagonal) &&
       r.preconditioner != static_cast<std::uint32_t>(Preconditioner::relaxation))
     bad("names unknown preconditioner " + std::to_string(r.preconditioner) + " (known: 0 diagonal, 1 relaxation)");
-  if (r.target_count == 0 || r.target_count > static_cast<std::uint32_t>(kMaxTargets))
+  if (spectral_kind && r.target_count != 0)
+    bad("names " + std::to_string(r.target_count) + " targets for the " + analysis_name(r.analysis) +
+        " analysis, which takes none");
+  if (!spectral_kind && (r.target_count == 0 || r.target_count > static_cast<std::uint32_t>(kMaxTargets)))
     bad("has " + std::to_string(r.target_count) + " targets (1.." + std::to_string(kMaxTargets) + ")");
   if (!(r.tolerance > 0 && r.tolerance < 1 && std::isfinite(r.tolerance)))
     bad("tolerance " + std::to_string(r.tolerance) + " is not in (0, 1)");

@@ -89,6 +89,9 @@ int run(const GraphArgs& args, Workflow workflow, bool analysis) {
   if (result.hitting && !result.hitting->solve.succeeded() && rt.rank() == 0)
     std::fprintf(stderr, "tessera: the hitting-time solve did not converge: %s\n",
                  result.hitting->solve.reason.c_str());
+  if (result.spectrum && !result.spectrum->converged && rt.rank() == 0)
+    std::fprintf(stderr, "tessera: Anasazi did not reach the tolerance %g (true residual %.3g); raise "
+                 "--max-iterations or --tolerance\n", o.analysis.tolerance, result.spectrum->residual);
   if (rt.rank() == 0 && args.json) std::printf("%s\n", result.json.dump().c_str());
   return result.exit_code();
 }
@@ -229,22 +232,32 @@ void add_graph(CLI::App& app, Action& selected) {
   hit->callback(set(run_hitting));
 
   auto* pipe = app.add_subcommand("pipeline",
-                                  "Load into Shared storage, extract the largest component, hitting times on it "
-                                  "(zero-copy); without GRAPH, on a generated graph");
+                                  "Load into Shared storage, extract the largest component, analyse it (hitting "
+                                  "times, Fiedler vector or eigenvector centrality; zero-copy); without GRAPH, on a "
+                                  "generated graph");
   add_graph_input(pipe, a->o.input, "Input graph (default: generate --kind, kron scale 16)", false);
   pipe->add_option("--kind", a->o.input.kind, "Generator when no GRAPH: kron | urand | grid")
       ->check(CLI::IsMember({"kron", "urand", "grid"}));
   pipe->add_option("--target", a->o.targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
       ->delimiter(',')
       ->check(kVertexId);
-  pipe->add_option("-o,--output", a->o.output, "Write 'vertex time' lines for the largest component" + kOutputNote);
+  pipe->add_option("-o,--output", a->o.output,
+                   "Write 'vertex value' lines for the largest component: hitting times ('unreachable'), or the "
+                   "unit-norm Fiedler or centrality vector" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
   add_input_options(pipe, a->o.input);
   add_symmetric_option(pipe, a->o.input);
   add_generator_options(pipe, *a);
   add_hitting_options(pipe, *a);
+  pipe->add_option("--analysis-kind", a->o.analysis.kind,
+                   "What the largest component's analysis computes: hitting (random-walk hitting times to --target, "
+                   "the default), fiedler (lambda2 of the Laplacian and its vector) or centrality (the largest "
+                   "eigenvalue of the adjacency and its vector); the spectral kinds by Anasazi LOBPCG on the edge "
+                   "arrays (--tolerance, --max-iterations, --matrix apply)")
+      ->check(CLI::IsMember({"hitting", "fiedler", "centrality"}))
+      ->capture_default_str();
   pipe->add_option("--analysis", a->o.analysis.analysis,
-                   "Where the hitting-time analysis runs: inprocess (default), process (a separate tessera-analyze "
+                   "Where the analysis runs: inprocess (default), process (a separate tessera-analyze "
                    "job on the Shared arrays) or container (the same inside bwrap namespaces)")
       ->check(CLI::IsMember({"inprocess", "process", "container"}));
   pipe->add_option("--analysis-launcher", a->o.analysis.launcher,

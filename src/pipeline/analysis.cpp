@@ -1,6 +1,7 @@
-// The analysis backends and the hitting-time step (include/tessera/pipeline/analysis.hpp).
+// The analysis backends and the analysis step (include/tessera/pipeline/analysis.hpp).
 #include "tessera/pipeline/analysis.hpp"
 
+#include <cmath>
 #include <optional>
 
 #include "tessera/analyze/client.hpp"
@@ -10,6 +11,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/trilinos/hitting.hpp"
+#include "tessera/trilinos/spectral.hpp"
 
 namespace tessera::pipeline {
 
@@ -30,6 +32,7 @@ void one_of(const std::string& what, const std::string& value, std::initializer_
 
 AnalysisOptions resolved(AnalysisOptions o) {
   if (o.solver.empty()) o.solver = default_solver();
+  one_of("the analysis kind", o.kind, {"hitting", "fiedler", "centrality"});
   one_of("the analysis", o.analysis, {"inprocess", "process", "container"});
   one_of("the solver", o.solver, {"tessera", "belos"});
   one_of("the preconditioner", o.preconditioner, {"diagonal", "relaxation"});
@@ -65,6 +68,8 @@ linalg::HittingOptions hitting_options(const AnalysisOptions& o, bool connected)
 
 Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                         Progress& p) const {
+  if (o_.kind != "hitting")
+    throw ConfigError("Tessera's CG solves hitting times, not the " + o_.kind + " analysis (AnasaziInProcess does)");
   p.step(o_.matrix == "crs" ? "building the CRS copy of the matrix" : "matrix: EdgeListMatrix on the edge arrays (no copy)");
   linalg::EdgeListMatrix el(g);
   std::optional<linalg::CrsMatrix> crs;
@@ -74,8 +79,8 @@ Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t>
   auto h = hitting_options(o_, connected);
   h.cg.on_iteration = [&p](int it, double res, double) { p.tick(false, "CG iteration %d: relative residual %.3e", it, res); };
   p.step("hitting times: CG with Jacobi on the grounded Laplacian");
-  Solved s{linalg::hitting_times(g, matrix, targets, h), 0, json()};
-  p.tick(true, "CG stopped after %s", verdict(s.hitting.solve).c_str());
+  Solved s{linalg::hitting_times(g, matrix, targets, h), std::nullopt, 0, json()};
+  p.tick(true, "CG stopped after %s", verdict(s.hitting->solve).c_str());
   s.matrix_extra_bytes = all_reduce<std::uint64_t>(g.runtime().comm(), matrix.extra_memory_bytes(), MPI_SUM);
   return s;
 }
@@ -89,6 +94,8 @@ void BelosInProcess::check() const {
 
 Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                              Progress& p) const {
+  if (o_.kind != "hitting")
+    throw ConfigError("Belos solves hitting times, not the " + o_.kind + " analysis (AnasaziInProcess does)");
   std::optional<trilinos::Session> session;
   if (!trilinos::Session::active()) session.emplace(g.runtime());
   trilinos::BelosHittingOptions o;
@@ -101,7 +108,46 @@ Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint
          " (" + trilinos::description() + ")");
   auto r = trilinos::belos_hitting_times(g, targets, o);
   p.tick(true, "Belos stopped after %s", verdict(r.result.solve).c_str());
-  return {std::move(r.result), r.matrix_extra_bytes, json()};
+  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes, json()};
+}
+
+namespace {
+const char* spectral_title(const std::string& kind) {
+  return kind == "fiedler" ? "Fiedler vector of the Laplacian" : "eigenvector centrality (adjacency)";
+}
+void report_spectrum(Progress& p, const std::string& kind, const Spectrum& s) {
+  p.tick(true, "%s = %.12g, residual %.3g, %d iterations (%s), %.3f s%s", kind == "fiedler" ? "lambda2" : "lambda",
+         s.lambda, s.residual, s.iterations, s.method.c_str(), s.seconds, s.converged ? "" : " (NOT converged)");
+}
+}  // namespace
+
+void AnasaziInProcess::check() const {
+  if (!trilinos::available())
+    throw ConfigError("the " + o_.kind + " analysis runs Anasazi: this tessera was built without Trilinos (" +
+                      trilinos::description() + "); use --analysis-kind hitting, or install Trilinos "
+                      "(scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
+}
+
+Solved AnasaziInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t>, bool, Progress& p) const {
+  if (!spectral_kind(o_.kind)) throw ConfigError("Anasazi computes the spectral kinds, not " + o_.kind);
+  std::optional<trilinos::Session> session;
+  if (!trilinos::Session::active()) session.emplace(g.runtime());
+  trilinos::SpectralOptions so;
+  so.what = o_.kind == "fiedler" ? trilinos::SpectralWhat::fiedler : trilinos::SpectralWhat::centrality;
+  so.tolerance = o_.tolerance;
+  so.max_iterations = o_.max_iterations;
+  so.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  p.step(std::string(spectral_title(o_.kind)) + " by Anasazi " + trilinos::to_string(so.method) + " on " +
+         (o_.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
+         " (" + trilinos::description() + ")");
+  auto r = trilinos::spectral(g, so);
+  linalg::Vector vector(g.vertex_map());
+  std::copy(r.vector.begin(), r.vector.end(), vector.local().begin());
+  Spectrum s{std::move(vector), r.lambda,    r.next_lambda,
+             r.residual,        r.iterations, r.converged,
+             r.seconds,         r.iterations == 0 ? "dense (LAPACK)" : trilinos::to_string(r.method)};
+  report_spectrum(p, o_.kind, s);
+  return {std::nullopt, std::move(s), r.matrix_extra_bytes, json()};
 }
 
 Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
@@ -117,24 +163,44 @@ Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint
   o.timeout = o_.timeout;
   o.quiet = o_.quiet;
   o.group_access = o_.group_access;
-  p.step("hitting times in a separate " + std::string(contained() ? "sandboxed (bwrap) " : "") +
-         "process (tessera-analyze, " + o_.solver + " solver) on the Shared edge arrays (no copy)");
+  const bool hitting = o_.kind == "hitting";
+  p.step(std::string(hitting ? "hitting times" : spectral_title(o_.kind)) + " in a separate " +
+         (contained() ? "sandboxed (bwrap) " : "") + "process (tessera-analyze, " +
+         (hitting ? o_.solver + " solver" : std::string("Anasazi")) + ") on the Shared edge arrays (no copy)");
+  auto handshake_json = [](const analyze::Handshake& hs, int belos_solves, std::uint64_t growth) {
+    return json{{"control", hs.control_path},
+                {"result", hs.result_path},
+                {"command", hs.command},
+                {"launch_seconds", hs.launch_seconds},
+                {"request_to_start_seconds", hs.request_to_start_seconds},
+                {"result_to_resume_seconds", hs.result_to_resume_seconds},
+                {"shutdown_seconds", hs.shutdown_seconds},
+                {"liveness_period_seconds", hs.period_seconds},
+                {"belos_solves", belos_solves},
+                {"analysis_anonymous_memory_growth_bytes", growth}};
+  };
+  auto timing = [&p](const analyze::Handshake& hs, const std::string& outcome) {
+    p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %s",
+           hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6,
+           hs.result_to_resume_seconds * 1e6, outcome.c_str());
+  };
+  if (!hitting) {
+    analyze::SpectralRequest request;
+    request.what = o_.kind == "fiedler" ? analyze::SpectralKind::fiedler : analyze::SpectralKind::centrality;
+    request.tolerance = o_.tolerance;
+    request.max_iterations = o_.max_iterations;
+    auto r = analyze::spectral_out_of_process(g, request, o);
+    timing(r.handshake, "Anasazi answered");
+    Spectrum s{std::move(r.vector), r.lambda, r.next_lambda, r.residual, r.iterations,
+               r.converged,        r.seconds, r.method};
+    report_spectrum(p, o_.kind, s);
+    return {std::nullopt, std::move(s), r.matrix_extra_bytes,
+            handshake_json(r.handshake, 0, r.analysis_anonymous_growth_bytes)};
+  }
   auto r = analyze::hitting_times_out_of_process(g, targets, hitting_options(o_, connected), o);
-  const auto& hs = r.handshake;
-  p.tick(true, "analysis %s: launch %.3f s, request -> start %.1f us, result -> resume %.1f us; %s",
-         hs.analysis.c_str(), hs.launch_seconds, hs.request_to_start_seconds * 1e6, hs.result_to_resume_seconds * 1e6,
-         verdict(r.result.solve).c_str());
-  json handshake = {{"control", hs.control_path},
-                    {"result", hs.result_path},
-                    {"command", hs.command},
-                    {"launch_seconds", hs.launch_seconds},
-                    {"request_to_start_seconds", hs.request_to_start_seconds},
-                    {"result_to_resume_seconds", hs.result_to_resume_seconds},
-                    {"shutdown_seconds", hs.shutdown_seconds},
-                    {"liveness_period_seconds", hs.period_seconds},
-                    {"belos_solves", r.belos_solves},
-                    {"analysis_anonymous_memory_growth_bytes", r.analysis_anonymous_growth_bytes}};
-  return {std::move(r.result), r.matrix_extra_bytes, std::move(handshake)};
+  timing(r.handshake, verdict(r.result.solve));
+  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes,
+          handshake_json(r.handshake, r.belos_solves, r.analysis_anonymous_growth_bytes)};
 }
 
 void AnalyzeContainer::check() const {
@@ -150,23 +216,30 @@ void AnalyzeContainer::check() const {
 std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
   if (o.analysis == "container") return std::make_unique<AnalyzeContainer>(o);
   if (o.analysis == "process") return std::make_unique<AnalyzeProcess>(o);
+  if (spectral_kind(o.kind)) return std::make_unique<AnasaziInProcess>(o);
   if (o.solver == "belos") return std::make_unique<BelosInProcess>(o);
   return std::make_unique<TesseraCg>(o);
 }
 
-void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output, Progress& p,
-                 graph::PendingOutputs& pending) {
-  p.step("writing " + shown(output));
-  graph::write_vertex_values(ids, h.times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
+int Analyzed::exit_code() const {
+  if (hitting) return hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
+  return spectrum && !spectrum->converged ? 3 : 0;
 }
 
-Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
-                     bool connected, const AnalysisOptions& options, Progress& p) {
-  const AnalysisOptions o = resolved(options);
-  auto backend = make_backend(o);
-  backend->check();
-  Solved s = backend->solve(g, targets, connected, p);
-  const auto& h = s.hitting;
+void write_result(const graph::IdMap& ids, const Analyzed& a, const std::string& output, Progress& p,
+                  graph::PendingOutputs& pending) {
+  p.step("writing " + shown(output));
+  if (a.hitting)
+    graph::write_vertex_values(ids, a.hitting->times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
+  else
+    graph::write_vertex_values(ids, a.spectrum->vector.local(), output, {"vertex", a.kind, "nan", &pending});
+}
+
+namespace {
+
+json hitting_json(const AnalysisOptions& o, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                  Solved& s, Progress& p) {
+  const auto& h = *s.hitting;
   auto summary = linalg::summarize(h.times);
   const std::uint64_t farthest = ids.file_id(summary.farthest);
   p.step(count_of(summary.reachable, "reachable vertex", "reachable vertices") + ", " +
@@ -175,31 +248,62 @@ Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const st
          std::to_string(farthest) + ")");
   std::vector<std::uint64_t> target_ids(targets);
   ids.translate(target_ids);
-  json j = {{"matrix", o.matrix},
-            {"solver", o.solver},
-            {"preconditioner", o.solver == "belos" ? json(o.preconditioner) : json(nullptr)},
-            {"targets", h.targets},
-            {"target_file_ids", target_ids},
-            {"iterations", h.solve.iterations},
-            {"converged", h.solve.converged},
-            {"status", linalg::to_string(h.solve.status)},
-            {"relative_residual", h.solve.relative_residual},
-            {"backward_error", h.solve.backward_error},
-            {"rounds", h.solve.rounds},
-            {"reason", h.solve.reason},
-            {"solve_seconds", h.solve.seconds},
-            {"seconds_per_iteration", h.solve.seconds_per_iteration()},
-            {"setup_seconds", h.setup_seconds},
-            {"reachable", summary.reachable},
-            {"unreachable", summary.unreachable},
-            {"min", summary.min},
-            {"mean", summary.mean},
-            {"max", summary.max},
-            {"farthest_vertex", farthest == kNoIndex ? json(nullptr) : json(farthest)},
-            {"matrix_extra_bytes", s.matrix_extra_bytes},
-            {"analysis", o.analysis},
-            {"handshake", std::move(s.handshake)}};
-  return {std::move(j), std::move(s.hitting)};
+  return {{"matrix", o.matrix},
+          {"solver", o.solver},
+          {"preconditioner", o.solver == "belos" ? json(o.preconditioner) : json(nullptr)},
+          {"targets", h.targets},
+          {"target_file_ids", target_ids},
+          {"iterations", h.solve.iterations},
+          {"converged", h.solve.converged},
+          {"status", linalg::to_string(h.solve.status)},
+          {"relative_residual", h.solve.relative_residual},
+          {"backward_error", h.solve.backward_error},
+          {"rounds", h.solve.rounds},
+          {"reason", h.solve.reason},
+          {"solve_seconds", h.solve.seconds},
+          {"seconds_per_iteration", h.solve.seconds_per_iteration()},
+          {"setup_seconds", h.setup_seconds},
+          {"reachable", summary.reachable},
+          {"unreachable", summary.unreachable},
+          {"min", summary.min},
+          {"mean", summary.mean},
+          {"max", summary.max},
+          {"farthest_vertex", farthest == kNoIndex ? json(nullptr) : json(farthest)},
+          {"matrix_extra_bytes", s.matrix_extra_bytes},
+          {"analysis", o.analysis},
+          {"handshake", std::move(s.handshake)}};
+}
+
+// The keys of `tessera spectral --json` for the same quantities.
+json spectral_json(const AnalysisOptions& o, Solved& s) {
+  const auto& r = *s.spectrum;
+  const bool fiedler = o.kind == "fiedler";
+  return {{"what", o.kind},
+          {fiedler ? "lambda2" : "lambda", r.lambda},
+          {fiedler ? "lambda3" : "lambda_next", std::isnan(r.next_lambda) ? json() : json(r.next_lambda)},
+          {"residual", r.residual},
+          {"iterations", r.iterations},
+          {"converged", r.converged},
+          {"seconds", r.seconds},
+          {"solver", r.method},
+          {"matrix", o.analysis == "inprocess" ? o.matrix : std::string("edgelist")},
+          {"matrix_extra_bytes", s.matrix_extra_bytes},
+          {"analysis", o.analysis},
+          {"handshake", std::move(s.handshake)}};
+}
+
+}  // namespace
+
+Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                       bool connected, const AnalysisOptions& options, Progress& p) {
+  const AnalysisOptions o = resolved(options);
+  auto backend = make_backend(o);
+  backend->check();
+  Solved s = backend->solve(g, targets, connected, p);
+  if (s.hitting.has_value() != (o.kind == "hitting") || s.spectrum.has_value() == (o.kind == "hitting"))
+    throw Error("the " + o.analysis + " analysis answered another kind than " + o.kind);
+  json j = s.hitting ? hitting_json(o, ids, targets, s, p) : spectral_json(o, s);
+  return {o.kind, std::move(j), std::move(s.hitting), std::move(s.spectrum)};
 }
 
 }  // namespace tessera::pipeline

@@ -18,7 +18,8 @@ namespace tessera::pipeline {
 using nlohmann::json;
 
 int Result::exit_code() const {
-  return hitting && hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
+  if (hitting) return hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
+  return spectrum && !spectrum->converged ? 3 : 0;
 }
 
 void check_options(const Options& o, bool analysis) {
@@ -92,8 +93,21 @@ std::string shared_base(Runtime& rt) {
   return "tessera-pipeline-" + rt.job_id() + (n ? "-" + std::to_string(n) : "");
 }
 
+// The name of the analysis step in the report.
+std::string step_name(const std::string& kind) { return kind == "hitting" ? "hitting times" : kind; }
+
+// A spectral kind takes no targets; hitting times on a whole graph (run_hitting) no other kind.
+void check_kind(const Options& a, bool pipeline) {
+  const std::string& kind = a.analysis.kind;
+  if (!pipeline && kind != "hitting")
+    throw ConfigError("the hitting workflow computes hitting times, not the " + kind +
+                      " analysis: run the pipeline with that analysis kind, or `tessera spectral --what " + kind + "`");
+  if (spectral_kind(kind) && !a.targets.empty())
+    throw ConfigError("targets (--target) are hitting-time targets: the " + kind + " analysis takes none");
+}
+
 // From the undirected graph on: components, the largest component into
-// Shared storage, hitting times on it.
+// Shared storage, the analysis on it.
 Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json j,
                    const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
   Runtime& rt = g.runtime();
@@ -111,11 +125,13 @@ Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std:
          count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(lcc.graph.edges(), "edge") + ", in " +
          lcc.graph.src().metadata_path());
   auto lcc_ids = ids.compose(lcc.original_ids);
-  std::vector<std::uint64_t> targets = a.targets.empty()
-                                           ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
-                                           : find_targets(lcc_ids, a.targets, "the largest component");
-  auto h = report.timed("hitting times",
-                        [&] { return hitting_step(lcc.graph, lcc_ids, targets, true, a.analysis, p); });
+  const bool hitting = a.analysis.kind == "hitting";
+  std::vector<std::uint64_t> targets;
+  if (hitting)
+    targets = a.targets.empty() ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
+                                : find_targets(lcc_ids, a.targets, "the largest component");
+  auto h = report.timed(step_name(a.analysis.kind),
+                        [&] { return analysis_step(lcc.graph, lcc_ids, targets, true, a.analysis, p); });
   const std::uint64_t growth = heap.growth_bytes();
   const std::uint64_t edge_bytes = array_bytes(lcc.graph).edges;
   auto mib = [](double bytes) {
@@ -127,17 +143,18 @@ Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std:
          ", shared, never copied; the matrix added " + mib(h.json["matrix_extra_bytes"].get<double>()) +
          "; anonymous (heap) memory grew " + mib(static_cast<double>(growth)) +
          " over all ranks (vertex arrays, aggregation buffers)");
-  j["hitting"] = std::move(h.json);
+  j["analysis_kind"] = h.kind;
+  j[h.kind] = std::move(h.json);
   j["edge_array_bytes"] = edge_bytes;
   j["anonymous_memory_growth_bytes"] = growth;
   if (!a.output.empty())
     report.timed("write", [&] {
       graph::PendingOutputs outputs(rt);
-      write_times(lcc_ids, h.result, a.output, p, outputs);
+      write_result(lcc_ids, h, a.output, p, outputs);
       outputs.commit();
     });
   report.finish(j, arrays);
-  return {std::move(j), std::move(h.result), lcc_ids.local_file_ids()};
+  return {std::move(j), std::move(h.hitting), lcc_ids.local_file_ids(), std::move(h.spectrum)};
 }
 
 std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
@@ -145,16 +162,16 @@ std::string load_step(const Input& input) { return input.path.empty() ? "generat
 // Hitting times on an undirected graph, written, reported.
 Result hitting_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
                   bool connected, const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
-  auto h = report.timed("hitting times", [&] { return hitting_step(g, ids, targets, connected, a.analysis, p); });
+  auto h = report.timed("hitting times", [&] { return analysis_step(g, ids, targets, connected, a.analysis, p); });
   if (!a.output.empty())
     report.timed("write", [&] {
       graph::PendingOutputs outputs(g.runtime());
-      write_times(ids, h.result, a.output, p, outputs);
+      write_result(ids, h, a.output, p, outputs);
       outputs.commit();
     });
   json j = {{"command", "hitting"}, {"stats", graph_json(g)}, {"hitting", std::move(h.json)}};
   report.finish(j, arrays);
-  return {std::move(j), std::move(h.result), ids.local_file_ids()};
+  return {std::move(j), std::move(h.hitting), ids.local_file_ids(), std::nullopt};
 }
 
 // lcc: the component and its ids, committed together.
@@ -200,7 +217,7 @@ Result run_write(Runtime& rt, const Options& a, Progress& p) {
             {"output", a.output},
             {"stats", graph_json(g)}};
   report.finish(j, array_bytes(g));
-  return {std::move(j), std::nullopt, {}};
+  return {std::move(j), std::nullopt, {}, std::nullopt};
 }
 
 Result run_components(Runtime& rt, const Options& a, Progress& p) {
@@ -251,7 +268,7 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
   if (!a.output.empty()) j["output"] = a.output;
 
   report.finish(j, array_bytes(loaded.graph));
-  return {std::move(j), std::nullopt, {}};
+  return {std::move(j), std::nullopt, {}, std::nullopt};
 }
 
 Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
@@ -279,13 +296,14 @@ Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
             {"components", components_json(c, lcc.summary, a.algorithm, loaded.ids.file_id(lcc.summary.largest_label))},
             {"lcc", graph_json(lcc.graph)}};
   report.finish(j, array_bytes(loaded.graph));
-  return {std::move(j), std::nullopt, {}};
+  return {std::move(j), std::nullopt, {}, std::nullopt};
 }
 
 
 Result run_hitting(Runtime& rt, const Options& a, Progress& p) {
-  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
   check_options(a, true);
+  check_kind(a, false);
+  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
   Report report(rt, p);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
@@ -300,8 +318,9 @@ Result run_hitting(Runtime& rt, const Options& a, Progress& p) {
 
 Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, bool connected, const Options& a,
                    Progress& p) {
-  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
   check_options(a, true);
+  check_kind(a, false);
+  if (a.targets.empty()) throw ConfigError("name at least one target vertex");
   Runtime& rt = given.runtime();
   Report report(rt, p);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
@@ -324,6 +343,7 @@ Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, 
 
 Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   check_options(a, true);
+  check_kind(a, true);
   check_algorithm(a.algorithm, false);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   Report report(rt, p);
@@ -345,6 +365,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
 
 Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids, const Options& a, Progress& p) {
   check_options(a, true);
+  check_kind(a, true);
   check_algorithm(a.algorithm, false);
   Runtime& rt = given.runtime();
   Report report(rt, p);

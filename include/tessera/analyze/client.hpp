@@ -3,7 +3,8 @@
 // that links Trilinos and nothing of the caller's state, started by this
 // job (as its own MPI job, or through a container launcher such as bwrap) or
 // by the user. Nothing is copied: the analysis maps the graph's segments and
-// writes hitting times into a Shared result vector this job created.
+// writes its result (hitting times, or the eigenvector of a spectral kind)
+// into a Shared result vector this job created.
 // Synchronisation: storage/control.hpp (futex words, OFD-lock liveness).
 //
 // Segments to ranks: one analysis rank per caller rank (= per segment of
@@ -20,6 +21,7 @@
 
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/linalg/hitting_times.hpp"
+#include "tessera/linalg/vector.hpp"
 
 namespace tessera::analyze {
 
@@ -76,6 +78,34 @@ struct ProcessHittingTimes {
 // request, ConfigError when the launcher cannot start.
 ProcessHittingTimes hitting_times_out_of_process(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
                                                  const linalg::HittingOptions& hitting, const ProcessOptions& options);
+
+// The spectral kinds tessera-analyze runs (Anasazi on a Tpetra RowMatrix over
+// the mapped edge arrays, as trilinos/spectral.hpp).
+enum class SpectralKind { fiedler, centrality };
+struct SpectralRequest {
+  SpectralKind what = SpectralKind::fiedler;
+  double tolerance = 1e-10;    // Anasazi's relative Ritz residual to stop at
+  int max_iterations = 20000;  // LOBPCG's cap
+};
+struct ProcessSpectrum {
+  linalg::Vector vector;  // unit norm: a Shared vector on the graph's vertex ranges
+  double lambda = 0;      // λ₂ of L (fiedler) or λ_max of A (centrality)
+  double next_lambda = 0; // the next eigenvalue; NaN when the graph has none
+  double residual = 0;    // true ||Mx - λx|| / |λ|
+  int iterations = 0;
+  bool converged = false;
+  double seconds = 0;
+  std::string method;     // "lobpcg", "krylov-schur" or "dense (LAPACK)"
+  std::uint64_t matrix_extra_bytes = 0;
+  std::uint64_t analysis_anonymous_growth_bytes = 0;
+  Handshake handshake;
+};
+
+// Collective, as hitting_times_out_of_process. Fiedler: the graph must be
+// connected (the analysis refuses otherwise, naming the component count);
+// an analysis built without Trilinos refuses with a ConfigError.
+ProcessSpectrum spectral_out_of_process(const graph::EdgeList& g, const SpectralRequest& request,
+                                        const ProcessOptions& options);
 
 // Whether the container launcher's program (its first word) is on PATH.
 bool launcher_available(const ProcessOptions& options, std::string* program = nullptr);

@@ -15,13 +15,23 @@
 namespace tessera::analyze::protocol {
 
 // Bump when Placement, Request or Reply change layout or meaning.
-inline constexpr std::uint32_t kSchema = 2;
+inline constexpr std::uint32_t kSchema = 3;
 inline constexpr int kMaxTargets = 1024;
 inline constexpr std::size_t kPathBytes = 512;
 inline constexpr std::size_t kReasonBytes = 1024;
 inline constexpr std::size_t kHostBytes = 64;
 
-enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2 };
+// What a request asks for: an analysis kind, or shutdown. An analysis
+// that does not know a kind refuses the request naming the kinds it knows.
+enum class Analysis : std::uint32_t { none = 0, hitting_times = 1, shutdown = 2, fiedler = 3, centrality = 4 };
+// "hitting times", "fiedler", ...; "" for a value that is not an Analysis.
+const char* analysis_name(std::uint32_t analysis) noexcept;
+inline bool spectral(std::uint32_t analysis) noexcept {
+  return analysis == static_cast<std::uint32_t>(Analysis::fiedler) ||
+         analysis == static_cast<std::uint32_t>(Analysis::centrality);
+}
+// Anasazi's eigensolver that answered a spectral request.
+enum class EigenMethod : std::uint32_t { krylov_schur = 0, lobpcg = 1 };
 enum class Solver : std::uint32_t { tessera = 1, belos = 2 };
 // Belos' Ifpack2 Jacobi: Diagonal (the RowMatrix then omits Tpetra's column
 // Map and Import) or Relaxation.
@@ -30,16 +40,17 @@ enum class Preconditioner : std::uint32_t { diagonal = 0, relaxation = 1 };
 enum class Status : std::uint32_t { pending = 0, ok = 1 };
 
 struct Request {
-  std::uint32_t analysis;  // Analysis
-  std::uint32_t solver;    // Solver
-  std::uint32_t target_count;
+  std::uint32_t analysis;  // Analysis: the kind
+  std::uint32_t solver;    // Solver (hitting times)
+  std::uint32_t target_count;  // hitting times: 1..kMaxTargets; a spectral kind: 0
   std::uint32_t connected;  // the caller knows every vertex reaches a target
   std::uint64_t vertices;
   double tolerance;
   std::int32_t max_iterations;
   std::uint32_t preconditioner;  // Preconditioner (belos only)
   // Metadata paths of Shared arrays: edge sources, destinations, weights
-  // (empty: unweighted) and the result (float64 over the vertex ranges). A
+  // (empty: unweighted) and the result (float64 over the vertex ranges:
+  // hitting times, or the unit-norm eigenvector of a spectral kind). A
   // bare file name lies beside the control segment.
   char src[kPathBytes];
   char dst[kPathBytes];
@@ -67,6 +78,11 @@ struct Reply {
   std::int64_t request_posted_ns;  // caller rank 0, just before posting the request
   std::int64_t analysis_woke_ns;   // analysis rank 0, just after its wait returned
   std::int64_t result_posted_ns;   // analysis rank 0, just before posting the reply
+  // A spectral kind (iterations, converged, solve_seconds and the bytes above too):
+  double lambda;                   // λ₂ of L (fiedler) or λ_max of A (centrality)
+  double next_lambda;              // the next eigenvalue in the same direction; NaN when none
+  double eigen_residual;           // true ||Mx - λx|| / |λ|
+  std::uint32_t eigen_method;      // EigenMethod (0 iterations: solved densely)
   char solve_reason[kReasonBytes];  // why the solve stopped when it did not converge
 };
 
@@ -112,7 +128,7 @@ std::string node_name(const Placement& placement);
 inline Payload& payload(const control::ControlSegment& segment) noexcept { return segment.payload_as<Payload>(); }
 
 // A validated copy of the request in `segment` (FormatError naming the file
-// and what is wrong: unknown analysis, solver or preconditioner, target
+// and what is wrong: unknown analysis kind, solver or preconditioner, target
 // count or ids, tolerance, iterations, array paths).
 Request read_request(const control::ControlSegment& segment);
 

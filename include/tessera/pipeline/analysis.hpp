@@ -1,24 +1,34 @@
-// The analysis step of a workflow: hitting times on an undirected graph,
-// solved by one of four backends behind one interface, chosen from
-// AnalysisOptions:
+// The analysis step of a workflow on an undirected graph, of one of three
+// kinds (AnalysisOptions::kind): hitting times to a set of targets, the
+// Fiedler vector and λ₂ of the Laplacian, or eigenvector centrality (the
+// Perron vector of the adjacency). One interface, AnalysisBackend, with one
+// backend per place the analysis runs, chosen from AnalysisOptions:
 //
 //   TesseraCg         in this process, Tessera's Jacobi-preconditioned CG
-//                     (on the edge arrays, or on a CRS copy with matrix=crs)
+//                     (on the edge arrays, or on a CRS copy with matrix=crs);
+//                     hitting times only
 //   BelosInProcess    in this process, Trilinos: Belos CG with an Ifpack2
 //                     Jacobi on a Tpetra RowMatrix over the edge arrays
+//   AnasaziInProcess  in this process, Trilinos: the spectral kinds by
+//                     Anasazi on the same RowMatrix (trilinos/spectral.hpp)
 //   AnalyzeProcess    tessera-analyze, a separate MPI job on the graph's
-//                     Shared arrays (analyze/client.hpp), with either solver
+//                     Shared arrays (analyze/client.hpp), any kind
 //   AnalyzeContainer  the same behind a container launcher (bwrap)
+//
+// Every backend's operator reads the graph's own edge arrays: no copy of the
+// graph in any mode (matrix=crs asks for the conventional copy in process).
 //
 // THE DEFAULT SOLVER of `tessera hitting`, `tessera pipeline` and Python's
 // hitting_times() and pipeline() is default_solver(): Belos when this
 // Tessera was built with Trilinos, Tessera's CG otherwise. It is defined
 // here and nowhere else; callers leave AnalysisOptions::solver empty to get it.
+// The spectral kinds always run Anasazi (LOBPCG): the solver is hitting's.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +37,7 @@
 #include "tessera/graph/id_map.hpp"
 #include "tessera/graph/write.hpp"
 #include "tessera/linalg/hitting_times.hpp"
+#include "tessera/linalg/vector.hpp"
 #include "tessera/pipeline/progress.hpp"
 
 namespace tessera::pipeline {
@@ -35,12 +46,13 @@ namespace tessera::pipeline {
 std::string default_solver();
 
 struct AnalysisOptions {
+  std::string kind = "hitting";             // hitting | fiedler | centrality: what is computed
   std::string analysis = "inprocess";       // inprocess | process (tessera-analyze) | container (bwrap)
   std::string solver;                       // tessera | belos; "" = default_solver()
   std::string preconditioner = "diagonal";  // belos: Ifpack2's Jacobi as diagonal or relaxation
   std::string matrix = "edgelist";          // in process: edgelist (no copy) or crs (the conventional copy)
-  double tolerance = 1e-10;                 // relative residual to stop at
-  int max_iterations = 20000;
+  double tolerance = 1e-10;                 // relative residual to stop at (CG's; Anasazi's Ritz residual)
+  int max_iterations = 20000;               // CG's, or LOBPCG's iterations
   // process and container (analyze::ProcessOptions):
   std::string program;         // tessera-analyze; "" = $TESSERA_ANALYZE, beside this program, on PATH
   std::string launcher;        // container: the command put before the analysis; "" = analyze's default
@@ -55,9 +67,26 @@ struct AnalysisOptions {
 // and the solver filled in with default_solver() when empty.
 AnalysisOptions resolved(AnalysisOptions options);
 
-// What a backend hands back.
+// The kinds, in the order error messages name them.
+inline constexpr const char* kAnalysisKinds[] = {"hitting", "fiedler", "centrality"};
+inline bool spectral_kind(const std::string& kind) { return kind == "fiedler" || kind == "centrality"; }
+
+// A spectral kind's answer.
+struct Spectrum {
+  linalg::Vector vector;  // unit norm, on the graph's vertex ranges; the same at every rank count
+  double lambda = 0;      // λ₂ of L (fiedler) or λ_max of A (centrality)
+  double next_lambda = 0; // λ₃ of L / A's second largest; NaN when the graph has none
+  double residual = 0;    // true ||Mx - λx|| / |λ|
+  int iterations = 0;
+  bool converged = false;
+  double seconds = 0;     // the eigensolver alone
+  std::string method;     // "lobpcg", "krylov-schur" or "dense (LAPACK)"
+};
+
+// What a backend hands back: `hitting` for kind hitting, else `spectrum`.
 struct Solved {
-  linalg::HittingTimes hitting;          // times on the graph's vertex ranges
+  std::optional<linalg::HittingTimes> hitting;  // times on the graph's vertex ranges
+  std::optional<Spectrum> spectrum;
   std::uint64_t matrix_extra_bytes = 0;  // what the operator allocated, summed over ranks
   nlohmann::json handshake;              // out of process: what the handshake measured; null in process
 };
@@ -68,8 +97,10 @@ class AnalysisBackend {
   // ConfigError when this backend cannot run here (no Trilinos, no
   // launcher); callers ask before reading anything.
   virtual void check() const {}
-  // Collective: hitting times to `targets` (internal ids) on undirected `g`;
-  // `connected`: every vertex reaches a target (a largest component).
+  // Collective: the options' kind on undirected `g`. Hitting times to
+  // `targets` (internal ids), `connected`: every vertex reaches a target (a
+  // largest component); a spectral kind ignores both (fiedler: ConfigError
+  // when `g` is not connected).
   virtual Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                        Progress& progress) const = 0;
 };
@@ -90,6 +121,19 @@ class TesseraCg : public AnalysisBackend {
 class BelosInProcess : public AnalysisBackend {
  public:
   explicit BelosInProcess(AnalysisOptions options) : o_(std::move(options)) {}
+  void check() const override;
+  Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
+
+ private:
+  AnalysisOptions o_;
+};
+
+// The spectral kinds in this process: Anasazi on a Tpetra RowMatrix over
+// the edge arrays (matrix=crs: on a CrsMatrix copy); a Session as Belos'.
+class AnasaziInProcess : public AnalysisBackend {
+ public:
+  explicit AnasaziInProcess(AnalysisOptions options) : o_(std::move(options)) {}
   void check() const override;
   Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                Progress& progress) const override;
@@ -123,17 +167,23 @@ class AnalyzeContainer : public AnalyzeProcess {
 // The backend `options` (resolved) choose.
 std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& options);
 
-// The hitting-time step of a workflow: solved by the options' backend and
-// summarised in file ids (`ids` maps g's vertices to them).
-struct Hitting {
-  nlohmann::json json;    // the "hitting" object of the result document
-  linalg::HittingTimes result;
+// The analysis step of a workflow: solved by the options' backend and
+// summarised in file ids (`ids` maps g's vertices to them). `targets`: for
+// hitting times only.
+struct Analyzed {
+  std::string kind;
+  nlohmann::json json;  // the document's object of that kind ("hitting", "fiedler", "centrality")
+  std::optional<linalg::HittingTimes> hitting;
+  std::optional<Spectrum> spectrum;
+  // 3 when the solve did not converge (the answer is not to be trusted), else 0.
+  int exit_code() const;
 };
-Hitting hitting_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
-                     bool connected, const AnalysisOptions& options, Progress& progress);
-// "vertex time" lines (file ids; "unreachable") to `output`, through `pending`.
-void write_times(const graph::IdMap& ids, const linalg::HittingTimes& h, const std::string& output,
-                 Progress& progress, graph::PendingOutputs& pending);
+Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                       bool connected, const AnalysisOptions& options, Progress& progress);
+// "vertex time" lines (file ids; "unreachable"), or "vertex fiedler" /
+// "vertex centrality" lines, to `output`, through `pending`.
+void write_result(const graph::IdMap& ids, const Analyzed& result, const std::string& output, Progress& progress,
+                  graph::PendingOutputs& pending);
 
 // "123 iterations: true relative residual 1e-11, backward error 2e-17 (converged)".
 std::string verdict(const linalg::CgResult& r);

@@ -32,10 +32,11 @@ struct Options {
   std::string algorithm = "afforest";
   bool strong = false;  // run_components: strongly connected components
   // Hitting-time targets, file ids. run_pipeline: empty = the highest-degree
-  // vertex of the largest component.
+  // vertex of the largest component. None with a spectral analysis kind.
   std::vector<std::uint64_t> targets;
   // run_write, run_lcc: the graph written; run_components: "vertex
-  // component" lines; run_hitting, run_pipeline: "vertex time" lines.
+  // component" lines; run_hitting, run_pipeline: "vertex time" lines (a
+  // spectral kind: "vertex fiedler" / "vertex centrality").
   std::string output;
   std::string ids_output;      // run_lcc: "lcc_id file_id" lines
   bool group_access = false;   // binary (.tsg) outputs group-readable and -writable
@@ -44,14 +45,16 @@ struct Options {
   bool document_on_stdout = false;
 };
 
-// What a workflow returns: its result document and, after hitting times,
-// the times themselves with the file id of each of this rank's entries.
+// What a workflow returns: its result document and, after an analysis,
+// its vector (hitting times, or a spectral kind's eigenvector) with the
+// file id of each of this rank's entries.
 struct Result {
   nlohmann::json json;
   std::optional<linalg::HittingTimes> hitting;
   std::vector<std::uint64_t> file_ids;
-  // The command's exit status: 3 when the hitting-time solve did not
-  // converge (the answer is not to be trusted), else 0.
+  std::optional<Spectrum> spectrum;
+  // The command's exit status: 3 when the analysis' solve did not converge
+  // (the answer is not to be trusted), else 0.
   int exit_code() const;
 };
 
@@ -72,7 +75,8 @@ Result run_hitting(Runtime& rt, const Options& options, Progress& progress);
 Result run_hitting(const graph::EdgeList& g, const graph::IdMap& ids, bool connected, const Options& options,
                    Progress& progress);
 // pipeline: the graph into Shared storage, components, the largest
-// component (Shared, zero-copy), hitting times on it by options.analysis.
+// component (Shared, zero-copy), the analysis of options.analysis.kind on it
+// (hitting times, fiedler, centrality) where options.analysis.analysis says.
 Result run_pipeline(Runtime& rt, const Options& options, Progress& progress);
 // The same from a graph the caller holds (options.input names nothing).
 Result run_pipeline(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
