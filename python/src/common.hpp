@@ -76,7 +76,9 @@ struct PyArray {
 
 void bind_arrays(py::module_& m);
 void bind_graphs(py::module_& m);
-// Ends the Trilinos session (if a Belos solve opened one) before MPI ends.
+// Opens the process's Trilinos session (Kokkos and Tpetra start once per
+// process) unless it is open; ends it (if one was opened) before MPI ends.
+void open_trilinos_session();
 void shutdown_trilinos();
 
 }  // namespace tessera::python

@@ -14,5 +14,6 @@ struct PyGraph {
 };
 
 void bind_pipeline(py::module_& m);
+void bind_analyses(py::module_& m);
 
 }  // namespace tessera::python

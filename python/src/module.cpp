@@ -213,4 +213,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_arrays(m);
   bind_graphs(m);
   bind_pipeline(m);
+  bind_analyses(m);
 }

@@ -39,6 +39,7 @@ void each_option(pipeline::Options& o, F&& f) {
   f("algorithm", o.algorithm);
   f("targets", o.targets);
   f("output", o.output);
+  f("analysis_kind", o.analysis.kind);
   f("analysis", o.analysis.analysis);
   f("solver", o.analysis.solver);
   f("preconditioner", o.analysis.preconditioner);
@@ -94,22 +95,29 @@ pipeline::Progress progress(bool verbose) {
   return pipeline::Progress(sink);
 }
 
+// In process, Belos and Anasazi use the process's session.
 void open_session_if_needed(const pipeline::Options& o) {
   const auto a = pipeline::resolved(o.analysis);
-  if (a.analysis == "inprocess" && a.solver == "belos" && trilinos::available() && !g_trilinos_session)
-    g_trilinos_session = std::make_unique<trilinos::Session>(runtime());
+  if (a.analysis == "inprocess" && (a.solver == "belos" || pipeline::spectral_kind(a.kind)) && trilinos::available())
+    open_trilinos_session();
 }
 
-// (document as JSON text, the times as a float64 array or None, the file id of each local time)
+// (document as JSON text, the analysis' vector (times, or a spectral kind's)
+// as a float64 array or None, the file id of each local entry, the exit code)
 py::tuple returned(pipeline::Result r) {
   py::object times = py::none();
   if (r.hitting) times = py::cast(std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(r.hitting->times.array()))}));
+  if (r.spectrum)
+    times = py::cast(std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(r.spectrum->vector.array()))}));
   auto ids = py::array_t<std::uint64_t>(static_cast<py::ssize_t>(r.file_ids.size()), r.file_ids.data());
   return py::make_tuple(r.json.dump(), times, ids, r.exit_code());
 }
 
 }  // namespace
 
+void open_trilinos_session() {
+  if (!g_trilinos_session) g_trilinos_session = std::make_unique<trilinos::Session>(runtime());
+}
 void shutdown_trilinos() { g_trilinos_session.reset(); }
 
 void bind_pipeline(py::module_& m) {

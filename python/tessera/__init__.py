@@ -18,6 +18,7 @@ from . import _tessera
 from ._errors import (CLASSES as _CLASSES, ConfigError, Error, FormatError,
                       MismatchError, MpiError, PeerError, RangeError, SystemError)
 from .arrays import DistArray, arange, argsort, from_local, zeros
+from .analyses import Bfs, PageRank, Spectrum, bfs, centrality, fiedler, pagerank, spectral
 from .attach import AttachedViews, attach
 from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
                      largest_component, read_graph, urand)
@@ -30,6 +31,7 @@ __all__ = [
     "Runtime", "DistArray", "zeros", "arange", "from_local", "argsort", "attach", "AttachedViews",
     "Graph", "Components", "HittingTimes", "read_graph", "generate", "kron", "urand", "grid", "components",
     "largest_component", "hitting_times", "trilinos_available",
+    "pagerank", "PageRank", "bfs", "Bfs", "spectral", "fiedler", "centrality", "Spectrum",
     "pipeline", "PipelineResult", "pipeline_defaults", "default_solver",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
     "mpi_library_version",

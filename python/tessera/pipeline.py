@@ -1,8 +1,8 @@
 """The whole workflow from Python: ``tessera.pipeline()`` runs what
 ``tessera pipeline`` runs (load or generate a graph into Shared storage,
-connected components, the largest component, hitting times on it, with the
-analysis in this job, in a separate tessera-analyze process or in a
-container) through the same library call, with the same defaults, and
+connected components, the largest component, an analysis of it (hitting
+times, the Fiedler vector or eigenvector centrality) in this job, in a
+separate tessera-analyze process or in a container) through the same library call, with the same defaults, and
 returns the same JSON document the command prints with ``--json``."""
 import json
 import os
@@ -13,7 +13,7 @@ from .runtime import current
 
 # Keywords of pipeline() that are library options (None: the library's default).
 _OPTIONS = ("kind", "scale", "edge_factor", "dims", "seed", "delete_fraction", "permute", "base", "relabel",
-            "undirected", "symmetric", "pattern", "algorithm", "targets", "output", "analysis", "solver",
+            "undirected", "symmetric", "pattern", "algorithm", "targets", "output", "analysis_kind", "analysis", "solver",
             "preconditioner", "matrix", "tolerance", "max_iterations", "analysis_program", "launcher", "control",
             "attach_timeout", "timeout")
 
@@ -68,15 +68,20 @@ class PipelineResult(dict):
     """The result document of the pipeline (a dict equal to what ``tessera
     pipeline --json`` prints for the same input and options), plus:
 
-    ``times``: the hitting times on the largest component, a float64
-    DistArray (``times.local`` is this rank's part as a NumPy view, no copy);
-    ``file_ids``: the input graph's id of each entry of ``times.local``;
+    ``values``: the analysis' vector on the largest component, a float64
+    DistArray (``values.local`` is this rank's part as a NumPy view, no
+    copy), also named ``times`` (hitting times; None for another kind) or
+    ``vector`` (the unit-norm Fiedler or centrality vector; None for hitting);
+    ``file_ids``: the input graph's id of each entry of ``values.local``;
     ``exit_code``: what the command would exit with (3: the solve did not converge).
     """
 
-    def __init__(self, document, times, file_ids, exit_code):
+    def __init__(self, document, values, file_ids, exit_code):
         super().__init__(document)
-        self.times = times
+        self.values = values
+        hitting = document.get("analysis_kind", "hitting") == "hitting"
+        self.times = values if hitting else None
+        self.vector = None if hitting else values
         self.file_ids = file_ids
         self.exit_code = exit_code
 
@@ -88,7 +93,7 @@ def _run(call, *args):
 
 def pipeline(graph=None, *, kind=None, scale=None, edge_factor=None, dims=None, seed=None, delete_fraction=None,
              permute=None, base=None, relabel=None, undirected=None, symmetric=None, pattern=None, targets=None,
-             algorithm=None, analysis=None, solver=None, preconditioner=None, matrix=None, tolerance=None,
+             algorithm=None, analysis_kind=None, analysis=None, solver=None, preconditioner=None, matrix=None, tolerance=None,
              max_iterations=None, output=None, analysis_program=None, launcher=None, control=None,
              attach_timeout=None, timeout=None, verbose=False):
     """Collective: the pipeline of ``tessera pipeline``. ``graph``: None
@@ -96,13 +101,17 @@ def pipeline(graph=None, *, kind=None, scale=None, edge_factor=None, dims=None, 
     ``delete_fraction``, ``permute``), a path (read as the command reads it:
     ``base``, ``relabel``, ``undirected``, ``symmetric``, ``pattern``), or a
     ``tessera.Graph`` already in memory. ``targets``: file ids (default: the
-    highest-degree vertex of the largest component). ``algorithm``:
-    "afforest", "lp" or "fastsv". ``analysis``: "inprocess", "process"
+    highest-degree vertex of the largest component; hitting times only).
+    ``algorithm``: "afforest", "lp" or "fastsv". ``analysis_kind``:
+    "hitting" (the default), "fiedler" or "centrality" (Anasazi LOBPCG on
+    the edge arrays; ``tolerance``, ``max_iterations`` and ``matrix``
+    apply; the document's ``"fiedler"`` / ``"centrality"`` object holds
+    ``lambda2`` / ``lambda``). ``analysis``: "inprocess", "process"
     (tessera-analyze on the Shared arrays) or "container" (the same in
     bwrap; ``launcher``). ``solver``: None is the default solver (see
     ``default_solver()``), else "tessera" or "belos"; ``preconditioner``,
     ``matrix``, ``tolerance``, ``max_iterations`` as the command's options.
-    ``output``: also write "vertex time" lines. Every None is the library's
+    ``output``: also write "vertex value" lines (times or the vector). Every None is the library's
     default (``pipeline_defaults()``). ``verbose``: progress lines on rank
     0's stderr. Returns a PipelineResult (a dict: the JSON document)."""
     current()

@@ -1,0 +1,126 @@
+"""Graph analyses: PageRank, breadth-first search and the spectral analyses
+(the Fiedler vector of the Laplacian, eigenvector centrality), run by the
+library's kernels on the graph's own arrays, as ``tessera pagerank``, ``tessera
+bfs`` and ``tessera spectral`` run them. Each result holds DistArrays on the
+graph's vertex ranges: ``.local`` is this rank's part as a NumPy view of the
+library's memory, no copy."""
+from . import _tessera
+from .arrays import DistArray
+from .runtime import current
+
+
+class _Result:
+    def __init__(self, info):
+        for k, v in info.items():
+            setattr(self, k, v)
+
+
+class PageRank(_Result):
+    """``scores``: a float64 DistArray (GAPBS's rules: a dangling vertex
+    passes its score to nobody, so the scores sum to less than 1 when there
+    are any); ``iterations``, ``change`` (the L1 change of the last
+    iteration), ``converged``, ``seconds``, ``method``."""
+
+    def __init__(self, scores, info):
+        super().__init__(info)
+        self.scores = scores
+
+    def __repr__(self):
+        return f"tessera.PageRank(iterations={self.iterations}, converged={self.converged})"
+
+
+class Bfs(_Result):
+    """``parents`` and ``depths``: int64 DistArrays; a parent is an internal
+    vertex id (the smallest-id in-neighbour one level closer to the source;
+    the source is its own parent), -1 where a vertex was not reached, as its
+    depth. ``source`` (a file id), ``reached``, ``levels``, ``top_down_steps``,
+    ``bottom_up_steps``, ``seconds``."""
+
+    def __init__(self, parents, depths, info):
+        super().__init__(info)
+        self.parents = parents
+        self.depths = depths
+
+    def __repr__(self):
+        return f"tessera.Bfs(source={self.source}, reached={self.reached}, levels={self.levels})"
+
+
+class Spectrum(_Result):
+    """``vector``: the unit-norm eigenvector, a float64 DistArray (the same
+    at every rank count: centrality nonnegative, the Fiedler vector's first
+    entry of magnitude above 1e-6 of the largest positive); ``lambda_`` (λ₂
+    of the Laplacian, or the adjacency's largest eigenvalue; also
+    ``info["lambda"]``), ``next_lambda`` (the next one: NaN when the graph
+    has none), ``residual`` (true ||Mx - λx|| / |λ|), ``iterations``,
+    ``converged``, ``seconds``, ``solver``, ``what``, ``matrix``,
+    ``matrix_extra_bytes``."""
+
+    def __init__(self, vector, info):
+        self.info = dict(info)
+        super().__init__({k: v for k, v in info.items() if k != "lambda"})
+        self.lambda_ = info["lambda"]
+        self.vector = vector
+
+    def __repr__(self):
+        return f"tessera.Spectrum(what={self.what!r}, lambda_={self.lambda_:.12g}, converged={self.converged})"
+
+
+def _file_ids(values):
+    if values is None:
+        return []
+    if isinstance(values, int) or getattr(values, "ndim", 1) == 0:
+        values = [values]
+    out = []
+    for v in values:
+        if int(v) < 0:
+            from ._errors import RangeError
+            raise RangeError(f"vertex {int(v)} does not occur in the graph (vertex ids are non-negative)")
+        out.append(int(v))
+    return out
+
+
+def pagerank(graph, *, damping=0.85, tolerance=1e-4, max_iterations=20, method="gauss-seidel",
+             personalization=None):
+    """Collective: PageRank of ``graph`` (``tessera pagerank``), pulling over
+    in-arcs (a directed graph's transpose is made here). ``method``:
+    "gauss-seidel" (GAPBS's, fewest iterations) or "jacobi" (the same bits
+    at every rank count); it stops when the L1 change of an iteration is
+    below ``tolerance`` or after ``max_iterations``. ``personalization``:
+    file ids to teleport to (default: every vertex)."""
+    current()
+    scores, info = _tessera._pagerank(graph._impl, float(damping), float(tolerance), int(max_iterations), method,
+                                      _file_ids(personalization))
+    return PageRank(DistArray(None, 0, _impl=scores), info)
+
+
+def bfs(graph, source, *, direction="optimizing", max_depth=-1):
+    """Collective: breadth-first search from ``source`` (a file id) along the
+    arcs (``tessera bfs``): "optimizing" (GAPBS's top-down / bottom-up
+    switch), "top-down" or "bottom-up"; ``max_depth`` >= 0 stops at that
+    depth (the k-hop neighbourhood)."""
+    current()
+    parents, depths, info = _tessera._bfs(graph._impl, _file_ids(source)[0], direction, int(max_depth))
+    return Bfs(DistArray(None, 0, _impl=parents), DistArray(None, 0, _impl=depths), info)
+
+
+def spectral(graph, what="fiedler", *, method="lobpcg", tolerance=1e-10, max_iterations=20000, matrix="edgelist"):
+    """Collective: ``what`` = "fiedler" (λ₂ of the Laplacian L = D - A and its
+    vector; the graph must be connected) or "centrality" (the largest
+    eigenvalue of the adjacency and its nonnegative vector), by Anasazi
+    (``method`` "lobpcg" or "krylov-schur") on a Tpetra RowMatrix over the
+    graph's edge arrays (``matrix="crs"``: on a CrsMatrix copy), as ``tessera
+    spectral``. The graph must be undirected (``graph.symmetrized()``) with
+    nonnegative weights. Needs Trilinos (``tessera.trilinos_available()``)."""
+    current()
+    vector, info = _tessera._spectral(graph._impl, what, method, float(tolerance), int(max_iterations), matrix)
+    return Spectrum(DistArray(None, 0, _impl=vector), info)
+
+
+def fiedler(graph, **options):
+    """Collective: ``spectral(graph, "fiedler", ...)``."""
+    return spectral(graph, "fiedler", **options)
+
+
+def centrality(graph, **options):
+    """Collective: ``spectral(graph, "centrality", ...)``."""
+    return spectral(graph, "centrality", **options)
