@@ -173,6 +173,28 @@ TEST(Control, RequestFieldsAreValidated) {
   refused([](proto::Request& r) { std::memset(r.src, 'x', sizeof(r.src)); }, "unterminated path");
   refused([](proto::Request& r) { r.dst[0] = '\x01'; }, "non-printable path");
   refused([](proto::Request& r) { r.result[0] = '\0'; }, "no result array");
+  // An unknown kind: the message names the kinds this analysis knows.
+  fill_valid_request(req);
+  req.analysis = 77;
+  try {
+    proto::read_request(*owner);
+    ADD_FAILURE() << "an unknown analysis kind was accepted";
+  } catch (const FormatError& e) {
+    for (const char* known : {"unknown analysis kind 77", "hitting times", "fiedler", "centrality"})
+      EXPECT_NE(std::string(e.what()).find(known), std::string::npos) << e.what();
+  }
+  // A spectral kind takes no targets, and no solver or preconditioner is read.
+  for (auto kind : {proto::Analysis::fiedler, proto::Analysis::centrality}) {
+    fill_valid_request(req);
+    req.analysis = static_cast<std::uint32_t>(kind);
+    EXPECT_THROW(proto::read_request(*owner), FormatError) << "a spectral request with a target";
+    req.target_count = 0;
+    req.solver = 0;
+    req.preconditioner = 9;
+    EXPECT_NO_THROW(proto::read_request(*owner));
+    req.max_iterations = 0;
+    EXPECT_THROW(proto::read_request(*owner), FormatError) << "a spectral request without iterations";
+  }
   // A shutdown carries nothing else to check.
   fill_valid_request(req);
   req.analysis = static_cast<std::uint32_t>(proto::Analysis::shutdown);
