@@ -221,11 +221,6 @@ std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
   return std::make_unique<TesseraCg>(o);
 }
 
-int Analyzed::exit_code() const {
-  if (hitting) return hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
-  return spectrum && !spectrum->converged ? 3 : 0;
-}
-
 void write_result(const graph::IdMap& ids, const Analyzed& a, const std::string& output, Progress& p,
                   graph::PendingOutputs& pending) {
   p.step("writing " + shown(output));

@@ -175,8 +175,6 @@ struct Analyzed {
   nlohmann::json json;  // the document's object of that kind ("hitting", "fiedler", "centrality")
   std::optional<linalg::HittingTimes> hitting;
   std::optional<Spectrum> spectrum;
-  // 3 when the solve did not converge (the answer is not to be trusted), else 0.
-  int exit_code() const;
 };
 Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
                        bool connected, const AnalysisOptions& options, Progress& progress);
