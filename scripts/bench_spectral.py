@@ -6,6 +6,10 @@ iteration and the memory each operator adds (accounted and measured from
 
   scripts/bench_spectral.py BUILD_DIR [--ranks 2] [--scale 14] [--what fiedler|centrality] [--graph PATH]
 
+`tessera bench spectral` measures the Fiedler case in one job (the same
+memory figure, from trilinos::spectral), verifies both answers and adds the
+time per operator product; this script also covers centrality.
+
 Without --graph: the largest component of a Kronecker graph of the given
 scale (written to a temporary directory). Time only on a quiet machine."""
 import argparse, json, os, subprocess, sys, tempfile

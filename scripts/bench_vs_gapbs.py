@@ -32,6 +32,16 @@ Tessera / GAPBS (below 1: Tessera faster), with the issue's targets. Then
 one JSON line per row and a summary line. --json prints only the JSON.
 Do not trust times taken while the machine is busy.
 
+  scripts/bench_vs_gapbs.py --gapbs DIR --peer GRAPH.el --kernels pr|bfs --threads T [--rounds R]
+                            [--source S] [--symmetric]
+
+--peer: GAPBS alone on a graph someone else wrote (`tessera bench pagerank|bfs
+--peer-gapbs DIR` writes its graph and runs this): converted to GAPBS's .sg
+in a temporary directory (with -s when --symmetric), then the kernel --rounds
+times with T threads and -v; one JSON line per kernel on stdout: the trial
+times, read and build times, the graph GAPBS read, its verdict. --how-to
+KERNEL prints how to get a GAPBS tree for `tessera bench KERNEL`.
+
 Exit status: 0 when every run verified, 1 when one did not, 2 on a usage
 error (no --gapbs tree: how to get one) or when a build or a run fails."""
 import argparse
@@ -59,6 +69,16 @@ Get one with
 then run
   scripts/bench_vs_gapbs.py --gapbs ~/src/gapbs --tessera build
 GAPBS is built with its own Makefile (g++ with OpenMP)."""
+
+
+
+
+def how_to_bench(kernel):
+    """How to get a GAPBS tree for `tessera bench pagerank|bfs`."""
+    return (f"the GAPBS peer needs a GAPBS source tree: git clone {GAPBS_URL} ~/src/gapbs && "
+            f"git -C ~/src/gapbs checkout {GAPBS_COMMIT}\n"
+            f"then: tessera bench {kernel} --peer-gapbs ~/src/gapbs (GAPBS is built once, with its own Makefile, "
+            f"in ~/.cache/tessera)\n")
 
 
 class GapbsError(Exception):
@@ -215,6 +235,36 @@ def run_tessera(binary, kernel, graph, ranks, source=None):
             "top_vertex": result.get("top_vertex"), "iterations": result.get("iterations")}
 
 
+# --- GAPBS alone, on another's graph (tessera bench pagerank|bfs) -----------------
+
+def peer(args, kernels):
+    """One JSON line per kernel: GAPBS's --rounds trials on args.peer."""
+    import tempfile
+    if not os.path.isfile(args.peer):
+        raise GapbsError(f"--peer {args.peer}: no such file")
+    if args.threads < 1 or ("bfs" in kernels and args.source is None):
+        raise GapbsError("--peer needs --threads of at least 1, and --source for bfs")
+    bin_dir = build_gapbs(args.gapbs, args.build_dir or cache_dir(f"gapbs-{tree_id(args.gapbs)}"))
+    with tempfile.TemporaryDirectory(prefix="tessera-gapbs-peer-") as d:
+        sg, el = os.path.join(d, "graph.sg"), os.path.join(d, "graph.el")
+        # GAPBS's reader stops at the first line that is no edge: comments go.
+        with open(args.peer) as f, open(el, "w") as out:
+            for line in f:
+                if not line.startswith(("#", "%")):
+                    out.write(line)
+        convert = [os.path.join(bin_dir, "converter"), "-f", el, *(["-s"] if args.symmetric else []), "-b", sg]
+        made = subprocess.run(convert, capture_output=True, text=True)
+        if made.returncode != 0:
+            raise GapbsError(f"GAPBS's converter failed on {args.peer}: {made.stderr.strip()[-400:]}")
+        for kernel in kernels:
+            runs = [run_gapbs(bin_dir, kernel, sg, args.threads, args.source) for _ in range(args.rounds)]
+            print(json.dumps({"peer": "GAPBS", "kernel": kernel, "threads": args.threads, "tree": tree_id(args.gapbs),
+                              "trials": [r["trial"] for r in runs], "read": min(r["read"] or 0.0 for r in runs),
+                              "build": min(r["build"] or 0.0 for r in runs), "nodes": runs[0]["nodes"],
+                              "edges": runs[0]["edges"], "verified": all(r["verified"] for r in runs)}), flush=True)
+    return 0
+
+
 # --- The comparison ---------------------------------------------------------------
 
 def parse_pairs(text):
@@ -272,7 +322,27 @@ def main(argv):
     ap.add_argument("--kernels", default="pr,bfs", help="pr, bfs or both (default pr,bfs)")
     ap.add_argument("--graph-dir", help="where the graph files are kept (default ~/.cache/tessera/gapbs-graphs)")
     ap.add_argument("--json", action="store_true", help="only the JSON lines")
+    ap.add_argument("--peer", help="GAPBS alone on this edge list (written by tessera bench pagerank|bfs)")
+    ap.add_argument("--threads", type=int, default=1, help="--peer: GAPBS's OMP_NUM_THREADS")
+    ap.add_argument("--source", type=int, help="--peer: the BFS source")
+    ap.add_argument("--symmetric", action="store_true", help="--peer: the file lists an undirected graph (-s)")
+    ap.add_argument("--how-to", choices=("pagerank", "bfs"), help="print how to get a GAPBS tree for tessera bench")
     args = ap.parse_args(argv)
+    if args.how_to:
+        print(how_to_bench(args.how_to), end="")
+        return 0
+    if args.peer:
+        try:
+            if not args.gapbs:
+                raise GapbsError(HOW_TO)
+            check_tree(args.gapbs)
+            kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
+            if not kernels or any(k not in KERNELS for k in kernels) or args.rounds < 1:
+                raise GapbsError("--kernels is pr, bfs or both; --rounds at least 1")
+            return peer(args, kernels)
+        except GapbsError as e:
+            print(f"bench_vs_gapbs: {e}", file=sys.stderr)
+            return 2
     try:
         if not args.gapbs:
             raise GapbsError(HOW_TO)

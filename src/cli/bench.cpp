@@ -1,4 +1,4 @@
-// tessera bench stream|ra|indexgather|histogram|all
+// tessera bench stream|ra|indexgather|histogram|all|pagerank|bfs|spectral|...
 #include "commands.hpp"
 
 #include <cstdio>
@@ -23,6 +23,8 @@ struct BenchOptions {
   bench::ArgsortBenchOptions argsort;
   bench::Jacobi3dOptions jacobi;    // over-decomposition benchmarks
   bench::Stencil3dOptions stencil;
+  bench::GraphKernelBenchOptions pagerank, bfs;  // beside GAPBS
+  bench::SpectralBenchOptions spectral;
   int reps = 0;
   std::string buffer;  // "64K"
   int in_flight = 0;
@@ -54,6 +56,9 @@ int run(BenchOptions o, const std::string& which) {
   apply_common(o, o.argsort);
   apply_common(o, o.jacobi);
   apply_common(o, o.stencil);
+  apply_common(o, o.pagerank);
+  apply_common(o, o.bfs);
+  apply_common(o, o.spectral);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;
@@ -73,6 +78,9 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "argsort") ok = bench::run_argsort_bench(rt, o.argsort) && ok;
   if (which == "jacobi3d") ok = bench::run_jacobi3d(rt, o.jacobi) && ok;
   if (which == "stencil3d") ok = bench::run_stencil3d(rt, o.stencil) && ok;
+  if (which == "pagerank") ok = bench::run_pagerank_bench(rt, o.pagerank) && ok;
+  if (which == "bfs") ok = bench::run_bfs_bench(rt, o.bfs) && ok;
+  if (which == "spectral") ok = bench::run_spectral_bench(rt, o.spectral) && ok;
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
 }
@@ -149,7 +157,42 @@ void add_bench(CLI::App& app, Action& selected) {
   st->add_option("--iterations", o->stencil.iterations, "Iterations per run")->check(CLI::Range(1, 100000));
   st->add_option("--topology", o->stencil.topology, "machine, or a simulated torus:AxB[xC] / mesh:... of the job's ranks");
 
-  for (auto* sub : {s, r, g, h, c, t, io, p, x, z, a, j, st}) {
+  // GAPBS's kernels and the spectral analysis, on a Kronecker graph or a file.
+  auto graph_input = [](CLI::App* sub, int& scale, std::string& graph, bool& symmetric, bool& undirected) {
+    sub->add_option("--scale", scale, "Kronecker scale")->check(CLI::Range(4, 32))->capture_default_str();
+    sub->add_option("--graph", graph, "A graph file (.el, .wel, .mtx, .tsg) instead of the Kronecker graph")
+        ->check(CLI::ExistingPath);
+    sub->add_flag("--symmetric", symmetric, "The text file lists both directions of every edge");
+    sub->add_flag("--undirected", undirected, "Add the reverse of every edge of the file");
+  };
+  auto* pr = bench->add_subcommand("pagerank", "PageRank (GAPBS's rules) step by step, verified; GAPBS's pr in the same run "
+                                               "with --peer-gapbs");
+  graph_input(pr, o->pagerank.kron_scale, o->pagerank.graph, o->pagerank.symmetric, o->pagerank.undirected);
+  pr->add_option("--method", o->pagerank.method, "gauss-seidel (GAPBS's) or jacobi")
+      ->check(CLI::IsMember({"gauss-seidel", "jacobi"}))
+      ->capture_default_str();
+  pr->add_option("--peer-gapbs", o->pagerank.peer_gapbs, "A GAPBS source tree: its pr runs on the same graph, "
+                                                         "as many threads as ranks (built once in ~/.cache)")
+      ->check(CLI::ExistingDirectory);
+  auto* bf = bench->add_subcommand("bfs", "Direction-optimizing BFS step by step, verified; GAPBS's bfs in the same run "
+                                          "with --peer-gapbs");
+  graph_input(bf, o->bfs.kron_scale, o->bfs.graph, o->bfs.symmetric, o->bfs.undirected);
+  bf->add_option("--source", o->bfs.source, "Source vertex (0-based id; default: the vertex of largest degree)")
+      ->check(CLI::NonNegativeNumber);
+  bf->add_option("--peer-gapbs", o->bfs.peer_gapbs, "A GAPBS source tree: its bfs runs on the same graph, "
+                                                    "as many threads as ranks (built once in ~/.cache)")
+      ->check(CLI::ExistingDirectory);
+  auto* sp = bench->add_subcommand("spectral", "Fiedler vector by Anasazi: the edge arrays (EdgeListRowMatrix) vs a Tpetra "
+                                               "CrsMatrix copy, time per iteration and memory");
+  graph_input(sp, o->spectral.kron_scale, o->spectral.graph, o->spectral.symmetric, o->spectral.undirected);
+  sp->add_option("--solver", o->spectral.method, "Anasazi's lobpcg or krylov-schur")
+      ->check(CLI::IsMember({"lobpcg", "krylov-schur"}))
+      ->capture_default_str();
+  sp->add_option("--tolerance", o->spectral.tolerance, "Anasazi's relative residual")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  for (auto* sub : {s, r, g, h, c, t, io, p, x, z, a, j, st, pr, bf, sp}) {
     std::string name = sub->get_name();
     sub->callback([o, name, &selected] { selected = [o, name] { return run(*o, name); }; });
   }

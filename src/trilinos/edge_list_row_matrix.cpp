@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -50,6 +51,40 @@ void laplacian_rows(const graph::EdgeList& g, const double* x, Value value, std:
       lx = degree * x[i] - sum;
     }
     y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
+  }
+}
+
+// The product of a block of k columns in one sweep: `block` holds the k
+// values of every vertex from `base` on side by side (vertex v's at
+// (v - base) * k), so an edge reads its column's k values from one place.
+// y(i, j) for this rank's rows through `at` (the view's element access).
+template <bool kWeighted, class YAt>
+void laplacian_rows_block(const graph::EdgeList& g, const double* block, std::uint64_t base, std::size_t k,
+                          std::uint64_t begin, YAt at, double alpha, double beta) {
+  constexpr std::size_t kMax = 16;
+  auto offsets = g.row_offsets();
+  const std::uint64_t* dst = g.local_dst().data();
+  const double* weight = g.local_weight().data();
+  const std::size_t rows = g.local_vertices();
+  double sum[kMax];
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::fill(sum, sum + k, 0.0);
+    const std::uint64_t end = offsets[i + 1];
+    double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
+    for (std::uint64_t e = offsets[i]; e < end; ++e) {
+      const double* xv = block + (dst[e] - base) * k;
+      if constexpr (kWeighted) {
+        degree += weight[e];
+        for (std::size_t j = 0; j < k; ++j) sum[j] += weight[e] * xv[j];
+      } else {
+        for (std::size_t j = 0; j < k; ++j) sum[j] += xv[j];
+      }
+    }
+    const double* xi = block + (begin - base + i) * k;
+    for (std::size_t j = 0; j < k; ++j) {
+      double& yij = at(i, j);
+      yij = alpha * (degree * xi[j] - sum[j]) + (beta == 0.0 ? 0.0 : beta * yij);
+    }
   }
 }
 
@@ -226,6 +261,39 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
     throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
                         std::to_string(y.getLocalLength()) + ", the matrix " + std::to_string(owned_) + " on this rank");
   const bool weighted = g_.weighted();
+  // Several columns, nothing grounded, every column owned or all gathered
+  // (owned, dense): one sweep over the edges for the whole block (a block
+  // eigensolver multiplies blocks of 4), and for dense one all-gather,
+  // instead of one of each per column. The block is transient: k values
+  // per vertex it reads, for the duration of the product.
+  const std::size_t k = x.getNumVectors();
+  const bool dense = layout_ == ColumnLayout::dense;
+  const std::uint64_t base = dense ? 0 : begin_, span = dense ? g_.vertices() : owned_;
+  if ((dense || layout_ == ColumnLayout::owned) && k > 1 && k <= 16 && grounded_columns_.empty() &&
+      span * k < static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+    std::vector<double> block(span * k);
+    {  // X's view ends before Y's begins (they may alias): every read below is from the block
+      auto xv = x.getLocalViewHost(Tpetra::Access::ReadOnly);
+      for (std::size_t i = 0; i < owned_; ++i)
+        for (std::size_t j = 0; j < k; ++j) block[(begin_ - base + i) * k + j] = xv(i, j);
+    }
+    if (dense) {
+      std::vector<int> counts(counts_), displs(displs_);
+      for (auto& c : counts) c *= static_cast<int>(k);
+      for (auto& d : displs) d *= static_cast<int>(k);
+      all_gather_in_place<double>(g_.runtime().comm(), block, counts, displs);
+    }
+    auto multiply = [&](const auto& yv) {
+      auto at = [&yv](std::size_t i, std::size_t j) -> double& { return yv(i, j); };
+      if (weighted)
+        laplacian_rows_block<true>(g_, block.data(), base, k, begin_, at, alpha, beta);
+      else
+        laplacian_rows_block<false>(g_, block.data(), base, k, begin_, at, alpha, beta);
+    };
+    if (beta == 0.0) multiply(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
+    else multiply(y.getLocalViewHost(Tpetra::Access::ReadWrite));
+    return;
+  }
   const bool aliased = x.aliases(y);
   for (std::size_t j = 0; j < x.getNumVectors(); ++j) {
     // The product reads X's owned values in place while it writes Y; when X

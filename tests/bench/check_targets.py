@@ -34,6 +34,16 @@ TARGETS = [
      "Belos + Ifpack2 Diagonal on EdgeListRowMatrix adds under 10% of the edge arrays"),
     ("hitting", "rowmatrix_without_tpetra_columns_fraction", "<", 0.10,
      "EdgeListRowMatrix without Tpetra's column Map and Import adds under 10% of the edge arrays"),
+    # Anasazi's Fiedler vector on the edge arrays against a Tpetra CrsMatrix copy.
+    ("spectral", "edgelist_over_crs_per_iteration", "<=", 1.25,
+     "Anasazi on EdgeListRowMatrix within 1.25x of Anasazi on a CrsMatrix per iteration"),
+    ("spectral", "edgelist_memory_fraction", "<", 0.10, "EdgeListRowMatrix adds under 10% of the edge arrays"),
+    # GAPBS measured in the same run (tessera bench pagerank|bfs --peer-gapbs), threads = ranks;
+    # the same bounds as scripts/bench_vs_gapbs.py's TARGETS.
+    ("pagerank", "tessera_over_gapbs", "<=", 1.0, "PageRank within GAPBS's time at 1 thread", {"gapbs_threads": 1}),
+    ("pagerank", "tessera_over_gapbs", "<=", 1.3, "PageRank within 1.3x GAPBS at 2 threads", {"gapbs_threads": 2}),
+    ("bfs", "tessera_over_gapbs", "<=", 1.5, "BFS within 1.5x GAPBS at 1 thread", {"gapbs_threads": 1}),
+    ("bfs", "tessera_over_gapbs", "<=", 2.0, "BFS within 2x GAPBS at 2 threads", {"gapbs_threads": 2}),
     ("interop", "lp_shared_vs_heap", "<=", 1.05, "label propagation on Shared memory within 5% of Heap"),
     ("interop", "process_vs_inprocess", "<=", 1.05, "the separate-process analysis within 5% of in-process per iteration"),
     ("interop", "container_vs_inprocess", "<=", 1.05, "the containerized analysis within 5% of in-process per iteration"),
@@ -139,6 +149,18 @@ def self_test():
                    '{"bench":"histogram","summary":"...","ranks":4,"grid_over_direct_rate":0.5}',
                    '{"bench":"indexgather","summary":"...","ranks":2,"auto_over_best_fixed":0.8}']
     assert len(failures(slow_chunks)) == 4, failures(slow_chunks)
+    analyses = ['{"bench":"spectral","summary":"...","ranks":2,"edgelist_over_crs_per_iteration":1.1,'
+                '"edgelist_memory_fraction":0.02}',
+                '{"bench":"pagerank","summary":"...","ranks":2,"tessera_over_gapbs":1.2,"gapbs_threads":2}',
+                '{"bench":"bfs","summary":"...","ranks":1,"tessera_over_gapbs":1.4,"gapbs_threads":1}',
+                '{"bench":"bfs","summary":"...","ranks":1,"tessera_seconds":0.1,"gapbs_seconds":null}',  # no peer
+                '{"bench":"bfs","variant":"GAPBS bfs","storage":"1 thread","verified":false,"skipped":"no GAPBS tree"}']
+    assert failures(analyses) == [], failures(analyses)
+    slow_analyses = ['{"bench":"spectral","summary":"...","ranks":2,"edgelist_over_crs_per_iteration":1.3,'
+                     '"edgelist_memory_fraction":0.1}',
+                     '{"bench":"pagerank","summary":"...","ranks":1,"tessera_over_gapbs":1.2,"gapbs_threads":1}',
+                     '{"bench":"bfs","summary":"...","ranks":2,"tessera_over_gapbs":2.5,"gapbs_threads":2}']
+    assert len(failures(slow_analyses)) == 4, failures(slow_analyses)
     unverified = ['{"bench":"ra","group":"","variant":"aggregated","storage":"heap","verified":false,"check":"1 of 64 words wrong"}']
     assert "not verified" in failures(unverified)[0]
     skipped = ['{"bench":"ra","group":"","variant":"fine-grained MPI_Accumulate","storage":"MPI window","verified":false,'

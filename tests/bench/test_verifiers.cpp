@@ -173,3 +173,38 @@ TEST(Verifiers, HittingTimesRejectAWrongTimeEvenWhenTheReferenceAgrees) {
   EXPECT_FALSE(agreeing.ok) << "two answers agreeing on a wrong time: " << agreeing.found;
   EXPECT_NE(agreeing.found.find("true residual"), std::string::npos);
 }
+
+TEST(Verifiers, LaplacianEigenpairRejectsAWrongValueVectorOrShift) {
+  // A 2 x n grid: lambda2 = 2 - 2 cos(pi / n), its vector cos(pi (c + 1/2) / n)
+  // in column c, the same in both rows (vertex r * n + c).
+  const std::uint64_t n = 9;
+  auto g = graph::generate(rt(), graph::GraphSpec::grid({2, n}));
+  const double pi = std::acos(-1.0), lambda = 2 - 2 * std::cos(pi / static_cast<double>(n));
+  std::vector<double> x(g.local_vertices());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto c = (g.local_vertex_begin() + i) % n;
+    x[i] = std::cos(pi * (static_cast<double>(c) + 0.5) / static_cast<double>(n)) / std::sqrt(static_cast<double>(n));
+  }
+  Verdict right = check_laplacian_eigenpair(g, x, lambda, 1e-8);
+  EXPECT_TRUE(right.ok) << right.found;
+
+  EXPECT_FALSE(check_laplacian_eigenpair(g, x, lambda * (1 + 1e-6), 1e-8).ok) << "a wrong eigenvalue";
+  EXPECT_FALSE(check_laplacian_eigenpair(g, x, 2 - 2 * std::cos(2 * pi / static_cast<double>(n)), 1e-8).ok)
+      << "lambda3 claimed for lambda2's vector";
+  // One entry moved, the rest kept: still of unit norm to rounding, not an eigenvector.
+  std::vector<double> bent = x;
+  if (rt().rank() == last_rank() && bent.size() >= 2) {
+    bent[bent.size() - 1] += 1e-3;
+    bent[bent.size() - 2] -= 1e-3;
+  }
+  EXPECT_FALSE(check_laplacian_eigenpair(g, bent, lambda, 1e-8).ok) << "a bent vector";
+  std::vector<double> shifted = x;  // plus a multiple of the constants, renormalized
+  double norm = 0;
+  for (double& v : shifted) v += 1e-3;
+  for (double v : shifted) norm += v * v;
+  norm = std::sqrt(all_reduce(rt().comm(), norm, MPI_SUM));
+  for (double& v : shifted) v /= norm;
+  EXPECT_FALSE(check_laplacian_eigenpair(g, shifted, lambda, 1e-2).ok) << "not orthogonal to the constants";
+  std::vector<double> zero(x.size(), 0.0);
+  EXPECT_FALSE(check_laplacian_eigenpair(g, zero, lambda, 1e-8).ok) << "the zero vector (NaN Rayleigh quotient)";
+}

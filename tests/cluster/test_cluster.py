@@ -5,8 +5,10 @@ every answer compared with the one-node answer computed here.
 
 Covers: tessera info / map --topology machine showing the node layout; gen,
 convert (.mtx, .tsg), cc (also --colocales core), lcc, hitting, pipeline
---analysis inprocess, every bench's rows verified (a one-sided baseline
-skipped with its reason where TCP cannot carry it); the aggregator tests
+--analysis inprocess; pagerank --method jacobi, bfs --verify and spectral
+against 1 rank on one node (scores to 1e-9, the same parents, lambda2 to
+1e-8 and the Fiedler vector up to sign to 1e-6); every bench's rows
+verified (a one-sided baseline skipped with its reason where TCP cannot carry it); the aggregator tests
 with direct and node-first routing (rings inside a node, MPI between); the
 Python SPMD quickstart; shm list / gc per node (a node sees only its own
 /dev/shm; gc in a directory shared by the nodes never removes another
@@ -315,6 +317,55 @@ def _ns(pid):
         return None
 
 
+def values(path):
+    """{vertex: float} of a 'vertex value' file."""
+    return {k: float(v) for k, v in numbers(path).items()}
+
+
+def analyses_agree(cl, work):
+    """pagerank --method jacobi (to 1e-9), bfs --verify (the same parents) and
+    spectral (lambda2 to 1e-8, the vector up to sign to 1e-6) across nodes as
+    on one node at 1 rank."""
+    g, grid = os.path.join(work, "g.el"), os.path.join(work, "grid.el")
+    run(tessera_args(["gen", "grid", "--dims", "24x40", "-o", grid], 1))  # connected, lambda2 simple
+    with open(g) as f:
+        source = next(line.split()[0] for line in f if line.strip() and not line.startswith(("#", "%")))
+    cases = {
+        "pagerank": ["pagerank", g, "--method", "jacobi", "-o", "{d}/pr.txt"],
+        "bfs": ["bfs", g, "--source", source, "--verify", "-o", "{d}/bfs.txt"],
+        "spectral": ["spectral", grid, "--json", "-o", "{d}/fiedler.txt"],
+    }
+    results = {}
+    for layout, ranks, by_node in [("one", 1, False)] + LAYOUTS:
+        d = os.path.join(work, "analyses-" + layout)
+        os.makedirs(d)
+        for name, args in cases.items():
+            argv = tessera_args([a.format(d=d) for a in args], ranks)
+            p = run(argv) if layout == "one" else cl.exec("node0", argv, by_node=by_node)
+            if p.returncode != 0:
+                results[layout, name] = None
+                continue
+            if name == "spectral":
+                results[layout, name] = (json.loads(p.stdout)["lambda2"], values(os.path.join(d, "fiedler.txt")))
+            elif name == "pagerank":
+                results[layout, name] = values(os.path.join(d, "pr.txt"))
+            else:
+                results[layout, name] = sorted_lines(os.path.join(d, "bfs.txt"))
+    for layout, _, _ in LAYOUTS:
+        ref, got = results["one", "pagerank"], results[layout, "pagerank"]
+        check(ref is not None and got is not None and ref.keys() == got.keys() and
+              all(abs(got[k] - ref[k]) <= 1e-9 * max(abs(ref[k]), 1e-300) for k in ref),
+              f"{layout}: pagerank --method jacobi gives the one-rank scores to 1e-9")
+        ref, got = results["one", "bfs"], results[layout, "bfs"]
+        check(ref is not None and ref == got, f"{layout}: bfs --verify passes and gives the one-rank parents")
+        ref, got = results["one", "spectral"], results[layout, "spectral"]
+        ok = ref is not None and got is not None and abs(got[0] - ref[0]) <= 1e-8 * ref[0]
+        if ok:
+            a, b = ref[1], got[1]
+            ok = a.keys() == b.keys() and min(max(abs(a[k] - s * b[k]) for k in a) for s in (1, -1)) <= 1e-6
+        check(ok, f"{layout}: spectral gives the one-rank lambda2 (1e-8) and Fiedler vector up to sign (1e-6)")
+
+
 def main():
     t0 = time.time()
     work = tempfile.mkdtemp(prefix="tessera-cluster-")
@@ -323,6 +374,7 @@ def main():
     try:
         layout_shown(cl)
         commands_agree(cl, work)
+        analyses_agree(cl, work)
         benches(cl)
         aggregation_suite(cl)
         python_example(cl, work)

@@ -136,6 +136,16 @@ void expect_apply_matches_laplacian(const EdgeList& g, EdgeListRowMatrix::Column
     // Two columns at once.
     m.apply(tx, ty, Teuchos::NO_TRANS, 2.0, 0.0);
     test::expect_values_near(gather(rt, *ty.getVector(1)), want, 1e-12, "two-column apply");
+    test::expect_values_near(gather(rt, *ty.getVector(0)), want, 1e-12, "two-column apply, column 0");
+    // Two columns in place with beta = 1 (the dense layout's block product
+    // reads both columns of X before it writes Y): 2 L x + x in each.
+    TpetraMultiVector both(tx, Teuchos::Copy);
+    m.apply(both, both, Teuchos::NO_TRANS, 2.0, 1.0);
+    auto plus = want;
+    auto xg = gather(rt, x.local());
+    for (std::size_t i = 0; i < plus.size(); ++i) plus[i] += xg[i];
+    test::expect_values_near(gather(rt, *both.getVector(0)), plus, 1e-12, "two columns in place, beta 1, column 0");
+    test::expect_values_near(gather(rt, *both.getVector(1)), plus, 1e-12, "two columns in place, beta 1, column 1");
     // In place (X and Y the same vector): the product reads X while it
     // writes Y, so it must read a copy.
     TpetraMultiVector same(*tx.getVector(0), Teuchos::Copy);

@@ -146,4 +146,43 @@ struct Stencil3dOptions : CommonOptions {
 };
 bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o);
 
+// GAPBS's kernels on a Kronecker graph (or a graph file): Tessera's
+// PageRank / BFS timed step by step (generate or read, build, kernel best of
+// reps, verify) and verified by the kernels' own distributed verifiers
+// (graph::check_pagerank, graph::check_bfs). With a GAPBS source tree
+// (peer_gapbs), GAPBS's `pr` / `bfs` run in the same run on the same graph
+// (written as an edge list, untimed) through scripts/bench_vs_gapbs.py
+// --peer, with as many threads as ranks, verified by GAPBS's own -v; without
+// one, its row says how to get a tree.
+struct GraphKernelBenchOptions : CommonOptions {
+  GraphKernelBenchOptions() { reps = 3; }
+  int kron_scale = 16;
+  std::string graph;         // a graph file instead of the Kronecker graph
+  bool symmetric = false;    // the file lists both directions of every edge
+  bool undirected = false;   // add the reverse of every edge of the file
+  std::string peer_gapbs;    // a GAPBS source tree; "" runs Tessera's side alone
+  // pagerank
+  std::string method = "gauss-seidel";
+  // bfs: the source; < 0: the vertex of largest degree (in the giant component)
+  std::int64_t source = -1;
+};
+bool run_pagerank_bench(Runtime& rt, const GraphKernelBenchOptions& o);
+bool run_bfs_bench(Runtime& rt, const GraphKernelBenchOptions& o);
+
+// The Fiedler vector of the largest component of a Kronecker graph (or of a
+// graph file) by Anasazi on the edge arrays (EdgeListRowMatrix) against
+// Anasazi on a Tpetra CrsMatrix copy, in the same run: time per eigensolver
+// iteration, their ratio, and the anonymous memory each operator adds as a
+// share of the edge arrays. Each answer is verified apart from Anasazi (its
+// residual through linalg's Laplacian) and against the other's.
+struct SpectralBenchOptions : CommonOptions {
+  SpectralBenchOptions() { reps = 3; }
+  int kron_scale = 14;
+  std::string graph;
+  bool symmetric = false, undirected = false;
+  std::string method = "lobpcg";  // or krylov-schur
+  double tolerance = 1e-10;
+};
+bool run_spectral_bench(Runtime& rt, const SpectralBenchOptions& o);
+
 }  // namespace tessera::bench

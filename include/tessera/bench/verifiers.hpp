@@ -104,4 +104,14 @@ Verdict check_components(Runtime& rt, std::span<const std::uint64_t> local_label
 Verdict check_hitting_times(const graph::EdgeList& graph, std::span<const double> times,
                             std::span<const double> reference, double tolerance);
 
+// --- Laplacian eigenpairs (the Fiedler vector) -----------------------------
+// (lambda, x) as an eigenpair of the Laplacian L = D - A of an undirected
+// graph (x this rank's part, on the graph's vertex ranges), checked apart
+// from the eigensolver through linalg's EdgeListMatrix and Laplacian: x of
+// unit norm (to 1e-8) and orthogonal to the constants (|sum x| / sqrt(n) <=
+// 1e-8), lambda > 0 and equal to x's Rayleigh quotient (to 1e-8 of it), and
+// the residual ||L x - lambda x|| / lambda at most `limit`.
+Verdict check_laplacian_eigenpair(const graph::EdgeList& graph, std::span<const double> x, double lambda,
+                                  double limit);
+
 }  // namespace tessera::bench

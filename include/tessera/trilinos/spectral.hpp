@@ -68,6 +68,11 @@ struct SpectralResult {
   EigenMethod method = EigenMethod::krylov_schur;  // the one that ran (0 iterations: solved densely, at most 4 vertices)
   bool converged = false;
   double seconds = 0;  // the eigensolver alone (Anasazi's setup and iterations)
+  // Of those: the operator's products inside the eigensolver, one per
+  // vector (a block of 4 counts 4), and the seconds spent in them (slowest
+  // rank); the rest is Anasazi's own work (orthogonalization, Rayleigh-Ritz).
+  std::uint64_t operator_products = 0;
+  double operator_seconds = 0;
   // This rank's entries of the unit-norm vector, in vertex order. Sign:
   // centrality nonnegative in sum; Fiedler's first entry (smallest vertex
   // id) of magnitude above 1e-6 of the largest is positive, so every rank
