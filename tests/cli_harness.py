@@ -4,6 +4,7 @@ import concurrent.futures
 import os
 import subprocess
 import threading
+import time
 
 import verdict
 
@@ -11,6 +12,9 @@ import verdict
 # and stopping ranks that then wait on each other: a few at once keep the
 # machine busy without oversubscribing it much more than one 4-rank job does.
 JOBS = int(os.environ.get("TESSERA_TEST_JOBS", "3"))
+# TESSERA_TEST_TIMES=FILE appends "seconds command" for every run: where a
+# slow test spends its time.
+TIMES = os.environ.get("TESSERA_TEST_TIMES")
 
 
 class Harness:
@@ -33,7 +37,11 @@ class Harness:
 
     def tessera(self, *args, ranks=1, expect_ok=True):
         cmd = [self.tessera_path, *args, "-n", str(ranks), "--quiet"]
+        start = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout)
+        if TIMES:
+            with open(TIMES, "a") as f:
+                f.write(f"{time.monotonic() - start:.2f} {' '.join(cmd)}\n")
         if expect_ok and p.returncode != 0:
             if self.fatal:
                 raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
