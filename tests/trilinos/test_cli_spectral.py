@@ -6,7 +6,8 @@ the largest eigenvalue of the adjacency to 1e-8 relative, vectors to 1e-6
 degenerate eigenvalue is judged by its subspace), the same vector at every
 rank count, the reported residual small and true, the bisection's sizes and
 cut recomputed from its parts file; on a grid, a Kronecker graph's largest
-component, a weighted graph and a CrsMatrix copy. A disconnected graph gives
+component, a weighted graph and a CrsMatrix copy; and on a real graph
+(SNAP's Oregon-1, from TESSERA_DATA_DIR) against scipy's sparse eigsh. A disconnected graph gives
 the clear error; nothing is left in the job's shared-memory directory.
 Usage: test_cli_spectral.py BUILD_DIR"""
 import atexit, json, os, shutil, subprocess, sys, tempfile
@@ -210,6 +211,41 @@ with ThreadPoolExecutor(max_workers=4) as pool:
         out = f.result()
         check(out.returncode != 0 and needle in out.stderr and ("tessera lcc" in out.stderr or needle == "--parts"),
               f"{what} ({out.stderr.strip().splitlines()[-1:]})")
+
+# A real graph (SNAP's Oregon-1, 10,670 vertices: too big for a dense eigh)
+# against scipy's sparse eigsh: shift-invert near 0 for the Laplacian's
+# smallest, Lanczos for the adjacency's largest.
+data = os.environ.get("TESSERA_DATA_DIR", "")
+oregon_raw = os.path.join(data, "oregon1_010331.el")
+if os.path.exists(oregon_raw):
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
+    oregon = os.path.join(d, "oregon.el")
+    with open(oregon_raw) as f, open(oregon, "w") as g:  # the file's last line is a stray "-1"
+        g.write("".join(line for line in f if line.strip() != "-1"))
+    rows = np.loadtxt(oregon, comments="%", ndmin=2).astype(np.int64)
+    n = int(rows.max()) + 1
+    a = sp.coo_matrix((np.ones(len(rows)), (rows[:, 0], rows[:, 1])), shape=(n, n)).tocsr()
+    a.data[:] = 1.0
+    lap = (sp.diags(np.asarray(a.sum(axis=1)).ravel()) - a).tocsc()
+    for what, key, ranks, (values, vectors) in (
+            ("fiedler", "lambda2", 2, sla.eigsh(lap, k=4, sigma=-1e-3, which="LM", tol=1e-14)),
+            ("centrality", "lambda", 3, sla.eigsh(a, k=2, which="LA", tol=1e-14))):
+        k = 1 if what == "fiedler" else int(np.argmax(values))
+        check(abs(values[k] - values[k + 1 if what == "fiedler" else 1 - k]) > 1e-6, f"oregon {what}: a simple eigenvalue")
+        vec = os.path.join(d, f"oregon-{what}.txt")
+        got = json.loads(run(ranks, "spectral", oregon, "--symmetric", "--what", what, "-o", vec, "--json").stdout)
+        tag = f"oregon {what} at {ranks} ranks"
+        check(abs(got[key] - values[k]) <= 1e-8 * abs(values[k]), f"{tag}: {key} {got[key]!r} = eigsh's {values[k]!r} to 1e-8")
+        x = np.zeros(n)
+        for v, t in read_vertex_values(vec).items():
+            x[v] = t
+        x /= np.linalg.norm(x)
+        y = vectors[:, k] / np.linalg.norm(vectors[:, k])
+        off = min(np.linalg.norm(x - y), np.linalg.norm(x + y))
+        check(off <= 1e-6, f"{tag}: the vector is eigsh's up to sign, off by {off:.1e}")
+else:
+    print(f"note: no {oregon_raw}: the real-graph case did not run")
 
 left = os.listdir(SHM)
 check(not left, f"nothing left in the job's shared-memory directory ({left})")
