@@ -146,6 +146,7 @@ int run_pagerank(const AnalysisArgs& a) {
                      {"converged", pr.converged},
                      {"seconds", pr.seconds},
                      {"extra_bytes", pr.extra_bytes},
+                     {"single_precision", pr.single_precision},
                      {"score_sum", sum},
                      {"top_vertex", top.index == kNoIndex ? json(nullptr) : json(loaded.ids.file_id(top.index))},
                      {"top_score", top.value}};

@@ -198,6 +198,57 @@ TEST(PageRank, JacobiGivesTheSameBitsAtEveryRankCount) {
   EXPECT_EQ(all, x);
 }
 
+TEST(PageRank, SinglePrecisionWithinOneMillionth) {
+  // From a tolerance of 1e-6 the contributions are floats: the scores still
+  // match the double-precision serial solution to 1e-6 and pass the
+  // verifier at that tolerance; below it everything is double.
+  Runtime& rt = Runtime::current();
+  auto kron = generate(rt, GraphSpec::kronecker(10, 8, 3));
+  auto awkward = awkward_directed(rt);
+  for (const EdgeList* g : {&kron, &awkward}) {
+    auto want = serial_pagerank(g->vertices(), test::gather_edges(*g), 0.85);
+    for (auto method : {PageRankMethod::gauss_seidel, PageRankMethod::jacobi}) {
+      auto o = tight(method);
+      o.tolerance = kPageRankSinglePrecisionTolerance;
+      auto pr = pagerank(*g, o);
+      EXPECT_TRUE(pr.single_precision);
+      EXPECT_TRUE(pr.converged);
+      const std::string what = std::to_string(g->vertices()) + " vertices, " + pagerank_method_name(method);
+      expect_near_all(test::gather_all(pr.scores), want, 1e-6, what);
+      EXPECT_EQ(check_pagerank(*g, pr.scores, o, 1e-6), "") << what;
+      EXPECT_FALSE(pagerank(*g, tight(method)).single_precision) << what;
+    }
+  }
+}
+
+TEST(PageRank, SinglePrecisionJacobiGivesTheSameBitsAtEveryRankCount) {
+  // As in double, with each contribution rounded to a float before the
+  // (double) sum: a serial sweep doing the same gives every bit.
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::kronecker(9, 8, 7));
+  PageRankOptions o;
+  o.method = PageRankMethod::jacobi;
+  o.tolerance = 1e-5;
+  o.max_iterations = 100;
+  auto pr = pagerank(g, o);
+  ASSERT_TRUE(pr.single_precision);
+  auto edges = test::gather_edges(g);
+  std::vector<std::vector<std::uint64_t>> in(g.vertices());
+  std::vector<double> deg(g.vertices(), 0);
+  for (auto& [u, v, w] : edges) in[v].push_back(u), deg[u] += 1;
+  const double n = static_cast<double>(g.vertices());
+  std::vector<double> x(g.vertices(), 1.0 / n), y(g.vertices());
+  for (int it = 0; it < pr.iterations; ++it) {
+    for (std::size_t v = 0; v < x.size(); ++v) {
+      double s = 0;
+      for (auto u : in[v]) s += static_cast<double>(static_cast<float>(deg[u] ? x[u] * (1.0 / deg[u]) : 0.0));
+      y[v] = (1 - 0.85) / n + 0.85 * s;
+    }
+    x.swap(y);
+  }
+  EXPECT_EQ(test::gather_all(pr.scores), x);
+}
+
 TEST(PageRank, VerifierRejectsWrongScores) {
   Runtime& rt = Runtime::current();
   auto g = awkward_directed(rt);

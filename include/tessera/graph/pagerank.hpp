@@ -28,6 +28,14 @@ enum class PageRankMethod {
   jacobi,
 };
 
+// From this tolerance up, the contributions x[u] / deg(u) the sweeps read
+// are kept as floats (as GAPBS keeps its scores): half the bytes of the
+// array every in-arc reads at random. Their rounding, a relative 2^-24,
+// moves the fixed point by well under 1e-6 in L1, below what such a
+// tolerance stops at. Below it everything is double. Sums and the returned
+// scores are double either way.
+inline constexpr double kPageRankSinglePrecisionTolerance = 1e-6;
+
 struct PageRankOptions {
   double damping = 0.85;     // GAPBS's kDamp
   double tolerance = 1e-4;   // stop when the L1 change of an iteration is below (GAPBS's default)
@@ -51,6 +59,7 @@ struct PageRank {
   // Working memory beyond the scores and the graph, largest rank
   // (aggregation buffers excluded).
   std::uint64_t extra_bytes = 0;
+  bool single_precision = false;  // contributions kept as floats (kPageRankSinglePrecisionTolerance)
 };
 
 // Collective. Pulls over in-arcs: an undirected graph's own arrays; a
