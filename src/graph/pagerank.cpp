@@ -8,8 +8,8 @@
 // Distributed: each rank owns a range of vertices and their in-arcs (a
 // directed graph's transpose on the same ranges). An iteration reads the
 // contributions x[u] / deg(u) of the in-neighbours other ranks own (its
-// ghosts, sorted and distinct) with one aggregated read, then sweeps its
-// rows. The L1 change is summed in fixed point, so the stopping iteration
+// ghosts, sorted and distinct) with one all-to-all planned once, then
+// sweeps its rows. The L1 change is summed in fixed point, so the stopping iteration
 // (and, by Jacobi, every bit of the scores) is the same at every rank count.
 //
 // Its verifier (check_pagerank) sits below it.
@@ -28,6 +28,7 @@
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/array/ghost_slots.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -129,6 +130,26 @@ inline double gather_sum(const Value* c, const Index* first, const Index* last) 
   return sum;
 }
 
+// One sweep over the rows; the L1 change in fixed point. Gauss-Seidel
+// writes each new score and contribution at once (later rows read it);
+// Jacobi writes the scores to `next` only.
+template <bool GaussSeidel, class Index, class Value>
+std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const Index* cl, Value* cv, double* x,
+                         double* next, const double* tele, const double* inv, double d) {
+  std::uint64_t change = 0;
+  for (std::size_t i = 0; i < n_local; ++i) {
+    const double score = tele[i] + d * gather_sum(cv, cl + row[i], cl + row[i + 1]);
+    change += fixed(std::fabs(score - x[i]));
+    if constexpr (GaussSeidel) {
+      x[i] = score;
+      cv[i] = static_cast<Value>(score * inv[i]);
+    } else {
+      next[i] = score;
+    }
+  }
+  return change;
+}
+
 // The iterations. Every in-arc's column is turned, once, into the place of
 // its contribution in one array `c`: a local in-neighbour u at u - base, a
 // ghost at n_local + its slot. The inner loop is then a plain gather with no
@@ -144,30 +165,42 @@ void iterate(const Sweep& s, PageRank& out) {
   const double d = s.o.damping;
   auto column = s.in.local_dst();
   auto col = std::make_unique_for_overwrite<Index[]>(column.size());  // every entry written below
-  for (std::size_t k = 0; k < column.size(); ++k) {
-    const std::uint64_t u = column[k], local = u - base;  // wraps below base
-    col[k] = static_cast<Index>(local < n_local ? local : n_local + s.slot.slot(u));
+  if (n_ghosts == 0) {  // every in-neighbour local (one rank): a plain narrowing copy
+    for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
+  } else {
+    for (std::size_t k = 0; k < column.size(); ++k) {
+      const std::uint64_t u = column[k], local = u - base;  // wraps below base
+      col[k] = static_cast<Index>(local < n_local ? local : n_local + s.slot.slot(u));
+    }
   }
   std::vector<Value> c(n_local + n_ghosts);
   for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
-  // Other ranks read this rank's contributions here, copied after each sweep.
+  // The ghosts' contributions arrive through one planned all-to-all per
+  // iteration: the ghost ids travel once, here (sorted ids are grouped by
+  // owner, so the values land in place, at c[n_local + slot]); afterwards
+  // only the values move, each owner sending what was asked of it.
   const bool distributed = s.rt.size() > 1;
-  std::optional<DistArray<Value>> published;
+  const Distribution& ranges = s.in.vertex_ranges();
+  comm::RequestPlan<std::uint64_t> plan;
+  std::vector<Index> asked;  // local offsets of the contributions other ranks read
   if (distributed) {
-    published.emplace(s.in.vertex_map());
-    std::copy_n(c.begin(), n_local, published->local().begin());
+    plan = comm::RequestPlan<std::uint64_t>(s.rt.comm(), s.ghosts.ids(),
+                                            [&](std::uint64_t v) { return ranges.owner(v); });
+    const std::vector<std::uint64_t> received = plan.take_received();
+    asked.resize(received.size());
+    for (std::size_t k = 0; k < received.size(); ++k) asked[k] = static_cast<Index>(received[k] - base);
   }
+  std::vector<Value> answers(asked.size());
   std::vector<double> next(s.o.method == PageRankMethod::jacobi ? n_local : 0);
   out.single_precision = std::is_same_v<Value, float>;
   out.extra_bytes = all_reduce<std::uint64_t>(
       s.rt.comm(),
       s.ghosts.memory_bytes() + GhostSlots::bytes_for(s.ghosts.ids(), base, base + n_local) +
-          column.size() * sizeof(Index) + (c.size() + (distributed ? n_local : 0)) * sizeof(Value) +
+          column.size() * sizeof(Index) + (c.size() + answers.size()) * sizeof(Value) +
+          asked.size() * sizeof(Index) + plan.pattern().memory_bytes() +
           (next.size() + 2 * n_local) * sizeof(double),
       MPI_MAX);
 
-  std::optional<SrcAggregator<Value>> read;
-  if (distributed) read.emplace(*published, s.o.aggregation);
   const std::uint64_t* row = s.in.row_offsets().data();
   const Index* cl = col.get();
   Value* cv = c.data();
@@ -177,25 +210,13 @@ void iterate(const Sweep& s, PageRank& out) {
   const bool gauss_seidel = s.o.method == PageRankMethod::gauss_seidel;
   for (;;) {
     if (distributed) {
-      auto ids = s.ghosts.ids();
-      for (std::size_t j = 0; j < ids.size(); ++j) read->get(ids[j], cv[n_local + j]);
-      read->flush();
+      for (std::size_t k = 0; k < asked.size(); ++k) answers[k] = cv[asked[k]];
+      plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
     }
-    std::uint64_t change = 0;
-    for (std::size_t i = 0; i < n_local; ++i) {
-      const double sum = gather_sum(cv, cl + row[i], cl + row[i + 1]);
-      const double score = tele[i] + d * sum;
-      change += fixed(std::fabs(score - x[i]));
-      if (gauss_seidel) {
-        x[i] = score;
-        cv[i] = static_cast<Value>(score * inv[i]);
-      } else {
-        next[i] = score;
-      }
-    }
+    std::uint64_t change = gauss_seidel ? sweep_rows<true>(n_local, row, cl, cv, x, x, tele, inv, d)
+                                        : sweep_rows<false>(n_local, row, cl, cv, x, next.data(), tele, inv, d);
     if (!gauss_seidel)
       for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], cv[i] = static_cast<Value>(next[i] * inv[i]);
-    if (distributed) std::copy_n(c.begin(), n_local, published->local().begin());
     change = all_reduce(s.rt.comm(), change, MPI_SUM);
     out.change = static_cast<double>(change) / kFixedScale;
     ++out.iterations;
@@ -266,7 +287,7 @@ std::string check_pagerank(const EdgeList& g, const DistArray<double>& x, const 
 
   DistArray<double> incoming(g.vertex_map());
   {
-    UpdateAggregator<double, ops::Add> add(incoming);
+    UpdateAggregator<double, ops::Add> add(incoming, o.aggregation);
     auto dst = g.local_dst();
     g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
       const double share = s[u - base] / static_cast<double>(last - first);

@@ -44,7 +44,7 @@ struct PageRankOptions {
   // Personalized PageRank: teleport only to these vertices (every rank
   // passes the same set; repeats are ignored). Empty: every vertex.
   std::vector<std::uint64_t> personalization;
-  AggregationOptions aggregation;
+  AggregationOptions aggregation;  // the verifier's aggregated add (the kernel's exchange is planned)
   // Called on every rank after each iteration: iteration (1-based), the L1
   // change, seconds since the start.
   std::function<void(int, double, double)> on_iteration;
@@ -57,7 +57,7 @@ struct PageRank {
   bool converged = false;    // change < tolerance
   double seconds = 0;
   // Working memory beyond the scores and the graph, largest rank
-  // (aggregation buffers excluded).
+  // (communication buffers excluded).
   std::uint64_t extra_bytes = 0;
   bool single_precision = false;  // contributions kept as floats (kPageRankSinglePrecisionTolerance)
 };
@@ -65,7 +65,7 @@ struct PageRank {
 // Collective. Pulls over in-arcs: an undirected graph's own arrays; a
 // directed graph's transpose (EdgeList::transposed on the same vertex
 // ranges), passed as `in_arcs` or made here. Ghost contributions arrive
-// through one aggregated read per iteration. ConfigError for a bad option,
+// through one all-to-all per iteration, planned once. ConfigError for a bad option,
 // RangeError naming a personalization vertex outside the graph.
 PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr);
 
