@@ -16,6 +16,7 @@
 #include "tessera/graph/pagerank.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,8 +26,6 @@
 #include <span>
 #include <type_traits>
 
-#include "tessera/array/ghost_set.hpp"
-#include "tessera/array/ghost_slots.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
@@ -99,6 +98,56 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, std::option
   return *given;
 }
 
+// The in-neighbours other ranks own (the ghosts), numbered in id order:
+// one pass over the in-arcs marks them in a bitmap of every vertex id, a
+// running count per 64 ids then gives each its slot in one word load and a
+// popcount. No branch per arc (local or not is as likely as a coin toss at
+// two ranks), n / 4 bytes while the columns are made.
+class GhostNumbering {
+ public:
+  GhostNumbering(std::span<const std::uint64_t> column, std::uint64_t base, std::size_t n_local,
+                 std::uint64_t vertices)
+      : base_(base), n_local_(n_local), words_((vertices + 63) / 64) {
+    for (const std::uint64_t u : column) {
+      const std::uint64_t remote = u - base >= n_local;  // wraps below base
+      words_[u >> 6].bits |= remote << (u & 63);
+    }
+    for (auto& w : words_) w.before = count_, count_ += static_cast<std::uint64_t>(std::popcount(w.bits));
+  }
+  std::uint64_t count() const noexcept { return count_; }
+  std::vector<std::uint64_t> ids() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(count_);
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      for (std::uint64_t b = words_[w].bits; b; b &= b - 1)
+        out.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(b)));
+    return out;
+  }
+  // Where each arc's contribution sits: a local u at u - base, a ghost at n_local + its slot.
+  template <class Index>
+  void columns(std::span<const std::uint64_t> column, Index* col) const {
+    const Word* words = words_.data();
+    for (std::size_t k = 0; k < column.size(); ++k) {
+      const std::uint64_t u = column[k], local = u - base_;
+      const Word& w = words[u >> 6];
+      const std::uint64_t ghost =
+          n_local_ + w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (u & 63)) - 1)));
+      const std::uint64_t is_local = -static_cast<std::uint64_t>(local < n_local_);  // all ones or zero
+      col[k] = static_cast<Index>((local & is_local) | (ghost & ~is_local));
+    }
+  }
+  std::size_t memory_bytes() const noexcept { return words_.capacity() * sizeof(Word); }
+
+ private:
+  struct Word {
+    std::uint64_t bits = 0, before = 0;
+  };
+  std::uint64_t base_;
+  std::size_t n_local_;
+  std::vector<Word> words_;
+  std::uint64_t count_ = 0;
+};
+
 // What one run of the kernel works on, whatever its number types.
 struct Sweep {
   Runtime& rt;
@@ -106,8 +155,7 @@ struct Sweep {
   const EdgeList& in;                        // in-arcs of this rank's vertices
   std::uint64_t base;
   std::size_t n_local;
-  const GhostSet& ghosts;                    // in-neighbours other ranks own
-  GhostSlots::View slot;
+  const GhostNumbering* ghosts;              // in-neighbours other ranks own; null at one rank
   const std::vector<double>& tele;           // (1 - d) p
   const std::vector<double>& inverse_degree; // 1 / out-degree, 0 when dangling
   std::span<double> x;                       // the scores, started
@@ -160,19 +208,19 @@ std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const In
 // rank count, so Jacobi gives the same bits at every rank count.
 template <class Index, class Value>
 void iterate(const Sweep& s, PageRank& out) {
-  const std::size_t n_local = s.n_local, n_ghosts = s.ghosts.size();
+  const std::size_t n_local = s.n_local;
   const std::uint64_t base = s.base;
   const double d = s.o.damping;
   auto column = s.in.local_dst();
   auto col = std::make_unique_for_overwrite<Index[]>(column.size());  // every entry written below
-  if (n_ghosts == 0) {  // every in-neighbour local (one rank): a plain narrowing copy
+  std::vector<std::uint64_t> ghost_ids;
+  if (s.ghosts) {
+    s.ghosts->columns(column, col.get());
+    ghost_ids = s.ghosts->ids();
+  } else {  // one rank: every in-neighbour local, a plain narrowing copy
     for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
-  } else {
-    for (std::size_t k = 0; k < column.size(); ++k) {
-      const std::uint64_t u = column[k], local = u - base;  // wraps below base
-      col[k] = static_cast<Index>(local < n_local ? local : n_local + s.slot.slot(u));
-    }
   }
+  const std::size_t n_ghosts = ghost_ids.size();
   std::vector<Value> c(n_local + n_ghosts);
   for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
   // The ghosts' contributions arrive through one planned all-to-all per
@@ -184,7 +232,7 @@ void iterate(const Sweep& s, PageRank& out) {
   comm::RequestPlan<std::uint64_t> plan;
   std::vector<Index> asked;  // local offsets of the contributions other ranks read
   if (distributed) {
-    plan = comm::RequestPlan<std::uint64_t>(s.rt.comm(), s.ghosts.ids(),
+    plan = comm::RequestPlan<std::uint64_t>(s.rt.comm(), std::span<const std::uint64_t>(ghost_ids),
                                             [&](std::uint64_t v) { return ranges.owner(v); });
     const std::vector<std::uint64_t> received = plan.take_received();
     asked.resize(received.size());
@@ -195,7 +243,7 @@ void iterate(const Sweep& s, PageRank& out) {
   out.single_precision = std::is_same_v<Value, float>;
   out.extra_bytes = all_reduce<std::uint64_t>(
       s.rt.comm(),
-      s.ghosts.memory_bytes() + GhostSlots::bytes_for(s.ghosts.ids(), base, base + n_local) +
+      (s.ghosts ? s.ghosts->memory_bytes() : 0) + ghost_ids.capacity() * sizeof(std::uint64_t) +
           column.size() * sizeof(Index) + (c.size() + answers.size()) * sizeof(Value) +
           asked.size() * sizeof(Index) + plan.pattern().memory_bytes() +
           (next.size() + 2 * n_local) * sizeof(double),
@@ -235,7 +283,7 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
   std::optional<EdgeList> holder;
   const EdgeList& in = in_arcs_of(g, given_in_arcs, holder);
   Runtime& rt = g.runtime();
-  const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
+  const std::uint64_t base = g.local_vertex_begin();
   const std::size_t n_local = g.local_vertices();
   const double d = o.damping;
 
@@ -254,11 +302,11 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
   }
 
   // At one rank nothing is remote: no scan of the arcs for ghosts.
-  GhostSet ghosts = rt.size() > 1 ? GhostSet::remote_of(in.local_dst(), base, end, g.vertices()) : GhostSet();
-  GhostSlots slots(ghosts.ids(), base, end);
-  const Sweep sweep{rt, o, in, base, n_local, ghosts, slots.view(), tele, inverse_degree, x, t0};
+  std::optional<GhostNumbering> ghosts;
+  if (rt.size() > 1) ghosts.emplace(in.local_dst(), base, n_local, g.vertices());
+  const Sweep sweep{rt, o, in, base, n_local, ghosts ? &*ghosts : nullptr, tele, inverse_degree, x, t0};
   // Every rank takes the same types: the widths agreed on, the precision from the tolerance.
-  const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + ghosts.size(), MPI_MAX) <=
+  const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + (ghosts ? ghosts->count() : 0), MPI_MAX) <=
                       std::numeric_limits<std::uint32_t>::max();
   const bool single = o.tolerance >= kPageRankSinglePrecisionTolerance;
   if (narrow && single) iterate<std::uint32_t, float>(sweep, out);
