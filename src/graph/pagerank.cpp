@@ -148,14 +148,30 @@ class GhostNumbering {
   std::uint64_t count_ = 0;
 };
 
+}  // namespace
+
+struct PageRankIndex::Data {
+  std::uint64_t vertices = 0, edges = 0;  // of the graph it was made for
+  Distribution ranges;
+  std::vector<std::uint64_t> row;         // in-arc row offsets of this rank's vertices
+  // The columns as places: 4 bytes wide when they fit (col32), else col64.
+  std::unique_ptr<std::uint32_t[]> col32;
+  std::unique_ptr<std::uint64_t[]> col64;
+  std::uint64_t ghosts = 0;               // places after the local ones
+  comm::RequestPlan<std::uint64_t> plan;  // the ghost ids, asked of their owners
+  std::vector<std::uint32_t> asked32;     // local offsets of what other ranks asked of this one
+  std::vector<std::uint64_t> asked64;
+  std::uint64_t memory_bytes = 0;
+};
+
+namespace {
+
 // What one run of the kernel works on, whatever its number types.
 struct Sweep {
   Runtime& rt;
   const PageRankOptions& o;
-  const EdgeList& in;                        // in-arcs of this rank's vertices
-  std::uint64_t base;
+  const PageRankIndex::Data& index;
   std::size_t n_local;
-  const GhostNumbering* ghosts;              // in-neighbours other ranks own; null at one rank
   const std::vector<double>& tele;           // (1 - d) p
   const std::vector<double>& inverse_degree; // 1 / out-degree, 0 when dangling
   std::span<double> x;                       // the scores, started
@@ -198,59 +214,28 @@ std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const In
   return change;
 }
 
-// The iterations. Every in-arc's column is turned, once, into the place of
-// its contribution in one array `c`: a local in-neighbour u at u - base, a
-// ghost at n_local + its slot. The inner loop is then a plain gather with no
-// test and no lookup, over Index-wide columns (4 bytes when they fit: half
-// the bytes streamed per arc) and Value-wide contributions (float when the
-// tolerance allows: half the bytes of the randomly read array). Sums and
-// scores stay double; an in-arc row is summed in its stored order at every
-// rank count, so Jacobi gives the same bits at every rank count.
+// The iterations: a plain gather per row over the index's columns, with
+// Value-wide contributions (float when the tolerance allows: half the bytes
+// of the randomly read array). Sums and scores stay double; an in-arc row is
+// summed in its stored order at every rank count, so Jacobi gives the same
+// bits at every rank count.
 template <class Index, class Value>
-void iterate(const Sweep& s, PageRank& out) {
+void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, PageRank& out) {
   const std::size_t n_local = s.n_local;
-  const std::uint64_t base = s.base;
   const double d = s.o.damping;
-  auto column = s.in.local_dst();
-  auto col = std::make_unique_for_overwrite<Index[]>(column.size());  // every entry written below
-  std::vector<std::uint64_t> ghost_ids;
-  if (s.ghosts) {
-    s.ghosts->columns(column, col.get());
-    ghost_ids = s.ghosts->ids();
-  } else {  // one rank: every in-neighbour local, a plain narrowing copy
-    for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
-  }
-  const std::size_t n_ghosts = ghost_ids.size();
-  std::vector<Value> c(n_local + n_ghosts);
-  for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
-  // The ghosts' contributions arrive through one planned all-to-all per
-  // iteration: the ghost ids travel once, here (sorted ids are grouped by
-  // owner, so the values land in place, at c[n_local + slot]); afterwards
-  // only the values move, each owner sending what was asked of it.
   const bool distributed = s.rt.size() > 1;
-  const Distribution& ranges = s.in.vertex_ranges();
-  comm::RequestPlan<std::uint64_t> plan;
-  std::vector<Index> asked;  // local offsets of the contributions other ranks read
-  if (distributed) {
-    plan = comm::RequestPlan<std::uint64_t>(s.rt.comm(), std::span<const std::uint64_t>(ghost_ids),
-                                            [&](std::uint64_t v) { return ranges.owner(v); });
-    const std::vector<std::uint64_t> received = plan.take_received();
-    asked.resize(received.size());
-    for (std::size_t k = 0; k < received.size(); ++k) asked[k] = static_cast<Index>(received[k] - base);
-  }
+  std::vector<Value> c(n_local + s.index.ghosts);
+  for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
   std::vector<Value> answers(asked.size());
   std::vector<double> next(s.o.method == PageRankMethod::jacobi ? n_local : 0);
   out.single_precision = std::is_same_v<Value, float>;
   out.extra_bytes = all_reduce<std::uint64_t>(
       s.rt.comm(),
-      (s.ghosts ? s.ghosts->memory_bytes() : 0) + ghost_ids.capacity() * sizeof(std::uint64_t) +
-          column.size() * sizeof(Index) + (c.size() + answers.size()) * sizeof(Value) +
-          asked.size() * sizeof(Index) + plan.pattern().memory_bytes() +
+      s.index.memory_bytes + (c.size() + answers.size()) * sizeof(Value) +
           (next.size() + 2 * n_local) * sizeof(double),
       MPI_MAX);
 
-  const std::uint64_t* row = s.in.row_offsets().data();
-  const Index* cl = col.get();
+  const std::uint64_t* row = s.index.row.data();
   Value* cv = c.data();
   double* x = s.x.data();
   const double* tele = s.tele.data();
@@ -259,7 +244,7 @@ void iterate(const Sweep& s, PageRank& out) {
   for (;;) {
     if (distributed) {
       for (std::size_t k = 0; k < asked.size(); ++k) answers[k] = cv[asked[k]];
-      plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
+      s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
     }
     std::uint64_t change = gauss_seidel ? sweep_rows<true>(n_local, row, cl, cv, x, x, tele, inv, d)
                                         : sweep_rows<false>(n_local, row, cl, cv, x, next.data(), tele, inv, d);
@@ -277,13 +262,70 @@ void iterate(const Sweep& s, PageRank& out) {
 
 }  // namespace
 
-PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* given_in_arcs) {
-  agree(g.runtime().comm(), [&] { check_options(g, o); });
-  const auto t0 = Clock::now();
+PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) : data_(std::make_unique<Data>()) {
   std::optional<EdgeList> holder;
   const EdgeList& in = in_arcs_of(g, given_in_arcs, holder);
   Runtime& rt = g.runtime();
+  Data& d = *data_;
+  d.vertices = g.vertices();
+  d.edges = g.edges();
+  d.ranges = g.vertex_ranges();
   const std::uint64_t base = g.local_vertex_begin();
+  const std::size_t n_local = g.local_vertices();
+  auto offsets = in.row_offsets();
+  d.row.assign(offsets.begin(), offsets.end());
+  auto column = in.local_dst();
+  // At one rank nothing is remote: no scan of the arcs for ghosts.
+  std::optional<GhostNumbering> ghosts;
+  if (rt.size() > 1) ghosts.emplace(column, base, n_local, g.vertices());
+  d.ghosts = ghosts ? ghosts->count() : 0;
+  // 4-byte places when every rank's fit.
+  const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + d.ghosts, MPI_MAX) <=
+                      std::numeric_limits<std::uint32_t>::max();
+  auto fill = [&](auto* col) {
+    using Index = std::remove_pointer_t<decltype(col)>;
+    if (ghosts) ghosts->columns(column, col);
+    else  // every in-neighbour local: a plain narrowing copy
+      for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
+  };
+  if (narrow) fill((d.col32 = std::make_unique_for_overwrite<std::uint32_t[]>(column.size())).get());
+  else fill((d.col64 = std::make_unique_for_overwrite<std::uint64_t[]>(column.size())).get());
+  std::uint64_t asked = 0;
+  if (ghosts) {
+    // Sorted ids are grouped by owner: the values land in place, at c[n_local + slot].
+    const std::vector<std::uint64_t> ids = ghosts->ids();
+    const Distribution& ranges = d.ranges;
+    d.plan = comm::RequestPlan<std::uint64_t>(rt.comm(), std::span<const std::uint64_t>(ids),
+                                              [&](std::uint64_t v) { return ranges.owner(v); });
+    const std::vector<std::uint64_t> received = d.plan.take_received();
+    asked = received.size();
+    for (auto v : received) {
+      if (narrow) d.asked32.push_back(static_cast<std::uint32_t>(v - base));
+      else d.asked64.push_back(v - base);
+    }
+  }
+  d.memory_bytes = d.row.size() * sizeof(std::uint64_t) + column.size() * (narrow ? 4 : 8) +
+                   asked * (narrow ? 4 : 8) + d.plan.pattern().memory_bytes() +
+                   (ghosts ? ghosts->memory_bytes() : 0);  // the bitmap, while the columns are made
+}
+
+PageRankIndex::PageRankIndex(PageRankIndex&&) noexcept = default;
+PageRankIndex& PageRankIndex::operator=(PageRankIndex&&) noexcept = default;
+PageRankIndex::~PageRankIndex() = default;
+
+PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* given_in_arcs,
+                  const PageRankIndex* index) {
+  agree(g.runtime().comm(), [&] {
+    check_options(g, o);
+    if (index && (index->data().vertices != g.vertices() || index->data().edges != g.edges() ||
+                  !(index->data().ranges == g.vertex_ranges())))
+      throw MismatchError("the PageRank index was made for another graph (" +
+                          std::to_string(index->data().vertices) + " vertices, " +
+                          std::to_string(index->data().edges) + " arcs; this one has " +
+                          std::to_string(g.vertices()) + " and " + std::to_string(g.edges()) + ")");
+  });
+  const auto t0 = Clock::now();
+  Runtime& rt = g.runtime();
   const std::size_t n_local = g.local_vertices();
   const double d = o.damping;
 
@@ -301,18 +343,18 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
     inverse_degree[i] = deg ? 1.0 / static_cast<double>(deg) : 0.0;
   }
 
-  // At one rank nothing is remote: no scan of the arcs for ghosts.
-  std::optional<GhostNumbering> ghosts;
-  if (rt.size() > 1) ghosts.emplace(in.local_dst(), base, n_local, g.vertices());
-  const Sweep sweep{rt, o, in, base, n_local, ghosts ? &*ghosts : nullptr, tele, inverse_degree, x, t0};
-  // Every rank takes the same types: the widths agreed on, the precision from the tolerance.
-  const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + (ghosts ? ghosts->count() : 0), MPI_MAX) <=
-                      std::numeric_limits<std::uint32_t>::max();
-  const bool single = o.tolerance >= kPageRankSinglePrecisionTolerance;
-  if (narrow && single) iterate<std::uint32_t, float>(sweep, out);
-  else if (narrow) iterate<std::uint32_t, double>(sweep, out);
-  else if (single) iterate<std::uint64_t, float>(sweep, out);
-  else iterate<std::uint64_t, double>(sweep, out);
+  std::optional<PageRankIndex> made;
+  if (!index) made.emplace(g, given_in_arcs);
+  const PageRankIndex::Data& ix = (index ? *index : *made).data();
+  const Sweep sweep{rt, o, ix, n_local, tele, inverse_degree, x, t0};
+  // The precision from the tolerance: the same on every rank.
+  if (o.tolerance >= kPageRankSinglePrecisionTolerance) {
+    if (ix.col32) iterate<std::uint32_t, float>(sweep, ix.col32.get(), ix.asked32, out);
+    else iterate<std::uint64_t, float>(sweep, ix.col64.get(), ix.asked64, out);
+  } else {
+    if (ix.col32) iterate<std::uint32_t, double>(sweep, ix.col32.get(), ix.asked32, out);
+    else iterate<std::uint64_t, double>(sweep, ix.col64.get(), ix.asked64, out);
+  }
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
 }

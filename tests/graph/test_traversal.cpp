@@ -146,6 +146,10 @@ TEST(PageRank, DirectedWithDanglingSelfLoopsAndDuplicates) {
     auto in = g.transposed({}, true);
     auto again = pagerank(g, tight(method), &in);
     EXPECT_EQ(test::gather_all(again.scores), test::gather_all(pr.scores));
+    // So does an index made beforehand, used twice.
+    const PageRankIndex index(g, &in);
+    for (int run = 0; run < 2; ++run)
+      EXPECT_EQ(test::gather_all(pagerank(g, tight(method), nullptr, &index).scores), test::gather_all(pr.scores));
   }
   // Personalized, from a set with a repeat.
   auto o = tight(PageRankMethod::jacobi);
@@ -279,6 +283,9 @@ TEST(PageRank, BadInput) {
   auto other = directed(rt, 41, {{0, 1}});
   auto wrong_in = other.transposed({}, true);
   test::expect_error<MismatchError>([&] { pagerank(g, {}, &wrong_in); }, "transpose");
+  PageRankIndex wrong_index(other);
+  test::expect_error<MismatchError>([&] { pagerank(g, {}, nullptr, &wrong_index); },
+                                    "made for another graph (41 vertices, 1 arcs; this one has 40");
   test::expect_error<ConfigError>([&] { parse_pagerank_method("power"); }, "gauss-seidel or jacobi");
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,12 +63,38 @@ struct PageRank {
   bool single_precision = false;  // contributions kept as floats (kPageRankSinglePrecisionTolerance)
 };
 
+// The in-arcs of this rank's vertices as PageRank's sweeps read them: each
+// in-neighbour replaced by the place of its contribution in one array (its
+// offset if local, after the local ones in id order if another rank owns
+// it; 4 bytes when every rank's places fit), and the exchange of the
+// ghosts' contributions planned. pagerank() makes one when none is given.
+// Made beforehand, it serves any number of runs on the same graph
+// (personalized PageRank for many sets, or timing the kernel alone as
+// GAPBS times its own after building its CSR). It keeps no reference to
+// the graph or its transpose.
+class PageRankIndex {
+ public:
+  // Collective. `in_arcs` as for pagerank (made here when needed and not given).
+  explicit PageRankIndex(const EdgeList& g, const EdgeList* in_arcs = nullptr);
+  PageRankIndex(PageRankIndex&&) noexcept;
+  PageRankIndex& operator=(PageRankIndex&&) noexcept;
+  ~PageRankIndex();
+  struct Data;
+  const Data& data() const noexcept { return *data_; }
+
+ private:
+  std::unique_ptr<Data> data_;
+};
+
 // Collective. Pulls over in-arcs: an undirected graph's own arrays; a
 // directed graph's transpose (EdgeList::transposed on the same vertex
 // ranges), passed as `in_arcs` or made here. Ghost contributions arrive
-// through one all-to-all per iteration, planned once. ConfigError for a bad option,
-// RangeError naming a personalization vertex outside the graph.
-PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr);
+// through one all-to-all per iteration, planned once. With `index` (made
+// for this graph) the in-arcs are not read. ConfigError for a bad option,
+// RangeError naming a personalization vertex outside the graph,
+// MismatchError for an index made for another graph.
+PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr,
+                  const PageRankIndex* index = nullptr);
 
 // GAPBS's PRVerifier, distributed: one power iteration recomputed from
 // `scores` by pushing along out-arcs (an aggregated add, not the kernel's
