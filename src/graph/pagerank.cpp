@@ -178,18 +178,21 @@ struct Sweep {
   Clock::time_point t0;
 };
 
-// The sum of c[j] over the columns j in [first, last), in their order (so
-// the same bits as a plain loop), unrolled by four: fewer instructions per
-// arc than the compiler's loop.
+// The sum of c[j] over the columns j in [first, last) in four lanes (arc
+// k of each whole group of four into lane k), the lanes added pairwise,
+// then the last arcs in order: four independent chains of additions, not
+// one add waiting on the previous for every arc. The order depends only on
+// the row, so the bits do not depend on the rank count.
 template <class Index, class Value>
 inline double gather_sum(const Value* c, const Index* first, const Index* last) {
-  double sum = 0;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (; last - first >= 4; first += 4) {
-    sum += static_cast<double>(c[first[0]]);
-    sum += static_cast<double>(c[first[1]]);
-    sum += static_cast<double>(c[first[2]]);
-    sum += static_cast<double>(c[first[3]]);
+    s0 += static_cast<double>(c[first[0]]);
+    s1 += static_cast<double>(c[first[1]]);
+    s2 += static_cast<double>(c[first[2]]);
+    s3 += static_cast<double>(c[first[3]]);
   }
+  double sum = (s0 + s1) + (s2 + s3);
   for (; first != last; ++first) sum += static_cast<double>(c[*first]);
   return sum;
 }
@@ -199,10 +202,10 @@ inline double gather_sum(const Value* c, const Index* first, const Index* last) 
 // Jacobi writes the scores to `next` only.
 template <bool GaussSeidel, class Index, class Value>
 std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const Index* cl, Value* cv, double* x,
-                         double* next, const double* tele, const double* inv, double d) {
+                         double* next, const double* tele, std::size_t tele_mask, const double* inv, double d) {
   std::uint64_t change = 0;
   for (std::size_t i = 0; i < n_local; ++i) {
-    const double score = tele[i] + d * gather_sum(cv, cl + row[i], cl + row[i + 1]);
+    const double score = tele[i & tele_mask] + d * gather_sum(cv, cl + row[i], cl + row[i + 1]);
     change += fixed(std::fabs(score - x[i]));
     if constexpr (GaussSeidel) {
       x[i] = score;
@@ -239,6 +242,9 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
   Value* cv = c.data();
   double* x = s.x.data();
   const double* tele = s.tele.data();
+  // Uniform teleport (no personalization): every row reads tele[0], one
+  // stream fewer per vertex.
+  const std::size_t tele_mask = s.o.personalization.empty() ? 0 : ~std::size_t{0};
   const double* inv = s.inverse_degree.data();
   const bool gauss_seidel = s.o.method == PageRankMethod::gauss_seidel;
   for (;;) {
@@ -246,8 +252,8 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
       for (std::size_t k = 0; k < asked.size(); ++k) answers[k] = cv[asked[k]];
       s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
     }
-    std::uint64_t change = gauss_seidel ? sweep_rows<true>(n_local, row, cl, cv, x, x, tele, inv, d)
-                                        : sweep_rows<false>(n_local, row, cl, cv, x, next.data(), tele, inv, d);
+    std::uint64_t change = gauss_seidel ? sweep_rows<true>(n_local, row, cl, cv, x, x, tele, tele_mask, inv, d)
+                                        : sweep_rows<false>(n_local, row, cl, cv, x, next.data(), tele, tele_mask, inv, d);
     if (!gauss_seidel)
       for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], cv[i] = static_cast<Value>(next[i] * inv[i]);
     change = all_reduce(s.rt.comm(), change, MPI_SUM);
