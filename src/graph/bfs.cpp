@@ -139,14 +139,17 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   Bfs out{DistArray<std::int64_t>(g.vertex_map()), DistArray<std::int64_t>(g.vertex_map()), 0, 0, 0, 0, 0, 0};
   std::int64_t* parent = out.parents.local().data();
   std::int64_t* depth = out.depths.local().data();
-  std::fill(parent, parent + n_local, -1);
-  std::fill(depth, depth + n_local, -1);
+  for (std::size_t i = 0; i < n_local; ++i) parent[i] = depth[i] = -1;
   const std::uint64_t* out_row = g.row_offsets().data();
   const std::uint64_t* out_col = g.local_dst().data();
   const std::uint64_t* in_row = in.row_offsets().data();
   const std::uint64_t* in_col = in.local_dst().data();
 
+  // Room for every local vertex up front: only the pages a search fills are
+  // touched, and no step copies a growing list.
   std::vector<std::uint64_t> frontier, next;
+  frontier.reserve(n_local);
+  next.reserve(n_local);
   std::int64_t level = 0;  // the depth of the frontier
   std::uint64_t scout = 0;
   if (source >= base && source < end) {
@@ -169,7 +172,9 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
       parent[i] = static_cast<std::int64_t>(u);
     }
   };
-  MessageAggregator<Offer> offers(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
+  // At one rank every arc is local: no aggregator (its setup duplicates a communicator).
+  std::optional<MessageAggregator<Offer>> offers;
+  if (rt.size() > 1) offers.emplace(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
   std::optional<FrontierBitmap> bitmap;
   auto finish_step = [&](bool bottom_up) {
     frontier.swap(next);
@@ -183,12 +188,13 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   };
   auto top_down = [&] {
     for (auto u : frontier)
-      for (std::uint64_t k = out_row[u - base]; k < out_row[u - base + 1]; ++k) {
+      // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
+      for (std::uint64_t k = out_row[u - base], last = out_row[u - base + 1]; k < last; ++k) {
         const std::uint64_t v = out_col[k];
         if (v >= base && v < end) offer(v, u);
-        else offers.send(ranges.owner(v), {v, u});
+        else offers->send(ranges.owner(v), {v, u});
       }
-    offers.flush();
+    if (offers) offers->flush();
     std::uint64_t arcs = 0;  // GAPBS's scout count: the new frontier's out-arcs
     for (auto v : next) arcs += out_row[v - base + 1] - out_row[v - base];
     scout = all_reduce(comm, arcs, MPI_SUM);
@@ -200,7 +206,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
     const std::uint64_t* front = bitmap->words();
     for (std::size_t i = 0; i < n_local; ++i) {
       if (depth[i] >= 0) continue;
-      for (std::uint64_t k = in_row[i]; k < in_row[i + 1]; ++k) {
+      for (std::uint64_t k = in_row[i], last = in_row[i + 1]; k < last; ++k) {
         const std::uint64_t u = in_col[k];
         if (front[u >> 6] >> (u & 63) & 1) {
           parent[i] = static_cast<std::int64_t>(u);
