@@ -59,7 +59,10 @@ void check_source(const EdgeList& g, std::uint64_t source) {
 
 // The frontier as one bit per vertex of the graph, on every rank: each rank
 // sets its own vertices' bits in the words its range touches, the words are
-// all-gathered and the shared boundary words OR-ed.
+// all-gathered and the shared boundary words OR-ed. Each rank's block ends
+// with its frontier's size, so the gather also gives the frontier's total
+// (no all-reduce of its own: on oversubscribed ranks a step costs its
+// collective rounds).
 class FrontierBitmap {
  public:
   explicit FrontierBitmap(const EdgeList& g) : comm_(g.runtime().comm()), words_((g.vertices() + 63) / 64 + 1, 0) {
@@ -69,29 +72,37 @@ class FrontierBitmap {
       const std::uint64_t b = r.begin(p), e = b + r.count(p);
       const std::uint64_t first = b / 64, last = e > b ? (e + 63) / 64 : first;
       first_.push_back(first);
-      counts_.push_back(static_cast<int>(last - first));
+      counts_.push_back(static_cast<int>(last - first) + 1);  // the words, then the size
       displs_.push_back(total);
       total += counts_.back();
     }
     me_ = g.runtime().rank();
     gathered_.resize(static_cast<std::size_t>(total));
   }
-  // Collective: the bitmap of every rank's `frontier` (its own vertices).
-  void load(const std::vector<std::uint64_t>& frontier) {
+  // Collective: the bitmap of every rank's `frontier` (its own vertices);
+  // returns the frontiers' total size.
+  std::uint64_t load(const std::vector<std::uint64_t>& frontier) {
     const std::size_t P = counts_.size();
     if (P == 1) {
       std::fill(words_.begin(), words_.end(), 0);
       for (auto v : frontier) words_[v >> 6] |= 1ull << (v & 63);
-      return;
+      return frontier.size();
     }
     const std::size_t me = static_cast<std::size_t>(me_);
     std::uint64_t* mine = gathered_.data() + displs_[me];
-    std::fill(mine, mine + counts_[me], 0);
+    const int n_words = counts_[me] - 1;
+    std::fill(mine, mine + n_words, 0);
     for (auto v : frontier) mine[(v >> 6) - first_[me]] |= 1ull << (v & 63);
+    mine[n_words] = frontier.size();
     all_gather_in_place<std::uint64_t>(comm_, gathered_, counts_, displs_);
     std::fill(words_.begin(), words_.end(), 0);
-    for (std::size_t p = 0; p < P; ++p)
-      for (int k = 0; k < counts_[p]; ++k) words_[first_[p] + static_cast<std::uint64_t>(k)] |= gathered_[displs_[p] + k];
+    std::uint64_t total = 0;
+    for (std::size_t p = 0; p < P; ++p) {
+      const int words = counts_[p] - 1;
+      for (int k = 0; k < words; ++k) words_[first_[p] + static_cast<std::uint64_t>(k)] |= gathered_[displs_[p] + k];
+      total += gathered_[displs_[p] + words];
+    }
+    return total;
   }
   const std::uint64_t* words() const noexcept { return words_.data(); }
   std::size_t memory_bytes() const noexcept { return (words_.capacity() + gathered_.capacity()) * sizeof(std::uint64_t); }
@@ -139,14 +150,17 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   Bfs out{DistArray<std::int64_t>(g.vertex_map()), DistArray<std::int64_t>(g.vertex_map()), 0, 0, 0, 0, 0, 0};
   std::int64_t* parent = out.parents.local().data();
   std::int64_t* depth = out.depths.local().data();
-  std::fill(parent, parent + n_local, -1);
-  std::fill(depth, depth + n_local, -1);
+  for (std::size_t i = 0; i < n_local; ++i) parent[i] = depth[i] = -1;
   const std::uint64_t* out_row = g.row_offsets().data();
   const std::uint64_t* out_col = g.local_dst().data();
   const std::uint64_t* in_row = in.row_offsets().data();
   const std::uint64_t* in_col = in.local_dst().data();
 
+  // Room for every local vertex up front: only the pages a search fills are
+  // touched, and no step copies a growing list.
   std::vector<std::uint64_t> frontier, next;
+  frontier.reserve(n_local);
+  next.reserve(n_local);
   std::int64_t level = 0;  // the depth of the frontier
   std::uint64_t scout = 0;
   if (source >= base && source < end) {
@@ -169,38 +183,46 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
       parent[i] = static_cast<std::int64_t>(u);
     }
   };
-  MessageAggregator<Offer> offers(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
+  // At one rank every arc is local: no aggregator (its setup duplicates a communicator).
+  std::optional<MessageAggregator<Offer>> offers;
+  if (rt.size() > 1) offers.emplace(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
   std::optional<FrontierBitmap> bitmap;
-  auto finish_step = [&](bool bottom_up) {
+  bool bitmap_holds_frontier = false;
+  // `found`: the new frontier's size over every rank.
+  auto finish_step = [&](bool bottom_up, std::uint64_t found) {
     frontier.swap(next);
     next.clear();
     ++level;
     (bottom_up ? out.bottom_up_steps : out.top_down_steps)++;
-    const std::uint64_t found = all_reduce<std::uint64_t>(comm, frontier.size(), MPI_SUM);
     if (found) out.levels = static_cast<int>(level);
     if (o.on_level) o.on_level(static_cast<int>(level), found, bottom_up, since());
     return found;
   };
   auto top_down = [&] {
     for (auto u : frontier)
-      for (std::uint64_t k = out_row[u - base]; k < out_row[u - base + 1]; ++k) {
+      // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
+      for (std::uint64_t k = out_row[u - base], last = out_row[u - base + 1]; k < last; ++k) {
         const std::uint64_t v = out_col[k];
         if (v >= base && v < end) offer(v, u);
-        else offers.send(ranges.owner(v), {v, u});
+        else offers->send(ranges.owner(v), {v, u});
       }
-    offers.flush();
-    std::uint64_t arcs = 0;  // GAPBS's scout count: the new frontier's out-arcs
-    for (auto v : next) arcs += out_row[v - base + 1] - out_row[v - base];
-    scout = all_reduce(comm, arcs, MPI_SUM);
-    return finish_step(false);
+    if (offers) offers->flush();
+    // GAPBS's scout count (the new frontier's out-arcs) and the frontier's
+    // size, summed in one all-reduce.
+    std::uint64_t sums[2] = {0, next.size()};
+    for (auto v : next) sums[0] += out_row[v - base + 1] - out_row[v - base];
+    all_reduce(comm, sums, 2, MPI_SUM);
+    scout = sums[0];
+    bitmap_holds_frontier = false;
+    return finish_step(false, sums[1]);
   };
   auto bottom_up = [&] {
     if (!bitmap) bitmap.emplace(g);
-    bitmap->load(frontier);
+    if (!bitmap_holds_frontier) bitmap->load(frontier);
     const std::uint64_t* front = bitmap->words();
     for (std::size_t i = 0; i < n_local; ++i) {
       if (depth[i] >= 0) continue;
-      for (std::uint64_t k = in_row[i]; k < in_row[i + 1]; ++k) {
+      for (std::uint64_t k = in_row[i], last = in_row[i + 1]; k < last; ++k) {
         const std::uint64_t u = in_col[k];
         if (front[u >> 6] >> (u & 63) & 1) {
           parent[i] = static_cast<std::int64_t>(u);
@@ -210,7 +232,11 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
         }
       }
     }
-    return finish_step(true);
+    // The new frontier's bitmap, ready for a next bottom-up step, and its
+    // size in the same collective.
+    const std::uint64_t found = bitmap->load(next);
+    bitmap_holds_frontier = true;
+    return finish_step(true, found);
   };
 
   std::uint64_t frontier_size = 1;

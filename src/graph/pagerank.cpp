@@ -8,22 +8,31 @@
 // Distributed: each rank owns a range of vertices and their in-arcs (a
 // directed graph's transpose on the same ranges). An iteration reads the
 // contributions x[u] / deg(u) of the in-neighbours other ranks own (its
-// ghosts, sorted and distinct) with one aggregated read, then sweeps its
-// rows. The L1 change is summed in fixed point, so the stopping iteration
+// ghosts, sorted and distinct) with one all-to-all planned once, then
+// sweeps its rows. The L1 change is summed in fixed point, so the stopping iteration
 // (and, by Jacobi, every bit of the scores) is the same at every rank count.
 //
 // Its verifier (check_pagerank) sits below it.
 #include "tessera/graph/pagerank.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <optional>
+#include <span>
+#include <type_traits>
 
-#include "tessera/array/ghost_set.hpp"
-#include "tessera/array/ghost_slots.hpp"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -70,10 +79,12 @@ std::vector<double> teleport(const EdgeList& g, const PageRankOptions& o) {
 }
 
 // An L1 change (at most 2: two score vectors of sum at most 1) in fixed
-// point, 2^-62 a unit: integer sums do not depend on their order.
+// point, 2^-62 a unit: integer sums do not depend on their order. A
+// vertex's change, capped just below 2, fits a signed 64-bit integer: one
+// conversion instruction per vertex, not the unsigned one's test and fixup.
 constexpr double kFixedScale = 0x1p62;
-std::uint64_t fixed(double x) {
-  return x >= 2 ? std::uint64_t{1} << 63 : static_cast<std::uint64_t>(x * kFixedScale);
+inline std::uint64_t fixed(double x) {
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(std::min(x, 0x1.fffffffffffffp0) * kFixedScale));
 }
 
 std::string shown(double x) {
@@ -94,84 +105,301 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, std::option
   return *given;
 }
 
+// The in-neighbours other ranks own (the ghosts), numbered in id order:
+// one pass over the in-arcs marks them in a bitmap of every vertex id, a
+// running count per 64 ids then gives each its slot in one word load and a
+// popcount. No branch per arc (local or not is as likely as a coin toss at
+// two ranks), n / 4 bytes while the columns are made.
+class GhostNumbering {
+ public:
+  GhostNumbering(std::span<const std::uint64_t> column, std::uint64_t base, std::size_t n_local,
+                 std::uint64_t vertices)
+      : base_(base), n_local_(n_local), words_((vertices + 63) / 64) {
+    for (const std::uint64_t u : column) {
+      const std::uint64_t remote = u - base >= n_local;  // wraps below base
+      words_[u >> 6].bits |= remote << (u & 63);
+    }
+    for (auto& w : words_) w.before = count_, count_ += static_cast<std::uint64_t>(std::popcount(w.bits));
+  }
+  std::uint64_t count() const noexcept { return count_; }
+  std::vector<std::uint64_t> ids() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(count_);
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      for (std::uint64_t b = words_[w].bits; b; b &= b - 1)
+        out.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(b)));
+    return out;
+  }
+  // Where each arc's contribution sits: a local u at u - base, a ghost at n_local + its slot.
+  template <class Index>
+  void columns(std::span<const std::uint64_t> column, Index* col) const {
+    const Word* words = words_.data();
+    for (std::size_t k = 0; k < column.size(); ++k) {
+      const std::uint64_t u = column[k], local = u - base_;
+      const Word& w = words[u >> 6];
+      const std::uint64_t ghost =
+          n_local_ + w.before + static_cast<std::uint64_t>(std::popcount(w.bits & ((1ull << (u & 63)) - 1)));
+      const std::uint64_t is_local = -static_cast<std::uint64_t>(local < n_local_);  // all ones or zero
+      col[k] = static_cast<Index>((local & is_local) | (ghost & ~is_local));
+    }
+  }
+  std::size_t memory_bytes() const noexcept { return words_.capacity() * sizeof(Word); }
+
+ private:
+  struct Word {
+    std::uint64_t bits = 0, before = 0;
+  };
+  std::uint64_t base_;
+  std::size_t n_local_;
+  std::vector<Word> words_;
+  std::uint64_t count_ = 0;
+};
+
 }  // namespace
 
-PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* given_in_arcs) {
-  agree(g.runtime().comm(), [&] { check_options(g, o); });
-  const auto t0 = Clock::now();
+struct PageRankIndex::Data {
+  std::uint64_t vertices = 0, edges = 0;  // of the graph it was made for
+  Distribution ranges;
+  std::vector<std::uint64_t> row;         // in-arc row offsets of this rank's vertices
+  // The columns as places: 4 bytes wide when they fit (col32), else col64.
+  std::unique_ptr<std::uint32_t[]> col32;
+  std::unique_ptr<std::uint64_t[]> col64;
+  std::uint64_t ghosts = 0;               // places after the local ones
+  comm::RequestPlan<std::uint64_t> plan;  // the ghost ids, asked of their owners
+  std::vector<std::uint32_t> asked32;     // local offsets of what other ranks asked of this one
+  std::vector<std::uint64_t> asked64;
+  std::uint64_t memory_bytes = 0;
+};
+
+namespace {
+
+// What one run of the kernel works on, whatever its number types.
+struct Sweep {
+  Runtime& rt;
+  const PageRankOptions& o;
+  const PageRankIndex::Data& index;
+  std::size_t n_local;
+  const std::vector<double>& tele;           // (1 - d) p
+  const std::vector<double>& inverse_degree; // 1 / out-degree, 0 when dangling
+  std::span<double> x;                       // the scores, started
+  Clock::time_point t0;
+};
+
+// The sum of c[j] over the columns j in [first, last) in four lanes (arc
+// k of each whole group of four into lane k), the lanes added pairwise,
+// then the last arcs in order: four independent chains of additions, not
+// one add waiting on the previous for every arc. The order depends only on
+// the row, so the bits do not depend on the rank count. Two groups a loop
+// (the loop's own test and step paid once per eight arcs); float values
+// are widened two at a time into lanes (0, 1) and (2, 3) of two packed
+// sums: the same additions in the same order, fewer instructions per arc.
+template <class Index, class Value>
+inline double gather_sum(const Value* c, const Index* first, const Index* last) {
+  const std::ptrdiff_t arcs = last - first;
+  const Index* const eights = first + (arcs & ~std::ptrdiff_t{7});
+  double sum;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<Value, float>) {
+    __m128d s01 = _mm_setzero_pd(), s23 = _mm_setzero_pd();
+    auto group = [&](const Index* at) {
+      s01 = _mm_add_pd(s01, _mm_cvtps_pd(_mm_unpacklo_ps(_mm_load_ss(c + at[0]), _mm_load_ss(c + at[1]))));
+      s23 = _mm_add_pd(s23, _mm_cvtps_pd(_mm_unpacklo_ps(_mm_load_ss(c + at[2]), _mm_load_ss(c + at[3]))));
+    };
+    for (; first != eights; first += 8) group(first), group(first + 4);
+    if (arcs & 4) group(first), first += 4;
+    // (s0 + s1) + (s2 + s3)
+    const __m128d pairs = _mm_add_pd(_mm_unpacklo_pd(s01, s23), _mm_unpackhi_pd(s01, s23));
+    sum = _mm_cvtsd_f64(_mm_add_sd(pairs, _mm_unpackhi_pd(pairs, pairs)));
+  } else
+#endif
+  {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    auto group = [&](const Index* at) {
+      s0 += static_cast<double>(c[at[0]]);
+      s1 += static_cast<double>(c[at[1]]);
+      s2 += static_cast<double>(c[at[2]]);
+      s3 += static_cast<double>(c[at[3]]);
+    };
+    for (; first != eights; first += 8) group(first), group(first + 4);
+    if (arcs & 4) group(first), first += 4;
+    sum = (s0 + s1) + (s2 + s3);
+  }
+  for (; first != last; ++first) sum += static_cast<double>(c[*first]);
+  return sum;
+}
+
+// One sweep over the rows; the L1 change in fixed point. Gauss-Seidel
+// writes each new score and contribution at once (later rows read it);
+// Jacobi writes the scores to `next` only. Uniform: every vertex's
+// teleport is `tele0` (no stream of it per vertex).
+template <bool GaussSeidel, bool Uniform, class Index, class Value>
+std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const Index* cl, Value* cv, double* x,
+                         double* next, const double* tele, double tele0, const double* inv, double d) {
+  std::uint64_t change = 0;
+  if (n_local == 0) return change;
+  const Index* first = cl + row[0];
+  for (std::size_t i = 0; i < n_local; ++i) {
+    // Each row's end is the next row's start: one offset read per row.
+    const Index* last = cl + row[i + 1];
+    const double score = (Uniform ? tele0 : tele[i]) + d * gather_sum(cv, first, last);
+    first = last;
+    change += fixed(std::fabs(score - x[i]));
+    if constexpr (GaussSeidel) {
+      x[i] = score;
+      cv[i] = static_cast<Value>(score * inv[i]);
+    } else {
+      next[i] = score;
+    }
+  }
+  return change;
+}
+
+// The iterations: a plain gather per row over the index's columns, with
+// Value-wide contributions (float when the tolerance allows: half the bytes
+// of the randomly read array). Sums and scores stay double; an in-arc row is
+// summed in its stored order at every rank count, so Jacobi gives the same
+// bits at every rank count.
+template <class Index, class Value>
+void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, PageRank& out) {
+  const std::size_t n_local = s.n_local;
+  const double d = s.o.damping;
+  const bool distributed = s.rt.size() > 1;
+  std::vector<Value> c(n_local + s.index.ghosts);
+  for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
+  std::vector<Value> answers(asked.size());
+  std::vector<double> next(s.o.method == PageRankMethod::jacobi ? n_local : 0);
+  out.single_precision = std::is_same_v<Value, float>;
+  out.extra_bytes = all_reduce<std::uint64_t>(
+      s.rt.comm(),
+      s.index.memory_bytes + (c.size() + answers.size()) * sizeof(Value) +
+          (next.size() + 2 * n_local) * sizeof(double),
+      MPI_MAX);
+
+  const std::uint64_t* row = s.index.row.data();
+  Value* cv = c.data();
+  double* x = s.x.data();
+  const double* tele = s.tele.data();
+  // Uniform teleport (no personalization): one value for every row.
+  const bool uniform = s.o.personalization.empty();
+  const double tele0 = s.tele.empty() ? 0.0 : s.tele[0];
+  const double* inv = s.inverse_degree.data();
+  const bool gauss_seidel = s.o.method == PageRankMethod::gauss_seidel;
+  for (;;) {
+    if (distributed) {
+      for (std::size_t k = 0; k < asked.size(); ++k) answers[k] = cv[asked[k]];
+      s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
+    }
+    auto sweep = [&]<bool GaussSeidel>(double* to) {
+      return uniform ? sweep_rows<GaussSeidel, true>(n_local, row, cl, cv, x, to, tele, tele0, inv, d)
+                     : sweep_rows<GaussSeidel, false>(n_local, row, cl, cv, x, to, tele, tele0, inv, d);
+    };
+    std::uint64_t change = gauss_seidel ? sweep.template operator()<true>(x) : sweep.template operator()<false>(next.data());
+    if (!gauss_seidel)
+      for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], cv[i] = static_cast<Value>(next[i] * inv[i]);
+    change = all_reduce(s.rt.comm(), change, MPI_SUM);
+    out.change = static_cast<double>(change) / kFixedScale;
+    ++out.iterations;
+    out.converged = out.change < s.o.tolerance;
+    if (s.o.on_iteration)
+      s.o.on_iteration(out.iterations, out.change, std::chrono::duration<double>(Clock::now() - s.t0).count());
+    if (out.converged || out.iterations >= s.o.max_iterations) break;
+  }
+}
+
+}  // namespace
+
+PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) : data_(std::make_unique<Data>()) {
   std::optional<EdgeList> holder;
   const EdgeList& in = in_arcs_of(g, given_in_arcs, holder);
   Runtime& rt = g.runtime();
-  const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
+  Data& d = *data_;
+  d.vertices = g.vertices();
+  d.edges = g.edges();
+  d.ranges = g.vertex_ranges();
+  const std::uint64_t base = g.local_vertex_begin();
+  const std::size_t n_local = g.local_vertices();
+  auto offsets = in.row_offsets();
+  d.row.assign(offsets.begin(), offsets.end());
+  auto column = in.local_dst();
+  // At one rank nothing is remote: no scan of the arcs for ghosts.
+  std::optional<GhostNumbering> ghosts;
+  if (rt.size() > 1) ghosts.emplace(column, base, n_local, g.vertices());
+  d.ghosts = ghosts ? ghosts->count() : 0;
+  // 4-byte places when every rank's fit.
+  const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + d.ghosts, MPI_MAX) <=
+                      std::numeric_limits<std::uint32_t>::max();
+  auto fill = [&](auto* col) {
+    using Index = std::remove_pointer_t<decltype(col)>;
+    if (ghosts) ghosts->columns(column, col);
+    else  // every in-neighbour local: a plain narrowing copy
+      for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
+  };
+  if (narrow) fill((d.col32 = std::make_unique_for_overwrite<std::uint32_t[]>(column.size())).get());
+  else fill((d.col64 = std::make_unique_for_overwrite<std::uint64_t[]>(column.size())).get());
+  std::uint64_t asked = 0;
+  if (ghosts) {
+    // Sorted ids are grouped by owner: the values land in place, at c[n_local + slot].
+    const std::vector<std::uint64_t> ids = ghosts->ids();
+    const Distribution& ranges = d.ranges;
+    d.plan = comm::RequestPlan<std::uint64_t>(rt.comm(), std::span<const std::uint64_t>(ids),
+                                              [&](std::uint64_t v) { return ranges.owner(v); });
+    const std::vector<std::uint64_t> received = d.plan.take_received();
+    asked = received.size();
+    for (auto v : received) {
+      if (narrow) d.asked32.push_back(static_cast<std::uint32_t>(v - base));
+      else d.asked64.push_back(v - base);
+    }
+  }
+  d.memory_bytes = d.row.size() * sizeof(std::uint64_t) + column.size() * (narrow ? 4 : 8) +
+                   asked * (narrow ? 4 : 8) + d.plan.pattern().memory_bytes() +
+                   (ghosts ? ghosts->memory_bytes() : 0);  // the bitmap, while the columns are made
+}
+
+PageRankIndex::PageRankIndex(PageRankIndex&&) noexcept = default;
+PageRankIndex& PageRankIndex::operator=(PageRankIndex&&) noexcept = default;
+PageRankIndex::~PageRankIndex() = default;
+
+PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* given_in_arcs,
+                  const PageRankIndex* index) {
+  agree(g.runtime().comm(), [&] {
+    check_options(g, o);
+    if (index && (index->data().vertices != g.vertices() || index->data().edges != g.edges() ||
+                  !(index->data().ranges == g.vertex_ranges())))
+      throw MismatchError("the PageRank index was made for another graph (" +
+                          std::to_string(index->data().vertices) + " vertices, " +
+                          std::to_string(index->data().edges) + " arcs; this one has " +
+                          std::to_string(g.vertices()) + " and " + std::to_string(g.edges()) + ")");
+  });
+  const auto t0 = Clock::now();
+  Runtime& rt = g.runtime();
   const std::size_t n_local = g.local_vertices();
   const double d = o.damping;
 
   const std::vector<double> tele = teleport(g, o);
-  PageRank out{DistArray<double>(g.vertex_map()), 0, 0, false, 0, 0};
+  PageRank out{DistArray<double>(g.vertex_map()), 0, 0, false, 0, 0, false};
   auto x = out.scores.local();
   // GAPBS starts from 1/n; the personalized scores from p.
   for (std::size_t i = 0; i < n_local; ++i)
     x[i] = o.personalization.empty() ? 1.0 / static_cast<double>(g.vertices()) : tele[i] / (1 - d);
-  DistArray<double> contrib_array(g.vertex_map());
-  auto contrib = contrib_array.local();
   auto out_offsets = g.row_offsets();
   // 1 / out-degree, 0 for a dangling vertex: its contribution reaches no row.
   std::vector<double> inverse_degree(n_local);
   for (std::size_t i = 0; i < n_local; ++i) {
     const std::uint64_t deg = out_offsets[i + 1] - out_offsets[i];
     inverse_degree[i] = deg ? 1.0 / static_cast<double>(deg) : 0.0;
-    contrib[i] = x[i] * inverse_degree[i];
   }
 
-  // At one rank nothing is remote: no scan of the arcs for ghosts.
-  GhostSet ghosts = rt.size() > 1 ? GhostSet::remote_of(in.local_dst(), base, end, g.vertices()) : GhostSet();
-  GhostSlots slots(ghosts.ids(), base, end);
-  std::vector<double> ghost_contrib(ghosts.size());
-  std::vector<double> next(o.method == PageRankMethod::jacobi ? n_local : 0);
-  out.extra_bytes = all_reduce<std::uint64_t>(
-      rt.comm(),
-      ghosts.memory_bytes() + slots.memory_bytes() +
-          (ghost_contrib.size() + next.size() + 2 * n_local) * sizeof(double),
-      MPI_MAX);
-
-  const std::uint64_t* column = in.local_dst().data();
-  const std::uint64_t* row = in.row_offsets().data();
-  const auto slot = slots.view();
-  SrcAggregator<double> read(contrib_array, o.aggregation);
-  const bool gauss_seidel = o.method == PageRankMethod::gauss_seidel;
-  for (;;) {
-    if (rt.size() > 1) {
-      auto ids = ghosts.ids();
-      for (std::size_t j = 0; j < ids.size(); ++j) read.get(ids[j], ghost_contrib[j]);
-      read.flush();
-    }
-    const double* c = contrib.data();
-    const double* gc = ghost_contrib.data();
-    std::uint64_t change = 0;
-    for (std::size_t i = 0; i < n_local; ++i) {
-      double sum = 0;
-      for (std::uint64_t k = row[i]; k < row[i + 1]; ++k) {
-        const std::uint64_t u = column[k], local = u - base;  // wraps below base
-        sum += local < n_local ? c[local] : gc[slot.slot(u)];
-      }
-      const double score = tele[i] + d * sum;
-      change += fixed(std::fabs(score - x[i]));
-      if (gauss_seidel) {
-        x[i] = score;
-        contrib[i] = score * inverse_degree[i];
-      } else {
-        next[i] = score;
-      }
-    }
-    if (!gauss_seidel)
-      for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], contrib[i] = next[i] * inverse_degree[i];
-    change = all_reduce(rt.comm(), change, MPI_SUM);
-    out.change = static_cast<double>(change) / kFixedScale;
-    ++out.iterations;
-    out.converged = out.change < o.tolerance;
-    if (o.on_iteration)
-      o.on_iteration(out.iterations, out.change, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (out.converged || out.iterations >= o.max_iterations) break;
+  std::optional<PageRankIndex> made;
+  if (!index) made.emplace(g, given_in_arcs);
+  const PageRankIndex::Data& ix = (index ? *index : *made).data();
+  const Sweep sweep{rt, o, ix, n_local, tele, inverse_degree, x, t0};
+  // The precision from the tolerance: the same on every rank.
+  if (o.tolerance >= kPageRankSinglePrecisionTolerance) {
+    if (ix.col32) iterate<std::uint32_t, float>(sweep, ix.col32.get(), ix.asked32, out);
+    else iterate<std::uint64_t, float>(sweep, ix.col64.get(), ix.asked64, out);
+  } else {
+    if (ix.col32) iterate<std::uint32_t, double>(sweep, ix.col32.get(), ix.asked32, out);
+    else iterate<std::uint64_t, double>(sweep, ix.col64.get(), ix.asked64, out);
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
@@ -195,7 +423,7 @@ std::string check_pagerank(const EdgeList& g, const DistArray<double>& x, const 
 
   DistArray<double> incoming(g.vertex_map());
   {
-    UpdateAggregator<double, ops::Add> add(incoming);
+    UpdateAggregator<double, ops::Add> add(incoming, o.aggregation);
     auto dst = g.local_dst();
     g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
       const double share = s[u - base] / static_cast<double>(last - first);

@@ -105,6 +105,19 @@ PageRankOptions tight(PageRankMethod method) {
   return o;
 }
 
+// A row's sum in the kernel's order: whole groups of four arcs in four
+// lanes (arc k of a group into lane k), the lanes added pairwise, then the
+// remaining arcs in order.
+template <class Term>
+double lane_sum(const std::vector<std::uint64_t>& row, Term term) {
+  double lane[4] = {0, 0, 0, 0};
+  const std::size_t whole = row.size() / 4 * 4;
+  for (std::size_t k = 0; k < whole; ++k) lane[k % 4] += term(row[k]);
+  double sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  for (std::size_t k = whole; k < row.size(); ++k) sum += term(row[k]);
+  return sum;
+}
+
 // A copy of `x` on the same ranges with `change` applied to vertex v's entry.
 DistArray<double> altered(const DistArray<double>& x, std::uint64_t v, double value) {
   DistArray<double> y(x.map());
@@ -146,6 +159,10 @@ TEST(PageRank, DirectedWithDanglingSelfLoopsAndDuplicates) {
     auto in = g.transposed({}, true);
     auto again = pagerank(g, tight(method), &in);
     EXPECT_EQ(test::gather_all(again.scores), test::gather_all(pr.scores));
+    // So does an index made beforehand, used twice.
+    const PageRankIndex index(g, &in);
+    for (int run = 0; run < 2; ++run)
+      EXPECT_EQ(test::gather_all(pagerank(g, tight(method), nullptr, &index).scores), test::gather_all(pr.scores));
   }
   // Personalized, from a set with a repeat.
   auto o = tight(PageRankMethod::jacobi);
@@ -174,8 +191,9 @@ TEST(PageRank, DefaultsStopAsGapbs) {
 }
 
 TEST(PageRank, JacobiGivesTheSameBitsAtEveryRankCount) {
-  // Each sum runs over a vertex's in-neighbours in id order and the change
-  // is summed exactly, so a serial sweep in that order gives every bit.
+  // Each sum runs over a vertex's in-neighbours in id order (in the
+  // kernel's lanes) and the change is summed exactly, so a serial sweep in
+  // that order gives every bit.
   Runtime& rt = Runtime::current();
   auto g = generate(rt, GraphSpec::kronecker(9, 8, 7));
   auto pr = pagerank(g, tight(PageRankMethod::jacobi));
@@ -189,13 +207,64 @@ TEST(PageRank, JacobiGivesTheSameBitsAtEveryRankCount) {
   std::vector<double> x(g.vertices(), 1.0 / n), y(g.vertices());
   for (int it = 0; it < pr.iterations; ++it) {
     for (std::size_t v = 0; v < x.size(); ++v) {
-      double s = 0;
-      for (auto u : in[v]) s += deg[u] ? x[u] * (1.0 / deg[u]) : 0.0;
+      const double s = lane_sum(in[v], [&](std::uint64_t u) { return deg[u] ? x[u] * (1.0 / deg[u]) : 0.0; });
       y[v] = (1 - 0.85) / n + 0.85 * s;
     }
     x.swap(y);
   }
   EXPECT_EQ(all, x);
+}
+
+TEST(PageRank, SinglePrecisionWithinOneMillionth) {
+  // From a tolerance of 1e-6 the contributions are floats: the scores still
+  // match the double-precision serial solution to 1e-6 and pass the
+  // verifier at that tolerance; below it everything is double.
+  Runtime& rt = Runtime::current();
+  auto kron = generate(rt, GraphSpec::kronecker(10, 8, 3));
+  auto awkward = awkward_directed(rt);
+  for (const EdgeList* g : {&kron, &awkward}) {
+    auto want = serial_pagerank(g->vertices(), test::gather_edges(*g), 0.85);
+    for (auto method : {PageRankMethod::gauss_seidel, PageRankMethod::jacobi}) {
+      auto o = tight(method);
+      o.tolerance = kPageRankSinglePrecisionTolerance;
+      auto pr = pagerank(*g, o);
+      EXPECT_TRUE(pr.single_precision);
+      EXPECT_TRUE(pr.converged);
+      const std::string what = std::to_string(g->vertices()) + " vertices, " + pagerank_method_name(method);
+      expect_near_all(test::gather_all(pr.scores), want, 1e-6, what);
+      EXPECT_EQ(check_pagerank(*g, pr.scores, o, 1e-6), "") << what;
+      EXPECT_FALSE(pagerank(*g, tight(method)).single_precision) << what;
+    }
+  }
+}
+
+TEST(PageRank, SinglePrecisionJacobiGivesTheSameBitsAtEveryRankCount) {
+  // As in double, with each contribution rounded to a float before the
+  // (double) sum: a serial sweep doing the same gives every bit.
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::kronecker(9, 8, 7));
+  PageRankOptions o;
+  o.method = PageRankMethod::jacobi;
+  o.tolerance = 1e-5;
+  o.max_iterations = 100;
+  auto pr = pagerank(g, o);
+  ASSERT_TRUE(pr.single_precision);
+  auto edges = test::gather_edges(g);
+  std::vector<std::vector<std::uint64_t>> in(g.vertices());
+  std::vector<double> deg(g.vertices(), 0);
+  for (auto& [u, v, w] : edges) in[v].push_back(u), deg[u] += 1;
+  const double n = static_cast<double>(g.vertices());
+  std::vector<double> x(g.vertices(), 1.0 / n), y(g.vertices());
+  for (int it = 0; it < pr.iterations; ++it) {
+    for (std::size_t v = 0; v < x.size(); ++v) {
+      const double s = lane_sum(in[v], [&](std::uint64_t u) {
+        return static_cast<double>(static_cast<float>(deg[u] ? x[u] * (1.0 / deg[u]) : 0.0));
+      });
+      y[v] = (1 - 0.85) / n + 0.85 * s;
+    }
+    x.swap(y);
+  }
+  EXPECT_EQ(test::gather_all(pr.scores), x);
 }
 
 TEST(PageRank, VerifierRejectsWrongScores) {
@@ -228,6 +297,9 @@ TEST(PageRank, BadInput) {
   auto other = directed(rt, 41, {{0, 1}});
   auto wrong_in = other.transposed({}, true);
   test::expect_error<MismatchError>([&] { pagerank(g, {}, &wrong_in); }, "transpose");
+  PageRankIndex wrong_index(other);
+  test::expect_error<MismatchError>([&] { pagerank(g, {}, nullptr, &wrong_index); },
+                                    "made for another graph (41 vertices, 1 arcs; this one has 40");
   test::expect_error<ConfigError>([&] { parse_pagerank_method("power"); }, "gauss-seidel or jacobi");
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ enum class PageRankMethod {
   jacobi,
 };
 
+// From this tolerance up, the contributions x[u] / deg(u) the sweeps read
+// are kept as floats (as GAPBS keeps its scores): half the bytes of the
+// array every in-arc reads at random. Their rounding, a relative 2^-24,
+// moves the fixed point by well under 1e-6 in L1, below what such a
+// tolerance stops at. Below it everything is double. Sums and the returned
+// scores are double either way.
+inline constexpr double kPageRankSinglePrecisionTolerance = 1e-6;
+
 struct PageRankOptions {
   double damping = 0.85;     // GAPBS's kDamp
   double tolerance = 1e-4;   // stop when the L1 change of an iteration is below (GAPBS's default)
@@ -36,7 +45,7 @@ struct PageRankOptions {
   // Personalized PageRank: teleport only to these vertices (every rank
   // passes the same set; repeats are ignored). Empty: every vertex.
   std::vector<std::uint64_t> personalization;
-  AggregationOptions aggregation;
+  AggregationOptions aggregation;  // the verifier's aggregated add (the kernel's exchange is planned)
   // Called on every rank after each iteration: iteration (1-based), the L1
   // change, seconds since the start.
   std::function<void(int, double, double)> on_iteration;
@@ -49,16 +58,43 @@ struct PageRank {
   bool converged = false;    // change < tolerance
   double seconds = 0;
   // Working memory beyond the scores and the graph, largest rank
-  // (aggregation buffers excluded).
+  // (communication buffers excluded).
   std::uint64_t extra_bytes = 0;
+  bool single_precision = false;  // contributions kept as floats (kPageRankSinglePrecisionTolerance)
+};
+
+// The in-arcs of this rank's vertices as PageRank's sweeps read them: each
+// in-neighbour replaced by the place of its contribution in one array (its
+// offset if local, after the local ones in id order if another rank owns
+// it; 4 bytes when every rank's places fit), and the exchange of the
+// ghosts' contributions planned. pagerank() makes one when none is given.
+// Made beforehand, it serves any number of runs on the same graph
+// (personalized PageRank for many sets, or timing the kernel alone as
+// GAPBS times its own after building its CSR). It keeps no reference to
+// the graph or its transpose.
+class PageRankIndex {
+ public:
+  // Collective. `in_arcs` as for pagerank (made here when needed and not given).
+  explicit PageRankIndex(const EdgeList& g, const EdgeList* in_arcs = nullptr);
+  PageRankIndex(PageRankIndex&&) noexcept;
+  PageRankIndex& operator=(PageRankIndex&&) noexcept;
+  ~PageRankIndex();
+  struct Data;
+  const Data& data() const noexcept { return *data_; }
+
+ private:
+  std::unique_ptr<Data> data_;
 };
 
 // Collective. Pulls over in-arcs: an undirected graph's own arrays; a
 // directed graph's transpose (EdgeList::transposed on the same vertex
 // ranges), passed as `in_arcs` or made here. Ghost contributions arrive
-// through one aggregated read per iteration. ConfigError for a bad option,
-// RangeError naming a personalization vertex outside the graph.
-PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr);
+// through one all-to-all per iteration, planned once. With `index` (made
+// for this graph) the in-arcs are not read. ConfigError for a bad option,
+// RangeError naming a personalization vertex outside the graph,
+// MismatchError for an index made for another graph.
+PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr,
+                  const PageRankIndex* index = nullptr);
 
 // GAPBS's PRVerifier, distributed: one power iteration recomputed from
 // `scores` by pushing along out-arcs (an aggregated add, not the kernel's
