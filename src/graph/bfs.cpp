@@ -171,6 +171,9 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   }
   scout = all_reduce(comm, scout, MPI_SUM);
   std::uint64_t edges_to_check = g.edges();
+  // The source, then each step's new frontier (summed over the ranks): a
+  // vertex is found once, so no count of the depths at the end.
+  out.reached = 1;
 
   // An offer of `u` as the parent of local vertex v, in a top-down step.
   auto offer = [&](std::uint64_t v, std::uint64_t u) {
@@ -195,6 +198,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
     ++level;
     (bottom_up ? out.bottom_up_steps : out.top_down_steps)++;
     if (found) out.levels = static_cast<int>(level);
+    out.reached += found;
     if (o.on_level) o.on_level(static_cast<int>(level), found, bottom_up, since());
     return found;
   };
@@ -258,9 +262,6 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
       frontier_size = top_down();
     }
   }
-  std::uint64_t reached = 0;
-  for (std::size_t i = 0; i < n_local; ++i) reached += depth[i] >= 0;
-  out.reached = all_reduce(comm, reached, MPI_SUM);
   const std::uint64_t extra = (frontier.capacity() + next.capacity()) * sizeof(std::uint64_t) +
                               (bitmap ? bitmap->memory_bytes() : 0);
   out.extra_bytes = all_reduce(comm, extra, MPI_MAX);
