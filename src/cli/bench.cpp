@@ -165,23 +165,25 @@ void add_bench(CLI::App& app, Action& selected) {
     sub->add_flag("--symmetric", symmetric, "The text file lists both directions of every edge");
     sub->add_flag("--undirected", undirected, "Add the reverse of every edge of the file");
   };
+  auto peer_gapbs = [](CLI::App* sub, std::string& tree, const std::string& kernel) {
+    sub->add_option("--peer-gapbs", tree,
+                    "A GAPBS source tree: its " + kernel +
+                        " runs on the same graph, as many threads as ranks (built once in ~/.cache)")
+        ->check(CLI::ExistingDirectory);
+  };
   auto* pr = bench->add_subcommand("pagerank", "PageRank (GAPBS's rules) step by step, verified; GAPBS's pr in the same run "
                                                "with --peer-gapbs");
   graph_input(pr, o->pagerank.kron_scale, o->pagerank.graph, o->pagerank.symmetric, o->pagerank.undirected);
   pr->add_option("--method", o->pagerank.method, "gauss-seidel (GAPBS's) or jacobi")
       ->check(CLI::IsMember({"gauss-seidel", "jacobi"}))
       ->capture_default_str();
-  pr->add_option("--peer-gapbs", o->pagerank.peer_gapbs, "A GAPBS source tree: its pr runs on the same graph, "
-                                                         "as many threads as ranks (built once in ~/.cache)")
-      ->check(CLI::ExistingDirectory);
+  peer_gapbs(pr, o->pagerank.peer_gapbs, "pr");
   auto* bf = bench->add_subcommand("bfs", "Direction-optimizing BFS step by step, verified; GAPBS's bfs in the same run "
                                           "with --peer-gapbs");
   graph_input(bf, o->bfs.kron_scale, o->bfs.graph, o->bfs.symmetric, o->bfs.undirected);
   bf->add_option("--source", o->bfs.source, "Source vertex (0-based id; default: the vertex of largest degree)")
       ->check(CLI::NonNegativeNumber);
-  bf->add_option("--peer-gapbs", o->bfs.peer_gapbs, "A GAPBS source tree: its bfs runs on the same graph, "
-                                                    "as many threads as ranks (built once in ~/.cache)")
-      ->check(CLI::ExistingDirectory);
+  peer_gapbs(bf, o->bfs.peer_gapbs, "bfs");
   auto* sp = bench->add_subcommand("spectral", "Fiedler vector by Anasazi: the edge arrays (EdgeListRowMatrix) vs a Tpetra "
                                                "CrsMatrix copy, time per iteration and memory");
   graph_input(sp, o->spectral.kron_scale, o->spectral.graph, o->spectral.symmetric, o->spectral.undirected);
