@@ -169,6 +169,7 @@ struct PageRankIndex::Data {
   std::vector<std::uint32_t> asked32;     // local offsets of what other ranks asked of this one
   std::vector<std::uint64_t> asked64;
   std::uint64_t memory_bytes = 0;
+  bool rows_are_out_arcs = false;         // an undirected graph's: a row's length is the out-degree
 };
 
 namespace {
@@ -180,7 +181,7 @@ struct Sweep {
   const PageRankIndex::Data& index;
   std::size_t n_local;
   const std::vector<double>& tele;           // (1 - d) p
-  const std::vector<double>& inverse_degree; // 1 / out-degree, 0 when dangling
+  const std::vector<double>& out_degree;     // empty when the index's rows are the out-arcs
   std::span<double> x;                       // the scores, started
   Clock::time_point t0;
 };
@@ -228,13 +229,23 @@ inline double gather_sum(const Value* c, const Index* first, const Index* last) 
   return sum;
 }
 
+// What a vertex sends along each out-arc: its score over its out-degree
+// (GAPBS's division), nothing from a dangling vertex.
+template <class Value>
+inline Value contribution(double score, double degree) {
+  return degree > 0 ? static_cast<Value>(score / degree) : Value{0};
+}
+
 // One sweep over the rows; the L1 change in fixed point. Gauss-Seidel
 // writes each new score and contribution at once (later rows read it);
 // Jacobi writes the scores to `next` only. Uniform: every vertex's
 // teleport is `tele0` (no stream of it per vertex).
+// `degree`: each vertex's out-degree; null when the rows are out-arcs too
+// (an undirected graph), then the degree is the row's length, already read:
+// one stream less per vertex.
 template <bool GaussSeidel, bool Uniform, class Index, class Value>
 std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const Index* cl, Value* cv, double* x,
-                         double* next, const double* tele, double tele0, const double* inv, double d) {
+                         double* next, const double* tele, double tele0, const double* degree, double d) {
   std::uint64_t change = 0;
   if (n_local == 0) return change;
   const Index* first = cl + row[0];
@@ -246,7 +257,7 @@ std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const In
     change += fixed(std::fabs(score - x[i]));
     if constexpr (GaussSeidel) {
       x[i] = score;
-      cv[i] = static_cast<Value>(score * inv[i]);
+      cv[i] = contribution<Value>(score, degree ? degree[i] : static_cast<double>(row[i + 1] - row[i]));
     } else {
       next[i] = score;
     }
@@ -265,24 +276,25 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
   const double d = s.o.damping;
   const bool distributed = s.rt.size() > 1;
   std::vector<Value> c(n_local + s.index.ghosts);
-  for (std::size_t i = 0; i < n_local; ++i) c[i] = static_cast<Value>(s.x[i] * s.inverse_degree[i]);
+  const std::uint64_t* row = s.index.row.data();
+  const double* degree = s.out_degree.empty() ? nullptr : s.out_degree.data();
+  auto degree_of = [&](std::size_t i) { return degree ? degree[i] : static_cast<double>(row[i + 1] - row[i]); };
+  for (std::size_t i = 0; i < n_local; ++i) c[i] = contribution<Value>(s.x[i], degree_of(i));
   std::vector<Value> answers(asked.size());
   std::vector<double> next(s.o.method == PageRankMethod::jacobi ? n_local : 0);
   out.single_precision = std::is_same_v<Value, float>;
   out.extra_bytes = all_reduce<std::uint64_t>(
       s.rt.comm(),
       s.index.memory_bytes + (c.size() + answers.size()) * sizeof(Value) +
-          (next.size() + 2 * n_local) * sizeof(double),
+          (next.size() + s.tele.size() + s.out_degree.size()) * sizeof(double),
       MPI_MAX);
 
-  const std::uint64_t* row = s.index.row.data();
   Value* cv = c.data();
   double* x = s.x.data();
   const double* tele = s.tele.data();
   // Uniform teleport (no personalization): one value for every row.
   const bool uniform = s.o.personalization.empty();
   const double tele0 = s.tele.empty() ? 0.0 : s.tele[0];
-  const double* inv = s.inverse_degree.data();
   const bool gauss_seidel = s.o.method == PageRankMethod::gauss_seidel;
   for (;;) {
     if (distributed) {
@@ -290,12 +302,12 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
       s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
     }
     auto sweep = [&]<bool GaussSeidel>(double* to) {
-      return uniform ? sweep_rows<GaussSeidel, true>(n_local, row, cl, cv, x, to, tele, tele0, inv, d)
-                     : sweep_rows<GaussSeidel, false>(n_local, row, cl, cv, x, to, tele, tele0, inv, d);
+      return uniform ? sweep_rows<GaussSeidel, true>(n_local, row, cl, cv, x, to, tele, tele0, degree, d)
+                     : sweep_rows<GaussSeidel, false>(n_local, row, cl, cv, x, to, tele, tele0, degree, d);
     };
     std::uint64_t change = gauss_seidel ? sweep.template operator()<true>(x) : sweep.template operator()<false>(next.data());
     if (!gauss_seidel)
-      for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], cv[i] = static_cast<Value>(next[i] * inv[i]);
+      for (std::size_t i = 0; i < n_local; ++i) x[i] = next[i], cv[i] = contribution<Value>(next[i], degree_of(i));
     change = all_reduce(s.rt.comm(), change, MPI_SUM);
     out.change = static_cast<double>(change) / kFixedScale;
     ++out.iterations;
@@ -316,6 +328,7 @@ PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) :
   d.vertices = g.vertices();
   d.edges = g.edges();
   d.ranges = g.vertex_ranges();
+  d.rows_are_out_arcs = !g.directed();
   const std::uint64_t base = g.local_vertex_begin();
   const std::size_t n_local = g.local_vertices();
   auto offsets = in.row_offsets();
@@ -364,7 +377,7 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
   agree(g.runtime().comm(), [&] {
     check_options(g, o);
     if (index && (index->data().vertices != g.vertices() || index->data().edges != g.edges() ||
-                  !(index->data().ranges == g.vertex_ranges())))
+                  !(index->data().ranges == g.vertex_ranges()) || index->data().rows_are_out_arcs == g.directed()))
       throw MismatchError("the PageRank index was made for another graph (" +
                           std::to_string(index->data().vertices) + " vertices, " +
                           std::to_string(index->data().edges) + " arcs; this one has " +
@@ -381,18 +394,17 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
   // GAPBS starts from 1/n; the personalized scores from p.
   for (std::size_t i = 0; i < n_local; ++i)
     x[i] = o.personalization.empty() ? 1.0 / static_cast<double>(g.vertices()) : tele[i] / (1 - d);
-  auto out_offsets = g.row_offsets();
-  // 1 / out-degree, 0 for a dangling vertex: its contribution reaches no row.
-  std::vector<double> inverse_degree(n_local);
-  for (std::size_t i = 0; i < n_local; ++i) {
-    const std::uint64_t deg = out_offsets[i + 1] - out_offsets[i];
-    inverse_degree[i] = deg ? 1.0 / static_cast<double>(deg) : 0.0;
-  }
-
   std::optional<PageRankIndex> made;
   if (!index) made.emplace(g, given_in_arcs);
   const PageRankIndex::Data& ix = (index ? *index : *made).data();
-  const Sweep sweep{rt, o, ix, n_local, tele, inverse_degree, x, t0};
+  // A directed graph's out-degrees are not its in-arc rows' lengths.
+  std::vector<double> out_degree;
+  if (!ix.rows_are_out_arcs) {
+    auto out_offsets = g.row_offsets();
+    out_degree.resize(n_local);
+    for (std::size_t i = 0; i < n_local; ++i) out_degree[i] = static_cast<double>(out_offsets[i + 1] - out_offsets[i]);
+  }
+  const Sweep sweep{rt, o, ix, n_local, tele, out_degree, x, t0};
   // The precision from the tolerance: the same on every rank.
   if (o.tolerance >= kPageRankSinglePrecisionTolerance) {
     if (ix.col32) iterate<std::uint32_t, float>(sweep, ix.col32.get(), ix.asked32, out);

@@ -130,7 +130,7 @@ std::vector<double> serial_jacobi(const EdgeList& g, int iterations, bool single
   for (int it = 0; it < iterations; ++it) {
     for (std::size_t v = 0; v < x.size(); ++v) {
       const double s = lane_sum(in[v], [&](std::uint64_t u) {
-        const double c = deg[u] ? x[u] * (1.0 / deg[u]) : 0.0;
+        const double c = deg[u] ? x[u] / deg[u] : 0.0;
         return single ? static_cast<double>(static_cast<float>(c)) : c;
       });
       y[v] = (1 - 0.85) / n + 0.85 * s;
