@@ -667,6 +667,20 @@ bool arcs_are_symmetric(const EdgeList& g) {
   return sums[0] == sums[1];
 }
 
+// EdgeList::adopt on a file's arrays, its complaints (an arc out of its
+// rank's range, out of order, a destination outside the graph) naming the file.
+EdgeList adopted_from(const std::string& path, std::uint64_t n, bool directed, Distribution vertex_ranges,
+                      DistArray<std::uint64_t> src, DistArray<std::uint64_t> dst,
+                      std::optional<DistArray<double>> weight) {
+  try {
+    return EdgeList::adopt(n, directed, std::move(vertex_ranges), std::move(src), std::move(dst), std::move(weight));
+  } catch (const RangeError& e) {
+    throw RangeError(path + ": " + e.what() + " (the file is corrupt: write it again)");
+  } catch (const MismatchError& e) {
+    throw MismatchError(path + ": " + e.what() + " (the file is corrupt: write it again)");
+  }
+}
+
 EdgeList checked_direction(EdgeList g, const std::string& path) {
   if (!g.directed() && !arcs_are_symmetric(g))
     throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
@@ -732,37 +746,91 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
     DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
     std::optional<DistArray<double>> weight;
     if (weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
-    return checked_direction(EdgeList::adopt(n, directed, Distribution::weighted_block(vsizes), std::move(src),
-                                             std::move(dst), std::move(weight)),
+    return checked_direction(adopted_from(dir, n, directed, Distribution::weighted_block(vsizes), std::move(src),
+                                          std::move(dst), std::move(weight)),
                              path);
   }
 
-  // Another rank count: attach every array and copy this rank's share.
-  LocalEdges edges;
+  // Another rank count. The arcs are stored in (source, destination) order,
+  // already deduplicated: each rank finds its vertex range and the arcs of
+  // those rows in the mapped files and copies them, with no sort and no
+  // all-to-all. The ranges give every rank about E/P arcs (as
+  // EdgeList::build's do): boundary k follows the source of arc ceil(kE/P).
+  std::optional<DistArray<std::uint64_t>> src, dst;
+  std::optional<DistArray<double>> weight;
+  std::optional<Distribution> vertex_ranges;
   agree(rt.comm(), [&] {
-    auto share = Distribution::block(m, rt.size());
-    std::uint64_t lo = share.begin(rt.rank()), hi = share.end(rt.rank());
-    auto take = [&](const std::string& name, auto& out) {
-      using T = typename std::decay_t<decltype(out)>::value_type;
+    auto open = [&](const std::string& name) {
       auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
       if (a.length() != m)
         throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
                             std::to_string(m));
-      out.reserve(hi - lo);  // exact: push_back never doubles the array
-      for (std::size_t sgm = 0; sgm < a.segment_count(); ++sgm) {
-        auto seg = a.segment(sgm);
-        auto data = a.template segment_span<T>(sgm);
-        std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
-        for (std::uint64_t i = b; i < e; ++i) out.push_back(data[i - seg.begin]);
+      return a;
+    };
+    const AttachedArray s = open("src"), d = open("dst");
+    std::optional<AttachedArray> w;
+    if (weighted && with_weights) w.emplace(open("weight"));
+    auto source_at = [&](std::uint64_t i) {
+      for (std::size_t k = 0; k < s.segment_count(); ++k) {
+        const auto& seg = s.segment(k);
+        if (i >= seg.begin && i < seg.begin + seg.count) return s.segment_span<std::uint64_t>(k)[i - seg.begin];
+      }
+      throw FormatError(array_file(dir, "src") + ": its segments do not cover edge " + std::to_string(i));
+    };
+    const int P = rt.size();
+    std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(P), 0);
+    if (m == 0) {
+      vertex_ranges = Distribution::block(n, P);
+    } else {
+      std::uint64_t previous = 0;
+      for (int k = 0; k < P; ++k) {
+        std::uint64_t bound = n;
+        if (k + 1 < P) {
+          const auto arc = static_cast<std::uint64_t>((static_cast<unsigned __int128>(k + 1) * m + P - 1) / P);
+          bound = std::min(n, std::max(previous, source_at(arc - 1) + 1));
+        }
+        vsizes[static_cast<std::size_t>(k)] = bound - previous;
+        previous = bound;
+      }
+      vertex_ranges = Distribution::weighted_block(vsizes);
+    }
+    // This rank's arcs: from the first whose source is in its range to the
+    // first past it (binary searches over the sorted sources).
+    const std::uint64_t vlo = vertex_ranges->begin(rt.rank()), vhi = vertex_ranges->end(rt.rank());
+    auto first_from = [&](std::uint64_t v) {
+      std::uint64_t lo = 0, hi = m;
+      while (lo < hi) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        if (source_at(mid) < v) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const std::uint64_t lo = first_from(vlo), hi = first_from(vhi);
+    const auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), hi - lo));
+    auto copy = [&](const AttachedArray& a, auto& out) {
+      using T = typename std::decay_t<decltype(out)>::value_type;
+      auto local = out.local();
+      for (std::size_t k = 0; k < a.segment_count(); ++k) {
+        const auto& seg = a.segment(k);
+        const std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
+        if (b < e) {
+          auto data = a.template segment_span<T>(k);
+          std::copy(data.begin() + static_cast<std::ptrdiff_t>(b - seg.begin),
+                    data.begin() + static_cast<std::ptrdiff_t>(e - seg.begin),
+                    local.begin() + static_cast<std::ptrdiff_t>(b - lo));
+        }
       }
     };
-    take("src", edges.src);
-    take("dst", edges.dst);
-    if (weighted && with_weights) take("weight", edges.weight);
+    copy(s, src.emplace(rt, edge_ranges, array_storage(storage, "src")));
+    copy(d, dst.emplace(rt, edge_ranges, array_storage(storage, "dst")));
+    if (w) copy(*w, weight.emplace(rt, edge_ranges, array_storage(storage, "weight")));
   });
-  BuildOptions o;
-  o.storage = storage;
-  return checked_direction(EdgeList::build(rt, n, directed, std::move(edges), o), path);
+  // The constructor checks every arc: sources in this rank's range, sorted,
+  // destinations inside the graph (a corrupt file is refused there).
+  return checked_direction(adopted_from(dir, n, directed, std::move(*vertex_ranges), std::move(*src),
+                                        std::move(*dst), std::move(weight)),
+                           path);
 }
 
 }  // namespace

@@ -126,7 +126,9 @@ def mutate_json(text, rng):
     return json.dumps(doc).encode()
 
 
-def run(tessera, path, ranks, shm_dir):
+def run(tessera, path, ranks, shm_dir, stderr=None):
+    """What is wrong with one `tessera cc` run on a (corrupt) file, or None;
+    its stderr appended to `stderr` (a list) when given."""
     env = dict(os.environ, TESSERA_SHM_DIR=shm_dir)
     cmd = [tessera] + (["-n", str(ranks)] if ranks > 1 else []) + ["cc", path]
     try:
@@ -134,6 +136,8 @@ def run(tessera, path, ranks, shm_dir):
     except subprocess.TimeoutExpired:
         return "hang (no exit within %d s)" % TIMEOUT
     err = p.stderr.decode(errors="replace")
+    if stderr is not None:
+        stderr.append(err)
     if p.returncode < 0 or p.returncode > 1:
         return "exit code %d\n%s" % (p.returncode, err[-2000:])
     if "Sanitizer" in err or "runtime error:" in err:
@@ -157,6 +161,34 @@ def make_binary_seed(tessera, work):
             return out
         shutil.rmtree(out, ignore_errors=True)
     raise SystemExit("FAIL: cannot write the binary seed graph with tessera convert")
+
+
+def corrupt_data_checks(tessera, binary, work):
+    """The arcs themselves wrong (a source out of order, a destination outside
+    the graph), read at the writer's rank count (mapped in place) and at
+    others (each rank copies its rows): every run exits 1 naming the file
+    and calling it corrupt. Returns the failures."""
+    failures = []
+    m = json.load(open(os.path.join(binary, "edgelist.json")))["edges"]
+    for name, array, index, value in (("source out of order", "src", 20, 3),
+                                      ("destination outside the graph", "dst", 7, 1000)):
+        path = os.path.join(work, "data-%s.tsg" % array)
+        shutil.copytree(binary, path)
+        seg = os.path.join(path, array + ".r0.seg")
+        with open(seg, "r+b") as f:
+            f.seek(os.path.getsize(seg) - 8 * m + 8 * index)  # the elements end the file
+            f.write(value.to_bytes(8, "little"))
+        for ranks in (1, 2, 3):
+            shm = os.path.join(work, "shm-data-%s-%d" % (array, ranks))
+            os.mkdir(shm)
+            said = []
+            problem = run(tessera, path, ranks, shm, said)
+            if problem:
+                failures.append("%s at %d rank(s): %s" % (name, ranks, problem))
+            elif "tessera: error" not in said[0] or path not in said[0] or "corrupt" not in said[0]:
+                failures.append("%s at %d rank(s): no error naming %s as corrupt: %s"
+                                % (name, ranks, path, said[0][-600:]))
+    return failures
 
 
 def main():
@@ -193,7 +225,7 @@ def main():
                 shm = os.path.join(work, "shm-%03d-%d" % (i, ranks))
                 os.mkdir(shm)
                 jobs.append((path, ranks, shm))
-        failures = []
+        failures = corrupt_data_checks(tessera, binary, work)
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             results = pool.map(lambda j: (j, run(tessera, *j)), jobs)
             for (path, ranks, _), problem in results:
