@@ -8,6 +8,17 @@
 // newest complete checkpoint (the application finds it with ck.latest();
 // TESSERA_ATTEMPT tells it the attempt number). Until the job finishes or
 // `retries` relaunches have failed too. Runs without MPI (never inside a job).
+//
+// Across nodes (`hosts` given): a heartbeat names its rank's host, and a
+// rank's pid is checked in /proc only on the supervisor's own host (another
+// node's pids live in another PID namespace); remote ranks are judged by
+// mpirun's exit (its "lost a daemon" message names the node) and by their
+// heartbeats. After a failure, a host that mpirun lost or that holds the
+// failed rank is probed through mpirun's own launcher (plm_rsh_agent: ssh,
+// or the emulated cluster's rsh); a host that does not answer is lost, and
+// the job is relaunched on the remaining hosts with the sum of their slots
+// (never more than `ranks`). A dead rank on a live node relaunches on the
+// same hosts and rank count.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,8 +29,27 @@
 
 namespace tessera::chunks {
 
+// One host of the job and the ranks mpirun may place there.
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+// "a:2,b:2" (mpirun's --host: a host without a count has one slot); throws
+// ConfigError naming the bad entry.
+std::vector<HostSlots> parse_host_list(const std::string& text);
+// A hostfile as mpirun reads it ("HOST [slots=N] [max_slots=M]", # comments;
+// no slots= means 1; a host listed twice adds up); throws naming file and line.
+std::vector<HostSlots> read_hostfile(const std::string& path);
+// "a:2,b:2"
+std::string format_host_list(const std::vector<HostSlots>& hosts);
+
 struct SuperviseOptions {
   int ranks = 1;
+  // Where the ranks run: given to mpirun as --host; empty: mpirun's choice
+  // (this host, or its default hostfile) and no relaunch on fewer nodes.
+  std::vector<HostSlots> hosts;
+  double probe_timeout = 10;              // seconds a host has to answer the launcher's probe
   std::string program;                    // what mpirun starts on every rank
   std::vector<std::string> args;
   std::vector<std::string> mpirun_options;
@@ -36,7 +66,11 @@ struct SuperviseOptions {
 
 struct AttemptReport {
   int attempt = 1;
-  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung"
+  int ranks = 0;                // this attempt's rank count
+  std::string hosts;            // "a:2,b:2" when the hosts are known
+  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost"
+  std::string lost_host;        // the node found gone after this attempt ("": none)
+  std::string lost_how;         // what showed it: "mpirun lost its daemon there; no answer to ssh HOST true"
   int exit_code = 0;            // mpirun's (128 + signal when it was stopped)
   int rank = -1;                // the rank that died or hung (-1: unknown)
   int signal = 0;               // the signal that ended it, when known (9: SIGKILL)
