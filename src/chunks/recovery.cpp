@@ -154,8 +154,12 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// mpirun's stderr: lines pass through, Open MPI's boxed banners are dropped
-// except what they say about a rank that died (which the report states).
+// mpirun's stderr (the ranks' own stderr comes through it too), for
+// `tessera -n K CMD` and `tessera run`: lines pass on as they arrive, Open
+// MPI's boxed messages (between rules of dashes: MPI_ABORT, "Primary job
+// terminated normally", "mpirun noticed that process rank ...") are dropped,
+// since the supervisor's one line says what they say. What they say is kept:
+// the rank that died and its signal, and the node whose daemon mpirun lost.
 class MpirunOutput {
  public:
   void feed(const char* data, std::size_t n) {
@@ -166,63 +170,69 @@ class MpirunOutput {
   }
   void finish() {
     if (!line_.empty()) take();
+    if (in_box_) close_box();
   }
   int rank = -1, signal = 0;
   std::string lost_node;  // the node whose daemon mpirun lost ("?": unnamed)
   std::string rank_node;  // the node of `rank`, as mpirun names it
 
  private:
+  static bool is_rule(const std::string& line) {
+    std::size_t dashes = line.find_first_not_of('-');
+    return dashes >= 20 && (dashes == std::string::npos || line.find_first_not_of("\r\n", dashes) == std::string::npos);
+  }
   void take() {
     std::string line = std::move(line_);
     line_.clear();
-    if (line.size() >= 21 && line.find_first_not_of('-') >= 20 &&
-        line.find_first_not_of("-\r\n") == std::string::npos) {
-      if (in_box_) {
-        // "mpirun noticed that process rank R with PID P on node N exited on
-        // signal S (NAME)." (wrapped anywhere: whitespace flattened first)
-        std::string flat;
-        for (char c : box_) {
-          bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
-          if (!space) flat += c;
-          else if (!flat.empty() && flat.back() != ' ') flat += ' ';
-        }
-        auto number_after = [&](const std::string& key) {
-          std::size_t at = flat.find(key);
-          if (at == std::string::npos) return -1;
-          at += key.size();
-          int v = 0, digits = 0;
-          for (; at < flat.size() && flat[at] >= '0' && flat[at] <= '9' && digits < 9; ++at, ++digits) v = v * 10 + (flat[at] - '0');
-          return digits ? v : -1;
-        };
-        int r = number_after("process rank "), sig = number_after("exited on signal ");
-        if (r >= 0 && sig > 0 && rank < 0) {
-          rank = r, signal = sig;
-          std::size_t at = flat.find(" on node ");
-          if (at != std::string::npos) rank_node = flat.substr(at + 9, flat.find(' ', at + 9) - at - 9);
-        }
-        // "ORTE has lost communication with a remote daemon. ... Remote
-        // daemon: [[J,0],1] on node N"
-        if (flat.find("lost communication with a remote daemon") != std::string::npos) {
-          std::size_t at = flat.find("Remote daemon");
-          if (at != std::string::npos && (at = flat.find(" on node ", at)) != std::string::npos) {
-            std::size_t end = flat.find(' ', at + 9);
-            lost_node = flat.substr(at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
-          }
-          if (lost_node.empty()) lost_node = "?";
-        }
-        box_.clear();
-      }
-      in_box_ = !in_box_;
+    if (is_rule(line)) {
+      if (in_box_) close_box();
+      else in_box_ = true;
       return;
     }
     if (in_box_) {
       box_ += line;
       return;
     }
+    // "[host:pid] 1 more process has sent help message ..." and the hint
+    // after it only count the boxes dropped above.
     if (line.find("more process") != std::string::npos && line.find("help message") != std::string::npos) return;
     if (line.find("orte_base_help_aggregate") != std::string::npos) return;
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
+  }
+  void close_box() {
+    in_box_ = false;
+    // Wrapped anywhere: whitespace flattened first.
+    std::string flat;
+    for (char c : box_) {
+      bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+      if (!space) flat += c;
+      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    }
+    box_.clear();
+    auto word_after = [&](std::size_t at, const std::string& key) {
+      at = flat.find(key, at);
+      if (at == std::string::npos) return std::string();
+      at += key.size();
+      return flat.substr(at, flat.find(' ', at) - at);
+    };
+    auto number_after = [&](const std::string& key) {
+      std::string w = word_after(0, key);
+      std::size_t digits = w.find_first_not_of("0123456789");
+      w = w.substr(0, digits);
+      return w.empty() || w.size() > 9 ? -1 : std::stoi(w);
+    };
+    // "mpirun noticed that process rank R with PID P on node N exited on
+    // signal S (NAME)."
+    int r = number_after("process rank "), sig = number_after("exited on signal ");
+    if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig, rank_node = word_after(0, " on node ");
+    // "ORTE has lost communication with a remote daemon. ... Remote daemon:
+    // [[J,0],1] on node N"
+    if (flat.find("lost communication with a remote daemon") != std::string::npos && lost_node.empty()) {
+      std::size_t at = flat.find("Remote daemon");
+      if (at != std::string::npos) lost_node = word_after(at, " on node ");
+      if (lost_node.empty()) lost_node = "?";
+    }
   }
   std::string line_, box_;
   bool in_box_ = false;
@@ -261,7 +271,7 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
   pid_t child = ::fork();
   if (child < 0) throw SystemError("cannot start mpirun", errno);
   if (child == 0) {
-    ::setpgid(0, 0);  // the job is one process group: stopped as one
+    if (o.own_process_group) ::setpgid(0, 0);  // the job is one process group: stopped as one
     ::dup2(fds[1], STDERR_FILENO);
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -277,7 +287,7 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
                  std::strerror(errno));
     std::_Exit(127);
   }
-  ::setpgid(child, child);  // also here: no race with the first kill
+  if (o.own_process_group) ::setpgid(child, child);  // also here: no race with the first kill
   ::close(fds[1]);
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   return {child, fds[0]};
@@ -629,10 +639,17 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       };
       exited = wait_for_mpirun(o.exit_grace);
       if (!exited) {
-        ::kill(-job.pid, SIGTERM);
+        ::kill(o.own_process_group ? -job.pid : job.pid, SIGTERM);
         exited = wait_for_mpirun(o.exit_grace);
       }
-      if (!exited) ::kill(-job.pid, SIGKILL);
+      if (!exited && !o.own_process_group) {
+        // No group to kill: mpirun's children (ranks, launcher sessions)
+        // one by one; still its children (not reaped), so still theirs.
+        processes.scan_children(job.pid);
+        for (pid_t p : processes.pids)
+          if (process_alive(p)) ::kill(p, SIGKILL);
+      }
+      if (!exited) ::kill(o.own_process_group ? -job.pid : job.pid, SIGKILL);
       if (!exited)
         while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
         }
@@ -693,7 +710,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       }
     }
     if (rep.how.empty() && rep.outcome == "rank died") rep.how = "(its process is gone)";
-    std::string error_line = read_text(hb_dir + "/error");
+    rep.error = read_text(hb_dir + "/error");
+    rep.daemon_lost_on = mpirun.lost_node;
+    std::string error_line = rep.error;
     while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
     if (rep.outcome == "failed" && !error_line.empty()) rep.how = "(" + error_line + ")";
     // A lost node? Suspects: the node mpirun lost its daemon on, the failed

@@ -60,6 +60,10 @@ struct SuperviseOptions {
   std::string kill_file;                  // passed as TESSERA_KILL_FILE
   std::string shm_dir;                    // whose dead segments are removed; "" = $TESSERA_SHM_DIR or /dev/shm
   std::vector<std::pair<std::string, std::string>> environment;  // more variables for the job
+  // mpirun in a process group of its own (stopped as one). `tessera -n K`
+  // keeps it in the caller's instead: a terminal's Ctrl-C and stdin reach it
+  // as they would a plain mpirun.
+  bool own_process_group = true;
   // One line per event (launch, failure, cleanup, resume); default: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -71,6 +75,7 @@ struct AttemptReport {
   std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost"
   std::string lost_host;        // the node found gone after this attempt ("": none)
   std::string lost_how;         // what showed it: "mpirun lost its daemon there; no answer to ssh HOST true"
+  std::string daemon_lost_on;   // the node mpirun said it lost its daemon on ("?": unnamed), probed or not
   int exit_code = 0;            // mpirun's (128 + signal when it was stopped)
   int rank = -1;                // the rank that died or hung (-1: unknown)
   int signal = 0;               // the signal that ended it, when known (9: SIGKILL)
@@ -84,6 +89,7 @@ struct AttemptReport {
   std::string resumed_from;       // its directory
   double resume_seconds = -1;     // previous failure's detection to this attempt's first completed step
   std::size_t segments_removed = 0;
+  std::string error;              // the job's own error report (abort_job: its first failing rank's line), if any
 };
 
 struct SuperviseResult {
