@@ -106,6 +106,57 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
 
 }  // namespace
 
+int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
+            const std::vector<std::string>& mpirun_options) {
+  chunks::SuperviseOptions so;
+  so.ranks = ranks;
+  so.program = program;
+  so.args = args;
+  so.mpirun_options = mpirun_options;
+  so.retries = 0;
+  so.own_process_group = false;
+  // Only a job that reports steps (FaultInjection::at_step, a Checkpoint)
+  // is watched for hangs; without --recover a slow step must not kill it.
+  so.heartbeat_timeout = 120;
+  so.log = [](const std::string&) {};
+  // mpirun's default hostfile, when set: a node that does not answer is named lost.
+  if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) {
+    try {
+      so.hosts = chunks::read_hostfile(f);
+    } catch (const ConfigError&) {
+      // mpirun reads it too and says what is wrong with it.
+    }
+  }
+  const auto r = chunks::supervise(so);
+  if (r.finished) return 0;
+  const chunks::AttemptReport& a = r.attempts.back();
+  auto cleaned = [&] {
+    return a.segments_removed ? " and " + std::to_string(a.segments_removed) + " of its segment file(s) removed" : "";
+  };
+  if (!a.error.empty()) {
+    // The job's own line (abort_job on its first failing rank), once.
+    std::fputs(a.error.c_str(), stderr);
+    if (a.error.back() != '\n') std::fputc('\n', stderr);
+  } else if (a.outcome == "node lost" || !a.daemon_lost_on.empty()) {
+    const std::string node = !a.lost_host.empty() ? a.lost_host
+                             : a.daemon_lost_on == "?" ? std::string("another node")
+                                                       : a.daemon_lost_on;
+    std::fprintf(stderr,
+                 "tessera: error: lost node %s: mpirun lost contact with its Open MPI daemon there (the node went "
+                 "down, was killed or left the network); the job was stopped%s. Run 'tessera shm gc' on the other "
+                 "nodes to remove this job's segments there\n",
+                 node.c_str(), cleaned().c_str());
+  } else if ((a.outcome == "rank died" || a.outcome == "hung") && a.rank >= 0) {
+    std::string how = a.how.size() > 2 && a.how.front() == '(' ? a.how.substr(1, a.how.size() - 2) : a.how;
+    std::fprintf(stderr, "tessera: error: rank %d %s%s%s; the job was stopped%s\n", a.rank,
+                 a.outcome == "hung" ? "hung" : "died", how.empty() ? "" : (": " + how).c_str(),
+                 a.last_step >= 0 ? (", after its step " + std::to_string(a.last_step)).c_str() : "",
+                 cleaned().c_str());
+  }
+  std::fflush(stderr);
+  return r.exit_code == 0 ? 1 : r.exit_code;
+}
+
 void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs) {
   auto o = std::make_shared<RunOptions>();
   auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
