@@ -657,9 +657,12 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     drain(job.err_fd, mpirun);
     mpirun.finish();
     ::close(job.err_fd);
-    for (int spins = 0; spins < 1000; ++spins) {  // ranks are mpirun's children: gone with it, or soon after
+    // Ranks are mpirun's children: gone with it, or soon after. Their
+    // segments are removed only once their creators are gone.
+    for (int spins = 0; spins < 1000; ++spins) {
       bool any = false;
       for (const auto& b : beats) any = any || (b.seen && b.local && process_alive(b.pid));
+      for (pid_t p : processes.pids) any = any || process_alive(p);
       if (!any) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
