@@ -148,9 +148,10 @@ int run_job(int ranks, const std::string& program, const std::vector<std::string
                  node.c_str(), cleaned().c_str());
   } else if ((a.outcome == "rank died" || a.outcome == "hung") && a.rank >= 0) {
     std::string how = a.how.size() > 2 && a.how.front() == '(' ? a.how.substr(1, a.how.size() - 2) : a.how;
+    const bool step_said = how.find("step") != std::string::npos;
     std::fprintf(stderr, "tessera: error: rank %d %s%s%s; the job was stopped%s\n", a.rank,
                  a.outcome == "hung" ? "hung" : "died", how.empty() ? "" : (": " + how).c_str(),
-                 a.last_step >= 0 ? (", after its step " + std::to_string(a.last_step)).c_str() : "",
+                 a.last_step >= 0 && !step_said ? (", its last completed step " + std::to_string(a.last_step)).c_str() : "",
                  cleaned().c_str());
   }
   std::fflush(stderr);
