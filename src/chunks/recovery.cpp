@@ -277,9 +277,11 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
-    // SIGKILL; their state is in the checkpoint and their segments are
-    // collected here, so the relaunch need not wait.
-    setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+    // SIGKILL; with a relaunch to come their state is in the checkpoint and
+    // their segments are collected here, so it need not wait. Without one
+    // (tessera -n K) they keep that second to remove their own segments:
+    // this supervisor cannot reach another node's.
+    if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
     for (const auto& [k, v] : vars)
       setenv(k.c_str(), (k == kErrorReportVariable ? std::to_string(::getpid()) + v : v).c_str(), 1);
     execvp("mpirun", argv.data());
