@@ -565,7 +565,8 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     fs::create_directories(hb_dir, dir_error);
     if (dir_error) throw SystemError("cannot create the heartbeat directory " + hb_dir, dir_error.value());
     const double started = now_seconds();
-    Job job = launch(o, ranks, hosts, attempt, hb_dir);
+    const bool shrunk = hosts.size() != o.hosts.size();
+    Job job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt, hb_dir);
     MpirunOutput mpirun;
     std::vector<Heartbeat> beats(static_cast<std::size_t>(ranks));
     int status = 0;
@@ -723,8 +724,11 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     // A lost node? Suspects: the node mpirun lost its daemon on, the failed
     // rank's node; every other node when nothing names one. A suspect that
     // does not answer mpirun's launcher is gone: relaunch without it.
+    // (Not after the job's own error report, unless mpirun lost a daemon:
+    // the job said why it failed.)
     std::vector<std::string> lost;
-    if (rep.outcome != "finished" && !g_stop_signal && hosts.size() > 1) {
+    if (rep.outcome != "finished" && !g_stop_signal && hosts.size() > 1 &&
+        (rep.error.empty() || !mpirun.lost_node.empty())) {
       std::vector<std::string> suspects;
       auto suspect = [&](const std::string& name) {
         if (name.empty() || same_host(name, self_host)) return;

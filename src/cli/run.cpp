@@ -75,7 +75,7 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
   const char* default_hostfile = std::getenv("OMPI_MCA_orte_default_hostfile");
   if (!o.host.empty()) so.hosts = chunks::parse_host_list(o.host);
   else if (!o.hostfile.empty()) so.hosts = chunks::read_hostfile(o.hostfile);
-  else if (default_hostfile && *default_hostfile) so.hosts = chunks::read_hostfile(default_hostfile);
+  else if (default_hostfile && *default_hostfile) so.hosts = chunks::read_hostfile(default_hostfile), so.pass_hosts = false;
   so.probe_timeout = o.probe_timeout;
   // "tessera" is this very program (the build's, not whichever is on PATH).
   so.program = cmd[0] == "tessera" ? self_exe() : cmd[0];
@@ -123,6 +123,7 @@ int run_job(int ranks, const std::string& program, const std::vector<std::string
   if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) {
     try {
       so.hosts = chunks::read_hostfile(f);
+      so.pass_hosts = false;
     } catch (const ConfigError&) {
       // mpirun reads it too and says what is wrong with it.
     }

@@ -49,6 +49,9 @@ struct SuperviseOptions {
   // Where the ranks run: given to mpirun as --host; empty: mpirun's choice
   // (this host, or its default hostfile) and no relaunch on fewer nodes.
   std::vector<HostSlots> hosts;
+  // false: the hosts are mpirun's own default hostfile, which it reads by
+  // itself; --host is given only once a lost node is left out.
+  bool pass_hosts = true;
   double probe_timeout = 10;              // seconds a host has to answer the launcher's probe
   std::string program;                    // what mpirun starts on every rank
   std::vector<std::string> args;
