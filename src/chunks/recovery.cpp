@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -110,21 +111,38 @@ std::size_t remove_job_files(const std::string& dir, const JobProcesses& job,
   return removed;
 }
 
+// Host names as mpirun and gethostname() may spell them: "n1" and
+// "n1.cluster" are the same host.
+bool same_host(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  return a.substr(0, a.find('.')) == b.substr(0, b.find('.'));
+}
+
 struct Heartbeat {
   pid_t pid = 0;
   std::int64_t step = -1;
-  double time = 0;  // seconds (CLOCK_REALTIME)
+  double time = 0;     // seconds (CLOCK_REALTIME) on the rank's host
+  double seen_at = 0;  // when this supervisor saw the record change (its clock): another node's clock may differ
+  std::int64_t ns = -1;
+  std::string host;    // the rank's host ("" from a writer that names none)
+  bool local = true;   // on this host: its pid is in this /proc
   bool seen = false;
 };
 
-bool read_heartbeat(const std::string& path, Heartbeat& hb) {
+bool read_heartbeat(const std::string& path, Heartbeat& hb, const std::string& self_host, double now) {
   std::ifstream in(path);
   long long pid = 0, step = -1, ns = 0;
   int attempt = 0;
   if (!(in >> pid >> attempt >> step >> ns) || pid <= 0) return false;
+  std::string host;
+  in >> host;
+  if (!hb.seen || ns != hb.ns) hb.seen_at = now;
   hb.pid = static_cast<pid_t>(pid);
   hb.step = step;
+  hb.ns = ns;
   hb.time = static_cast<double>(ns) * 1e-9;
+  hb.host = host;
+  hb.local = host.empty() || same_host(host, self_host);
   hb.seen = true;
   return true;
 }
@@ -136,8 +154,12 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// mpirun's stderr: lines pass through, Open MPI's boxed banners are dropped
-// except what they say about a rank that died (which the report states).
+// mpirun's stderr (the ranks' own stderr comes through it too), for
+// `tessera -n K CMD` and `tessera run`: lines pass on as they arrive, Open
+// MPI's boxed messages (between rules of dashes: MPI_ABORT, "Primary job
+// terminated normally", "mpirun noticed that process rank ...") are dropped,
+// since the supervisor's one line says what they say. What they say is kept:
+// the rank that died and its signal, and the node whose daemon mpirun lost.
 class MpirunOutput {
  public:
   void feed(const char* data, std::size_t n) {
@@ -148,47 +170,69 @@ class MpirunOutput {
   }
   void finish() {
     if (!line_.empty()) take();
+    if (in_box_) close_box();
   }
   int rank = -1, signal = 0;
+  std::string lost_node;  // the node whose daemon mpirun lost ("?": unnamed)
+  std::string rank_node;  // the node of `rank`, as mpirun names it
 
  private:
+  static bool is_rule(const std::string& line) {
+    std::size_t dashes = line.find_first_not_of('-');
+    return dashes >= 20 && (dashes == std::string::npos || line.find_first_not_of("\r\n", dashes) == std::string::npos);
+  }
   void take() {
     std::string line = std::move(line_);
     line_.clear();
-    if (line.size() >= 21 && line.find_first_not_of('-') >= 20 &&
-        line.find_first_not_of("-\r\n") == std::string::npos) {
-      if (in_box_) {
-        // "mpirun noticed that process rank R with PID P on node N exited on
-        // signal S (NAME)." (wrapped anywhere: whitespace flattened first)
-        std::string flat;
-        for (char c : box_) {
-          bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
-          if (!space) flat += c;
-          else if (!flat.empty() && flat.back() != ' ') flat += ' ';
-        }
-        auto number_after = [&](const std::string& key) {
-          std::size_t at = flat.find(key);
-          if (at == std::string::npos) return -1;
-          at += key.size();
-          int v = 0, digits = 0;
-          for (; at < flat.size() && flat[at] >= '0' && flat[at] <= '9' && digits < 9; ++at, ++digits) v = v * 10 + (flat[at] - '0');
-          return digits ? v : -1;
-        };
-        int r = number_after("process rank "), sig = number_after("exited on signal ");
-        if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig;
-        box_.clear();
-      }
-      in_box_ = !in_box_;
+    if (is_rule(line)) {
+      if (in_box_) close_box();
+      else in_box_ = true;
       return;
     }
     if (in_box_) {
       box_ += line;
       return;
     }
+    // "[host:pid] 1 more process has sent help message ..." and the hint
+    // after it only count the boxes dropped above.
     if (line.find("more process") != std::string::npos && line.find("help message") != std::string::npos) return;
     if (line.find("orte_base_help_aggregate") != std::string::npos) return;
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
+  }
+  void close_box() {
+    in_box_ = false;
+    // Wrapped anywhere: whitespace flattened first.
+    std::string flat;
+    for (char c : box_) {
+      bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+      if (!space) flat += c;
+      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    }
+    box_.clear();
+    auto word_after = [&](std::size_t at, const std::string& key) {
+      at = flat.find(key, at);
+      if (at == std::string::npos) return std::string();
+      at += key.size();
+      return flat.substr(at, flat.find(' ', at) - at);
+    };
+    auto number_after = [&](const std::string& key) {
+      std::string w = word_after(0, key);
+      std::size_t digits = w.find_first_not_of("0123456789");
+      w = w.substr(0, digits);
+      return w.empty() || w.size() > 9 ? -1 : std::stoi(w);
+    };
+    // "mpirun noticed that process rank R with PID P on node N exited on
+    // signal S (NAME)."
+    int r = number_after("process rank "), sig = number_after("exited on signal ");
+    if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig, rank_node = word_after(0, " on node ");
+    // "ORTE has lost communication with a remote daemon. ... Remote daemon:
+    // [[J,0],1] on node N"
+    if (flat.find("lost communication with a remote daemon") != std::string::npos && lost_node.empty()) {
+      std::size_t at = flat.find("Remote daemon");
+      if (at != std::string::npos) lost_node = word_after(at, " on node ");
+      if (lost_node.empty()) lost_node = "?";
+    }
   }
   std::string line_, box_;
   bool in_box_ = false;
@@ -199,9 +243,22 @@ struct Job {
   int err_fd = -1;
 };
 
-Job launch(const SuperviseOptions& o, int attempt, const std::string& hb_dir) {
-  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(o.ranks), "--oversubscribe",
+Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& hosts, int attempt,
+           const std::string& hb_dir) {
+  // The job's variables: set here for mpirun and its local ranks, and named
+  // with -x so that mpirun also sets them for ranks on other nodes (their
+  // environment is the remote login's, not this one).
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {FaultInjection::kAttempt, std::to_string(attempt)},
+      {FaultInjection::kHeartbeatDir, hb_dir},
+      {kErrorReportVariable, ":" + hb_dir + "/error"}};  // "PID:FILE", PID mpirun's: set in the child
+  if (!o.faults.empty()) vars.emplace_back(FaultInjection::kFaults, FaultInjection::format(o.faults));
+  if (!o.kill_file.empty()) vars.emplace_back(FaultInjection::kKillFile, o.kill_file);
+  vars.insert(vars.end(), o.environment.begin(), o.environment.end());
+  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe",
                                      "-x", "OMPI_MCA_orte_execute_quiet=1"};
+  if (!hosts.empty()) argv_s.insert(argv_s.end(), {"--host", format_host_list(hosts)});
+  for (const auto& [k, v] : vars) argv_s.insert(argv_s.end(), {"-x", k});
   argv_s.insert(argv_s.end(), o.mpirun_options.begin(), o.mpirun_options.end());
   argv_s.push_back(o.program);
   argv_s.insert(argv_s.end(), o.args.begin(), o.args.end());
@@ -214,27 +271,25 @@ Job launch(const SuperviseOptions& o, int attempt, const std::string& hb_dir) {
   pid_t child = ::fork();
   if (child < 0) throw SystemError("cannot start mpirun", errno);
   if (child == 0) {
-    ::setpgid(0, 0);  // the job is one process group: stopped as one
+    if (o.own_process_group) ::setpgid(0, 0);  // the job is one process group: stopped as one
     ::dup2(fds[1], STDERR_FILENO);
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
-    // SIGKILL; their state is in the checkpoint and their segments are
-    // collected here, so the relaunch need not wait.
-    setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
-    setenv(FaultInjection::kAttempt, std::to_string(attempt).c_str(), 1);
-    setenv(FaultInjection::kHeartbeatDir, hb_dir.c_str(), 1);
-    if (!o.faults.empty()) setenv(FaultInjection::kFaults, FaultInjection::format(o.faults).c_str(), 1);
-    if (!o.kill_file.empty()) setenv(FaultInjection::kKillFile, o.kill_file.c_str(), 1);
-    setenv(kErrorReportVariable, (std::to_string(::getpid()) + ":" + hb_dir + "/error").c_str(), 1);
-    for (const auto& [k, v] : o.environment) setenv(k.c_str(), v.c_str(), 1);
+    // SIGKILL; with a relaunch to come their state is in the checkpoint and
+    // their segments are collected here, so it need not wait. Without one
+    // (tessera -n K) they keep that second to remove their own segments:
+    // this supervisor cannot reach another node's.
+    if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+    for (const auto& [k, v] : vars)
+      setenv(k.c_str(), (k == kErrorReportVariable ? std::to_string(::getpid()) + v : v).c_str(), 1);
     execvp("mpirun", argv.data());
     std::fprintf(stderr, "tessera: error: cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh): %s\n",
                  std::strerror(errno));
     std::_Exit(127);
   }
-  ::setpgid(child, child);  // also here: no race with the first kill
+  if (o.own_process_group) ::setpgid(child, child);  // also here: no race with the first kill
   ::close(fds[1]);
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   return {child, fds[0]};
@@ -263,17 +318,188 @@ std::string fixed(double v, int digits = 3) {
   return buf;
 }
 
+std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+bool in_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');)
+    if (!d.empty() && ::access((d + "/" + program).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+// The command mpirun starts its daemons on other hosts with: Open MPI's
+// plm_rsh_agent ("ssh : rsh" by default: the first one installed).
+std::vector<std::string> launcher_command() {
+  const char* agent = std::getenv("OMPI_MCA_plm_rsh_agent");
+  std::string text = agent && *agent ? agent : "ssh : rsh";
+  std::size_t from = 0;
+  for (;;) {
+    std::size_t colon = text.find(':', from);
+    auto words = words_of(text.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (!words.empty() && in_path(words[0])) return words;
+    if (colon == std::string::npos) return {};
+    from = colon + 1;
+  }
+}
+
+// Whether `host` answers `LAUNCHER host true` within `timeout` seconds;
+// `how` says what happened when it does not.
+bool host_answers(const std::string& host, double timeout, std::string& how) {
+  std::vector<std::string> argv_s = launcher_command();
+  if (argv_s.empty()) {
+    how = "no launcher to probe it with (OMPI_MCA_plm_rsh_agent, ssh, rsh)";
+    return false;
+  }
+  const std::string name = fs::path(argv_s[0]).filename().string();
+  if (name == "ssh")
+    argv_s.insert(argv_s.begin() + 1, {"-o", "BatchMode=yes", "-o",
+                                       "ConnectTimeout=" + std::to_string(std::max(1, static_cast<int>(timeout)))});
+  argv_s.insert(argv_s.end(), {host, "true"});
+  std::string shown;  // the command, without directories
+  for (const auto& w : argv_s) shown += (shown.empty() ? "" : " ") + (w.find('/') == std::string::npos ? w : fs::path(w).filename().string());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return how = std::string("cannot probe it: ") + std::strerror(errno), false;
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]), ::close(in[1]);
+    return how = std::string("cannot probe it: ") + std::strerror(errno), false;
+  }
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::setpgid(0, 0);
+    ::dup2(in[0], STDIN_FILENO);  // empty: the probe reads nothing
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    execvp(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  ::close(in[0]), ::close(in[1]), ::close(out[1]);
+  if (child < 0) {
+    ::close(out[0]);
+    return how = std::string("cannot probe it: ") + std::strerror(errno), false;
+  }
+  ::setpgid(child, child);
+  ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+  std::string said;
+  auto read_some = [&] {
+    char buf[1024];
+    for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;)
+      if (said.size() < 4096) said.append(buf, static_cast<std::size_t>(n));
+  };
+  int status = 0;
+  bool ended = false;
+  for (const double deadline = now_seconds() + timeout; now_seconds() < deadline;) {
+    read_some();
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      ended = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!ended) {
+    ::kill(-child, SIGKILL);
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  read_some();
+  ::close(out[0]);
+  if (ended && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  while (!said.empty() && (said.back() == '\n' || said.back() == '\r' || said.back() == ' ')) said.pop_back();
+  if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);
+  how = "no answer to '" + shown + "' (" +
+        (!ended ? "nothing in " + fixed(timeout, 0) + " s" : "exit code " + std::to_string(exit_code_of(status))) +
+        (said.empty() ? "" : ": " + said) + ")";
+  return false;
+}
+
 }  // namespace
 
+std::vector<HostSlots> parse_host_list(const std::string& text) {
+  std::vector<HostSlots> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) continue;
+    HostSlots h;
+    auto colon = item.rfind(':');
+    h.host = item.substr(0, colon);
+    if (colon != std::string::npos) {
+      std::string n = item.substr(colon + 1);
+      if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+        throw ConfigError("run: --host '" + item + "': the slot count after ':' must be a positive number");
+      h.slots = std::stoi(n);
+    }
+    if (h.host.empty()) throw ConfigError("run: --host '" + item + "': no host name");
+    bool merged = false;
+    for (auto& e : out)
+      if (e.host == h.host) e.slots += h.slots, merged = true;
+    if (!merged) out.push_back(h);
+  }
+  if (out.empty()) throw ConfigError("run: --host '" + text + "' names no host");
+  return out;
+}
+
+std::vector<HostSlots> read_hostfile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("run: cannot read the hostfile " + path);
+  std::vector<HostSlots> out;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    line = line.substr(0, line.find('#'));
+    auto words = words_of(line);
+    if (words.empty()) continue;
+    HostSlots h{words[0], 1};
+    for (std::size_t i = 1; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      auto eq = w.find('=');
+      std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+      if (key == "slots" || key == "max_slots" || key == "max-slots") {
+        if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoi(value) < 1)
+          throw ConfigError(path + ":" + std::to_string(number) + ": '" + w + "': expected a positive count");
+        if (key == "slots") h.slots = std::stoi(value);
+      } else {
+        throw ConfigError(path + ":" + std::to_string(number) + ": unknown field '" + w +
+                          "' (expected HOST [slots=N] [max_slots=N])");
+      }
+    }
+    bool merged = false;
+    for (auto& e : out)
+      if (e.host == h.host) e.slots += h.slots, merged = true;
+    if (!merged) out.push_back(h);
+  }
+  if (out.empty()) throw ConfigError("run: the hostfile " + path + " names no host");
+  return out;
+}
+
+std::string format_host_list(const std::vector<HostSlots>& hosts) {
+  std::string s;
+  for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h.host + ":" + std::to_string(h.slots);
+  return s;
+}
+
 std::string describe(const AttemptReport& a) {
-  std::string s = "attempt " + std::to_string(a.attempt) + ": ";
+  std::string s = "attempt " + std::to_string(a.attempt);
+  if (!a.hosts.empty()) s += " on " + std::to_string(a.ranks) + " ranks (" + a.hosts + ")";
+  s += ": ";
   if (a.resumed_step >= 0)
     s += "resumed from step " + std::to_string(a.resumed_step) + " (level " + std::to_string(a.resumed_level) + ", " +
          a.resumed_from + ")" + (a.resume_seconds >= 0 ? " in " + fixed(a.resume_seconds) + " s" : "") + "; ";
   else if (a.attempt > 1)
     s += "not resumed from a checkpoint; ";
   s += a.outcome;
-  if (a.rank >= 0) s += ": rank " + std::to_string(a.rank);
+  if (!a.lost_host.empty()) s += ": " + a.lost_host + " (" + a.lost_how + ")" + (a.rank >= 0 ? ";" : "");
+  if (a.rank >= 0) s += (a.lost_host.empty() ? ": rank " : " rank ") + std::to_string(a.rank);
   if (!a.how.empty()) s += " " + a.how;
   if (a.last_step >= 0 && a.outcome != "finished") s += ", its last completed step " + std::to_string(a.last_step);
   if (a.detection_seconds >= 0) s += "; detected in " + fixed(a.detection_seconds) + " s";
@@ -294,7 +520,13 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     if (f.rank >= o.ranks)
       throw ConfigError("run: a fault names rank " + std::to_string(f.rank) + " of a job of " + std::to_string(o.ranks) +
                         " ranks");
+  for (const auto& h : o.hosts)
+    if (h.host.empty() || h.slots < 1) throw ConfigError("run: every host needs a name and at least one slot");
   auto log = o.log ? o.log : [](const std::string& line) { std::fprintf(stderr, "tessera run: %s\n", line.c_str()); };
+  const std::string self_host = current_host_name();
+  // Shrink when a node is lost: the hosts left and the ranks they hold.
+  std::vector<HostSlots> hosts = o.hosts;
+  int ranks = o.ranks;
   const std::string shm_dir = o.shm_dir.empty() ? default_shared_dir() : o.shm_dir;
   std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string root_template = tmp + "/tessera-run-XXXXXX";
@@ -326,14 +558,17 @@ SuperviseResult supervise(const SuperviseOptions& o) {
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     AttemptReport rep;
     rep.attempt = attempt;
+    rep.ranks = ranks;
+    rep.hosts = format_host_list(hosts);
     const std::string hb_dir = root + "/attempt" + std::to_string(attempt);
     std::error_code dir_error;
     fs::create_directories(hb_dir, dir_error);
     if (dir_error) throw SystemError("cannot create the heartbeat directory " + hb_dir, dir_error.value());
     const double started = now_seconds();
-    Job job = launch(o, attempt, hb_dir);
+    const bool shrunk = hosts.size() != o.hosts.size();
+    Job job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt, hb_dir);
     MpirunOutput mpirun;
-    std::vector<Heartbeat> beats(static_cast<std::size_t>(o.ranks));
+    std::vector<Heartbeat> beats(static_cast<std::size_t>(ranks));
     int status = 0;
     bool exited = false, failed = false;
     double detected = -1, first_step_time = -1;
@@ -348,17 +583,19 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         break;
       }
       const double now = now_seconds();
-      for (int r = 0; r < o.ranks; ++r)
-        if (read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", beats[static_cast<std::size_t>(r)]))
-          processes.add(beats[static_cast<std::size_t>(r)].pid);
+      for (int r = 0; r < ranks; ++r) {
+        auto& b = beats[static_cast<std::size_t>(r)];
+        if (read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", b, self_host, now) && b.local) processes.add(b.pid);
+      }
       if (first_step_time < 0)
         for (const auto& b : beats)
           if (b.seen && b.step >= 0) first_step_time = first_step_time < 0 ? b.time : std::min(first_step_time, b.time);
-      // A rank whose process is gone: the job cannot finish.
-      for (int r = 0; r < o.ranks && !failed; ++r) {
+      // A rank whose process is gone: the job cannot finish. (Only here:
+      // another node's pid means nothing in this /proc.)
+      for (int r = 0; r < ranks && !failed; ++r) {
         const auto& b = beats[static_cast<std::size_t>(r)];
         // Gone without exited.R (written at a normal exit): killed or crashed.
-        if (b.seen && !process_alive(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
+        if (b.seen && b.local && !process_alive(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
           failed = true, detected = now, rep.rank = r, rep.outcome = "rank died";
           rep.last_step = b.step;
         }
@@ -368,18 +605,20 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       if (!failed) {
         // The culprit is likely the rank furthest behind (then the stalest):
         // the others wait for it.
+        // Ages by this supervisor's clock (when it saw each record change):
+        // another node's clock need not agree with this one.
         int oldest = -1;
-        for (int r = 0; r < o.ranks; ++r) {
+        for (int r = 0; r < ranks; ++r) {
           const auto& b = beats[static_cast<std::size_t>(r)];
           if (!b.seen) continue;
           const auto& c = beats[static_cast<std::size_t>(std::max(oldest, 0))];
-          if (oldest < 0 || b.step < c.step || (b.step == c.step && b.time < c.time)) oldest = r;
+          if (oldest < 0 || b.step < c.step || (b.step == c.step && b.seen_at < c.seen_at)) oldest = r;
         }
-        if (oldest >= 0 && now - beats[static_cast<std::size_t>(oldest)].time > o.heartbeat_timeout) {
+        if (oldest >= 0 && now - beats[static_cast<std::size_t>(oldest)].seen_at > o.heartbeat_timeout) {
           failed = true, detected = now, rep.rank = oldest, rep.outcome = "hung";
           rep.last_step = beats[static_cast<std::size_t>(oldest)].step;
-          rep.how = "(no heartbeat for " + fixed(now - beats[static_cast<std::size_t>(oldest)].time, 1) + " s)";
-          rep.detection_seconds = now - beats[static_cast<std::size_t>(oldest)].time;
+          rep.how = "(no heartbeat for " + fixed(now - beats[static_cast<std::size_t>(oldest)].seen_at, 1) + " s)";
+          rep.detection_seconds = now - beats[static_cast<std::size_t>(oldest)].seen_at;
         }
       }
       if (failed) break;
@@ -391,7 +630,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       // mpirun's group, and wait until every process is gone so that their
       // segments belong to dead creators.
       for (const auto& b : beats)
-        if (b.seen && process_alive(b.pid)) ::kill(b.pid, SIGKILL);
+        if (b.seen && b.local && process_alive(b.pid)) ::kill(b.pid, SIGKILL);
       auto wait_for_mpirun = [&](double seconds) {
         const double deadline = now_seconds() + seconds;
         while (now_seconds() < deadline) {
@@ -403,10 +642,17 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       };
       exited = wait_for_mpirun(o.exit_grace);
       if (!exited) {
-        ::kill(-job.pid, SIGTERM);
+        ::kill(o.own_process_group ? -job.pid : job.pid, SIGTERM);
         exited = wait_for_mpirun(o.exit_grace);
       }
-      if (!exited) ::kill(-job.pid, SIGKILL);
+      if (!exited && !o.own_process_group) {
+        // No group to kill: mpirun's children (ranks, launcher sessions)
+        // one by one; still its children (not reaped), so still theirs.
+        processes.scan_children(job.pid);
+        for (pid_t p : processes.pids)
+          if (process_alive(p)) ::kill(p, SIGKILL);
+      }
+      if (!exited) ::kill(o.own_process_group ? -job.pid : job.pid, SIGKILL);
       if (!exited)
         while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
         }
@@ -414,9 +660,12 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     drain(job.err_fd, mpirun);
     mpirun.finish();
     ::close(job.err_fd);
-    for (int spins = 0; spins < 1000; ++spins) {  // ranks are mpirun's children: gone with it, or soon after
+    // Ranks are mpirun's children: gone with it, or soon after. Their
+    // segments are removed only once their creators are gone.
+    for (int spins = 0; spins < 1000; ++spins) {
       bool any = false;
-      for (const auto& b : beats) any = any || (b.seen && process_alive(b.pid));
+      for (const auto& b : beats) any = any || (b.seen && b.local && process_alive(b.pid));
+      for (pid_t p : processes.pids) any = any || process_alive(p);
       if (!any) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -432,7 +681,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       rep.resumed_step = step;
     }
     if (attempt > 1 && previous_detection > 0 && first_step_time > 0) rep.resume_seconds = first_step_time - previous_detection;
-    for (int r = 0; r < o.ranks; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       std::string k = read_text(hb_dir + "/killed." + std::to_string(r));
       if (k.empty()) continue;
       std::istringstream in(k);
@@ -450,7 +699,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       break;
     }
     if (rep.outcome == "hung")  // an injected hang names its rank; otherwise the stalest guess stands
-      for (int r = 0; r < o.ranks; ++r)
+      for (int r = 0; r < ranks; ++r)
         if (std::string h = read_text(hb_dir + "/hung." + std::to_string(r)); !h.empty()) {
           rep.rank = r;
           rep.last_step = beats[static_cast<std::size_t>(r)].step;
@@ -458,7 +707,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           break;
         }
     if (rep.outcome.empty()) rep.outcome = rep.exit_code == 0 && !g_stop_signal ? "finished" : "failed";
-    if (rep.how.empty() && mpirun.rank >= 0) {
+    if (rep.how.empty() && mpirun.rank >= 0 && mpirun.rank < ranks) {
       if (rep.rank < 0) rep.rank = mpirun.rank, rep.last_step = beats[static_cast<std::size_t>(mpirun.rank)].step;
       if (rep.rank == mpirun.rank) {
         rep.outcome = "rank died";
@@ -467,9 +716,57 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       }
     }
     if (rep.how.empty() && rep.outcome == "rank died") rep.how = "(its process is gone)";
-    std::string error_line = read_text(hb_dir + "/error");
+    rep.error = read_text(hb_dir + "/error");
+    rep.daemon_lost_on = mpirun.lost_node;
+    std::string error_line = rep.error;
     while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
     if (rep.outcome == "failed" && !error_line.empty()) rep.how = "(" + error_line + ")";
+    // A lost node? Suspects: the node mpirun lost its daemon on, the failed
+    // rank's node; every other node when nothing names one. A suspect that
+    // does not answer mpirun's launcher is gone: relaunch without it.
+    // (Not after the job's own error report, unless mpirun lost a daemon:
+    // the job said why it failed.)
+    std::vector<std::string> lost;
+    if (rep.outcome != "finished" && !g_stop_signal && hosts.size() > 1 &&
+        (rep.error.empty() || !mpirun.lost_node.empty())) {
+      std::vector<std::string> suspects;
+      auto suspect = [&](const std::string& name) {
+        if (name.empty() || same_host(name, self_host)) return;
+        for (const auto& h : hosts)
+          if (same_host(h.host, name) && std::find(suspects.begin(), suspects.end(), h.host) == suspects.end())
+            suspects.push_back(h.host);
+      };
+      suspect(mpirun.lost_node);
+      if (rep.rank >= 0 && rep.rank < ranks) suspect(beats[static_cast<std::size_t>(rep.rank)].host);
+      if (rep.rank == mpirun.rank) suspect(mpirun.rank_node);
+      if (suspects.empty() || mpirun.lost_node == "?")
+        for (const auto& h : hosts) suspect(h.host);
+      std::string hows;
+      for (const auto& h : suspects) {
+        std::string how;
+        if (host_answers(h, o.probe_timeout, how)) continue;
+        lost.push_back(h);
+        if (same_host(h, mpirun.lost_node)) how = "mpirun lost its daemon there; " + how;
+        hows += (hows.empty() ? "" : "; ") + how;
+      }
+      if (!lost.empty()) {
+        rep.outcome = "node lost";
+        for (const auto& h : lost) rep.lost_host += (rep.lost_host.empty() ? "" : ",") + h;
+        auto on_lost = [&](const std::string& host) {
+          for (const auto& h : lost)
+            if (!host.empty() && same_host(h, host)) return true;
+          return false;
+        };
+        std::string there;
+        for (int r = 0; r < ranks; ++r)
+          if (on_lost(beats[static_cast<std::size_t>(r)].host)) there += (there.empty() ? "" : ",") + std::to_string(r);
+        rep.lost_how = (there.empty() ? "" : "its ranks " + there + "; ") + hows;
+        // A rank elsewhere was only stopped because of it: not the cause.
+        if (rep.rank >= 0 && !on_lost(beats[static_cast<std::size_t>(rep.rank)].host) &&
+            !(rep.rank == mpirun.rank && on_lost(mpirun.rank_node)))
+          rep.rank = -1, rep.how.clear(), rep.last_step = -1, rep.signal = 0;
+      }
+    }
     // The dead job's segments: their creators are gone, so gc removes them.
     if (rep.outcome != "finished") {
       try {
@@ -499,7 +796,23 @@ SuperviseResult supervise(const SuperviseOptions& o) {
                                           std::to_string(attempt - 1) + " failure(s)";
       return result;
     }
-    if (attempt < attempts) log("relaunching: attempt " + std::to_string(attempt + 1) + " of at most " + std::to_string(attempts));
+    if (!lost.empty()) {
+      std::erase_if(hosts, [&](const HostSlots& h) { return std::find(lost.begin(), lost.end(), h.host) != lost.end(); });
+      int slots = 0;
+      for (const auto& h : hosts) slots += h.slots;
+      if (slots == 0) {
+        result.message = "gave up: every node of the job is lost (" + rep.lost_host + " last)";
+        if (result.exit_code == 0) result.exit_code = 1;
+        return result;
+      }
+      ranks = std::min(o.ranks, slots);
+    }
+    if (attempt < attempts)
+      log("relaunching" +
+          (lost.empty() ? std::string()
+                        : " on " + std::to_string(ranks) + " ranks (" + format_host_list(hosts) + ") without " +
+                              rep.lost_host) +
+          ": attempt " + std::to_string(attempt + 1) + " of at most " + std::to_string(attempts));
   }
   result.message = "gave up: the job failed " + std::to_string(attempts) + " time(s) (--retries " +
                    std::to_string(o.retries) + "); the last attempt " + result.attempts.back().outcome +

@@ -22,6 +22,11 @@ void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (sr
 // tessera run, bench faults (src/cli/run.cpp; after add_bench): they launch
 // mpirun themselves with -n K ranks, so they set launches_jobs.
 void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
+// `tessera -n K CMD...` outside MPI: CMD on K ranks under the supervisor, not
+// relaunched; a dead, hung or lost rank is reported in one line and the dead
+// job's segments removed. Returns the exit code (src/cli/run.cpp).
+int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
+            const std::vector<std::string>& mpirun_options);
 void add_spectral(CLI::App& app, Action& selected);    // tessera spectral (src/cli/spectral.cpp)
 void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (src/cli/analyses.cpp)
 

@@ -8,7 +8,8 @@
 //   tessera bench NAME              the benchmark suite
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
 //   tessera -n K run --recover CMD  CMD under the recovery supervisor
-// -n K starts the job under mpirun with K ranks when not already under MPI.
+// -n K starts the job under mpirun with K ranks when not already under MPI,
+// watched by the supervisor (src/cli/run.cpp, run_job).
 #include "commands.hpp"
 
 #include <cctype>
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> mpirun_options;
     if (!colocales.empty()) mpirun_options = {"--bind-to", "none"};  // the ranks bind themselves
     if (ranks > 0 && !tessera::launched_by_mpi() && !launches_jobs)
-      tessera::relaunch_under_mpirun(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
-                                     without_rank_option(argc, argv), mpirun_options);
+      return tessera::cli::run_job(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
+                                   without_rank_option(argc, argv), mpirun_options);
     if (!colocales.empty()) tessera::bind_colocale(tessera::parse_colocale_kind(colocales));
     return selected ? selected() : 1;
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 // tessera -n K bench faults            recovery trials with injected failures
 // tessera bench jacobi3d-recover | checkpoint-cost   the jobs bench faults runs
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -29,6 +30,8 @@ struct RunOptions {
   double heartbeat_timeout = 10;
   std::string report;
   bool quiet = false;
+  std::string host, hostfile;
+  double probe_timeout = 10;
 };
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
@@ -37,7 +40,11 @@ nlohmann::json report_json(const chunks::SuperviseResult& r) {
   nlohmann::json attempts = nlohmann::json::array();
   for (const auto& a : r.attempts)
     attempts.push_back({{"attempt", a.attempt},
+                        {"ranks", a.ranks},
+                        {"hosts", a.hosts},
                         {"outcome", a.outcome},
+                        {"lost_host", a.lost_host},
+                        {"lost_how", a.lost_how},
                         {"exit_code", a.exit_code},
                         {"rank", a.rank},
                         {"signal", a.signal},
@@ -60,8 +67,16 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
   if (cmd.empty()) throw ConfigError("run: no command given (tessera -n K run [--recover] CMD ...)");
   if ((o.kill_rank >= 0) != (o.kill_at_step >= 0))
     throw ConfigError("run: --kill-rank and --kill-at-step go together");
+  if (!o.host.empty() && !o.hostfile.empty()) throw ConfigError("run: give --host or --hostfile, not both");
   chunks::SuperviseOptions so;
   so.ranks = ranks;
+  // The hosts: given, or mpirun's own default hostfile (which mpirun would
+  // read anyway), so that a lost one can be left out of the relaunch.
+  const char* default_hostfile = std::getenv("OMPI_MCA_orte_default_hostfile");
+  if (!o.host.empty()) so.hosts = chunks::parse_host_list(o.host);
+  else if (!o.hostfile.empty()) so.hosts = chunks::read_hostfile(o.hostfile);
+  else if (default_hostfile && *default_hostfile) so.hosts = chunks::read_hostfile(default_hostfile), so.pass_hosts = false;
+  so.probe_timeout = o.probe_timeout;
   // "tessera" is this very program (the build's, not whichever is on PATH).
   so.program = cmd[0] == "tessera" ? self_exe() : cmd[0];
   so.args.assign(cmd.begin() + 1, cmd.end());
@@ -91,6 +106,59 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
 
 }  // namespace
 
+int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
+            const std::vector<std::string>& mpirun_options) {
+  chunks::SuperviseOptions so;
+  so.ranks = ranks;
+  so.program = program;
+  so.args = args;
+  so.mpirun_options = mpirun_options;
+  so.retries = 0;
+  so.own_process_group = false;
+  // Only a job that reports steps (FaultInjection::at_step, a Checkpoint)
+  // is watched for hangs; without --recover a slow step must not kill it.
+  so.heartbeat_timeout = 120;
+  so.log = [](const std::string&) {};
+  // mpirun's default hostfile, when set: a node that does not answer is named lost.
+  if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) {
+    try {
+      so.hosts = chunks::read_hostfile(f);
+      so.pass_hosts = false;
+    } catch (const ConfigError&) {
+      // mpirun reads it too and says what is wrong with it.
+    }
+  }
+  const auto r = chunks::supervise(so);
+  if (r.finished) return 0;
+  const chunks::AttemptReport& a = r.attempts.back();
+  auto cleaned = [&] {
+    return a.segments_removed ? " and " + std::to_string(a.segments_removed) + " of its segment file(s) removed" : "";
+  };
+  if (!a.error.empty()) {
+    // The job's own line (abort_job on its first failing rank), once.
+    std::fputs(a.error.c_str(), stderr);
+    if (a.error.back() != '\n') std::fputc('\n', stderr);
+  } else if (a.outcome == "node lost" || !a.daemon_lost_on.empty()) {
+    const std::string node = !a.lost_host.empty() ? a.lost_host
+                             : a.daemon_lost_on == "?" ? std::string("another node")
+                                                       : a.daemon_lost_on;
+    std::fprintf(stderr,
+                 "tessera: error: lost node %s: mpirun lost contact with its Open MPI daemon there (the node went "
+                 "down, was killed or left the network); the job was stopped%s. Run 'tessera shm gc' on the other "
+                 "nodes to remove this job's segments there\n",
+                 node.c_str(), cleaned().c_str());
+  } else if ((a.outcome == "rank died" || a.outcome == "hung") && a.rank >= 0) {
+    std::string how = a.how.size() > 2 && a.how.front() == '(' ? a.how.substr(1, a.how.size() - 2) : a.how;
+    const bool step_said = how.find("step") != std::string::npos;
+    std::fprintf(stderr, "tessera: error: rank %d %s%s%s; the job was stopped%s\n", a.rank,
+                 a.outcome == "hung" ? "hung" : "died", how.empty() ? "" : (": " + how).c_str(),
+                 a.last_step >= 0 && !step_said ? (", its last completed step " + std::to_string(a.last_step)).c_str() : "",
+                 cleaned().c_str());
+  }
+  std::fflush(stderr);
+  return r.exit_code == 0 ? 1 : r.exit_code;
+}
+
 void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs) {
   auto o = std::make_shared<RunOptions>();
   auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
@@ -108,6 +176,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
                   "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
   run->add_option("--heartbeat-timeout", o->heartbeat_timeout,
                   "Seconds without a heartbeat (a completed step) from a rank before the job counts as hung")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--host", o->host,
+                  "Hosts and their slots, HOST:N,... (as mpirun's --host); a lost one is left out of the relaunch");
+  run->add_option("--hostfile", o->hostfile,
+                  "mpirun's hostfile (HOST slots=N per line); default: $OMPI_MCA_orte_default_hostfile when set");
+  run->add_option("--probe-timeout", o->probe_timeout,
+                  "Seconds a suspect host has to answer a probe through mpirun's launcher before it counts as lost")
       ->check(CLI::PositiveNumber);
   run->add_option("--report", o->report, "Write what happened, attempt by attempt, as JSON to this file");
   run->add_flag("-q,--quiet", o->quiet, "Only errors on stderr, no supervisor lines");

@@ -40,6 +40,7 @@ struct State {
   std::vector<bool> fired;
   int heartbeat_fd = -1;
   int heartbeat_rank = -1;
+  std::string host;  // gethostname(), at the first heartbeat
   std::mutex mutex;  // a drain thread never calls in, but keep the hook safe
 };
 
@@ -88,12 +89,20 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
     (void)registered;
     if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
   }
-  // One fixed-size record rewritten in place: a reader never sees a mix of two lengths.
-  char line[64];
-  int n = std::snprintf(line, sizeof line, "%d %d %" PRId64 " %" PRId64, static_cast<int>(::getpid()), s.attempt, step,
-                        now_ns());
-  for (int i = n; i < 63; ++i) line[i] = ' ';
-  line[63] = '\n';
+  // One fixed-size record rewritten in place: a reader never sees a mix of
+  // two lengths. The host names the PID namespace the pid belongs to: the
+  // supervisor checks a rank's process only when it runs on its own node.
+  if (s.host.empty()) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "unknown");
+    s.host = name;
+  }
+  char line[kHeartbeatRecordBytes];
+  int n = std::snprintf(line, sizeof line, "%d %d %" PRId64 " %" PRId64 " %.*s", static_cast<int>(::getpid()), s.attempt,
+                        step, now_ns(), 160, s.host.c_str());
+  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
+  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
+  line[sizeof line - 1] = '\n';
   ssize_t ignored = ::pwrite(s.heartbeat_fd, line, sizeof line, 0);
   (void)ignored;
 }

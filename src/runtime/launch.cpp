@@ -1,9 +1,6 @@
 #include "tessera/runtime/launch.hpp"
 
 #include <hwloc.h>
-#include <signal.h>
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,10 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <string_view>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/topology.hpp"
@@ -26,173 +19,6 @@ bool launched_by_mpi() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "PMI_RANK"})
     if (std::getenv(var)) return true;
   return false;
-}
-
-namespace {
-pid_t g_mpirun = 0;
-
-// mpirun's stderr, passed on line by line except Open MPI's boxed messages
-// (between lines of dashes). Of those only one matters to a Tessera user: a
-// lost node's daemon (a node crashed, was killed or left the network), which
-// becomes one line naming the node; the rest (MPI_ABORT, "Primary job
-// terminated normally", "mpirun detected that one or more processes exited")
-// only repeat Tessera's own error line.
-class MpirunStderr {
- public:
-  void feed(std::string_view data) {
-    for (char c : data) {
-      line_ += c;
-      if (c == '\n') take_line();
-    }
-  }
-  void finish() {
-    if (!line_.empty()) take_line();
-    if (in_box_) close_box();
-  }
-
- private:
-  static bool is_rule(const std::string& line) {
-    std::size_t dashes = line.find_first_not_of('-');
-    return dashes >= 20 && (dashes == std::string::npos || line.find_first_not_of("\r\n", dashes) == std::string::npos);
-  }
-  void take_line() {
-    std::string line = std::move(line_);
-    line_.clear();
-    if (is_rule(line)) {
-      if (in_box_) {
-        close_box();
-      } else {
-        in_box_ = true;
-      }
-      return;
-    }
-    if (in_box_) {
-      box_ += line;
-      return;
-    }
-    // "[host:pid] 1 more process has sent help message ..." and the hint
-    // after it only count the boxes dropped above.
-    if (line.find("more process has sent help message") != std::string::npos ||
-        line.find("more processes have sent help message") != std::string::npos ||
-        line.find("\"orte_base_help_aggregate\" to 0") != std::string::npos)
-      return;
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
-  }
-  void close_box() {
-    in_box_ = false;
-    std::string box = std::move(box_);
-    box_.clear();
-    if (box.find("lost communication with a remote daemon") == std::string::npos) return;
-    std::string node = "another node";
-    std::size_t at = box.find("Remote daemon");
-    if (at != std::string::npos && (at = box.find(" on node ", at)) != std::string::npos) {
-      std::size_t end = box.find_first_of("\r\n", at + 9);
-      node = "node " + box.substr(at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
-    }
-    std::fprintf(stderr,
-                 "tessera: error: lost %s: mpirun lost contact with its Open MPI daemon there (the node went down, "
-                 "was killed or left the network); the job was aborted. Run 'tessera shm gc' on the other nodes to "
-                 "remove this job's segments\n",
-                 node.c_str());
-    std::fflush(stderr);
-  }
-  std::string line_, box_;
-  bool in_box_ = false;
-};
-
-void forward_to_mpirun(int sig) {
-  if (g_mpirun > 0) ::kill(g_mpirun, sig);
-}
-}  // namespace
-
-void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
-                           const std::vector<std::string>& mpirun_options) {
-  if (ranks < 1) throw ConfigError("-n must be at least 1, got " + std::to_string(ranks));
-  // Same settings as scripts/mpirun.sh: containers and CI run as root, and
-  // oversubscribed ranks must give the core away while idle.
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  // Not --quiet: it also silences the one message that names a lost node.
-  // mpirun's stderr goes through MpirunStderr instead, which drops Open MPI's
-  // boxed banners (MPI_ABORT, "Primary job terminated normally...") so the
-  // user sees Tessera's one error line (tests/cli/test_cli.sh).
-  // The ranks still run quiet: their help messages (the MPI_ABORT banner)
-  // stay local instead of being forwarded to mpirun, which in Open MPI 4.1
-  // can fail mid-abort with "ORTE_ERROR_LOG: Data unpack had inadequate space".
-  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe",
-                                     "-x", "OMPI_MCA_orte_execute_quiet=1"};
-  argv_s.insert(argv_s.end(), mpirun_options.begin(), mpirun_options.end());
-  argv_s.push_back(program);
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  // The job's error line comes back through a file, not through mpirun's
-  // stderr forwarding: when several ranks fail alike, which rank's line gets
-  // printed (or whether mpirun forwards it before MPI_Abort tears the job
-  // down) would depend on timing. The first failing rank claims the report
-  // (abort_job); this process prints it once after mpirun has exited.
-  std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::string dir_template = tmp + "/tessera-launch-XXXXXX";
-  std::string report_dir;
-  if (::mkdtemp(dir_template.data()) != nullptr) report_dir = dir_template;
-  std::fflush(nullptr);
-  int err_pipe[2] = {-1, -1};
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw SystemError("cannot start mpirun (pipe)", errno);
-  pid_t child = ::fork();
-  if (child < 0) throw SystemError("cannot start mpirun", errno);
-  if (child == 0) {
-    ::dup2(err_pipe[1], STDERR_FILENO);  // dup2 clears close-on-exec on fd 2
-    // "PID:FILE": only mpirun's own children (the ranks) report there, not
-    // processes they start (tessera-analyze) nor ranks on other nodes.
-    if (!report_dir.empty())
-      setenv(kErrorReportVariable, (std::to_string(::getpid()) + ":" + report_dir + "/error").c_str(), 1);
-    execvp("mpirun", argv.data());
-    std::fprintf(stderr, "tessera: error: cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh): %s\n",
-                 std::strerror(errno));
-    std::_Exit(127);
-  }
-  // Ctrl-C reaches mpirun from the terminal directly (same process group);
-  // a signal sent to this process alone is passed on.
-  g_mpirun = child;
-  struct sigaction ignore {}, forward {};
-  ignore.sa_handler = SIG_IGN;
-  forward.sa_handler = forward_to_mpirun;
-  sigemptyset(&ignore.sa_mask);
-  sigemptyset(&forward.sa_mask);
-  sigaction(SIGINT, &ignore, nullptr);
-  sigaction(SIGQUIT, &ignore, nullptr);
-  sigaction(SIGTERM, &forward, nullptr);
-  sigaction(SIGHUP, &forward, nullptr);
-  ::close(err_pipe[1]);
-  // The ranks' own stderr comes through here too: pass it on as it arrives.
-  MpirunStderr filter;
-  char buffer[4096];
-  for (;;) {
-    ssize_t got = ::read(err_pipe[0], buffer, sizeof(buffer));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    filter.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
-  }
-  filter.finish();
-  ::close(err_pipe[0]);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!report_dir.empty()) {
-    std::ifstream in(report_dir + "/error");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!text.empty()) {
-      std::fputs(text.c_str(), stderr);
-      std::fflush(stderr);
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(report_dir, ignored);
-  }
-  std::exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
 }
 
 // ---- co-locales -------------------------------------------------------------

@@ -10,13 +10,16 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   retries    a job that always fails: --retries honoured, a clear error, non-zero exit
   hang       a rank that stops responding is caught by its heartbeat and the job recovers
   bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
+  plain      `tessera -n 2 CMD` without `run`: a killed rank named in one line, its segments removed
 Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
 there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 BUILD = os.path.abspath(sys.argv[1])
 CASE = sys.argv[2]
@@ -174,9 +177,57 @@ def case_bench(e):
     check(any(r["second_kills"] >= 1 for r in rows), "some trials have a second kill")
 
 
+def rank_pid(shm, rank):
+    """The pid of `rank` of the job whose TESSERA_SHM_DIR is `shm`, or None."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if f"TESSERA_SHM_DIR={shm}".encode() in env and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(p)
+    return None
+
+
+def case_plain(e):
+    """`tessera -n K CMD` (no `run`) is supervised too: a rank killed from
+    outside is named in one line, the job fails, its segments are removed."""
+    argv = [TESSERA, "-n", "2", "pipeline", "--kind", "grid", "--dims", "500x500", "--tolerance", "1e-14",
+            "--analysis", "inprocess", "-q"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e.env)
+    deadline = time.time() + 60
+    victim = None
+    while time.time() < deadline and p.poll() is None:
+        if any(f.endswith(".seg") for f in os.listdir(e.shm)):
+            victim = rank_pid(e.shm, 1)
+            if victim:
+                break
+        time.sleep(0.05)
+    check(victim is not None and p.poll() is None, "rank 1 of a running -n 2 pipeline found, holding segments")
+    if victim:
+        os.kill(victim, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    check(p.returncode != 0, f"the job fails ({p.returncode})")
+    check(len(lines) == 1 and lines[0].startswith("tessera: error: rank 1 died: exited on signal 9")
+          and "segment file(s) removed" in lines[0], "one line naming rank 1, its signal and the cleanup" + f"\n--- stderr\n{err[-3000:]}")
+    # A job that reports steps: an injected kill is named with its step.
+    env = dict(e.env, TESSERA_KILL_RANK="1", TESSERA_KILL_AT_STEP="3")
+    # --every 0 and a node directory of its own: no checkpoint left in the shm directory.
+    job = [a if a != "5" else "0" for a in JOB[1:]] + ["--node-dir", os.path.join(e.work, "plain-ckpt")]
+    p = subprocess.run([TESSERA, "-n", "2"] + job, capture_output=True, text=True, env=env, timeout=120)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode != 0 and len(lines) == 1 and
+          lines[0].startswith("tessera: error: rank 1 died: SIGKILL injected after step 3; the job was stopped"),
+          "an injected kill under -n 2: one line with the rank and the step" + said(p))
+
+
 def main():
     cases = {"recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
-             "bench": case_bench}
+             "bench": case_bench, "plain": case_plain}
     if CASE not in cases:
         sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")
     with tempfile.TemporaryDirectory(prefix="tessera-test-faults-") as work:

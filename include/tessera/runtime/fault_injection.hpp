@@ -7,7 +7,7 @@
 //
 //   TESSERA_ATTEMPT        the supervisor's attempt number (1 = first launch)
 //   TESSERA_HEARTBEAT_DIR  each rank rewrites RANK.hb there at every step
-//                          (pid, attempt, step, time) so a hung rank is
+//                          (pid, attempt, step, time, host) so a hung rank is
 //                          caught; a rank killed by injection leaves
 //                          killed.RANK (step, point, time) first
 //   TESSERA_FAULTS         "ATTEMPT:RANK:POINT[:STEP],...": POINT is step
@@ -34,6 +34,9 @@ struct InjectedFault {
   FaultPoint point = FaultPoint::step;
   std::uint64_t step = 0;
 };
+
+// A heartbeat file is one record of this size, rewritten in place.
+inline constexpr int kHeartbeatRecordBytes = 256;
 
 class FaultInjection {
  public:

@@ -1,4 +1,5 @@
-// `tessera ... -n K`: start the job under mpirun when not already inside one.
+// `tessera ... -n K` starts the job under mpirun (through the supervisor,
+// chunks/recovery.hpp) when not already inside one.
 // `--colocales socket|numa|core`: place and bind the ranks of a node by the
 // hwloc view of it (Chapel 1.32's co-locales: one process per socket or NUMA
 // domain), so co-located ranks share a node's memory but not its cores.
@@ -11,15 +12,12 @@ namespace tessera {
 // True when this process was started by an MPI launcher (Open MPI, MPICH, PMIx).
 bool launched_by_mpi();
 
-// Runs `mpirun -n ranks --oversubscribe [mpirun_options] <program> args…`
-// (root allowed, idle ranks yield), prints the job's error line (if any) once
-// it has ended, and exits with mpirun's exit code.
-// "PID:FILE", set by `tessera -n K` for mpirun (PID) and so for its ranks:
-// abort_job on the first failing rank writes the job's error line to FILE,
-// and the launcher prints it once after mpirun has exited.
+// "PID:FILE", set for mpirun (PID) and so for its ranks by the supervisor
+// that `tessera -n K` and `tessera run` start jobs under
+// (chunks/recovery.hpp): abort_job on the first failing rank writes the
+// job's error line to FILE, and the supervisor prints it once after mpirun
+// has exited.
 inline constexpr const char* kErrorReportVariable = "TESSERA_ERROR_REPORT";
-[[noreturn]] void relaunch_under_mpirun(int ranks, const std::string& program, const std::vector<std::string>& args,
-                                        const std::vector<std::string>& mpirun_options = {});
 
 // ---- co-locales -----------------------------------------------------------
 

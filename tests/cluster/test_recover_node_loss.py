@@ -1,0 +1,154 @@
+"""The recovery supervisor across nodes, on an emulated cluster of 2 nodes x 2
+ranks (scripts/cluster.py: each node its own hostname, /proc and /dev/shm):
+`tessera -n 4 run --recover ... tessera bench jacobi3d-recover --levels
+node,buddy`, the hosts taken from the cluster's default hostfile.
+
+- uninterrupted: finishes at 4 ranks, its checksum the plain sequential loop's;
+- a rank on node1 killed (node1 alive): the heartbeats name each rank's host,
+  the dead remote rank is reported, node1 answers the launcher's probe, and
+  the job is relaunched on the same 4 ranks, bit-identical;
+- node1 killed whole (Cluster.kill) while the job runs past its checkpoint of
+  step 10 (rank 2 is held after step 12 by an injected hang, so the kill
+  lands mid-run whatever the machine's speed): the supervisor reports node1
+  lost, relaunches on node0's 2 ranks, which resume from step 10 at level 1
+  (their own files and the buddy copies of node1's), bit-identical; nothing
+  of the job is left in node0's /dev/shm nor in TMPDIR.
+
+Usage: test_recover_node_loss.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped)
+where namespaces are not permitted."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
+TESSERA = os.path.join(BUILD, "tessera")
+JOB = ["tessera", "bench", "jacobi3d-recover", "--n", "16", "--iterations", "20", "--every", "5",
+       "--levels", "node,buddy", "-q"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from verdict import check, finish  # noqa: E402
+from emulated_cluster import Cluster  # noqa: E402
+
+
+def said(p_out, p_err):
+    return f"\n--- stdout\n{p_out[-1500:]}\n--- stderr\n{p_err[-2500:]}"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+class Runs:
+    def __init__(self, cl, work):
+        self.cl, self.work, self.count = cl, work, 0
+        self.tmp = os.path.join(work, "tmp")
+        os.makedirs(self.tmp)
+        self.env = dict(os.environ, TMPDIR=self.tmp)
+
+    def start(self, supervisor_args, job_args):
+        """`tessera -n 4 run` inside node0; returns (process, report path, result path)."""
+        self.count += 1
+        report = os.path.join(self.work, f"report{self.count}.json")
+        result = os.path.join(self.work, f"result{self.count}.json")
+        argv = [TESSERA, "-n", "4", "run", "--report", report] + supervisor_args + JOB + job_args + ["--result", result]
+        p = subprocess.Popen(self.cl.argv("node0", argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=self.env)
+        return p, report, result
+
+    def wait(self, p, report, result, timeout=90):
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        return out, err, load(report), load(result)
+
+
+def heartbeat_hosts(tmp):
+    """Rank -> host, from the first attempt's heartbeat files."""
+    hosts = {}
+    for f in glob.glob(os.path.join(tmp, "tessera-run-*", "attempt1", "*.hb")):
+        fields = open(f).read().split()
+        if len(fields) >= 5:
+            hosts[int(os.path.basename(f)[:-3])] = fields[4]
+    return hosts
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="tessera-recover-nodes-") as work:
+        cl = Cluster(SOURCE, work)
+        try:
+            runs = Runs(cl, work)
+            h0, h1 = cl.hosts
+
+            p, rep_path, res_path = runs.start([], ["--plain"])
+            out, err, rep, res = runs.wait(p, rep_path, res_path)
+            ok = p.returncode == 0 and rep and res and len(rep["attempts"]) == 1
+            check(ok, "uninterrupted at 2 nodes x 2 ranks" + ("" if ok else said(out, err)))
+            reference = res["checksum"] if ok else None
+            check(ok and res["checksum"] == res["plain_checksum"] and res["ranks"] == 4,
+                  f"its checksum is the plain loop's ({res and res.get('checksum')} vs {res and res.get('plain_checksum')})")
+            check(ok and rep["attempts"][0]["ranks"] == 4 and rep["attempts"][0]["hosts"] == f"{h0}:2,{h1}:2",
+                  f"the report names the 4 ranks on both hosts ({rep and rep['attempts'][0].get('hosts')})")
+
+            # Rank 3 (on node1) dies; node1 itself is fine: relaunch on 4.
+            p, rep_path, res_path = runs.start(["--recover", "--kill-rank", "3", "--kill-at-step", "7"], [])
+            out, err, rep, res = runs.wait(p, rep_path, res_path)
+            ok = p.returncode == 0 and rep and res and len(rep["attempts"]) == 2
+            check(ok, "a dead rank on a live remote node: recovered" + ("" if ok else said(out, err)))
+            if ok:
+                a1, a2 = rep["attempts"]
+                check(a1["outcome"] == "rank died" and a1["rank"] == 3 and a1["lost_host"] == "",
+                      f"attempt 1: rank 3 died, no node lost ({a1['outcome']}, rank {a1['rank']}, lost '{a1['lost_host']}')")
+                check(a2["ranks"] == 4 and a2["outcome"] == "finished" and a2["resumed_step"] == 5,
+                      f"relaunched on the same 4 ranks from step 5 ({a2['ranks']} ranks, {a2['outcome']}, "
+                      f"step {a2['resumed_step']})")
+                check(res["checksum"] == reference and res["ranks"] == 4, "bit-identical to the uninterrupted run")
+
+            # node1 killed whole while rank 2 (there) is held after step 12.
+            p, rep_path, res_path = runs.start(["--recover", "--heartbeat-timeout", "60", "--fault", "1:2:hang:12"], [])
+            deadline = time.time() + 60
+            while time.time() < deadline and p.poll() is None and \
+                    not glob.glob(os.path.join(runs.tmp, "tessera-run-*", "attempt1", "hung.2")):
+                time.sleep(0.05)
+            hosts = heartbeat_hosts(runs.tmp)
+            check(hosts == {0: h0, 1: h0, 2: h1, 3: h1}, f"the heartbeats name each rank's host ({hosts})")
+            check(p.poll() is None, "the job is running (rank 2 held after step 12) when node1 is killed")
+            k = cl.kill("node1")
+            check(k.returncode == 0, "node1 killed with its processes and /dev/shm")
+            out, err, rep, res = runs.wait(p, rep_path, res_path)
+            ok = p.returncode == 0 and rep and res and len(rep["attempts"]) == 2
+            check(ok, "the job finished after node1 was lost" + ("" if ok else said(out, err)))
+            if ok:
+                a1, a2 = rep["attempts"]
+                check(a1["outcome"] == "node lost" and a1["lost_host"] == h1 and a1["ranks"] == 4
+                      and a1["lost_how"].startswith("its ranks 2,3;") and a1["rank"] in (-1, 2, 3),
+                      f"attempt 1 on 4 ranks: node {h1} lost ({a1['outcome']}, '{a1['lost_host']}': {a1['lost_how']})")
+                check(a2["ranks"] == 2 and a2["hosts"] == f"{h0}:2" and a2["outcome"] == "finished",
+                      f"attempt 2 on node0's 2 ranks ({a2['ranks']}, {a2['hosts']}, {a2['outcome']})")
+                check(a2["resumed_step"] == 10 and a2["resumed_level"] == 1,
+                      f"resumed from step 10 at level 1, the buddy copies ({a2['resumed_step']}, level {a2['resumed_level']})")
+                check(res["checksum"] == reference and res["ranks"] == 2 and res["resumed_from"] == 10,
+                      f"bit-identical to the uninterrupted run ({res['checksum']} vs {reference}, {res['ranks']} ranks)")
+                check(f"node lost: {h1}" in err and f"relaunching on 2 ranks ({h0}:2) without {h1}" in err,
+                      "the supervisor's lines say the node was lost and the job relaunched on 2 ranks" + said(out, err))
+            left = cl.exec("node0", ["ls", "-A", "/dev/shm"])
+            check(left.returncode == 0 and left.stdout.split() == [],
+                  f"nothing left in node0's /dev/shm: no checkpoint, segment or Open MPI file ({left.stdout.split()})")
+            # (Open MPI's session directory of the killed node's daemon,
+            # ompi.HOST.UID, stays: the nodes share /tmp here, not on a cluster.)
+            left = [f for f in os.listdir(runs.tmp) if not f.startswith(f"ompi.{h1}.")]
+            check(left == [], f"no heartbeat directory left in TMPDIR ({left})")
+        finally:
+            cl.down()
+    finish()
+
+
+main()
