@@ -235,7 +235,10 @@ void add_graph(CLI::App& app, Action& selected) {
                                   "Load into Shared storage, extract the largest component, analyse it (hitting "
                                   "times, Fiedler vector or eigenvector centrality; zero-copy); without GRAPH, on a "
                                   "generated graph");
-  add_graph_input(pipe, a->o.input, "Input graph (default: generate --kind, kron scale 16)", false);
+  // Not required to exist: a run resumed from --checkpoint does not read it
+  // (the workflow says when it is missing and nothing resumes).
+  pipe->add_option("graph", a->o.input.path,
+                   "Input graph (default: generate --kind, kron scale 16; - reads standard input)");
   pipe->add_option("--kind", a->o.input.kind, "Generator when no GRAPH: kron | urand | grid")
       ->check(CLI::IsMember({"kron", "urand", "grid"}));
   pipe->add_option("--target", a->o.targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
@@ -272,6 +275,16 @@ void add_graph(CLI::App& app, Action& selected) {
   pipe->add_option("--analysis-timeout", a->o.analysis.timeout, "Seconds for the whole analysis")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  pipe->add_option("--checkpoint", a->o.checkpoint.dir,
+                   "Checkpoint each completed stage (loaded graph, labels, largest component) in this directory "
+                   "and resume after the newest valid one of this job, on any rank count, without reading the "
+                   "input again; removed when the run succeeds (docs/checkpoint.md)");
+  pipe->add_option("--checkpoint-levels", a->o.checkpoint.levels,
+                   "Where checkpoints are kept: disk (the --checkpoint directory), node ($TESSERA_SHM_DIR or "
+                   "/dev/shm), buddy, or a comma list")
+      ->capture_default_str();
+  pipe->add_flag("--keep-checkpoint", a->o.checkpoint.keep,
+                 "Leave the checkpoints after a successful run (tessera checkpoint rm pipeline --dir DIR removes them)");
   add_common(pipe, *a);
   pipe->callback(set(run_pipeline));
 }

@@ -10,6 +10,7 @@
 #include "tessera/linalg/hitting_summary.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
 #include "tessera/trilinos/hitting.hpp"
 #include "tessera/trilinos/spectral.hpp"
 
@@ -77,7 +78,11 @@ Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t>
   const linalg::RowMatrix& matrix =
       crs ? static_cast<const linalg::RowMatrix&>(*crs) : static_cast<const linalg::RowMatrix&>(el);
   auto h = hitting_options(o_, connected);
-  h.cg.on_iteration = [&p](int it, double res, double) { p.tick(false, "CG iteration %d: relative residual %.3e", it, res); };
+  const int rank = g.runtime().rank();
+  h.cg.on_iteration = [&p, rank, steps = o_.steps_before](int it, double res, double) {
+    p.tick(false, "CG iteration %d: relative residual %.3e", it, res);
+    if (steps > 0) FaultInjection::at_step(rank, steps + static_cast<std::uint64_t>(it));
+  };
   p.step("hitting times: CG with Jacobi on the grounded Laplacian");
   Solved s{linalg::hitting_times(g, matrix, targets, h), std::nullopt, 0, json()};
   p.tick(true, "CG stopped after %s", verdict(s.hitting->solve).c_str());

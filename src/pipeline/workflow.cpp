@@ -1,7 +1,10 @@
 // The graph workflows (include/tessera/pipeline/workflow.hpp).
 #include "tessera/pipeline/workflow.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 #include <cinttypes>
 #include <cstdio>
 
@@ -12,6 +15,9 @@
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/pipeline/report.hpp"
+#include "tessera/graph/checkpoint.hpp"
+#include "tessera/runtime/fault_injection.hpp"
+#include "stages.hpp"
 
 namespace tessera::pipeline {
 
@@ -106,32 +112,104 @@ void check_kind(const Options& a, bool pipeline) {
     throw ConfigError("targets (--target) are hitting-time targets: the " + kind + " analysis takes none");
 }
 
-// From the undirected graph on: components, the largest component into
-// Shared storage, the analysis on it.
-Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json j,
-                   const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
+// The components' own fields of the document ("components"), before the
+// summary of the largest component is added.
+json components_fields(const graph::Components& c, const std::string& algorithm) {
+  return {{"algorithm", algorithm}, {"rounds", c.rounds}, {"local_rounds", c.local_rounds},
+          {"seconds", c.seconds},   {"extra_bytes", c.extra_bytes}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The supervisor's step (pipeline/checkpoint.hpp): a heartbeat, and where an
+// injected failure strikes.
+void stage_done(Runtime& rt, std::uint64_t stage) { FaultInjection::at_step(rt.rank(), stage); }
+
+struct LargestStage {
+  graph::EdgeList graph;  // in Shared storage
+  graph::IdMap ids;       // file ids of its vertices
+};
+
+// From the undirected graph on: components (unless `restored` holds the
+// labels), the largest component into Shared storage; a checkpoint after
+// each when `store` is given.
+LargestStage largest_of(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json& j,
+                        const Options& a, Progress& p, Report& report, StageStore* store,
+                        std::optional<DistArray<std::uint64_t>> restored) {
   Runtime& rt = g.runtime();
   check_walk_weights(g, ids);
   j["graph"] = graph_json(g);
-  AnonymousMemoryMeter heap(rt.comm());
-  auto c = report.timed("components", [&] { return components_of(g, a.algorithm, p); });
+  json cj;
+  std::optional<DistArray<std::uint64_t>> labels = std::move(restored);
+  if (labels) {
+    cj = store->saved().at("components");
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = report.timed("components", [&] { return components_of(g, a.algorithm, p); });
+    const double seconds = seconds_since(t0);
+    cj = components_fields(c, a.algorithm);
+    labels.emplace(std::move(c.labels));
+    if (store)
+      report.timed("checkpoint", [&] {
+        store->commit(kLabelled, {{"components", cj}, {"seconds", {{"components", seconds}}}},
+                      [&](chunks::CheckpointWriter& w) {
+                        graph::add_edge_list(w, "graph", g);
+                        add_id_map(w, "graph", ids);
+                        w.add("labels", *labels);
+                      });
+      });
+    stage_done(rt, kLabelled);
+  }
   p.step("extracting the largest component into Shared storage");
+  const auto t0 = std::chrono::steady_clock::now();
   auto lcc = report.timed("largest component", [&] {
-    return graph::largest_component(g, c.labels, StorageOptions::shared(name + "-lcc"));
+    return graph::largest_component(g, *labels, StorageOptions::shared(name + "-lcc"));
   });
-  j["components"] = components_json(c, lcc.summary, a.algorithm, ids.file_id(lcc.summary.largest_label));
+  const double seconds = seconds_since(t0);
+  labels.reset();
+  const auto& s = lcc.summary;
+  cj.update(json{{"components", s.count},
+                 {"largest_size", s.largest_size},
+                 {"largest_label", ids.file_id(s.largest_label)},
+                 {"isolated_vertices", s.isolated}});
+  j["components"] = cj;
+  auto lcc_ids = ids.compose(lcc.original_ids);
+  if (store)
+    report.timed("checkpoint", [&] {
+      store->commit(kLargest, {{"components", cj}, {"graph", j["graph"]}, {"seconds", {{"largest component", seconds}}}},
+                    [&](chunks::CheckpointWriter& w) {
+                      graph::add_edge_list(w, "lcc", lcc.graph);
+                      add_id_map(w, "lcc", lcc_ids);
+                    });
+    });
+  stage_done(rt, kLargest);
+  return {std::move(lcc.graph), std::move(lcc_ids)};
+}
+
+// The analysis of the largest component, its output, the report; the
+// checkpoints removed at the end unless kept (or the solve did not converge:
+// a rerun with other solver options then starts from them).
+Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progress& p, Report& report,
+                       const ArrayBytes& arrays, const AnonymousMemoryMeter& heap, StageStore* store) {
+  Runtime& rt = lcc.graph.runtime();
+  const auto& lcc_ids = lcc.ids;
   j["lcc"] = graph_json(lcc.graph);
   p.step("largest component: " + std::to_string(lcc.graph.vertices()) + " of " +
-         count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(lcc.graph.edges(), "edge") + ", in " +
-         lcc.graph.src().metadata_path());
-  auto lcc_ids = ids.compose(lcc.original_ids);
+         count_of(j["graph"]["vertices"].get<std::uint64_t>(), "vertex", "vertices") + ", " +
+         count_of(lcc.graph.edges(), "edge") + ", in " + lcc.graph.src().metadata_path());
   const bool hitting = a.analysis.kind == "hitting";
   std::vector<std::uint64_t> targets;
   if (hitting)
     targets = a.targets.empty() ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
                                 : find_targets(lcc_ids, a.targets, "the largest component");
+  AnalysisOptions analysis = a.analysis;
+  analysis.steps_before = kLargest;
   auto h = report.timed(step_name(a.analysis.kind),
-                        [&] { return analysis_step(lcc.graph, lcc_ids, targets, true, a.analysis, p); });
+                        [&] { return analysis_step(lcc.graph, lcc_ids, targets, true, analysis, p); });
+  const int iterations = h.hitting ? h.hitting->solve.iterations : h.spectrum ? h.spectrum->iterations : 0;
+  FaultInjection::at_step(rt.rank(), kLargest + static_cast<std::uint64_t>(std::max(1, iterations)));
   const std::uint64_t growth = heap.growth_bytes();
   const std::uint64_t edge_bytes = array_bytes(lcc.graph).edges;
   auto mib = [](double bytes) {
@@ -153,8 +231,27 @@ Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std:
       write_result(lcc_ids, h, a.output, p, outputs);
       outputs.commit();
     });
+  Result result{json(), std::move(h.hitting), lcc_ids.local_file_ids(), std::move(h.spectrum)};
+  if (store) {
+    const bool unconverged = result.exit_code() != 0;
+    store->finish(a.checkpoint.keep || unconverged);
+    if (a.checkpoint.keep || unconverged)
+      p.step(std::string("checkpoints kept") +
+             (unconverged ? " (the solve did not converge: a rerun with other solver options resumes from them)" : "") +
+             "; remove them with `tessera checkpoint rm " + kCheckpointName + " --dir " + a.checkpoint.dir + "`");
+    j["checkpoint"] = store->report();
+  }
   report.finish(j, arrays);
-  return {std::move(j), std::move(h.hitting), lcc_ids.local_file_ids(), std::move(h.spectrum)};
+  result.json = std::move(j);
+  return result;
+}
+
+// From the undirected graph on, without checkpoints (a graph the caller holds).
+Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json j,
+                   const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
+  AnonymousMemoryMeter heap(g.runtime().comm());
+  auto lcc = largest_of(g, ids, name, j, a, p, report, nullptr, std::nullopt);
+  return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, nullptr);
 }
 
 std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
@@ -349,18 +446,79 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   Report report(rt, p);
   const std::string name = shared_base(rt);
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", input_name(a.input)}};
-  auto loaded =
-      report.timed(load_step(a.input), [&] { return load(rt, a.input, p, StorageOptions::shared(name)); });
-  describe(p, loaded.graph);
-  const ArrayBytes arrays = array_bytes(loaded.graph);
-  p.step("loaded into Shared storage: " + loaded.graph.src().metadata_path());
-  find_targets(loaded.ids, a.targets, where(a.input));
-  if (loaded.graph.directed())
-    report.timed("symmetrize", [&] {
-      make_undirected(loaded, p, "weak components, undirected walk; into Shared storage",
-                      StorageOptions::shared(name + "-sym"));
+  std::optional<StageStore> store;
+  if (!a.checkpoint.dir.empty())
+    report.timed("checkpoint", [&] { store.emplace(rt, a.checkpoint, job_identity(a.input, a.algorithm), p); });
+  const std::uint64_t from = store ? store->resumed() : kNoStage;
+  if (from == kNoStage && !a.input.path.empty() && a.input.path != "-" && !std::filesystem::exists(a.input.path))
+    throw ConfigError("the input graph " + a.input.path + " does not exist" +
+                      (store ? " (and " + a.checkpoint.dir + " holds no checkpoint to resume from)" : ""));
+  AnonymousMemoryMeter heap(rt.comm());
+  if (from == kLargest) {
+    auto lcc = report.timed("restore", [&] {
+      auto g = graph::read_edge_list(store->reader(), "lcc", StorageOptions::shared(name + "-lcc"));
+      auto ids = read_id_map(store->reader(), "lcc", g);
+      return LargestStage{std::move(g), std::move(ids)};
     });
-  return pipeline_on(loaded.graph, loaded.ids, name, std::move(j), a, p, report, arrays);
+    store->release();
+    j["graph"] = store->saved().at("graph");
+    j["components"] = store->saved().at("components");
+    stage_done(rt, kLargest);
+    return analyse_largest(lcc, std::move(j), a, p, report, store->saved().at("arrays").get<ArrayBytes>(), heap,
+                           &*store);
+  }
+  std::optional<graph::LoadedGraph> loaded;
+  std::optional<DistArray<std::uint64_t>> labels;
+  ArrayBytes arrays;
+  if (from == kNoStage) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loaded.emplace(
+        report.timed(load_step(a.input), [&] { return load(rt, a.input, p, StorageOptions::shared(name)); }));
+    const double read_seconds = seconds_since(t0);
+    describe(p, loaded->graph);
+    arrays = array_bytes(loaded->graph);
+    p.step("loaded into Shared storage: " + loaded->graph.src().metadata_path());
+    find_targets(loaded->ids, a.targets, where(a.input));
+    double symmetrize_seconds = 0;
+    if (loaded->graph.directed()) {
+      const auto t1 = std::chrono::steady_clock::now();
+      report.timed("symmetrize", [&] {
+        make_undirected(*loaded, p, "weak components, undirected walk; into Shared storage",
+                        StorageOptions::shared(name + "-sym"));
+      });
+      symmetrize_seconds = seconds_since(t1);
+    }
+    if (store) {
+      json seconds = {{load_step(a.input), read_seconds}};
+      if (symmetrize_seconds > 0) seconds["symmetrize"] = symmetrize_seconds;
+      report.timed("checkpoint", [&] {
+        store->commit(kLoaded, {{"arrays", arrays}, {"seconds", seconds}}, [&](chunks::CheckpointWriter& w) {
+          graph::add_edge_list(w, "graph", loaded->graph);
+          add_id_map(w, "graph", loaded->ids);
+        });
+      });
+    }
+    stage_done(rt, kLoaded);
+  } else {
+    report.timed("restore", [&] {
+      auto g = graph::read_edge_list(store->reader(), "graph", StorageOptions::shared(name));
+      auto ids = read_id_map(store->reader(), "graph", g);
+      loaded.emplace(graph::LoadedGraph{std::move(g), std::move(ids)});
+      if (from == kLabelled) {
+        labels.emplace(rt, loaded->graph.vertex_ranges());
+        agree(rt.comm(), [&] { store->reader().read("labels", *labels); });
+      }
+    });
+    store->release();
+    arrays = store->saved().at("arrays").get<ArrayBytes>();
+    p.step("restored into Shared storage: " + loaded->graph.src().metadata_path());
+    describe(p, loaded->graph);
+    stage_done(rt, from);
+  }
+  auto lcc = largest_of(loaded->graph, loaded->ids, name, j, a, p, report, store ? &*store : nullptr,
+                        std::move(labels));
+  loaded.reset();  // the input graph's arrays are not needed for the analysis
+  return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, store ? &*store : nullptr);
 }
 
 Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids, const Options& a, Progress& p) {

@@ -61,6 +61,10 @@ struct AnalysisOptions {
   double timeout = 3600;       // s for the whole analysis
   bool quiet = false;          // the analysis prints no progress lines
   bool group_access = false;   // its control segment and result group-readable and -writable
+  // > 0: the in-process CG's iteration k is the supervisor's step
+  // steps_before + k (FaultInjection::at_step: a heartbeat, and where an
+  // injected failure strikes); the pipeline's stages are the steps before.
+  std::uint64_t steps_before = 0;
 };
 
 // The options checked (ConfigError naming the bad value and the choices)

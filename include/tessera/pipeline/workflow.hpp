@@ -20,6 +20,7 @@
 #include "tessera/graph/id_map.hpp"
 #include "tessera/linalg/hitting_times.hpp"
 #include "tessera/pipeline/analysis.hpp"
+#include "tessera/pipeline/checkpoint.hpp"
 #include "tessera/pipeline/input.hpp"
 #include "tessera/pipeline/progress.hpp"
 
@@ -43,6 +44,9 @@ struct Options {
   // The caller prints the document on standard output (--json): an output
   // that goes there too ("-", /dev/stdout) is refused before any work.
   bool document_on_stdout = false;
+  // run_pipeline from a file or generator: a checkpoint after each stage,
+  // and a start resumes after the newest valid one (pipeline/checkpoint.hpp).
+  CheckpointSettings checkpoint;
 };
 
 // What a workflow returns: its result document and, after an analysis,
