@@ -304,18 +304,12 @@ std::string check_data_file(const Manifest& m, int r, const std::string& dir) {
     if (h.version != kDataVersion || h.rank != static_cast<std::uint32_t>(r) ||
         h.ranks != static_cast<std::uint32_t>(m.ranks) || h.payload + kHeaderBytes != f.bytes || h.pieces != pieces)
       return "data file " + f.file + "'s header disagrees with the manifest";
-    std::vector<std::byte> buf;
+    // Checked in place through a mapping: no copy through a buffer.
+    Mapping map = Mapping::file(fd.get(), static_cast<std::size_t>(f.bytes), false, path);
     for (const auto& p : m.pieces) {
       if (p.rank != r) continue;
-      std::uint32_t crc = 0;
-      for (std::uint64_t at = 0; at < p.bytes;) {
-        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(p.bytes - at, 4u << 20));
-        buf.resize(n);
-        read_exactly(fd.get(), p.offset + at, buf, path);
-        crc = crc32c(buf, crc);
-        at += n;
-      }
-      if (crc != p.crc) return "piece '" + p.name + "' of rank " + std::to_string(r) + " fails its checksum (damaged)";
+      if (crc32c(std::span<const std::byte>(map.data() + p.offset, p.bytes)) != p.crc)
+        return "piece '" + p.name + "' of rank " + std::to_string(r) + " fails its checksum (damaged)";
     }
   } catch (const Error& e) {
     return e.what();
@@ -675,9 +669,15 @@ void write_node_file(std::vector<MappedFile>& all, std::size_t mapped_files, con
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) throw SystemError("cannot stat " + tmp, errno);
     had = static_cast<std::uint64_t>(st.st_size);
-    if (had > bytes && ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
-      throw SystemError("cannot resize " + tmp, errno);
-  } else {
+  }
+  if (had > bytes) {
+    // Never shrunk: a reader may still map it from when it was a checkpoint,
+    // and a shrink would turn its reads into SIGBUS.
+    fd = FileDescriptor();
+    ::unlink(tmp.c_str());
+    had = 0;
+  }
+  if (!fd) {
     fd = FileDescriptor(::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) throw SystemError("cannot create " + tmp, errno);
   }
@@ -1055,7 +1055,14 @@ void CheckpointReader::read_range(const std::string& name, const ElementType& ty
     std::string path = data_path(p->rank);
     FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) throw SystemError("cannot open checkpoint data " + path, errno);
-    read_exactly(fd.get(), p->offset + (lo - p->begin) * es, out.subspan((lo - begin) * es, (hi - lo) * es), path);
+    struct stat st {};
+    const std::uint64_t from = p->offset + (lo - p->begin) * es, n = (hi - lo) * es;
+    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) < from + n)
+      throw FormatError("checkpoint data " + path + " is truncated: it must hold " + std::to_string(from + n) + " bytes");
+    // Copied from a mapping: the page cache's pages are read in place (a
+    // read() would copy them page by page through the kernel).
+    Mapping map = Mapping::file(fd.get(), static_cast<std::size_t>(st.st_size), false, path);
+    std::memcpy(out.data() + (lo - begin) * es, map.data() + from, n);
   }
 }
 
