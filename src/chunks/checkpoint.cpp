@@ -4,10 +4,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstddef>
 #include <cinttypes>
@@ -39,6 +41,9 @@ constexpr const char* kFormat = "tessera.checkpoint";
 constexpr int kVersion = 1;
 constexpr const char* kManifest = "manifest.json";
 constexpr std::uint32_t kDataVersion = 1;
+// In a level's directory: the data files of the last pruned checkpoint,
+// which the next commit takes over instead of allocating new ones.
+constexpr const char* kSpare = "spare";
 
 // The first 64 bytes of every data file; `crc` covers the 60 before it, so
 // every byte of a data file is checked (the pieces by their own CRCs).
@@ -98,6 +103,13 @@ void check_name(const std::string& name) {
     throw ConfigError("checkpoint name '" + name +
                       "': give the program's name, 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'");
 }
+
+// A node-level data file this rank wrote, still mapped.
+struct MappedFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  Mapping map;
+};
 
 // A candidate directory of a level.
 struct Candidate {
@@ -292,18 +304,12 @@ std::string check_data_file(const Manifest& m, int r, const std::string& dir) {
     if (h.version != kDataVersion || h.rank != static_cast<std::uint32_t>(r) ||
         h.ranks != static_cast<std::uint32_t>(m.ranks) || h.payload + kHeaderBytes != f.bytes || h.pieces != pieces)
       return "data file " + f.file + "'s header disagrees with the manifest";
-    std::vector<std::byte> buf;
+    // Checked in place through a mapping: no copy through a buffer.
+    Mapping map = Mapping::file(fd.get(), static_cast<std::size_t>(f.bytes), false, path);
     for (const auto& p : m.pieces) {
       if (p.rank != r) continue;
-      std::uint32_t crc = 0;
-      for (std::uint64_t at = 0; at < p.bytes;) {
-        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(p.bytes - at, 4u << 20));
-        buf.resize(n);
-        read_exactly(fd.get(), p.offset + at, buf, path);
-        crc = crc32c(buf, crc);
-        at += n;
-      }
-      if (crc != p.crc) return "piece '" + p.name + "' of rank " + std::to_string(r) + " fails its checksum (damaged)";
+      if (crc32c(std::span<const std::byte>(map.data() + p.offset, p.bytes)) != p.crc)
+        return "piece '" + p.name + "' of rank " + std::to_string(r) + " fails its checksum (damaged)";
     }
   } catch (const Error& e) {
     return e.what();
@@ -349,9 +355,17 @@ bool node_leader(Runtime& rt) { return rt.node().rank == 0; }
 struct Checkpoint::Drain {
   std::thread thread;
   std::exception_ptr failure;  // set by the thread
+  std::atomic<bool> copied{false};  // set by the thread when it ends
   std::string dir;             // the disk checkpoint's directory
   std::string body;            // the manifest body, for the disk manifest
 };
+
+// The mapped node-level files of this rank, least recently written first.
+struct Checkpoint::Slots {
+  std::vector<MappedFile> slots;
+};
+
+bool Checkpoint::drain_copied() const noexcept { return !drain_ || drain_->copied.load(); }
 
 // ---- LatestCheckpoint -------------------------------------------------------
 
@@ -363,7 +377,8 @@ std::string LatestCheckpoint::message() const {
 
 // ---- Checkpoint -------------------------------------------------------------
 
-Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options) : rt_(&rt), options_(std::move(options)) {
+Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options)
+    : rt_(&rt), options_(std::move(options)), slots_(std::make_unique<Slots>()) {
   check_name(options_.name);
   if (!uses(2) && !uses(3))
     throw ConfigError("checkpoint '" + options_.name + "': no level chosen (Level::buddy, Level::node, Level::disk)");
@@ -486,6 +501,7 @@ void Checkpoint::remove() {
     finish_drain();
   } catch (const Error&) {  // every rank alike: what it left is removed below anyway
   }
+  slots_->slots.clear();  // the files go: their memory must not stay mapped
   barrier(rt_->comm());  // no rank may still be reading what the node leader removes
   agree(rt_->comm(), [&] {
     if (!node_leader(*rt_)) return;
@@ -560,7 +576,9 @@ void discard(Runtime& rt, const std::string& dir) {
 
 // Deletes what `keep` newer complete checkpoints make unnecessary: older
 // complete ones and older incomplete ones (leftovers of a killed commit).
-void prune(const std::string& level_dir, int keep) {
+// With `spare`, the newest checkpoint deleted becomes the level's spare
+// (its data files are taken over by the next commit) instead of being freed.
+void prune(const std::string& level_dir, int keep, bool spare) {
   auto all = list_candidates(level_dir, 0);
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.epoch > b.epoch; });
   int complete = 0;
@@ -573,8 +591,18 @@ void prune(const std::string& level_dir, int keep) {
     }
   }
   if (complete < keep) return;
-  for (const auto& c : all)
-    if (c.epoch < oldest_kept) remove_tree(c.path);
+  const std::string spare_dir = level_dir + "/" + kSpare;
+  if (spare) remove_tree(spare_dir);  // what the last commit did not take over (another rank count)
+  for (const auto& c : all) {
+    if (c.epoch >= oldest_kept) continue;
+    if (spare) {
+      spare = false;
+      // Without its manifest first: a spare is never mistaken for a checkpoint.
+      ::unlink((c.path + "/" + kManifest).c_str());
+      if (::rename(c.path.c_str(), spare_dir.c_str()) == 0) continue;
+    }
+    remove_tree(c.path);
+  }
 }
 
 // The manifest of `body` at `level`, written by one rank per node.
@@ -599,6 +627,87 @@ void copy_file_durably(const std::string& from, const std::string& to, std::uint
     at += n;
   }
   out.commit();
+}
+
+// Reserves [from, to) of `fd`'s file: a full file system is an error naming
+// the bytes needed and free, never a SIGBUS through a mapping.
+void reserve(int fd, std::uint64_t from, std::uint64_t to, const std::string& path, const std::string& dir) {
+  if (to <= from) return;
+  int err = ::posix_fallocate(fd, static_cast<off_t>(from), static_cast<off_t>(to - from));
+  if (err == 0) return;
+  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+    throw SystemError("no room for " + path + ": it needs " + std::to_string(to) + " bytes and " + dir + " has " +
+                          std::to_string(free_bytes(dir)) + " bytes free",
+                      err);
+  throw SystemError("cannot reserve " + std::to_string(to) + " bytes for " + path, err);
+}
+
+// This rank's node-level data file: the header and the pieces copied into a
+// mapping of the file, each piece's CRC32C computed on the way (`mine`).
+// The file is the spare left by the last pruned checkpoint when there is
+// one (its pages exist, and are still mapped when this process wrote it),
+// else a new one; either way it is written under a temporary name and
+// renamed into place, so a kill leaves no partial file under the real name.
+void write_node_file(std::vector<MappedFile>& all, std::size_t mapped_files, const std::string& level_dir,
+                     const std::string& dir, const std::string& file, const DataHeader& h,
+                     const std::vector<detail::PieceData>& pieces, std::vector<PieceRecord>& mine,
+                     std::uint64_t bytes) {
+  const std::string path = dir + "/" + file, tmp = unique_temporary_name(path);
+  struct Unlink {
+    const std::string& path;
+    bool armed = true;
+    ~Unlink() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } unlink_tmp{tmp};
+  FileDescriptor fd;
+  std::uint64_t had = 0;
+  const std::string spare = level_dir + "/" + kSpare + "/" + file;
+  if (::rename(spare.c_str(), tmp.c_str()) == 0) {
+    fd = FileDescriptor(::open(tmp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) throw SystemError("cannot open " + tmp, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw SystemError("cannot stat " + tmp, errno);
+    had = static_cast<std::uint64_t>(st.st_size);
+  }
+  if (had > bytes) {
+    // Never shrunk: a reader may still map it from when it was a checkpoint,
+    // and a shrink would turn its reads into SIGBUS.
+    fd = FileDescriptor();
+    ::unlink(tmp.c_str());
+    had = 0;
+  }
+  if (!fd) {
+    fd = FileDescriptor(::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) throw SystemError("cannot create " + tmp, errno);
+  }
+  reserve(fd.get(), had, bytes, path, dir);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw SystemError("cannot stat " + tmp, errno);
+  auto it = std::find_if(all.begin(), all.end(), [&](const MappedFile& s) {
+    return s.dev == st.st_dev && s.ino == st.st_ino && s.map.size() == bytes;
+  });
+  MappedFile slot;
+  if (it != all.end()) {
+    slot = std::move(*it);
+    all.erase(it);
+  } else {
+    slot.dev = st.st_dev;
+    slot.ino = st.st_ino;
+    slot.map = Mapping::file(fd.get(), static_cast<std::size_t>(bytes), true, tmp);
+    ::madvise(slot.map.data(), slot.map.size(), MADV_POPULATE_WRITE);  // one call instead of a fault per page
+  }
+  std::byte* base = slot.map.data();
+  std::memcpy(base, &h, sizeof h);
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    mine[k].crc = crc32c_copy(base + mine[k].offset, pieces[k].bytes);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw SystemError("cannot rename " + tmp + " to " + path, errno);
+  unlink_tmp.armed = false;
+  // The files of the `mapped_files` newest checkpoints stay mapped: with
+  // keep K, the spare a commit takes over is the file written K + 1 commits
+  // before. Older mappings go, so a deleted file's memory is not held.
+  all.push_back(std::move(slot));
+  while (all.size() > mapped_files) all.erase(all.begin());
 }
 
 // Level 1: each rank's file also goes to its buddy, which writes it into its
@@ -667,7 +776,7 @@ void Checkpoint::finish_drain() {
     throw;
   }
   agree(rt.comm(), [&] {
-    if (node_leader(rt)) prune(level_dir(3), options_.keep);
+    if (node_leader(rt)) prune(level_dir(3), options_.keep, false);
   });
 }
 
@@ -680,64 +789,15 @@ void CheckpointWriter::commit() {
   ck.finish_drain();
   const std::uint64_t epoch = ck.epoch_ + 1;
 
-  // This rank's pieces: offsets and checksums.
+  // This rank's pieces: their places in its file (the checksums are taken
+  // while the bytes are copied).
   std::vector<PieceRecord> mine;
   std::uint64_t at = kHeaderBytes;
   for (const auto& p : pieces_) {
-    PieceRecord r{p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, at, p.bytes.size(), rt.rank(), 0};
-    r.crc = crc32c(p.bytes);
+    mine.push_back({p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, at, p.bytes.size(), rt.rank(), 0});
     at += p.bytes.size();
-    mine.push_back(std::move(r));
   }
   const std::uint64_t file_bytes = at;
-  json records = json::array();
-  for (const auto& r : mine) records.push_back(piece_json(r));
-  std::string text = records.dump();
-  auto gathered = gather_to_root<char>(comm, std::span<const char>(text));
-  auto sizes = all_gather<std::uint64_t>(comm, text.size());
-  auto file_sizes = all_gather<std::uint64_t>(comm, file_bytes);
-
-  // Rank 0 places arrays given by span, builds the manifest body and checks
-  // it as a reader will; a mismatch between ranks fails every rank here.
-  std::string body_text;
-  agree(comm, [&] {
-    if (rt.rank() != 0) return;
-    std::vector<PieceRecord> all;
-    std::size_t pos = 0;
-    for (int r = 0; r < rt.size(); ++r) {
-      std::string part(gathered.data() + pos, sizes[static_cast<std::size_t>(r)]);
-      pos += part.size();
-      for (const auto& j : json::parse(part)) all.push_back(piece_from(j));
-    }
-    std::map<std::string, std::uint64_t> total;
-    for (const auto& p : all)
-      if (p.kind == "array" && p.begin == detail::kUnplaced) total[p.name] += p.count;
-    std::map<std::string, std::uint64_t> next;
-    for (auto& p : all)
-      if (p.kind == "array" && p.begin == detail::kUnplaced) {
-        p.begin = next[p.name];
-        next[p.name] += p.count;
-        p.length = total[p.name];
-      }
-    json body{{"format", kFormat}, {"version", kVersion}, {"program", ck.options().name}, {"step", step_},
-              {"epoch", epoch}, {"ranks", rt.size()}, {"level", 0}, {"job", rt.job_id()}, {"created", utc_now_iso8601()}};
-    json files = json::array();
-    for (int r = 0; r < rt.size(); ++r)
-      files.push_back({{"rank", r}, {"file", data_file_name(r)}, {"bytes", file_sizes[static_cast<std::size_t>(r)]}});
-    body["files"] = files;
-    json pieces = json::array();
-    for (const auto& p : all) pieces.push_back(piece_json(p));
-    body["pieces"] = pieces;
-    try {
-      parse_manifest(manifest_text(body), ck.options().name);
-    } catch (const Error& e) {
-      throw MismatchError("checkpoint step " + std::to_string(step_) + ": the ranks' pieces do not fit together: " +
-                          e.what() + " (every rank must add the same names, in the same order, with the same types)");
-    }
-    body_text = body.dump();
-  });
-  body_text = broadcast(comm, body_text, 0);
-
   DataHeader h;
   h.rank = static_cast<std::uint32_t>(rt.rank());
   h.step = step_;
@@ -749,72 +809,200 @@ void CheckpointWriter::commit() {
 
   const std::string sub = checkpoint_dir_name(step_, epoch);
   const std::string file = data_file_name(rt.rank());
-  auto write_manifest = [&](int level, const std::string& dir) { write_manifest_file(rt, body_text, level, dir); };
+  const bool buddy = has_level(ck.options().levels, Level::buddy);
+  const bool one_node = rt.node().count < 2;
   // The first level is written from memory; the disk level after the node
   // level is a copy of the committed node files (what an asynchronous drain
-  // will do once the application has moved on).
-  const bool buddy = has_level(ck.options().levels, Level::buddy);
-  std::string written_from;  // the committed node-level directory, for the drain
-  for (int dir_level : {2, 3}) {
-    if (!ck.uses(dir_level)) continue;
-    const int level = dir_level == 2 && buddy ? 1 : dir_level;
-    const std::string dir = ck.level_dir(dir_level) + "/" + sub;
-    if (dir_level == 3 && !written_from.empty() && ck.options().async_drain) {
-      try {
-        agree(comm, [&] {
-          std::error_code ec;
-          fs::create_directories(dir, ec);
-          if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
-        });
-      } catch (...) {
-        discard(rt, dir);
-        throw;
-      }
-      // The copy touches files only (no MPI, no application memory), so it
-      // runs beside the application until finish_drain().
-      auto d = std::make_unique<Checkpoint::Drain>();
-      d->dir = dir;
-      d->body = body_text;
-      Checkpoint::Drain* raw = d.get();
-      std::string from = written_from + "/" + file, to = dir + "/" + file;
-      d->thread = std::thread([raw, from, to, file_bytes] {
-        try {
-          copy_file_durably(from, to, file_bytes);
-        } catch (...) {
-          raw->failure = std::current_exception();
-        }
-      });
-      ck.drain_ = std::move(d);
-      continue;
+  // does once the application has moved on).
+  const int first_dir_level = ck.uses(2) ? 2 : 3;
+  const int first_level = first_dir_level == 2 && buddy ? 1 : first_dir_level;
+  const std::string first_dir = ck.level_dir(first_dir_level) + "/" + sub;
+
+  // 1. Every rank writes its file, with no collective before: the stall is
+  // one copy of its bytes (plus the few collectives below).
+  std::exception_ptr failure;
+  try {
+    std::error_code ec;
+    fs::create_directories(first_dir, ec);
+    if (!fs::is_directory(first_dir)) throw SystemError("cannot create checkpoint directory " + first_dir, ec.value());
+    if (first_dir_level == 2) {
+      write_node_file(ck.slots_->slots, static_cast<std::size_t>(ck.options().keep) + 1, ck.level_dir(2), first_dir,
+                      file, h, pieces_, mine, file_bytes);
+    } else {
+      for (std::size_t k = 0; k < pieces_.size(); ++k) mine[k].crc = crc32c(pieces_[k].bytes);
+      DurableFile f(first_dir + "/" + file, file_bytes, true);
+      f.write_at(0, std::as_bytes(std::span<const DataHeader>(&h, 1)));
+      for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
+      f.commit();
     }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // A kill here leaves data files without a manifest: latest() skips them.
+  if (!failure) FaultInjection::at_point(rt.rank(), FaultPoint::checkpoint, step_);
+
+  std::string body_text;
+  try {
+    if (first_level == 1 && !one_node) {
+      agree(comm, [&] {
+        if (failure) std::rethrow_exception(failure);
+      });
+      send_to_buddy(rt, first_dir, h, mine, pieces_, file_bytes);
+    }
+    // 2. One gather of every rank's outcome and pieces. Rank 0 places arrays
+    // given by span, builds the manifest and checks it as a reader will (a
+    // mismatch between ranks fails every rank here); on one node it also
+    // commits it and prunes. One broadcast tells every rank how it went.
+    json report;
+    if (failure) {
+      report = {{"ok", false}, {"category", static_cast<int>(ErrorCategory::generic)}, {"message", "unknown error"}};
+      try {
+        std::rethrow_exception(failure);
+      } catch (const Error& e) {
+        report["category"] = static_cast<int>(e.category());
+        report["message"] = e.what();
+      } catch (const std::exception& e) {
+        report["message"] = e.what();
+      } catch (...) {
+      }
+    } else {
+      json records = json::array();
+      for (const auto& r : mine) records.push_back(piece_json(r));
+      report = {{"ok", true}, {"bytes", file_bytes}, {"pieces", records}};
+    }
+    std::string text = report.dump() + "\n";  // one line per rank: dump() writes no newline
+    auto gathered = gather_to_root<char>(comm, std::span<const char>(text));
+    std::string result;
+    if (rt.rank() == 0) {
+      json outcome;
+      try {
+        std::vector<json> reports;
+        std::size_t pos = 0;
+        for (int r = 0; r < rt.size(); ++r) {
+          std::size_t end = std::find(gathered.begin() + static_cast<std::ptrdiff_t>(pos), gathered.end(), '\n') -
+                            gathered.begin();
+          reports.push_back(json::parse(std::string(gathered.data() + pos, end - pos)));
+          pos = end + 1;
+        }
+        for (int r = 0; r < rt.size() && outcome.is_null(); ++r) {
+          const json& j = reports[static_cast<std::size_t>(r)];
+          if (!j.at("ok").get<bool>()) outcome = {{"rank", r}, {"category", j.at("category")}, {"message", j.at("message")}};
+        }
+        if (outcome.is_null()) {
+          std::vector<PieceRecord> all;
+          for (const auto& j : reports)
+            for (const auto& p : j.at("pieces")) all.push_back(piece_from(p));
+          std::map<std::string, std::uint64_t> total;
+          for (const auto& p : all)
+            if (p.kind == "array" && p.begin == detail::kUnplaced) total[p.name] += p.count;
+          std::map<std::string, std::uint64_t> next;
+          for (auto& p : all)
+            if (p.kind == "array" && p.begin == detail::kUnplaced) {
+              p.begin = next[p.name];
+              next[p.name] += p.count;
+              p.length = total[p.name];
+            }
+          json body{{"format", kFormat}, {"version", kVersion}, {"program", ck.options().name}, {"step", step_},
+                    {"epoch", epoch}, {"ranks", rt.size()}, {"level", 0}, {"job", rt.job_id()},
+                    {"created", utc_now_iso8601()}};
+          json files = json::array();
+          for (int r = 0; r < rt.size(); ++r)
+            files.push_back({{"rank", r}, {"file", data_file_name(r)},
+                             {"bytes", reports[static_cast<std::size_t>(r)].at("bytes").get<std::uint64_t>()}});
+          body["files"] = files;
+          json pieces = json::array();
+          for (const auto& p : all) pieces.push_back(piece_json(p));
+          body["pieces"] = pieces;
+          try {
+            parse_manifest(manifest_text(body), ck.options().name);
+          } catch (const Error& e) {
+            throw MismatchError("checkpoint step " + std::to_string(step_) +
+                                ": the ranks' pieces do not fit together: " + e.what() +
+                                " (every rank must add the same names, in the same order, with the same types)");
+          }
+          std::string b = body.dump();
+          write_manifest_file(rt, b, first_level, first_dir);  // rank 0 leads its node
+          if (one_node) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == 2);
+          outcome = {{"body", b}};
+        }
+      } catch (const Error& e) {
+        outcome = {{"rank", 0}, {"category", static_cast<int>(e.category())}, {"message", e.what()}};
+      } catch (const std::exception& e) {
+        outcome = {{"rank", 0}, {"category", static_cast<int>(ErrorCategory::format)}, {"message", e.what()}};
+      }
+      result = outcome.dump();
+    }
+    json outcome = json::parse(broadcast(comm, result, 0));
+    if (!outcome.contains("body")) {
+      const int r = outcome.at("rank").get<int>();
+      if (r == rt.rank() && failure) std::rethrow_exception(failure);
+      throw_error(static_cast<ErrorCategory>(outcome.at("category").get<int>()),
+                  (r == rt.rank() ? std::string() : "on rank " + std::to_string(r) + ": ") +
+                      outcome.at("message").get<std::string>());
+    }
+    body_text = outcome.at("body").get<std::string>();
+    if (!one_node) {  // the other nodes' manifests, then every node prunes
+      agree(comm, [&] {
+        if (node_leader(rt) && rt.rank() != 0) write_manifest_file(rt, body_text, first_level, first_dir);
+      });
+      agree(comm, [&] {
+        if (node_leader(rt)) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == 2);
+      });
+    }
+  } catch (...) {
+    discard(rt, first_dir);
+    throw;
+  }
+  ck.epoch_ = epoch;
+  if (first_dir_level == 3 || !ck.uses(3)) return;
+
+  // 3. The disk level, copied from the committed node files.
+  const std::string written_from = first_dir;
+  const std::string dir = ck.level_dir(3) + "/" + sub;
+  if (ck.options().async_drain) {
     try {
       agree(comm, [&] {
         std::error_code ec;
         fs::create_directories(dir, ec);
         if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
-        if (!written_from.empty()) {
-          copy_file_durably(written_from + "/" + file, dir + "/" + file, file_bytes);
-          return;
-        }
-        DurableFile f(dir + "/" + file, file_bytes, level == 3);
-        f.write_at(0, std::as_bytes(std::span<const DataHeader>(&h, 1)));
-        for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
-        f.commit();
       });
-      // A kill here leaves data files without a manifest: latest() skips them.
-      if (written_from.empty()) FaultInjection::at_point(rt.rank(), FaultPoint::checkpoint, step_);
-      if (level == 1) send_to_buddy(rt, dir, h, mine, pieces_, file_bytes);
-      agree(comm, [&] { write_manifest(level, dir); });
     } catch (...) {
       discard(rt, dir);
       throw;
     }
-    if (dir_level == 2) written_from = dir;
-    ck.epoch_ = epoch;
-    agree(comm, [&] {
-      if (node_leader(rt)) prune(ck.level_dir(dir_level), ck.options().keep);
+    // The copy touches files only (no MPI, no application memory), so it
+    // runs beside the application until finish_drain().
+    auto d = std::make_unique<Checkpoint::Drain>();
+    d->dir = dir;
+    d->body = body_text;
+    Checkpoint::Drain* raw = d.get();
+    std::string from = written_from + "/" + file, to = dir + "/" + file;
+    d->thread = std::thread([raw, from, to, file_bytes] {
+      try {
+        copy_file_durably(from, to, file_bytes);
+      } catch (...) {
+        raw->failure = std::current_exception();
+      }
+      raw->copied = true;
     });
+    ck.drain_ = std::move(d);
+    return;
   }
+  try {
+    agree(comm, [&] {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
+      copy_file_durably(written_from + "/" + file, dir + "/" + file, file_bytes);
+    });
+    agree(comm, [&] { write_manifest_file(rt, body_text, 3, dir); });
+  } catch (...) {
+    discard(rt, dir);
+    throw;
+  }
+  agree(comm, [&] {
+    if (node_leader(rt)) prune(ck.level_dir(3), ck.options().keep, false);
+  });
 }
 
 // ---- CheckpointReader -------------------------------------------------------
@@ -867,7 +1055,14 @@ void CheckpointReader::read_range(const std::string& name, const ElementType& ty
     std::string path = data_path(p->rank);
     FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) throw SystemError("cannot open checkpoint data " + path, errno);
-    read_exactly(fd.get(), p->offset + (lo - p->begin) * es, out.subspan((lo - begin) * es, (hi - lo) * es), path);
+    struct stat st {};
+    const std::uint64_t from = p->offset + (lo - p->begin) * es, n = (hi - lo) * es;
+    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) < from + n)
+      throw FormatError("checkpoint data " + path + " is truncated: it must hold " + std::to_string(from + n) + " bytes");
+    // Copied from a mapping: the page cache's pages are read in place (a
+    // read() would copy them page by page through the kernel).
+    Mapping map = Mapping::file(fd.get(), static_cast<std::size_t>(st.st_size), false, path);
+    std::memcpy(out.data() + (lo - begin) * es, map.data() + from, n);
   }
 }
 

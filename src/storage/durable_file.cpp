@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -66,6 +67,58 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware_raw(const unsigned char
   while (n--) c = _mm_crc32_u8(c, *p++);
   return c;
 }
+
+// The instruction has a latency of 3 cycles and a throughput of 1: three
+// independent streams over adjacent blocks of kStream bytes run 3x faster
+// than one, and are joined by shifting a stream's state over the kStream
+// zero bytes that follow it (the raw CRC state is linear over GF(2)).
+constexpr std::size_t kStream = 8192;
+struct Shift {
+  std::array<std::array<std::uint32_t, 256>, 4> t{};
+  std::uint32_t operator()(std::uint32_t c) const noexcept {
+    return t[0][c & 0xFFu] ^ t[1][(c >> 8) & 0xFFu] ^ t[2][(c >> 16) & 0xFFu] ^ t[3][c >> 24];
+  }
+};
+const Shift& stream_shift() {
+  static const Shift s = [] {
+    static const std::array<unsigned char, kStream> zeros{};
+    std::array<std::uint32_t, 32> basis{};
+    for (int i = 0; i < 32; ++i) basis[static_cast<std::size_t>(i)] = hardware_raw(zeros.data(), kStream, 1u << i);
+    Shift out;
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::uint32_t v = 0; v < 256; ++v) {
+        std::uint32_t x = 0;
+        for (std::size_t b = 0; b < 8; ++b)
+          if (v & (1u << b)) x ^= basis[8 * k + b];
+        out.t[k][v] = x;
+      }
+    return out;
+  }();
+  return s;
+}
+
+__attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(const unsigned char* p, std::size_t n,
+                                                               std::uint32_t c) noexcept {
+  if (n >= 3 * kStream) {
+    const Shift& shift = stream_shift();
+    while (n >= 3 * kStream) {
+      std::uint64_t a = c, b = 0, d = 0;
+      for (std::size_t i = 0; i < kStream; i += 8) {
+        std::uint64_t x, y, z;
+        std::memcpy(&x, p + i, 8);
+        std::memcpy(&y, p + kStream + i, 8);
+        std::memcpy(&z, p + 2 * kStream + i, 8);
+        a = _mm_crc32_u64(a, x);
+        b = _mm_crc32_u64(b, y);
+        d = _mm_crc32_u64(d, z);
+      }
+      c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
+      p += 3 * kStream;
+      n -= 3 * kStream;
+    }
+  }
+  return hardware_raw(p, n, c);
+}
 const bool kHasSse42 = __builtin_cpu_supports("sse4.2");
 #endif
 
@@ -83,9 +136,21 @@ std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc
 
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc) noexcept {
 #if defined(__x86_64__)
-  if (kHasSse42) return ~hardware_raw(reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
+  if (kHasSse42) return ~hardware3_raw(reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
 #endif
   return crc32c_portable(data, crc);
+}
+
+std::uint32_t crc32c_copy(std::byte* to, std::span<const std::byte> from, std::uint32_t crc) noexcept {
+  // Blocks small enough to stay in L2 between the checksum and the copy, and
+  // a multiple of the three streams' span.
+  constexpr std::size_t kBlock = 8 * 3 * 8192;
+  for (std::size_t at = 0; at < from.size(); at += kBlock) {
+    auto part = from.subspan(at, std::min(kBlock, from.size() - at));
+    crc = crc32c(part, crc);
+    std::memcpy(to + at, part.data(), part.size());
+  }
+  return crc;
 }
 
 std::uint64_t free_bytes(const std::string& dir) {

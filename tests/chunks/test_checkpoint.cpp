@@ -190,6 +190,24 @@ std::vector<std::string> checkpoint_dirs(const std::string& level_dir) {
 
 }  // namespace
 
+TEST(Crc32c, ThreeStreamsAndCopyEqualTheTableVersion) {
+  // Lengths past the three interleaved 8 KiB streams, odd cuts, and the copy.
+  test::SplitMix64 g(11);
+  for (std::size_t n : {24575u, 24576u, 24577u, 49160u, 196608u, 300001u}) {
+    std::vector<std::byte> data(n), copy(n);
+    for (auto& b : data) b = static_cast<std::byte>(g.next());
+    std::span<const std::byte> all(data);
+    const std::uint32_t whole = crc32c_portable(all);
+    EXPECT_EQ(crc32c(all), whole) << n;
+    std::size_t cut = static_cast<std::size_t>(g.below(n));
+    EXPECT_EQ(crc32c(all.subspan(cut), crc32c(all.first(cut))), whole) << n;
+    EXPECT_EQ(crc32c_copy(copy.data(), all), whole) << n;
+    EXPECT_EQ(copy, data) << n;
+    data[g.below(n)] ^= std::byte{4};
+    EXPECT_NE(crc32c(std::span<const std::byte>(data)), whole) << n;
+  }
+}
+
 TEST(Crc32c, CheckValueAndTableVersion) {
   // The published check value of CRC-32C (iSCSI, RFC 3720): "123456789".
   const char* check = "123456789";
@@ -339,6 +357,7 @@ TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
       MPI_Barrier(rt().comm());
       auto dirs = checkpoint_dirs(ck.level_dir(3));
       EXPECT_EQ(dirs.size(), std::min<std::size_t>(step, static_cast<std::size_t>(keep)));
+      MPI_Barrier(rt().comm());  // a commit creates its directory before any collective
     }
     auto found = ck.latest();
     ASSERT_TRUE(found);

@@ -334,6 +334,9 @@ class Checkpoint {
   void finish_drain();
   // Whether a drain is pending (the same on every rank).
   bool draining() const noexcept { return drain_ != nullptr; }
+  // Local: whether this rank's copy of the pending drain is done (true when
+  // none is pending), so the next finish_drain() will not wait for it.
+  bool drain_copied() const noexcept;
 
   // Without MPI: every checkpoint of `name` under `dir` (a level's
   // directory as given in CheckpointOptions: `dir` or `node_dir`), newest
@@ -351,6 +354,11 @@ class Checkpoint {
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
   struct Drain;
   std::unique_ptr<Drain> drain_;
+  // The node-level files this rank wrote lately, still mapped: the file of
+  // a pruned checkpoint becomes the next one's (its pages already exist and
+  // are mapped), so a commit is one copy into memory, checksummed on the way.
+  struct Slots;
+  std::unique_ptr<Slots> slots_;
 };
 
 }  // namespace tessera::chunks

@@ -18,6 +18,9 @@ std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc = 0) noe
 // The table-driven version (slicing by 8): the reference the fast one is
 // tested against, and the fallback.
 std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;
+// Copies `from` to `to` (`from.size()` bytes, not overlapping) and returns
+// the CRC32C of `from` chained onto `crc`, reading `from` from memory once.
+std::uint32_t crc32c_copy(std::byte* to, std::span<const std::byte> from, std::uint32_t crc = 0) noexcept;
 
 // A new file at `path` of exactly `bytes` bytes, written at offsets. The
 // bytes are reserved before anything is written (posix_fallocate), so a full
