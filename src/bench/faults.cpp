@@ -34,18 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-chunks::Level parse_levels(const std::string& text) {
-  unsigned set = 0;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
-    if (part == "node") set |= static_cast<unsigned>(chunks::Level::node);
-    else if (part == "buddy") set |= static_cast<unsigned>(chunks::Level::buddy);
-    else if (part == "disk") set |= static_cast<unsigned>(chunks::Level::disk);
-    else throw ConfigError("--levels: '" + part + "' is not a level (node, buddy, disk, or a comma list of them)");
-  }
-  if (set == 0) throw ConfigError("--levels: give at least one of node, buddy, disk");
-  return static_cast<chunks::Level>(set);
-}
 
 void write_json(const std::string& path, const json& j) {
   std::ofstream out(path + ".tmp");
@@ -86,7 +74,7 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
   auto grid = chunks::ChunkGrid::parse(o.chunks);
   jacobi::Recovery r;
   r.every = o.every;
-  r.checkpoint.levels = parse_levels(o.levels);
+  r.checkpoint.levels = chunks::parse_levels(o.levels, "--levels");
   r.checkpoint.dir = o.dir;
   r.checkpoint.node_dir = o.node_dir;
   r.checkpoint.name = o.name;

@@ -32,6 +32,24 @@
 
 namespace tessera::chunks {
 
+Level parse_levels(const std::string& text, const std::string& what) {
+  unsigned set = 0;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (part == "node") set |= static_cast<unsigned>(Level::node);
+    else if (part == "buddy") set |= static_cast<unsigned>(Level::buddy);
+    else if (part == "disk") set |= static_cast<unsigned>(Level::disk);
+    else if (!part.empty() || comma != std::string::npos)
+      throw ConfigError(what + ": '" + part + "' is not a level (node, buddy, disk, or a comma list of them)");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (set == 0) throw ConfigError(what + ": give at least one of node, buddy, disk");
+  return static_cast<Level>(set);
+}
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 

@@ -30,18 +30,6 @@ const char* stage_name(std::uint64_t stage) {
   }
 }
 
-chunks::Level parse_levels(const std::string& text) {
-  unsigned set = 0;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
-    if (part == "node") set |= static_cast<unsigned>(chunks::Level::node);
-    else if (part == "buddy") set |= static_cast<unsigned>(chunks::Level::buddy);
-    else if (part == "disk") set |= static_cast<unsigned>(chunks::Level::disk);
-    else throw ConfigError("checkpoint levels: '" + part + "' is not a level (node, buddy, disk, or a comma list of them)");
-  }
-  if (set == 0) throw ConfigError("checkpoint levels: give at least one of node, buddy, disk");
-  return static_cast<chunks::Level>(set);
-}
 
 namespace {
 
@@ -151,7 +139,7 @@ StageStore::StageStore(Runtime& rt, const CheckpointSettings& settings, json ide
     : rt_(rt), settings_(settings), identity_(std::move(identity)) {
   chunks::CheckpointOptions o;
   o.dir = settings.dir;
-  o.levels = parse_levels(settings.levels);
+  o.levels = chunks::parse_levels(settings.levels, "--checkpoint-levels");
   o.node_dir = settings.node_dir;
   o.name = kCheckpointName;
   o.keep = 2;  // a damaged newest checkpoint falls back to the stage before

@@ -51,6 +51,9 @@ constexpr Level operator|(Level a, Level b) {
   return static_cast<Level>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
 }
 constexpr bool has_level(Level set, Level l) { return (static_cast<unsigned>(set) & static_cast<unsigned>(l)) != 0; }
+// "node,disk" -> the levels; ConfigError naming the bad part, prefixed
+// with `what` (the option that gave the text, e.g. "--levels").
+Level parse_levels(const std::string& text, const std::string& what);
 
 struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)

@@ -39,7 +39,4 @@ enum Stage : std::uint64_t { kNoStage = 0, kLoaded = 1, kLabelled = 2, kLargest 
 // "loaded", "labels", "largest component" ("none" for 0).
 const char* stage_name(std::uint64_t stage);
 
-// "node,disk" -> the levels; ConfigError naming a bad part.
-chunks::Level parse_levels(const std::string& text);
-
 }  // namespace tessera::pipeline
