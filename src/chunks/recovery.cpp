@@ -276,6 +276,11 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    // On one node ob1 (with the vader shared-memory BTL) is Open MPI's path
+    // anyway; naming it spares every rank the probe of cm's network MTLs
+    // (PSM/PSM2 look for Omni-Path hardware), which doubles a short job's
+    // start. Across nodes the user's or the site's choice stands.
+    if (o.hosts.empty()) setenv("OMPI_MCA_pml", "ob1", 0);
     // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
     // SIGKILL; with a relaunch to come their state is in the checkpoint and
     // their segments are collected here, so it need not wait. Without one
