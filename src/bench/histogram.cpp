@@ -1,7 +1,9 @@
 // Histogram, after Bale (the bale_classic kernel `histo`): every rank adds 1
 // to random entries of a distributed count table. Variants: aggregated
-// UpdateAggregator<add> (Heap; Shared with the same-node atomic path; a
-// co-locale segment, default storage under --colocales),
+// CountAggregator (a record is the element's offset, as Bale's histo sends the
+// index alone; Heap; Shared with the same-node atomic path; a co-locale
+// segment, default storage under --colocales), the general
+// UpdateAggregator<add> (offset and value in each record) beside it,
 // fine-grained MPI_Accumulate(SUM), bulk exchange with MPI_Alltoallv; and
 // the per-core ceiling (ceiling.hpp): the same ++count[i] on a private table
 // of the whole size with no communication, and memcpy bandwidth.
@@ -34,6 +36,8 @@ namespace tessera::bench {
 namespace {
 constexpr std::uint64_t kSalt = 0x41;
 constexpr std::uint64_t kLookAhead = 1024;
+// The general update aggregator's row (offset and value in each record).
+constexpr const char* kUpdateRecordsRow = "heap update records";
 }  // namespace
 
 std::vector<std::uint64_t> histogram_indices(int rank, std::uint64_t count, std::uint64_t counts) {
@@ -80,6 +84,18 @@ namespace {
 // barrier) is not timed.
 double histo_aggregated(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
                         const AggregationOptions& agg, Traffic& traffic, std::uint64_t remote) {
+  const double t0 = MPI_Wtime();
+  CountAggregator<std::int64_t> up(counts, agg);
+  for (std::uint64_t i : idx) up.count(i);
+  up.flush();
+  const double seconds = MPI_Wtime() - t0;
+  traffic.record(counts.runtime(), up, remote);
+  return seconds;
+}
+
+// The same with the general update aggregator: each record carries the value.
+double histo_updates(DistArray<std::int64_t>& counts, const std::vector<std::uint64_t>& idx,
+                     const AggregationOptions& agg, Traffic& traffic, std::uint64_t remote) {
   const double t0 = MPI_Wtime();
   UpdateAggregator<std::int64_t, ops::Add> up(counts, agg);
   for (std::uint64_t i : idx) up.update(i, 1);
@@ -148,8 +164,8 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
   RmaTable<std::int64_t> rma(rt, heap.distribution());
   const double all = static_cast<double>(idx.size()) * ranks;
   const std::uint64_t remote = remote_operations(heap, idx);  // the same distribution for every table
-  Traffic traffic[7];  // the aggregated rows, in order
-  double seconds[7] = {};  // their last repetition, as each measured it
+  Traffic traffic[8];  // the aggregated rows, in order
+  double seconds[8] = {};  // their last repetition, as each measured it
   auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
   auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
   std::vector<std::int64_t> local(table, 0);
@@ -167,6 +183,10 @@ bool run_histogram(Runtime& rt, const HistogramOptions& o) {
                  .run = [&] { seconds[1] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
                                                           traffic[1], remote); },
                  .verify = check(heap, idx.size()), .measured_seconds = timed(1), .details = counted(1)},
+                // Counting with the general update aggregator: each record also carries the value 1.
+                {.variant = "aggregated", .storage = kUpdateRecordsRow, .reps = o.reps, .work = all, .prepare = zero(heap),
+                 .run = [&] { seconds[7] = histo_updates(heap, idx, agg.with_same_node_direct(0), traffic[7], remote); },
+                 .verify = check(heap, idx.size()), .measured_seconds = timed(7), .details = counted(7)},
                 // The same exchange with batches to co-locales through MPI, and with node-first routing.
                 {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = zero(heap),
                  .run = [&] { seconds[5] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5], remote); },

@@ -100,6 +100,46 @@ TEST_P(AggregatorTest, HistogramMatchesSerialRecount) {
   for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i) ASSERT_EQ(counts.at(i), want[i]) << i;
 }
 
+TEST_P(AggregatorTest, CountMatchesSerialRecountWithNarrowAndWideRecords) {
+  const std::uint64_t n = 1000;
+  std::vector<std::int64_t> want(n, 0);  // every rank's indices, counted twice (two rounds)
+  for (int r = 0; r < rt().size(); ++r)
+    for (std::uint64_t i : indices_of(r, rt().size(), 250, n, 3)) want[i] += 2;
+  for (CountRecord record : {CountRecord::automatic, CountRecord::wide}) {
+    DistArray<std::int64_t> counts(rt(), n, storage());
+    DistArray<double> weights(rt(), n, storage());  // a floating-point count table too
+    CountAggregator<std::int64_t> c(counts, options(), record);
+    CountAggregator<double> w(weights, options(), record);
+    EXPECT_EQ(c.record_bytes(), record == CountRecord::wide ? 8u : 4u);
+    for (int round = 0; round < 2; ++round) {  // a flushed aggregator counts on
+      for (std::uint64_t i : indices_of(rt().rank(), rt().size(), 250, n, 3)) {
+        c.count(i);
+        w.count_checked(i);
+      }
+      c.flush();
+      w.flush();
+    }
+    const char* what = record == CountRecord::wide ? " wide" : " narrow";
+    for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i) {
+      ASSERT_EQ(counts.at(i), want[i]) << i << what;
+      ASSERT_EQ(weights.at(i), static_cast<double>(want[i])) << i << what;
+    }
+    // Messages carry 4 or 8 bytes per count (plus an 8-byte header per batch).
+    const auto& stats = c.exchange().stats();
+    std::uint64_t batches = 0;
+    for (auto b : stats.batches_to) batches += b;
+    if (GetParam().direct == 0 && stats.bytes_sent > 0)
+      EXPECT_EQ((stats.bytes_sent - 8 * batches) % c.record_bytes(), 0u) << what;
+  }
+  EXPECT_THROW(
+      {
+        DistArray<std::int64_t> counts(rt(), n, storage());
+        CountAggregator<std::int64_t> c(counts, options());
+        c.count_checked(n);
+      },
+      RangeError);
+}
+
 TEST_P(AggregatorTest, MinMaxXorAndUserFunctor) {
   const std::uint64_t n = 777;
   DistArray<std::uint64_t> mn(rt(), n, storage()), mx(rt(), n, storage()), x(rt(), n, storage()),

@@ -1,5 +1,6 @@
 // Copy aggregators over a DistArray (after Arkouda's SrcAggregator and
-// DstAggregator), an update aggregator with a reduction, and user-defined
+// DstAggregator), an update aggregator with a reduction, a counting
+// aggregator (the update +1 with the offset alone on the wire), and user-defined
 // message handlers. Each buffers fine-grained operations per destination rank
 // in a RecordExchange and delivers them in bulk.
 //
@@ -238,6 +239,95 @@ class UpdateAggregator {
 
   DistArray<T>& array_;
   [[no_unique_address]] Op op_;  // before exchange_: its handler uses it
+  comm::RecordExchange exchange_;
+  std::vector<T*> direct_;
+  int me_;
+  bool atomic_ = false;
+  std::uint64_t direct_records_ = 0;
+};
+
+// Counting: count(i) adds 1 to array[i] (a histogram, a degree count). The
+// increment is implied, so a record is the owner's local offset alone: 4
+// bytes when every rank's block has fewer than 2^32 elements, else 8 (an
+// update's record carries the value as well: 16 bytes for int64 counts).
+enum class CountRecord { automatic, wide };  // wide: 8-byte offsets whatever the blocks
+template <class T>
+class CountAggregator {
+  static_assert(std::is_integral_v<T> || std::is_floating_point_v<T>, "counts are numbers");
+
+ public:
+  explicit CountAggregator(DistArray<T>& array, const AggregationOptions& options = {},
+                           CountRecord record = CountRecord::automatic)
+      : array_(array),
+        narrow_(record == CountRecord::automatic && fits_in_32_bits(array.distribution())),
+        exchange_(array.runtime(), {narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t), 0, 0}, options,
+                  std::bind_front(&CountAggregator::apply_batch, this)),
+        direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
+                                          : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
+        me_(array.runtime().rank()) {
+    // Co-locales increment this rank's elements directly: every increment here must be atomic too.
+    for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
+  }
+
+  void count(std::uint64_t i) {
+    int owner = array_.owner(i);
+    std::uint64_t off = array_.distribution().local_offset(i, owner);
+    if (owner == me_) {
+      increment(array_.local().data() + off, atomic_);
+    } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
+      increment(direct + off, true);
+      ++direct_records_;
+    } else if (narrow_) {
+      const auto narrow = static_cast<std::uint32_t>(off);
+      std::memcpy(exchange_.push(owner), &narrow, sizeof(narrow));
+    } else {
+      std::memcpy(exchange_.push(owner), &off, sizeof(off));
+    }
+  }
+  void count_checked(std::uint64_t i) {
+    array_.distribution().check(i);
+    count(i);
+  }
+  void flush() { exchange_.flush(); }
+  const comm::RecordExchange& exchange() const noexcept { return exchange_; }
+  std::uint64_t direct_records() const noexcept { return direct_records_; }
+  // Bytes of one record on the wire: 4 or 8.
+  std::size_t record_bytes() const noexcept { return narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t); }
+
+ private:
+  static bool fits_in_32_bits(const Distribution& d) {
+    for (int r = 0; r < d.ranks(); ++r)
+      if (d.count(r) > std::uint64_t{1} << 32) return false;
+    return true;
+  }
+  void apply_batch(int, const std::byte* records, std::size_t n, std::byte*) {
+    T* local = array_.local().data();
+    if (narrow_) {
+      for (std::size_t k = 0; k < n; ++k) {
+        std::uint32_t off;
+        std::memcpy(&off, records + k * sizeof(off), sizeof(off));
+        increment(local + off, atomic_);
+      }
+    } else {
+      for (std::size_t k = 0; k < n; ++k) {
+        std::uint64_t off;
+        std::memcpy(&off, records + k * sizeof(off), sizeof(off));
+        increment(local + off, atomic_);
+      }
+    }
+  }
+  static void increment(T* p, bool atomic) {
+    if constexpr (detail::kAtomicCapable<T>) {
+      if (atomic) {
+        std::atomic_ref<T>(*p).fetch_add(T{1}, std::memory_order_relaxed);
+        return;
+      }
+    }
+    *p += T{1};
+  }
+
+  DistArray<T>& array_;
+  bool narrow_;  // before exchange_: it sizes the records
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   int me_;
