@@ -717,8 +717,27 @@ void write_node_file(std::vector<MappedFile>& all, std::size_t mapped_files, con
   }
   std::byte* base = slot.map.data();
   std::memcpy(base, &h, sizeof h);
-  for (std::size_t k = 0; k < pieces.size(); ++k)
-    mine[k].crc = crc32c_copy(base + mine[k].offset, pieces[k].bytes);
+  // Into a reused spare, the copy pauses once halfway for an injected kill
+  // (FaultPoint::spare): a kill there leaves the file half new, half old.
+  const std::uint64_t half = kHeaderBytes + (bytes - kHeaderBytes) / 2;
+  bool paused = had == 0;
+  auto pause = [&] {
+    paused = true;
+    FaultInjection::at_point(static_cast<int>(h.rank), FaultPoint::spare, h.step);
+  };
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    std::span<const std::byte> from = pieces[k].bytes;
+    const std::uint64_t at = mine[k].offset;
+    std::size_t n = from.size();
+    if (!paused && half < at + n) n = static_cast<std::size_t>(half - std::min(half, at));
+    std::uint32_t crc = crc32c_copy(base + at, from.first(n));
+    if (n < from.size()) {
+      pause();
+      crc = crc32c_copy(base + at + n, from.subspan(n), crc);
+    }
+    mine[k].crc = crc;
+  }
+  if (!paused) pause();
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw SystemError("cannot rename " + tmp + " to " + path, errno);
   unlink_tmp.armed = false;
   // The files of the `mapped_files` newest checkpoints stay mapped: with

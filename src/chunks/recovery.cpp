@@ -693,6 +693,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       rep.outcome = "rank died";
       rep.how = "(SIGKILL injected " + std::string(point == "step" ? "after step " + std::to_string(step)
                                                    : point == "checkpoint" ? "while writing the checkpoint of step " + std::to_string(step)
+                                                   : point == "spare" ? "halfway through writing the checkpoint of step " + std::to_string(step) + " into the reused spare"
                                                                            : "while restarting") + ")";
       rep.detection_seconds = detected - static_cast<double>(ns) * 1e-9;
       rep.last_step = beats[static_cast<std::size_t>(r)].step;

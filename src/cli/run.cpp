@@ -170,7 +170,8 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       ->check(CLI::NonNegativeNumber);
   run->add_option("--fault", o->faults,
                   "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
-                  "restart (while restoring) or hang; repeatable")
+                  "spare (halfway through copying into the node level's reused spare), restart (while restoring) "
+                  "or hang; repeatable")
       ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
   run->add_option("--kill-file", o->kill_file,
                   "When this file appears, the rank it names (its text) removes it and kills itself at its next step");

@@ -3,7 +3,7 @@ failures, on the recoverable Jacobi3D (`tessera bench jacobi3d-recover`).
 
 Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   recover2   2 ranks: a kill after a step, a kill while writing a checkpoint,
-             a kill file; each result bit-identical to the plain sequential
+             a kill halfway through a commit into the reused spare, a kill file; each result bit-identical to the plain sequential
              loop's and to uninterrupted runs at 1 and 2 ranks
   recover4   4 ranks: rank 0 killed after a step, then a rank killed while
              restarting; resumes from the newest complete checkpoint, bit-identical
@@ -114,6 +114,9 @@ def case_recover2(e):
     # Killed while writing the checkpoint of step 10: that one stays torn, the relaunch takes step 5's.
     expect_recovery(e, 2, ["--fault", "1:0:checkpoint:8"], "kill while writing a checkpoint", 2, 5, ref, rank=0,
                     how="while writing the checkpoint of step 10")
+    # Killed halfway through copying into the reused spare (step 15 takes over step 5's files): step 10 serves.
+    expect_recovery(e, 2, ["--fault", "1:1:spare:1"], "kill halfway through a commit into the reused spare", 2, 10,
+                    ref, rank=1, how="writing the checkpoint of step 15 into the reused spare")
     kill_file = os.path.join(e.work, "kill-me")
     with open(kill_file, "w") as f:
         f.write("1\n")
