@@ -997,25 +997,20 @@ void CheckpointWriter::commit() {
   const std::string written_from = first_dir;
   const std::string dir = ck.level_dir(3) + "/" + sub;
   if (ck.options().async_drain) {
-    try {
-      agree(comm, [&] {
-        std::error_code ec;
-        fs::create_directories(dir, ec);
-        if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
-      });
-    } catch (...) {
-      discard(rt, dir);
-      throw;
-    }
     // The copy touches files only (no MPI, no application memory), so it
-    // runs beside the application until finish_drain().
+    // runs beside the application until finish_drain(), directory included:
+    // the commit adds no collective to level 2's (a failure to create it is
+    // the drain's, reported by finish_drain() on every rank).
     auto d = std::make_unique<Checkpoint::Drain>();
     d->dir = dir;
     d->body = body_text;
     Checkpoint::Drain* raw = d.get();
     std::string from = written_from + "/" + file, to = dir + "/" + file;
-    d->thread = std::thread([raw, from, to, file_bytes] {
+    d->thread = std::thread([raw, dir, from, to, file_bytes] {
       try {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
         copy_file_durably(from, to, file_bytes);
       } catch (...) {
         raw->failure = std::current_exception();
