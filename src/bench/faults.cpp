@@ -96,7 +96,9 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
 }
 
 int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
+  const chunks::Level levels = chunks::parse_levels(o.levels, "--levels");
   const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
+  if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
   std::vector<std::uint64_t> data(words), copy(words);
   std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rt.rank() + 1);
   for (auto& w : data) w = splitmix64(state);
@@ -110,28 +112,103 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     best = std::min(best, seconds_since(t0));
   }
   if (copy.back() != data.back()) throw Error("checkpoint-cost: memcpy lost bytes");
+  copy = {};  // restores read into vectors of their own
   const double bandwidth = all_reduce(rt.comm(), static_cast<double>(words * sizeof(std::uint64_t)) / best, MPI_MIN);
-  chunks::CheckpointOptions co;
-  co.levels = chunks::Level::node;
-  co.node_dir = o.node_dir;
-  co.name = "checkpoint-cost";
-  chunks::Checkpoint ck(rt, co);
-  std::vector<double> stalls;
-  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
+  const double bound2 = bytes / (0.5 * bandwidth) + 0.010;
+
+  // The disk level's directory: given, or one of our own under $TMPDIR.
+  std::string disk_dir = o.dir;
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } remove_disk;
+  if (has_level(levels, chunks::Level::disk) && disk_dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    std::string base = t && *t ? t : "/tmp";
+    if (rt.rank() == 0) disk_dir = make_temp_dir(base, "tessera-checkpoint-cost-");
+    disk_dir = broadcast(rt.comm(), disk_dir, 0);
+    if (rt.rank() == 0) remove_disk.path = disk_dir;
+  }
+
+  // True on every rank when every rank's restored bytes equal what it wrote.
+  auto restored_equal = [&](chunks::Checkpoint& ck, double& seconds) {
     barrier(rt.comm());
     auto t0 = std::chrono::steady_clock::now();
-    auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
-    w.add("data", std::span<const std::uint64_t>(data));
-    w.commit();
-    stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+    auto found = ck.latest();
+    bool same = false;
+    if (found) {
+      auto r = ck.restore(*found.info);
+      auto got = r.read<std::uint64_t>("data", words * static_cast<std::uint64_t>(rt.rank()), words);
+      same = r.length("data") == words * static_cast<std::uint64_t>(rt.size()) &&
+             std::memcmp(got.data(), data.data(), words * sizeof(std::uint64_t)) == 0;
+    }
+    seconds = all_reduce(rt.comm(), seconds_since(t0), MPI_MAX);
+    return all_reduce(rt.comm(), same ? 1 : 0, MPI_MIN) == 1;
+  };
+
+  // One row per level: level 2 (node), level 1 (buddy: level 2 plus the
+  // copy to the buddy), level 3 (disk, drained asynchronously from level 2:
+  // the stall is the commit, the drain is timed on its own).
+  json rows = json::array();
+  bool pass = true;
+  for (int level : {2, 1, 3}) {
+    const chunks::Level want = level == 2 ? chunks::Level::node : level == 1 ? chunks::Level::buddy : chunks::Level::disk;
+    if (!has_level(levels, want)) continue;
+    chunks::CheckpointOptions co;
+    co.levels = level == 3 ? (chunks::Level::node | chunks::Level::disk) : want;
+    co.node_dir = o.node_dir;
+    co.dir = disk_dir;
+    co.async_drain = level == 3;
+    co.name = "checkpoint-cost-l" + std::to_string(level);
+    chunks::Checkpoint ck(rt, co);
+    std::vector<double> stalls, drains;
+    for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+      barrier(rt.comm());
+      auto t0 = std::chrono::steady_clock::now();
+      auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
+      w.add("data", std::span<const std::uint64_t>(data));
+      w.commit();
+      stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+      if (level == 3) {
+        auto t1 = std::chrono::steady_clock::now();
+        ck.finish_drain();
+        drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
+      }
+    }
+    double restore_seconds = 0, disk_restore_seconds = 0;
+    bool same = restored_equal(ck, restore_seconds);
+    if (level == 3) {  // the disk copy alone, as after losing the node
+      chunks::CheckpointOptions disk = co;
+      disk.levels = chunks::Level::disk;
+      disk.async_drain = false;
+      chunks::Checkpoint dk(rt, disk);
+      same = restored_equal(dk, disk_restore_seconds) && same;
+    }
+    ck.remove();
+    const double stall = median(stalls), bound = level == 1 ? 2 * bound2 : bound2;
+    const bool ok = stall <= bound && same;
+    pass = pass && ok;
+    json row{{"level", level},
+             {"stall_seconds", stall},
+             {"stall_seconds_max", maximum(stalls)},
+             {"bound_seconds", bound},
+             {"restore_seconds", restore_seconds},
+             {"restored_bit_identical", same},
+             {"pass", ok}};
+    if (level == 1) row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
+    if (level == 3) {
+      row["drain_seconds"] = median(drains);
+      row["disk_restore_seconds"] = disk_restore_seconds;
+    }
+    rows.push_back(row);
   }
-  ck.remove();
-  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
-  const double stall = median(stalls), bound = bytes / (0.5 * bandwidth) + 0.010;
   if (rt.rank() == 0 && !o.result.empty())
     write_json(o.result, {{"bytes_per_rank", words * sizeof(std::uint64_t)}, {"ranks", rt.size()},
-                          {"memcpy_bytes_per_second", bandwidth}, {"stall_seconds", stall},
-                          {"stall_seconds_max", maximum(stalls)}, {"bound_seconds", bound}, {"pass", stall <= bound}});
+                          {"memcpy_bytes_per_second", bandwidth}, {"rows", rows}, {"pass", pass}});
   return 0;
 }
 
@@ -276,19 +353,20 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     rows.push_back(std::move(s));
   }
 
-  // Checkpoint cost: level 2, S bytes per rank.
-  json cost;
+  // Checkpoint cost: each size S per rank, one job measuring every level.
+  std::vector<json> costs;
   bool cost_ok = true;
-  if (o.cost_bytes > 0) {
-    note("checkpoint cost: " + std::to_string(o.cost_bytes) + " bytes per rank at level 2 ...");
+  for (std::uint64_t bytes : o.cost_bytes) {
+    note("checkpoint cost: " + std::to_string(bytes) + " bytes per rank at levels " + o.cost_levels + " ...");
     const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
     RemoveTree remove_node{node_dir};
     chunks::SuperviseOptions so;
     so.ranks = o.ranks;
     so.program = o.program;
-    const std::string result_file = work + "/cost.json";
-    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(o.cost_bytes), "--node-dir", node_dir, "--result",
-               result_file};
+    const std::string result_file = work + "/cost" + std::to_string(costs.size()) + ".json";
+    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(bytes), "--levels", o.cost_levels, "--node-dir",
+               node_dir, "--result", result_file};
+    if (!o.cost_dir.empty()) so.args.insert(so.args.end(), {"--dir", o.cost_dir});
     so.retries = 0;
     so.shm_dir = node_dir;
     so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
@@ -296,8 +374,9 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     auto r = chunks::supervise(so);
     std::ifstream in(result_file);
     if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
-    cost = json::parse(in);
-    cost_ok = cost.at("pass").get<bool>();
+    json cost = json::parse(in);
+    cost_ok = cost_ok && cost.at("pass").get<bool>();
+    costs.push_back(std::move(cost));
   }
 
   bool ok = cost_ok;
@@ -323,11 +402,23 @@ int run_faults_bench(const FaultsBenchOptions& o) {
            {"problems", s.problems}};
     if (o.json) std::printf("%s\n", j.dump().c_str());
   }
-  if (!cost.is_null() && o.json) {
-    cost["benchmark"] = "faults";
-    cost["scenario"] = "checkpoint_cost_level2";
-    std::printf("%s\n", cost.dump().c_str());
-  }
+  // One line per size and level: the job's figures, its row beside them.
+  auto cost_lines = [&] {
+    std::vector<json> lines;
+    for (const auto& cost : costs)
+      for (const auto& row : cost.at("rows")) {
+        json line{{"benchmark", "faults"},
+                  {"scenario", "checkpoint_cost_level" + std::to_string(row.at("level").get<int>())},
+                  {"ranks", cost.at("ranks")},
+                  {"bytes_per_rank", cost.at("bytes_per_rank")},
+                  {"memcpy_bytes_per_second", cost.at("memcpy_bytes_per_second")}};
+        for (const auto& [k, v] : row.items()) line[k] = v;
+        lines.push_back(std::move(line));
+      }
+    return lines;
+  };
+  if (o.json)
+    for (const auto& line : cost_lines()) std::printf("%s\n", line.dump().c_str());
   if (!o.json) {
     std::printf("tessera bench faults: Jacobi3D n=%d, %d iterations, chunks %s, checkpoint every %d (level 2), %d ranks; "
                 "failure-free run %.2f s\n",
@@ -342,13 +433,23 @@ int run_faults_bench(const FaultsBenchOptions& o) {
                   s.hangs, s.stale_segments, s.sigbus, d, r);
       for (const auto& p : s.problems) std::printf("    FAILED %s\n", p.c_str());
     }
-    if (!cost.is_null())
-      std::printf("checkpoint cost, level 2, %llu bytes per rank: stall %.4f s (max %.4f), bound S/(0.5 x memcpy %.2f GB/s) "
-                  "+ 10 ms = %.4f s: %s\n",
-                  static_cast<unsigned long long>(cost.at("bytes_per_rank").get<std::uint64_t>()),
-                  cost.at("stall_seconds").get<double>(), cost.at("stall_seconds_max").get<double>(),
-                  cost.at("memcpy_bytes_per_second").get<double>() / 1e9, cost.at("bound_seconds").get<double>(),
-                  cost_ok ? "pass" : "FAIL");
+    for (const auto& c : cost_lines()) {
+      const int level = c.at("level").get<int>();
+      std::string extra;
+      char buf[160];
+      if (level == 3) {
+        std::snprintf(buf, sizeof buf, "; drained in %.4f s beside the application", c.at("drain_seconds").get<double>());
+        extra = buf;
+      }
+      if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
+      std::printf("checkpoint cost, level %d, %llu bytes per rank: stall %.4f s (max %.4f), bound %s(S/(0.5 x memcpy "
+                  "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
+                  level, static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
+                  c.at("stall_seconds").get<double>(), c.at("stall_seconds_max").get<double>(), level == 1 ? "2 x " : "",
+                  c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),
+                  c.at("restored_bit_identical").get<bool>() ? "bit-identical" : "DIFFERENT",
+                  c.at("restore_seconds").get<double>(), c.at("pass").get<bool>() ? "pass" : "FAIL", extra.c_str());
+    }
   }
   return ok ? 0 : 2;
 }

@@ -30,12 +30,16 @@ struct RecoverJacobiOptions {
 int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);
 
 // The job `tessera bench checkpoint-cost`: memcpy bandwidth of `bytes` per
-// rank (all ranks copying at once), then node-level checkpoints of `bytes`
-// per rank; rank 0 writes the figures to `result` (JSON).
+// rank (all ranks copying at once), then `reps` checkpoints of `bytes` per
+// rank at each level asked (2 node, 1 buddy, 3 disk drained asynchronously
+// from level 2), each read back and compared byte for byte; rank 0 writes
+// the figures, one row per level, to `result` (JSON).
 struct CheckpointCostOptions {
   std::uint64_t bytes = std::uint64_t{64} << 20;
   int reps = 3;
+  std::string levels = "node,buddy,disk";
   std::string node_dir;
+  std::string dir;  // the disk level's ("" = a directory of its own under $TMPDIR, removed after)
   std::string result;
 };
 int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o);
@@ -49,7 +53,9 @@ struct FaultsBenchOptions {
   int iterations = 30;
   std::string chunks = "2x2x2";
   int every = 5;
-  std::uint64_t cost_bytes = std::uint64_t{64} << 20;  // 0: no checkpoint cost rows
+  std::vector<std::uint64_t> cost_bytes{std::uint64_t{64} << 20};  // per rank, one cost job each; empty: none
+  std::string cost_levels = "node,buddy,disk";
+  std::string cost_dir;  // the disk level's directory for the cost rows ("" = under $TMPDIR)
   double heartbeat_timeout = 10;
   std::vector<std::string> scenarios;  // empty: all (random_kill, kill_in_checkpoint, kill_in_restart)
   bool json = false;

@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "../bench/faults.hpp"
 #include "commands.hpp"
+#include "tessera/chunks/checkpoint.hpp"
 #include "tessera/chunks/recovery.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/error.hpp"
@@ -209,7 +211,10 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   faults->add_option("--chunks", f->chunks, "Chunk grid, e.g. 2x2x2");
   faults->add_option("--every", f->every, "Checkpoint every this many iterations")->check(CLI::Range(1, 100000));
   auto cost_bytes = std::make_shared<std::string>("64M");
-  faults->add_option("--checkpoint-bytes", *cost_bytes, "Bytes per rank of the checkpoint cost rows (0: none)");
+  faults->add_option("--checkpoint-bytes", *cost_bytes,
+                     "Bytes per rank of the checkpoint cost rows, a comma list (e.g. 64M,256M,1G; 0: none)");
+  faults->add_option("--checkpoint-levels", f->cost_levels, "Levels of the cost rows: node, buddy, disk, or a comma list");
+  faults->add_option("--checkpoint-dir", f->cost_dir, "The disk level's directory for the cost rows (default: under $TMPDIR)");
   faults->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Seconds without a heartbeat: hung")
       ->check(CLI::PositiveNumber);
   faults->add_option("--scenario", f->scenarios, "random_kill, kill_in_checkpoint, kill_in_restart (default: all)");
@@ -220,7 +225,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
     selected = [f, cost_bytes, &ranks] {
       bench::FaultsBenchOptions opts = *f;
       if (ranks > 0) opts.ranks = ranks;
-      opts.cost_bytes = *cost_bytes == "0" ? 0 : parse_byte_size(*cost_bytes, "--checkpoint-bytes");
+      opts.cost_bytes.clear();
+      if (*cost_bytes != "0") {
+        std::stringstream list(*cost_bytes);
+        for (std::string size; std::getline(list, size, ',');)
+          opts.cost_bytes.push_back(parse_byte_size(size, "--checkpoint-bytes"));
+      }
+      chunks::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
       opts.program = self_exe();
       return bench::run_faults_bench(opts);
     };
@@ -249,10 +260,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
 
   auto c = std::make_shared<bench::CheckpointCostOptions>();
   auto bytes = std::make_shared<std::string>("64M");
-  auto* cc = bench->add_subcommand("checkpoint-cost", "Level-2 checkpoint stall against memcpy bandwidth (bench faults runs it)");
+  auto* cc = bench->add_subcommand("checkpoint-cost", "Checkpoint stall of levels 2, 1 and 3 against memcpy bandwidth, "
+                                                      "each restore compared byte for byte (bench faults runs it)");
   cc->add_option("--bytes", *bytes, "Bytes per rank, e.g. 64M");
-  cc->add_option("--reps", c->reps, "Checkpoints (the median is reported)")->check(CLI::Range(1, 100));
+  cc->add_option("--reps", c->reps, "Checkpoints per level (the median is reported)")->check(CLI::Range(1, 100));
+  cc->add_option("--levels", c->levels, "Levels measured: node, buddy, disk, or a comma list");
   cc->add_option("--node-dir", c->node_dir, "The node level's directory");
+  cc->add_option("--dir", c->dir, "The disk level's directory (default: one of its own under $TMPDIR, removed after)");
   cc->add_option("--result", c->result, "Rank 0 writes the figures as JSON here");
   cc->callback([c, bytes, &selected] {
     selected = [c, bytes] {

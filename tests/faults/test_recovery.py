@@ -10,6 +10,8 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   retries    a job that always fails: --retries honoured, a clear error, non-zero exit
   hang       a rank that stops responding is caught by its heartbeat and the job recovers
   bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
+  cost       the checkpoint cost rows of bench faults: levels 2, 1, 3 at two
+             sizes, restores byte for byte, bounds as documented
   plain      `tessera -n 2 CMD` without `run`: a killed rank named in one line, its segments removed
 Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
 there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
@@ -180,6 +182,49 @@ def case_bench(e):
     check(any(r["second_kills"] >= 1 for r in rows), "some trials have a second kill")
 
 
+def case_cost(e):
+    """The checkpoint cost rows of bench faults at two sizes: a row per level
+    (2 node, 1 buddy, 3 disk drained asynchronously) and size, each restore
+    compared byte for byte, the bounds as documented. Whether a stall meets
+    its bound is timing (not asserted here); that pass says so is."""
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "1", "--scenario", "kill_in_checkpoint",
+                        "--n", "12", "--iterations", "10", "--every", "5", "--checkpoint-bytes", "1M,2M", "--json", "-q"],
+                       capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    cost = [r for r in rows if r["scenario"].startswith("checkpoint_cost_level")]
+    check(p.returncode in (0, 2) and any(r["scenario"] == "kill_in_checkpoint" for r in rows),
+          "bench faults with cost rows runs" + said(p))
+    got = sorted((r["bytes_per_rank"], r["level"]) for r in cost)
+    check(got == [(s, lv) for s in (1 << 20, 2 << 20) for lv in (1, 2, 3)], f"a cost row per size and level ({got})")
+    for r in cost:
+        what = f"level {r['level']}, {r['bytes_per_rank']} bytes"
+        check(r["scenario"] == f"checkpoint_cost_level{r['level']}" and r["ranks"] == 2, f"{what}: named, 2 ranks")
+        check(r["restored_bit_identical"] is True, f"{what}: restored byte for byte")
+        bound2 = r["bytes_per_rank"] / (0.5 * r["memcpy_bytes_per_second"]) + 0.010
+        want = 2 * bound2 if r["level"] == 1 else bound2
+        check(abs(r["bound_seconds"] - want) < 1e-9, f"{what}: bound {r['bound_seconds']:.4f} s = {want:.4f} s")
+        check(r["stall_seconds"] > 0 and r["restore_seconds"] > 0, f"{what}: stall and restore timed")
+        check(r["pass"] == (r["stall_seconds"] <= r["bound_seconds"]), f"{what}: pass says whether the stall is bound")
+        if r["level"] == 3:
+            check(r["drain_seconds"] > 0 and r["disk_restore_seconds"] > 0, f"{what}: the drain and the disk copy timed")
+        if r["level"] == 1:
+            check(r["one_node"] is True, f"{what}: one node (level 1 is level 2 here)")
+    check((p.returncode == 0) == all(r["pass"] for r in cost if "pass" in r),
+          f"the exit status follows the cost rows ({p.returncode})")
+    disk = os.path.join(e.work, "disk")
+    os.makedirs(disk)
+    result = os.path.join(e.work, "cost.json")
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "checkpoint-cost", "--bytes", "64K", "--reps", "2", "--levels",
+                        "disk", "--dir", disk, "--result", result], capture_output=True, text=True, env=e.env, timeout=120)
+    j = json.load(open(result)) if os.path.exists(result) else {}
+    check(p.returncode == 0 and [r["level"] for r in j.get("rows", [])] == [3] and j["rows"][0]["restored_bit_identical"],
+          "checkpoint-cost --levels disk --dir D: one row, restored" + said(p))
+    check(os.listdir(disk) == [], f"its checkpoints removed from D ({os.listdir(disk)})")
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--checkpoint-levels", "node,tape"], capture_output=True,
+                       text=True, env=e.env, timeout=60)
+    check(p.returncode != 0 and "--checkpoint-levels: 'tape' is not a level" in p.stderr, "a bad level refused" + said(p))
+
+
 def rank_pid(shm, rank):
     """The pid of `rank` of the job whose TESSERA_SHM_DIR is `shm`, or None."""
     for p in os.listdir("/proc"):
@@ -229,7 +274,7 @@ def case_plain(e):
 
 
 def main():
-    cases = {"recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
+    cases = {"cost": case_cost, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
              "bench": case_bench, "plain": case_plain}
     if CASE not in cases:
         sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")
