@@ -44,6 +44,23 @@ struct CheckpointCostOptions {
 };
 int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o);
 
+// The job `tessera bench resume-state`: `bytes` of state per rank, updated
+// in place at every step (each word by a step-dependent multiply-add, so a
+// lost or stale word shows at the end), `steps` steps, a node-level
+// checkpoint every `every`; a start resumes from the newest checkpoint.
+// At the end every rank checks its words against the update replayed from
+// their initial values; rank 0 writes {"ok", "resumed_from", "attempt"} to
+// `result` (JSON). Exit 0 when every word is right.
+struct ResumeStateOptions {
+  std::uint64_t bytes = std::uint64_t{16} << 20;
+  int steps = 20;
+  int every = 5;
+  std::string node_dir;
+  std::string name = "resume-state";
+  std::string result;
+};
+int run_resume_state(Runtime& rt, const ResumeStateOptions& o);
+
 // The driver: runs without MPI, launching every job under the supervisor.
 struct FaultsBenchOptions {
   int ranks = 4;
@@ -57,7 +74,12 @@ struct FaultsBenchOptions {
   std::string cost_levels = "node,buddy,disk";
   std::string cost_dir;  // the disk level's directory for the cost rows ("" = under $TMPDIR)
   double heartbeat_timeout = 10;
-  std::vector<std::string> scenarios;  // empty: all (random_kill, kill_in_checkpoint, kill_in_restart)
+  std::vector<std::string> scenarios;  // empty: random_kill, kill_in_checkpoint, kill_in_restart
+  // resume_time (only when asked): `resume_state_bytes` of state in all (split
+  // over the ranks), a rank killed after a step; detection and kill to the
+  // relaunch's first completed step, against the targets below.
+  std::uint64_t resume_state_bytes = std::uint64_t{64} << 20;
+  double resume_median_target = 1.0, resume_p99_target = 2.0, detection_target = 0.100;
   bool json = false;
   bool quiet = false;
   std::string program;  // the tessera executable

@@ -1,6 +1,6 @@
 // tessera -n K run [--recover] CMD...   the job under the recovery supervisor
 // tessera -n K bench faults            recovery trials with injected failures
-// tessera bench jacobi3d-recover | checkpoint-cost   the jobs bench faults runs
+// tessera bench jacobi3d-recover | checkpoint-cost | resume-state   the jobs bench faults runs
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -217,13 +217,18 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   faults->add_option("--checkpoint-dir", f->cost_dir, "The disk level's directory for the cost rows (default: under $TMPDIR)");
   faults->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Seconds without a heartbeat: hung")
       ->check(CLI::PositiveNumber);
-  faults->add_option("--scenario", f->scenarios, "random_kill, kill_in_checkpoint, kill_in_restart (default: all)");
+  faults->add_option("--scenario", f->scenarios,
+                     "random_kill, kill_in_checkpoint, kill_in_restart (the default: these three), resume_time");
+  auto state_bytes = std::make_shared<std::string>("64M");
+  faults->add_option("--state-bytes", *state_bytes,
+                     "resume_time: bytes of state in all, split over the ranks (e.g. 1G)");
   faults->add_flag("--json", f->json, "Only JSON lines on stdout (one per scenario and cost row)");
   faults->add_flag("-q,--quiet", f->quiet, "No progress notes on stderr");
-  faults->callback([f, cost_bytes, &selected, &ranks, &launches_jobs] {
+  faults->callback([f, cost_bytes, state_bytes, &selected, &ranks, &launches_jobs] {
     launches_jobs = true;
-    selected = [f, cost_bytes, &ranks] {
+    selected = [f, cost_bytes, state_bytes, &ranks] {
       bench::FaultsBenchOptions opts = *f;
+      opts.resume_state_bytes = parse_byte_size(*state_bytes, "--state-bytes");
       if (ranks > 0) opts.ranks = ranks;
       opts.cost_bytes.clear();
       if (*cost_bytes != "0") {
@@ -255,6 +260,25 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
     selected = [j] {
       Runtime rt;
       return bench::run_recover_jacobi(rt, *j);
+    };
+  });
+
+  auto rs = std::make_shared<bench::ResumeStateOptions>();
+  auto rs_bytes = std::make_shared<std::string>("16M");
+  auto* rsc = bench->add_subcommand("resume-state", "State of a given size updated every step, checkpointed at level 2, "
+                                                     "resumed from the newest checkpoint (bench faults' resume_time job)");
+  rsc->add_option("--bytes", *rs_bytes, "Bytes of state per rank, e.g. 256M");
+  rsc->add_option("--steps", rs->steps, "Steps")->check(CLI::Range(1, 1000000));
+  rsc->add_option("--every", rs->every, "Checkpoint every this many steps (0: never)")->check(CLI::Range(0, 1000000));
+  rsc->add_option("--node-dir", rs->node_dir, "The node level's directory (default $TESSERA_SHM_DIR or /dev/shm)");
+  rsc->add_option("--name", rs->name, "The checkpoints' name");
+  rsc->add_option("--result", rs->result, "Rank 0 writes whether every word is right as JSON here");
+  rsc->callback([rs, rs_bytes, &selected] {
+    selected = [rs, rs_bytes] {
+      bench::ResumeStateOptions opts = *rs;
+      opts.bytes = parse_byte_size(*rs_bytes, "--bytes");
+      Runtime rt;
+      return bench::run_resume_state(rt, opts);
     };
   });
 

@@ -12,6 +12,8 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
   cost       the checkpoint cost rows of bench faults: levels 2, 1, 3 at two
              sizes, restores byte for byte, bounds as documented
+  resume     bench faults' resume_time at 4 ranks: recovered, every word right,
+             detection and kill to the next completed step measured
   plain      `tessera -n 2 CMD` without `run`: a killed rank named in one line, its segments removed
 Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
 there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
@@ -225,6 +227,31 @@ def case_cost(e):
     check(p.returncode != 0 and "--checkpoint-levels: 'tape' is not a level" in p.stderr, "a bad level refused" + said(p))
 
 
+def case_resume(e):
+    """bench faults' resume_time at 4 ranks on a small state: every trial
+    recovered with every word right, detection and kill-to-next-step
+    measured, the targets judged as stated (not asserted met: timing)."""
+    p = subprocess.run([TESSERA, "-n", "4", "bench", "faults", "--scenario", "resume_time", "--trials", "3",
+                        "--state-bytes", "4M", "--n", "12", "--iterations", "10", "--every", "3",
+                        "--checkpoint-bytes", "0", "--json", "-q"], capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    check(len(rows) == 1 and rows[0]["scenario"] == "resume_time", "one resume_time line" + said(p))
+    if len(rows) != 1:
+        return
+    r = rows[0]
+    check(r["trials"] == 3 and r["recovered"] == 3 and r["bit_identical"] == 3 and r["ranks"] == 4,
+          f"3 of 3 recovered at 4 ranks with every word right ({r['recovered']}, {r['bit_identical']})")
+    check(r["state_bytes"] == 4 << 20 and r["hangs"] == 0 and r["stale_segments"] == 0, "4 MiB of state, nothing stale")
+    check(0 <= r["detection_seconds_p99"] < 5, f"detection p99 {r['detection_seconds_p99']:.3f} s measured")
+    check(r["kill_to_step_seconds_median"] > r["detection_seconds_median"] >= 0 and
+          r["kill_to_step_seconds_p99"] >= r["kill_to_step_seconds_median"],
+          f"kill to the next step: median {r['kill_to_step_seconds_median']:.3f} s, p99 {r['kill_to_step_seconds_p99']:.3f} s")
+    met = (r["kill_to_step_seconds_median"] <= r["target_median_seconds"] == 1.0 and
+           r["kill_to_step_seconds_p99"] <= r["target_p99_seconds"] == 2.0 and
+           r["detection_seconds_p99"] <= r["target_detection_seconds"] == 0.1)
+    check(r["meets_targets"] == met and (p.returncode == 0) == met, f"targets judged as stated ({met}, exit {p.returncode})")
+
+
 def rank_pid(shm, rank):
     """The pid of `rank` of the job whose TESSERA_SHM_DIR is `shm`, or None."""
     for p in os.listdir("/proc"):
@@ -274,7 +301,7 @@ def case_plain(e):
 
 
 def main():
-    cases = {"cost": case_cost, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
+    cases = {"cost": case_cost, "resume": case_resume, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
              "bench": case_bench, "plain": case_plain}
     if CASE not in cases:
         sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")
