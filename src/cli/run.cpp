@@ -54,6 +54,7 @@ nlohmann::json report_json(const chunks::SuperviseResult& r) {
                         {"last_step", a.last_step},
                         {"seconds", a.seconds},
                         {"detection_seconds", a.detection_seconds},
+                        {"detection_is_bound", a.detection_is_bound},
                         {"cleanup_seconds", a.cleanup_seconds},
                         {"resumed_step", a.resumed_step},
                         {"resumed_level", a.resumed_level},
