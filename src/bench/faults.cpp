@@ -286,9 +286,13 @@ int run_faults_bench(const FaultsBenchOptions& o) {
   if (scenarios.empty()) scenarios = {"random_kill", "kill_in_checkpoint", "kill_in_restart"};
   bool resume_time = false;
   for (const auto& s : scenarios) {
-    if (s != "random_kill" && s != "kill_in_checkpoint" && s != "kill_in_restart" && s != "resume_time")
+    if (s != "random_kill" && s != "kill_in_checkpoint" && s != "kill_in_restart" && s != "kill_in_spare" &&
+        s != "resume_time")
       throw ConfigError("bench faults: unknown scenario '" + s +
-                        "' (random_kill, kill_in_checkpoint, kill_in_restart, resume_time)");
+                        "' (random_kill, kill_in_checkpoint, kill_in_restart, kill_in_spare, resume_time)");
+    // The third commit is the first to reuse a spare (keep 1): it must come before the end.
+    if (s == "kill_in_spare" && (o.iterations - 1) / o.every < 3)
+      throw ConfigError("bench faults: kill_in_spare needs --iterations above 3 x --every (a third checkpoint)");
     resume_time = resume_time || s == "resume_time";
   }
   const std::uint64_t state_bytes_per_rank =
@@ -409,6 +413,9 @@ int run_faults_bench(const FaultsBenchOptions& o) {
       } else if (name == "resume_time") {
         // After a checkpoint exists and before the last step: the relaunch resumes and completes a step.
         faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o.every), static_cast<std::uint64_t>(o.iterations - 1))});
+      } else if (name == "kill_in_spare") {
+        // Halfway through copying into the reused spare, in the first commit at or after the step that reuses one.
+        faults.push_back({1, rank, FaultPoint::spare, uniform(1, last_checkpoint)});
       } else if (name == "kill_in_checkpoint") {
         faults.push_back({1, rank, FaultPoint::checkpoint, uniform(1, last_checkpoint)});
       } else {

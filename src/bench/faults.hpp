@@ -74,7 +74,9 @@ struct FaultsBenchOptions {
   std::string cost_levels = "node,buddy,disk";
   std::string cost_dir;  // the disk level's directory for the cost rows ("" = under $TMPDIR)
   double heartbeat_timeout = 10;
-  std::vector<std::string> scenarios;  // empty: random_kill, kill_in_checkpoint, kill_in_restart
+  // empty: random_kill, kill_in_checkpoint, kill_in_restart; also kill_in_spare (a kill halfway
+  // through a level-2 commit into the reused spare) and resume_time when asked
+  std::vector<std::string> scenarios;
   // resume_time (only when asked): `resume_state_bytes` of state in all (split
   // over the ranks), a rank killed after a step; detection and kill to the
   // relaunch's first completed step, against the targets below.

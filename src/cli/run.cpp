@@ -219,7 +219,8 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   faults->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Seconds without a heartbeat: hung")
       ->check(CLI::PositiveNumber);
   faults->add_option("--scenario", f->scenarios,
-                     "random_kill, kill_in_checkpoint, kill_in_restart (the default: these three), resume_time");
+                     "random_kill, kill_in_checkpoint, kill_in_restart (the default: these three), kill_in_spare, "
+                     "resume_time");
   auto state_bytes = std::make_shared<std::string>("64M");
   faults->add_option("--state-bytes", *state_bytes,
                      "resume_time: bytes of state in all, split over the ranks (e.g. 1G)");

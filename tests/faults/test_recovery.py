@@ -9,7 +9,8 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
              restarting; resumes from the newest complete checkpoint, bit-identical
   retries    a job that always fails: --retries honoured, a clear error, non-zero exit
   hang       a rank that stops responding is caught by its heartbeat and the job recovers
-  bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
+  bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical;
+             then 3 trials of the opt-in kill_in_spare
   cost       the checkpoint cost rows of bench faults: levels 2, 1, 3 at two
              sizes, restores byte for byte, bounds as documented
   resume     bench faults' resume_time at 4 ranks: recovered, every word right,
@@ -182,6 +183,17 @@ def case_bench(e):
               f"{r['scenario']}: no hang, stale segment or SIGBUS")
         check(0 <= r["detection_seconds_max"] < 5 and r["resume_seconds_median"] > 0, f"{r['scenario']}: timings given")
     check(any(r["second_kills"] >= 1 for r in rows), "some trials have a second kill")
+    # Opt-in: a kill halfway through a level-2 commit into the reused spare.
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "3", "--scenario", "kill_in_spare", "--n", "12",
+                        "--iterations", "20", "--every", "5", "--checkpoint-bytes", "0", "--json", "-q"],
+                       capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    check(p.returncode == 0 and [r["scenario"] for r in rows] == ["kill_in_spare"] and rows[0]["recovered"] == 3 and
+          rows[0]["bit_identical"] == 3 and rows[0]["stale_segments"] == 0, "kill_in_spare: 3 of 3 recovered, bit-identical" + said(p))
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--scenario", "kill_in_spare", "--iterations", "15",
+                        "--every", "5"], capture_output=True, text=True, env=e.env, timeout=60)
+    check(p.returncode != 0 and "kill_in_spare needs --iterations above 3 x --every" in p.stderr,
+          "kill_in_spare without a third checkpoint refused" + said(p))
 
 
 def case_cost(e):
