@@ -60,10 +60,27 @@ double median(std::vector<double> v) {
 }
 double maximum(const std::vector<double>& v) { return v.empty() ? -1 : *std::max_element(v.begin(), v.end()); }
 
+// Nearest-rank percentile q (0 < q <= 1); -1 for none.
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+// resume-state: word `g`'s value before the first step, and one step's update
+// (odd multiplier: a bijection, so a lost or repeated step changes the word).
+std::uint64_t initial_word(std::uint64_t g) {
+  std::uint64_t s = g * 0x2545f4914f6cdd1dULL + 1;
+  return splitmix64(s);
+}
+std::uint64_t step_word(std::uint64_t w, std::uint64_t step) { return w * 0x5851f42d4c957f2dULL + (2 * step + 1); }
+
 struct Scenario {
   std::string name;
   int trials = 0, recovered = 0, bit_identical = 0, hangs = 0, stale_segments = 0, sigbus = 0, second_kills = 0;
   std::vector<double> detection, resume, trial_seconds;
+  std::vector<double> kill_to_step;  // the injected kill to the relaunch's first completed step
   std::vector<std::string> problems;  // the first few failed trials, said
 };
 
@@ -95,8 +112,58 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
   return check.rfind("ok", 0) == 0 ? 0 : 2;
 }
 
-int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
+int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
   const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
+  if (words == 0) throw ConfigError("resume-state: --bytes must be at least 8");
+  if (o.steps < 1 || o.every < 0) throw ConfigError("resume-state: --steps must be at least 1, --every at least 0");
+  const std::uint64_t first = words * static_cast<std::uint64_t>(rt.rank());  // this rank's first global word
+  chunks::CheckpointOptions co;
+  co.levels = chunks::Level::node;
+  co.node_dir = o.node_dir;
+  co.name = o.name;
+  chunks::Checkpoint ck(rt, co);
+  std::vector<std::uint64_t> state;
+  std::uint64_t step = 0, resumed = 0;
+  if (auto found = ck.latest()) {
+    auto r = ck.restore(*found.info);
+    if (r.length("state") != words * static_cast<std::uint64_t>(rt.size()))
+      throw MismatchError("resume-state: checkpoint " + found.info->path + " holds " + std::to_string(r.length("state")) +
+                          " words, this job " + std::to_string(words * static_cast<std::uint64_t>(rt.size())));
+    state = r.read<std::uint64_t>("state", first, words);
+    step = resumed = found.info->step;
+  } else {
+    state.resize(words);
+    for (std::size_t k = 0; k < words; ++k) state[k] = initial_word(first + k);
+  }
+  while (step < static_cast<std::uint64_t>(o.steps)) {
+    ++step;
+    for (auto& w : state) w = step_word(w, step);
+    if (o.every > 0 && step % static_cast<std::uint64_t>(o.every) == 0 && step < static_cast<std::uint64_t>(o.steps)) {
+      auto w = ck.begin(step);
+      w.add("state", std::span<const std::uint64_t>(state));
+      w.commit();
+    }
+    FaultInjection::at_step(rt.rank(), step);  // the step, and its checkpoint, completed
+  }
+  // Every word against its update replayed from the start.
+  std::uint64_t wrong = 0;
+  for (std::size_t k = 0; k < words; ++k) {
+    std::uint64_t w = initial_word(first + k);
+    for (std::uint64_t t = 1; t <= step; ++t) w = step_word(w, t);
+    wrong += w != state[k] ? 1 : 0;
+  }
+  wrong = all_reduce(rt.comm(), wrong, MPI_SUM);
+  ck.remove();
+  if (rt.rank() == 0 && !o.result.empty())
+    write_json(o.result, {{"ok", wrong == 0}, {"wrong_words", wrong}, {"resumed_from", resumed},
+                          {"attempt", FaultInjection::attempt()}, {"ranks", rt.size()}});
+  return wrong == 0 ? 0 : 2;
+}
+
+int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
+  const chunks::Level levels = chunks::parse_levels(o.levels, "--levels");
+  const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
+  if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
   std::vector<std::uint64_t> data(words), copy(words);
   std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rt.rank() + 1);
   for (auto& w : data) w = splitmix64(state);
@@ -110,28 +177,103 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     best = std::min(best, seconds_since(t0));
   }
   if (copy.back() != data.back()) throw Error("checkpoint-cost: memcpy lost bytes");
+  copy = {};  // restores read into vectors of their own
   const double bandwidth = all_reduce(rt.comm(), static_cast<double>(words * sizeof(std::uint64_t)) / best, MPI_MIN);
-  chunks::CheckpointOptions co;
-  co.levels = chunks::Level::node;
-  co.node_dir = o.node_dir;
-  co.name = "checkpoint-cost";
-  chunks::Checkpoint ck(rt, co);
-  std::vector<double> stalls;
-  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
+  const double bound2 = bytes / (0.5 * bandwidth) + 0.010;
+
+  // The disk level's directory: given, or one of our own under $TMPDIR.
+  std::string disk_dir = o.dir;
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } remove_disk;
+  if (has_level(levels, chunks::Level::disk) && disk_dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    std::string base = t && *t ? t : "/tmp";
+    if (rt.rank() == 0) disk_dir = make_temp_dir(base, "tessera-checkpoint-cost-");
+    disk_dir = broadcast(rt.comm(), disk_dir, 0);
+    if (rt.rank() == 0) remove_disk.path = disk_dir;
+  }
+
+  // True on every rank when every rank's restored bytes equal what it wrote.
+  auto restored_equal = [&](chunks::Checkpoint& ck, double& seconds) {
     barrier(rt.comm());
     auto t0 = std::chrono::steady_clock::now();
-    auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
-    w.add("data", std::span<const std::uint64_t>(data));
-    w.commit();
-    stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+    auto found = ck.latest();
+    bool same = false;
+    if (found) {
+      auto r = ck.restore(*found.info);
+      auto got = r.read<std::uint64_t>("data", words * static_cast<std::uint64_t>(rt.rank()), words);
+      same = r.length("data") == words * static_cast<std::uint64_t>(rt.size()) &&
+             std::memcmp(got.data(), data.data(), words * sizeof(std::uint64_t)) == 0;
+    }
+    seconds = all_reduce(rt.comm(), seconds_since(t0), MPI_MAX);
+    return all_reduce(rt.comm(), same ? 1 : 0, MPI_MIN) == 1;
+  };
+
+  // One row per level: level 2 (node), level 1 (buddy: level 2 plus the
+  // copy to the buddy), level 3 (disk, drained asynchronously from level 2:
+  // the stall is the commit, the drain is timed on its own).
+  json rows = json::array();
+  bool pass = true;
+  for (int level : {2, 1, 3}) {
+    const chunks::Level want = level == 2 ? chunks::Level::node : level == 1 ? chunks::Level::buddy : chunks::Level::disk;
+    if (!has_level(levels, want)) continue;
+    chunks::CheckpointOptions co;
+    co.levels = level == 3 ? (chunks::Level::node | chunks::Level::disk) : want;
+    co.node_dir = o.node_dir;
+    co.dir = disk_dir;
+    co.async_drain = level == 3;
+    co.name = "checkpoint-cost-l" + std::to_string(level);
+    chunks::Checkpoint ck(rt, co);
+    std::vector<double> stalls, drains;
+    for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+      barrier(rt.comm());
+      auto t0 = std::chrono::steady_clock::now();
+      auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
+      w.add("data", std::span<const std::uint64_t>(data));
+      w.commit();
+      stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+      if (level == 3) {
+        auto t1 = std::chrono::steady_clock::now();
+        ck.finish_drain();
+        drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
+      }
+    }
+    double restore_seconds = 0, disk_restore_seconds = 0;
+    bool same = restored_equal(ck, restore_seconds);
+    if (level == 3) {  // the disk copy alone, as after losing the node
+      chunks::CheckpointOptions disk = co;
+      disk.levels = chunks::Level::disk;
+      disk.async_drain = false;
+      chunks::Checkpoint dk(rt, disk);
+      same = restored_equal(dk, disk_restore_seconds) && same;
+    }
+    ck.remove();
+    const double stall = median(stalls), bound = level == 1 ? 2 * bound2 : bound2;
+    const bool ok = stall <= bound && same;
+    pass = pass && ok;
+    json row{{"level", level},
+             {"stall_seconds", stall},
+             {"stall_seconds_max", maximum(stalls)},
+             {"bound_seconds", bound},
+             {"restore_seconds", restore_seconds},
+             {"restored_bit_identical", same},
+             {"pass", ok}};
+    if (level == 1) row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
+    if (level == 3) {
+      row["drain_seconds"] = median(drains);
+      row["disk_restore_seconds"] = disk_restore_seconds;
+    }
+    rows.push_back(row);
   }
-  ck.remove();
-  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
-  const double stall = median(stalls), bound = bytes / (0.5 * bandwidth) + 0.010;
   if (rt.rank() == 0 && !o.result.empty())
     write_json(o.result, {{"bytes_per_rank", words * sizeof(std::uint64_t)}, {"ranks", rt.size()},
-                          {"memcpy_bytes_per_second", bandwidth}, {"stall_seconds", stall},
-                          {"stall_seconds_max", maximum(stalls)}, {"bound_seconds", bound}, {"pass", stall <= bound}});
+                          {"memcpy_bytes_per_second", bandwidth}, {"rows", rows}, {"pass", pass}});
   return 0;
 }
 
@@ -142,9 +284,21 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     throw ConfigError("bench faults: --iterations must be at least twice --every (a checkpoint to resume from)");
   std::vector<std::string> scenarios = o.scenarios;
   if (scenarios.empty()) scenarios = {"random_kill", "kill_in_checkpoint", "kill_in_restart"};
-  for (const auto& s : scenarios)
-    if (s != "random_kill" && s != "kill_in_checkpoint" && s != "kill_in_restart")
-      throw ConfigError("bench faults: unknown scenario '" + s + "' (random_kill, kill_in_checkpoint, kill_in_restart)");
+  bool resume_time = false;
+  for (const auto& s : scenarios) {
+    if (s != "random_kill" && s != "kill_in_checkpoint" && s != "kill_in_restart" && s != "kill_in_spare" &&
+        s != "resume_time")
+      throw ConfigError("bench faults: unknown scenario '" + s +
+                        "' (random_kill, kill_in_checkpoint, kill_in_restart, kill_in_spare, resume_time)");
+    // The third commit is the first to reuse a spare (keep 1): it must come before the end.
+    if (s == "kill_in_spare" && (o.iterations - 1) / o.every < 3)
+      throw ConfigError("bench faults: kill_in_spare needs --iterations above 3 x --every (a third checkpoint)");
+    resume_time = resume_time || s == "resume_time";
+  }
+  const std::uint64_t state_bytes_per_rank =
+      o.resume_state_bytes / static_cast<std::uint64_t>(o.ranks) / sizeof(std::uint64_t) * sizeof(std::uint64_t);
+  if (resume_time && state_bytes_per_rank == 0)
+    throw ConfigError("bench faults: --state-bytes must give each rank at least 8 bytes");
   auto note = [&](const std::string& line) {
     if (!o.quiet) std::fprintf(stderr, "bench faults: %s\n", line.c_str());
   };
@@ -170,11 +324,12 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     chunks::SuperviseResult result;
     std::uint64_t checksum = 0;
     bool wrote = false;
+    bool verified = false;  // resume-state: every word right
     int stale = 0;
     double seconds = 0;
   };
   int counter = 0;
-  auto run_trial = [&](const std::vector<InjectedFault>& faults) {
+  auto run_trial = [&](const std::vector<InjectedFault>& faults, bool state_job) {
     Trial t;
     const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
     RemoveTree remove_node{node_dir};
@@ -182,9 +337,14 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     chunks::SuperviseOptions so;
     so.ranks = o.ranks;
     so.program = o.program;
-    so.args = {"bench", "jacobi3d-recover", "--n", std::to_string(o.n), "--iterations", std::to_string(o.iterations),
-               "--chunks", o.chunks, "--every", std::to_string(o.every), "--node-dir", node_dir,
-               "--result", result_file, "-q"};
+    if (state_job)
+      so.args = {"bench", "resume-state", "--bytes", std::to_string(state_bytes_per_rank), "--steps",
+                 std::to_string(o.iterations), "--every", std::to_string(o.every), "--node-dir", node_dir,
+                 "--result", result_file};
+    else
+      so.args = {"bench", "jacobi3d-recover", "--n", std::to_string(o.n), "--iterations", std::to_string(o.iterations),
+                 "--chunks", o.chunks, "--every", std::to_string(o.every), "--node-dir", node_dir,
+                 "--result", result_file, "-q"};
     so.retries = 3;
     so.heartbeat_timeout = o.heartbeat_timeout;
     so.faults = faults;
@@ -199,7 +359,8 @@ int run_faults_bench(const FaultsBenchOptions& o) {
       std::ifstream in(result_file);
       if (in) {
         json j = json::parse(in);
-        t.checksum = j.at("checksum").get<std::uint64_t>();
+        if (state_job) t.verified = j.at("ok").get<bool>();
+        else t.checksum = j.at("checksum").get<std::uint64_t>();
         t.wrote = true;
       }
     } catch (const std::exception&) {
@@ -213,13 +374,22 @@ int run_faults_bench(const FaultsBenchOptions& o) {
 
   // The failure-free run: the time a trial may take (+ 60 s) and the first check.
   note("failure-free run at " + std::to_string(o.ranks) + " ranks ...");
-  Trial clean = run_trial({});
+  Trial clean = run_trial({}, false);
   if (!clean.result.finished || clean.checksum != reference)
     throw Error("bench faults: the failure-free run " +
                 std::string(!clean.result.finished ? "did not finish: " + clean.result.message
                                                    : "differs from the plain loop's iterate") +
                 "; nothing to compare the trials with");
   const double free_seconds = clean.seconds;
+  double free_state_seconds = 0;
+  if (resume_time) {
+    note("failure-free resume-state run, " + std::to_string(state_bytes_per_rank) + " bytes per rank ...");
+    Trial c = run_trial({}, true);
+    if (!c.result.finished || !c.verified)
+      throw Error("bench faults: the failure-free resume-state run " +
+                  std::string(!c.result.finished ? "did not finish: " + c.result.message : "has wrong words"));
+    free_state_seconds = c.seconds;
+  }
 
   std::uint64_t rng = o.seed;
   auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return lo + splitmix64(rng) % (hi - lo + 1); };
@@ -240,6 +410,12 @@ int run_faults_bench(const FaultsBenchOptions& o) {
                             uniform(1, static_cast<std::uint64_t>(o.iterations))});
           ++s.second_kills;
         }
+      } else if (name == "resume_time") {
+        // After a checkpoint exists and before the last step: the relaunch resumes and completes a step.
+        faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o.every), static_cast<std::uint64_t>(o.iterations - 1))});
+      } else if (name == "kill_in_spare") {
+        // Halfway through copying into the reused spare, in the first commit at or after the step that reuses one.
+        faults.push_back({1, rank, FaultPoint::spare, uniform(1, last_checkpoint)});
       } else if (name == "kill_in_checkpoint") {
         faults.push_back({1, rank, FaultPoint::checkpoint, uniform(1, last_checkpoint)});
       } else {
@@ -248,10 +424,11 @@ int run_faults_bench(const FaultsBenchOptions& o) {
         faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1))), FaultPoint::restart, 0});
       }
       note(name + " trial " + std::to_string(trial + 1) + "/" + std::to_string(o.trials) + ": " + FaultInjection::format(faults));
-      Trial t = run_trial(faults);
+      const bool state_job = name == "resume_time";
+      Trial t = run_trial(faults, state_job);
       ++s.trials;
       const auto& attempts = t.result.attempts;
-      bool hung = t.seconds > free_seconds + 60;
+      bool hung = t.seconds > (state_job ? free_state_seconds : free_seconds) + 60;
       bool bus = false;
       for (std::size_t a = 0; a < attempts.size(); ++a) {
         hung = hung || attempts[a].outcome == "hung";
@@ -259,9 +436,12 @@ int run_faults_bench(const FaultsBenchOptions& o) {
         if (attempts[a].outcome != "finished" && attempts[a].detection_seconds >= 0)
           s.detection.push_back(attempts[a].detection_seconds);
         if (a > 0 && attempts[a].resume_seconds >= 0) s.resume.push_back(attempts[a].resume_seconds);
+        // Kill to the relaunch's first completed step: detection, then relaunch, restore and a step.
+        if (a > 0 && attempts[a].resume_seconds >= 0 && attempts[a - 1].detection_seconds >= 0)
+          s.kill_to_step.push_back(attempts[a - 1].detection_seconds + attempts[a].resume_seconds);
       }
       const bool recovered = t.result.finished && attempts.size() >= 2;  // it failed, then finished
-      const bool same = t.result.finished && t.wrote && t.checksum == reference;
+      const bool same = t.result.finished && t.wrote && (state_job ? t.verified : t.checksum == reference);
       s.recovered += recovered ? 1 : 0;
       s.bit_identical += same ? 1 : 0;
       s.hangs += hung ? 1 : 0;
@@ -276,19 +456,20 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     rows.push_back(std::move(s));
   }
 
-  // Checkpoint cost: level 2, S bytes per rank.
-  json cost;
+  // Checkpoint cost: each size S per rank, one job measuring every level.
+  std::vector<json> costs;
   bool cost_ok = true;
-  if (o.cost_bytes > 0) {
-    note("checkpoint cost: " + std::to_string(o.cost_bytes) + " bytes per rank at level 2 ...");
+  for (std::uint64_t bytes : o.cost_bytes) {
+    note("checkpoint cost: " + std::to_string(bytes) + " bytes per rank at levels " + o.cost_levels + " ...");
     const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
     RemoveTree remove_node{node_dir};
     chunks::SuperviseOptions so;
     so.ranks = o.ranks;
     so.program = o.program;
-    const std::string result_file = work + "/cost.json";
-    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(o.cost_bytes), "--node-dir", node_dir, "--result",
-               result_file};
+    const std::string result_file = work + "/cost" + std::to_string(costs.size()) + ".json";
+    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(bytes), "--levels", o.cost_levels, "--node-dir",
+               node_dir, "--result", result_file};
+    if (!o.cost_dir.empty()) so.args.insert(so.args.end(), {"--dir", o.cost_dir});
     so.retries = 0;
     so.shm_dir = node_dir;
     so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
@@ -296,14 +477,21 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     auto r = chunks::supervise(so);
     std::ifstream in(result_file);
     if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
-    cost = json::parse(in);
-    cost_ok = cost.at("pass").get<bool>();
+    json cost = json::parse(in);
+    cost_ok = cost_ok && cost.at("pass").get<bool>();
+    costs.push_back(std::move(cost));
   }
 
   bool ok = cost_ok;
+  // resume_time's targets: kill to the next completed step (median, p99), detection (p99).
+  auto meets_targets = [&](const Scenario& s) {
+    return !s.kill_to_step.empty() && median(s.kill_to_step) <= o.resume_median_target &&
+           percentile(s.kill_to_step, 0.99) <= o.resume_p99_target && percentile(s.detection, 0.99) >= 0 &&
+           percentile(s.detection, 0.99) <= o.detection_target;
+  };
   for (const auto& s : rows) {
     ok = ok && s.recovered == s.trials && s.bit_identical == s.trials && s.hangs == 0 && s.stale_segments == 0 &&
-         s.sigbus == 0;
+         s.sigbus == 0 && (s.name != "resume_time" || meets_targets(s));
     json j{{"benchmark", "faults"},
            {"scenario", s.name},
            {"ranks", o.ranks},
@@ -321,13 +509,35 @@ int run_faults_bench(const FaultsBenchOptions& o) {
            {"trial_seconds_median", median(s.trial_seconds)},
            {"failure_free_seconds", free_seconds},
            {"problems", s.problems}};
+    if (s.name == "resume_time") {
+      j["state_bytes"] = state_bytes_per_rank * static_cast<std::uint64_t>(o.ranks);
+      j["detection_seconds_p99"] = percentile(s.detection, 0.99);
+      j["kill_to_step_seconds_median"] = median(s.kill_to_step);
+      j["kill_to_step_seconds_p99"] = percentile(s.kill_to_step, 0.99);
+      j["target_median_seconds"] = o.resume_median_target;
+      j["target_p99_seconds"] = o.resume_p99_target;
+      j["target_detection_seconds"] = o.detection_target;
+      j["meets_targets"] = meets_targets(s);
+    }
     if (o.json) std::printf("%s\n", j.dump().c_str());
   }
-  if (!cost.is_null() && o.json) {
-    cost["benchmark"] = "faults";
-    cost["scenario"] = "checkpoint_cost_level2";
-    std::printf("%s\n", cost.dump().c_str());
-  }
+  // One line per size and level: the job's figures, its row beside them.
+  auto cost_lines = [&] {
+    std::vector<json> lines;
+    for (const auto& cost : costs)
+      for (const auto& row : cost.at("rows")) {
+        json line{{"benchmark", "faults"},
+                  {"scenario", "checkpoint_cost_level" + std::to_string(row.at("level").get<int>())},
+                  {"ranks", cost.at("ranks")},
+                  {"bytes_per_rank", cost.at("bytes_per_rank")},
+                  {"memcpy_bytes_per_second", cost.at("memcpy_bytes_per_second")}};
+        for (const auto& [k, v] : row.items()) line[k] = v;
+        lines.push_back(std::move(line));
+      }
+    return lines;
+  };
+  if (o.json)
+    for (const auto& line : cost_lines()) std::printf("%s\n", line.dump().c_str());
   if (!o.json) {
     std::printf("tessera bench faults: Jacobi3D n=%d, %d iterations, chunks %s, checkpoint every %d (level 2), %d ranks; "
                 "failure-free run %.2f s\n",
@@ -341,14 +551,31 @@ int run_faults_bench(const FaultsBenchOptions& o) {
       std::printf("%-20s %6d %9d %13d %5d %6d %6d %14s %14s\n", s.name.c_str(), s.trials, s.recovered, s.bit_identical,
                   s.hangs, s.stale_segments, s.sigbus, d, r);
       for (const auto& p : s.problems) std::printf("    FAILED %s\n", p.c_str());
+      if (s.name == "resume_time")
+        std::printf("resume time, %llu bytes of state from level 2 on %d ranks, %d trials: kill to the next completed step "
+                    "median %.3f s (target %.1f), p99 %.3f s (target %.1f); detection p99 %.3f s (target %.3f): %s\n",
+                    static_cast<unsigned long long>(state_bytes_per_rank * static_cast<std::uint64_t>(o.ranks)), o.ranks,
+                    s.trials, median(s.kill_to_step), o.resume_median_target, percentile(s.kill_to_step, 0.99),
+                    o.resume_p99_target, percentile(s.detection, 0.99), o.detection_target,
+                    meets_targets(s) ? "pass" : "FAIL");
     }
-    if (!cost.is_null())
-      std::printf("checkpoint cost, level 2, %llu bytes per rank: stall %.4f s (max %.4f), bound S/(0.5 x memcpy %.2f GB/s) "
-                  "+ 10 ms = %.4f s: %s\n",
-                  static_cast<unsigned long long>(cost.at("bytes_per_rank").get<std::uint64_t>()),
-                  cost.at("stall_seconds").get<double>(), cost.at("stall_seconds_max").get<double>(),
-                  cost.at("memcpy_bytes_per_second").get<double>() / 1e9, cost.at("bound_seconds").get<double>(),
-                  cost_ok ? "pass" : "FAIL");
+    for (const auto& c : cost_lines()) {
+      const int level = c.at("level").get<int>();
+      std::string extra;
+      char buf[160];
+      if (level == 3) {
+        std::snprintf(buf, sizeof buf, "; drained in %.4f s beside the application", c.at("drain_seconds").get<double>());
+        extra = buf;
+      }
+      if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
+      std::printf("checkpoint cost, level %d, %llu bytes per rank: stall %.4f s (max %.4f), bound %s(S/(0.5 x memcpy "
+                  "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
+                  level, static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
+                  c.at("stall_seconds").get<double>(), c.at("stall_seconds_max").get<double>(), level == 1 ? "2 x " : "",
+                  c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),
+                  c.at("restored_bit_identical").get<bool>() ? "bit-identical" : "DIFFERENT",
+                  c.at("restore_seconds").get<double>(), c.at("pass").get<bool>() ? "pass" : "FAIL", extra.c_str());
+    }
   }
   return ok ? 0 : 2;
 }

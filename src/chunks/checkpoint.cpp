@@ -717,8 +717,27 @@ void write_node_file(std::vector<MappedFile>& all, std::size_t mapped_files, con
   }
   std::byte* base = slot.map.data();
   std::memcpy(base, &h, sizeof h);
-  for (std::size_t k = 0; k < pieces.size(); ++k)
-    mine[k].crc = crc32c_copy(base + mine[k].offset, pieces[k].bytes);
+  // Into a reused spare, the copy pauses once halfway for an injected kill
+  // (FaultPoint::spare): a kill there leaves the file half new, half old.
+  const std::uint64_t half = kHeaderBytes + (bytes - kHeaderBytes) / 2;
+  bool paused = had == 0;
+  auto pause = [&] {
+    paused = true;
+    FaultInjection::at_point(static_cast<int>(h.rank), FaultPoint::spare, h.step);
+  };
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    std::span<const std::byte> from = pieces[k].bytes;
+    const std::uint64_t at = mine[k].offset;
+    std::size_t n = from.size();
+    if (!paused && half < at + n) n = static_cast<std::size_t>(half - std::min(half, at));
+    std::uint32_t crc = crc32c_copy(base + at, from.first(n));
+    if (n < from.size()) {
+      pause();
+      crc = crc32c_copy(base + at + n, from.subspan(n), crc);
+    }
+    mine[k].crc = crc;
+  }
+  if (!paused) pause();
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw SystemError("cannot rename " + tmp + " to " + path, errno);
   unlink_tmp.armed = false;
   // The files of the `mapped_files` newest checkpoints stay mapped: with
@@ -978,25 +997,20 @@ void CheckpointWriter::commit() {
   const std::string written_from = first_dir;
   const std::string dir = ck.level_dir(3) + "/" + sub;
   if (ck.options().async_drain) {
-    try {
-      agree(comm, [&] {
-        std::error_code ec;
-        fs::create_directories(dir, ec);
-        if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
-      });
-    } catch (...) {
-      discard(rt, dir);
-      throw;
-    }
     // The copy touches files only (no MPI, no application memory), so it
-    // runs beside the application until finish_drain().
+    // runs beside the application until finish_drain(), directory included:
+    // the commit adds no collective to level 2's (a failure to create it is
+    // the drain's, reported by finish_drain() on every rank).
     auto d = std::make_unique<Checkpoint::Drain>();
     d->dir = dir;
     d->body = body_text;
     Checkpoint::Drain* raw = d.get();
     std::string from = written_from + "/" + file, to = dir + "/" + file;
-    d->thread = std::thread([raw, from, to, file_bytes] {
+    d->thread = std::thread([raw, dir, from, to, file_bytes] {
       try {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
         copy_file_durably(from, to, file_bytes);
       } catch (...) {
         raw->failure = std::current_exception();

@@ -507,7 +507,9 @@ std::string describe(const AttemptReport& a) {
   if (a.rank >= 0) s += (a.lost_host.empty() ? ": rank " : " rank ") + std::to_string(a.rank);
   if (!a.how.empty()) s += " " + a.how;
   if (a.last_step >= 0 && a.outcome != "finished") s += ", its last completed step " + std::to_string(a.last_step);
-  if (a.detection_seconds >= 0) s += "; detected in " + fixed(a.detection_seconds) + " s";
+  if (a.detection_seconds >= 0)
+    s += "; detected in " + std::string(a.detection_is_bound ? "at most " : "") + fixed(a.detection_seconds) + " s" +
+         (a.detection_is_bound ? " (since its last heartbeat)" : "");
   if (a.outcome != "finished") {
     s += ", exit code " + std::to_string(a.exit_code) + ", cleaned up in " + fixed(a.cleanup_seconds) + " s";
     if (a.segments_removed) s += " (" + std::to_string(a.segments_removed) + " dead segment file(s) removed)";
@@ -585,6 +587,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       pid_t w = ::waitpid(job.pid, &status, WNOHANG);
       if (w == job.pid) {
         exited = true;
+        // A failure mpirun found itself (a lost daemon, a rank it saw die):
+        // detected now, not once the job's processes are gone.
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) detected = now_seconds();
         break;
       }
       const double now = now_seconds();
@@ -698,6 +703,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       rep.outcome = "rank died";
       rep.how = "(SIGKILL injected " + std::string(point == "step" ? "after step " + std::to_string(step)
                                                    : point == "checkpoint" ? "while writing the checkpoint of step " + std::to_string(step)
+                                                   : point == "spare" ? "halfway through writing the checkpoint of step " + std::to_string(step) + " into the reused spare"
                                                                            : "while restarting") + ")";
       rep.detection_seconds = detected - static_cast<double>(ns) * 1e-9;
       rep.last_step = beats[static_cast<std::size_t>(r)].step;
@@ -781,6 +787,23 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         if (shm_dir != "/dev/shm") rep.segments_removed += remove_job_files("/dev/shm", JobProcesses{{}, processes.jobid_hex}, log);
       } catch (const Error& e) {
         log(std::string("cleaning ") + shm_dir + " failed: " + e.what());
+      }
+    }
+    // No injected moment: the failure came after the failed rank's (or the
+    // lost node's ranks') last heartbeat, so detection took at most this long.
+    if (rep.outcome != "finished" && rep.outcome != "failed" && rep.detection_seconds < 0) {
+      double last = -1;
+      for (int r = 0; r < ranks; ++r) {
+        const auto& b = beats[static_cast<std::size_t>(r)];
+        if (!b.seen) continue;
+        bool failed_here = r == rep.rank;
+        if (!rep.lost_host.empty())
+          for (const auto& h : lost) failed_here = failed_here || (!b.host.empty() && same_host(h, b.host));
+        if (failed_here) last = std::max(last, b.seen_at);
+      }
+      if (last > 0 && detected >= last) {
+        rep.detection_seconds = detected - last;
+        rep.detection_is_bound = true;
       }
     }
     rep.cleanup_seconds = now_seconds() - detected;

@@ -1,15 +1,17 @@
 // tessera -n K run [--recover] CMD...   the job under the recovery supervisor
 // tessera -n K bench faults            recovery trials with injected failures
-// tessera bench jacobi3d-recover | checkpoint-cost   the jobs bench faults runs
+// tessera bench jacobi3d-recover | checkpoint-cost | resume-state   the jobs bench faults runs
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "../bench/faults.hpp"
 #include "commands.hpp"
+#include "tessera/chunks/checkpoint.hpp"
 #include "tessera/chunks/recovery.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/error.hpp"
@@ -52,6 +54,7 @@ nlohmann::json report_json(const chunks::SuperviseResult& r) {
                         {"last_step", a.last_step},
                         {"seconds", a.seconds},
                         {"detection_seconds", a.detection_seconds},
+                        {"detection_is_bound", a.detection_is_bound},
                         {"cleanup_seconds", a.cleanup_seconds},
                         {"resumed_step", a.resumed_step},
                         {"resumed_level", a.resumed_level},
@@ -170,7 +173,8 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       ->check(CLI::NonNegativeNumber);
   run->add_option("--fault", o->faults,
                   "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
-                  "restart (while restoring) or hang; repeatable")
+                  "spare (halfway through copying into the node level's reused spare), restart (while restoring) "
+                  "or hang; repeatable")
       ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
   run->add_option("--kill-file", o->kill_file,
                   "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
@@ -208,18 +212,33 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   faults->add_option("--chunks", f->chunks, "Chunk grid, e.g. 2x2x2");
   faults->add_option("--every", f->every, "Checkpoint every this many iterations")->check(CLI::Range(1, 100000));
   auto cost_bytes = std::make_shared<std::string>("64M");
-  faults->add_option("--checkpoint-bytes", *cost_bytes, "Bytes per rank of the checkpoint cost rows (0: none)");
+  faults->add_option("--checkpoint-bytes", *cost_bytes,
+                     "Bytes per rank of the checkpoint cost rows, a comma list (e.g. 64M,256M,1G; 0: none)");
+  faults->add_option("--checkpoint-levels", f->cost_levels, "Levels of the cost rows: node, buddy, disk, or a comma list");
+  faults->add_option("--checkpoint-dir", f->cost_dir, "The disk level's directory for the cost rows (default: under $TMPDIR)");
   faults->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Seconds without a heartbeat: hung")
       ->check(CLI::PositiveNumber);
-  faults->add_option("--scenario", f->scenarios, "random_kill, kill_in_checkpoint, kill_in_restart (default: all)");
+  faults->add_option("--scenario", f->scenarios,
+                     "random_kill, kill_in_checkpoint, kill_in_restart (the default: these three), kill_in_spare, "
+                     "resume_time");
+  auto state_bytes = std::make_shared<std::string>("64M");
+  faults->add_option("--state-bytes", *state_bytes,
+                     "resume_time: bytes of state in all, split over the ranks (e.g. 1G)");
   faults->add_flag("--json", f->json, "Only JSON lines on stdout (one per scenario and cost row)");
   faults->add_flag("-q,--quiet", f->quiet, "No progress notes on stderr");
-  faults->callback([f, cost_bytes, &selected, &ranks, &launches_jobs] {
+  faults->callback([f, cost_bytes, state_bytes, &selected, &ranks, &launches_jobs] {
     launches_jobs = true;
-    selected = [f, cost_bytes, &ranks] {
+    selected = [f, cost_bytes, state_bytes, &ranks] {
       bench::FaultsBenchOptions opts = *f;
+      opts.resume_state_bytes = parse_byte_size(*state_bytes, "--state-bytes");
       if (ranks > 0) opts.ranks = ranks;
-      opts.cost_bytes = *cost_bytes == "0" ? 0 : parse_byte_size(*cost_bytes, "--checkpoint-bytes");
+      opts.cost_bytes.clear();
+      if (*cost_bytes != "0") {
+        std::stringstream list(*cost_bytes);
+        for (std::string size; std::getline(list, size, ',');)
+          opts.cost_bytes.push_back(parse_byte_size(size, "--checkpoint-bytes"));
+      }
+      chunks::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
       opts.program = self_exe();
       return bench::run_faults_bench(opts);
     };
@@ -246,12 +265,34 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
     };
   });
 
+  auto rs = std::make_shared<bench::ResumeStateOptions>();
+  auto rs_bytes = std::make_shared<std::string>("16M");
+  auto* rsc = bench->add_subcommand("resume-state", "State of a given size updated every step, checkpointed at level 2, "
+                                                     "resumed from the newest checkpoint (bench faults' resume_time job)");
+  rsc->add_option("--bytes", *rs_bytes, "Bytes of state per rank, e.g. 256M");
+  rsc->add_option("--steps", rs->steps, "Steps")->check(CLI::Range(1, 1000000));
+  rsc->add_option("--every", rs->every, "Checkpoint every this many steps (0: never)")->check(CLI::Range(0, 1000000));
+  rsc->add_option("--node-dir", rs->node_dir, "The node level's directory (default $TESSERA_SHM_DIR or /dev/shm)");
+  rsc->add_option("--name", rs->name, "The checkpoints' name");
+  rsc->add_option("--result", rs->result, "Rank 0 writes whether every word is right as JSON here");
+  rsc->callback([rs, rs_bytes, &selected] {
+    selected = [rs, rs_bytes] {
+      bench::ResumeStateOptions opts = *rs;
+      opts.bytes = parse_byte_size(*rs_bytes, "--bytes");
+      Runtime rt;
+      return bench::run_resume_state(rt, opts);
+    };
+  });
+
   auto c = std::make_shared<bench::CheckpointCostOptions>();
   auto bytes = std::make_shared<std::string>("64M");
-  auto* cc = bench->add_subcommand("checkpoint-cost", "Level-2 checkpoint stall against memcpy bandwidth (bench faults runs it)");
+  auto* cc = bench->add_subcommand("checkpoint-cost", "Checkpoint stall of levels 2, 1 and 3 against memcpy bandwidth, "
+                                                      "each restore compared byte for byte (bench faults runs it)");
   cc->add_option("--bytes", *bytes, "Bytes per rank, e.g. 64M");
-  cc->add_option("--reps", c->reps, "Checkpoints (the median is reported)")->check(CLI::Range(1, 100));
+  cc->add_option("--reps", c->reps, "Checkpoints per level (the median is reported)")->check(CLI::Range(1, 100));
+  cc->add_option("--levels", c->levels, "Levels measured: node, buddy, disk, or a comma list");
   cc->add_option("--node-dir", c->node_dir, "The node level's directory");
+  cc->add_option("--dir", c->dir, "The disk level's directory (default: one of its own under $TMPDIR, removed after)");
   cc->add_option("--result", c->result, "Rank 0 writes the figures as JSON here");
   cc->callback([c, bytes, &selected] {
     selected = [c, bytes] {

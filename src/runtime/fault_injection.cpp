@@ -154,6 +154,7 @@ const char* FaultInjection::point_name(FaultPoint point) {
     case FaultPoint::checkpoint: return "checkpoint";
     case FaultPoint::restart: return "restart";
     case FaultPoint::hang: return "hang";
+    case FaultPoint::spare: return "spare";
   }
   return "?";
 }
@@ -169,7 +170,7 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
     for (std::string p; std::getline(one, p, ':');) parts.push_back(p);
     auto bad = [&](const std::string& why) {
       return ConfigError(std::string(kFaults) + ": '" + item + "': " + why +
-                         " (expected ATTEMPT:RANK:POINT[:STEP], POINT one of step, checkpoint, restart, hang)");
+                         " (expected ATTEMPT:RANK:POINT[:STEP], POINT one of step, checkpoint, spare, restart, hang)");
     };
     if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
     auto number = [&](const std::string& s, const char* what) {
@@ -183,6 +184,7 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
     const std::string& p = parts[2];
     if (p == "step") f.point = FaultPoint::step;
     else if (p == "checkpoint") f.point = FaultPoint::checkpoint;
+    else if (p == "spare") f.point = FaultPoint::spare;
     else if (p == "restart") f.point = FaultPoint::restart;
     else if (p == "hang") f.point = FaultPoint::hang;
     else throw bad("unknown point '" + p + "'");

@@ -10,7 +10,8 @@ node,buddy`, the hosts taken from the cluster's default hostfile.
 - node1 killed whole (Cluster.kill) while the job runs past its checkpoint of
   step 10 (rank 2 is held after step 12 by an injected hang, so the kill
   lands mid-run whatever the machine's speed): the supervisor reports node1
-  lost, relaunches on node0's 2 ranks, which resume from step 10 at level 1
+  lost (its detection time a bound from node1's last heartbeat), relaunches
+  on node0's 2 ranks, which resume from step 10 at level 1
   (their own files and the buddy copies of node1's), bit-identical; nothing
   of the job is left in node0's /dev/shm nor in TMPDIR.
 
@@ -131,6 +132,11 @@ def main():
                 check(a1["outcome"] == "node lost" and a1["lost_host"] == h1 and a1["ranks"] == 4
                       and a1["lost_how"].startswith("its ranks 2,3;") and a1["rank"] in (-1, 2, 3),
                       f"attempt 1 on 4 ranks: node {h1} lost ({a1['outcome']}, '{a1['lost_host']}': {a1['lost_how']})")
+                # The moment node1 died is unknown to the supervisor: its detection
+                # time is a bound, from node1's ranks' last heartbeat.
+                check(a1["detection_is_bound"] is True and 0 <= a1["detection_seconds"] < 60 and
+                      "detected in at most" in err and "(since its last heartbeat)" in err,
+                      f"attempt 1: detection at most {a1['detection_seconds']:.3f} s, counted from the last heartbeat")
                 check(a2["ranks"] == 2 and a2["hosts"] == f"{h0}:2" and a2["outcome"] == "finished",
                       f"attempt 2 on node0's 2 ranks ({a2['ranks']}, {a2['hosts']}, {a2['outcome']})")
                 check(a2["resumed_step"] == 10 and a2["resumed_level"] == 1,

@@ -3,13 +3,18 @@ failures, on the recoverable Jacobi3D (`tessera bench jacobi3d-recover`).
 
 Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   recover2   2 ranks: a kill after a step, a kill while writing a checkpoint,
-             a kill file; each result bit-identical to the plain sequential
+             a kill halfway through a commit into the reused spare, a kill file; each result bit-identical to the plain sequential
              loop's and to uninterrupted runs at 1 and 2 ranks
   recover4   4 ranks: rank 0 killed after a step, then a rank killed while
              restarting; resumes from the newest complete checkpoint, bit-identical
   retries    a job that always fails: --retries honoured, a clear error, non-zero exit
   hang       a rank that stops responding is caught by its heartbeat and the job recovers
-  bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical
+  bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical;
+             then 3 trials of the opt-in kill_in_spare
+  cost       the checkpoint cost rows of bench faults: levels 2, 1, 3 at two
+             sizes, restores byte for byte, bounds as documented
+  resume     bench faults' resume_time at 4 ranks: recovered, every word right,
+             detection and kill to the next completed step measured
   plain      `tessera -n 2 CMD` without `run`: a killed rank named in one line, its segments removed
 Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
 there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
@@ -114,6 +119,9 @@ def case_recover2(e):
     # Killed while writing the checkpoint of step 10: that one stays torn, the relaunch takes step 5's.
     expect_recovery(e, 2, ["--fault", "1:0:checkpoint:8"], "kill while writing a checkpoint", 2, 5, ref, rank=0,
                     how="while writing the checkpoint of step 10")
+    # Killed halfway through copying into the reused spare (step 15 takes over step 5's files): step 10 serves.
+    expect_recovery(e, 2, ["--fault", "1:1:spare:1"], "kill halfway through a commit into the reused spare", 2, 10,
+                    ref, rank=1, how="writing the checkpoint of step 15 into the reused spare")
     kill_file = os.path.join(e.work, "kill-me")
     with open(kill_file, "w") as f:
         f.write("1\n")
@@ -175,6 +183,85 @@ def case_bench(e):
               f"{r['scenario']}: no hang, stale segment or SIGBUS")
         check(0 <= r["detection_seconds_max"] < 5 and r["resume_seconds_median"] > 0, f"{r['scenario']}: timings given")
     check(any(r["second_kills"] >= 1 for r in rows), "some trials have a second kill")
+    # Opt-in: a kill halfway through a level-2 commit into the reused spare.
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "3", "--scenario", "kill_in_spare", "--n", "12",
+                        "--iterations", "20", "--every", "5", "--checkpoint-bytes", "0", "--json", "-q"],
+                       capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    check(p.returncode == 0 and [r["scenario"] for r in rows] == ["kill_in_spare"] and rows[0]["recovered"] == 3 and
+          rows[0]["bit_identical"] == 3 and rows[0]["stale_segments"] == 0, "kill_in_spare: 3 of 3 recovered, bit-identical" + said(p))
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--scenario", "kill_in_spare", "--iterations", "15",
+                        "--every", "5"], capture_output=True, text=True, env=e.env, timeout=60)
+    check(p.returncode != 0 and "kill_in_spare needs --iterations above 3 x --every" in p.stderr,
+          "kill_in_spare without a third checkpoint refused" + said(p))
+
+
+def case_cost(e):
+    """The checkpoint cost rows of bench faults at two sizes: a row per level
+    (2 node, 1 buddy, 3 disk drained asynchronously) and size, each restore
+    compared byte for byte, the bounds as documented. Whether a stall meets
+    its bound is timing (not asserted here); that pass says so is."""
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "1", "--scenario", "kill_in_checkpoint",
+                        "--n", "12", "--iterations", "10", "--every", "5", "--checkpoint-bytes", "1M,2M", "--json", "-q"],
+                       capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    cost = [r for r in rows if r["scenario"].startswith("checkpoint_cost_level")]
+    check(p.returncode in (0, 2) and any(r["scenario"] == "kill_in_checkpoint" for r in rows),
+          "bench faults with cost rows runs" + said(p))
+    got = sorted((r["bytes_per_rank"], r["level"]) for r in cost)
+    check(got == [(s, lv) for s in (1 << 20, 2 << 20) for lv in (1, 2, 3)], f"a cost row per size and level ({got})")
+    for r in cost:
+        what = f"level {r['level']}, {r['bytes_per_rank']} bytes"
+        check(r["scenario"] == f"checkpoint_cost_level{r['level']}" and r["ranks"] == 2, f"{what}: named, 2 ranks")
+        check(r["restored_bit_identical"] is True, f"{what}: restored byte for byte")
+        bound2 = r["bytes_per_rank"] / (0.5 * r["memcpy_bytes_per_second"]) + 0.010
+        want = 2 * bound2 if r["level"] == 1 else bound2
+        check(abs(r["bound_seconds"] - want) < 1e-9, f"{what}: bound {r['bound_seconds']:.4f} s = {want:.4f} s")
+        check(r["stall_seconds"] > 0 and r["restore_seconds"] > 0, f"{what}: stall and restore timed")
+        check(r["pass"] == (r["stall_seconds"] <= r["bound_seconds"]), f"{what}: pass says whether the stall is bound")
+        if r["level"] == 3:
+            check(r["drain_seconds"] > 0 and r["disk_restore_seconds"] > 0, f"{what}: the drain and the disk copy timed")
+        if r["level"] == 1:
+            check(r["one_node"] is True, f"{what}: one node (level 1 is level 2 here)")
+    check((p.returncode == 0) == all(r["pass"] for r in cost if "pass" in r),
+          f"the exit status follows the cost rows ({p.returncode})")
+    disk = os.path.join(e.work, "disk")
+    os.makedirs(disk)
+    result = os.path.join(e.work, "cost.json")
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "checkpoint-cost", "--bytes", "64K", "--reps", "2", "--levels",
+                        "disk", "--dir", disk, "--result", result], capture_output=True, text=True, env=e.env, timeout=120)
+    j = json.load(open(result)) if os.path.exists(result) else {}
+    check(p.returncode == 0 and [r["level"] for r in j.get("rows", [])] == [3] and j["rows"][0]["restored_bit_identical"],
+          "checkpoint-cost --levels disk --dir D: one row, restored" + said(p))
+    check(os.listdir(disk) == [], f"its checkpoints removed from D ({os.listdir(disk)})")
+    p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--checkpoint-levels", "node,tape"], capture_output=True,
+                       text=True, env=e.env, timeout=60)
+    check(p.returncode != 0 and "--checkpoint-levels: 'tape' is not a level" in p.stderr, "a bad level refused" + said(p))
+
+
+def case_resume(e):
+    """bench faults' resume_time at 4 ranks on a small state: every trial
+    recovered with every word right, detection and kill-to-next-step
+    measured, the targets judged as stated (not asserted met: timing)."""
+    p = subprocess.run([TESSERA, "-n", "4", "bench", "faults", "--scenario", "resume_time", "--trials", "3",
+                        "--state-bytes", "4M", "--n", "12", "--iterations", "10", "--every", "3",
+                        "--checkpoint-bytes", "0", "--json", "-q"], capture_output=True, text=True, env=e.env, timeout=300)
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    check(len(rows) == 1 and rows[0]["scenario"] == "resume_time", "one resume_time line" + said(p))
+    if len(rows) != 1:
+        return
+    r = rows[0]
+    check(r["trials"] == 3 and r["recovered"] == 3 and r["bit_identical"] == 3 and r["ranks"] == 4,
+          f"3 of 3 recovered at 4 ranks with every word right ({r['recovered']}, {r['bit_identical']})")
+    check(r["state_bytes"] == 4 << 20 and r["hangs"] == 0 and r["stale_segments"] == 0, "4 MiB of state, nothing stale")
+    check(0 <= r["detection_seconds_p99"] < 5, f"detection p99 {r['detection_seconds_p99']:.3f} s measured")
+    check(r["kill_to_step_seconds_median"] > r["detection_seconds_median"] >= 0 and
+          r["kill_to_step_seconds_p99"] >= r["kill_to_step_seconds_median"],
+          f"kill to the next step: median {r['kill_to_step_seconds_median']:.3f} s, p99 {r['kill_to_step_seconds_p99']:.3f} s")
+    met = (r["kill_to_step_seconds_median"] <= r["target_median_seconds"] == 1.0 and
+           r["kill_to_step_seconds_p99"] <= r["target_p99_seconds"] == 2.0 and
+           r["detection_seconds_p99"] <= r["target_detection_seconds"] == 0.1)
+    check(r["meets_targets"] == met and (p.returncode == 0) == met, f"targets judged as stated ({met}, exit {p.returncode})")
 
 
 def rank_pid(shm, rank):
@@ -226,7 +313,7 @@ def case_plain(e):
 
 
 def main():
-    cases = {"recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
+    cases = {"cost": case_cost, "resume": case_resume, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
              "bench": case_bench, "plain": case_plain}
     if CASE not in cases:
         sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")

@@ -86,6 +86,10 @@ struct AttemptReport {
   std::int64_t last_step = -1;  // that rank's last completed step (heartbeat)
   double seconds = 0;           // launch to end of this attempt
   double detection_seconds = -1;  // failure (injected kill, last heartbeat) to detection
+  // The failure's moment is unknown (a lost node, a rank killed from
+  // outside): detection_seconds is then an upper bound, counted from the
+  // last heartbeat the supervisor saw from the failed rank or node.
+  bool detection_is_bound = false;
   double cleanup_seconds = 0;     // detection to every process gone and segments removed
   std::int64_t resumed_step = -1; // the checkpoint this attempt resumed from (-1: none)
   int resumed_level = 0;

@@ -13,7 +13,10 @@
 //   TESSERA_FAULTS         "ATTEMPT:RANK:POINT[:STEP],...": POINT is step
 //                          (SIGKILL after completing STEP), checkpoint (during
 //                          the first commit at or after STEP, after this
-//                          rank's data file, before the manifest), restart
+//                          rank's data file, before the manifest), spare
+//                          (halfway through copying this rank's data into
+//                          the node level's reused spare file, in the first
+//                          commit at or after STEP that reuses one), restart
 //                          (while restoring) or hang (stop responding at STEP)
 //   TESSERA_KILL_RANK, TESSERA_KILL_AT_STEP   shorthand for "1:RANK:step:STEP"
 //   TESSERA_KILL_FILE      when this file exists, the rank it names (its
@@ -26,7 +29,7 @@
 
 namespace tessera {
 
-enum class FaultPoint { step, checkpoint, restart, hang };
+enum class FaultPoint { step, checkpoint, restart, hang, spare };
 
 struct InjectedFault {
   int attempt = 1;
