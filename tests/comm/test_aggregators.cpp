@@ -128,8 +128,9 @@ TEST_P(AggregatorTest, CountMatchesSerialRecountWithNarrowAndWideRecords) {
     const auto& stats = c.exchange().stats();
     std::uint64_t batches = 0;
     for (auto b : stats.batches_to) batches += b;
-    if (GetParam().direct == 0 && stats.bytes_sent > 0)
+    if (GetParam().direct == 0 && stats.bytes_sent > 0) {
       EXPECT_EQ((stats.bytes_sent - 8 * batches) % c.record_bytes(), 0u) << what;
+    }
   }
   EXPECT_THROW(
       {
