@@ -102,9 +102,11 @@ TEST_P(AggregatorTest, HistogramMatchesSerialRecount) {
 
 TEST_P(AggregatorTest, CountMatchesSerialRecountWithNarrowAndWideRecords) {
   const std::uint64_t n = 1000;
+  // Few operations: the one-record setups make each of them a batch.
+  const std::uint64_t base = 20;
   std::vector<std::int64_t> want(n, 0);  // every rank's indices, counted twice (two rounds)
   for (int r = 0; r < rt().size(); ++r)
-    for (std::uint64_t i : indices_of(r, rt().size(), 250, n, 3)) want[i] += 2;
+    for (std::uint64_t i : indices_of(r, rt().size(), base, n, 3)) want[i] += 2;
   for (CountRecord record : {CountRecord::automatic, CountRecord::wide}) {
     DistArray<std::int64_t> counts(rt(), n, storage());
     DistArray<double> weights(rt(), n, storage());  // a floating-point count table too
@@ -112,7 +114,7 @@ TEST_P(AggregatorTest, CountMatchesSerialRecountWithNarrowAndWideRecords) {
     CountAggregator<double> w(weights, options(), record);
     EXPECT_EQ(c.record_bytes(), record == CountRecord::wide ? 8u : 4u);
     for (int round = 0; round < 2; ++round) {  // a flushed aggregator counts on
-      for (std::uint64_t i : indices_of(rt().rank(), rt().size(), 250, n, 3)) {
+      for (std::uint64_t i : indices_of(rt().rank(), rt().size(), base, n, 3)) {
         c.count(i);
         w.count_checked(i);
       }
