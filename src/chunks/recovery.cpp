@@ -427,6 +427,22 @@ bool host_answers(const std::string& host, double timeout, std::string& how) {
   return false;
 }
 
+// A slot count as both host syntaxes write it: 1 to 6 digits, at least 1.
+bool positive_count(const std::string& text) {
+  return !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoi(text) >= 1;
+}
+
+// A host named twice gets the sum of its slots, in the order first named.
+void add_host(std::vector<HostSlots>& hosts, const HostSlots& h) {
+  for (auto& e : hosts)
+    if (e.host == h.host) {
+      e.slots += h.slots;
+      return;
+    }
+  hosts.push_back(h);
+}
+
 }  // namespace
 
 std::vector<HostSlots> parse_host_list(const std::string& text) {
@@ -439,15 +455,12 @@ std::vector<HostSlots> parse_host_list(const std::string& text) {
     h.host = item.substr(0, colon);
     if (colon != std::string::npos) {
       std::string n = item.substr(colon + 1);
-      if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+      if (!positive_count(n))
         throw ConfigError("run: --host '" + item + "': the slot count after ':' must be a positive number");
       h.slots = std::stoi(n);
     }
     if (h.host.empty()) throw ConfigError("run: --host '" + item + "': no host name");
-    bool merged = false;
-    for (auto& e : out)
-      if (e.host == h.host) e.slots += h.slots, merged = true;
-    if (!merged) out.push_back(h);
+    add_host(out, h);
   }
   if (out.empty()) throw ConfigError("run: --host '" + text + "' names no host");
   return out;
@@ -469,8 +482,7 @@ std::vector<HostSlots> read_hostfile(const std::string& path) {
       auto eq = w.find('=');
       std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
       if (key == "slots" || key == "max_slots" || key == "max-slots") {
-        if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
-            std::stoi(value) < 1)
+        if (!positive_count(value))
           throw ConfigError(path + ":" + std::to_string(number) + ": '" + w + "': expected a positive count");
         if (key == "slots") h.slots = std::stoi(value);
       } else {
@@ -478,10 +490,7 @@ std::vector<HostSlots> read_hostfile(const std::string& path) {
                           "' (expected HOST [slots=N] [max_slots=N])");
       }
     }
-    bool merged = false;
-    for (auto& e : out)
-      if (e.host == h.host) e.slots += h.slots, merged = true;
-    if (!merged) out.push_back(h);
+    add_host(out, h);
   }
   if (out.empty()) throw ConfigError("run: the hostfile " + path + " names no host");
   return out;
