@@ -167,7 +167,8 @@ std::vector<std::byte> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> out(c.size());
-  std::memcpy(out.data(), c.data(), c.size());
+  // memcpy from an empty vector's null data() is undefined (UBSan flags it).
+  if (!c.empty()) std::memcpy(out.data(), c.data(), c.size());
   return out;
 }
 void write_file(const std::string& path, std::span<const std::byte> bytes) {
