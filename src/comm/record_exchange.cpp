@@ -32,9 +32,11 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
       on_reply_(std::move(on_reply)) {
   if (shape_.record_bytes == 0) throw ConfigError("aggregation records must have at least one byte");
   if (shape_.reply_bytes > 0 && !on_reply_) throw ConfigError("an exchange with replies needs a reply handler");
+  // Collective, and a peer may still be pushing into another exchange,
+  // waiting for this rank's replies, before it gets here: serve meanwhile.
   MPI_Request req;
   TESSERA_MPI(MPI_Comm_idup(rt.comm(), &comm_, &req));
-  wait(req);
+  engine_.wait_serving(req);
   TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
   stats_.batches_to.assign(static_cast<std::size_t>(size_), 0);
@@ -45,7 +47,7 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
     std::size_t mine = options_.buffer_bytes_for(size_, shape_.record_bytes, shape_.reply_bytes);
     MPI_Request agree;
     TESSERA_MPI(MPI_Iallreduce(&mine, &buffer_bytes_, 1, MPI_UINT64_T, MPI_MAX, comm_, &agree));
-    wait(agree);
+    engine_.wait_serving(agree);
   }
   round_start_ = MPI_Wtime();
   const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes;
