@@ -87,6 +87,57 @@ TEST_P(AggregatorTest, GetReadsWhatTheOwnerHolds) {
   }
 }
 
+// Every rank reads as much from every other rank as they read from it, all at
+// once: with small batches each rank keeps running out of batches towards its
+// peers and waits for their replies while they wait for its own, so each
+// must answer the other's requests while it waits (and while it flushes).
+TEST_P(AggregatorTest, GetsBothWaysAtOnce) {
+  const std::uint64_t n = 6007;
+  DistArray<std::uint64_t> a(rt(), n, storage());
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = test::value_of(i);
+  MPI_Barrier(rt().comm());
+  // Indices owned by the other ranks only, interleaved over them.
+  std::vector<std::uint64_t> idx;
+  SplitMix64 g(4242 + static_cast<std::uint64_t>(rt().rank()));
+  while (idx.size() < 3000) {
+    std::uint64_t i = g.below(n);
+    if (rt().size() == 1 || a.owner(i) != rt().rank()) idx.push_back(i);
+  }
+  std::vector<std::uint64_t> got(idx.size(), 0);
+  SrcAggregator<std::uint64_t> src(a, options());
+  for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], got[k]);
+  src.flush();
+  for (std::size_t k = 0; k < idx.size(); ++k) ASSERT_EQ(got[k], test::value_of(idx[k])) << idx[k];
+}
+
+// Building an exchange is collective. Rank 0 is still reading through
+// another one (it runs out of batches and waits for replies) while the
+// others are already building the next: they must answer it meanwhile.
+TEST_P(AggregatorTest, ExchangeBuiltWhileAPeerStillReads) {
+  const std::uint64_t n = 4099;
+  DistArray<std::uint64_t> a(rt(), n, storage());
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = test::value_of(i);
+  MPI_Barrier(rt().comm());
+  std::vector<std::uint64_t> idx;
+  if (rt().rank() == 0) {
+    SplitMix64 g(77);
+    while (idx.size() < 500) {
+      std::uint64_t i = g.below(n);
+      if (rt().size() == 1 || a.owner(i) != 0) idx.push_back(i);
+    }
+  }
+  std::vector<std::uint64_t> got(idx.size(), 0);
+  SrcAggregator<std::uint64_t> first(a, options());
+  for (std::size_t k = 0; k < idx.size(); ++k) first.get(idx[k], got[k]);
+  SrcAggregator<std::uint64_t> second(a, options());
+  first.flush();
+  std::uint64_t own = 0;
+  second.get(a.local_begin() < a.local_end() ? a.local_begin() : 0, own);
+  second.flush();
+  for (std::size_t k = 0; k < idx.size(); ++k) ASSERT_EQ(got[k], test::value_of(idx[k])) << idx[k];
+  EXPECT_EQ(own, test::value_of(a.local_begin() < a.local_end() ? a.local_begin() : 0));
+}
+
 TEST_P(AggregatorTest, HistogramMatchesSerialRecount) {
   const std::uint64_t n = 1000;
   DistArray<std::int64_t> counts(rt(), n, storage());

@@ -1,45 +1,55 @@
 // RecordExchange: the aggregation engine under every aggregator. Fixed-size
-// records bound for other ranks are appended to one buffer per destination;
-// a full buffer travels as one MPI message (non-blocking) and is handled at
-// the destination as a batch. An exchange may carry replies: each request
-// batch gets one reply batch back, in the same order, which the origin matches
-// with "side" records it kept locally (e.g. where to store fetched values).
+// records bound for other ranks are appended to one buffer per destination
+// (per next hop with multi-hop routing); a full buffer travels as one batch
+// and is handled at the destination as a batch. An exchange may carry
+// replies: each request batch gets one reply batch back, in the same order,
+// which the origin matches with "side" records it kept locally (e.g. where to
+// store fetched values).
 //
-// Transports: batches to co-located ranks are written straight into their
-// same-node rings (SameNodeRings, direct routing, unless
-// AggregationOptions::same_node_rings is 0); all others travel as MPI messages.
+// Three parts, each behind an interface of its own:
+// - Transports (transport.hpp): how a batch travels to one rank. MpiTransport
+//   (non-blocking messages, any rank) and RingTransport (SameNodeRings, the
+//   co-locales they reach; direct routing, unless
+//   AggregationOptions::same_node_rings is 0). The choice is per destination
+//   (via_); the transport hands out the outbox the records are pushed into
+//   (for the rings: the slot in the receiver's memory) and says when none is
+//   free (flow control).
+// - Routing policies (routing.hpp): which rank a record goes to first.
+//   Direct (direct_routing.cpp), grid (grid_routing.cpp) and node-first
+//   (node_first_routing.cpp: the grid whose rows are the nodes and whose
+//   columns are the ranks' indices on their node).
+// - This engine: batch formats, tickets and side records, replies,
+//   progress and termination. Direct batches here (record_exchange.cpp),
+//   multi-hop ones in routed_exchange.cpp.
 //
 // Progress: a rank that waits for a free buffer serves incoming batches and
 // replies meanwhile (every exchange of its Runtime's ProgressEngine), so
-// buffers filling in both directions never deadlock.
+// buffers filling in both directions never deadlock. A request whose reply
+// finds no outbox yet stays in its receive buffer (or ring slot) and is
+// retried, so nothing waits inside a handler.
 // Termination: flush() exchanges per-destination batch counts
 // (MPI_Ireduce_scatter_block), then each rank serves until it has handled
 // every batch sent to it and received every reply it is owed.
 //
-// Node-first routing (routing = node_first) is grid routing on the grid whose
-// rows are the nodes and whose columns are the ranks' indices on their node:
-// a record for another node first goes to the co-locale with its
-// destination's index, which forwards it off-node with every other record of
-// its node for that destination.
-//
-// Grid routing (AggregationOptions::routing = grid) bounds the buffers per
-// rank to about 2 sqrt(P) (GridRoute): a record first goes to the rank of its
-// row in the destination's column ("forward" batches), which passes it on
-// ("final" batches). Routed batches are made of chunks: a header (tag, count,
-// capacity) and records of one final destination (forward batches) or of one
-// origin (final batches, so handlers still see the true source). The origin
-// keeps one open chunk per destination (pushing is a pointer bump); the
-// intermediate hands its own chunks to the handler straight from the receive
-// buffer and copies each other chunk whole into its buffer towards the
-// destination. A forward batch stays in its receive buffer until all its
-// chunks are placed (that is the back-pressure; final batches never wait, so
-// there is no cycle). Replies come back the same way: the intermediate
-// assembles the reply of a forward batch from its own chunks' replies and,
-// run by run, from the replies of the final batches its chunks went into.
-// flush() runs twice: forward batches first (counts, then serve until all are
-// placed), then final batches as above. A rank that waits with nothing to do
-// sends the partial buffers that hold forwarded requests, so a peer waiting
-// for those replies never waits forever.
+// Multi-hop routing (grid, node-first) bounds the buffers per rank to about
+// 2 sqrt(P): a record first goes to the policy's first hop ("forward"
+// batches), which passes it on ("final" batches). Routed batches are made of
+// chunks: a header (tag, count, capacity) and records of one final
+// destination (forward batches) or of one origin (final batches, so handlers
+// still see the true source). The origin keeps one open chunk per
+// destination (pushing is a pointer bump); the intermediate hands its own
+// chunks to the handler straight from the receive buffer and copies each
+// other chunk whole into its buffer towards the destination. A forward batch
+// stays in its receive buffer until all its chunks are placed (that is the
+// back-pressure; final batches never wait, so there is no cycle). Replies
+// come back the same way: the intermediate assembles the reply of a forward
+// batch from its own chunks' replies and, run by run, from the replies of the
+// final batches its chunks went into. flush() runs twice: forward batches
+// first (counts, then serve until all are placed), then final batches as
+// above. A rank that waits with nothing to do sends the partial buffers that
+// hold forwarded requests, so a peer waiting for those replies never waits
+// forever. Multi-hop batches travel over MPI (their replies walk the request
+// batch, which the rings do not keep).
 //
 // Not thread-safe: one exchange belongs to one thread of one rank.
 #pragma once
@@ -49,17 +59,24 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <array>
 #include <functional>
+#include <memory>
+#include <span>
 #include <vector>
 
+#include "tessera/comm/mpi_transport.hpp"
 #include "tessera/comm/options.hpp"
-#include "tessera/comm/same_node_rings.hpp"
+#include "tessera/comm/ring_transport.hpp"
+#include "tessera/comm/transport.hpp"
 #include "tessera/runtime/progress.hpp"
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::comm {
 
-class RecordExchange : private Progressable {
+class Routing;
+
+class RecordExchange : private Progressable, private Receiver {
  public:
   // At the destination, for each arriving batch of `count` records. With
   // replies, `reply` has room for count * reply_bytes; otherwise it is null.
@@ -99,14 +116,14 @@ class RecordExchange : private Progressable {
   // record_bytes there before the next call.
   std::byte* push(int dest) {
     if (routed_) return push_routed_fast(dest, nullptr);
-    Outbox& o = outbox_[static_cast<std::size_t>(dest)];
+    Open& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
     if (routed_) return push_routed_fast(dest, &side);
-    Outbox& o = outbox_[static_cast<std::size_t>(dest)];
+    Open& o = outbox_[static_cast<std::size_t>(dest)];
     if (o.count == capacity_) next_batch(dest);
     side = o.side + static_cast<std::size_t>(o.count) * shape_.side_bytes;
     return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
@@ -127,13 +144,15 @@ class RecordExchange : private Progressable {
   // Bytes this exchange holds for buffers on this rank (send + receive).
   std::size_t memory_bytes() const noexcept;
   // Of those, the same-node rings into this rank (their slots: one batch each).
-  std::size_t ring_memory_bytes() const noexcept { return rings_.memory_bytes(); }
+  std::size_t ring_memory_bytes() const noexcept { return ring_ ? ring_->memory_bytes() : 0; }
   // The per-destination buffer size in use (the auto mode's choice, if auto).
   std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   // Grid or node-first routing (multi-hop, over MPI).
   bool routed() const noexcept { return routed_; }
   // Whether batches to `rank` go through the same-node rings.
-  bool uses_ring(int rank) const noexcept { return ring_dest_.at(static_cast<std::size_t>(rank)) != 0; }
+  bool uses_ring(int rank) const noexcept {
+    return ring_ != nullptr && via_.at(static_cast<std::size_t>(rank)) == static_cast<const Transport*>(ring_.get());
+  }
   // Ranks this rank keeps send buffers for (P-1 direct; grid: row + column).
   std::size_t destinations() const noexcept { return routed_ ? slots_.size() : static_cast<std::size_t>(size_ > 1 ? size_ - 1 : 0); }
 
@@ -143,26 +162,25 @@ class RecordExchange : private Progressable {
     std::uint32_t count;
   };
   static constexpr std::size_t kHeader = sizeof(Header);
-  static constexpr int kRequestTag = 1;
-  static constexpr int kReplyTag = 2;
-  static constexpr int kForwardTag = 3;  // grid routing: records for the receiver to pass on
 
-  struct Outbox {
+  // Direct routing: the batch being filled towards one destination.
+  struct Open {
     std::byte* records = nullptr;
     std::byte* side = nullptr;
     std::uint32_t count = 0;
   };
+  // A batch ticket (the index echoed by its reply) and what it holds.
   struct Batch {
-    std::vector<std::byte> data;  // header + records
-    std::vector<std::byte> side;
-    bool sending = false;         // Isend not yet complete
+    Outbox out;                   // its buffer from the transport: open, or sent and kept
+    std::vector<std::byte> side;  // side records until the reply
     bool awaiting_reply = false;
   };
-  struct ReplySlot {
-    std::vector<std::byte> data;
-    // Grid routing: a forward batch's reply being assembled at the intermediate.
-    std::uint32_t waiting = 0;  // records whose reply has not come back yet
+  // Grid routing: a forward batch's reply being assembled at the intermediate.
+  struct Assembly {
+    Outbox out;
+    Transport* via = nullptr;
     int origin = -1;
+    std::uint32_t waiting = 0;  // records whose reply has not come back yet
     std::size_t bytes = 0;
   };
   // Grid routing: a buffer towards one neighbour, of one kind.
@@ -199,15 +217,13 @@ class RecordExchange : private Progressable {
     std::byte* side = nullptr;    // side data of the next record
     std::byte* header = nullptr;  // null: no chunk open
   };
-  // A received forward batch not yet fully placed; its receive buffer waits.
+  // A received forward batch not yet fully placed; the transport keeps its buffer.
   struct HeldBatch {
-    std::size_t recv = 0;
-    int source = -1;
-    std::size_t bytes = 0;
+    Arrival arrival;
     std::size_t offset = kHeader;  // the chunk being placed
     std::uint32_t done = 0;        // its records placed so far
     std::uint32_t position = 0;    // reply position of its first record
-    int pending = -1;              // reply slot being assembled, with replies
+    int pending = -1;              // reply being assembled, with replies
     bool started = false;
   };
 
@@ -230,8 +246,16 @@ class RecordExchange : private Progressable {
   }
   void next_batch(int dest);
   void send_current(int dest);
+  void setup_transports(Runtime& rt, std::array<std::size_t, kChannels> batch_bytes, int forward_extra);
+  // Transports hand arrived batches here (Receiver).
+  bool arrived(const Arrival& arrival) override;
+  bool retry_deferred();
+  int free_batch(int first, int end) const;
+  // Direct routing.
+  bool handle_request(const Arrival& a);
+  void handle_reply(std::span<const std::byte> msg);
   // Grid routing.
-  void setup_routes(const Runtime& rt);
+  void setup_routes(const Routing& routing);
   std::byte* push_routed(int dest, std::byte** side);
   void close_chunk(int dest);
   bool open_batch(int slot, bool blocking);
@@ -239,20 +263,14 @@ class RecordExchange : private Progressable {
   std::byte* carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted, std::byte*& side);
   void send_routed(int slot);
   bool drain_forward();
-  void handle_final(int source, const std::byte* msg, int bytes);
-  void handle_routed_reply(const std::byte* msg, int bytes);
+  bool handle_final(const Arrival& a);
+  void handle_routed_reply(std::span<const std::byte> msg);
   void reply_own(const std::byte* replies, const std::byte* side, std::size_t n);
-  int acquire_reply_slot();
-  void send_reply_slot(int i, int dest);
+  int start_assembly(int origin);
+  void finish_assembly(int i);
   void release_forwarded();
   void flush_routed();
   void on_idle() override;
-  // Same-node rings (direct routing).
-  bool poll_rings();
-  void open_ring_batch(int dest);
-  int free_batch(int dest) const;
-  void handle_request(int source, const std::byte* msg, int bytes);
-  void handle_reply(const std::byte* msg, int bytes);
   bool idle() const;
 
   ProgressEngine& engine_;
@@ -265,32 +283,26 @@ class RecordExchange : private Progressable {
   std::uint32_t capacity_ = 1;  // records per batch
   int per_dest_ = 2;            // batches per destination: 1 filling + in flight
 
-  std::vector<Outbox> outbox_;        // by destination
-  std::vector<int> current_;          // batch being filled per destination, -1: none
-  std::vector<Batch> batches_;        // destination d owns [d*per_dest_, (d+1)*per_dest_)
-  std::vector<MPI_Request> send_reqs_;
+  std::vector<Open> outbox_;          // by destination (direct routing)
+  std::vector<int> current_;          // batch being filled per destination (grid: per slot), -1: none
+  std::vector<Batch> batches_;        // destination d owns [d*per_dest_, (d+1)*per_dest_) (grid: slot_batches_)
   std::vector<int> sent_to_;          // request batches sent per destination since flush
   std::uint64_t received_ = 0;        // request batches handled since flush
-  int in_flight_ = 0;                 // batches sent or awaiting a reply
+  int awaiting_ = 0;                  // batches awaiting their reply
 
-  std::vector<std::vector<std::byte>> recv_bufs_;  // requests then replies
-  std::vector<MPI_Request> recv_reqs_;
-  std::size_t request_slots_ = 0;
-  std::vector<ReplySlot> reply_slots_;
-  std::vector<int> free_reply_slots_;  // reply slots not sending
-  std::size_t reply_slot_bytes_ = 0;
-  std::vector<MPI_Request> reply_reqs_;
-  int replies_sending_ = 0;
-
-  std::vector<int> completed_;
-  std::vector<MPI_Status> statuses_;
+  // Transports: MPI for every rank, the same-node rings for the co-locales
+  // they reach; via_ is the choice per destination (and for replies to it).
+  std::unique_ptr<MpiTransport> mpi_;
+  std::unique_ptr<RingTransport> ring_;
+  std::vector<Transport*> via_;        // by rank
+  std::vector<Transport*> transports_;  // polled in this order
+  std::deque<Arrival> deferred_;       // requests whose reply has no room yet
+  bool retrying_ = false;
+  std::vector<Assembly> assemblies_;
+  std::vector<int> free_assemblies_;
   Stats stats_;
 
   std::size_t buffer_bytes_ = 0;
-  std::vector<int> recv_tag_;  // tag each receive buffer is posted for
-
-  SameNodeRings rings_;              // empty unless direct routing with co-locales
-  std::vector<std::uint8_t> ring_dest_;  // by destination: batches go into its ring
 
   // Grid routing state (empty with direct routing).
   bool routed_ = false;
