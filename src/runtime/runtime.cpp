@@ -47,6 +47,10 @@ void Runtime::init(int* argc, char*** argv) {
   int initialized = 0;
   TESSERA_MPI(MPI_Initialized(&initialized));
   if (!initialized) {
+    // A singleton (no launcher) is one process talking only to itself, yet
+    // Open MPI probes the PSM/PSM2 network layers first: 0.2 s of every
+    // one-rank start. Name the PML it always ends with, unless the user did.
+    if (!launched_by_mpi()) setenv("OMPI_MCA_pml", "ob1", 0);
     TESSERA_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_));
     owns_mpi_ = true;
   } else {
