@@ -6,25 +6,12 @@
 #include <cstdlib>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/memory.hpp"
 
 namespace tessera {
 
 std::size_t parse_byte_size(const std::string& text, const std::string& what) {
-  std::size_t pos = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  std::string suffix = pos ? text.substr(pos) : "";
-  unsigned long long scale = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") scale = 1ull << 20;
-  else if (!suffix.empty()) pos = 0;
-  if (pos == 0 || value == 0 || value > (1ull << 30) / scale)
-    throw ConfigError(what + " must be a byte count between 1 and 1G such as 65536, 64K or 1M; got '" + text + "'");
-  return static_cast<std::size_t>(value * scale);
+  return static_cast<std::size_t>(parse_bytes(text, what, std::uint64_t{1} << 30));
 }
 
 const char* routing_name(AggregationRouting r) {

@@ -2,12 +2,14 @@
 
 #include <malloc.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
 
 namespace tessera {
 
@@ -42,6 +44,40 @@ AnonymousMemoryMeter::AnonymousMemoryMeter(MPI_Comm comm)
 std::uint64_t AnonymousMemoryMeter::growth_bytes() const {
   std::uint64_t now = all_reduce<std::uint64_t>(comm_, anonymous_memory_bytes(), MPI_SUM);
   return now > start_ ? now - start_ : 0;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static const char* const kSuffix[] = {"", "K", "M", "G", "T"};
+  int k = 0;
+  while (k < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++k;
+  }
+  return std::to_string(bytes) + kSuffix[k];
+}
+
+std::uint64_t parse_bytes(const std::string& text, const std::string& what, std::uint64_t max) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::string suffix = text.substr(digits);
+  for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix.size() == 3 && suffix.compare(1, 2, "IB") == 0) suffix.resize(1);
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K") shift = 10;
+  else if (suffix == "M") shift = 20;
+  else if (suffix == "G") shift = 30;
+  else if (suffix == "T") shift = 40;
+  std::uint64_t value = 0;
+  bool ok = digits > 0 && digits <= 19 && shift >= 0;  // 19 digits cannot overflow 64 bits
+  if (ok) {
+    value = std::stoull(text.substr(0, digits));
+    ok = value > 0 && value <= (max >> shift);
+  }
+  if (!ok)
+    throw ConfigError(what + " must be a byte count between 1 and " + format_bytes(max) +
+                      " such as 65536, 64K, 1M or 1G; got '" + text + "'");
+  return value << shift;
 }
 
 }  // namespace tessera

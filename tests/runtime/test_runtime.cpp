@@ -4,6 +4,8 @@
 #include <numeric>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -17,6 +19,32 @@ TEST(Runtime, RankAndSizeMatchMpi) {
   EXPECT_EQ(rt.rank(), r);
   EXPECT_EQ(rt.size(), s);
   EXPECT_GE(rt.thread_level(), MPI_THREAD_FUNNELED);
+}
+
+// Checkpoint and state sizes run to gigabytes: "1G" once failed as above the
+// aggregation buffers' 1G limit, with no G suffix at all.
+TEST(Runtime, ByteCountsWithEverySuffix) {
+  const std::uint64_t tib = std::uint64_t{1} << 40;
+  EXPECT_EQ(parse_bytes("4096", "x", tib), 4096u);
+  EXPECT_EQ(parse_bytes("64k", "x", tib), 65536u);
+  EXPECT_EQ(parse_bytes("2MiB", "x", tib), 2u << 20);
+  EXPECT_EQ(parse_bytes("1G", "x", tib), std::uint64_t{1} << 30);
+  EXPECT_EQ(parse_bytes("4G", "x", tib), std::uint64_t{4} << 30);
+  EXPECT_EQ(parse_bytes("1T", "x", tib), tib);
+  EXPECT_EQ(parse_bytes("1G", "x", std::uint64_t{1} << 30), std::uint64_t{1} << 30);  // the bound itself
+  for (const char* bad : {"", "0", "0K", "lots", "12Q", "-1", "1.5G", "G", "2T", "1025G", "99999999999999999999",
+                          "18446744073709551615K", " 1M", "1M "})
+    try {
+      parse_bytes(bad, "--state-bytes", tib);
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--state-bytes must be a byte count between 1 and 1T"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  EXPECT_EQ(format_bytes(64u << 20), "64M");
+  EXPECT_EQ(format_bytes(1000), "1000");
+  EXPECT_EQ(format_bytes(std::uint64_t{3} << 40), "3T");
 }
 
 TEST(Runtime, OnlyOneRuntimePerProcess) { EXPECT_THROW(Runtime second, Error); }

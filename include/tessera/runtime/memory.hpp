@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 
 namespace tessera {
 
@@ -20,6 +21,13 @@ std::uint64_t anonymous_memory_bytes();
 std::uint64_t shared_memory_pss_bytes();
 // Peak resident set (VmHWM of /proc/self/status), in bytes.
 std::uint64_t peak_rss_bytes();
+
+// A byte count a user typed: digits with an optional binary suffix, K, M, G
+// or T (any case, or KiB, MiB, GiB, TiB): "65536", "64K", "1G". Throws
+// ConfigError naming `what` unless it lies in [1, max].
+std::uint64_t parse_bytes(const std::string& text, const std::string& what, std::uint64_t max);
+// The same count the way parse_bytes reads it back: "64M", "1G", "1000".
+std::string format_bytes(std::uint64_t bytes);
 
 // Heap growth of a whole job over a step: anonymous memory summed over the
 // ranks of `comm` at construction, compared with the sum at growth_bytes().
