@@ -16,6 +16,7 @@
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::cli {
@@ -230,13 +231,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
     launches_jobs = true;
     selected = [f, cost_bytes, state_bytes, &ranks] {
       bench::FaultsBenchOptions opts = *f;
-      opts.resume_state_bytes = parse_byte_size(*state_bytes, "--state-bytes");
+      opts.resume_state_bytes = parse_bytes(*state_bytes, "--state-bytes", std::uint64_t{1} << 40);
       if (ranks > 0) opts.ranks = ranks;
       opts.cost_bytes.clear();
       if (*cost_bytes != "0") {
         std::stringstream list(*cost_bytes);
         for (std::string size; std::getline(list, size, ',');)
-          opts.cost_bytes.push_back(parse_byte_size(size, "--checkpoint-bytes"));
+          opts.cost_bytes.push_back(parse_bytes(size, "--checkpoint-bytes", std::uint64_t{1} << 40));
       }
       chunks::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
       opts.program = self_exe();
@@ -278,7 +279,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   rsc->callback([rs, rs_bytes, &selected] {
     selected = [rs, rs_bytes] {
       bench::ResumeStateOptions opts = *rs;
-      opts.bytes = parse_byte_size(*rs_bytes, "--bytes");
+      opts.bytes = parse_bytes(*rs_bytes, "--bytes", std::uint64_t{1} << 40);
       Runtime rt;
       return bench::run_resume_state(rt, opts);
     };
@@ -297,7 +298,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   cc->callback([c, bytes, &selected] {
     selected = [c, bytes] {
       bench::CheckpointCostOptions opts = *c;
-      opts.bytes = parse_byte_size(*bytes, "--bytes");
+      opts.bytes = parse_bytes(*bytes, "--bytes", std::uint64_t{1} << 40);
       Runtime rt;
       return bench::run_checkpoint_cost(rt, opts);
     };
