@@ -212,6 +212,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
              std::memcmp(got.data(), data.data(), words * sizeof(std::uint64_t)) == 0;
     }
     seconds = all_reduce(rt.comm(), seconds_since(t0), MPI_MAX);
+    FaultInjection::heartbeat(rt.rank());
     return all_reduce(rt.comm(), same ? 1 : 0, MPI_MIN) == 1;
   };
 
@@ -238,6 +239,9 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
       w.add("data", std::span<const std::uint64_t>(data));
       w.commit();
       stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+      // The supervisor takes a rank silent for heartbeat_timeout as hung: a
+      // gigabyte checkpoint, its drain and its restore each take seconds.
+      FaultInjection::heartbeat(rt.rank());
       if (level == 3) {
         auto t1 = std::chrono::steady_clock::now();
         ck.finish_drain();
@@ -254,12 +258,22 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
       same = restored_equal(dk, disk_restore_seconds) && same;
     }
     ck.remove();
-    const double stall = median(stalls), bound = level == 1 ? 2 * bound2 : bound2;
+    // The first two checkpoints write into new shared memory (the previous
+    // one is kept until the next completes): their stall includes the
+    // kernel allocating and zeroing every page, which the memcpy above
+    // (into touched pages) does not. From the third on the commit reuses the
+    // spare, as every checkpoint of a long run does: that is the stall
+    // compared with the bound; the first is reported apart.
+    const std::size_t cold = stalls.size() > 2 ? 2 : 0;
+    const double stall = median(std::vector<double>(stalls.begin() + static_cast<std::ptrdiff_t>(cold), stalls.end()));
+    const double bound = level == 1 ? 2 * bound2 : bound2;
     const bool ok = stall <= bound && same;
     pass = pass && ok;
     json row{{"level", level},
              {"stall_seconds", stall},
              {"stall_seconds_max", maximum(stalls)},
+             {"stall_seconds_first", stalls.front()},
+             {"stall_reps_warm", stalls.size() - cold},
              {"bound_seconds", bound},
              {"restore_seconds", restore_seconds},
              {"restored_bit_identical", same},
@@ -568,10 +582,12 @@ int run_faults_bench(const FaultsBenchOptions& o) {
         extra = buf;
       }
       if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
-      std::printf("checkpoint cost, level %d, %llu bytes per rank: stall %.4f s (max %.4f), bound %s(S/(0.5 x memcpy "
+      std::printf("checkpoint cost, level %d, %llu bytes per rank: stall %.4f s (median of %d into reused memory; "
+                  "the first, into new memory, %.4f s), bound %s(S/(0.5 x memcpy "
                   "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
                   level, static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
-                  c.at("stall_seconds").get<double>(), c.at("stall_seconds_max").get<double>(), level == 1 ? "2 x " : "",
+                  c.at("stall_seconds").get<double>(), c.at("stall_reps_warm").get<int>(),
+                  c.at("stall_seconds_first").get<double>(), level == 1 ? "2 x " : "",
                   c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),
                   c.at("restored_bit_identical").get<bool>() ? "bit-identical" : "DIFFERENT",
                   c.at("restore_seconds").get<double>(), c.at("pass").get<bool>() ? "pass" : "FAIL", extra.c_str());

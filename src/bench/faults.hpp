@@ -36,7 +36,7 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);
 // the figures, one row per level, to `result` (JSON).
 struct CheckpointCostOptions {
   std::uint64_t bytes = std::uint64_t{64} << 20;
-  int reps = 3;
+  int reps = 5;  // the first two write new memory; the stall is the median of the rest
   std::string levels = "node,buddy,disk";
   std::string node_dir;
   std::string dir;  // the disk level's ("" = a directory of its own under $TMPDIR, removed after)
