@@ -43,14 +43,41 @@ double now_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-bool process_alive(pid_t pid) {
+// /proc/PID/stat after the command name: state, ppid, pgrp, session,
+// tty_nr, tpgid, flags, ... ("" when the process is gone).
+std::string proc_stat_fields(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text;
-  if (!in || !std::getline(in, text)) return false;
+  if (!in || !std::getline(in, text)) return {};
   auto close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return false;
-  char state = text[close + 2];
-  return state != 'Z' && state != 'X';
+  if (close == std::string::npos || close + 2 >= text.size()) return {};
+  return text.substr(close + 2);
+}
+
+bool process_alive(pid_t pid) {
+  const std::string f = proc_stat_fields(pid);
+  return !f.empty() && f[0] != 'Z' && f[0] != 'X';
+}
+
+// Gone, a zombie, or already in the kernel's exit path (PF_EXITING, set
+// before the process unmaps its memory): a rank killed with a gigabyte
+// mapped spends ~0.1 s unmapping before it is a zombie, and the failure is
+// certain from the start of that.
+bool process_ending(pid_t pid) {
+  constexpr unsigned long kPfExiting = 0x4;  // include/linux/sched.h
+  const std::string f = proc_stat_fields(pid);
+  if (f.empty() || f[0] == 'Z' || f[0] == 'X') return true;
+  std::istringstream in(f);
+  std::string field;
+  for (int k = 0; k < 7 && in >> field; ++k) {
+  }
+  unsigned long flags = 0;
+  try {
+    flags = std::stoul(field);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return (flags & kPfExiting) != 0;
 }
 
 // The job's processes: mpirun's children (found while it runs) and the
@@ -614,7 +641,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       for (int r = 0; r < ranks && !failed; ++r) {
         const auto& b = beats[static_cast<std::size_t>(r)];
         // Gone without exited.R (written at a normal exit): killed or crashed.
-        if (b.seen && b.local && !process_alive(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
+        if (b.seen && b.local && process_ending(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
           failed = true, detected = now, rep.rank = r, rep.outcome = "rank died";
           rep.last_step = b.step;
         }
