@@ -138,6 +138,7 @@ int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
   while (step < static_cast<std::uint64_t>(o.steps)) {
     ++step;
     for (auto& w : state) w = step_word(w, step);
+    if (step == static_cast<std::uint64_t>(o.wrong_word_at_step) && rt.rank() == rt.size() - 1) state[0] ^= 1;
     if (o.every > 0 && step % static_cast<std::uint64_t>(o.every) == 0 && step < static_cast<std::uint64_t>(o.steps)) {
       auto w = ck.begin(step);
       w.add("state", std::span<const std::uint64_t>(state));

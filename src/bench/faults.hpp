@@ -58,6 +58,9 @@ struct ResumeStateOptions {
   std::string node_dir;
   std::string name = "resume-state";
   std::string result;
+  // Tests of the verifier: at this step (0: never) the last rank's first
+  // word gets a wrong value, which the end-of-run check must count.
+  int wrong_word_at_step = 0;
 };
 int run_resume_state(Runtime& rt, const ResumeStateOptions& o);
 

@@ -276,6 +276,9 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   rsc->add_option("--node-dir", rs->node_dir, "The node level's directory (default $TESSERA_SHM_DIR or /dev/shm)");
   rsc->add_option("--name", rs->name, "The checkpoints' name");
   rsc->add_option("--result", rs->result, "Rank 0 writes whether every word is right as JSON here");
+  rsc->add_option("--wrong-word-at-step", rs->wrong_word_at_step,
+                  "Tests of the check: at this step the last rank's first word goes wrong (0: never)")
+      ->check(CLI::Range(0, 1000000));
   rsc->callback([rs, rs_bytes, &selected] {
     selected = [rs, rs_bytes] {
       bench::ResumeStateOptions opts = *rs;

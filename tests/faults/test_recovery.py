@@ -273,6 +273,17 @@ def case_resume(e):
            r["kill_to_step_seconds_p99"] <= r["target_p99_seconds"] == 2.0 and
            r["detection_seconds_p99"] <= r["target_detection_seconds"] == 0.1)
     check(r["meets_targets"] == met and (p.returncode == 0) == met, f"targets judged as stated ({met}, exit {p.returncode})")
+    # The check behind bit_identical, fed a wrong answer: one word wrong
+    # from step 3 on (before that step's checkpoint, so it is in the
+    # checkpoints too) is counted, and the job fails; without it, it passes.
+    for wrong, want_exit, want_words in ((3, 2, 1), (0, 0, 0)):
+        result = os.path.join(e.work, f"resume-wrong{wrong}.json")
+        p = subprocess.run([TESSERA, "-n", "2", "bench", "resume-state", "--bytes", "64K", "--steps", "6", "--every", "2",
+                            "--wrong-word-at-step", str(wrong), "--result", result],
+                           capture_output=True, text=True, env=e.env, timeout=120)
+        got = json.load(open(result)) if os.path.exists(result) else {}
+        check(p.returncode == want_exit and got.get("wrong_words") == want_words and got.get("ok") == (want_words == 0),
+              f"resume-state with a wrong word at step {wrong}: exit {p.returncode}, {got}" + said(p))
 
 
 def rank_pid(shm, rank):
