@@ -21,6 +21,9 @@
 
 namespace tessera::cli {
 
+// The largest byte count the faults benchmarks' size options take.
+constexpr std::uint64_t kMaxBenchBytes = std::uint64_t{1} << 40;
+
 namespace {
 
 struct RunOptions {
@@ -231,13 +234,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
     launches_jobs = true;
     selected = [f, cost_bytes, state_bytes, &ranks] {
       bench::FaultsBenchOptions opts = *f;
-      opts.resume_state_bytes = parse_bytes(*state_bytes, "--state-bytes", std::uint64_t{1} << 40);
+      opts.resume_state_bytes = parse_bytes(*state_bytes, "--state-bytes", kMaxBenchBytes);
       if (ranks > 0) opts.ranks = ranks;
       opts.cost_bytes.clear();
       if (*cost_bytes != "0") {
         std::stringstream list(*cost_bytes);
         for (std::string size; std::getline(list, size, ',');)
-          opts.cost_bytes.push_back(parse_bytes(size, "--checkpoint-bytes", std::uint64_t{1} << 40));
+          opts.cost_bytes.push_back(parse_bytes(size, "--checkpoint-bytes", kMaxBenchBytes));
       }
       chunks::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
       opts.program = self_exe();
@@ -282,7 +285,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   rsc->callback([rs, rs_bytes, &selected] {
     selected = [rs, rs_bytes] {
       bench::ResumeStateOptions opts = *rs;
-      opts.bytes = parse_bytes(*rs_bytes, "--bytes", std::uint64_t{1} << 40);
+      opts.bytes = parse_bytes(*rs_bytes, "--bytes", kMaxBenchBytes);
       Runtime rt;
       return bench::run_resume_state(rt, opts);
     };
@@ -301,7 +304,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   cc->callback([c, bytes, &selected] {
     selected = [c, bytes] {
       bench::CheckpointCostOptions opts = *c;
-      opts.bytes = parse_bytes(*bytes, "--bytes", std::uint64_t{1} << 40);
+      opts.bytes = parse_bytes(*bytes, "--bytes", kMaxBenchBytes);
       Runtime rt;
       return bench::run_checkpoint_cost(rt, opts);
     };
