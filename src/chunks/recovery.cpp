@@ -34,6 +34,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// How long mpirun may take to end by itself once the supervisor has killed
+// every rank of a failed job (it normally takes well under 2 s).
+constexpr double kLauncherEndsAlone = 15;
+
 std::atomic<int> g_stop_signal{0};
 void on_stop(int sig) { g_stop_signal = sig; }
 
@@ -199,11 +203,30 @@ class MpirunOutput {
     if (!line_.empty()) take();
     if (in_box_) close_box();
   }
+  // From now on mpirun's own reports (a crash while it aborts: lines tagged
+  // "[host:PID]") are the supervisor's doing, not the job's: dropped.
+  void launcher_stopped(pid_t launcher) {
+    launcher_stopped_ = true;
+    launcher_ = launcher;
+  }
   int rank = -1, signal = 0;
   std::string lost_node;  // the node whose daemon mpirun lost ("?": unnamed)
   std::string rank_node;  // the node of `rank`, as mpirun names it
 
  private:
+  // The PID in Open MPI's "[host:PID] ..." tag (printed zero-padded), or -1.
+  static pid_t tagged_pid(const std::string& line) {
+    const std::size_t colon = line.find(':'), close = line.find(']');
+    if (line.empty() || line[0] != '[' || colon == std::string::npos || close == std::string::npos || close < colon + 2 ||
+        close - colon > 11)
+      return -1;
+    pid_t pid = 0;
+    for (std::size_t i = colon + 1; i < close; ++i) {
+      if (line[i] < '0' || line[i] > '9') return -1;
+      pid = pid * 10 + (line[i] - '0');
+    }
+    return pid;
+  }
   static bool is_rule(const std::string& line) {
     std::size_t dashes = line.find_first_not_of('-');
     return dashes >= 20 && (dashes == std::string::npos || line.find_first_not_of("\r\n", dashes) == std::string::npos);
@@ -224,6 +247,12 @@ class MpirunOutput {
     // after it only count the boxes dropped above.
     if (line.find("more process") != std::string::npos && line.find("help message") != std::string::npos) return;
     if (line.find("orte_base_help_aggregate") != std::string::npos) return;
+    // mpirun stopped by this supervisor while it was aborting the job: Open
+    // MPI 4.1's mpirun then says so and crashes in PMIx_Finalize; the
+    // supervisor's line already says the job was stopped.
+    if (launcher_stopped_ && (line == "\n" || line.find("abort is already in progress") != std::string::npos ||
+                              tagged_pid(line) == launcher_))
+      return;
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   }
@@ -262,7 +291,8 @@ class MpirunOutput {
     }
   }
   std::string line_, box_;
-  bool in_box_ = false;
+  bool in_box_ = false, launcher_stopped_ = false;
+  pid_t launcher_ = -1;
 };
 
 struct Job {
@@ -675,8 +705,11 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       // itself: stopped while aborting, Open MPI 4.1's mpirun can crash), then
       // mpirun's group, and wait until every process is gone so that their
       // segments belong to dead creators.
-      for (const auto& b : beats)
+      bool all_killed = true;
+      for (const auto& b : beats) {
         if (b.seen && b.local && process_alive(b.pid)) ::kill(b.pid, SIGKILL);
+        all_killed = all_killed && b.seen && b.local;
+      }
       auto wait_for_mpirun = [&](double seconds) {
         const double deadline = now_seconds() + seconds;
         while (now_seconds() < deadline) {
@@ -686,8 +719,13 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         }
         return false;
       };
-      exited = wait_for_mpirun(o.exit_grace);
+      // With every rank killed here, mpirun ends by itself, though not at
+      // once: it gives its (dead) ranks odls_base_sigkill_timeout (1 s) and
+      // a loaded machine adds to that. A signal while it aborts crashes it,
+      // so it is sent only to an mpirun that is still there long after.
+      exited = wait_for_mpirun(all_killed ? std::max(o.exit_grace, kLauncherEndsAlone) : o.exit_grace);
       if (!exited) {
+        mpirun.launcher_stopped(job.pid);
         ::kill(o.own_process_group ? -job.pid : job.pid, SIGTERM);
         exited = wait_for_mpirun(o.exit_grace);
       }
