@@ -17,10 +17,12 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
@@ -299,6 +301,26 @@ struct Job {
   pid_t pid = -1;
   int err_fd = -1;
 };
+
+struct StartedJob {
+  Job job;
+  double started = 0;  // when it was launched
+};
+
+// A job started and then not wanted (the supervisor is stopped): ended as
+// the user's ^C would end it, its ranks removing their own segments.
+void stop_started_job(const Job& job, bool own_group) {
+  ::kill(own_group ? -job.pid : job.pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 1000 && ::waitpid(job.pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (::waitpid(job.pid, &status, WNOHANG) == 0) {
+    ::kill(own_group ? -job.pid : job.pid, SIGKILL);
+    while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::close(job.err_fd);
+}
 
 Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& hosts, int attempt,
            const std::string& hb_dir) {
@@ -628,18 +650,36 @@ SuperviseResult supervise(const SuperviseOptions& o) {
   SuperviseResult result;
   double previous_detection = -1;
   const int attempts = o.retries + 1;
+  auto heartbeat_dir = [&](int attempt) { return root + "/attempt" + std::to_string(attempt); };
+  auto start = [&](int attempt) {
+    StartedJob s;
+    std::error_code dir_error;
+    fs::create_directories(heartbeat_dir(attempt), dir_error);
+    if (dir_error)
+      throw SystemError("cannot create the heartbeat directory " + heartbeat_dir(attempt), dir_error.value());
+    s.started = now_seconds();
+    const bool shrunk = hosts.size() != o.hosts.size();
+    s.job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt, heartbeat_dir(attempt));
+    return s;
+  };
+  // The next attempt when it was started during this one's teardown.
+  std::optional<StartedJob> next;
+  struct StopUnused {
+    std::optional<StartedJob>& next;
+    bool own_group;
+    ~StopUnused() {
+      if (next) stop_started_job(next->job, own_group);
+    }
+  } stop_unused{next, o.own_process_group};
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     AttemptReport rep;
     rep.attempt = attempt;
     rep.ranks = ranks;
     rep.hosts = format_host_list(hosts);
-    const std::string hb_dir = root + "/attempt" + std::to_string(attempt);
-    std::error_code dir_error;
-    fs::create_directories(hb_dir, dir_error);
-    if (dir_error) throw SystemError("cannot create the heartbeat directory " + hb_dir, dir_error.value());
-    const double started = now_seconds();
-    const bool shrunk = hosts.size() != o.hosts.size();
-    Job job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt, hb_dir);
+    const std::string hb_dir = heartbeat_dir(attempt);
+    StartedJob started_job = next ? *std::exchange(next, std::nullopt) : start(attempt);
+    const double started = started_job.started;
+    Job job = started_job.job;
     MpirunOutput mpirun;
     std::vector<Heartbeat> beats(static_cast<std::size_t>(ranks));
     int status = 0;
@@ -709,6 +749,21 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       for (const auto& b : beats) {
         if (b.seen && b.local && process_alive(b.pid)) ::kill(b.pid, SIGKILL);
         all_killed = all_killed && b.seen && b.local;
+      }
+      // On one node, with every rank killed here, the relaunch is certain (no
+      // node to probe, nobody left to write a checkpoint: a process exiting
+      // never runs its own code again), so it starts now, beside the old
+      // job's teardown (mpirun reaping survivors that unmap their memory),
+      // not after it. The old job's files are told apart by its pids.
+      if (attempt < attempts && all_killed && hosts.size() <= 1 && !g_stop_signal) {
+        const double deadline = now_seconds() + 1;
+        auto exiting = [&] {
+          for (const auto& b : beats)
+            if (!process_ending(b.pid)) return false;
+          return true;
+        };
+        while (!exiting() && now_seconds() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (exiting()) next = start(attempt + 1);
       }
       auto wait_for_mpirun = [&](double seconds) {
         const double deadline = now_seconds() + seconds;
