@@ -32,6 +32,8 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
       on_reply_(std::move(on_reply)) {
   if (shape_.record_bytes == 0) throw ConfigError("aggregation records must have at least one byte");
   if (shape_.reply_bytes > 0 && !on_reply_) throw ConfigError("an exchange with replies needs a reply handler");
+  if (shape_.self_lane && (shape_.reply_bytes > 0 || shape_.side_bytes > 0))
+    throw ConfigError("the self lane is for exchanges without replies or side records");
   // Collective, and a peer may still be pushing into another exchange,
   // waiting for this rank's replies, before it gets here: serve meanwhile.
   MPI_Request req;
@@ -71,7 +73,32 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
     sent_to_.assign(P, 0);
     setup_transports(rt, {kHeader + capacity_ * rb, 0, qb ? kHeader + capacity_ * qb : 0}, 0);
   }
+  if (shape_.self_lane) setup_self_lane();
   engine_.add(this);
+}
+
+// One batch's worth of records, like a buffer towards a peer; the push fast
+// path (outbox_ or own_chunk_) fills it as any other destination's.
+void RecordExchange::setup_self_lane() {
+  self_records_.resize(static_cast<std::size_t>(capacity_) * shape_.record_bytes);
+  const auto r = static_cast<std::size_t>(rank_);
+  if (routed_)
+    own_chunk_[r] = OwnChunk{self_records_.data(), self_records_.data() + self_records_.size(), nullptr, nullptr};
+  else
+    outbox_[r] = Open{self_records_.data(), nullptr, 0};
+}
+
+void RecordExchange::apply_self_lane() {
+  const auto r = static_cast<std::size_t>(rank_);
+  const std::size_t n = routed_ ? static_cast<std::size_t>(own_chunk_[r].cursor - self_records_.data()) / shape_.record_bytes
+                                : outbox_[r].count;
+  if (n == 0) return;
+  on_request_(rank_, self_records_.data(), n, nullptr);
+  ++stats_.self_batches;
+  if (routed_)
+    own_chunk_[r].cursor = self_records_.data();
+  else
+    outbox_[r].count = 0;
 }
 
 // MPI reaches every rank; the same-node rings (direct routing, unless
@@ -119,7 +146,7 @@ std::size_t RecordExchange::memory_bytes() const noexcept {
   std::size_t total = 0;
   for (const auto& b : batches_) total += b.side.capacity();
   for (const Transport* t : transports_) total += t->memory_bytes();
-  total += side_scratch_.capacity();
+  total += side_scratch_.capacity() + self_records_.capacity();
   return total;
 }
 
@@ -161,6 +188,10 @@ void RecordExchange::send_current(int dest) {
 // The next batch to dest needs a free ticket (with replies: its side records
 // wait there for the reply) and an outbox from dest's transport.
 void RecordExchange::next_batch(int dest) {
+  if (dest == rank_ && !self_records_.empty()) {
+    apply_self_lane();  // full
+    return;
+  }
   if (dest == rank_ || dest < 0 || dest >= size_)
     throw RangeError("aggregation destination " + std::to_string(dest) + " is not another rank of [0, " +
                      std::to_string(size_) + ")");
@@ -286,6 +317,7 @@ bool RecordExchange::idle() const {
 }
 
 void RecordExchange::flush() {
+  if (!self_records_.empty()) apply_self_lane();
   if (size_ == 1) return;
   // Auto size: the round's batch counts and fill time, read before this
   // flush's own traffic, and its rate decide the size the next exchange

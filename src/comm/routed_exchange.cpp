@@ -93,6 +93,10 @@ void RecordExchange::close_chunk(int dest) {
 }
 
 std::byte* RecordExchange::push_routed(int dest, std::byte** side) {
+  if (dest == rank_ && !self_records_.empty()) {
+    apply_self_lane();  // full
+    return push_routed_fast(dest, side);
+  }
   if (dest == rank_ || dest < 0 || dest >= size_)
     throw RangeError("aggregation destination " + std::to_string(dest) + " is not another rank of [0, " +
                      std::to_string(size_) + ")");

@@ -194,6 +194,45 @@ TEST_P(AggregatorTest, CountMatchesSerialRecountWithNarrowAndWideRecords) {
       RangeError);
 }
 
+// Counts for this rank fill the exchange's self lane like a buffer towards a
+// peer: applied here each time it is full and at flush, never sent. Several
+// lanes' worth of own counts, two rounds, and the remote ones between them.
+TEST_P(AggregatorTest, CountSelfLaneFillsAndFlushes) {
+  const std::uint64_t n = 1000;
+  std::vector<std::int64_t> want(n, 0);
+  for (int r = 0; r < rt().size(); ++r)
+    for (std::uint64_t i : indices_of(r, rt().size(), 30, n, 5)) want[i] += 2;
+  DistArray<std::int64_t> counts(rt(), n, storage());
+  CountAggregator<std::int64_t> c(counts, options());
+  const auto& stats = c.exchange().stats();
+  const auto mine = indices_of(rt().rank(), rt().size(), 30, n, 5);
+  const std::uint64_t own = static_cast<std::uint64_t>(
+      std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return counts.is_local(i); }));
+  const std::uint64_t lane = c.exchange().capacity_records();
+  for (int round = 0; round < 2; ++round) {
+    for (std::uint64_t i : mine) c.count(i);
+    c.flush();
+    // ceil(own / lane) lanes each round: the full ones, then the rest at flush.
+    EXPECT_EQ(stats.self_batches, static_cast<std::uint64_t>(round + 1) * ((own + lane - 1) / lane));
+  }
+  for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i) ASSERT_EQ(counts.at(i), want[i]) << i;
+  // Only the other ranks' counts travel (or take the same-node mapping);
+  // multi-hop routing also counts the records it forwards for others.
+  if (!c.exchange().routed()) {
+    EXPECT_EQ(stats.records_sent + c.direct_records(), 2 * (mine.size() - own));
+  }
+}
+
+TEST(Aggregation, SelfLaneOnlyWithoutReplies) {
+  auto& rt = Runtime::current();
+  auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
+  auto back = [](const std::byte*, const std::byte*, std::size_t) {};
+  EXPECT_THROW(comm::RecordExchange(rt, {8, 8, 8, true}, AggregationOptions{}, serve, back), ConfigError);
+  // Without it, a record for this rank is refused as before.
+  comm::RecordExchange ex(rt, {8, 0, 0}, AggregationOptions{}, serve);
+  EXPECT_THROW(ex.push(rt.rank()), RangeError);
+}
+
 TEST_P(AggregatorTest, MinMaxXorAndUserFunctor) {
   const std::uint64_t n = 777;
   DistArray<std::uint64_t> mn(rt(), n, storage()), mx(rt(), n, storage()), x(rt(), n, storage()),

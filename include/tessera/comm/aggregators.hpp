@@ -12,7 +12,9 @@
 //    only when the values are needed while the aggregator still lives (every
 //    flush is a reduction plus a barrier, so `flush(); }` pays twice).
 //  - no order is promised between operations, even from one rank to one element;
-//  - operations on this rank's own elements are applied at once;
+//  - operations on this rank's own elements are applied at once (counts:
+//    buffered in the exchange's self lane, applied here in batches and at
+//    the latest by the next flush());
 //  - same-node direct path: when the array is in Shared or Co-locale storage
 //    and the owner is a co-located rank, the operation goes straight through the mapping
 //    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
@@ -250,6 +252,8 @@ class UpdateAggregator {
 // increment is implied, so a record is the owner's local offset alone: 4
 // bytes when every rank's block has fewer than 2^32 elements, else 8 (an
 // update's record carries the value as well: 16 bytes for int64 counts).
+// Counts for this rank go through the exchange's self lane like any other
+// destination's: no branch on the owner per count.
 enum class CountRecord { automatic, wide };  // wide: 8-byte offsets whatever the blocks
 template <class T>
 class CountAggregator {
@@ -260,21 +264,20 @@ class CountAggregator {
                            CountRecord record = CountRecord::automatic)
       : array_(array),
         narrow_(record == CountRecord::automatic && fits_in_32_bits(array.distribution())),
-        exchange_(array.runtime(), {narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t), 0, 0}, options,
+        exchange_(array.runtime(), {narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t), 0, 0, true}, options,
                   std::bind_front(&CountAggregator::apply_batch, this)),
         direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
-                                          : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
-        me_(array.runtime().rank()) {
+                                          : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))) {
     // Co-locales increment this rank's elements directly: every increment here must be atomic too.
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
+    // Own counts take the self lane (batched like the others), never the mapping.
+    direct_[static_cast<std::size_t>(array.runtime().rank())] = nullptr;
   }
 
   void count(std::uint64_t i) {
     int owner = array_.owner(i);
     std::uint64_t off = array_.distribution().local_offset(i, owner);
-    if (owner == me_) {
-      increment(array_.local().data() + off, atomic_);
-    } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
+    if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
       increment(direct + off, true);
       ++direct_records_;
     } else if (narrow_) {
@@ -330,7 +333,6 @@ class CountAggregator {
   bool narrow_;  // before exchange_: it sizes the records
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
-  int me_;
   bool atomic_ = false;
   std::uint64_t direct_records_ = 0;
 };

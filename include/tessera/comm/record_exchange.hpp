@@ -89,12 +89,19 @@ class RecordExchange : private Progressable, private Receiver {
     std::size_t record_bytes = 0;  // sent per record
     std::size_t reply_bytes = 0;   // returned per record; 0: no replies
     std::size_t side_bytes = 0;    // kept at the origin per record until its reply
+    // push(rank()) is allowed too: such records fill a buffer of their own
+    // (the self lane), handed to the request handler here when it is full and
+    // at flush, so a caller's per-record loop needs no branch on the owner
+    // (random owners mispredict it). Only without replies.
+    bool self_lane = false;
   };
 
   struct Stats {
     std::uint64_t batches_sent = 0;
     std::uint64_t records_sent = 0;
     std::uint64_t batches_received = 0;
+    // Self-lane batches handed to the handler here (never sent, not counted above).
+    std::uint64_t self_batches = 0;
     // Bytes this rank handed to the transport (MPI or a ring): requests,
     // forwarded batches and replies, headers included.
     std::uint64_t bytes_sent = 0;
@@ -112,8 +119,8 @@ class RecordExchange : private Progressable, private Receiver {
   RecordExchange(const RecordExchange&) = delete;
   RecordExchange& operator=(const RecordExchange&) = delete;
 
-  // Room for the next record to `dest` (never this rank). Write exactly
-  // record_bytes there before the next call.
+  // Room for the next record to `dest` (never this rank, unless the shape
+  // asks for the self lane). Write exactly record_bytes there before the next call.
   std::byte* push(int dest) {
     if (routed_) return push_routed_fast(dest, nullptr);
     Open& o = outbox_[static_cast<std::size_t>(dest)];
@@ -246,6 +253,8 @@ class RecordExchange : private Progressable, private Receiver {
   }
   void next_batch(int dest);
   void send_current(int dest);
+  void setup_self_lane();
+  void apply_self_lane();
   void setup_transports(Runtime& rt, std::array<std::size_t, kChannels> batch_bytes, int forward_extra);
   // Transports hand arrived batches here (Receiver).
   bool arrived(const Arrival& arrival) override;
@@ -303,6 +312,9 @@ class RecordExchange : private Progressable, private Receiver {
   Stats stats_;
 
   std::size_t buffer_bytes_ = 0;
+  // The self lane's records (empty without one): outbox_[rank_] (direct
+  // routing) or own_chunk_[rank_] (multi-hop) points into it.
+  std::vector<std::byte> self_records_;
 
   // Grid routing state (empty with direct routing).
   bool routed_ = false;
