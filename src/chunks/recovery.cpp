@@ -86,6 +86,31 @@ bool process_ending(pid_t pid) {
   return (flags & kPfExiting) != 0;
 }
 
+// The signal that ended `pid`, seen from /proc before its parent (mpirun)
+// reaps it: the exit code field (52 of stat) holds the wait status from the
+// moment do_exit starts, just after PF_EXITING. 0 when it ended otherwise or
+// is already gone. (mpirun's own report names a rank too, but whichever rank
+// it reaped first: after a rank's death the supervisor kills the others.)
+int ending_signal(pid_t pid) {
+  for (int tries = 0; tries < 20; ++tries) {
+    const std::string f = proc_stat_fields(pid);
+    if (f.empty()) return 0;
+    std::istringstream in(f);
+    std::string field;
+    for (int k = 3; k <= 52 && in >> field; ++k) {
+    }
+    long long status = 0;
+    try {
+      status = std::stoll(field);
+    } catch (const std::exception&) {
+      return 0;
+    }
+    if (status != 0) return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return 0;
+}
+
 // The job's processes: mpirun's children (found while it runs) and the
 // ranks' heartbeat pids; and Open MPI's job id (from a rank's environment),
 // which names its shared-memory files.
@@ -685,6 +710,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     int status = 0;
     bool exited = false, failed = false;
     double detected = -1, first_step_time = -1;
+    int seen_signal = 0;  // what ended the dead rank the supervisor found, when a signal did
     JobProcesses processes;
     for (int poll = 0; !exited; ++poll) {
       if (poll % 20 == 0) processes.scan_children(job.pid);
@@ -708,12 +734,18 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           if (b.seen && b.step >= 0) first_step_time = first_step_time < 0 ? b.time : std::min(first_step_time, b.time);
       // A rank whose process is gone: the job cannot finish. (Only here:
       // another node's pid means nothing in this /proc.)
-      for (int r = 0; r < ranks && !failed; ++r) {
+      // Several at once: mpirun may already be stopping the others (SIGTERM)
+      // for the one that died first, so a rank ended by SIGTERM is named
+      // only when no rank ended otherwise.
+      for (int r = 0; r < ranks; ++r) {
         const auto& b = beats[static_cast<std::size_t>(r)];
         // Gone without exited.R (written at a normal exit): killed or crashed.
         if (b.seen && b.local && process_ending(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
+          const int sig = ending_signal(b.pid);
+          if (failed && (sig == SIGTERM || seen_signal != SIGTERM)) continue;
           failed = true, detected = now, rep.rank = r, rep.outcome = "rank died";
           rep.last_step = b.step;
+          seen_signal = sig;
         }
       }
       // A rank that stopped sending heartbeats: hung (the oldest is the culprit;
@@ -847,6 +879,16 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           break;
         }
     if (rep.outcome.empty()) rep.outcome = rep.exit_code == 0 && !g_stop_signal ? "finished" : "failed";
+    // Ended by SIGTERM while mpirun names another rank: mpirun was already
+    // stopping the job for that one, which is the cause.
+    if (rep.how.empty() && seen_signal == SIGTERM && mpirun.rank >= 0 && mpirun.rank < ranks && mpirun.rank != rep.rank) {
+      rep.rank = mpirun.rank, seen_signal = 0;
+      rep.last_step = beats[static_cast<std::size_t>(mpirun.rank)].step;
+    }
+    if (rep.how.empty() && rep.outcome == "rank died" && seen_signal > 0) {
+      rep.signal = seen_signal;
+      rep.how = std::string("(exited on signal ") + std::to_string(seen_signal) + ", " + strsignal(seen_signal) + ")";
+    }
     if (rep.how.empty() && mpirun.rank >= 0 && mpirun.rank < ranks) {
       if (rep.rank < 0) rep.rank = mpirun.rank, rep.last_step = beats[static_cast<std::size_t>(mpirun.rank)].step;
       if (rep.rank == mpirun.rank) {
