@@ -60,6 +60,16 @@ std::string proc_stat_fields(pid_t pid) {
   return text.substr(close + 2);
 }
 
+// Field `n` of /proc/PID/stat (as proc(5) numbers them: 3 is the state)
+// from proc_stat_fields' text, or "" when it has fewer.
+std::string stat_field(const std::string& fields, int n) {
+  std::istringstream in(fields);
+  std::string field;
+  for (int k = 3; k <= n; ++k)
+    if (!(in >> field)) return {};
+  return field;
+}
+
 bool process_alive(pid_t pid) {
   const std::string f = proc_stat_fields(pid);
   return !f.empty() && f[0] != 'Z' && f[0] != 'X';
@@ -73,13 +83,9 @@ bool process_ending(pid_t pid) {
   constexpr unsigned long kPfExiting = 0x4;  // include/linux/sched.h
   const std::string f = proc_stat_fields(pid);
   if (f.empty() || f[0] == 'Z' || f[0] == 'X') return true;
-  std::istringstream in(f);
-  std::string field;
-  for (int k = 0; k < 7 && in >> field; ++k) {
-  }
   unsigned long flags = 0;
   try {
-    flags = std::stoul(field);
+    flags = std::stoul(stat_field(f, 9));
   } catch (const std::exception&) {
     return false;
   }
@@ -95,13 +101,9 @@ int ending_signal(pid_t pid) {
   for (int tries = 0; tries < 20; ++tries) {
     const std::string f = proc_stat_fields(pid);
     if (f.empty()) return 0;
-    std::istringstream in(f);
-    std::string field;
-    for (int k = 3; k <= 52 && in >> field; ++k) {
-    }
     long long status = 0;
     try {
-      status = std::stoll(field);
+      status = std::stoll(stat_field(f, 52));
     } catch (const std::exception&) {
       return 0;
     }
@@ -122,16 +124,9 @@ struct JobProcesses {
     for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream in("/proc/" + name + "/stat");
-      std::string text;
-      if (!std::getline(in, text)) continue;
-      auto close = text.rfind(')');
-      if (close == std::string::npos) continue;
-      std::istringstream rest(text.substr(close + 2));
-      char state = 0;
-      long long ppid = 0;
-      if (!(rest >> state >> ppid) || ppid != parent) continue;
-      add(static_cast<pid_t>(std::stoll(name)));
+      const auto pid = static_cast<pid_t>(std::stoll(name));
+      if (stat_field(proc_stat_fields(pid), 4) != std::to_string(parent)) continue;  // 4: ppid
+      add(pid);
     }
   }
   void add(pid_t pid) {
