@@ -49,7 +49,9 @@ class Distribution {
     if (block_) {
       // Both halves without a branch: random indices would mispredict it.
       const std::uint64_t low = large_.divide(i), high = extra_ + small_.divide(i - split_);
-      return static_cast<int>(i < split_ ? low : high);
+      // A mask, not ?: (which GCC turns into a jump here).
+      const std::uint64_t high_mask = std::uint64_t{0} - static_cast<std::uint64_t>(i >= split_);
+      return static_cast<int>(low ^ ((low ^ high) & high_mask));
     }
     auto it = std::upper_bound(offsets_.begin(), offsets_.end(), i);
     return static_cast<int>(it - offsets_.begin()) - 1;
