@@ -335,6 +335,96 @@ std::string check_data_file(const Manifest& m, int r, const std::string& dir) {
   return "";
 }
 
+// A node-level checkpoint across nodes: each node holds its own ranks' files
+// and (level 1) those of the ranks whose buddies it holds. But a restore may
+// read any rank's file on any rank (spans and chunks are not placed as they
+// were written; a node lost or another rank count moves every block), so
+// every file a node lacks is first copied there over MPI from a node that
+// holds it: after a lost node on 3 or more nodes its files live on one
+// survivor only. The cost, once per restore: every node then holds the whole
+// checkpoint. On one node it only names a file that is missing. Collective;
+// "" when the checkpoint is complete on every node, otherwise which file no
+// node holds.
+std::string complete_on_every_node(Runtime& rt, const Manifest& m, const std::string& dir) {
+  const NodeGroup& node = rt.node();
+  const auto files = static_cast<std::size_t>(m.ranks), nodes = static_cast<std::size_t>(node.count);
+  // have[n * files + r]: node n holds a file of rank r of the size the
+  // manifest gives (its contents are checked after, as on one node).
+  std::vector<int> have(nodes * files, 0);
+  if (node.rank == 0)
+    for (std::size_t r = 0; r < files; ++r) {
+      struct stat st {};
+      const std::string path = dir + "/" + m.files[r].file;
+      have[static_cast<std::size_t>(node.index) * files + r] =
+          ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == m.files[r].bytes;
+    }
+  all_reduce(rt.comm(), have.data(), static_cast<int>(have.size()), MPI_MAX);
+
+  std::vector<std::vector<int>> ranks_on(nodes);
+  for (std::size_t k = 0; k < node.node_of_rank.size(); ++k)
+    ranks_on[static_cast<std::size_t>(node.node_of_rank[k])].push_back(static_cast<int>(k));
+  struct Copy {
+    std::size_t file;
+    int from, to;
+  };
+  std::vector<Copy> copies;  // the same plan on every rank
+  for (std::size_t r = 0; r < files; ++r) {
+    std::vector<std::size_t> holders;
+    for (std::size_t n = 0; n < nodes; ++n)
+      if (have[n * files + r]) holders.push_back(n);
+    if (holders.empty())  // lost with its node (and its buddy's), or deleted
+      return "data file " + m.files[r].file + " of rank " + std::to_string(r) + " is missing" +
+             (nodes > 1 ? " on all " + std::to_string(nodes) + " nodes of the job" : std::string()) +
+             (m.level == 2 && (nodes > 1 || m.ranks != rt.size())
+                  ? " (level 2 keeps no copy on another node; level 1, buddy, does)"
+                  : std::string());
+    for (std::size_t n = 0; n < nodes; ++n) {
+      if (have[n * files + r]) continue;  // spread the senders over the holders and their ranks
+      const auto& from = ranks_on[holders[n % holders.size()]];
+      copies.push_back({r, from[r % from.size()], ranks_on[n][r % ranks_on[n].size()]});
+    }
+  }
+  if (copies.empty()) return "";
+  const int me = rt.rank();
+  std::vector<Copy> sent, received;
+  for (const auto& c : copies) {
+    if (c.from == me) sent.push_back(c);
+    if (c.to == me) received.push_back(c);
+  }
+  std::stable_sort(sent.begin(), sent.end(), [](const Copy& a, const Copy& b) { return a.to < b.to; });
+  std::stable_sort(received.begin(), received.end(), [](const Copy& a, const Copy& b) { return a.from < b.from; });
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(rt.size()), 0), got;
+  std::vector<std::byte> send;
+  agree(rt.comm(), [&] {
+    std::uint64_t total = 0;
+    for (const auto& c : sent) total += m.files[c.file].bytes;
+    send.resize(total);
+    std::uint64_t at = 0;
+    for (const auto& c : sent) {
+      const std::string path = dir + "/" + m.files[c.file].file;
+      FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (!fd) throw SystemError("cannot open checkpoint data " + path + " to copy it to another node", errno);
+      read_exactly(fd.get(), 0, std::span<std::byte>(send).subspan(at, m.files[c.file].bytes), path);
+      at += m.files[c.file].bytes;
+      counts[static_cast<std::size_t>(c.to)] += m.files[c.file].bytes;
+    }
+  });
+  auto arrived = comm::exchange_bytes(rt.comm(), send, counts, 1, got);
+  send = {};
+  agree(rt.comm(), [&] {
+    std::uint64_t at = 0;
+    for (const auto& c : received) {
+      const std::uint64_t bytes = m.files[c.file].bytes;
+      if (at + bytes > arrived.size()) throw FormatError("checkpoint " + dir + ": a copied data file came short");
+      DurableFile f(dir + "/" + m.files[c.file].file, bytes, false);
+      f.write_at(0, std::span<const std::byte>(arrived).subspan(at, bytes));
+      f.commit();
+      at += bytes;
+    }
+  });
+  return "";
+}
+
 std::string describe(const Candidate& c) {
   return "checkpoint step " + std::to_string(c.step) + " (epoch " + std::to_string(c.epoch) + ", level " +
          std::to_string(c.level) + ", " + c.path + ")";
@@ -465,6 +555,7 @@ LatestCheckpoint Checkpoint::latest() {
       std::string mine;
       try {
         Manifest m = parse_manifest(text, options_.name);
+        if (c.level != 3) mine = complete_on_every_node(rt, m, c.path);
         for (int r = rt.rank(); r < m.ranks && mine.empty(); r += rt.size()) mine = check_data_file(m, r, c.path);
         // The node directory holds levels 1 and 2 alike (a run may switch).
         if (mine.empty() && rt.rank() == 0 && (m.level == 3) != (c.level == 3))

@@ -306,21 +306,46 @@ TEST(Checkpoint, BuddyLevelOnOneNode) {
 }
 
 // Level 1 across the emulated cluster, driven by tests/cluster/test_checkpoint_buddy.py:
-// written at 2 nodes x 2 ranks, read by node0's ranks after node1 is lost.
+// written on 2 or 3 nodes, read by the surviving nodes' ranks after node1 is
+// lost. A level-2 checkpoint written beside it keeps no copy on another node.
 TEST(Buddy, Write) {
   if (!std::getenv("TESSERA_CKPT_BUDDY")) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
-  ASSERT_EQ(rt().node().count, 2) << "the buddy test runs on 2 nodes";
+  const int nodes = rt().node().count;
+  ASSERT_GE(nodes, 2) << "the buddy test runs on 2 or more nodes";
   auto cells = make_cells();
   Checkpoint ck(rt(), opts("", Level::buddy, "buddy"));
   write_all(ck, 6, cells);
+  Checkpoint node_only(rt(), opts("", Level::node, "nodeonly"));
+  write_all(node_only, 6, cells);
+  if (rt().node().rank == 0) {
+    // Each node holds its own ranks' files and their buddies': on 2 nodes
+    // every file, on 3 or more two copies of each, one on another node.
+    auto buddy = buddy_ranks(rt().node());
+    auto st = Checkpoint::inspect(default_shared_dir(), "buddy");
+    ASSERT_EQ(st.size(), 1u);
+    if (nodes == 2) {
+      EXPECT_EQ(st[0].problem, "") << "on node " << rt().node().index;
+    }
+    for (int r = 0; r < rt().size(); ++r) {
+      const auto& node_of = rt().node().node_of_rank;
+      const bool here = node_of[static_cast<std::size_t>(r)] == rt().node().index ||
+                        node_of[static_cast<std::size_t>(buddy[static_cast<std::size_t>(r)])] == rt().node().index;
+      char name[32];
+      std::snprintf(name, sizeof name, "r%06d.data", r);
+      EXPECT_EQ(fs::exists(st[0].info.path + "/" + name), here) << "node " << rt().node().index << ", rank " << r;
+    }
+  }
+  barrier(rt().comm());  // every node looked before latest() completes them
+  // A restore reads any rank's file (the span's pieces and the chunks are not
+  // where a block puts them): latest() copies to each node what it lacks.
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(found.info->level, 1);
   check_all(ck.restore(*found.info), 6, rt().size());
-  if (rt().node().rank == 0) {  // every node holds every rank's file: its own ranks' and their buddies'
+  if (rt().node().rank == 0) {
     auto st = Checkpoint::inspect(default_shared_dir(), "buddy");
     ASSERT_EQ(st.size(), 1u);
-    EXPECT_EQ(st[0].problem, "") << "on node " << rt().node().index;
+    EXPECT_EQ(st[0].problem, "") << "complete on node " << rt().node().index << " after latest()";
   }
 }
 TEST(Buddy, ReadAfterNodeLoss) {
@@ -330,8 +355,16 @@ TEST(Buddy, ReadAfterNodeLoss) {
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(found.info->level, 1);
+  EXPECT_EQ(found.message(), "") << "the buddy checkpoint is complete once the survivors share what they hold";
   check_all(ck.restore(*found.info), 6, std::atoi(writers));
   ck.remove();
+  // Node1's level-2 files died with it: that checkpoint is refused, naming why.
+  Checkpoint node_only(rt(), opts("", Level::node, "nodeonly"));
+  auto lost = node_only.latest();
+  EXPECT_FALSE(lost);
+  EXPECT_NE(lost.message().find("is missing"), std::string::npos) << lost.message();
+  EXPECT_NE(lost.message().find("level 2 keeps no copy on another node"), std::string::npos) << lost.message();
+  node_only.remove();
 }
 
 TEST(Checkpoint, EdgeListRoundTrip) {

@@ -14,6 +14,10 @@ node,buddy`, the hosts taken from the cluster's default hostfile.
   on node0's 2 ranks, which resume from step 10 at level 1
   (their own files and the buddy copies of node1's), bit-identical; nothing
   of the job is left in node0's /dev/shm nor in TMPDIR.
+- 3 nodes x 1 rank, node1 killed the same way: node1's files live on node2
+  only (each node holds its rank's file and node-before's), so node0's rank
+  gets them over MPI when the job resumes on node0 and node2 from step 10 at
+  level 1, bit-identical.
 
 Usage: test_recover_node_loss.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped)
 where namespaces are not permitted."""
@@ -53,12 +57,12 @@ class Runs:
         os.makedirs(self.tmp)
         self.env = dict(os.environ, TMPDIR=self.tmp)
 
-    def start(self, supervisor_args, job_args):
-        """`tessera -n 4 run` inside node0; returns (process, report path, result path)."""
+    def start(self, supervisor_args, job_args, ranks=4):
+        """`tessera -n RANKS run` inside node0; returns (process, report path, result path)."""
         self.count += 1
         report = os.path.join(self.work, f"report{self.count}.json")
         result = os.path.join(self.work, f"result{self.count}.json")
-        argv = [TESSERA, "-n", "4", "run", "--report", report] + supervisor_args + JOB + job_args + ["--result", result]
+        argv = [TESSERA, "-n", str(ranks), "run", "--report", report] + supervisor_args + JOB + job_args + ["--result", result]
         p = subprocess.Popen(self.cl.argv("node0", argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=self.env)
         return p, report, result
@@ -154,7 +158,49 @@ def main():
             check(left == [], f"no heartbeat directory left in TMPDIR ({left})")
         finally:
             cl.down()
-    finish()
+
+
+def three_nodes():
+    with tempfile.TemporaryDirectory(prefix="tessera-recover-3nodes-") as work:
+        cl = Cluster(SOURCE, work, nodes=3)
+        try:
+            runs = Runs(cl, work)
+            h0, h1, h2 = cl.hosts
+            hosts = ["--host", f"{h0}:1,{h1}:1,{h2}:1"]
+            p, rep_path, res_path = runs.start(hosts, ["--plain"], ranks=3)
+            out, err, rep, res = runs.wait(p, rep_path, res_path)
+            ok = p.returncode == 0 and rep and res and res["checksum"] == res["plain_checksum"]
+            check(ok, "uninterrupted at 3 nodes x 1 rank, the plain loop's checksum" + ("" if ok else said(out, err)))
+            reference = res["checksum"] if ok else None
+            p, rep_path, res_path = runs.start(hosts + ["--recover", "--heartbeat-timeout", "60", "--fault", "1:1:hang:12"],
+                                               [], ranks=3)
+            deadline = time.time() + 60
+            while time.time() < deadline and p.poll() is None and \
+                    not glob.glob(os.path.join(runs.tmp, "tessera-run-*", "attempt1", "hung.1")):
+                time.sleep(0.05)
+            check(p.poll() is None, "the job is running (rank 1 held after step 12) when node1 is killed")
+            check(cl.kill("node1").returncode == 0, "node1 killed with its processes and /dev/shm")
+            out, err, rep, res = runs.wait(p, rep_path, res_path)
+            ok = p.returncode == 0 and rep and res and len(rep["attempts"]) == 2
+            check(ok, "the job finished after node1 of 3 was lost" + ("" if ok else said(out, err)))
+            if ok:
+                a1, a2 = rep["attempts"]
+                check(a1["outcome"] == "node lost" and a1["lost_host"] == h1,
+                      f"attempt 1: node {h1} lost ({a1['outcome']}, '{a1['lost_host']}')")
+                check(a2["ranks"] == 2 and a2["hosts"] == f"{h0}:1,{h2}:1" and a2["outcome"] == "finished",
+                      f"attempt 2 on node0 and node2 ({a2['ranks']} ranks, {a2['hosts']}, {a2['outcome']})")
+                check(a2["resumed_step"] == 10 and a2["resumed_level"] == 1,
+                      f"resumed from step 10 at level 1 ({a2['resumed_step']}, level {a2['resumed_level']})")
+                check(res["checksum"] == reference and res["ranks"] == 2,
+                      f"bit-identical to the uninterrupted run ({res['checksum']} vs {reference})")
+            for node in ("node0", "node2"):
+                left = cl.exec(node, ["ls", "-A", "/dev/shm"])
+                check(left.returncode == 0 and left.stdout.split() == [],
+                      f"nothing left in {node}'s /dev/shm ({left.stdout.split()})")
+        finally:
+            cl.down()
 
 
 main()
+three_nodes()
+finish()
