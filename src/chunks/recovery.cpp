@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
 #include "tessera/runtime/launch.hpp"
 #include "tessera/storage/registry.hpp"
 #include "tessera/storage/segment.hpp"
@@ -180,6 +181,7 @@ struct Heartbeat {
   std::string host;    // the rank's host ("" from a writer that names none)
   bool local = true;   // on this host: its pid is in this /proc
   bool seen = false;
+  bool steps = false;  // more than the Runtime's start-up record: judged by its silence
 };
 
 bool read_heartbeat(const std::string& path, Heartbeat& hb, const std::string& self_host, double now) {
@@ -191,13 +193,31 @@ bool read_heartbeat(const std::string& path, Heartbeat& hb, const std::string& s
   in >> host;
   if (!hb.seen || ns != hb.ns) hb.seen_at = now;
   hb.pid = static_cast<pid_t>(pid);
-  hb.step = step;
+  hb.steps = hb.steps || step != kStartedStep;
+  hb.step = step == kStartedStep ? -1 : step;
   hb.ns = ns;
   hb.time = static_cast<double>(ns) * 1e-9;
   hb.host = host;
   hb.local = host.empty() || same_host(host, self_host);
   hb.seen = true;
   return true;
+}
+
+// A rank's RANK.wait record ("SEQ 1" in a long wait, "SEQ 0" after it), and
+// when this supervisor saw it change.
+struct WaitNote {
+  std::string text;
+  double since = 0;
+  bool waiting = false;
+};
+
+void read_wait_note(const std::string& path, WaitNote& w, double now) {
+  std::ifstream in(path);
+  std::string seq;
+  int state = 0;
+  if (!(in >> seq >> state)) return;
+  const std::string text = seq + " " + std::to_string(state);
+  if (text != w.text) w.text = text, w.since = now, w.waiting = state == 1;
 }
 
 std::string read_text(const std::string& path) {
@@ -702,6 +722,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     Job job = started_job.job;
     MpirunOutput mpirun;
     std::vector<Heartbeat> beats(static_cast<std::size_t>(ranks));
+    std::vector<WaitNote> waits(static_cast<std::size_t>(ranks));
     int status = 0;
     bool exited = false, failed = false;
     double detected = -1, first_step_time = -1;
@@ -753,7 +774,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         int oldest = -1;
         for (int r = 0; r < ranks; ++r) {
           const auto& b = beats[static_cast<std::size_t>(r)];
-          if (!b.seen) continue;
+          if (!b.seen || !b.steps) continue;
           const auto& c = beats[static_cast<std::size_t>(std::max(oldest, 0))];
           if (oldest < 0 || b.step < c.step || (b.step == c.step && b.seen_at < c.seen_at)) oldest = r;
         }
@@ -762,6 +783,27 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           rep.last_step = beats[static_cast<std::size_t>(oldest)].step;
           rep.how = "(no heartbeat for " + fixed(now - beats[static_cast<std::size_t>(oldest)].seen_at, 1) + " s)";
           rep.detection_seconds = now - beats[static_cast<std::size_t>(oldest)].seen_at;
+        }
+      }
+      // Every rank in a long wait of Tessera's communication (no step
+      // heartbeats needed): nobody computes, so nobody will send what the
+      // others wait for. Read every 20th poll: the timeout is seconds.
+      if (!failed && poll % 20 == 0) {
+        int last = -1;  // the rank that began waiting last
+        bool all = ranks > 0;
+        for (int r = 0; r < ranks; ++r) {
+          auto& w = waits[static_cast<std::size_t>(r)];
+          read_wait_note(hb_dir + "/" + std::to_string(r) + ".wait", w, now);
+          all = all && w.waiting;
+          if (last < 0 || w.since > waits[static_cast<std::size_t>(last)].since) last = r;
+        }
+        if (all && now - waits[static_cast<std::size_t>(last)].since > o.heartbeat_timeout) {
+          const double waited = now - waits[static_cast<std::size_t>(last)].since;
+          failed = true, detected = now, rep.rank = last, rep.outcome = "hung";
+          rep.last_step = beats[static_cast<std::size_t>(last)].step;
+          rep.how = "(every rank has waited in Tessera's communication for " + fixed(waited, 1) +
+                    " s: a deadlock, or a message that never came; rank " + std::to_string(last) + " began waiting last)";
+          rep.detection_seconds = waited;
         }
       }
       if (failed) break;

@@ -40,6 +40,8 @@ struct State {
   std::vector<bool> fired;
   int heartbeat_fd = -1;
   int heartbeat_rank = -1;
+  int wait_fd = -1;
+  std::uint64_t wait_seq = 0;
   std::string host;  // gethostname(), at the first heartbeat
   std::mutex mutex;  // a drain thread never calls in, but keep the hook safe
 };
@@ -211,6 +213,31 @@ void FaultInjection::heartbeat(int rank) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   write_heartbeat(s, rank, -1);
+}
+
+void FaultInjection::started(int rank) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  write_heartbeat(s, rank, kStartedStep);
+}
+
+void FaultInjection::waiting(bool begins) noexcept {
+  State& s = state();
+  std::unique_lock lock(s.mutex, std::try_to_lock);  // never block a waiting rank on this
+  if (!lock.owns_lock() || s.heartbeat_dir.empty() || s.heartbeat_rank < 0) return;
+  if (s.wait_fd < 0) {
+    std::string path = s.heartbeat_dir + "/" + std::to_string(s.heartbeat_rank) + ".wait";
+    s.wait_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (s.wait_fd < 0) return;
+  }
+  if (begins) ++s.wait_seq;
+  char line[kWaitRecordBytes];
+  int n = std::snprintf(line, sizeof line, "%" PRIu64 " %d", s.wait_seq, begins ? 1 : 0);
+  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
+  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
+  line[sizeof line - 1] = '\n';
+  ssize_t ignored = ::pwrite(s.wait_fd, line, sizeof line, 0);
+  (void)ignored;
 }
 
 void FaultInjection::at_step(int rank, std::uint64_t step) {

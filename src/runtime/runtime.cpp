@@ -1,5 +1,7 @@
 #include "tessera/runtime/runtime.hpp"
 
+#include "tessera/runtime/fault_injection.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +77,7 @@ void Runtime::setup() {
   TESSERA_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   TESSERA_MPI(MPI_Comm_rank(comm_, &rank_));
   TESSERA_MPI(MPI_Comm_size(comm_, &size_));
+  FaultInjection::started(rank_);  // a supervisor now knows this rank's process
 
   TESSERA_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_.comm));
   TESSERA_MPI(MPI_Comm_rank(node_.comm, &node_.rank));

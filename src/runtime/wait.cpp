@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
 
 namespace tessera {
 
@@ -14,9 +15,18 @@ void Backoff::idle() noexcept {
   if (idle_polls_ < 2000) {
     sched_yield();
   } else {
+    if (idle_polls_ == 20000) {  // a second or so: a long wait
+      noted_ = true;
+      FaultInjection::waiting(true);
+    }
     timespec ts{0, idle_polls_ < 20000 ? 20'000 : 200'000};
     nanosleep(&ts, nullptr);
   }
+}
+
+void Backoff::end_note() noexcept {
+  noted_ = false;
+  FaultInjection::waiting(false);
 }
 
 void wait(MPI_Request& request) {

@@ -18,6 +18,7 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
   plain      `tessera -n 2 CMD` without `run`: a killed rank named in one line, its segments removed
 Every case runs with its own TESSERA_SHM_DIR (and Open MPI's shared memory
 there) and TMPDIR, and ends with no segment, checkpoint or temporary file left."""
+import glob
 import json
 import os
 import signal
@@ -166,6 +167,47 @@ def case_hang(e):
         check(2 <= a["detection_seconds"] < 6, f"caught by its heartbeat after {a['detection_seconds']:.2f} s (timeout 2 s)")
         check(rep["attempts"][-1]["resumed_step"] == 5, "resumed from step 5")
     check(res is not None and res["checksum"] == ref, "bit-identical to the uninterrupted run")
+
+
+def case_waits(e):
+    """A job that reports no steps (tests/faults/waiting_job.cpp): a deadlock
+    is caught once every rank has waited in Tessera's communication for the
+    heartbeat timeout; a rank computing while the others wait is not hung."""
+    job = os.path.join(BUILD, "tests", "waiting_job")
+    start = time.time()
+    p, rep, _ = e.run(2, ["--heartbeat-timeout", "3"], [job, "deadlock"], timeout=90)
+    took = time.time() - start
+    check(p.returncode != 0 and rep is not None, f"a deadlocked job is stopped ({p.returncode})" + said(p))
+    if rep:
+        a = rep["attempts"][0]
+        check(a["outcome"] == "hung" and "every rank has waited in Tessera's communication" in a["how"],
+              f"reported hung: every rank waiting ({a['outcome']}: {a['how']})")
+        check(3 <= a["detection_seconds"] < 10, f"caught {a['detection_seconds']:.2f} s into the wait (timeout 3 s)")
+    check(took < 40, f"the supervisor stopped it in {took:.1f} s")
+    check("hung" in p.stderr and "passed a barrier" not in p.stdout, "its line says hung" + said(p))
+    # Rank 0 computes for 6 s, past the 3 s timeout, while rank 1 waits: slow, not hung.
+    p, rep, _ = e.run(2, ["--heartbeat-timeout", "3"], [job, "compute", "6"], timeout=90)
+    check(p.returncode == 0 and rep and rep["finished"] and "computed and joined" in p.stdout,
+          "a rank computing past the timeout while the other waits: finished, not stopped" + said(p))
+    # With no heartbeat of its own the job's ranks are still known by their
+    # processes (the Runtime's start-up record): a rank killed is named.
+    report = os.path.join(e.work, "waits-killed.json")
+    p = subprocess.Popen([TESSERA, "-n", "2", "run", "--report", report, job, "compute", "30"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e.env)
+    victim, deadline = None, time.time() + 30
+    while victim is None and time.time() < deadline:
+        for hb in glob.glob(os.path.join(e.tmp, "tessera-run-*", "attempt1", "1.hb")):
+            fields = open(hb).read().split()
+            victim = int(fields[0]) if fields else None
+        time.sleep(0.05)
+    check(victim is not None, "rank 1's process is known from the Runtime's start-up heartbeat")
+    if victim:
+        os.kill(victim, signal.SIGKILL)
+    out, err = p.communicate(timeout=90)
+    rep = json.load(open(report)) if os.path.exists(report) else None
+    a = rep["attempts"][0] if rep else {}
+    check(p.returncode != 0 and a.get("outcome") == "rank died" and a.get("rank") == 1 and a.get("signal") == 9
+          and a.get("last_step") == -1, f"rank 1 reported dead of SIGKILL, with no step ({a})" + f"\n--- stderr\n{err[-2000:]}")
 
 
 def case_bench(e):
@@ -338,7 +380,7 @@ def case_plain(e):
 
 
 def main():
-    cases = {"cost": case_cost, "resume": case_resume, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang,
+    cases = {"cost": case_cost, "resume": case_resume, "recover2": case_recover2, "recover4": case_recover4, "retries": case_retries, "hang": case_hang, "waits": case_waits,
              "bench": case_bench, "plain": case_plain}
     if CASE not in cases:
         sys.exit(f"unknown case {CASE}: one of {', '.join(cases)}")

@@ -8,8 +8,11 @@
 //   TESSERA_ATTEMPT        the supervisor's attempt number (1 = first launch)
 //   TESSERA_HEARTBEAT_DIR  each rank rewrites RANK.hb there at every step
 //                          (pid, attempt, step, time, host) so a hung rank is
-//                          caught; a rank killed by injection leaves
-//                          killed.RANK (step, point, time) first
+//                          caught (the Runtime writes one at start-up, with
+//                          no step); a rank killed by injection leaves
+//                          killed.RANK (step, point, time) first; a rank in
+//                          a long wait of Tessera's communication rewrites
+//                          RANK.wait ("SEQ 1" while it waits, "SEQ 0" after)
 //   TESSERA_FAULTS         "ATTEMPT:RANK:POINT[:STEP],...": POINT is step
 //                          (SIGKILL after completing STEP), checkpoint (during
 //                          the first commit at or after STEP, after this
@@ -40,6 +43,11 @@ struct InjectedFault {
 
 // A heartbeat file is one record of this size, rewritten in place.
 inline constexpr int kHeartbeatRecordBytes = 256;
+// The step of the Runtime's start-up heartbeat: the rank's process is known,
+// but a job that never reports steps is never judged by step silence.
+inline constexpr std::int64_t kStartedStep = -2;
+// A RANK.wait record: "SEQ STATE", padded.
+inline constexpr int kWaitRecordBytes = 32;
 
 class FaultInjection {
  public:
@@ -56,6 +64,13 @@ class FaultInjection {
   static void at_point(int rank, FaultPoint point, std::uint64_t step);
   // A heartbeat without a step (start-up, restart): the rank is alive.
   static void heartbeat(int rank);
+  // The Runtime's first heartbeat (kStartedStep): the supervisor learns the
+  // rank's process, and so sees its death at once, in any Tessera job.
+  static void started(int rank);
+  // A wait in Tessera's communication has lasted long (begins) or is over:
+  // RANK.wait, for the supervisor's deadlock rule (every rank waiting
+  // longer than the heartbeat timeout). Only after a heartbeat named the rank.
+  static void waiting(bool begins) noexcept;
   // Rank 0 after finding the checkpoint it resumes from: recorded for the
   // supervisor's report (resumed.txt in the heartbeat directory).
   static void note_resume(std::uint64_t step, int level, const std::string& path);

@@ -6,15 +6,29 @@
 
 namespace tessera {
 
+// A wait that lasts (past the switch to sleeps) is noted for a supervisor
+// watching heartbeats (FaultInjection::waiting): when every rank of a job has
+// waited longer than its heartbeat timeout, the job is deadlocked.
 class Backoff {
  public:
+  Backoff() = default;
+  Backoff(const Backoff&) = delete;
+  Backoff& operator=(const Backoff&) = delete;
+  ~Backoff() {
+    if (noted_) end_note();
+  }
   // Call after a poll that found nothing to do.
   void idle() noexcept;
   // Call after a poll that made progress.
-  void reset() noexcept { idle_polls_ = 0; }
+  void reset() noexcept {
+    idle_polls_ = 0;
+    if (noted_) [[unlikely]] end_note();
+  }
 
  private:
+  void end_note() noexcept;
   unsigned idle_polls_ = 0;
+  bool noted_ = false;
 };
 
 // Waits for a request, polling with back-off.
