@@ -95,6 +95,7 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
   r.checkpoint.dir = o.dir;
   r.checkpoint.node_dir = o.node_dir;
   r.checkpoint.name = o.name;
+  r.remove_at_end = !o.keep;
   std::uint64_t resumed = 0;
   auto out = jacobi::run_recoverable(rt, p, grid, r, &resumed);
   std::string check = jacobi::check(p, out);
@@ -105,7 +106,9 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
                   resumed ? (", resumed from step " + std::to_string(resumed)).c_str() : ", from the start", check.c_str(),
                   static_cast<unsigned long long>(out.checksum));
     json j{{"checksum", out.checksum}, {"resumed_from", resumed}, {"attempt", FaultInjection::attempt()},
-           {"check", check}, {"ranks", rt.size()}};
+           {"check", check}, {"ranks", rt.size()}, {"seconds_per_iteration", out.seconds_per_iteration},
+           {"checkpoint_seconds", out.checkpoint_seconds}, {"checkpoint_bytes_per_rank", out.checkpoint_bytes_per_rank},
+           {"restore_seconds", out.restore_seconds}};
     if (o.plain) j["plain_checksum"] = jacobi::run_plain(p).checksum;
     if (!o.result.empty()) write_json(o.result, j);
   }

@@ -26,6 +26,7 @@ struct RecoverJacobiOptions {
   std::string result;           // "" = none
   bool plain = false;           // also the plain sequential loop's checksum ("plain_checksum"), on rank 0
   bool quiet = false;
+  bool keep = false;            // leave the checkpoints when finished (the next run restores)
 };
 int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);
 

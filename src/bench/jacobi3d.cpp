@@ -277,6 +277,8 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
   // What the checkpoint must match: a restart with another problem is refused.
   const std::vector<std::int64_t> shape{p.n, grid.di, grid.dj, grid.dk, p.imbalance ? 1 : 0};
   std::uint64_t start = 0;
+  Outcome o;
+  auto r0 = std::chrono::steady_clock::now();
   auto found = ck.latest();
   if (rt.rank() == 0 && !found.skipped.empty()) std::fprintf(stderr, "%s\n", found.message().c_str());
   // Built in one expression: a ChunkArray is not movable.
@@ -294,7 +296,8 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
                              [&](std::uint64_t id) { return make_block(p, grid, id); }, Placement{});
   }();
   if (resumed_from) *resumed_from = start;
-  Outcome o;
+  const double restore = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+  if (found) o.restore_seconds = all_reduce(rt.comm(), restore, MPI_MAX);
   barrier(rt.comm());
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = thread_cpu_seconds();
@@ -307,10 +310,15 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
     arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) { iterate(b, p, face_buffers(arr, grid, id, b)); });
     arr.end_step();
     if (recovery.every > 0 && it % recovery.every == 0 && it < p.iterations) {
+      const auto c0 = std::chrono::steady_clock::now();
       auto w = ck.begin(static_cast<std::uint64_t>(it));
       w.add("problem", std::span<const std::int64_t>(shape).first(rt.rank() == 0 ? shape.size() : 0));
       w.add("blocks", arr);
+      const std::uint64_t bytes = w.bytes();
       w.commit();
+      const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      o.checkpoint_seconds.push_back(all_reduce(rt.comm(), stall, MPI_MAX));
+      o.checkpoint_bytes_per_rank = std::max(o.checkpoint_bytes_per_rank, all_reduce(rt.comm(), bytes, MPI_MAX));
     }
     FaultInjection::at_step(rt.rank(), static_cast<std::uint64_t>(it));
   }

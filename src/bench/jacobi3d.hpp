@@ -46,6 +46,11 @@ struct Outcome {
   std::vector<chunks::BalanceReport> balancing;
   std::vector<double> chunk_loads;  // measured CPU seconds per step of each chunk before at_iteration's balancing
   chunks::Placement placement_before;  // where the chunks were then
+  // run_recoverable: each commit's stall (slowest rank), the bytes the
+  // largest rank checkpoints, and latest() + restore + read (-1: no restore).
+  std::vector<double> checkpoint_seconds;
+  std::uint64_t checkpoint_bytes_per_rank = 0;
+  double restore_seconds = -1;
 };
 
 // Chunked run over `grid` (collective); the placement's empty means block.

@@ -134,6 +134,13 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
+  // The bytes of the pieces added so far on this rank (its data file less
+  // its header).
+  std::uint64_t bytes() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& p : pieces_) n += p.bytes.size();
+    return n;
+  }
   // This rank's `values` of array `name`; the ranks' spans, in rank order,
   // make the global array (a rank with none passes an empty span).
   template <class T>
