@@ -67,7 +67,7 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
     capacity_ = static_cast<std::uint32_t>(std::clamp<std::size_t>(buffer_bytes_ / rb, 1, 1u << 24));
     per_dest_ = 1 + options_.max_in_flight;
     auto P = static_cast<std::size_t>(size_);
-    outbox_.assign(P, Open{nullptr, nullptr, capacity_});  // full: the first push picks a batch
+    outbox_.assign(P, Open{});  // cursor == end: the first push picks a batch
     current_.assign(P, -1);
     batches_.resize(P * static_cast<std::size_t>(per_dest_));
     sent_to_.assign(P, 0);
@@ -85,20 +85,20 @@ void RecordExchange::setup_self_lane() {
   if (routed_)
     own_chunk_[r] = OwnChunk{self_records_.data(), self_records_.data() + self_records_.size(), nullptr, nullptr};
   else
-    outbox_[r] = Open{self_records_.data(), nullptr, 0};
+    outbox_[r] = Open{self_records_.data(), self_records_.data() + self_records_.size(), self_records_.data(), nullptr};
 }
 
 void RecordExchange::apply_self_lane() {
   const auto r = static_cast<std::size_t>(rank_);
-  const std::size_t n = routed_ ? static_cast<std::size_t>(own_chunk_[r].cursor - self_records_.data()) / shape_.record_bytes
-                                : outbox_[r].count;
+  const std::byte* cursor = routed_ ? own_chunk_[r].cursor : outbox_[r].cursor;
+  const std::size_t n = static_cast<std::size_t>(cursor - self_records_.data()) / shape_.record_bytes;
   if (n == 0) return;
   on_request_(rank_, self_records_.data(), n, nullptr);
   ++stats_.self_batches;
   if (routed_)
     own_chunk_[r].cursor = self_records_.data();
   else
-    outbox_[r].count = 0;
+    outbox_[r].cursor = self_records_.data();
 }
 
 // MPI reaches every rank; the same-node rings (direct routing, unless
@@ -163,13 +163,14 @@ int RecordExchange::free_batch(int first, int end) const {
 void RecordExchange::send_current(int dest) {
   auto d = static_cast<std::size_t>(dest);
   int b = current_[d];
-  if (b < 0 || outbox_[d].count == 0) return;
+  if (b < 0 || outbox_[d].cursor == outbox_[d].records) return;
   Batch& batch = batches_[static_cast<std::size_t>(b)];
-  Header h{static_cast<std::uint32_t>(b), outbox_[d].count};
+  const auto count = static_cast<std::uint32_t>(static_cast<std::size_t>(outbox_[d].cursor - outbox_[d].records) / shape_.record_bytes);
+  Header h{static_cast<std::uint32_t>(b), count};
   // The header goes just before the records (in the transport's outbox: for
   // the rings, the peer's slot, so the records are there already).
   std::memcpy(batch.out.data, &h, kHeader);
-  const std::size_t bytes = kHeader + outbox_[d].count * shape_.record_bytes;
+  const std::size_t bytes = kHeader + count * shape_.record_bytes;
   via_[d]->send(dest, Channel::request, batch.out, bytes, false);
   stats_.bytes_sent += bytes;
   batch.out = {};
@@ -180,9 +181,9 @@ void RecordExchange::send_current(int dest) {
   ++sent_to_[d];
   ++stats_.batches_sent;
   ++stats_.batches_to[d];
-  stats_.records_sent += outbox_[d].count;
+  stats_.records_sent += count;
   current_[d] = -1;
-  outbox_[d] = Open{nullptr, nullptr, capacity_};
+  outbox_[d] = Open{};  // cursor == end: the next push picks a batch
 }
 
 // The next batch to dest needs a free ticket (with replies: its side records
@@ -214,7 +215,8 @@ void RecordExchange::next_batch(int dest) {
   if (batch.side.size() < capacity_ * shape_.side_bytes) batch.side.resize(capacity_ * shape_.side_bytes);
   batch.out = box;
   current_[d] = b;
-  outbox_[d] = Open{box.data + kHeader, batch.side.data(), 0};
+  std::byte* records = box.data + kHeader;
+  outbox_[d] = Open{records, records + static_cast<std::size_t>(capacity_) * shape_.record_bytes, records, batch.side.data()};
 }
 
 bool RecordExchange::arrived(const Arrival& a) {

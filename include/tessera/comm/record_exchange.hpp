@@ -124,18 +124,22 @@ class RecordExchange : private Progressable, private Receiver {
   std::byte* push(int dest) {
     if (routed_) return push_routed_fast(dest, nullptr);
     Open& o = outbox_[static_cast<std::size_t>(dest)];
-    if (o.count == capacity_) next_batch(dest);
-    return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
+    if (o.cursor == o.end) next_batch(dest);
+    std::byte* at = o.cursor;
+    o.cursor += shape_.record_bytes;
+    return at;
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
     if (routed_) return push_routed_fast(dest, &side);
     Open& o = outbox_[static_cast<std::size_t>(dest)];
-    if (o.count == capacity_) next_batch(dest);
-    side = o.side + static_cast<std::size_t>(o.count) * shape_.side_bytes;
-    return o.records + static_cast<std::size_t>(o.count++) * shape_.record_bytes;
+    if (o.cursor == o.end) next_batch(dest);
+    side = o.side;
+    o.side += shape_.side_bytes;
+    std::byte* at = o.cursor;
+    o.cursor += shape_.record_bytes;
+    return at;
   }
-
   // Serves what has arrived and retires completed sends. True if it did work.
   bool progress() override;
   // Collective: sends every partial buffer and returns once every record
@@ -170,11 +174,13 @@ class RecordExchange : private Progressable, private Receiver {
   };
   static constexpr std::size_t kHeader = sizeof(Header);
 
-  // Direct routing: the batch being filled towards one destination.
+  // Direct routing: the batch being filled towards one destination, as
+  // cursor and end: push compares two pointers (no count times record size).
   struct Open {
-    std::byte* records = nullptr;
-    std::byte* side = nullptr;
-    std::uint32_t count = 0;
+    std::byte* cursor = nullptr;   // next record; cursor == end: full or no batch (next_batch)
+    std::byte* end = nullptr;
+    std::byte* records = nullptr;  // the batch's first record
+    std::byte* side = nullptr;     // side data of the next record
   };
   // A batch ticket (the index echoed by its reply) and what it holds.
   struct Batch {
