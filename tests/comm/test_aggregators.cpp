@@ -223,6 +223,55 @@ TEST_P(AggregatorTest, CountSelfLaneFillsAndFlushes) {
   }
 }
 
+// count(span) against a serial recount: tiny tables (ranks with no
+// elements), uneven operation counts, spans longer than a batch (they cross
+// the buffer's capacity mid-span, the self lane's too), an empty span, mixed
+// with count(i), wide records, two rounds. Still one record per index.
+TEST_P(AggregatorTest, CountSpanMatchesSerialRecount) {
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1001}}) {
+    for (CountRecord record : {CountRecord::automatic, CountRecord::wide}) {
+      DistArray<std::int64_t> counts(rt(), n, storage());
+      CountAggregator<std::int64_t> c(counts, options(), record);
+      // Three batches' worth to each rank and a few more (uneven per rank).
+      const std::uint64_t base = 3 * c.exchange().capacity_records() * static_cast<std::uint64_t>(rt().size()) / 100 + 7;
+      std::vector<std::int64_t> want(n, 0);
+      for (int r = 0; r < rt().size(); ++r)
+        for (std::uint64_t i : indices_of(r, rt().size(), base, n, 11)) want[i] += 2;
+      const auto mine = indices_of(rt().rank(), rt().size(), base, n, 11);
+      const std::span<const std::uint64_t> all(mine);
+      for (int round = 0; round < 2; ++round) {
+        c.count(all.first(0));
+        if (round == 0) {
+          c.count(all);
+        } else {  // a prefix one at a time, the rest in two spans
+          const std::size_t a = std::min<std::size_t>(5, all.size()), b = a + (all.size() - a) / 2;
+          for (std::uint64_t i : all.first(a)) c.count(i);
+          c.count(all.subspan(a, b - a));
+          c.count(all.subspan(b));
+        }
+        c.flush();
+      }
+      const char* what = record == CountRecord::wide ? " wide" : " narrow";
+      for (std::uint64_t i = counts.local_begin(); i < counts.local_end(); ++i)
+        ASSERT_EQ(counts.at(i), want[i]) << i << what << " n=" << n;
+      const std::uint64_t own = static_cast<std::uint64_t>(
+          std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return counts.is_local(i); }));
+      if (!c.exchange().routed()) {  // one record per remote index, none combined
+        EXPECT_EQ(c.exchange().stats().records_sent + c.direct_records(), 2 * (mine.size() - own)) << what;
+      }
+    }
+  }
+}
+
+TEST(Aggregation, PushEachChecksTheRecordSize) {
+  auto& rt = Runtime::current();
+  auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
+  comm::RecordExchange ex(rt, {8, 0, 0, true}, AggregationOptions{}, serve);
+  const std::uint64_t one = 1;
+  auto route = [&rt](std::uint64_t v) { return std::pair{rt.rank(), static_cast<std::uint32_t>(v)}; };
+  EXPECT_THROW(ex.push_each<std::uint32_t>(std::span<const std::uint64_t>(&one, 1), route), ConfigError);
+}
+
 TEST(Aggregation, SelfLaneOnlyWithoutReplies) {
   auto& rt = Runtime::current();
   auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};

@@ -24,6 +24,8 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <span>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -272,6 +274,7 @@ class CountAggregator {
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
     // Own counts take the self lane (batched like the others), never the mapping.
     direct_[static_cast<std::size_t>(array.runtime().rank())] = nullptr;
+    for (T* p : direct_) direct_any_ = direct_any_ || p != nullptr;
   }
 
   void count(std::uint64_t i) {
@@ -285,6 +288,28 @@ class CountAggregator {
       std::memcpy(exchange_.push(owner), &narrow, sizeof(narrow));
     } else {
       std::memcpy(exchange_.push(owner), &off, sizeof(off));
+    }
+  }
+  // count(i) for each index, one record per index as ever (no combining),
+  // in a loop that keeps its state in registers (RecordExchange::push_each):
+  // the per-index call's byte-wise record write makes the compiler reload
+  // the exchange's cursor and the distribution's fields for every index.
+  void count(std::span<const std::uint64_t> indices) {
+    if (direct_any_) {  // the same-node path's atomics: one index at a time
+      for (std::uint64_t i : indices) count(i);
+      return;
+    }
+    const Distribution::Locator where = array_.distribution().locator();
+    if (narrow_) {
+      exchange_.push_each<std::uint32_t>(indices, [where](std::uint64_t i) {
+        const int owner = where.owner(i);
+        return std::pair{owner, static_cast<std::uint32_t>(where.local_offset(i, owner))};
+      });
+    } else {
+      exchange_.push_each<std::uint64_t>(indices, [where](std::uint64_t i) {
+        const int owner = where.owner(i);
+        return std::pair{owner, where.local_offset(i, owner)};
+      });
     }
   }
   void count_checked(std::uint64_t i) {
@@ -334,6 +359,7 @@ class CountAggregator {
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   bool atomic_ = false;
+  bool direct_any_ = false;  // some co-locale's counts take the same-node mapping
   std::uint64_t direct_records_ = 0;
 };
 
