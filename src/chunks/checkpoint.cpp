@@ -416,9 +416,7 @@ std::string complete_on_every_node(Runtime& rt, const Manifest& m, const std::st
     for (const auto& c : received) {
       const std::uint64_t bytes = m.files[c.file].bytes;
       if (at + bytes > arrived.size()) throw FormatError("checkpoint " + dir + ": a copied data file came short");
-      DurableFile f(dir + "/" + m.files[c.file].file, bytes, false);
-      f.write_at(0, std::span<const std::byte>(arrived).subspan(at, bytes));
-      f.commit();
+      write_file_atomically(dir + "/" + m.files[c.file].file, std::span<const std::byte>(arrived).subspan(at, bytes), false);
       at += bytes;
     }
   });
@@ -858,9 +856,8 @@ void send_to_buddy(Runtime& rt, const std::string& dir, const DataHeader& h, con
     std::uint64_t at = 0;
     for (std::size_t r = 0; r < received.size(); ++r) {
       if (received[r] == 0) continue;
-      DurableFile f(dir + "/" + data_file_name(static_cast<int>(r)), received[r], false);
-      f.write_at(0, std::span<const std::byte>(got).subspan(at, received[r]));
-      f.commit();
+      write_file_atomically(dir + "/" + data_file_name(static_cast<int>(r)),
+                            std::span<const std::byte>(got).subspan(at, received[r]), false);
       at += received[r];
     }
   });
