@@ -8,6 +8,8 @@
 // (FullSpace.*, driven by test_checkpoint_full.sh on a 1 MiB tmpfs).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include "tessera/chunks/checkpoint.hpp"
 #include "tessera/graph/checkpoint.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 
 using namespace tessera;
@@ -348,6 +351,131 @@ TEST(Buddy, Write) {
     EXPECT_EQ(st[0].problem, "") << "complete on node " << rt().node().index << " after latest()";
   }
 }
+// With async_drain the buddy copies travel after commit() returns: the
+// checkpoint is committed at level 2 at once, at level 1 by finish_drain(),
+// and the older checkpoint stays until then. Left pending here, as a job
+// killed before its next commit leaves it.
+TEST(Buddy, WriteAsync) {
+  if (!std::getenv("TESSERA_CKPT_BUDDY")) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
+  auto cells = make_cells();
+  auto o = opts("", Level::buddy, "buddyasync");
+  o.async_drain = true;
+  Checkpoint ck(rt(), o);
+  auto on_node = [&] {
+    std::vector<CheckpointStatus> st;
+    if (rt().node().rank == 0) st = Checkpoint::inspect(default_shared_dir(), "buddyasync");
+    return st;
+  };
+  const auto buddy = buddy_ranks(rt().node());
+  const auto& node_of = rt().node().node_of_rank;
+  auto has_file = [&](const std::string& path, int r) {
+    char name[32];
+    std::snprintf(name, sizeof name, "r%06d.data", r);
+    return fs::exists(path + "/" + name);
+  };
+  for (std::uint64_t step : {5, 6}) {
+    write_all(ck, step, cells);
+    EXPECT_TRUE(ck.draining());
+    ck.finish_drain();
+    EXPECT_FALSE(ck.draining());
+  }
+  barrier(rt().comm());
+  if (rt().node().rank == 0) {
+    auto st = on_node();
+    ASSERT_EQ(st.size(), 1u) << "step 5 pruned once step 6's copies were in";
+    EXPECT_EQ(st[0].info.step, 6u);
+    EXPECT_EQ(st[0].info.level, 1);
+    for (int r = 0; r < rt().size(); ++r) {
+      const bool here = node_of[static_cast<std::size_t>(r)] == rt().node().index ||
+                        node_of[static_cast<std::size_t>(buddy[static_cast<std::size_t>(r)])] == rt().node().index;
+      EXPECT_EQ(has_file(st[0].info.path, r), here) << "node " << rt().node().index << ", rank " << r;
+    }
+  }
+  barrier(rt().comm());
+  write_all(ck, 7, cells);  // pending from here on
+  EXPECT_TRUE(ck.draining());
+  Backoff backoff;
+  while (!ck.poll()) backoff.idle();  // the bytes arrive; the files are renamed by finish_drain() only
+  barrier(rt().comm());
+  if (rt().node().rank == 0) {
+    auto st = on_node();
+    ASSERT_EQ(st.size(), 2u) << "step 6 kept while step 7's copies are in flight";
+    EXPECT_EQ(st[0].info.step, 7u);
+    EXPECT_EQ(st[0].info.level, 2) << "committed at level 2 until its buddy copies are in";
+    EXPECT_EQ(st[1].info.step, 6u);
+    EXPECT_EQ(st[1].info.level, 1);
+    if (rt().node().count == 2) {  // on 3 or more, a node holds two thirds of the files
+      EXPECT_EQ(st[1].problem, "");
+    }
+    for (int r = 0; r < rt().size(); ++r)
+      EXPECT_EQ(has_file(st[0].info.path, r), node_of[static_cast<std::size_t>(r)] == rt().node().index)
+          << "node " << rt().node().index << ", rank " << r;
+  }
+  barrier(rt().comm());
+}
+
+// A full /dev/shm on the buddy's node during a level-1 commit, with and
+// without async_drain: the commit fails on every rank naming the bytes
+// needed, leaves no temporary file, and the previous checkpoint restores at
+// level 1 (every rank on its own node, run with one rank per node).
+TEST(Buddy, FullAtTheBuddy) {
+  if (!std::getenv("TESSERA_CKPT_BUDDY_FULL")) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
+  ASSERT_EQ(rt().node().count, rt().size()) << "one rank per node";
+  constexpr std::size_t kWords = (std::size_t{8} << 20) / sizeof(std::uint64_t);  // 8 MiB per rank
+  const std::string shm = default_shared_dir();
+  for (bool async : {false, true}) {
+    auto o = opts("", Level::buddy, async ? "fullasync" : "full");
+    o.async_drain = async;
+    Checkpoint ck(rt(), o);
+    std::vector<std::uint64_t> v(kWords, 1);
+    {
+      auto w = ck.begin(1);
+      w.add("v", std::span<const std::uint64_t>(v));
+      w.commit();
+    }
+    ck.finish_drain();
+    // Leave room for this rank's own new file and half of its buddy's.
+    struct statvfs fs_info {};
+    ASSERT_EQ(::statvfs(shm.c_str(), &fs_info), 0);
+    const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
+    const std::uint64_t leave = kWords * sizeof(std::uint64_t) * 3 / 2;
+    ASSERT_GT(free_bytes, leave);
+    const std::string filler = shm + "/tessera-test-filler-" + std::to_string(::getpid());
+    {
+      FileDescriptor fd(::open(filler.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+      ASSERT_GE(fd.get(), 0);
+      ASSERT_EQ(::posix_fallocate(fd.get(), 0, static_cast<off_t>(free_bytes - leave)), 0);
+    }
+    barrier(rt().comm());
+    std::fill(v.begin(), v.end(), 2);
+    auto w = ck.begin(2);
+    w.add("v", std::span<const std::uint64_t>(v));
+    std::string message;
+    try {
+      w.commit();
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    ::unlink(filler.c_str());
+    EXPECT_NE(message.find("no room for"), std::string::npos) << "async " << async << ": " << message;
+    EXPECT_FALSE(ck.draining());
+    barrier(rt().comm());
+    for (const auto& d : checkpoint_dirs(ck.level_dir(2)))
+      for (const auto& f : files_in(d)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << d << "/" << f;
+    auto found = ck.latest();
+    ASSERT_TRUE(found) << found.message();
+    EXPECT_EQ(found.info->step, 1u);
+    EXPECT_EQ(found.info->level, 1);
+    auto r = ck.restore(*found.info);
+    const auto size = static_cast<std::uint64_t>(rt().size());
+    const auto other = static_cast<std::uint64_t>((rt().rank() + 1) % rt().size());
+    auto got = r.read<std::uint64_t>("v", other * kWords, kWords);  // a buddy's bytes too
+    EXPECT_EQ(r.length("v"), size * kWords);
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](std::uint64_t x) { return x == 1; }));
+    ck.remove();
+  }
+}
+
 TEST(Buddy, ReadAfterNodeLoss) {
   const char* writers = std::getenv("TESSERA_CKPT_BUDDY");
   if (!writers) GTEST_SKIP() << "run by test_checkpoint_buddy.py";
@@ -358,6 +486,19 @@ TEST(Buddy, ReadAfterNodeLoss) {
   EXPECT_EQ(found.message(), "") << "the buddy checkpoint is complete once the survivors share what they hold";
   check_all(ck.restore(*found.info), 6, std::atoi(writers));
   ck.remove();
+  // The asynchronous one: step 7's buddy copies never got in, so node1's
+  // files of it died with node1; step 6's are on the survivors.
+  auto o = opts("", Level::buddy, "buddyasync");
+  o.async_drain = true;
+  Checkpoint async(rt(), o);
+  auto older = async.latest();
+  ASSERT_TRUE(older) << older.message();
+  EXPECT_EQ(older.info->step, 6u);
+  EXPECT_EQ(older.info->level, 1);
+  EXPECT_NE(older.message().find("checkpoint step 7"), std::string::npos) << older.message();
+  EXPECT_NE(older.message().find("is missing"), std::string::npos) << older.message();
+  check_all(async.restore(*older.info), 6, std::atoi(writers));
+  async.remove();
   // Node1's level-2 files died with it: that checkpoint is refused, naming why.
   Checkpoint node_only(rt(), opts("", Level::node, "nodeonly"));
   auto lost = node_only.latest();

@@ -10,13 +10,15 @@ from verdict import check, run  # noqa: E402
 
 
 class Cluster:
-    def __init__(self, source, work, nodes=2, checked=False):
+    def __init__(self, source, work, nodes=2, checked=False, shm_size=None):
         """checked: a command run in a node that exits non-zero is a failed
-        check naming it (unless exec is told ok=False)."""
+        check naming it (unless exec is told ok=False); shm_size: each
+        node's /dev/shm (cluster.py's default otherwise)."""
         self.script = [sys.executable, os.path.join(source, "scripts", "cluster.py")]
         self.dir = os.path.join(work, "cluster")
         self.checked = checked
-        p = run(self.script + ["up", "--dir", self.dir, "--nodes", str(nodes)])
+        p = run(self.script + ["up", "--dir", self.dir, "--nodes", str(nodes)] +
+                (["--shm-size", shm_size] if shm_size else []))
         if p.returncode == 77:
             print(f"SKIPPED: {p.stderr.strip()}")
             sys.exit(77)

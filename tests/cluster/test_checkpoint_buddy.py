@@ -11,6 +11,11 @@ restore arrays, chunks and the span equal to the serial values
   from node2 (over MPI) the files it lacks.
 - The level-2 checkpoint is refused after the loss, naming the file no node
   holds.
+- A full /dev/shm where the buddy copy lands (2 nodes x 1 rank) fails the
+  commit cleanly and keeps the previous checkpoint.
+- With async_drain, a checkpoint whose buddy copies were still in flight
+  (committed at level 2 only) is refused after the loss, and the one before
+  it, kept until then, restores.
 Ends with no checkpoint file on the survivors and the cluster torn down.
 
 Usage: test_checkpoint_buddy.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped) where
@@ -38,8 +43,9 @@ def node_loss(nodes):
         try:
             os.environ["TESSERA_CKPT_BUDDY"] = str(writers)
             p = cl.exec("node0", [MPIRUN, "-n", str(writers), "-x", "TESSERA_CKPT_BUDDY", PROGRAM,
-                                  "--gtest_filter=Buddy.Write"])
-            check(p.returncode == 0, f"a level-1 checkpoint at {nodes} nodes x 2 ranks, each file on its node and "
+                                  "--gtest_color=no", "--gtest_filter=Buddy.Write*"])
+            check(p.returncode == 0 and "[  PASSED  ] 2 tests" in p.stdout and "SKIPPED" not in p.stdout,
+                  f"a level-1 checkpoint at {nodes} nodes x 2 ranks, each file on its node and "
                   f"its buddy's" + said(p))
             p = cl.kill("node1")
             check(p.returncode == 0, f"node1 of {nodes} killed with its /dev/shm")
@@ -59,9 +65,28 @@ def node_loss(nodes):
             cl.down()
 
 
+def full_at_the_buddy():
+    with tempfile.TemporaryDirectory(prefix="tessera-ckpt-buddy-") as work:
+        cl = Cluster(SOURCE, work, nodes=2, shm_size="48M")  # a small filler: tmpfs pages are slow to allocate here
+        try:
+            env = dict(os.environ, TESSERA_CKPT_BUDDY_FULL="1")
+            p = cl.exec("node0", [MPIRUN, "-n", "2", "--host", ",".join(f"{h}:1" for h in cl.hosts), "-x",
+                                  "TESSERA_CKPT_BUDDY_FULL", PROGRAM, "--gtest_color=no", "--gtest_filter=Buddy.FullAtTheBuddy"], env=env)
+            check(p.returncode == 0 and "[  PASSED  ] 1 test" in p.stdout and "SKIPPED" not in p.stdout,
+                  "a full /dev/shm on the buddy's node fails the level-1 commit (with and without "
+                  "async_drain) naming the bytes, and the previous checkpoint restores" + said(p))
+            for i in range(2):
+                p = cl.exec(f"node{i}", ["ls", "-A", "/dev/shm"])
+                left = [f for f in p.stdout.split() if "ckpt" in f or "filler" in f]
+                check(p.returncode == 0 and not left, f"nothing left in node{i}'s /dev/shm ({left})")
+        finally:
+            cl.down()
+
+
 def main():
     node_loss(2)
     node_loss(3)
+    full_at_the_buddy()
     finish()
 
 

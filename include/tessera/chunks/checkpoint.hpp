@@ -64,10 +64,14 @@ struct CheckpointOptions {
   // a newer one is committed. 2 leaves a fallback when the newest turns out
   // damaged when it is read back.
   int keep = 1;
-  // With the node and disk levels: commit() returns once the node level is
-  // committed, a thread copies this rank's file to disk meanwhile, and the
-  // disk level is committed by finish_drain() (which the next commit(),
-  // latest() and remove() call first).
+  // commit() returns once the node level is committed; what goes beyond
+  // this node's memory proceeds meanwhile: with the disk level, a thread
+  // copies this rank's file to disk; with the buddy level on several nodes,
+  // the copies to the buddies travel (progressed by any MPI call of the
+  // application, or by poll()). finish_drain() waits for both and commits
+  // their levels; the next commit(), latest() and remove() call it first.
+  // Until then the older checkpoints are kept, so a failure meanwhile
+  // recovers from the newest one whose copies were complete.
   bool async_drain = false;
 };
 
@@ -337,13 +341,18 @@ class Checkpoint {
   // Collective: removes every checkpoint of this program at every level.
   void remove();
 
-  // Collective: waits for the asynchronous drain of the last commit (if
-  // any) on every rank and commits its disk level; on failure (a full disk)
-  // every rank throws, the incomplete disk checkpoint is removed, and the
-  // node level stays committed.
+  // Collective: waits for the asynchronous copies of the last commit (if
+  // any) on every rank and commits their levels: the buddy copies (level 1),
+  // then the disk (3). On failure (a full disk) every rank throws, the
+  // incomplete copies are removed, and the node level stays committed.
   void finish_drain();
-  // Whether a drain is pending (the same on every rank).
-  bool draining() const noexcept { return drain_ != nullptr; }
+  // Local: advances the buddy copies of the last commit (one MPI test) and
+  // tells whether this rank's copies, disk drain included, are done. Any MPI
+  // call of the application advances them too; this is for a rank that
+  // computes for long without one.
+  bool poll();
+  // Whether copies are pending (the same on every rank).
+  bool draining() const noexcept { return drain_ != nullptr || copies_ != nullptr; }
   // Local: whether this rank's copy of the pending drain is done (true when
   // none is pending), so the next finish_drain() will not wait for it.
   bool drain_copied() const noexcept;
@@ -362,8 +371,16 @@ class Checkpoint {
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
+  // Collective: the level-1 part of finish_drain().
+  void finish_copies();
+  // Files of one origin kept mapped: the newest `keep` and the spare.
+  std::size_t mapped_files() const noexcept { return static_cast<std::size_t>(options_.keep) + 1; }
   struct Drain;
   std::unique_ptr<Drain> drain_;
+  struct CopyComm;
+  std::unique_ptr<CopyComm> copy_comm_;  // with level 1 on several nodes
+  struct BuddyCopies;
+  std::unique_ptr<BuddyCopies> copies_;  // declared after copy_comm_: ends first
   // The node-level files this rank wrote lately, still mapped: the file of
   // a pruned checkpoint becomes the next one's (its pages already exist and
   // are mapped), so a commit is one copy into memory, checksummed on the way.
