@@ -225,15 +225,22 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
   // the stall is the commit, the drain is timed on its own).
   json rows = json::array();
   bool pass = true;
-  for (int level : {2, 1, 3}) {
+  // Level 1 twice: with the buddy copy inside commit(), and travelling after
+  // it (async_drain), committed by finish_drain(), timed on its own.
+  struct Variant {
+    int level;
+    bool async;
+  };
+  for (const Variant v : {Variant{2, false}, Variant{1, false}, Variant{1, true}, Variant{3, true}}) {
+    const int level = v.level;
     const chunks::Level want = level == 2 ? chunks::Level::node : level == 1 ? chunks::Level::buddy : chunks::Level::disk;
     if (!has_level(levels, want)) continue;
     chunks::CheckpointOptions co;
     co.levels = level == 3 ? (chunks::Level::node | chunks::Level::disk) : want;
     co.node_dir = o.node_dir;
     co.dir = disk_dir;
-    co.async_drain = level == 3;
-    co.name = "checkpoint-cost-l" + std::to_string(level);
+    co.async_drain = v.async;
+    co.name = "checkpoint-cost-l" + std::to_string(level) + (v.async ? "a" : "");
     chunks::Checkpoint ck(rt, co);
     std::vector<double> stalls, drains;
     for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
@@ -246,7 +253,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
       // The supervisor takes a rank silent for heartbeat_timeout as hung: a
       // gigabyte checkpoint, its drain and its restore each take seconds.
       FaultInjection::heartbeat(rt.rank());
-      if (level == 3) {
+      if (v.async) {
         auto t1 = std::chrono::steady_clock::now();
         ck.finish_drain();
         drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
@@ -282,7 +289,11 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
              {"restore_seconds", restore_seconds},
              {"restored_bit_identical", same},
              {"pass", ok}};
-    if (level == 1) row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
+    if (level == 1) {
+      row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
+      row["async"] = v.async;
+      if (v.async) row["copy_seconds"] = median(drains);  // commit() to the copies committed at level 1
+    }
     if (level == 3) {
       row["drain_seconds"] = median(drains);
       row["disk_restore_seconds"] = disk_restore_seconds;
@@ -545,7 +556,8 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     for (const auto& cost : costs)
       for (const auto& row : cost.at("rows")) {
         json line{{"benchmark", "faults"},
-                  {"scenario", "checkpoint_cost_level" + std::to_string(row.at("level").get<int>())},
+                  {"scenario", "checkpoint_cost_level" + std::to_string(row.at("level").get<int>()) +
+                                   (row.value("async", false) ? "_async" : "")},
                   {"ranks", cost.at("ranks")},
                   {"bytes_per_rank", cost.at("bytes_per_rank")},
                   {"memcpy_bytes_per_second", cost.at("memcpy_bytes_per_second")}};
@@ -585,11 +597,17 @@ int run_faults_bench(const FaultsBenchOptions& o) {
         std::snprintf(buf, sizeof buf, "; drained in %.4f s beside the application", c.at("drain_seconds").get<double>());
         extra = buf;
       }
+      if (level == 1 && c.value("async", false)) {
+        std::snprintf(buf, sizeof buf, "; buddy copies sent beside the application, in at level 1 after %.4f s",
+                      c.at("copy_seconds").get<double>());
+        extra = buf;
+      }
       if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
-      std::printf("checkpoint cost, level %d, %llu bytes per rank: stall %.4f s (median of %d into reused memory; "
+      std::printf("checkpoint cost, level %d%s, %llu bytes per rank: stall %.4f s (median of %d into reused memory; "
                   "the first, into new memory, %.4f s), bound %s(S/(0.5 x memcpy "
                   "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
-                  level, static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
+                  level, c.value("async", false) ? " (async)" : "",
+                  static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
                   c.at("stall_seconds").get<double>(), c.at("stall_reps_warm").get<int>(),
                   c.at("stall_seconds_first").get<double>(), level == 1 ? "2 x " : "",
                   c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),

@@ -257,11 +257,13 @@ def case_cost(e):
     cost = [r for r in rows if r["scenario"].startswith("checkpoint_cost_level")]
     check(p.returncode in (0, 2) and any(r["scenario"] == "kill_in_checkpoint" for r in rows),
           "bench faults with cost rows runs" + said(p))
-    got = sorted((r["bytes_per_rank"], r["level"]) for r in cost)
-    check(got == [(s, lv) for s in (1 << 20, 2 << 20) for lv in (1, 2, 3)], f"a cost row per size and level ({got})")
+    got = sorted((r["bytes_per_rank"], r["level"], r.get("async", r["level"] == 3)) for r in cost)
+    check(got == [(s, lv, a) for s in (1 << 20, 2 << 20) for lv, a in ((1, False), (1, True), (2, False), (3, True))],
+          f"a cost row per size and level, level 1 with and without async_drain ({got})")
     for r in cost:
-        what = f"level {r['level']}, {r['bytes_per_rank']} bytes"
-        check(r["scenario"] == f"checkpoint_cost_level{r['level']}" and r["ranks"] == 2, f"{what}: named, 2 ranks")
+        what = f"level {r['level']}{' async' if r.get('async') else ''}, {r['bytes_per_rank']} bytes"
+        name = f"checkpoint_cost_level{r['level']}" + ("_async" if r["level"] == 1 and r["async"] else "")
+        check(r["scenario"] == name and r["ranks"] == 2, f"{what}: named {name}, 2 ranks")
         check(r["restored_bit_identical"] is True, f"{what}: restored byte for byte")
         bound2 = r["bytes_per_rank"] / (0.5 * r["memcpy_bytes_per_second"]) + 0.010
         want = 2 * bound2 if r["level"] == 1 else bound2
@@ -276,6 +278,8 @@ def case_cost(e):
             check(r["drain_seconds"] > 0 and r["disk_restore_seconds"] > 0, f"{what}: the drain and the disk copy timed")
         if r["level"] == 1:
             check(r["one_node"] is True, f"{what}: one node (level 1 is level 2 here)")
+            check(("copy_seconds" in r) == r["async"] and r.get("copy_seconds", 0) >= 0,
+                  f"{what}: the copies' time reported when they travel after commit()")
     check((p.returncode == 0) == all(r["pass"] for r in cost if "pass" in r),
           f"the exit status follows the cost rows ({p.returncode})")
     disk = os.path.join(e.work, "disk")
