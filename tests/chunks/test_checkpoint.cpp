@@ -207,6 +207,15 @@ TEST(Crc32c, ThreeStreamsAndCopyEqualTheTableVersion) {
     EXPECT_EQ(crc32c(all.subspan(cut), crc32c(all.first(cut))), whole) << n;
     EXPECT_EQ(crc32c_copy(copy.data(), all), whole) << n;
     EXPECT_EQ(copy, data) << n;
+    for (std::size_t offset : {1u, 5u, 8u}) {  // a destination at any alignment, the bytes around it untouched
+      std::vector<std::byte> out(n + 16, std::byte{0xA5});
+      EXPECT_EQ(crc32c_copy(out.data() + offset, all), whole) << n << " at offset " << offset;
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), out.begin() + static_cast<std::ptrdiff_t>(offset))) << n;
+      EXPECT_TRUE(std::all_of(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(offset),
+                              [](std::byte b) { return b == std::byte{0xA5}; }));
+      EXPECT_TRUE(std::all_of(out.begin() + static_cast<std::ptrdiff_t>(offset + n), out.end(),
+                              [](std::byte b) { return b == std::byte{0xA5}; }));
+    }
     data[g.below(n)] ^= std::byte{4};
     EXPECT_NE(crc32c(std::span<const std::byte>(data)), whole) << n;
   }
