@@ -95,6 +95,7 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
   r.checkpoint.dir = o.dir;
   r.checkpoint.node_dir = o.node_dir;
   r.checkpoint.name = o.name;
+  r.checkpoint.async_drain = o.async;
   r.remove_at_end = !o.keep;
   std::uint64_t resumed = 0;
   auto out = jacobi::run_recoverable(rt, p, grid, r, &resumed);

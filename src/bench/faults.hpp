@@ -27,6 +27,7 @@ struct RecoverJacobiOptions {
   bool plain = false;           // also the plain sequential loop's checksum ("plain_checksum"), on rank 0
   bool quiet = false;
   bool keep = false;            // leave the checkpoints when finished (the next run restores)
+  bool async = false;           // CheckpointOptions::async_drain: the buddy and disk copies beside the iterations
 };
 int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o);
 

@@ -327,7 +327,10 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
   o.seconds_per_iteration = o.steady_seconds_per_iteration = all_reduce(rt.comm(), seconds, MPI_MAX) / done;
   o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / done;
   finish(rt, p, arr, o);
-  if (recovery.remove_at_end) ck.remove();
+  if (recovery.remove_at_end)
+    ck.remove();
+  else
+    ck.finish_drain();  // the last checkpoint complete at every level for the next run
   return o;
 }
 

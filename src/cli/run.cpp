@@ -262,6 +262,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   jr->add_option("--result", j->result, "Rank 0 writes the checksum and check as JSON here");
   jr->add_flag("--plain", j->plain, "Also run the plain sequential loop on rank 0 (the result's plain_checksum)");
   jr->add_flag("--keep", j->keep, "Leave the checkpoints when finished: the next run restores the newest");
+  jr->add_flag("--async", j->async, "The buddy and disk copies travel beside the iterations (async_drain)");
   jr->add_flag("-q,--quiet", j->quiet, "No result line on stdout");
   jr->callback([j, &selected] {
     selected = [j] {

@@ -17,7 +17,9 @@ node,buddy`, the hosts taken from the cluster's default hostfile.
 - 3 nodes x 1 rank, node1 killed the same way: node1's files live on node2
   only (each node holds its rank's file and node-before's), so node0's rank
   gets them over MPI when the job resumes on node0 and node2 from step 10 at
-  level 1, bit-identical.
+  level 1, bit-identical. Then the same with `--async`: step 10's buddy
+  copies were not yet committed (the next commit does that), so the job
+  resumes from step 5 at level 1, bit-identical.
 
 Usage: test_recover_node_loss.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped)
 where namespaces are not permitted."""
@@ -160,20 +162,26 @@ def main():
             cl.down()
 
 
-def three_nodes():
+def three_nodes(async_copies=False):
+    """With async_copies the buddy copies of step 10 are still uncommitted
+    when node1 dies (they are committed by the next commit, at step 15): step
+    10 is refused, and the job resumes from step 5, kept until then."""
+    extra = ["--async"] if async_copies else []
+    want_step = 5 if async_copies else 10
+    how = " (--async)" if async_copies else ""
     with tempfile.TemporaryDirectory(prefix="tessera-recover-3nodes-") as work:
         cl = Cluster(SOURCE, work, nodes=3)
         try:
             runs = Runs(cl, work)
             h0, h1, h2 = cl.hosts
             hosts = ["--host", f"{h0}:1,{h1}:1,{h2}:1"]
-            p, rep_path, res_path = runs.start(hosts, ["--plain"], ranks=3)
+            p, rep_path, res_path = runs.start(hosts, ["--plain"] + extra, ranks=3)
             out, err, rep, res = runs.wait(p, rep_path, res_path)
             ok = p.returncode == 0 and rep and res and res["checksum"] == res["plain_checksum"]
-            check(ok, "uninterrupted at 3 nodes x 1 rank, the plain loop's checksum" + ("" if ok else said(out, err)))
+            check(ok, f"uninterrupted at 3 nodes x 1 rank{how}, the plain loop's checksum" + ("" if ok else said(out, err)))
             reference = res["checksum"] if ok else None
             p, rep_path, res_path = runs.start(hosts + ["--recover", "--heartbeat-timeout", "60", "--fault", "1:1:hang:12"],
-                                               [], ranks=3)
+                                               extra, ranks=3)
             deadline = time.time() + 60
             while time.time() < deadline and p.poll() is None and \
                     not glob.glob(os.path.join(runs.tmp, "tessera-run-*", "attempt1", "hung.1")):
@@ -182,15 +190,15 @@ def three_nodes():
             check(cl.kill("node1").returncode == 0, "node1 killed with its processes and /dev/shm")
             out, err, rep, res = runs.wait(p, rep_path, res_path)
             ok = p.returncode == 0 and rep and res and len(rep["attempts"]) == 2
-            check(ok, "the job finished after node1 of 3 was lost" + ("" if ok else said(out, err)))
+            check(ok, f"the job finished after node1 of 3 was lost{how}" + ("" if ok else said(out, err)))
             if ok:
                 a1, a2 = rep["attempts"]
                 check(a1["outcome"] == "node lost" and a1["lost_host"] == h1,
                       f"attempt 1: node {h1} lost ({a1['outcome']}, '{a1['lost_host']}')")
                 check(a2["ranks"] == 2 and a2["hosts"] == f"{h0}:1,{h2}:1" and a2["outcome"] == "finished",
                       f"attempt 2 on node0 and node2 ({a2['ranks']} ranks, {a2['hosts']}, {a2['outcome']})")
-                check(a2["resumed_step"] == 10 and a2["resumed_level"] == 1,
-                      f"resumed from step 10 at level 1 ({a2['resumed_step']}, level {a2['resumed_level']})")
+                check(a2["resumed_step"] == want_step and a2["resumed_level"] == 1,
+                      f"resumed from step {want_step} at level 1 ({a2['resumed_step']}, level {a2['resumed_level']})")
                 check(res["checksum"] == reference and res["ranks"] == 2,
                       f"bit-identical to the uninterrupted run ({res['checksum']} vs {reference})")
             for node in ("node0", "node2"):
@@ -203,4 +211,5 @@ def three_nodes():
 
 main()
 three_nodes()
+three_nodes(async_copies=True)
 finish()
