@@ -98,40 +98,21 @@ const Shift& stream_shift() {
   return s;
 }
 
-__attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(const unsigned char* p, std::size_t n,
-                                                               std::uint32_t c) noexcept {
-  if (n >= 3 * kStream) {
-    const Shift& shift = stream_shift();
-    while (n >= 3 * kStream) {
-      std::uint64_t a = c, b = 0, d = 0;
-      for (std::size_t i = 0; i < kStream; i += 8) {
-        std::uint64_t x, y, z;
-        std::memcpy(&x, p + i, 8);
-        std::memcpy(&y, p + kStream + i, 8);
-        std::memcpy(&z, p + 2 * kStream + i, 8);
-        a = _mm_crc32_u64(a, x);
-        b = _mm_crc32_u64(b, y);
-        d = _mm_crc32_u64(d, z);
-      }
-      c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
-      p += 3 * kStream;
-      n -= 3 * kStream;
-    }
-  }
-  return hardware_raw(p, n, c);
-}
-// A checkpoint's copy in one pass: each word is loaded once, fed to its
-// stream's CRC and stored with a non-temporal store. The destination (a
+// The three streams over `n` bytes at `p`. With Copy, the same pass copies
+// them to `to`: each word is loaded once, fed to its stream's CRC and stored
+// with a non-temporal store. That is a checkpoint's copy: the destination (a
 // file's pages) is not read back soon, and a cached store would first read
 // every line it overwrites. Checksum then memcpy, in blocks, ran at 0.56x
 // memcpy's bandwidth here (and memcpy of a block that small stores cached).
-__attribute__((target("sse4.2"))) std::uint32_t hardware3_copy_raw(unsigned char* to, const unsigned char* p,
-                                                                    std::size_t n, std::uint32_t c) noexcept {
-  // The streams' stores are 8-byte aligned once `to` is (kStream is a multiple of 8).
-  const std::size_t head = std::min(n, (8 - reinterpret_cast<std::uintptr_t>(to) % 8) % 8);
-  c = hardware_raw(p, head, c);
-  std::memcpy(to, p, head);
-  p += head, to += head, n -= head;
+template <bool Copy>
+__attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(unsigned char* to, const unsigned char* p, std::size_t n,
+                                                               std::uint32_t c) noexcept {
+  if constexpr (Copy) {  // the streams' stores are 8-byte aligned once `to` is (kStream is a multiple of 8)
+    const std::size_t head = std::min(n, (8 - reinterpret_cast<std::uintptr_t>(to) % 8) % 8);
+    c = hardware_raw(p, head, c);
+    std::memcpy(to, p, head);
+    p += head, to += head, n -= head;
+  }
   if (n >= 3 * kStream) {
     const Shift& shift = stream_shift();
     while (n >= 3 * kStream) {
@@ -144,17 +125,20 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware3_copy_raw(unsigned char
         a = _mm_crc32_u64(a, x);
         b = _mm_crc32_u64(b, y);
         d = _mm_crc32_u64(d, z);
-        _mm_stream_si64(reinterpret_cast<long long*>(to + i), static_cast<long long>(x));
-        _mm_stream_si64(reinterpret_cast<long long*>(to + kStream + i), static_cast<long long>(y));
-        _mm_stream_si64(reinterpret_cast<long long*>(to + 2 * kStream + i), static_cast<long long>(z));
+        if constexpr (Copy) {
+          _mm_stream_si64(reinterpret_cast<long long*>(to + i), static_cast<long long>(x));
+          _mm_stream_si64(reinterpret_cast<long long*>(to + kStream + i), static_cast<long long>(y));
+          _mm_stream_si64(reinterpret_cast<long long*>(to + 2 * kStream + i), static_cast<long long>(z));
+        }
       }
       c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
-      p += 3 * kStream, to += 3 * kStream, n -= 3 * kStream;
+      p += 3 * kStream, n -= 3 * kStream;
+      if constexpr (Copy) to += 3 * kStream;
     }
-    _mm_sfence();  // the streamed stores are ordered before whatever follows (a rename, a manifest)
+    if constexpr (Copy) _mm_sfence();  // the streamed stores are ordered before whatever follows (a rename)
   }
   c = hardware_raw(p, n, c);
-  std::memcpy(to, p, n);
+  if constexpr (Copy) std::memcpy(to, p, n);
   return c;
 }
 const bool kHasSse42 = __builtin_cpu_supports("sse4.2");
@@ -174,7 +158,7 @@ std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc
 
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc) noexcept {
 #if defined(__x86_64__)
-  if (kHasSse42) return ~hardware3_raw(reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
+  if (kHasSse42) return ~hardware3_raw<false>(nullptr, reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
 #endif
   return crc32c_portable(data, crc);
 }
@@ -182,7 +166,7 @@ std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc) noexcep
 std::uint32_t crc32c_copy(std::byte* to, std::span<const std::byte> from, std::uint32_t crc) noexcept {
 #if defined(__x86_64__)
   if (kHasSse42)
-    return ~hardware3_copy_raw(reinterpret_cast<unsigned char*>(to),
+    return ~hardware3_raw<true>(reinterpret_cast<unsigned char*>(to),
                                reinterpret_cast<const unsigned char*>(from.data()), from.size(), ~crc);
 #endif
   // Blocks small enough to stay in L2 between the checksum and the copy, and
