@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <mutex>
@@ -80,6 +82,25 @@ void mark_exit() {
   if (fd >= 0) ::close(fd);
 }
 
+// The records the supervisor reads (RANK.hb, RANK.wait): `size` bytes (at
+// most kHeartbeatRecordBytes) rewritten in place at offset 0, so a reader
+// never sees a mix of two lengths. The formatted text, cut to size - 1
+// bytes, padded with spaces, ends with a newline. Allocates nothing and
+// throws nothing: FaultInjection::waiting calls it from a noexcept wait.
+[[gnu::format(printf, 3, 4)]] void rewrite_record(int fd, int size, const char* format, ...) noexcept {
+  char line[kHeartbeatRecordBytes];
+  size = std::clamp(size, 1, static_cast<int>(sizeof line));
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(line, static_cast<std::size_t>(size), format, args);
+  va_end(args);
+  n = std::clamp(n, 0, size - 1);
+  std::memset(line + n, ' ', static_cast<std::size_t>(size - 1 - n));
+  line[size - 1] = '\n';
+  ssize_t ignored = ::pwrite(fd, line, static_cast<std::size_t>(size), 0);
+  (void)ignored;
+}
+
 void write_heartbeat(State& s, int rank, std::int64_t step) {
   if (s.heartbeat_dir.empty()) return;
   if (s.heartbeat_fd < 0 || s.heartbeat_rank != rank) {
@@ -91,22 +112,15 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
     (void)registered;
     if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
   }
-  // One fixed-size record rewritten in place: a reader never sees a mix of
-  // two lengths. The host names the PID namespace the pid belongs to: the
-  // supervisor checks a rank's process only when it runs on its own node.
+  // The host names the PID namespace the pid belongs to: the supervisor
+  // checks a rank's process only when it runs on its own node.
   if (s.host.empty()) {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "unknown");
     s.host = name;
   }
-  char line[kHeartbeatRecordBytes];
-  int n = std::snprintf(line, sizeof line, "%d %d %" PRId64 " %" PRId64 " %.*s", static_cast<int>(::getpid()), s.attempt,
-                        step, now_ns(), 160, s.host.c_str());
-  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
-  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
-  line[sizeof line - 1] = '\n';
-  ssize_t ignored = ::pwrite(s.heartbeat_fd, line, sizeof line, 0);
-  (void)ignored;
+  rewrite_record(s.heartbeat_fd, kHeartbeatRecordBytes, "%d %d %" PRId64 " %" PRId64 " %.*s",
+                 static_cast<int>(::getpid()), s.attempt, step, now_ns(), 160, s.host.c_str());
 }
 
 [[noreturn]] void die(State& s, int rank, FaultPoint point, std::uint64_t step) {
@@ -231,13 +245,7 @@ void FaultInjection::waiting(bool begins) noexcept {
     if (s.wait_fd < 0) return;
   }
   if (begins) ++s.wait_seq;
-  char line[kWaitRecordBytes];
-  int n = std::snprintf(line, sizeof line, "%" PRIu64 " %d", s.wait_seq, begins ? 1 : 0);
-  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
-  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
-  line[sizeof line - 1] = '\n';
-  ssize_t ignored = ::pwrite(s.wait_fd, line, sizeof line, 0);
-  (void)ignored;
+  rewrite_record(s.wait_fd, kWaitRecordBytes, "%" PRIu64 " %d", s.wait_seq, begins ? 1 : 0);
 }
 
 void FaultInjection::at_step(int rank, std::uint64_t step) {
