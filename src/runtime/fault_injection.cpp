@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -43,14 +45,19 @@ struct State {
   int heartbeat_fd = -1;
   int heartbeat_rank = -1;
   int wait_fd = -1;
+  std::string wait_path;  // RANK.wait, named with the heartbeat: waiting() allocates nothing
   std::uint64_t wait_seq = 0;
   std::string host;  // gethostname(), at the first heartbeat
   std::mutex mutex;  // a drain thread never calls in, but keep the hook safe
 };
 
+// The State once state() has read the variables, for FaultInjection::waiting:
+// noexcept, it must not read them itself (a malformed TESSERA_FAULTS throws).
+std::atomic<State*> g_read{nullptr};
+
 State& state() {
   static State* s = [] {
-    auto* st = new State;  // never destroyed: a hook may run during exit
+    auto st = std::make_unique<State>();  // kept for good: a hook may run during exit
     std::string a = env(FaultInjection::kAttempt);
     if (!a.empty()) st->attempt = std::max(1, std::atoi(a.c_str()));
     st->heartbeat_dir = env(FaultInjection::kHeartbeatDir);
@@ -65,7 +72,8 @@ State& state() {
       st->faults.insert(st->faults.end(), shorthand.begin(), shorthand.end());
     }
     st->fired.assign(st->faults.size(), false);
-    return st;
+    g_read.store(st.get(), std::memory_order_release);
+    return st.release();
   }();
   return *s;
 }
@@ -108,6 +116,7 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
     std::string path = s.heartbeat_dir + "/" + std::to_string(rank) + ".hb";
     s.heartbeat_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     s.heartbeat_rank = rank;
+    s.wait_path = s.heartbeat_dir + "/" + std::to_string(rank) + ".wait";
     static bool registered = (std::atexit(mark_exit), true);
     (void)registered;
     if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
@@ -236,12 +245,18 @@ void FaultInjection::started(int rank) {
 }
 
 void FaultInjection::waiting(bool begins) noexcept {
-  State& s = state();
+  // A Backoff may wait before any Runtime, so this never reads the variables
+  // (reading a malformed TESSERA_FAULTS throws, and here that would end the
+  // process in std::terminate): until something has read them there is no
+  // heartbeat, so nothing to note. The Runtime reads them first in every
+  // Tessera program, and reports a bad one as a ConfigError.
+  State* read = g_read.load(std::memory_order_acquire);
+  if (!read) return;
+  State& s = *read;
   std::unique_lock lock(s.mutex, std::try_to_lock);  // never block a waiting rank on this
   if (!lock.owns_lock() || s.heartbeat_dir.empty() || s.heartbeat_rank < 0) return;
   if (s.wait_fd < 0) {
-    std::string path = s.heartbeat_dir + "/" + std::to_string(s.heartbeat_rank) + ".wait";
-    s.wait_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    s.wait_fd = ::open(s.wait_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (s.wait_fd < 0) return;
   }
   if (begins) ++s.wait_seq;
