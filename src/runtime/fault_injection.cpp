@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -35,6 +37,18 @@ std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
+
+// A decimal number of at most `max` into `value`: "", or what is wrong with
+// `text` ("'x' is not a number", "'9...' is out of range (at most N)").
+std::string read_number(const std::string& text, std::uint64_t max, std::uint64_t& value) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return "'" + text + "' is not a number";
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > max)
+    return "'" + text + "' is out of range (at most " + std::to_string(max) + ")";
+  return "";
+}
+constexpr std::uint64_t kMaxInt = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
 
 // The process's view of the variables, read once.
 struct State {
@@ -68,8 +82,15 @@ State& state() {
       if (kr.empty() || ks.empty())
         throw ConfigError(std::string(FaultInjection::kKillRank) + " and " + FaultInjection::kKillAtStep +
                           " go together (a rank and a step); got only one");
-      auto shorthand = FaultInjection::parse("1:" + kr + ":step:" + ks);
-      st->faults.insert(st->faults.end(), shorthand.begin(), shorthand.end());
+      // Named as given: a bad value is reported under its own variable.
+      std::uint64_t rank = 0, step = 0;
+      if (std::string why = read_number(kr, kMaxInt, rank); !why.empty())
+        throw ConfigError(std::string(FaultInjection::kKillRank) + ": " + why + " (the rank to kill, with " +
+                          FaultInjection::kKillAtStep + ")");
+      if (std::string why = read_number(ks, std::numeric_limits<std::uint64_t>::max(), step); !why.empty())
+        throw ConfigError(std::string(FaultInjection::kKillAtStep) + ": " + why +
+                          " (the step after which the rank is killed, with " + FaultInjection::kKillRank + ")");
+      st->faults.push_back({1, static_cast<int>(rank), FaultPoint::step, step});
     }
     st->fired.assign(st->faults.size(), false);
     g_read.store(st.get(), std::memory_order_release);
@@ -198,13 +219,15 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
                          " (expected ATTEMPT:RANK:POINT[:STEP], POINT one of step, checkpoint, spare, restart, hang)");
     };
     if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
-    auto number = [&](const std::string& s, const char* what) {
-      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw bad(std::string(what) + " '" + s + "' is not a number");
-      return std::stoull(s);
+    // Bounded: an attempt or a rank past int would wrap (to rank 0, say).
+    auto number = [&](const std::string& s, const char* what, std::uint64_t max) {
+      std::uint64_t value = 0;
+      if (std::string why = read_number(s, max, value); !why.empty()) throw bad(std::string(what) + " " + why);
+      return value;
     };
     InjectedFault f;
-    f.attempt = static_cast<int>(number(parts[0], "attempt"));
-    f.rank = static_cast<int>(number(parts[1], "rank"));
+    f.attempt = static_cast<int>(number(parts[0], "attempt", kMaxInt));
+    f.rank = static_cast<int>(number(parts[1], "rank", kMaxInt));
     if (f.attempt < 1) throw bad("attempts count from 1");
     const std::string& p = parts[2];
     if (p == "step") f.point = FaultPoint::step;
@@ -213,7 +236,7 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
     else if (p == "restart") f.point = FaultPoint::restart;
     else if (p == "hang") f.point = FaultPoint::hang;
     else throw bad("unknown point '" + p + "'");
-    if (parts.size() == 4) f.step = number(parts[3], "step");
+    if (parts.size() == 4) f.step = number(parts[3], "step", std::numeric_limits<std::uint64_t>::max());
     else if (f.point == FaultPoint::step || f.point == FaultPoint::hang) throw bad("a step is needed");
     out.push_back(f);
   }
