@@ -6,12 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -32,6 +38,18 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+// A decimal number of at most `max` into `value`: "", or what is wrong with
+// `text` ("'x' is not a number", "'9...' is out of range (at most N)").
+std::string read_number(const std::string& text, std::uint64_t max, std::uint64_t& value) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return "'" + text + "' is not a number";
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > max)
+    return "'" + text + "' is out of range (at most " + std::to_string(max) + ")";
+  return "";
+}
+constexpr std::uint64_t kMaxInt = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+
 // The process's view of the variables, read once.
 struct State {
   int attempt = 1;
@@ -41,14 +59,19 @@ struct State {
   int heartbeat_fd = -1;
   int heartbeat_rank = -1;
   int wait_fd = -1;
+  std::string wait_path;  // RANK.wait, named with the heartbeat: waiting() allocates nothing
   std::uint64_t wait_seq = 0;
   std::string host;  // gethostname(), at the first heartbeat
   std::mutex mutex;  // a drain thread never calls in, but keep the hook safe
 };
 
+// The State once state() has read the variables, for FaultInjection::waiting:
+// noexcept, it must not read them itself (a malformed TESSERA_FAULTS throws).
+std::atomic<State*> g_read{nullptr};
+
 State& state() {
   static State* s = [] {
-    auto* st = new State;  // never destroyed: a hook may run during exit
+    auto st = std::make_unique<State>();  // kept for good: a hook may run during exit
     std::string a = env(FaultInjection::kAttempt);
     if (!a.empty()) st->attempt = std::max(1, std::atoi(a.c_str()));
     st->heartbeat_dir = env(FaultInjection::kHeartbeatDir);
@@ -59,11 +82,19 @@ State& state() {
       if (kr.empty() || ks.empty())
         throw ConfigError(std::string(FaultInjection::kKillRank) + " and " + FaultInjection::kKillAtStep +
                           " go together (a rank and a step); got only one");
-      auto shorthand = FaultInjection::parse("1:" + kr + ":step:" + ks);
-      st->faults.insert(st->faults.end(), shorthand.begin(), shorthand.end());
+      // Named as given: a bad value is reported under its own variable.
+      std::uint64_t rank = 0, step = 0;
+      if (std::string why = read_number(kr, kMaxInt, rank); !why.empty())
+        throw ConfigError(std::string(FaultInjection::kKillRank) + ": " + why + " (the rank to kill, with " +
+                          FaultInjection::kKillAtStep + ")");
+      if (std::string why = read_number(ks, std::numeric_limits<std::uint64_t>::max(), step); !why.empty())
+        throw ConfigError(std::string(FaultInjection::kKillAtStep) + ": " + why +
+                          " (the step after which the rank is killed, with " + FaultInjection::kKillRank + ")");
+      st->faults.push_back({1, static_cast<int>(rank), FaultPoint::step, step});
     }
     st->fired.assign(st->faults.size(), false);
-    return st;
+    g_read.store(st.get(), std::memory_order_release);
+    return st.release();
   }();
   return *s;
 }
@@ -80,6 +111,25 @@ void mark_exit() {
   if (fd >= 0) ::close(fd);
 }
 
+// The records the supervisor reads (RANK.hb, RANK.wait): `size` bytes (at
+// most kHeartbeatRecordBytes) rewritten in place at offset 0, so a reader
+// never sees a mix of two lengths. The formatted text, cut to size - 1
+// bytes, padded with spaces, ends with a newline. Allocates nothing and
+// throws nothing: FaultInjection::waiting calls it from a noexcept wait.
+[[gnu::format(printf, 3, 4)]] void rewrite_record(int fd, int size, const char* format, ...) noexcept {
+  char line[kHeartbeatRecordBytes];
+  size = std::clamp(size, 1, static_cast<int>(sizeof line));
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(line, static_cast<std::size_t>(size), format, args);
+  va_end(args);
+  n = std::clamp(n, 0, size - 1);
+  std::memset(line + n, ' ', static_cast<std::size_t>(size - 1 - n));
+  line[size - 1] = '\n';
+  ssize_t ignored = ::pwrite(fd, line, static_cast<std::size_t>(size), 0);
+  (void)ignored;
+}
+
 void write_heartbeat(State& s, int rank, std::int64_t step) {
   if (s.heartbeat_dir.empty()) return;
   if (s.heartbeat_fd < 0 || s.heartbeat_rank != rank) {
@@ -87,26 +137,20 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
     std::string path = s.heartbeat_dir + "/" + std::to_string(rank) + ".hb";
     s.heartbeat_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     s.heartbeat_rank = rank;
+    s.wait_path = s.heartbeat_dir + "/" + std::to_string(rank) + ".wait";
     static bool registered = (std::atexit(mark_exit), true);
     (void)registered;
     if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
   }
-  // One fixed-size record rewritten in place: a reader never sees a mix of
-  // two lengths. The host names the PID namespace the pid belongs to: the
-  // supervisor checks a rank's process only when it runs on its own node.
+  // The host names the PID namespace the pid belongs to: the supervisor
+  // checks a rank's process only when it runs on its own node.
   if (s.host.empty()) {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "unknown");
     s.host = name;
   }
-  char line[kHeartbeatRecordBytes];
-  int n = std::snprintf(line, sizeof line, "%d %d %" PRId64 " %" PRId64 " %.*s", static_cast<int>(::getpid()), s.attempt,
-                        step, now_ns(), 160, s.host.c_str());
-  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
-  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
-  line[sizeof line - 1] = '\n';
-  ssize_t ignored = ::pwrite(s.heartbeat_fd, line, sizeof line, 0);
-  (void)ignored;
+  rewrite_record(s.heartbeat_fd, kHeartbeatRecordBytes, "%d %d %" PRId64 " %" PRId64 " %.*s",
+                 static_cast<int>(::getpid()), s.attempt, step, now_ns(), 160, s.host.c_str());
 }
 
 [[noreturn]] void die(State& s, int rank, FaultPoint point, std::uint64_t step) {
@@ -175,13 +219,15 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
                          " (expected ATTEMPT:RANK:POINT[:STEP], POINT one of step, checkpoint, spare, restart, hang)");
     };
     if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
-    auto number = [&](const std::string& s, const char* what) {
-      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw bad(std::string(what) + " '" + s + "' is not a number");
-      return std::stoull(s);
+    // Bounded: an attempt or a rank past int would wrap (to rank 0, say).
+    auto number = [&](const std::string& s, const char* what, std::uint64_t max) {
+      std::uint64_t value = 0;
+      if (std::string why = read_number(s, max, value); !why.empty()) throw bad(std::string(what) + " " + why);
+      return value;
     };
     InjectedFault f;
-    f.attempt = static_cast<int>(number(parts[0], "attempt"));
-    f.rank = static_cast<int>(number(parts[1], "rank"));
+    f.attempt = static_cast<int>(number(parts[0], "attempt", kMaxInt));
+    f.rank = static_cast<int>(number(parts[1], "rank", kMaxInt));
     if (f.attempt < 1) throw bad("attempts count from 1");
     const std::string& p = parts[2];
     if (p == "step") f.point = FaultPoint::step;
@@ -190,7 +236,7 @@ std::vector<InjectedFault> FaultInjection::parse(const std::string& text) {
     else if (p == "restart") f.point = FaultPoint::restart;
     else if (p == "hang") f.point = FaultPoint::hang;
     else throw bad("unknown point '" + p + "'");
-    if (parts.size() == 4) f.step = number(parts[3], "step");
+    if (parts.size() == 4) f.step = number(parts[3], "step", std::numeric_limits<std::uint64_t>::max());
     else if (f.point == FaultPoint::step || f.point == FaultPoint::hang) throw bad("a step is needed");
     out.push_back(f);
   }
@@ -222,22 +268,22 @@ void FaultInjection::started(int rank) {
 }
 
 void FaultInjection::waiting(bool begins) noexcept {
-  State& s = state();
+  // A Backoff may wait before any Runtime, so this never reads the variables
+  // (reading a malformed TESSERA_FAULTS throws, and here that would end the
+  // process in std::terminate): until something has read them there is no
+  // heartbeat, so nothing to note. The Runtime reads them first in every
+  // Tessera program, and reports a bad one as a ConfigError.
+  State* read = g_read.load(std::memory_order_acquire);
+  if (!read) return;
+  State& s = *read;
   std::unique_lock lock(s.mutex, std::try_to_lock);  // never block a waiting rank on this
   if (!lock.owns_lock() || s.heartbeat_dir.empty() || s.heartbeat_rank < 0) return;
   if (s.wait_fd < 0) {
-    std::string path = s.heartbeat_dir + "/" + std::to_string(s.heartbeat_rank) + ".wait";
-    s.wait_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    s.wait_fd = ::open(s.wait_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (s.wait_fd < 0) return;
   }
   if (begins) ++s.wait_seq;
-  char line[kWaitRecordBytes];
-  int n = std::snprintf(line, sizeof line, "%" PRIu64 " %d", s.wait_seq, begins ? 1 : 0);
-  n = std::clamp(n, 0, static_cast<int>(sizeof line) - 1);
-  for (int i = n; i < static_cast<int>(sizeof line) - 1; ++i) line[i] = ' ';
-  line[sizeof line - 1] = '\n';
-  ssize_t ignored = ::pwrite(s.wait_fd, line, sizeof line, 0);
-  (void)ignored;
+  rewrite_record(s.wait_fd, kWaitRecordBytes, "%" PRIu64 " %d", s.wait_seq, begins ? 1 : 0);
 }
 
 void FaultInjection::at_step(int rank, std::uint64_t step) {

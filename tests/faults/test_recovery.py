@@ -153,6 +153,10 @@ def case_retries(e):
     p = subprocess.run([TESSERA, "-n", "2", "run", "--fault", "1:0:explode:3", "true"], capture_output=True, text=True,
                        env=e.env)
     check(p.returncode != 0 and "unknown point 'explode'" in p.stderr, "a bad --fault is refused" + said(p))
+    p = subprocess.run([TESSERA, "-n", "2", "run", "--fault", "1:0:step:99999999999999999999", "true"],
+                       capture_output=True, text=True, env=e.env)
+    check(p.returncode != 0 and "step '99999999999999999999' is out of range" in p.stderr,
+          "a --fault step past 64 bits is refused, naming it" + said(p))
 
 
 def case_hang(e):

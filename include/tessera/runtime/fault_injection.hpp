@@ -69,7 +69,9 @@ class FaultInjection {
   static void started(int rank);
   // A wait in Tessera's communication has lasted long (begins) or is over:
   // RANK.wait, for the supervisor's deadlock rule (every rank waiting
-  // longer than the heartbeat timeout). Only after a heartbeat named the rank.
+  // longer than the heartbeat timeout). Only after a heartbeat named the rank;
+  // it never reads the variables itself, so a Backoff that waits before any
+  // Runtime does nothing here, even with a malformed TESSERA_FAULTS.
   static void waiting(bool begins) noexcept;
   // Rank 0 after finding the checkpoint it resumes from: recorded for the
   // supervisor's report (resumed.txt in the heartbeat directory).
