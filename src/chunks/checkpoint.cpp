@@ -862,8 +862,14 @@ std::span<const std::byte> write_node_file(std::vector<MappedFile>& all, std::si
     FaultInjection::at_point(static_cast<int>(h.rank), FaultPoint::spare, h.step);
   };
   for (std::size_t k = 0; k < pieces.size(); ++k) {
-    std::span<const std::byte> from = pieces[k].bytes;
     const std::uint64_t at = mine[k].offset;
+    if (pieces[k].fill) {  // serialized in place, then checksummed where it lies
+      pieces[k].fill(base + at);
+      mine[k].crc = crc32c(std::span<const std::byte>(base + at, pieces[k].fill_bytes));
+      if (!paused && half < at + pieces[k].fill_bytes) pause();
+      continue;
+    }
+    std::span<const std::byte> from = pieces[k].bytes;
     std::size_t n = from.size();
     if (!paused && half < at + n) n = static_cast<std::size_t>(half - std::min(half, at));
     std::uint32_t crc = crc32c_copy(base + at, from.first(n));
@@ -1083,8 +1089,8 @@ void CheckpointWriter::commit() {
   std::vector<PieceRecord> mine;
   std::uint64_t at = kHeaderBytes;
   for (const auto& p : pieces_) {
-    mine.push_back({p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, at, p.bytes.size(), rt.rank(), 0});
-    at += p.bytes.size();
+    mine.push_back({p.name, p.kind, p.type, p.element_size, p.begin, p.count, p.length, at, p.size(), rt.rank(), 0});
+    at += p.size();
   }
   const std::uint64_t file_bytes = at;
   DataHeader h;
@@ -1124,10 +1130,19 @@ void CheckpointWriter::commit() {
       my_file = write_node_file(ck.slots_->slots, ck.mapped_files(), ck.level_dir(2), first_dir,
                       file, h, pieces_, mine, file_bytes);
     } else {
-      for (std::size_t k = 0; k < pieces_.size(); ++k) mine[k].crc = crc32c(pieces_[k].bytes);
       DurableFile f(first_dir + "/" + file, file_bytes, true);
       f.write_at(0, std::as_bytes(std::span<const DataHeader>(&h, 1)));
-      for (std::size_t k = 0; k < pieces_.size(); ++k) f.write_at(mine[k].offset, pieces_[k].bytes);
+      for (std::size_t k = 0; k < pieces_.size(); ++k) {
+        std::vector<std::byte> filled;  // a piece written by its fill: serialized here first
+        std::span<const std::byte> bytes = pieces_[k].bytes;
+        if (pieces_[k].fill) {
+          filled.resize(pieces_[k].fill_bytes);
+          pieces_[k].fill(filled.data());
+          bytes = filled;
+        }
+        mine[k].crc = crc32c(bytes);
+        f.write_at(mine[k].offset, bytes);
+      }
       f.commit();
     }
   } catch (...) {

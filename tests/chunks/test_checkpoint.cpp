@@ -517,6 +517,26 @@ TEST(Buddy, ReadAfterNodeLoss) {
   node_only.remove();
 }
 
+// Chunks are serialized by commit(), straight into the file: one that grew
+// after add() is refused on every rank, and the previous checkpoint stays.
+TEST(Checkpoint, ChunkChangedAfterAddIsRefused) {
+  test::ScratchDir dir(rt());
+  auto cells = make_cells();
+  Checkpoint ck(rt(), opts(dir.path(), Level::node, test::unique_name(rt(), "grown"), dir.path()));
+  write_all(ck, 1, cells);
+  auto w = ck.begin(2);
+  w.add("cells", cells);
+  const bool grows = !cells.local_ids().empty() && rt().rank() == 0;
+  if (grows) cells.local(cells.local_ids().front()).data.push_back(1.0);
+  expect_error<Error>([&] { w.commit(); }, "changed between add() and commit()");
+  if (grows) cells.local(cells.local_ids().front()).data.pop_back();
+  auto found = ck.latest();
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(found.info->step, 1u);
+  check_all(ck.restore(*found.info), 1, rt().size());
+  ck.remove();
+}
+
 TEST(Checkpoint, EdgeListRoundTrip) {
   test::ScratchDir dir(rt());
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "graph"));

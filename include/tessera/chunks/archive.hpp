@@ -28,20 +28,34 @@ concept SelfSerializing = requires(T& t, ArchiveWriter& w, ArchiveReader& r) {
 template <class T>
 concept Serializable = SelfSerializing<T> || std::is_trivially_copyable_v<T>;
 
-// Appends fields to a byte buffer.
+// Writes fields: appended to a byte buffer, or into memory sized before by
+// a writer that only counts (so a checkpoint packs chunks straight into its
+// file, with no buffer in between).
 class ArchiveWriter {
  public:
-  explicit ArchiveWriter(std::vector<std::byte>& out) : out_(out) {}
+  explicit ArchiveWriter(std::vector<std::byte>& out) : out_(&out) {}
+  // Into `to`, which must hold what a counting writer counted for the same fields.
+  explicit ArchiveWriter(std::byte* to) : to_(to) {}
+  // Counts the bytes only.
+  static ArchiveWriter counting() { return ArchiveWriter(static_cast<std::byte*>(nullptr)); }
   template <class... Ts>
   void operator()(Ts&... fields) {
     (write(fields), ...);
   }
+  // Bytes written (or counted) by this writer.
+  std::size_t written() const noexcept { return written_; }
 
  private:
   void raw(const void* data, std::size_t bytes) {
-    auto at = out_.size();
-    out_.resize(at + bytes);
-    if (bytes) std::memcpy(out_.data() + at, data, bytes);
+    written_ += bytes;
+    if (out_) {
+      auto at = out_->size();
+      out_->resize(at + bytes);
+      if (bytes) std::memcpy(out_->data() + at, data, bytes);
+    } else if (to_) {
+      if (bytes) std::memcpy(to_, data, bytes);
+      to_ += bytes;
+    }
   }
   template <class T>
   void write(T& value) {
@@ -65,7 +79,9 @@ class ArchiveWriter {
       raw(&value, sizeof(T));
     }
   }
-  std::vector<std::byte>& out_;
+  std::vector<std::byte>* out_ = nullptr;
+  std::byte* to_ = nullptr;
+  std::size_t written_ = 0;
 };
 
 // Reads fields back in the order they were written; throws FormatError when
@@ -122,6 +138,19 @@ class ArchiveReader {
 template <Serializable C>
 void pack_chunk(C& chunk, std::vector<std::byte>& out) {
   ArchiveWriter w(out);
+  w(chunk);
+}
+// The bytes pack_chunk appends for `chunk`.
+template <Serializable C>
+std::size_t packed_bytes(C& chunk) {
+  auto w = ArchiveWriter::counting();
+  w(chunk);
+  return w.written();
+}
+// A chunk's bytes, written at `to` (packed_bytes(chunk) of them).
+template <Serializable C>
+void pack_chunk_into(C& chunk, std::byte* to) {
+  ArchiveWriter w(to);
   w(chunk);
 }
 // A chunk rebuilt from exactly `bytes` bytes.

@@ -115,6 +115,11 @@ struct PieceData {
   std::uint64_t length = 0;  // array: global length (kUnplaced: the sum); chunks: all chunks
   std::span<const std::byte> bytes;  // points into `owned` or into the caller's memory
   std::vector<std::byte> owned;
+  // Instead of `bytes`: `fill_bytes` bytes that `fill` writes at the place
+  // given (chunks, serialized straight into the checkpoint's file).
+  std::uint64_t fill_bytes = 0;
+  std::function<void(std::byte*)> fill;
+  std::uint64_t size() const noexcept { return fill ? fill_bytes : bytes.size(); }
   std::shared_ptr<const void> keep_alive;  // a temporary handed to add()
 };
 inline constexpr std::uint64_t kUnplaced = ~std::uint64_t{0};
@@ -128,8 +133,8 @@ class Checkpoint;
 std::vector<int> buddy_ranks(const NodeGroup& node);
 
 // The pieces of one checkpoint, collected on each rank, then committed
-// together. Memory added by span or DistArray is not copied: it must stay
-// valid and unchanged until commit() returns.
+// together. What is added (a span, a DistArray, a ChunkArray) is not copied
+// before commit(): it must stay valid and unchanged until commit() returns.
 class CheckpointWriter {
  public:
   // Move-only: pieces may point into buffers the writer owns.
@@ -142,7 +147,7 @@ class CheckpointWriter {
   // its header).
   std::uint64_t bytes() const noexcept {
     std::uint64_t n = 0;
-    for (const auto& p : pieces_) n += p.bytes.size();
+    for (const auto& p : pieces_) n += p.size();
     return n;
   }
   // This rank's `values` of array `name`; the ranks' spans, in rank order,
@@ -170,7 +175,8 @@ class CheckpointWriter {
   void add(const std::string& name, const DistArray<T>& a) {
     add_array(name, element_type_of<T>(), a.local_begin(), a.local().size(), a.size(), std::as_bytes(a.local()));
   }
-  // The chunks of this rank (serialized now, so the caller may go on).
+  // The chunks of this rank: sized now, serialized by commit() straight
+  // into the checkpoint's file.
   template <Serializable C>
   void add(const std::string& name, ChunkArray<C>& a) {
     detail::PieceData p;
@@ -181,16 +187,24 @@ class CheckpointWriter {
     p.count = a.local_ids().size();
     p.length = a.size();
     // An index (id, offset, bytes) per chunk, then the chunks' bytes.
-    std::vector<std::byte>& out = p.owned;
-    out.resize(p.count * 3 * sizeof(std::uint64_t));
     std::vector<std::uint64_t> index;
+    std::uint64_t at = p.count * 3 * sizeof(std::uint64_t);
     for (std::uint64_t id : a.local_ids()) {
-      std::size_t at = out.size();
-      pack_chunk(a.local(id), out);
-      index.insert(index.end(), {id, static_cast<std::uint64_t>(at), static_cast<std::uint64_t>(out.size() - at)});
+      const std::uint64_t bytes = packed_bytes(a.local(id));
+      index.insert(index.end(), {id, at, bytes});
+      at += bytes;
     }
-    if (!index.empty()) std::memcpy(out.data(), index.data(), index.size() * sizeof(std::uint64_t));
-    p.bytes = out;
+    p.fill_bytes = at;
+    p.fill = [&a, name, index = std::move(index)](std::byte* to) {
+      if (!index.empty()) std::memcpy(to, index.data(), index.size() * sizeof(std::uint64_t));
+      for (std::size_t k = 0; k < index.size(); k += 3) {
+        C& chunk = a.local(index[k]);
+        if (packed_bytes(chunk) != index[k + 2])  // never write past the bytes reserved for it
+          throw MismatchError("checkpoint piece '" + name + "': chunk " + std::to_string(index[k]) +
+                              " changed between add() and commit()");
+        pack_chunk_into(chunk, to + index[k + 1]);
+      }
+    };
     add_piece(std::move(p));
   }
 
