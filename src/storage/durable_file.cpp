@@ -98,21 +98,8 @@ const Shift& stream_shift() {
   return s;
 }
 
-// The three streams over `n` bytes at `p`. With Copy, the same pass copies
-// them to `to`: each word is loaded once, fed to its stream's CRC and stored
-// with a non-temporal store. That is a checkpoint's copy: the destination (a
-// file's pages) is not read back soon, and a cached store would first read
-// every line it overwrites. Checksum then memcpy, in blocks, ran at 0.56x
-// memcpy's bandwidth here (and memcpy of a block that small stores cached).
-template <bool Copy>
-__attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(unsigned char* to, const unsigned char* p, std::size_t n,
+__attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(const unsigned char* p, std::size_t n,
                                                                std::uint32_t c) noexcept {
-  if constexpr (Copy) {  // the streams' stores are 8-byte aligned once `to` is (kStream is a multiple of 8)
-    const std::size_t head = std::min(n, (8 - reinterpret_cast<std::uintptr_t>(to) % 8) % 8);
-    c = hardware_raw(p, head, c);
-    std::memcpy(to, p, head);
-    p += head, to += head, n -= head;
-  }
   if (n >= 3 * kStream) {
     const Shift& shift = stream_shift();
     while (n >= 3 * kStream) {
@@ -125,21 +112,31 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware3_raw(unsigned char* to,
         a = _mm_crc32_u64(a, x);
         b = _mm_crc32_u64(b, y);
         d = _mm_crc32_u64(d, z);
-        if constexpr (Copy) {
-          _mm_stream_si64(reinterpret_cast<long long*>(to + i), static_cast<long long>(x));
-          _mm_stream_si64(reinterpret_cast<long long*>(to + kStream + i), static_cast<long long>(y));
-          _mm_stream_si64(reinterpret_cast<long long*>(to + 2 * kStream + i), static_cast<long long>(z));
-        }
       }
       c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
-      p += 3 * kStream, n -= 3 * kStream;
-      if constexpr (Copy) to += 3 * kStream;
+      p += 3 * kStream;
+      n -= 3 * kStream;
     }
-    if constexpr (Copy) _mm_sfence();  // the streamed stores are ordered before whatever follows (a rename)
   }
-  c = hardware_raw(p, n, c);
-  if constexpr (Copy) std::memcpy(to, p, n);
-  return c;
+  return hardware_raw(p, n, c);
+}
+
+// `n` bytes from `p` (just read, so in cache) to `to` (16-byte aligned) with
+// streamed stores: the destination, a file's pages, is not read back soon,
+// and a cached store would first read every line it overwrites.
+void stream_copy(unsigned char* to, const unsigned char* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 16));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 32));
+    const __m128i z = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + i), w);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + i + 16), x);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + i + 32), y);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + i + 48), z);
+  }
+  std::memcpy(to + i, p + i, n - i);
 }
 const bool kHasSse42 = __builtin_cpu_supports("sse4.2");
 #endif
@@ -158,19 +155,42 @@ std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc
 
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc) noexcept {
 #if defined(__x86_64__)
-  if (kHasSse42) return ~hardware3_raw<false>(nullptr, reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
+  if (kHasSse42) return ~hardware3_raw(reinterpret_cast<const unsigned char*>(data.data()), data.size(), ~crc);
 #endif
   return crc32c_portable(data, crc);
 }
 
 std::uint32_t crc32c_copy(std::byte* to, std::span<const std::byte> from, std::uint32_t crc) noexcept {
 #if defined(__x86_64__)
-  if (kHasSse42)
-    return ~hardware3_raw<true>(reinterpret_cast<unsigned char*>(to),
-                               reinterpret_cast<const unsigned char*>(from.data()), from.size(), ~crc);
+  // A block of the three streams is checksummed (read from memory), then
+  // copied from the cache with streamed stores: 1.1-1.4x the checksum
+  // followed by memcpy, at any relative alignment. Checksumming and storing
+  // each word in one pass was faster when the two addresses differed
+  // modulo 4 KiB in one way and 25x slower in another (a load waiting on a
+  // streamed store that only looks like the same address).
+  if (kHasSse42) {
+    auto* out = reinterpret_cast<unsigned char*>(to);
+    const auto* p = reinterpret_cast<const unsigned char*>(from.data());
+    std::size_t n = from.size();
+    std::uint32_t c = ~crc;
+    const std::size_t head = std::min(n, (16 - reinterpret_cast<std::uintptr_t>(out) % 16) % 16);
+    c = hardware_raw(p, head, c);
+    std::memcpy(out, p, head);
+    p += head, out += head, n -= head;
+    if (n >= 3 * kStream) {
+      while (n >= 3 * kStream) {
+        c = hardware3_raw(p, 3 * kStream, c);
+        stream_copy(out, p, 3 * kStream);
+        p += 3 * kStream, out += 3 * kStream, n -= 3 * kStream;
+      }
+      _mm_sfence();  // the streamed stores are ordered before whatever follows (a rename)
+    }
+    c = hardware_raw(p, n, c);
+    std::memcpy(out, p, n);
+    return ~c;
+  }
 #endif
-  // Blocks small enough to stay in L2 between the checksum and the copy, and
-  // a multiple of the three streams' span.
+  // Blocks small enough to stay in L2 between the checksum and the copy.
   constexpr std::size_t kBlock = 8 * 3 * 8192;
   for (std::size_t at = 0; at < from.size(); at += kBlock) {
     auto part = from.subspan(at, std::min(kBlock, from.size() - at));
