@@ -57,7 +57,7 @@ void gather_aggregated(const DistArray<std::uint64_t>& t, const std::vector<std:
                        std::vector<std::uint64_t>& tgt, const AggregationOptions& agg, std::size_t* buffer_used) {
   SrcAggregator<std::uint64_t> src(t, agg);
   if (buffer_used) *buffer_used = src.exchange().buffer_bytes();
-  for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
+  src.get(std::span<const std::uint64_t>(idx), std::span<std::uint64_t>(tgt));
 }
 
 // Returns its own time, from the aggregator's construction to the end of its
@@ -69,7 +69,7 @@ double gather_counted(const DistArray<std::uint64_t>& t, const std::vector<std::
                       std::uint64_t remote) {
   const double t0 = MPI_Wtime();
   SrcAggregator<std::uint64_t> src(t, agg);
-  for (std::size_t k = 0; k < idx.size(); ++k) src.get(idx[k], tgt[k]);
+  src.get(std::span<const std::uint64_t>(idx), std::span<std::uint64_t>(tgt));
   src.flush();
   const double seconds = MPI_Wtime() - t0;
   traffic.record(t.runtime(), src, remote);

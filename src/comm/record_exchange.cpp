@@ -32,8 +32,6 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
       on_reply_(std::move(on_reply)) {
   if (shape_.record_bytes == 0) throw ConfigError("aggregation records must have at least one byte");
   if (shape_.reply_bytes > 0 && !on_reply_) throw ConfigError("an exchange with replies needs a reply handler");
-  if (shape_.self_lane && (shape_.reply_bytes > 0 || shape_.side_bytes > 0))
-    throw ConfigError("the self lane is for exchanges without replies or side records");
   // Collective, and a peer may still be pushing into another exchange,
   // waiting for this rank's replies, before it gets here: serve meanwhile.
   MPI_Request req;
@@ -73,19 +71,33 @@ RecordExchange::RecordExchange(Runtime& rt, Shape shape, const AggregationOption
     sent_to_.assign(P, 0);
     setup_transports(rt, {kHeader + capacity_ * rb, 0, qb ? kHeader + capacity_ * qb : 0}, 0);
   }
-  if (shape_.self_lane) setup_self_lane();
   engine_.add(this);
 }
 
 // One batch's worth of records, like a buffer towards a peer; the push fast
-// path (outbox_ or own_chunk_) fills it as any other destination's.
+// path (outbox_ or own_chunk_) fills it as any other destination's. Made at
+// the first push to this rank: an aggregator that never takes the lane
+// (a SrcAggregator read one index at a time) pays nothing for it.
 void RecordExchange::setup_self_lane() {
-  self_records_.resize(static_cast<std::size_t>(capacity_) * shape_.record_bytes);
+  const auto cap = static_cast<std::size_t>(capacity_);
+  self_records_.resize(cap * shape_.record_bytes);
+  if (shape_.reply_bytes) {
+    self_side_.resize(cap * (routed_ ? side_stride_ : shape_.side_bytes));
+    self_replies_.resize(cap * shape_.reply_bytes);
+  }
+  rewind_self_lane();
+}
+
+// The lane's cursors back at its start (multi-hop: side records at the
+// stride of its chunks, side_stride_).
+void RecordExchange::rewind_self_lane() {
   const auto r = static_cast<std::size_t>(rank_);
+  std::byte* records = self_records_.data();
+  std::byte* end = records + self_records_.size();
   if (routed_)
-    own_chunk_[r] = OwnChunk{self_records_.data(), self_records_.data() + self_records_.size(), nullptr, nullptr};
+    own_chunk_[r] = OwnChunk{records, end, self_side_.data(), nullptr};
   else
-    outbox_[r] = Open{self_records_.data(), self_records_.data() + self_records_.size(), self_records_.data(), nullptr};
+    outbox_[r] = Open{records, end, records, self_side_.data()};
 }
 
 void RecordExchange::apply_self_lane() {
@@ -93,12 +105,20 @@ void RecordExchange::apply_self_lane() {
   const std::byte* cursor = routed_ ? own_chunk_[r].cursor : outbox_[r].cursor;
   const std::size_t n = static_cast<std::size_t>(cursor - self_records_.data()) / shape_.record_bytes;
   if (n == 0) return;
-  on_request_(rank_, self_records_.data(), n, nullptr);
+  if (!shape_.reply_bytes) {
+    on_request_(rank_, self_records_.data(), n, nullptr);
+  } else {
+    on_request_(rank_, self_records_.data(), n, self_replies_.data());
+    const std::byte* side = self_side_.data();
+    if (routed_ && side_stride_ != shape_.side_bytes) {  // the reply handler reads them packed
+      for (std::size_t k = 0; k < n; ++k)
+        std::memcpy(side_scratch_.data() + k * shape_.side_bytes, side + k * side_stride_, shape_.side_bytes);
+      side = side_scratch_.data();
+    }
+    on_reply_(self_replies_.data(), side, n);
+  }
   ++stats_.self_batches;
-  if (routed_)
-    own_chunk_[r].cursor = self_records_.data();
-  else
-    outbox_[r].cursor = self_records_.data();
+  rewind_self_lane();
 }
 
 // MPI reaches every rank; the same-node rings (direct routing, unless
@@ -146,7 +166,7 @@ std::size_t RecordExchange::memory_bytes() const noexcept {
   std::size_t total = 0;
   for (const auto& b : batches_) total += b.side.capacity();
   for (const Transport* t : transports_) total += t->memory_bytes();
-  total += side_scratch_.capacity() + self_records_.capacity();
+  total += side_scratch_.capacity() + self_records_.capacity() + self_side_.capacity() + self_replies_.capacity();
   return total;
 }
 
@@ -189,8 +209,8 @@ void RecordExchange::send_current(int dest) {
 // The next batch to dest needs a free ticket (with replies: its side records
 // wait there for the reply) and an outbox from dest's transport.
 void RecordExchange::next_batch(int dest) {
-  if (dest == rank_ && !self_records_.empty()) {
-    apply_self_lane();  // full
+  if (dest == rank_ && shape_.self_lane) {
+    self_records_.empty() ? setup_self_lane() : apply_self_lane();  // first push here, or full
     return;
   }
   if (dest == rank_ || dest < 0 || dest >= size_)

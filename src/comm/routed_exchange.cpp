@@ -93,8 +93,8 @@ void RecordExchange::close_chunk(int dest) {
 }
 
 std::byte* RecordExchange::push_routed(int dest, std::byte** side) {
-  if (dest == rank_ && !self_records_.empty()) {
-    apply_self_lane();  // full
+  if (dest == rank_ && shape_.self_lane) {
+    self_records_.empty() ? setup_self_lane() : apply_self_lane();  // first push here, or full
     return push_routed_fast(dest, side);
   }
   if (dest == rank_ || dest < 0 || dest >= size_)

@@ -6,7 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
+#include <tuple>
 
 #include "../test_util.hpp"
 #include "aggregation_setup.hpp"
@@ -263,6 +265,103 @@ TEST_P(AggregatorTest, CountSpanMatchesSerialRecount) {
   }
 }
 
+// get(span) against the owner's values: tiny tables (ranks with no
+// elements), uneven read counts, spans longer than a batch (they cross the
+// buffer's capacity mid-span, the self lane's too), an empty span, mixed with
+// get(i), wide elements, two rounds on one aggregator. Still one request
+// record per index, own elements through the self lane.
+template <class T, class Value>
+void get_span_matches_owner_values(Runtime& rt, const StorageOptions& storage, const AggregationOptions& options,
+                                   Value value) {
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1001}}) {
+    DistArray<T> a(rt, n, storage);
+    for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = value(i);
+    MPI_Barrier(rt.comm());
+    SrcAggregator<T> src(a, options);
+    const std::uint64_t base = 3 * src.exchange().capacity_records() * static_cast<std::uint64_t>(rt.size()) / 100 + 7;
+    const auto mine = indices_of(rt.rank(), rt.size(), base, n, 13);
+    const std::span<const std::uint64_t> all(mine);
+    std::vector<T> got(mine.size());
+    const std::span<T> out(got);
+    for (int round = 0; round < 2; ++round) {
+      std::fill(got.begin(), got.end(), T{});
+      src.get(all.first(0), out.first(0));
+      if (round == 0) {
+        src.get(all, out);
+      } else {  // a prefix one at a time, the rest in two spans
+        const std::size_t p = std::min<std::size_t>(5, all.size()), q = p + (all.size() - p) / 2;
+        for (std::size_t k = 0; k < p; ++k) src.get(all[k], got[k]);
+        src.get(all.subspan(p, q - p), out.subspan(p, q - p));
+        src.get(all.subspan(q), out.subspan(q));
+      }
+      src.flush();
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        ASSERT_TRUE(got[k] == value(mine[k])) << "index " << mine[k] << " round " << round << " n=" << n;
+    }
+    const std::uint64_t own = static_cast<std::uint64_t>(
+        std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
+    if (!src.exchange().routed()) {  // one request per remote index, none combined
+      EXPECT_EQ(src.exchange().stats().records_sent + src.direct_records(), 2 * (mine.size() - own)) << "n=" << n;
+    }
+  }
+}
+
+TEST_P(AggregatorTest, GetSpanMatchesOwnerValues) {
+  get_span_matches_owner_values<std::uint64_t>(rt(), storage(), options(), test::value_of);
+  get_span_matches_owner_values<Wide>(rt(), storage(), options(), wide_of);
+}
+
+TEST_P(AggregatorTest, GetSpanSelfLaneFillsAndFlushes) {
+  const std::uint64_t n = 1000;
+  DistArray<std::uint64_t> a(rt(), n, storage());
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = test::value_of(i);
+  MPI_Barrier(rt().comm());
+  SrcAggregator<std::uint64_t> src(a, options());
+  const auto& stats = src.exchange().stats();
+  const auto mine = indices_of(rt().rank(), rt().size(), 30, n, 5);
+  std::vector<std::uint64_t> got(mine.size());
+  const std::uint64_t own = static_cast<std::uint64_t>(
+      std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
+  const std::uint64_t lane = src.exchange().capacity_records();
+  // With the same-node path to some co-locale, get(span) reads one index at a time.
+  bool direct = false;
+  for (int r = 0; r < rt().size(); ++r)
+    direct = direct || (r != rt().rank() && src.exchange().options().same_node_direct && a.colocal_data(r) != nullptr);
+  for (int round = 0; round < 2; ++round) {
+    src.get(std::span<const std::uint64_t>(mine), std::span<std::uint64_t>(got));
+    src.flush();
+    for (std::size_t k = 0; k < mine.size(); ++k) ASSERT_EQ(got[k], test::value_of(mine[k])) << mine[k];
+    // Without the same-node path, ceil(own / lane) lanes each round: the
+    // full ones, then the rest at flush. With it, reads go one at a time.
+    if (!direct) {
+      EXPECT_EQ(stats.self_batches, static_cast<std::uint64_t>(round + 1) * ((own + lane - 1) / lane));
+    }
+  }
+}
+
+TEST(Aggregation, GetSpanNeedsRoomForEveryValue) {
+  auto& rt = Runtime::current();
+  DistArray<std::uint64_t> a(rt, 10, StorageOptions::heap());
+  SrcAggregator<std::uint64_t> src(a);
+  const std::uint64_t idx[2] = {0, 1};
+  std::uint64_t got[1];
+  EXPECT_THROW(src.get(std::span<const std::uint64_t>(idx), std::span<std::uint64_t>(got)), RangeError);
+}
+
+TEST(Aggregation, PushEachWithSideChecksTheRecordSizes) {
+  auto& rt = Runtime::current();
+  auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
+  auto back = [](const std::byte*, const std::byte*, std::size_t) {};
+  comm::RecordExchange ex(rt, {8, 8, 8, true}, AggregationOptions{}, serve, back);
+  const std::uint64_t one = 1;
+  auto narrow = [&rt](std::uint64_t v, std::size_t) { return std::tuple{rt.rank(), static_cast<std::uint32_t>(v), std::uint64_t{0}}; };
+  EXPECT_THROW((ex.push_each_with_side<std::uint32_t, std::uint64_t>(std::span<const std::uint64_t>(&one, 1), narrow)),
+               ConfigError);
+  auto short_side = [&rt](std::uint64_t v, std::size_t) { return std::tuple{rt.rank(), v, std::uint32_t{0}}; };
+  EXPECT_THROW((ex.push_each_with_side<std::uint64_t, std::uint32_t>(std::span<const std::uint64_t>(&one, 1), short_side)),
+               ConfigError);
+}
+
 TEST(Aggregation, PushEachChecksTheRecordSize) {
   auto& rt = Runtime::current();
   auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
@@ -272,14 +371,52 @@ TEST(Aggregation, PushEachChecksTheRecordSize) {
   EXPECT_THROW(ex.push_each<std::uint32_t>(std::span<const std::uint64_t>(&one, 1), route), ConfigError);
 }
 
-TEST(Aggregation, SelfLaneOnlyWithoutReplies) {
+// With replies, the self lane's requests are answered here: the reply
+// handler gets the request handler's replies with their side records, in
+// order, when the lane is full and at flush.
+TEST(Aggregation, SelfLaneWithRepliesAnswersHere) {
   auto& rt = Runtime::current();
-  auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
-  auto back = [](const std::byte*, const std::byte*, std::size_t) {};
-  EXPECT_THROW(comm::RecordExchange(rt, {8, 8, 8, true}, AggregationOptions{}, serve, back), ConfigError);
-  // Without it, a record for this rank is refused as before.
-  comm::RecordExchange ex(rt, {8, 0, 0}, AggregationOptions{}, serve);
-  EXPECT_THROW(ex.push(rt.rank()), RangeError);
+  std::vector<std::uint32_t> answered;
+  auto serve = [](int, const std::byte* records, std::size_t n, std::byte* reply) {
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t v;
+      std::memcpy(&v, records + 8 * k, 8);
+      v = 3 * v + 1;
+      std::memcpy(reply + 8 * k, &v, 8);
+    }
+  };
+  // 4-byte side records: multi-hop routing keeps them at an 8-byte stride
+  // and packs them for the reply handler.
+  auto back = [&answered](const std::byte* replies, const std::byte* side, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t v;
+      std::uint32_t s;
+      std::memcpy(&v, replies + 8 * k, 8);
+      std::memcpy(&s, side + 4 * k, 4);
+      EXPECT_EQ(v, 3 * std::uint64_t{s} + 1);
+      answered.push_back(s);
+    }
+  };
+  AggregationOptions small;
+  small.buffer_bytes = 64;  // a few records a lane
+  comm::RecordExchange ex(rt, {8, 8, 4, true}, small, serve, back);
+  const std::size_t lane = ex.capacity_records(), n = 3 * lane + 2;
+  std::vector<std::uint32_t> items(n);
+  std::iota(items.begin(), items.end(), std::uint32_t{100});
+  for (int round = 0; round < 2; ++round) {
+    answered.clear();
+    ex.push_each_with_side<std::uint64_t, std::uint32_t>(std::span<const std::uint32_t>(items), [&rt](std::uint32_t v, std::size_t) {
+      return std::tuple{rt.rank(), std::uint64_t{v}, v};
+    });
+    EXPECT_EQ(answered.size(), 3 * lane);  // the full lanes, each applied at the next push
+    ex.flush();
+    EXPECT_EQ(answered, items);
+  }
+  EXPECT_EQ(ex.stats().self_batches, 8u);
+  EXPECT_EQ(ex.stats().records_sent, 0u);
+  // Without the self lane, a record for this rank is refused as before.
+  comm::RecordExchange plain(rt, {8, 0, 0}, AggregationOptions{}, [](int, const std::byte*, std::size_t, std::byte*) {});
+  EXPECT_THROW(plain.push(rt.rank()), RangeError);
 }
 
 TEST_P(AggregatorTest, MinMaxXorAndUserFunctor) {

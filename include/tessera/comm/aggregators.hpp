@@ -12,9 +12,9 @@
 //    only when the values are needed while the aggregator still lives (every
 //    flush is a reduction plus a barrier, so `flush(); }` pays twice).
 //  - no order is promised between operations, even from one rank to one element;
-//  - operations on this rank's own elements are applied at once (counts:
-//    buffered in the exchange's self lane, applied here in batches and at
-//    the latest by the next flush());
+//  - operations on this rank's own elements are applied at once (counts and
+//    SrcAggregator::get(span): buffered in the exchange's self lane, applied
+//    here in batches and at the latest by the next flush());
 //  - same-node direct path: when the array is in Shared or Co-locale storage
 //    and the owner is a co-located rank, the operation goes straight through the mapping
 //    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
@@ -25,6 +25,8 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <type_traits>
 #include <vector>
@@ -120,10 +122,13 @@ class SrcAggregator {
  public:
   explicit SrcAggregator(const DistArray<T>& array, const AggregationOptions& options = {})
       : array_(array),
-        exchange_(array.runtime(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*)}, options,
+        exchange_(array.runtime(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*), true}, options,
                   std::bind_front(&SrcAggregator::serve_reads, this), &SrcAggregator::store_replies),
         direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
-        me_(array.runtime().rank()) {}
+        me_(array.runtime().rank()) {
+    for (int r = 0; r < array.runtime().size(); ++r)
+      direct_any_ = direct_any_ || (r != me_ && direct_[static_cast<std::size_t>(r)] != nullptr);
+  }
 
   void get(std::uint64_t i, T& dst) {
     int owner = array_.owner(i);
@@ -140,6 +145,27 @@ class SrcAggregator {
       T* p = &dst;
       std::memcpy(side, &p, sizeof(p));
     }
+  }
+  // get(indices[k], dst[k]) for each k, one request record (and one reply)
+  // per index as ever, in a loop that keeps its state in registers
+  // (RecordExchange::push_each_with_side). This rank's own elements take the
+  // exchange's self lane, read at the latest by the next flush(), not at
+  // once: no branch on the owner per index (random owners mispredict it).
+  // dst must hold at least indices.size() elements.
+  void get(std::span<const std::uint64_t> indices, std::span<T> dst) {
+    if (dst.size() < indices.size())
+      throw RangeError("SrcAggregator::get: " + std::to_string(indices.size()) + " indices but room for " +
+                       std::to_string(dst.size()) + " values");
+    if (direct_any_) {  // the same-node path reads at once: one index at a time
+      for (std::size_t k = 0; k < indices.size(); ++k) get(indices[k], dst[k]);
+      return;
+    }
+    const Distribution::Locator where = array_.distribution().locator();
+    const auto out = reinterpret_cast<std::uintptr_t>(dst.data());
+    exchange_.push_each_with_side<std::uint64_t, std::uintptr_t>(indices, [where, out](std::uint64_t i, std::size_t k) {
+      const int owner = where.owner(i);
+      return std::tuple{owner, where.local_offset(i, owner), out + k * sizeof(T)};
+    });
   }
   void get_checked(std::uint64_t i, T& dst) {
     array_.distribution().check(i);
@@ -173,6 +199,7 @@ class SrcAggregator {
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   int me_;
+  bool direct_any_ = false;  // some co-locale's elements are read through the same-node mapping
   std::uint64_t direct_records_ = 0;
 };
 

@@ -58,7 +58,7 @@ void gather(const DistArray<T>& array, std::span<const std::uint64_t> indices, s
             const AggregationOptions& options = {}) {
   detail::check_bulk_arguments(array.runtime().comm(), "gather", array.size(), indices, out.size(), "output slots");
   SrcAggregator<T> reads(array, options);
-  for (std::size_t k = 0; k < indices.size(); ++k) reads.get(indices[k], out[k]);
+  reads.get(indices, std::span<T>(out));  // the typed loop, own elements through the self lane
 }  // the aggregator's scope end flushes: every value has arrived
 
 template <class T>

@@ -92,9 +92,11 @@ class RecordExchange : private Progressable, private Receiver {
     std::size_t reply_bytes = 0;   // returned per record; 0: no replies
     std::size_t side_bytes = 0;    // kept at the origin per record until its reply
     // push(rank()) is allowed too: such records fill a buffer of their own
-    // (the self lane), handed to the request handler here when it is full and
-    // at flush, so a caller's per-record loop needs no branch on the owner
-    // (random owners mispredict it). Only without replies.
+    // (the self lane, allocated at the first such push), handed to the
+    // request handler here when it is full and at flush, so a caller's
+    // per-record loop needs no branch on the owner (random owners mispredict
+    // it). With replies, the handler answers into a buffer of the lane's and
+    // the reply handler takes those replies with the side records at once.
     bool self_lane = false;
   };
 
@@ -160,6 +162,24 @@ class RecordExchange : private Progressable, private Receiver {
       push_lanes<Record>(own_chunk_.data(), items, route);
     else
       push_lanes<Record>(outbox_.data(), items, route);
+  }
+
+  // push_each for exchanges with replies: route(item, k) (k: the item's
+  // position) gives {destination, record, side}, a Record of exactly
+  // record_bytes and a Side of exactly side_bytes (both trivially copyable;
+  // a side that is an address is best given as std::uintptr_t: a pointer
+  // store may alias the cursors, an integer's does not).
+  template <class Record, class Side, class Item, class Route>
+  void push_each_with_side(std::span<const Item> items, Route route) {
+    static_assert(std::is_trivially_copyable_v<Record> && std::is_trivially_copyable_v<Side>, "records are copied as bytes");
+    if (sizeof(Record) != shape_.record_bytes || sizeof(Side) != shape_.side_bytes)
+      throw ConfigError("aggregation: push_each_with_side with " + std::to_string(sizeof(Record)) + "-byte records and " +
+                        std::to_string(sizeof(Side)) + "-byte side records into an exchange of " +
+                        std::to_string(shape_.record_bytes) + " and " + std::to_string(shape_.side_bytes));
+    if (routed_)
+      push_lanes_with_side<Record, Side>(own_chunk_.data(), side_stride_, items, route);
+    else
+      push_lanes_with_side<Record, Side>(outbox_.data(), shape_.side_bytes, items, route);
   }
 
   // Serves what has arrived and retires completed sends. True if it did work.
@@ -294,10 +314,32 @@ class RecordExchange : private Progressable, private Receiver {
       std::construct_at(reinterpret_cast<Record*>(at), record);  // a Record store: aliases no cursor
     }
   }
+  // push_each_with_side's loop: the side advances by `stride` (direct:
+  // side_bytes; multi-hop: side_stride_).
+  template <class Record, class Side, class Lane, class Item, class Route>
+  void push_lanes_with_side(Lane* lanes, const std::size_t stride, std::span<const Item> items, Route& route) {
+    const std::size_t n = items.size();
+    const Item* in = items.data();
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto [dest, record, side] = route(in[k], k);
+      Lane& lane = lanes[dest];
+      std::byte* at = lane.cursor;
+      std::byte* s = lane.side;
+      if (at != lane.end) [[likely]] {
+        lane.cursor = at + sizeof(Record);
+        lane.side = s + stride;
+      } else {
+        at = push(dest, s);
+      }
+      std::construct_at(reinterpret_cast<Record*>(at), record);
+      std::construct_at(reinterpret_cast<Side*>(s), side);
+    }
+  }
   void next_batch(int dest);
   void send_current(int dest);
   void setup_self_lane();
   void apply_self_lane();
+  void rewind_self_lane();
   void setup_transports(Runtime& rt, std::array<std::size_t, kChannels> batch_bytes, int forward_extra);
   // Transports hand arrived batches here (Receiver).
   bool arrived(const Arrival& arrival) override;
@@ -358,6 +400,8 @@ class RecordExchange : private Progressable, private Receiver {
   // The self lane's records (empty without one): outbox_[rank_] (direct
   // routing) or own_chunk_[rank_] (multi-hop) points into it.
   std::vector<std::byte> self_records_;
+  // With replies: the self lane's side records and the replies its handler writes.
+  std::vector<std::byte> self_side_, self_replies_;
 
   // Grid routing state (empty with direct routing).
   bool routed_ = false;
