@@ -164,6 +164,22 @@ class RecordExchange : private Progressable, private Receiver {
       push_lanes<Record>(outbox_.data(), items, route);
   }
 
+  // push_each over a generated stream: route(k) gives {destination, record}
+  // of the k-th record, called once per k in [0, n) in order, so it may keep
+  // state (a random stream advanced per call: nothing is materialized, and
+  // a mutable lambda's state stays in registers like push_each's).
+  template <class Record, class Route>
+  void push_generated(std::size_t n, Route route) {
+    static_assert(std::is_trivially_copyable_v<Record>, "records are copied as bytes");
+    if (sizeof(Record) != shape_.record_bytes)
+      throw ConfigError("aggregation: push_generated with " + std::to_string(sizeof(Record)) +
+                        "-byte records into an exchange of " + std::to_string(shape_.record_bytes) + "-byte records");
+    if (routed_)
+      push_lanes_generated<Record>(own_chunk_.data(), n, route);
+    else
+      push_lanes_generated<Record>(outbox_.data(), n, route);
+  }
+
   // push_each for exchanges with replies: route(item, k) (k: the item's
   // position) gives {destination, record, side}, a Record of exactly
   // record_bytes and a Side of exactly side_bytes (both trivially copyable;
@@ -312,6 +328,24 @@ class RecordExchange : private Progressable, private Receiver {
       else
         at = push(dest);  // the next batch (or the self lane applied, or a new chunk)
       std::construct_at(reinterpret_cast<Record*>(at), record);  // a Record store: aliases no cursor
+    }
+  }
+  // push_generated's loop: push_lanes' with the item made by route(k).
+  // The generator is copied into the loop's frame: its state (advanced per
+  // record) is then a local whose address never escapes, kept in registers
+  // though a Record store could otherwise alias it.
+  template <class Record, class Lane, class Route>
+  void push_lanes_generated(Lane* lanes, const std::size_t n, Route& route) {
+    Route generate = std::move(route);
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto [dest, record] = generate(k);
+      Lane& lane = lanes[dest];
+      std::byte* at = lane.cursor;
+      if (at != lane.end) [[likely]]
+        lane.cursor = at + sizeof(Record);
+      else
+        at = push(dest);
+      std::construct_at(reinterpret_cast<Record*>(at), record);
     }
   }
   // push_each_with_side's loop: the side advances by `stride` (direct:
