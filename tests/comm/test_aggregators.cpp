@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -337,6 +338,153 @@ TEST_P(AggregatorTest, GetSpanSelfLaneFillsAndFlushes) {
       EXPECT_EQ(stats.self_batches, static_cast<std::uint64_t>(round + 1) * ((own + lane - 1) / lane));
     }
   }
+}
+
+// update(span) and update_each against a serial reference: tiny tables
+// (ranks with no elements), uneven operation counts, spans longer than a
+// batch (they cross the buffer's capacity mid-span, the self lane's too), an
+// empty span, mixed with update(i, v), a generated stream, two rounds on one
+// aggregator; 8-byte values (16-byte records), 4-byte ones (12-byte packed
+// records) and wide ones with a user reduction. Still one record per update.
+template <class T, class Op, class Value>
+void update_span_matches_serial(Runtime& rt, const StorageOptions& storage, const AggregationOptions& options,
+                                Value value, T init) {
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1001}}) {
+    DistArray<T> a(rt, n, storage);
+    for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = init;
+    MPI_Barrier(rt.comm());
+    UpdateAggregator<T, Op> up(a, options);
+    const std::uint64_t base = 3 * up.exchange().capacity_records() * static_cast<std::uint64_t>(rt.size()) / 100 + 7;
+    std::vector<T> want(n, init);
+    const Op op{};
+    for (int r = 0; r < rt.size(); ++r) {
+      const auto idx = indices_of(r, rt.size(), base, n, 17);
+      for (std::size_t k = 0; k < idx.size(); ++k)
+        for (int round = 0; round < 2; ++round) want[idx[k]] = op(want[idx[k]], value(k, round));
+    }
+    const auto mine = indices_of(rt.rank(), rt.size(), base, n, 17);
+    const std::span<const std::uint64_t> all(mine);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<T> vals(mine.size());
+      for (std::size_t k = 0; k < vals.size(); ++k) vals[k] = value(k, round);
+      const std::span<const T> v(vals);
+      up.update(all.first(0), v.first(0));
+      if (round == 0) {
+        up.update(all, v);
+      } else {  // a prefix one at a time, then a generated stream, then a span
+        const std::size_t p = std::min<std::size_t>(5, all.size()), q = p + (all.size() - p) / 2;
+        for (std::size_t k = 0; k < p; ++k) up.update(all[k], vals[k]);
+        up.update_each(q - p, [&, at = p](std::size_t k) mutable {
+          EXPECT_EQ(at++, p + k) << "called in order";
+          return std::pair{all[p + k], vals[p + k]};
+        });
+        up.update(all.subspan(q), v.subspan(q));
+      }
+      up.flush();
+    }
+    for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i)
+      ASSERT_TRUE(a.at(i) == want[i]) << "index " << i << " n=" << n;
+    const std::uint64_t own = static_cast<std::uint64_t>(
+        std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
+    if (!up.exchange().routed()) {  // one record per remote update, none combined
+      EXPECT_EQ(up.exchange().stats().records_sent + up.direct_records(), 2 * (mine.size() - own)) << "n=" << n;
+    }
+  }
+}
+
+TEST_P(AggregatorTest, UpdateSpanMatchesSerialReference) {
+  update_span_matches_serial<std::uint64_t, ops::BitXor>(
+      rt(), storage(), options(), [](std::size_t k, int round) { return test::value_of(3 * k + static_cast<std::uint64_t>(round)); },
+      std::uint64_t{0});
+  update_span_matches_serial<std::int32_t, ops::Add>(
+      rt(), storage(), options(), [](std::size_t k, int round) { return static_cast<std::int32_t>(k % 1000) - 7 * round; },
+      std::int32_t{5});
+  update_span_matches_serial<std::int64_t, ops::Min>(
+      rt(), storage(), options(), [](std::size_t k, int round) { return static_cast<std::int64_t>(test::value_of(k + 5 * static_cast<std::size_t>(round)) % 100003); },
+      std::numeric_limits<std::int64_t>::max());
+  struct AddWide {  // a user reduction on 24-byte values (32-byte records); commutes
+    Wide operator()(Wide cur, Wide v) const { return {cur.a + v.a, cur.b + v.b, cur.c ^ v.c}; }
+  };
+  update_span_matches_serial<Wide, AddWide>(
+      rt(), storage(), options(), [](std::size_t k, int round) { return wide_of(k % 64 + static_cast<std::size_t>(round)); },
+      Wide{0, 0.0, 0});
+}
+
+// Own updates fill the self lane like a buffer towards a peer: applied here
+// each time it is full and at flush, never sent (unless the same-node path
+// is on towards some co-locale: then update(span) goes one at a time).
+TEST_P(AggregatorTest, UpdateSpanSelfLaneFillsAndFlushes) {
+  const std::uint64_t n = 1000;
+  DistArray<std::int64_t> a(rt(), n, storage());
+  UpdateAggregator<std::int64_t> up(a, options());
+  const auto& stats = up.exchange().stats();
+  const auto mine = indices_of(rt().rank(), rt().size(), 30, n, 5);
+  const std::vector<std::int64_t> ones(mine.size(), 1);
+  const std::uint64_t own = static_cast<std::uint64_t>(
+      std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
+  const std::uint64_t lane = up.exchange().capacity_records();
+  bool direct = false;
+  for (int r = 0; r < rt().size(); ++r)
+    direct = direct || (r != rt().rank() && up.exchange().options().same_node_direct && a.colocal_data(r) != nullptr);
+  for (int round = 0; round < 2; ++round) {
+    up.update(std::span<const std::uint64_t>(mine), std::span<const std::int64_t>(ones));
+    up.flush();
+    if (!direct) {
+      EXPECT_EQ(stats.self_batches, static_cast<std::uint64_t>(round + 1) * ((own + lane - 1) / lane));
+    } else {
+      EXPECT_EQ(stats.self_batches, 0u);
+    }
+  }
+  std::vector<std::int64_t> want(n, 0);
+  for (int r = 0; r < rt().size(); ++r)
+    for (std::uint64_t i : indices_of(r, rt().size(), 30, n, 5)) want[i] += 2;
+  for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) ASSERT_EQ(a.at(i), want[i]) << i;
+}
+
+TEST_P(AggregatorTest, PutSpanWritesEveryIndexExactlyOnce) {
+  // Rank r puts the indices of a global permutation that fall in its slice,
+  // half as a span, half as a generated stream.
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{5000}}) {
+    DistArray<std::uint64_t> a(rt(), n, storage());
+    std::vector<std::uint64_t> idx, vals;
+    for (std::uint64_t k = static_cast<std::uint64_t>(rt().rank()); k < n; k += static_cast<std::uint64_t>(rt().size())) {
+      idx.push_back((k * 7919) % n);
+      vals.push_back(test::value_of(idx.back()));
+    }
+    const std::size_t half = idx.size() / 2;
+    {
+      DstAggregator<std::uint64_t> dst(a, options());
+      dst.put(std::span<const std::uint64_t>(idx).first(half), std::span<const std::uint64_t>(vals).first(half));
+      dst.put_each(idx.size() - half, [&](std::size_t k) { return std::pair{idx[half + k], vals[half + k]}; });
+    }
+    for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) ASSERT_EQ(a.at(i), test::value_of(i)) << i;
+  }
+}
+
+TEST(Aggregation, UpdateSpanNeedsOneValuePerIndex) {
+  auto& rt = Runtime::current();
+  DistArray<std::uint64_t> a(rt, 10, StorageOptions::heap());
+  for (auto& v : a.local()) v = 0;
+  {
+    UpdateAggregator<std::uint64_t> up(a);
+    DstAggregator<std::uint64_t> dst(a);
+    const std::uint64_t idx[2] = {0, 1};
+    const std::uint64_t one[1] = {1}, three[3] = {1, 2, 3};
+    EXPECT_THROW(up.update(std::span<const std::uint64_t>(idx), std::span<const std::uint64_t>(one)), RangeError);
+    EXPECT_THROW(up.update(std::span<const std::uint64_t>(idx), std::span<const std::uint64_t>(three)), RangeError);
+    EXPECT_THROW(dst.put(std::span<const std::uint64_t>(idx), std::span<const std::uint64_t>(one)), RangeError);
+    EXPECT_THROW(up.update(std::span<const std::uint64_t>(idx).first(0), std::span<const std::uint64_t>(one)), RangeError);
+  }
+  // Nothing of a refused call was applied.
+  for (std::uint64_t v : a.local()) EXPECT_EQ(v, 0u);
+}
+
+TEST(Aggregation, PushGeneratedChecksTheRecordSize) {
+  auto& rt = Runtime::current();
+  auto serve = [](int, const std::byte*, std::size_t, std::byte*) {};
+  comm::RecordExchange ex(rt, {8, 0, 0, true}, AggregationOptions{}, serve);
+  auto route = [&rt](std::size_t k) { return std::pair{rt.rank(), static_cast<std::uint32_t>(k)}; };
+  EXPECT_THROW(ex.push_generated<std::uint32_t>(1, route), ConfigError);
 }
 
 TEST(Aggregation, GetSpanNeedsRoomForEveryValue) {

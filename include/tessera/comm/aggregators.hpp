@@ -12,9 +12,10 @@
 //    only when the values are needed while the aggregator still lives (every
 //    flush is a reduction plus a barrier, so `flush(); }` pays twice).
 //  - no order is promised between operations, even from one rank to one element;
-//  - operations on this rank's own elements are applied at once (counts and
-//    SrcAggregator::get(span): buffered in the exchange's self lane, applied
-//    here in batches and at the latest by the next flush());
+//  - operations on this rank's own elements are applied at once (counts,
+//    SrcAggregator::get(span) and UpdateAggregator::update(span) /
+//    update_each: buffered in the exchange's self lane, applied here in
+//    batches and at the latest by the next flush());
 //  - same-node direct path: when the array is in Shared or Co-locale storage
 //    and the owner is a co-located rank, the operation goes straight through the mapping
 //    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
@@ -68,6 +69,14 @@ struct OffsetValue {
 };
 template <class T>
 constexpr std::size_t kOffsetValueBytes = sizeof(std::uint64_t) + sizeof(T);
+// The same record as one typed store (UpdateAggregator's span loop): packed,
+// so exactly kOffsetValueBytes<T> whatever T's size, and no alignment asked
+// of the batch (4-byte values make 12-byte records).
+template <class T>
+struct [[gnu::packed]] PackedOffsetValue {
+  std::uint64_t offset;
+  T value;
+};
 
 template <class T>
 inline void write_record(std::byte* at, std::uint64_t offset, const T& value) {
@@ -218,7 +227,7 @@ class UpdateAggregator {
   UpdateAggregator(DistArray<T>& array, Op op, const AggregationOptions& options = {})
       : array_(array),
         op_(std::move(op)),
-        exchange_(array.runtime(), {detail::kOffsetValueBytes<T>, 0, 0}, options,
+        exchange_(array.runtime(), {detail::kOffsetValueBytes<T>, 0, 0, true}, options,
                   std::bind_front(&UpdateAggregator::apply_batch, this)),
         direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
                                : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
@@ -226,6 +235,8 @@ class UpdateAggregator {
     // Co-locales write into this rank's elements directly, so every update
     // here must be atomic too.
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
+    for (int r = 0; r < array.runtime().size(); ++r)
+      direct_any_ = direct_any_ || (r != me_ && direct_[static_cast<std::size_t>(r)] != nullptr);
   }
 
   void update(std::uint64_t i, const T& value) {
@@ -239,6 +250,44 @@ class UpdateAggregator {
     } else {
       detail::write_record(exchange_.push(owner), off, value);
     }
+  }
+  // update(indices[k], values[k]) for each k, one record per update as ever
+  // (no combining), in a loop that keeps its state in registers (see
+  // update_each). The spans must be the same size.
+  void update(std::span<const std::uint64_t> indices, std::span<const T> values) {
+    if (values.size() != indices.size())
+      throw RangeError("UpdateAggregator::update: " + std::to_string(indices.size()) + " indices but " +
+                       std::to_string(values.size()) + " values");
+    const std::uint64_t* in = indices.data();
+    const T* v = values.data();
+    update_each(indices.size(), [in, v](std::size_t k) { return std::pair<std::uint64_t, T>{in[k], v[k]}; });
+  }
+  // update(i, v) for each {i, v} = next(k), k = 0, 1, ..., n - 1 in order:
+  // next may keep state (a random stream advanced per call, generated as it
+  // is sent: nothing materialized). One record per update as ever (no
+  // combining), pushed by RecordExchange::push_generated: the per-update
+  // call's byte-wise record write makes the compiler reload the exchange's
+  // cursor and the distribution's fields for every update; here they stay
+  // in registers. This rank's own elements take the exchange's self lane,
+  // applied at the latest by the next flush(), not at once: no branch on
+  // the owner per update (random owners mispredict it).
+  template <class Next>
+  void update_each(std::size_t n, Next next) {
+    if (direct_any_) {  // the same-node path's atomics: one update at a time
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto [i, v] = next(k);
+        update(static_cast<std::uint64_t>(i), static_cast<T>(v));
+      }
+      return;
+    }
+    using Record = detail::PackedOffsetValue<T>;
+    const Distribution::Locator where = array_.distribution().locator();
+    exchange_.push_generated<Record>(n, [where, next = std::move(next)](std::size_t k) mutable {
+      const auto [i, v] = next(k);
+      const auto index = static_cast<std::uint64_t>(i);
+      const int owner = where.owner(index);
+      return std::pair{owner, Record{where.local_offset(index, owner), static_cast<T>(v)}};
+    });
   }
   void update_checked(std::uint64_t i, const T& value) {
     array_.distribution().check(i);
@@ -274,6 +323,7 @@ class UpdateAggregator {
   std::vector<T*> direct_;
   int me_;
   bool atomic_ = false;
+  bool direct_any_ = false;  // some co-locale's elements are updated through the same-node mapping
   std::uint64_t direct_records_ = 0;
 };
 
@@ -397,6 +447,14 @@ class DstAggregator {
  public:
   explicit DstAggregator(DistArray<T>& array, const AggregationOptions& options = {}) : writes_(array, options) {}
   void put(std::uint64_t i, const T& value) { writes_.update(i, value); }
+  // put(indices[k], values[k]) for each k (UpdateAggregator::update(span)):
+  // one record per put, own elements through the self lane. Same sizes.
+  void put(std::span<const std::uint64_t> indices, std::span<const T> values) { writes_.update(indices, values); }
+  // put(i, v) for each {i, v} = next(k), k = 0, ..., n - 1 in order (UpdateAggregator::update_each).
+  template <class Next>
+  void put_each(std::size_t n, Next next) {
+    writes_.update_each(n, std::move(next));
+  }
   // Bounds-checked put: throws RangeError for i outside [0, size).
   void put_checked(std::uint64_t i, const T& value) { writes_.update_checked(i, value); }
   void flush() { writes_.flush(); }
