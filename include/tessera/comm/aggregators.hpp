@@ -69,14 +69,21 @@ struct OffsetValue {
 };
 template <class T>
 constexpr std::size_t kOffsetValueBytes = sizeof(std::uint64_t) + sizeof(T);
-// The same record as one typed store (UpdateAggregator's span loop): packed,
-// so exactly kOffsetValueBytes<T> whatever T's size, and no alignment asked
-// of the batch (4-byte values make 12-byte records).
+// The same record as one typed store (UpdateAggregator's span loop):
+// OffsetValue itself when it has no padding (8-byte-aligned like the wide
+// count records), else packed, so exactly kOffsetValueBytes<T> whatever T's
+// size (4-byte values: 12-byte records). Packed only when it must be: GCC
+// builds a packed record on the stack and copies it with one 16-byte load
+// over two 8-byte stores, a failed store-to-load forward per update (RA's
+// loop spent most of its time there).
 template <class T>
 struct [[gnu::packed]] PackedOffsetValue {
   std::uint64_t offset;
   T value;
 };
+template <class T>
+using TypedOffsetValue =
+    std::conditional_t<sizeof(OffsetValue<T>) == kOffsetValueBytes<T>, OffsetValue<T>, PackedOffsetValue<T>>;
 
 template <class T>
 inline void write_record(std::byte* at, std::uint64_t offset, const T& value) {
@@ -280,13 +287,13 @@ class UpdateAggregator {
       }
       return;
     }
-    using Record = detail::PackedOffsetValue<T>;
+    using Record = detail::TypedOffsetValue<T>;
     const Distribution::Locator where = array_.distribution().locator();
     exchange_.push_generated<Record>(n, [where, next = std::move(next)](std::size_t k) mutable {
       const auto [i, v] = next(k);
       const auto index = static_cast<std::uint64_t>(i);
       const int owner = where.owner(index);
-      return std::pair{owner, Record{where.local_offset(index, owner), static_cast<T>(v)}};
+      return std::tuple<int, std::uint64_t, T>{owner, where.local_offset(index, owner), static_cast<T>(v)};
     });
   }
   void update_checked(std::uint64_t i, const T& value) {
