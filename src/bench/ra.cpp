@@ -28,6 +28,13 @@ constexpr std::uint64_t kPoly = 7;
 constexpr std::uint64_t kPeriod = 1317624576693539401ull;
 constexpr std::uint64_t kLookAhead = 1024;
 
+// RaProblem::next, inline: the bench library is position-independent, where
+// GCC calls an exported function rather than inline it (it might be
+// interposed), one call per update in the aggregated loop.
+inline std::uint64_t hpcc_next(std::uint64_t value) {
+  return (value << 1) ^ (static_cast<std::int64_t>(value) < 0 ? kPoly : 0);
+}
+
 // The n-th value of the HPCC stream, by squaring in GF(2)[x] / poly: O(log n).
 std::uint64_t hpcc_start(std::uint64_t n) {
   n %= kPeriod;
@@ -60,9 +67,7 @@ RaProblem RaProblem::for_job(int ranks, int log_words_per_rank) {
   return p;
 }
 
-std::uint64_t RaProblem::next(std::uint64_t value) {
-  return (value << 1) ^ (static_cast<std::int64_t>(value) < 0 ? kPoly : 0);
-}
+std::uint64_t RaProblem::next(std::uint64_t value) { return hpcc_next(value); }
 
 std::uint64_t RaProblem::stream_start(int rank) const {
   return hpcc_start(updates_per_rank * static_cast<std::uint64_t>(rank));
@@ -97,13 +102,15 @@ void reset(Table& t) {
 }
 
 // Aggregated: one UpdateAggregator with XOR; buffers capped by the look-ahead.
+// The stream is generated as it is pushed (update_each: one record per
+// update, none combined, nothing generated ahead of its push), so the only
+// updates buffered are the exchange's, own ones included (its self lane).
 void run_aggregated(const RaProblem& p, DistArray<std::uint64_t>& t, const AggregationOptions& agg, int rank) {
   UpdateAggregator<std::uint64_t, ops::BitXor> up(t, agg);
-  std::uint64_t ran = p.stream_start(rank);
-  for (std::uint64_t k = 0; k < p.updates_per_rank; ++k) {
-    ran = RaProblem::next(ran);
-    up.update(p.index_of(ran), ran);
-  }
+  up.update_each(p.updates_per_rank, [p, ran = p.stream_start(rank)](std::size_t) mutable {
+    ran = hpcc_next(ran);
+    return std::pair{p.index_of(ran), ran};
+  });
 }
 
 // Fine-grained RMA: one MPI_Accumulate(BXOR) per update, completed every
@@ -128,7 +135,9 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
   const RaProblem p = RaProblem::for_job(rt.size(), o.log_table_per_rank);
   std::uint64_t fine = std::min(o.fine_updates_per_rank, p.updates_per_rank);
 
-  // HPCC's look-ahead: no more than 1024 updates buffered per rank in total.
+  // HPCC's look-ahead: no more than 1024 updates buffered per rank in total:
+  // a lane per rank (this rank's own updates wait in the self lane) of at
+  // most 1024 / ranks records each.
   AggregationOptions agg = o.aggregation.resolved();
   std::size_t record = sizeof(std::uint64_t) * 2;
   std::size_t cap = std::max<std::size_t>(1, kLookAhead / static_cast<std::size_t>(rt.size())) * record;
