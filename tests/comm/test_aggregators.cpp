@@ -50,6 +50,16 @@ std::uint64_t ops_of(int r, int size, std::uint64_t base) {
   return r == 0 ? 100 * base : base;
 }
 
+// Whether an aggregator over `a` reads or writes some co-locale's elements
+// through the same-node mapping: its span loops then go one index at a time.
+template <class T>
+bool reaches_a_colocale_directly(const DistArray<T>& a, const comm::RecordExchange& exchange) {
+  bool direct = false;
+  for (int r = 0; r < a.runtime().size(); ++r)
+    direct = direct || (r != a.runtime().rank() && exchange.options().same_node_direct && a.colocal_data(r) != nullptr);
+  return direct;
+}
+
 std::vector<std::uint64_t> indices_of(int r, int size, std::uint64_t base, std::uint64_t n, std::uint64_t salt) {
   SplitMix64 g(salt * 1000003 + static_cast<std::uint64_t>(r));
   std::vector<std::uint64_t> out(ops_of(r, size, base));
@@ -325,9 +335,7 @@ TEST_P(AggregatorTest, GetSpanSelfLaneFillsAndFlushes) {
       std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
   const std::uint64_t lane = src.exchange().capacity_records();
   // With the same-node path to some co-locale, get(span) reads one index at a time.
-  bool direct = false;
-  for (int r = 0; r < rt().size(); ++r)
-    direct = direct || (r != rt().rank() && src.exchange().options().same_node_direct && a.colocal_data(r) != nullptr);
+  const bool direct = reaches_a_colocale_directly(a, src.exchange());
   for (int round = 0; round < 2; ++round) {
     src.get(std::span<const std::uint64_t>(mine), std::span<std::uint64_t>(got));
     src.flush();
@@ -423,9 +431,7 @@ TEST_P(AggregatorTest, UpdateSpanSelfLaneFillsAndFlushes) {
   const std::uint64_t own = static_cast<std::uint64_t>(
       std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
   const std::uint64_t lane = up.exchange().capacity_records();
-  bool direct = false;
-  for (int r = 0; r < rt().size(); ++r)
-    direct = direct || (r != rt().rank() && up.exchange().options().same_node_direct && a.colocal_data(r) != nullptr);
+  const bool direct = reaches_a_colocale_directly(a, up.exchange());
   for (int round = 0; round < 2; ++round) {
     up.update(std::span<const std::uint64_t>(mine), std::span<const std::int64_t>(ones));
     up.flush();
