@@ -128,6 +128,14 @@ std::vector<T*> direct_targets(const DistArray<T>& array, bool enabled) {
   for (int r = 0; r < array.runtime().size(); ++r) out[static_cast<std::size_t>(r)] = array.colocal_data(r);
   return out;
 }
+// Whether `direct` (direct_targets) reaches some rank other than `me`: the
+// span loops then go one operation at a time (the same-node path acts at once).
+template <class T>
+bool reaches_a_colocale(const std::vector<T*>& direct, int me) {
+  for (std::size_t r = 0; r < direct.size(); ++r)
+    if (static_cast<int>(r) != me && direct[r] != nullptr) return true;
+  return false;
+}
 
 }  // namespace detail
 
@@ -141,10 +149,8 @@ class SrcAggregator {
         exchange_(array.runtime(), {sizeof(std::uint64_t), sizeof(T), sizeof(T*), true}, options,
                   std::bind_front(&SrcAggregator::serve_reads, this), &SrcAggregator::store_replies),
         direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
-        me_(array.runtime().rank()) {
-    for (int r = 0; r < array.runtime().size(); ++r)
-      direct_any_ = direct_any_ || (r != me_ && direct_[static_cast<std::size_t>(r)] != nullptr);
-  }
+        me_(array.runtime().rank()),
+        direct_any_(detail::reaches_a_colocale(direct_, me_)) {}
 
   void get(std::uint64_t i, T& dst) {
     int owner = array_.owner(i);
@@ -242,8 +248,7 @@ class UpdateAggregator {
     // Co-locales write into this rank's elements directly, so every update
     // here must be atomic too.
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
-    for (int r = 0; r < array.runtime().size(); ++r)
-      direct_any_ = direct_any_ || (r != me_ && direct_[static_cast<std::size_t>(r)] != nullptr);
+    direct_any_ = detail::reaches_a_colocale(direct_, me_);
   }
 
   void update(std::uint64_t i, const T& value) {
@@ -358,7 +363,7 @@ class CountAggregator {
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
     // Own counts take the self lane (batched like the others), never the mapping.
     direct_[static_cast<std::size_t>(array.runtime().rank())] = nullptr;
-    for (T* p : direct_) direct_any_ = direct_any_ || p != nullptr;
+    direct_any_ = detail::reaches_a_colocale(direct_, array.runtime().rank());
   }
 
   void count(std::uint64_t i) {
