@@ -916,6 +916,7 @@ struct Checkpoint::BuddyCopies {
   std::vector<Incoming> incoming;
   std::vector<int> senders;  // incoming[i] comes from rank senders[i]
   std::vector<MPI_Request> requests;
+  std::vector<int> index;  // MPI_Testsome's output, reused by every test()
 
   BuddyCopies() = default;
   BuddyCopies(const BuddyCopies&) = delete;
@@ -973,7 +974,7 @@ struct Checkpoint::BuddyCopies {
   // One test of every request: true when all are complete.
   bool test(bool* progressed = nullptr) {
     if (requests.empty()) return true;
-    std::vector<int> index(requests.size());
+    index.resize(requests.size());  // kept: a waiting rank polls this often
     int count = 0;
     TESSERA_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count, index.data(),
                              MPI_STATUSES_IGNORE));
