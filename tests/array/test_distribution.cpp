@@ -1,11 +1,21 @@
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "tessera/array/distribution.hpp"
 #include "tessera/runtime/error.hpp"
 
 using namespace tessera;
 
 namespace {
+// The locator with_locator() chooses, against owner() and local_offset().
+void expect_locator_agrees(const Distribution& d, std::uint64_t i) {
+  d.with_locator([&](const auto where) {
+    const int o = where.owner(i);
+    ASSERT_EQ(o, d.owner(i)) << "index " << i << " of " << d.size() << " on " << d.ranks();
+    ASSERT_EQ(where.local_offset(i, o), d.local_offset(i, o)) << "index " << i;
+  });
+}
 // owner() against the offsets, by brute force.
 void expect_consistent(const Distribution& d) {
   for (std::uint64_t i = 0; i < d.size(); ++i) {
@@ -15,9 +25,35 @@ void expect_consistent(const Distribution& d) {
     ASSERT_GE(i, d.begin(o)) << "index " << i;
     ASSERT_LT(i, d.end(o)) << "index " << i;
     ASSERT_EQ(d.local_offset(i, o), i - d.begin(o));
+    expect_locator_agrees(d, i);
   }
 }
+bool gets_even_locator(const Distribution& d) {
+  return d.with_locator([](const auto where) {
+    return std::is_same_v<std::remove_cv_t<decltype(where)>, Distribution::EvenLocator>;
+  });
+}
 }  // namespace
+
+TEST(Distribution, EvenBlockGetsTheEvenLocator) {
+  EXPECT_TRUE(gets_even_locator(Distribution::block(4000, 4)));
+  EXPECT_TRUE(gets_even_locator(Distribution::block(6, 3)));
+  EXPECT_TRUE(gets_even_locator(Distribution::weighted_block({7, 7, 7})));
+  EXPECT_FALSE(gets_even_locator(Distribution::block(4001, 4))) << "uneven: the general locator";
+  EXPECT_FALSE(gets_even_locator(Distribution::block(4, 4))) << "one element each: no multiply-high";
+  EXPECT_FALSE(gets_even_locator(Distribution::block(0, 2)));
+  EXPECT_FALSE(gets_even_locator(Distribution::weighted_block({5, 0, 3})));
+  for (int p : {1, 2, 3, 4, 7, 1000})
+    for (std::uint64_t base : {std::uint64_t{2}, std::uint64_t{1000}, (std::uint64_t{1} << 32) + 1, std::uint64_t{1} << 44}) {
+      const std::uint64_t n = base * static_cast<std::uint64_t>(p);
+      const auto d = Distribution::block(n, p);
+      // The multiply-high is exact for every index while n * base < 2^64.
+      const bool exact = static_cast<unsigned __int128>(n) * base < (static_cast<unsigned __int128>(1) << 64);
+      ASSERT_EQ(gets_even_locator(d), exact) << base << " x " << p;
+      for (int r = 0; r < p; ++r)
+        for (std::uint64_t i : {d.begin(r), d.begin(r) + 1, d.end(r) - 2, d.end(r) - 1}) expect_locator_agrees(d, i);
+    }
+}
 
 TEST(Distribution, BlockCoversEveryShape) {
   for (int p = 1; p <= 7; ++p)
@@ -116,6 +152,7 @@ TEST(Distribution, BlockOwnerOfLargeArrays) {
           int o = d.owner(j);
           ASSERT_GE(j, d.begin(o)) << n << " " << p << " " << j;
           ASSERT_LT(j, d.end(o)) << n << " " << p << " " << j;
+          expect_locator_agrees(d, j);
         }
       for (int r = 0; r < p; ++r) {
         ASSERT_EQ(d.owner(d.begin(r)), r);

@@ -24,6 +24,9 @@ class FastDivisor {
     return i / divisor_;
   }
   std::uint64_t divisor() const noexcept { return divisor_; }
+  // divide() is one multiply-high, no division (see with_locator()).
+  bool exact() const noexcept { return exact_; }
+  std::uint64_t magic() const noexcept { return magic_; }
 
  private:
   std::uint64_t divisor_ = 1, magic_ = 0;
@@ -77,6 +80,35 @@ class Distribution {
     std::uint64_t extra_ = 0, split_ = 0;
     FastDivisor large_, small_;
   };
+  // An even block distribution's Locator (n = base * P, base > 1): the
+  // owner is one multiply-high and the offset one multiply-subtract, with
+  // no table load and neither half of block_owner() to mask.
+  class EvenLocator {
+   public:
+    int owner(std::uint64_t i) const noexcept {
+      return static_cast<int>((static_cast<unsigned __int128>(i) * magic_) >> 64);
+    }
+    std::uint64_t local_offset(std::uint64_t i, int owner_rank) const noexcept {
+      return i - static_cast<std::uint64_t>(owner_rank) * base_;
+    }
+
+   private:
+    friend class Distribution;
+    std::uint64_t magic_ = 0, base_ = 1;
+  };
+  // Calls f(locator) with the fastest locator exact for this distribution:
+  // an EvenLocator or the general Locator. A loop written once as a generic
+  // lambda is then compiled per kind, the choice made once, outside it.
+  template <class F>
+  decltype(auto) with_locator(F&& f) const {
+    if (block_ && extra_ == 0 && small_.exact()) {
+      EvenLocator even;
+      even.magic_ = small_.magic();
+      even.base_ = base_;
+      return std::forward<F>(f)(even);
+    }
+    return std::forward<F>(f)(locator());
+  }
   Locator locator() const noexcept {
     Locator l;
     l.offsets_ = offsets_.data();

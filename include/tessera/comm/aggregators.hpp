@@ -182,11 +182,12 @@ class SrcAggregator {
       for (std::size_t k = 0; k < indices.size(); ++k) get(indices[k], dst[k]);
       return;
     }
-    const Distribution::Locator where = array_.distribution().locator();
     const auto out = reinterpret_cast<std::uintptr_t>(dst.data());
-    exchange_.push_each_with_side<std::uint64_t, std::uintptr_t>(indices, [where, out](std::uint64_t i, std::size_t k) {
-      const int owner = where.owner(i);
-      return std::tuple{owner, where.local_offset(i, owner), out + k * sizeof(T)};
+    array_.distribution().with_locator([&](const auto where) {
+      exchange_.push_each_with_side<std::uint64_t, std::uintptr_t>(indices, [where, out](std::uint64_t i, std::size_t k) {
+        const int owner = where.owner(i);
+        return std::tuple{owner, where.local_offset(i, owner), out + k * sizeof(T)};
+      });
     });
   }
   void get_checked(std::uint64_t i, T& dst) {
@@ -293,12 +294,13 @@ class UpdateAggregator {
       return;
     }
     using Record = detail::TypedOffsetValue<T>;
-    const Distribution::Locator where = array_.distribution().locator();
-    exchange_.push_generated<Record>(n, [where, next = std::move(next)](std::size_t k) mutable {
-      const auto [i, v] = next(k);
-      const auto index = static_cast<std::uint64_t>(i);
-      const int owner = where.owner(index);
-      return std::tuple<int, std::uint64_t, T>{owner, where.local_offset(index, owner), static_cast<T>(v)};
+    array_.distribution().with_locator([&](const auto where) {
+      exchange_.push_generated<Record>(n, [where, next = std::move(next)](std::size_t k) mutable {
+        const auto [i, v] = next(k);
+        const auto index = static_cast<std::uint64_t>(i);
+        const int owner = where.owner(index);
+        return std::tuple<int, std::uint64_t, T>{owner, where.local_offset(index, owner), static_cast<T>(v)};
+      });
     });
   }
   void update_checked(std::uint64_t i, const T& value) {
@@ -388,18 +390,19 @@ class CountAggregator {
       for (std::uint64_t i : indices) count(i);
       return;
     }
-    const Distribution::Locator where = array_.distribution().locator();
-    if (narrow_) {
-      exchange_.push_each<std::uint32_t>(indices, [where](std::uint64_t i) {
-        const int owner = where.owner(i);
-        return std::pair{owner, static_cast<std::uint32_t>(where.local_offset(i, owner))};
-      });
-    } else {
-      exchange_.push_each<std::uint64_t>(indices, [where](std::uint64_t i) {
-        const int owner = where.owner(i);
-        return std::pair{owner, where.local_offset(i, owner)};
-      });
-    }
+    array_.distribution().with_locator([&](const auto where) {
+      if (narrow_) {
+        exchange_.push_each<std::uint32_t>(indices, [where](std::uint64_t i) {
+          const int owner = where.owner(i);
+          return std::pair{owner, static_cast<std::uint32_t>(where.local_offset(i, owner))};
+        });
+      } else {
+        exchange_.push_each<std::uint64_t>(indices, [where](std::uint64_t i) {
+          const int owner = where.owner(i);
+          return std::pair{owner, where.local_offset(i, owner)};
+        });
+      }
+    });
   }
   void count_checked(std::uint64_t i) {
     array_.distribution().check(i);
