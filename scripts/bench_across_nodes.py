@@ -6,7 +6,7 @@ load; prints a Markdown table (rate on one node, across nodes, their ratio,
 verified or the skip reason) and the multi-hop summaries, stamped with the
 machine and the command.
 
-    scripts/bench_across_nodes.py BUILD_DIR [--reps 3] [-o docs/results/across-nodes.md]
+    scripts/bench_across_nodes.py BUILD_DIR [--reps 3] [--sizes small|bale] [-o docs/results/across-nodes.md]
 
 Needs namespaces (root): exit 77 otherwise, as cluster.py up."""
 import argparse
@@ -19,12 +19,23 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHES = [
-    ("indexgather", ["--table", "65536", "--requests", "100000", "--fine-requests", "2000"]),
-    ("histogram", ["--counts", "65536", "--updates", "100000", "--fine-updates", "2000"]),
-    ("ra", ["--log-table", "16", "--fine-updates", "2000"]),
-    ("isx", ["--keys", "100000", "--max-key", "1000003"]),
-]
+SIZES = {
+    # Quick: every benchmark, small enough for a test.
+    "small": [
+        ("indexgather", ["--table", "65536", "--requests", "100000", "--fine-requests", "2000"]),
+        ("histogram", ["--counts", "65536", "--updates", "100000", "--fine-updates", "2000"]),
+        ("ra", ["--log-table", "16", "--fine-updates", "2000"]),
+        ("isx", ["--keys", "100000", "--max-key", "1000003"]),
+    ],
+    # Bale's sizes, as scripts/bench_vs_bale.py runs them on one node: 2^22
+    # requests per rank, tables of 100,000 (indexgather) and 1,000 (histogram)
+    # entries per rank; RA at the CLI's default table.
+    "bale": [
+        ("indexgather", ["--table", "100000", "--requests", "4194304", "--fine-requests", "2000"]),
+        ("histogram", ["--counts", "1000", "--updates", "4194304", "--fine-updates", "2000"]),
+        ("ra", ["--fine-updates", "2000"]),
+    ],
+}
 
 
 def records(text):
@@ -36,7 +47,10 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("-o", "--output")
+    ap.add_argument("--sizes", choices=sorted(SIZES), default="small",
+                    help="small (default, quick) or bale (the sizes of scripts/bench_vs_bale.py)")
     a = ap.parse_args()
+    benches = SIZES[a.sizes]
     tessera = os.path.join(os.path.abspath(a.build), "tessera")
     cluster = [sys.executable, os.environ.get("TESSERA_CLUSTER_PY") or os.path.join(HERE, "cluster.py")]
     work = tempfile.mkdtemp(prefix="tessera-across-")
@@ -48,7 +62,7 @@ def main():
         return up.returncode
     one, two = [], []
     try:
-        for bench, args in BENCHES:
+        for bench, args in benches:
             argv = [tessera, "bench", bench, "-n", "4", "--reps", str(a.reps), "--json", "-q", *args]
             for where, cmd in ((one, argv), (two, cluster + ["exec", "--dir", d, "node0", "--", *argv])):
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -66,10 +80,10 @@ def main():
     lines = [f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
              f"- machine: nproc {len(os.sched_getaffinity(0))}, kernel {platform.system()} {platform.release()}, "
              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} when tabulated",
-             f"- command: `scripts/bench_across_nodes.py {a.build} --reps {a.reps}`; each benchmark: "
+             f"- command: `scripts/bench_across_nodes.py {a.build} --reps {a.reps} --sizes {a.sizes}`; each benchmark: "
              f"`tessera bench B -n 4 --reps {a.reps} --json -q ARGS` on one node, then the same inside node0 of a "
              "2-node emulated cluster (2 ranks per node, vader inside a node, TCP over lo between nodes)",
-             "- arguments: " + "; ".join(f"{b} `{' '.join(args)}`" for b, args in BENCHES),
+             "- arguments: " + "; ".join(f"{b} `{' '.join(args)}`" for b, args in benches),
              "",
              "| bench | variant | storage | 1 node x 4 | 2 nodes x 2 | unit | 2 nodes / 1 node | verified (2 nodes) |",
              "|---|---|---|---|---|---|---|---|"]

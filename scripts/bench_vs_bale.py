@@ -243,7 +243,7 @@ def parse_bale(bench, json_text, stderr, returncode):
             "table_per_pe": int(fields["table_size_per_pe"]), "seconds": seconds, "verified": verified, "check": check}
 
 
-def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir, buf=None):
+def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir, buf=None, wrap=()):
     """One process of Bale's app running one variant (Exstack and Exstack2
     with `buf` packets per buffer, -b; None: Bale's default); the parsed run."""
     spec = BENCHES[bench]
@@ -253,7 +253,7 @@ def run_bale(bin_dir, bench, ranks, per_rank, table_per_rank, variant, workdir, 
         os.remove(out)  # Bale appends to its JSON file
     command = ["oshrun", "--oversubscribe", "-n", str(ranks), os.path.join(bin_dir, spec["app"]), "-n", str(per_rank),
                "-T", str(table_per_rank), "-M", str(mask), "-j", out, *(["-b", str(buf)] if buf else [])]
-    run = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=bale_env(ranks), timeout=1800)
+    run = subprocess.run([*wrap, *command], capture_output=True, text=True, cwd=workdir, env=bale_env(ranks), timeout=1800)
     if not os.path.exists(out):
         tail = (run.stderr or run.stdout).strip()[-600:] or "no output"
         raise BaleError(f"{' '.join(command)} exited {run.returncode} and wrote no JSON: {tail}")
@@ -277,12 +277,13 @@ def tessera_binary(build):
     return path
 
 
-def run_tessera(binary, bench, ranks, per_rank, table_per_rank):
-    """`tessera bench BENCH --json --reps 1`, same-node path off: its result rows."""
+def run_tessera(binary, bench, ranks, per_rank, table_per_rank, wrap=()):
+    """`tessera bench BENCH --json --reps 1`, same-node path off: its result rows
+    (`wrap`: the command's prefix, e.g. cluster.py exec into an emulated node)."""
     sizes = ["--table", str(table_per_rank), "--requests", str(per_rank)] if bench == "indexgather" else \
         ["--counts", str(table_per_rank), "--updates", str(per_rank)]
     command = [binary, "bench", bench, "-n", str(ranks), *sizes, "--reps", "1", "--json", "-q"]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+    run = subprocess.run([*wrap, *command], capture_output=True, text=True, timeout=1800,
                          env=dict(os.environ, TESSERA_AGG_SAME_NODE="0", **mpi_env(ranks)))
     if run.returncode not in (0, 1) or not run.stdout.strip():  # 1: a row did not verify, still reported
         raise BaleError(f"{' '.join(command)} exited {run.returncode}: {run.stderr.strip()[-600:]}")
@@ -299,21 +300,40 @@ def collect(args, binary, bin_dir, workdir, log):
         for bench in args.bench:
             per_rank, table = (args.requests, args.table) if bench == "indexgather" else (args.updates, args.counts)
             print(f"bench_vs_bale: round {round_no}/{args.rounds}: {bench}: Tessera, then Bale's "
-                  f"{', '.join(n for n, _ in VARIANTS)}", file=log, flush=True)
-            for r in run_tessera(binary, bench, args.ranks, per_rank, table):
+                  f"{', '.join(args.bale_variants)}", file=log, flush=True)
+            for r in run_tessera(binary, bench, args.ranks, per_rank, table, args.wrap):
                 if r["variant"].startswith("fine-grained"):
                     continue  # runs a prefix of the requests only: not the same size
                 key = ("tessera", r["variant"], r["storage"], r["group"])
                 samples[bench].setdefault(key, []).append(
                     {"rate": r["rate"], "seconds": r["seconds"], "unit": r["unit"], "verified": r["verified"],
                      "check": r["check"]})
-            for variant, _ in VARIANTS:
-                run = run_bale(bin_dir, bench, args.ranks, per_rank, table, variant, workdir, args.bale_buf)
+            for variant in args.bale_variants:
+                run = run_bale(bin_dir, bench, args.ranks, per_rank, table, variant, workdir, args.bale_buf, args.wrap)
                 seconds = run["seconds"][variant]
                 samples[bench].setdefault(("bale", variant, "-", ""), []).append(
                     {"rate": run["total"] / seconds / 1e6, "seconds": seconds, "unit": BENCHES[bench]["unit"],
                      "verified": run["verified"], "check": run["check"]})
     return samples
+
+
+def collect_across_nodes(args, binary, bin_dir, workdir):
+    """collect() with both sides launched inside node0 of an emulated cluster
+    of args.nodes nodes (mpirun/oshrun place args.ranks / nodes per node),
+    brought up for this run and taken down after it."""
+    cluster = [sys.executable, os.path.join(HERE, "cluster.py")]
+    cluster_dir = os.path.join(workdir, f"cluster-{os.getpid()}")
+    up = subprocess.run(cluster + ["up", "--dir", cluster_dir, "--nodes", str(args.nodes), "--slots",
+                                   str(args.ranks // args.nodes), "--owner", str(os.getpid())],
+                        capture_output=True, text=True)
+    if up.returncode != 0:
+        raise BaleError(f"--nodes {args.nodes}: the emulated cluster did not come up: {up.stderr.strip()[-600:]}")
+    try:
+        args.wrap = (*cluster, "exec", "--dir", cluster_dir, "node0", "--")
+        return collect(args, binary, bin_dir, workdir, sys.stderr)
+    finally:
+        subprocess.run(cluster + ["down", "--dir", cluster_dir], capture_output=True)
+        shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
 def make_rows(args, bench, samples, ident):
@@ -325,6 +345,7 @@ def make_rows(args, bench, samples, ident):
         bad = [s for s in runs if not s["verified"]]
         rows.append({
             "bench": bench, "side": side, "variant": variant, "storage": storage, "group": group, "ranks": args.ranks,
+            "nodes": args.nodes,
             "rate": statistics.median(rates), "samples": rates, "rounds": len(rates), "reps": len(rates),
             "seconds": statistics.median(s["seconds"] for s in runs),
             "median_seconds": statistics.median(s["seconds"] for s in runs), "unit": runs[0]["unit"],
@@ -349,14 +370,19 @@ def make_rows(args, bench, samples, ident):
     headline = next((r for r in rows if r["headline"]), None)
     if best and headline:
         ratio = headline["rate"] / best["rate"]
-        summary = {"bench": bench, "ranks": args.ranks, "peer": "Bale", "commit": ident,
+        summary = {"bench": bench, "ranks": args.ranks, "nodes": args.nodes, "peer": "Bale", "commit": ident,
                    "summary": f"{bench}: Tessera aggregated (heap, messages only) {headline['rate']:.4g} {unit} = "
                               f"{ratio:.3g}x Bale's best ({best['variant']}, {best['rate']:.4g} {unit}); medians of "
-                              f"{args.rounds} interleaved rounds at {args.ranks} ranks",
+                              f"{args.rounds} interleaved rounds at {args.ranks} ranks{where(args)}",
                    "bale_ratio": ratio, "bale_best_variant": best["variant"], "bale_best_rate": best["rate"],
                    "tessera_rate": headline["rate"], "rounds": args.rounds,
                    "per_rank": per_rank, "table_per_rank": table}
     return rows, summary
+
+
+def where(args):
+    """How the ranks were placed, for the summary line."""
+    return "" if args.nodes == 1 else f" on {args.nodes} emulated nodes ({args.ranks // args.nodes} per node)"
 
 
 def number(x, digits=4):
@@ -364,7 +390,9 @@ def number(x, digits=4):
 
 
 def print_table(bench, rows, summary, out=sys.stdout):
-    print(f"\n== {bench} vs Bale == {rows[0]['ranks']} ranks, medians of {rows[0]['rounds']} rounds", file=out)
+    nodes = rows[0].get("nodes", 1)
+    placed = "" if nodes == 1 else f" on {nodes} emulated nodes"
+    print(f"\n== {bench} vs Bale == {rows[0]['ranks']} ranks{placed}, medians of {rows[0]['rounds']} rounds", file=out)
     print(f"{'side':8} {'variant':31} {'storage':16} {'rate':>10} {'unit':10} {'x Bale best':>11} "
           f"{'of ceiling':>10}  verified", file=out)
     for r in rows:
@@ -393,15 +421,30 @@ def parse_args(argv):
                    help=f"Bale's -b, packets per Exstack/Exstack2 buffer (default {BALE_BUF}: Tessera's 64 KiB buffer in "
                         "8-byte packets)")
     p.add_argument("--bench", default="indexgather,histogram", help="comma-separated: indexgather, histogram")
+    p.add_argument("--bale-variants", default=",".join(n for n, _ in VARIANTS),
+                   help="comma-separated Bale variants to run, Bale's best among them is the reference (default all: "
+                        "AGP,Exstack,Exstack2,Conveyor; across emulated nodes, 4 ranks, indexgather: AGP took 163 s, Exstack2 "
+                        "and Conveyor did not end in 11 and 15 min, Exstack took 0.6 s)")
+    p.add_argument("--nodes", type=int, default=1,
+                   help="run both sides across this many emulated nodes (scripts/cluster.py: namespaces with their own "
+                        "hostname and /dev/shm, TCP between them; needs root); --ranks is split evenly (default 1)")
     p.add_argument("--json", action="store_true", help="only the JSON lines on stdout")
     args = p.parse_args(argv)
+    args.wrap = ()
+    args.bale_variants = [v.strip() for v in args.bale_variants.split(",") if v.strip()]
+    names = [n for n, _ in VARIANTS]
+    wrong = [v for v in args.bale_variants if v not in names]
+    if wrong or not args.bale_variants:
+        raise BaleError(f"--bale-variants {','.join(wrong) or '(empty)'}: choose among {', '.join(names)}")
     args.bench = [b.strip() for b in args.bench.split(",") if b.strip()]
     unknown = [b for b in args.bench if b not in BENCHES]
     if unknown or not args.bench:
         raise BaleError(f"--bench {','.join(unknown) or '(empty)'}: choose among {', '.join(BENCHES)}")
-    for name in ("ranks", "rounds", "requests", "table", "updates", "counts", "bale_buf"):
+    for name in ("ranks", "rounds", "requests", "table", "updates", "counts", "bale_buf", "nodes"):
         if getattr(args, name) < 1:
             raise BaleError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.ranks % args.nodes:
+        raise BaleError(f"--nodes {args.nodes}: --ranks {args.ranks} must split evenly over the nodes")
     if args.ranks > 0xffff:
         raise BaleError("--ranks: Bale's indexgather packs the PE into 16 bits")
     return args
@@ -424,7 +467,10 @@ def main(argv=None):
         bin_dir = build_bale(classic, build_dir)
         workdir = os.path.join(build_dir, "runs")
         os.makedirs(workdir, exist_ok=True)
-        samples = collect(args, binary, bin_dir, workdir, sys.stderr)
+        if args.nodes == 1:
+            samples = collect(args, binary, bin_dir, workdir, sys.stderr)
+        else:
+            samples = collect_across_nodes(args, binary, bin_dir, workdir)
     except BaleError as e:
         print(f"bench_vs_bale: {e}", file=sys.stderr)
         return 2

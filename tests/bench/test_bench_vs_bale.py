@@ -64,7 +64,9 @@ def test_usage():
 
     for args, what in ((["--bench", "sort"], "--bench sort"), (["--ranks", "0"], "--ranks"),
                        (["--rounds", "0"], "--rounds"), (["--requests", "0"], "--requests"),
-                       (["--bale-buf", "0"], "--bale-buf")):
+                       (["--bale-buf", "0"], "--bale-buf"), (["--nodes", "0"], "--nodes"),
+                       (["--ranks", "3", "--nodes", "2"], "must split evenly over the nodes"),
+                       (["--bale-variants", "Exstack,Exstack3"], "--bale-variants Exstack3")):
         run = script("--bale", "/tmp", *args)
         assert run.returncode == 2 and what in run.stderr, (args, run.stderr)
     # Both sides get the same Open MPI settings: idle ranks yield only when
@@ -83,6 +85,10 @@ def test_usage():
         if saved is not None:
             os.environ["OMPI_MCA_mpi_yield_when_idle"] = saved
     assert bale.parse_args(["--bale", "/tmp"]).bale_buf == 65536 // 8
+    # Across emulated nodes the summary says where the ranks ran; on one node it says nothing more.
+    assert bale.where(bale.parse_args(["--bale", "/tmp"])) == ""
+    assert bale.where(bale.parse_args(["--bale", "/tmp", "--ranks", "4", "--nodes", "2"])) == \
+        " on 2 emulated nodes (2 per node)"
     # A Bale variant whose own check failed in one round: its row is not
     # verified, and it is not taken as Bale's best however fast it ran.
     args = bale.parse_args(["--bale", "/tmp", "--rounds", "2"])
@@ -193,6 +199,16 @@ def test_bale(build):
             if r["unit"] == best["unit"] and r is not ceiling[0]:
                 assert abs(r["fraction_of_ceiling"] - r["rate"] / ceiling[0]["rate"]) < 1e-9, r
         assert not any(r["variant"].startswith("fine-grained") for r in rows), "a prefix-sized row was compared"
+    # Across 2 emulated nodes (namespaces: root only), both sides verified and the summary says so.
+    if os.geteuid() == 0:
+        run = script("--bale", tree, "--tessera", build, "--rounds", "1", "--ranks", "2", "--nodes", "2",
+                     "--bale-variants", "Exstack", "--requests", "20000", "--table", "5000", "--updates", "30000", "--counts", "100", "--json")
+        assert run.returncode == 0, run.stderr
+        records = [json.loads(line) for line in run.stdout.splitlines()]
+        assert all(r["verified"] for r in records if "summary" not in r), records
+        summaries = [r for r in records if "summary" in r]
+        assert len(summaries) == len(bale.BENCHES), summaries
+        assert all(r["nodes"] == 2 and "on 2 emulated nodes (1 per node)" in r["summary"] for r in summaries), summaries
     print("bench_vs_bale.py: real Bale output parsed, its check's failures reported, end to end verified: ok")
     return 0
 
