@@ -6,7 +6,9 @@
 namespace tessera::comm {
 
 RingTransport::RingTransport(Runtime& rt, std::uint32_t slots, std::size_t request_bytes, std::size_t reply_bytes)
-    : rings_(rt, {slots, kChannelByte + request_bytes, reply_bytes}), held_(2 * static_cast<std::size_t>(rt.size()), 0) {}
+    : rings_(rt, {slots, kChannelByte + request_bytes, reply_bytes}),
+      evict_requests_(reply_bytes == 0 && SameNodeRings::can_evict()),
+      held_(2 * static_cast<std::size_t>(rt.size()), 0) {}
 
 Outbox RingTransport::acquire(int dest, Channel channel) {
   std::byte* room = rings_.room(dest, kind_of(channel));
@@ -42,7 +44,7 @@ bool RingTransport::poll_ring(Receiver& receiver, int source, Kind kind) {
     did = true;
     if (!receiver.arrived(a)) break;  // kept: released later
     held = 0;
-    rings_.consume(source, kind);
+    rings_.consume(source, kind, evict_requests_ && kind == Kind::request);
   }
   return did;
 }
@@ -60,7 +62,7 @@ bool RingTransport::poll(Receiver& receiver) {
 void RingTransport::release(const Arrival& arrival) {
   const auto kind = static_cast<Kind>(arrival.id);
   held_[static_cast<std::size_t>(arrival.source) * 2 + arrival.id] = 0;
-  rings_.consume(arrival.source, kind);
+  rings_.consume(arrival.source, kind, evict_requests_ && kind == Kind::request);
 }
 
 }  // namespace tessera::comm

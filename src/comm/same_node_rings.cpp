@@ -2,7 +2,27 @@
 
 #include <new>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace tessera::comm {
+
+#if defined(__x86_64__)
+bool SameNodeRings::can_evict() noexcept {
+  static const bool has = __builtin_cpu_supports("clflushopt");
+  return has;
+}
+
+__attribute__((target("clflushopt"))) void SameNodeRings::evict_from_caches(const std::byte* p, std::size_t n) noexcept {
+  if (!can_evict()) return;
+  for (std::size_t at = 0; at < n; at += 64) _mm_clflushopt(const_cast<std::byte*>(p) + at);
+  _mm_sfence();
+}
+#else
+bool SameNodeRings::can_evict() noexcept { return false; }
+void SameNodeRings::evict_from_caches(const std::byte*, std::size_t) noexcept {}
+#endif
 
 namespace {
 std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }

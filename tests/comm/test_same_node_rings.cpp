@@ -37,9 +37,10 @@ std::byte batch_byte(int source, std::uint64_t k, std::size_t at) {
 
 // Every rank sends `batches` batches to every co-locale through 2-slot rings
 // (so the rings wrap around many times) while consuming its own; every batch
-// arrives once, in order, whole.
+// arrives once, in order, whole. With `evict`, each consumed slot is evicted
+// from the caches before it is freed.
 void exchange_all(Runtime& rt, std::uint32_t slots, std::uint64_t batches, std::size_t max_bytes,
-                  unsigned slow_consumer_us) {
+                  unsigned slow_consumer_us, bool evict = false) {
   comm::SameNodeRings rings(rt, {slots, max_bytes, max_bytes});
   auto peers = co_locales(rt);
   for (int p : peers) ASSERT_TRUE(rings.reaches(p)) << "rank " << rt.rank() << " cannot map rank " << p;
@@ -54,7 +55,7 @@ void exchange_all(Runtime& rt, std::uint32_t slots, std::uint64_t batches, std::
         if (b.size() != want) ++errors;
         for (std::size_t i = 0; i < std::min(want, b.size()); ++i) errors += b[i] != batch_byte(s, k, i);
         if (slow_consumer_us) ::usleep(slow_consumer_us);
-        rings.consume(s, kind);
+        rings.consume(s, kind, evict);
         did = true;
       }
     }
@@ -97,6 +98,25 @@ TEST(SameNodeRings, WrapAroundKeepsEveryBatchInOrderAndWhole) {
   auto& rt = Runtime::current();
   if (rt.node().size < 2) GTEST_SKIP() << "needs two ranks on a node";
   exchange_all(rt, 2, 3000, 200, 0);
+}
+
+TEST(SameNodeRings, EvictedSlotsKeepEveryBatchInOrderAndWhole) {
+  auto& rt = Runtime::current();
+  if (rt.node().size < 2) GTEST_SKIP() << "needs two ranks on a node";
+  exchange_all(rt, 2, 3000, 200, 0, true);
+  exchange_all(rt, 1, 300, 4096, 0, true);
+}
+
+TEST(SameNodeRings, EvictingLeavesTheBytes) {
+  std::vector<std::byte> bytes(10000);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = batch_byte(3, 5, i);
+  comm::SameNodeRings::evict_from_caches(bytes.data() + 3, bytes.size() - 3);  // unaligned start
+  for (std::size_t i = 0; i < bytes.size(); ++i) ASSERT_EQ(bytes[i], batch_byte(3, 5, i)) << "byte " << i;
+#if defined(__x86_64__)
+  EXPECT_EQ(comm::SameNodeRings::can_evict(), static_cast<bool>(__builtin_cpu_supports("clflushopt")));
+#else
+  EXPECT_FALSE(comm::SameNodeRings::can_evict());
+#endif
 }
 
 TEST(SameNodeRings, OneSlotRingsAndSlowConsumer) {

@@ -146,6 +146,12 @@ TEST(Transport, RingsDeliverEveryBatchOnceUnderFlowControl) {
   auto& rt = Runtime::current();
   if (rt.node().size < 2) GTEST_SKIP() << "needs two ranks on a node";
   comm::RingTransport t(rt, kPerDestination, kMaxBytes, 0);
+  // No replies: consumed requests are evicted where the CPU can (so this test runs that path here).
+  EXPECT_EQ(t.evicts_requests(), comm::SameNodeRings::can_evict());
+  {
+    comm::RingTransport with_replies(rt, kPerDestination, kMaxBytes, kMaxBytes);
+    EXPECT_FALSE(with_replies.evicts_requests()) << "with replies the requester waits: no eviction on its path";
+  }
   std::vector<int> peers;
   for (int r : rt.node().world_ranks)
     if (r != rt.rank()) {

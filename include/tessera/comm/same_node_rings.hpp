@@ -70,9 +70,18 @@ class SameNodeRings {
     std::memcpy(&length, slot, kLength);
     return {slot + kLength, static_cast<std::size_t>(length)};
   }
-  // Frees the slot peek() returned: the producer may write it again.
-  void consume(int source, Kind kind) noexcept {
+  // Frees the slot peek() returned: the producer may write it again. With
+  // `evict`, the slot's lines are first evicted from every cache
+  // (evict_from_caches): the producer's next writes there then take no
+  // line back from this core's cache.
+  void consume(int source, Kind kind, bool evict = false) noexcept {
     Ring& ring = in_[static_cast<std::size_t>(source)].rings[static_cast<int>(kind)];
+    if (evict) {
+      const std::byte* slot = ring.slot(ring.head % shape_.slots);
+      std::uint64_t length;
+      std::memcpy(&length, slot, kLength);
+      evict_from_caches(slot, kLength + length);
+    }
     ring.control->tail.store(++ring.head, std::memory_order_release);
   }
   // Co-located ranks whose rings into this rank exist (world ranks).
@@ -83,6 +92,14 @@ class SameNodeRings {
   static std::size_t segment_bytes(Shape shape, int peers);
 
   static constexpr std::size_t kLength = 8;  // a slot starts with the batch's byte length
+
+  // Whether evict_from_caches() does anything on this CPU (x86-64 with
+  // CLFLUSHOPT).
+  static bool can_evict() noexcept;
+  // Writes back and invalidates the cache lines of [p, p + n) in every cache
+  // (CLFLUSHOPT, then a store fence so the eviction is ordered before the
+  // release store that follows); a no-op where can_evict() is false.
+  static void evict_from_caches(const std::byte* p, std::size_t n) noexcept;
 
  private:
   // Written by the producer (head) and the consumer (tail), on their own lines.
