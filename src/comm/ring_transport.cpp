@@ -44,7 +44,7 @@ bool RingTransport::poll_ring(Receiver& receiver, int source, Kind kind) {
     did = true;
     if (!receiver.arrived(a)) break;  // kept: released later
     held = 0;
-    rings_.consume(source, kind, evict_requests_ && kind == Kind::request);
+    rings_.consume(source, kind, evicts(kind));
   }
   return did;
 }
@@ -62,7 +62,7 @@ bool RingTransport::poll(Receiver& receiver) {
 void RingTransport::release(const Arrival& arrival) {
   const auto kind = static_cast<Kind>(arrival.id);
   held_[static_cast<std::size_t>(arrival.source) * 2 + arrival.id] = 0;
-  rings_.consume(arrival.source, kind, evict_requests_ && kind == Kind::request);
+  rings_.consume(arrival.source, kind, evicts(kind));
 }
 
 }  // namespace tessera::comm

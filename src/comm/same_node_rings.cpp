@@ -15,8 +15,11 @@ bool SameNodeRings::can_evict() noexcept {
 }
 
 __attribute__((target("clflushopt"))) void SameNodeRings::evict_from_caches(const std::byte* p, std::size_t n) noexcept {
-  if (!can_evict()) return;
-  for (std::size_t at = 0; at < n; at += 64) _mm_clflushopt(const_cast<std::byte*>(p) + at);
+  if (!can_evict() || n == 0) return;
+  // Every line [p, p + n) touches, the last one too when p is not on a line.
+  const auto first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
+  const auto end = reinterpret_cast<std::uintptr_t>(p) + n;
+  for (std::uintptr_t line = first; line < end; line += 64) _mm_clflushopt(reinterpret_cast<void*>(line));
   _mm_sfence();
 }
 #else

@@ -45,6 +45,8 @@ class RingTransport final : public Transport {
   // Forward and request batches share a ring: one byte before the batch says which.
   static constexpr std::size_t kChannelByte = 8;  // keeps the batch 8-byte aligned
   bool poll_ring(Receiver& receiver, int source, Kind kind);
+  // Whether a consumed slot of `kind` is evicted before it is freed.
+  bool evicts(Kind kind) const noexcept { return evict_requests_ && kind == Kind::request; }
 
   SameNodeRings rings_;
   // An exchange without replies (updates, counts, puts) evicts each request
