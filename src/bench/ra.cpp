@@ -137,9 +137,11 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
 
   // HPCC's look-ahead: no more than 1024 updates buffered per rank in total:
   // a lane per rank (this rank's own updates wait in the self lane) of at
-  // most 1024 / ranks records each.
+  // most 1024 / ranks records each, in the aggregator's record size (12
+  // bytes while the offsets fit in 4, else 16).
   AggregationOptions agg = o.aggregation.resolved();
-  std::size_t record = sizeof(std::uint64_t) * 2;
+  const std::size_t record =
+      UpdateAggregator<std::uint64_t, ops::BitXor>::record_bytes_for(Distribution::block(p.table_words, rt.size()));
   std::size_t cap = std::max<std::size_t>(1, kLookAhead / static_cast<std::size_t>(rt.size())) * record;
   agg.buffer_bytes = std::min(agg.buffer_bytes, cap);
 
@@ -148,6 +150,7 @@ bool run_ra(Runtime& rt, const RaOptions& o) {
                         {"updates", p.updates_per_rank * ranks},
                         {"fine_updates", fine * ranks},
                         {"look_ahead", kLookAhead},
+                        {"record_bytes", record},
                         {"reps", o.reps},
                         {"aggregation", agg.describe(rt.size())}};
   progress(rt, o.format,

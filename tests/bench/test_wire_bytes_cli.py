@@ -6,7 +6,8 @@ and side bytes per operation. Against the record shapes: an indexgather read
 sends an 8-byte offset and gets an 8-byte value back, its destination pointer
 (8 bytes) stays at the origin; a histogram update sends its offset alone, 4
 bytes on these small tables (the row "heap update records", the general
-update aggregator, sends offset + value: 16 bytes) and gets nothing back;
+update aggregator, sends a 4-byte offset and an 8-byte value: 12 bytes)
+and gets nothing back;
 every batch and every reply batch carries an
 8-byte header. So with direct routing bytes_sent is exactly
 requests x (request + reply) + batches x (8 + 8 with replies); forwarding
@@ -28,7 +29,7 @@ BENCHES = {
     "histogram": (["--counts", "100", "--updates", str(PER_RANK), "--fine-updates", "100"], 4, 0, 0, "update"),
 }
 # Rows whose records differ from their bench's: (bench, storage) -> request bytes.
-REQUEST_BYTES = {("histogram", "heap update records"): 16}
+REQUEST_BYTES = {("histogram", "heap update records"): 12}
 DIRECT = ("heap", "heap via MPI", "shared", "shared+direct", "colocale+direct")
 ROUTED = ("heap multi-hop", "heap node-first")
 

@@ -352,16 +352,22 @@ TEST_P(AggregatorTest, GetSpanSelfLaneFillsAndFlushes) {
 // (ranks with no elements), uneven operation counts, spans longer than a
 // batch (they cross the buffer's capacity mid-span, the self lane's too), an
 // empty span, mixed with update(i, v), a generated stream, two rounds on one
-// aggregator; 8-byte values (16-byte records), 4-byte ones (12-byte packed
-// records) and wide ones with a user reduction. Still one record per update.
+// aggregator; 8-byte values, 4-byte ones and wide ones with a user
+// reduction, each with 4-byte offsets (the automatic width here: 12-, 8- and
+// 28-byte packed records) and 8-byte ones (OffsetWidth::wide: 16, 12, 32).
+// Still one record per update.
 template <class T, class Op, class Value>
 void update_span_matches_serial(Runtime& rt, const StorageOptions& storage, const AggregationOptions& options,
                                 Value value, T init) {
-  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1001}}) {
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{1001}})
+  for (OffsetWidth width : {OffsetWidth::automatic, OffsetWidth::wide}) {
+    const char* what = width == OffsetWidth::wide ? " wide" : " narrow";
     DistArray<T> a(rt, n, storage);
     for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i) a.at(i) = init;
     MPI_Barrier(rt.comm());
-    UpdateAggregator<T, Op> up(a, options);
+    UpdateAggregator<T, Op> up(a, options, width);
+    EXPECT_EQ(up.record_bytes(), (width == OffsetWidth::wide ? 8u : 4u) + sizeof(T)) << what;
+    EXPECT_EQ(up.record_bytes(), (UpdateAggregator<T, Op>::record_bytes_for(a.distribution(), width))) << what;
     const std::uint64_t base = 3 * up.exchange().capacity_records() * static_cast<std::uint64_t>(rt.size()) / 100 + 7;
     std::vector<T> want(n, init);
     const Op op{};
@@ -391,13 +397,33 @@ void update_span_matches_serial(Runtime& rt, const StorageOptions& storage, cons
       up.flush();
     }
     for (std::uint64_t i = a.local_begin(); i < a.local_end(); ++i)
-      ASSERT_TRUE(a.at(i) == want[i]) << "index " << i << " n=" << n;
+      ASSERT_TRUE(a.at(i) == want[i]) << "index " << i << " n=" << n << what;
     const std::uint64_t own = static_cast<std::uint64_t>(
         std::count_if(mine.begin(), mine.end(), [&](std::uint64_t i) { return a.is_local(i); }));
+    const auto& stats = up.exchange().stats();
     if (!up.exchange().routed()) {  // one record per remote update, none combined
-      EXPECT_EQ(up.exchange().stats().records_sent + up.direct_records(), 2 * (mine.size() - own)) << "n=" << n;
+      EXPECT_EQ(stats.records_sent + up.direct_records(), 2 * (mine.size() - own)) << "n=" << n << what;
+      std::uint64_t batches = 0;
+      for (auto b : stats.batches_to) batches += b;
+      // Messages carry record_bytes per update (plus an 8-byte header per batch).
+      EXPECT_EQ(stats.bytes_sent, stats.records_sent * up.record_bytes() + 8 * batches) << "n=" << n << what;
     }
   }
+}
+
+// 4-byte offsets exactly while every rank's block has at most 2^32 elements
+// (offsets up to 2^32 - 1), whatever the value size; wide asks for 8.
+TEST(UpdateAggregatorRecords, OffsetsNarrowWhileEveryBlockFitsIn32Bits) {
+  using Xor = UpdateAggregator<std::uint64_t, ops::BitXor>;
+  using Add32 = UpdateAggregator<std::int32_t, ops::Add>;
+  const std::uint64_t two32 = std::uint64_t{1} << 32;
+  EXPECT_EQ(Xor::record_bytes_for(Distribution::block(two32, 1)), 12u);
+  EXPECT_EQ(Xor::record_bytes_for(Distribution::block(two32 + 1, 1)), 16u);
+  EXPECT_EQ(Xor::record_bytes_for(Distribution::block(2 * two32, 2)), 12u);
+  EXPECT_EQ(Xor::record_bytes_for(Distribution::block(2 * two32 + 1, 2)), 16u);  // one block holds 2^32 + 1
+  EXPECT_EQ(Xor::record_bytes_for(Distribution::block(1000, 4), OffsetWidth::wide), 16u);
+  EXPECT_EQ(Add32::record_bytes_for(Distribution::block(1000, 4)), 8u);
+  EXPECT_EQ(Add32::record_bytes_for(Distribution::block(1000, 4), OffsetWidth::wide), 12u);
 }
 
 TEST_P(AggregatorTest, UpdateSpanMatchesSerialReference) {
@@ -750,7 +776,8 @@ TEST(Aggregation, BufferSettingsFromEnvironment) {
 }
 
 TEST(Aggregation, BatchesReallyTravelAsBulk) {
-  // With 8-byte puts and a 64 KiB buffer, thousands of records share a message.
+  // With 8-byte puts (12-byte records: 4-byte offsets) and a 64 KiB buffer,
+  // thousands of records share a message.
   auto& rt = Runtime::current();
   if (rt.size() == 1) GTEST_SKIP() << "needs a remote rank";
   DistArray<std::uint64_t> a(rt, 1 << 16, StorageOptions::heap());  // Heap even under co-locale segments
@@ -767,7 +794,8 @@ TEST(Aggregation, BatchesReallyTravelAsBulk) {
   const auto& s = dst.exchange().stats();
   ASSERT_GT(s.batches_sent, 0u);
   EXPECT_GT(static_cast<double>(s.records_sent) / static_cast<double>(s.batches_sent), 1000.0);
-  EXPECT_EQ(dst.exchange().capacity_records(), (64u << 10) / 16u);
+  EXPECT_EQ(dst.exchange().shape().record_bytes, 12u);
+  EXPECT_EQ(dst.exchange().capacity_records(), (64u << 10) / 12u);
   // The buffers really held stay within the documented cost: ranks x buffer x
   // (1 + in flight) to send, plus min(ranks-1, 8) receive buffers (each with
   // an 8-byte batch header).

@@ -20,6 +20,7 @@
 //    and the owner is a co-located rank, the operation goes straight through the mapping
 //    (update uses atomics then), unless AggregationOptions::same_node_direct = 0.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstring>
@@ -61,41 +62,52 @@ struct Replace {
 
 namespace detail {
 
-// One record: a local offset at the owner, and a value.
-template <class T>
+// One record: a local offset at the owner (4 bytes when every rank's block
+// has at most 2^32 elements, else 8: see fits_in_32_bits), and a value.
+template <class T, class Offset = std::uint64_t>
 struct OffsetValue {
-  std::uint64_t offset;
+  Offset offset;
   T value;
 };
-template <class T>
-constexpr std::size_t kOffsetValueBytes = sizeof(std::uint64_t) + sizeof(T);
+template <class T, class Offset = std::uint64_t>
+constexpr std::size_t kOffsetValueBytes = sizeof(Offset) + sizeof(T);
 // The same record as one typed store (UpdateAggregator's span loop):
 // OffsetValue itself when it has no padding (8-byte-aligned like the wide
-// count records), else packed, so exactly kOffsetValueBytes<T> whatever T's
-// size (4-byte values: 12-byte records). Packed only when it must be: GCC
-// builds a packed record on the stack and copies it with one 16-byte load
-// over two 8-byte stores, a failed store-to-load forward per update (RA's
-// loop spent most of its time there).
-template <class T>
+// count records), else packed, so exactly kOffsetValueBytes whatever the
+// sizes (4-byte offsets and 8-byte values: 12-byte records). Packed only when
+// it must be: GCC builds a packed record on the stack and copies it with one
+// 16-byte load over two 8-byte stores, a failed store-to-load forward per
+// update (RA's loop spent most of its time there) — unless the record is
+// built in place from its fields, as push_generated does.
+template <class T, class Offset>
 struct [[gnu::packed]] PackedOffsetValue {
-  std::uint64_t offset;
+  Offset offset;
   T value;
 };
-template <class T>
-using TypedOffsetValue =
-    std::conditional_t<sizeof(OffsetValue<T>) == kOffsetValueBytes<T>, OffsetValue<T>, PackedOffsetValue<T>>;
+template <class T, class Offset = std::uint64_t>
+using TypedOffsetValue = std::conditional_t<sizeof(OffsetValue<T, Offset>) == kOffsetValueBytes<T, Offset>,
+                                            OffsetValue<T, Offset>, PackedOffsetValue<T, Offset>>;
 
-template <class T>
+template <class T, class Offset = std::uint64_t>
 inline void write_record(std::byte* at, std::uint64_t offset, const T& value) {
-  std::memcpy(at, &offset, sizeof(offset));
-  std::memcpy(at + sizeof(offset), &value, sizeof(T));
+  const auto narrowed = static_cast<Offset>(offset);
+  std::memcpy(at, &narrowed, sizeof(narrowed));
+  std::memcpy(at + sizeof(narrowed), &value, sizeof(T));
 }
-template <class T>
-inline OffsetValue<T> read_record(const std::byte* at) {
-  OffsetValue<T> r;
+template <class T, class Offset = std::uint64_t>
+inline OffsetValue<T, Offset> read_record(const std::byte* at) {
+  OffsetValue<T, Offset> r;
   std::memcpy(&r.offset, at, sizeof(r.offset));
   std::memcpy(&r.value, at + sizeof(r.offset), sizeof(T));
   return r;
+}
+
+// Whether every rank's block of `d` has at most 2^32 elements: its local
+// offsets then fit in 4 bytes on the wire. The same on every rank.
+inline bool fits_in_32_bits(const Distribution& d) {
+  for (int r = 0; r < d.ranks(); ++r)
+    if (d.count(r) > std::uint64_t{1} << 32) return false;
+  return true;
 }
 
 // Whether T can be updated in shared memory with a lock-free atomic.
@@ -226,7 +238,14 @@ class SrcAggregator {
   std::uint64_t direct_records_ = 0;
 };
 
+// An aggregator's offsets on the wire: automatic (4 bytes when every rank's
+// block has at most 2^32 elements, else 8) or wide (8 bytes whatever the blocks).
+enum class OffsetWidth { automatic, wide };
+
 // Remote read-modify-write: update(i, v) sets array[i] = op(array[i], v).
+// A record is the owner's local offset and the value: 4 + sizeof(T) bytes
+// when every rank's block has at most 2^32 elements (RA: 12 bytes), else
+// 8 + sizeof(T).
 template <class T, class Op = ops::Add>
 class UpdateAggregator {
   // Co-located elements can be reached directly when the update is a single
@@ -235,13 +254,16 @@ class UpdateAggregator {
   static constexpr bool kDirectCapable = detail::kAtomicCapable<T> || kReplace;
 
  public:
-  explicit UpdateAggregator(DistArray<T>& array, const AggregationOptions& options = {})
-      : UpdateAggregator(array, Op{}, options) {}
+  explicit UpdateAggregator(DistArray<T>& array, const AggregationOptions& options = {},
+                            OffsetWidth width = OffsetWidth::automatic)
+      : UpdateAggregator(array, Op{}, options, width) {}
   // With a given reduction object (a lambda, or a functor that carries state).
-  UpdateAggregator(DistArray<T>& array, Op op, const AggregationOptions& options = {})
+  UpdateAggregator(DistArray<T>& array, Op op, const AggregationOptions& options = {},
+                   OffsetWidth width = OffsetWidth::automatic)
       : array_(array),
         op_(std::move(op)),
-        exchange_(array.runtime(), {detail::kOffsetValueBytes<T>, 0, 0, true}, options,
+        narrow_(record_bytes_for(array.distribution(), width) == detail::kOffsetValueBytes<T, std::uint32_t>),
+        exchange_(array.runtime(), {record_bytes_for(array.distribution(), width), 0, 0, true}, options,
                   std::bind_front(&UpdateAggregator::apply_batch, this)),
         direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
                                : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
@@ -260,8 +282,10 @@ class UpdateAggregator {
     } else if (T* direct = direct_[static_cast<std::size_t>(owner)]) {
       if constexpr (kDirectCapable) apply(direct + off, value, true);
       ++direct_records_;
+    } else if (narrow_) {
+      detail::write_record<T, std::uint32_t>(exchange_.push(owner), off, value);
     } else {
-      detail::write_record(exchange_.push(owner), off, value);
+      detail::write_record<T>(exchange_.push(owner), off, value);
     }
   }
   // update(indices[k], values[k]) for each k, one record per update as ever
@@ -293,15 +317,10 @@ class UpdateAggregator {
       }
       return;
     }
-    using Record = detail::TypedOffsetValue<T>;
-    array_.distribution().with_locator([&](const auto where) {
-      exchange_.push_generated<Record>(n, [where, next = std::move(next)](std::size_t k) mutable {
-        const auto [i, v] = next(k);
-        const auto index = static_cast<std::uint64_t>(i);
-        const int owner = where.owner(index);
-        return std::tuple<int, std::uint64_t, T>{owner, where.local_offset(index, owner), static_cast<T>(v)};
-      });
-    });
+    if (narrow_)
+      push_generated<std::uint32_t>(n, std::move(next));
+    else
+      push_generated<std::uint64_t>(n, std::move(next));
   }
   void update_checked(std::uint64_t i, const T& value) {
     array_.distribution().check(i);
@@ -311,14 +330,67 @@ class UpdateAggregator {
   const comm::RecordExchange& exchange() const noexcept { return exchange_; }
   // Updates applied through the same-node mapping, never a message.
   std::uint64_t direct_records() const noexcept { return direct_records_; }
+  // Bytes of one record on the wire: the offset (4 or 8) and the value.
+  std::size_t record_bytes() const noexcept { return exchange_.shape().record_bytes; }
+  // The same before construction, for an array distributed as `d` (to size
+  // buffers in records: RA's look-ahead).
+  static std::size_t record_bytes_for(const Distribution& d, OffsetWidth width = OffsetWidth::automatic) {
+    return width == OffsetWidth::automatic && detail::fits_in_32_bits(d) ? detail::kOffsetValueBytes<T, std::uint32_t>
+                                                                         : detail::kOffsetValueBytes<T>;
+  }
 
  private:
+  template <class Offset, class Next>
+  void push_generated(std::size_t n, Next next) {
+    using Record = detail::TypedOffsetValue<T, Offset>;
+    T* const local = array_.local().data();
+    array_.distribution().with_locator([&](const auto where) {
+      exchange_.push_generated<Record>(n, [where, local, me = me_, next = std::move(next)](std::size_t k) mutable {
+        const auto [i, v] = next(k);
+        const auto index = static_cast<std::uint64_t>(i);
+        const int owner = where.owner(index);
+        const std::uint64_t offset = where.local_offset(index, owner);
+        // This rank's own element is applied from the self lane up to a
+        // batch later: fetch its line now, while the pushes compute, so
+        // the apply finds it in cache. Others' elements prefetch the
+        // (cached) first line instead: a select, not a branch.
+        __builtin_prefetch(owner == me ? local + offset : local, 1, 3);
+        return std::tuple<int, Offset, T>{owner, static_cast<Offset>(offset), static_cast<T>(v)};
+      });
+    });
+  }
   // At the owner: each record is a local offset and a value to fold in.
+  // Offsets into a large array are random misses, and the record holding
+  // the next offset may still be in the sending core's cache (a ring batch):
+  // each element's line is prefetched kElementAhead records before its
+  // fold, and the records kRecordAhead records before they are read, so the
+  // misses overlap instead of queueing behind the record loads (RA: see
+  // docs/aggregation.md).
+  static constexpr std::size_t kElementAhead = 8, kRecordAhead = 32;
   void apply_batch(int, const std::byte* records, std::size_t n, std::byte*) {
+    narrow_ ? apply_records<std::uint32_t>(records, n) : apply_records<std::uint64_t>(records, n);
+  }
+  template <class Offset>
+  void apply_records(const std::byte* records, std::size_t n) {
+    constexpr std::size_t bytes = detail::kOffsetValueBytes<T, Offset>;
     T* local = array_.local().data();
-    for (std::size_t k = 0; k < n; ++k) {
-      auto r = detail::read_record<T>(records + k * detail::kOffsetValueBytes<T>);
-      apply(local + r.offset, r.value, atomic_);
+    if (atomic_) {
+      for (std::size_t k = 0; k < n; ++k) {
+        auto r = detail::read_record<T, Offset>(records + k * bytes);
+        apply(local + r.offset, r.value, true);
+      }
+      return;
+    }
+    std::size_t k = 0;
+    for (; k + kElementAhead < n; ++k) {
+      __builtin_prefetch(records + std::min(k + kRecordAhead, n) * bytes, 0, 3);
+      __builtin_prefetch(local + detail::read_record<T, Offset>(records + (k + kElementAhead) * bytes).offset, 1, 3);
+      auto r = detail::read_record<T, Offset>(records + k * bytes);
+      local[r.offset] = op_(local[r.offset], r.value);
+    }
+    for (; k < n; ++k) {
+      auto r = detail::read_record<T, Offset>(records + k * bytes);
+      local[r.offset] = op_(local[r.offset], r.value);
     }
   }
   void apply(T* p, const T& value, bool atomic) {
@@ -333,6 +405,7 @@ class UpdateAggregator {
 
   DistArray<T>& array_;
   [[no_unique_address]] Op op_;  // before exchange_: its handler uses it
+  bool narrow_;                  // before exchange_: it sizes the records
   comm::RecordExchange exchange_;
   std::vector<T*> direct_;
   int me_;
@@ -344,10 +417,10 @@ class UpdateAggregator {
 // Counting: count(i) adds 1 to array[i] (a histogram, a degree count). The
 // increment is implied, so a record is the owner's local offset alone: 4
 // bytes when every rank's block has fewer than 2^32 elements, else 8 (an
-// update's record carries the value as well: 16 bytes for int64 counts).
+// update's record carries the value as well: 12 bytes for int64 counts).
 // Counts for this rank go through the exchange's self lane like any other
 // destination's: no branch on the owner per count.
-enum class CountRecord { automatic, wide };  // wide: 8-byte offsets whatever the blocks
+using CountRecord = OffsetWidth;  // the counting aggregator's name for it
 template <class T>
 class CountAggregator {
   static_assert(std::is_integral_v<T> || std::is_floating_point_v<T>, "counts are numbers");
@@ -356,7 +429,7 @@ class CountAggregator {
   explicit CountAggregator(DistArray<T>& array, const AggregationOptions& options = {},
                            CountRecord record = CountRecord::automatic)
       : array_(array),
-        narrow_(record == CountRecord::automatic && fits_in_32_bits(array.distribution())),
+        narrow_(record == CountRecord::automatic && detail::fits_in_32_bits(array.distribution())),
         exchange_(array.runtime(), {narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t), 0, 0, true}, options,
                   std::bind_front(&CountAggregator::apply_batch, this)),
         direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
@@ -415,11 +488,6 @@ class CountAggregator {
   std::size_t record_bytes() const noexcept { return narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t); }
 
  private:
-  static bool fits_in_32_bits(const Distribution& d) {
-    for (int r = 0; r < d.ranks(); ++r)
-      if (d.count(r) > std::uint64_t{1} << 32) return false;
-    return true;
-  }
   void apply_batch(int, const std::byte* records, std::size_t n, std::byte*) {
     T* local = array_.local().data();
     if (narrow_) {
