@@ -366,7 +366,7 @@ class UpdateAggregator {
   // fold, and the records kRecordAhead records before they are read, so the
   // misses overlap instead of queueing behind the record loads (RA: see
   // docs/aggregation.md).
-  static constexpr std::size_t kElementAhead = 8, kRecordAhead = 32;
+  static constexpr std::size_t kElementAhead = 24, kRecordAhead = 96;
   void apply_batch(int, const std::byte* records, std::size_t n, std::byte*) {
     narrow_ ? apply_records<std::uint32_t>(records, n) : apply_records<std::uint64_t>(records, n);
   }
