@@ -19,14 +19,14 @@ class FastDivisor {
  public:
   FastDivisor() = default;
   FastDivisor(std::uint64_t divisor, std::uint64_t limit);
-  std::uint64_t divide(std::uint64_t i) const noexcept {
-    if (exact_) return static_cast<std::uint64_t>((static_cast<unsigned __int128>(i) * magic_) >> 64);
-    return i / divisor_;
+  std::uint64_t divide(std::uint64_t i) const noexcept { return exact_ ? divide_exact(i) : i / divisor_; }
+  // divide() of an exact() divisor: the multiply-high alone, no branch.
+  std::uint64_t divide_exact(std::uint64_t i) const noexcept {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(i) * magic_) >> 64);
   }
   std::uint64_t divisor() const noexcept { return divisor_; }
   // divide() is one multiply-high, no division (see with_locator()).
   bool exact() const noexcept { return exact_; }
-  std::uint64_t magic() const noexcept { return magic_; }
 
  private:
   std::uint64_t divisor_ = 1, magic_ = 0;
@@ -85,16 +85,14 @@ class Distribution {
   // no table load and neither half of block_owner() to mask.
   class EvenLocator {
    public:
-    int owner(std::uint64_t i) const noexcept {
-      return static_cast<int>((static_cast<unsigned __int128>(i) * magic_) >> 64);
-    }
+    int owner(std::uint64_t i) const noexcept { return static_cast<int>(by_base_.divide_exact(i)); }
     std::uint64_t local_offset(std::uint64_t i, int owner_rank) const noexcept {
-      return i - static_cast<std::uint64_t>(owner_rank) * base_;
+      return i - static_cast<std::uint64_t>(owner_rank) * by_base_.divisor();
     }
 
    private:
     friend class Distribution;
-    std::uint64_t magic_ = 0, base_ = 1;
+    FastDivisor by_base_;  // exact
   };
   // Calls f(locator) with the fastest locator exact for this distribution:
   // an EvenLocator or the general Locator. A loop written once as a generic
@@ -103,8 +101,7 @@ class Distribution {
   decltype(auto) with_locator(F&& f) const {
     if (block_ && extra_ == 0 && small_.exact()) {
       EvenLocator even;
-      even.magic_ = small_.magic();
-      even.base_ = base_;
+      even.by_base_ = small_;
       return std::forward<F>(f)(even);
     }
     return std::forward<F>(f)(locator());
