@@ -75,7 +75,7 @@ void scatter(DistArray<T>& array, std::span<const std::uint64_t> indices,
              std::span<const std::type_identity_t<T>> values, const AggregationOptions& options = {}) {
   detail::check_bulk_arguments(array.runtime().comm(), "scatter", array.size(), indices, values.size(), "values");
   DstAggregator<T> writes(array, options);
-  for (std::size_t k = 0; k < indices.size(); ++k) writes.put(indices[k], values[k]);
+  writes.put(indices, values);  // the typed loop, own elements through the self lane
 }
 
 // array[indices[k]] = op(array[indices[k]], values[k]) for every k of this
@@ -86,7 +86,7 @@ void update(DistArray<T>& array, std::span<const std::uint64_t> indices,
             std::span<const std::type_identity_t<T>> values, Op op = {}, const AggregationOptions& options = {}) {
   detail::check_bulk_arguments(array.runtime().comm(), "update", array.size(), indices, values.size(), "values");
   UpdateAggregator<T, Op> updates(array, std::move(op), options);
-  for (std::size_t k = 0; k < indices.size(); ++k) updates.update(indices[k], values[k]);
+  updates.update(indices, values);  // as scatter
 }
 
 }  // namespace tessera
