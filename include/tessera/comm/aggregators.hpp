@@ -63,7 +63,7 @@ struct Replace {
 namespace detail {
 
 // One record: a local offset at the owner (4 bytes when every rank's block
-// has at most 2^32 elements, else 8: see fits_in_32_bits), and a value.
+// has at most 2^32 elements, else 8: see narrow_offsets), and a value.
 template <class T, class Offset = std::uint64_t>
 struct OffsetValue {
   Offset offset;
@@ -102,13 +102,6 @@ inline OffsetValue<T, Offset> read_record(const std::byte* at) {
   return r;
 }
 
-// Whether every rank's block of `d` has at most 2^32 elements: its local
-// offsets then fit in 4 bytes on the wire. The same on every rank.
-inline bool fits_in_32_bits(const Distribution& d) {
-  for (int r = 0; r < d.ranks(); ++r)
-    if (d.count(r) > std::uint64_t{1} << 32) return false;
-  return true;
-}
 
 // Whether T can be updated in shared memory with a lock-free atomic.
 template <class T>
@@ -242,6 +235,17 @@ class SrcAggregator {
 // block has at most 2^32 elements, else 8) or wide (8 bytes whatever the blocks).
 enum class OffsetWidth { automatic, wide };
 
+namespace detail {
+// Whether offsets into `d` go as 4 bytes: automatic width and every rank's
+// block at most 2^32 elements. The same on every rank.
+inline bool narrow_offsets(const Distribution& d, OffsetWidth width) {
+  if (width != OffsetWidth::automatic) return false;
+  for (int r = 0; r < d.ranks(); ++r)
+    if (d.count(r) > std::uint64_t{1} << 32) return false;
+  return true;
+}
+}  // namespace detail
+
 // Remote read-modify-write: update(i, v) sets array[i] = op(array[i], v).
 // A record is the owner's local offset and the value: 4 + sizeof(T) bytes
 // when every rank's block has at most 2^32 elements (RA: 12 bytes), else
@@ -262,8 +266,8 @@ class UpdateAggregator {
                    OffsetWidth width = OffsetWidth::automatic)
       : array_(array),
         op_(std::move(op)),
-        narrow_(record_bytes_for(array.distribution(), width) == detail::kOffsetValueBytes<T, std::uint32_t>),
-        exchange_(array.runtime(), {record_bytes_for(array.distribution(), width), 0, 0, true}, options,
+        narrow_(detail::narrow_offsets(array.distribution(), width)),
+        exchange_(array.runtime(), {record_bytes_of(narrow_), 0, 0, true}, options,
                   std::bind_front(&UpdateAggregator::apply_batch, this)),
         direct_(kDirectCapable ? detail::direct_targets(array, exchange_.options().same_node_direct)
                                : std::vector<T*>(static_cast<std::size_t>(array.runtime().size()))),
@@ -335,11 +339,13 @@ class UpdateAggregator {
   // The same before construction, for an array distributed as `d` (to size
   // buffers in records: RA's look-ahead).
   static std::size_t record_bytes_for(const Distribution& d, OffsetWidth width = OffsetWidth::automatic) {
-    return width == OffsetWidth::automatic && detail::fits_in_32_bits(d) ? detail::kOffsetValueBytes<T, std::uint32_t>
-                                                                         : detail::kOffsetValueBytes<T>;
+    return record_bytes_of(detail::narrow_offsets(d, width));
   }
 
  private:
+  static constexpr std::size_t record_bytes_of(bool narrow) {
+    return narrow ? detail::kOffsetValueBytes<T, std::uint32_t> : detail::kOffsetValueBytes<T>;
+  }
   template <class Offset, class Next>
   void push_generated(std::size_t n, Next next) {
     using Record = detail::TypedOffsetValue<T, Offset>;
@@ -374,9 +380,10 @@ class UpdateAggregator {
   void apply_records(const std::byte* records, std::size_t n) {
     constexpr std::size_t bytes = detail::kOffsetValueBytes<T, Offset>;
     T* local = array_.local().data();
+    const auto record = [records](std::size_t k) { return detail::read_record<T, Offset>(records + k * bytes); };
     if (atomic_) {
       for (std::size_t k = 0; k < n; ++k) {
-        auto r = detail::read_record<T, Offset>(records + k * bytes);
+        auto r = record(k);
         apply(local + r.offset, r.value, true);
       }
       return;
@@ -384,12 +391,12 @@ class UpdateAggregator {
     std::size_t k = 0;
     for (; k + kElementAhead < n; ++k) {
       __builtin_prefetch(records + std::min(k + kRecordAhead, n) * bytes, 0, 3);
-      __builtin_prefetch(local + detail::read_record<T, Offset>(records + (k + kElementAhead) * bytes).offset, 1, 3);
-      auto r = detail::read_record<T, Offset>(records + k * bytes);
+      __builtin_prefetch(local + record(k + kElementAhead).offset, 1, 3);
+      auto r = record(k);
       local[r.offset] = op_(local[r.offset], r.value);
     }
     for (; k < n; ++k) {
-      auto r = detail::read_record<T, Offset>(records + k * bytes);
+      auto r = record(k);
       local[r.offset] = op_(local[r.offset], r.value);
     }
   }
@@ -429,7 +436,7 @@ class CountAggregator {
   explicit CountAggregator(DistArray<T>& array, const AggregationOptions& options = {},
                            CountRecord record = CountRecord::automatic)
       : array_(array),
-        narrow_(record == CountRecord::automatic && detail::fits_in_32_bits(array.distribution())),
+        narrow_(detail::narrow_offsets(array.distribution(), record)),
         exchange_(array.runtime(), {narrow_ ? sizeof(std::uint32_t) : sizeof(std::uint64_t), 0, 0, true}, options,
                   std::bind_front(&CountAggregator::apply_batch, this)),
         direct_(detail::kAtomicCapable<T> ? detail::direct_targets(array, exchange_.options().same_node_direct)
