@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   Runtime rt(argc, argv);
   graph::ReadOptions read;
   read.undirected = true;
-  read.storage = StorageOptions::shared("web");                 // other tools can attach to web-src.json
+  read.storage = StorageOptions::shared("web");                 // other tools can attach to web-dst.json
   auto g = graph::read_graph(rt, argc > 1 ? argv[1] : "grid.el", read).graph;  // each rank parses a byte range
   auto c = graph::afforest(g);                                   // labels = smallest id of each component
   auto lcc = graph::largest_component(g, c.labels, StorageOptions::shared("web-lcc"));

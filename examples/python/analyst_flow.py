@@ -39,7 +39,7 @@ c = tessera.components(g)
 name = f"analyst-{rt.job_id}"
 lcc = tessera.largest_component(g, c, storage="shared", name=name)
 say(f"[{time.perf_counter() - start:6.2f} s] {c.count} components; the largest has {lcc.vertices} vertices, "
-    f"{lcc.edges} arcs: {lcc.metadata_paths['src']}")
+    f"{lcc.edges} edges ({lcc.dst.dtype} ids): {lcc.metadata_paths['dst']}")
 
 # 3. Hitting times to the highest-degree vertex (Tessera's CG on the edge arrays).
 h = tessera.hitting_times(lcc)
@@ -77,7 +77,7 @@ if rt.rank == 0:
 
     if args.ready:
         with open(args.ready + ".tmp", "w") as f:
-            f.write(f"{lcc.metadata_paths['src']}\n{shared_times.metadata_path}\n")
+            f.write(f"{lcc.metadata_paths['offsets']}\n{shared_times.metadata_path}\n")
         os.rename(args.ready + ".tmp", args.ready)
     say(f"attach from any Python process: python3 examples/python/attach_peer.py {shared_times.metadata_path}")
 if args.hold_until:

@@ -10,7 +10,7 @@ import numpy as np
 
 import tessera
 
-for path in sys.argv[1:] or ["g.tsg/src.json"]:
+for path in sys.argv[1:] or ["g.tsg/offsets.json"]:
     try:
         views = tessera.attach(path)                     # read-only; "rw" to write into the job's array
     except tessera.Error as e:                           # bad metadata, missing or damaged segments

@@ -48,6 +48,10 @@ void bind_graphs(py::module_& m) {
   py::class_<PyGraph>(m, "_Graph")
       .def_property_readonly("vertices", [](const PyGraph& g) { return g.graph.vertices(); })
       .def_property_readonly("edges", [](const PyGraph& g) { return g.graph.edges(); })
+      .def_property_readonly("arcs", [](const PyGraph& g) { return g.graph.arcs(); })
+      .def_property_readonly("self_loops", [](const PyGraph& g) { return g.graph.self_loops(); })
+      .def_property_readonly("id_bytes", [](const PyGraph& g) { return g.graph.id_bytes(); })
+      .def_property_readonly("edge_array_bytes", [](const PyGraph& g) { return g.graph.edge_array_bytes(); })
       .def_property_readonly("directed", [](const PyGraph& g) { return g.graph.directed(); })
       .def_property_readonly("weighted", [](const PyGraph& g) { return g.graph.weighted(); })
       .def_property_readonly("connected", [](const PyGraph& g) { return g.connected; })
@@ -59,13 +63,15 @@ void bind_graphs(py::module_& m) {
       .def_property_readonly("id_base", [](const PyGraph& g) { return g.ids.base(); })
       .def_property_readonly("metadata_paths", [](const PyGraph& g) {
         py::dict d;
-        d["src"] = g.graph.src().metadata_path();
-        d["dst"] = g.graph.dst().metadata_path();
+        d["offsets"] = g.graph.offsets_metadata_path();
+        d["dst"] = g.graph.dst_metadata_path();
         if (g.graph.weight()) d["weight"] = g.graph.weight()->metadata_path();
         return d;
       })
-      .def("src", graph_view([](const PyGraph& g) { return g.graph.local_src(); }))
-      .def("dst", graph_view([](const PyGraph& g) { return g.graph.local_dst(); }))
+      .def("dst", [](py::object self) {
+        const auto& g = self.cast<const PyGraph&>();
+        return g.graph.with_dst([&](auto dst) { return view_of(dst, self, false); });
+      })
       .def("weight", [](py::object self) -> py::object {
         const auto& g = self.cast<const PyGraph&>();
         if (!g.graph.weighted()) return py::none();

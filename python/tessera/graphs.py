@@ -9,13 +9,15 @@ from .runtime import current
 
 
 class Graph:
-    """A distributed graph (Tessera's EdgeList). Edges live with their source
-    vertex's rank, sorted by (source, destination); an undirected graph holds
-    both arcs of every edge.
+    """A distributed graph (Tessera's EdgeList), held as GAPBS holds it: CSR
+    rows. Arcs live with their source vertex's rank, sorted by (source,
+    destination); an undirected graph holds both arcs of every edge. Vertex
+    ids are uint32 while they fit (``dst.dtype`` says), uint64 beyond.
 
-    Local views (this rank's part, no copy, read-only): ``src``, ``dst``,
-    ``weight`` (None when unweighted), ``row_offsets`` (CSR offsets of the
-    local vertices into the local edges). ``file_ids``: the file's id of each
+    Local views (this rank's part, no copy, read-only): ``dst``, ``weight``
+    (None when unweighted), ``row_offsets`` (CSR offsets of the local
+    vertices into the local arcs). ``src`` is each local arc's source, made
+    from the row offsets on first use (a copy: the graph stores no sources). ``file_ids``: the file's id of each
     local vertex (a NumPy array). A largest component also has
     ``original_ids``: a DistArray mapping each of its vertices to the id in
     the graph it came from (internal ids of that graph).
@@ -24,13 +26,28 @@ class Graph:
     def __init__(self, impl, original_ids=None):
         self._impl = impl
         self.original_ids = original_ids
-        self.src = impl.src()
         self.dst = impl.dst()
         self.weight = impl.weight()
         self.row_offsets = impl.row_offsets()
 
     vertices = property(lambda self: self._impl.vertices, doc="Number of vertices (whole graph).")
-    edges = property(lambda self: self._impl.edges, doc="Number of stored arcs (whole graph).")
+    edges = property(lambda self: self._impl.edges,
+                     doc="Number of edges (whole graph), as GAPBS and networkx count: an undirected "
+                         "graph's undirected edges, a self loop once.")
+    arcs = property(lambda self: self._impl.arcs, doc="Number of stored arcs (whole graph).")
+    self_loops = property(lambda self: self._impl.self_loops)
+    edge_array_bytes = property(lambda self: self._impl.edge_array_bytes,
+                                doc="Bytes of the arc arrays (destinations, weights) over all ranks.")
+
+    @property
+    def src(self):
+        """Each local arc's source vertex (read-only; a copy made once)."""
+        if getattr(self, "_src", None) is None:
+            lo, hi = self.local_vertex_range
+            src = np.repeat(np.arange(lo, hi, dtype=self.dst.dtype), np.diff(self.row_offsets).astype(np.int64))
+            src.flags.writeable = False
+            self._src = src
+        return self._src
     directed = property(lambda self: self._impl.directed)
     weighted = property(lambda self: self._impl.weighted)
     local_vertex_range = property(lambda self: self._impl.local_vertex_range,
@@ -38,7 +55,7 @@ class Graph:
     vertex_offsets = property(lambda self: np.asarray(self._impl.vertex_offsets, dtype=np.uint64),
                               doc="Rank r owns vertices [vertex_offsets[r], vertex_offsets[r + 1]).")
     metadata_paths = property(lambda self: self._impl.metadata_paths,
-                              doc="Shared storage: the metadata files of src, dst (and weight).")
+                              doc="Shared storage: the metadata files of offsets, dst (and weight).")
 
     @property
     def file_ids(self):
@@ -55,7 +72,7 @@ class Graph:
 
     def __repr__(self):
         kind = "directed" if self.directed else "undirected"
-        return f"tessera.Graph({self.vertices} vertices, {self.edges} arcs, {kind})"
+        return f"tessera.Graph({self.vertices} vertices, {self.edges} edges, {self.arcs} arcs, {kind})"
 
 
 def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=False, pattern=False,

@@ -393,10 +393,10 @@ Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, s
   // segment; with one node that is rank 0 and everything is as it always was.
   const bool leader = node.rank == 0;
   const bool across_nodes = node.count > 1;
-  const std::string src = g.src().metadata_path(), dst = g.dst().metadata_path();
+  const std::string offsets = g.offsets_metadata_path(), dst = g.dst_metadata_path();
   const std::string weight = g.weight() ? g.weight()->metadata_path() : std::string();
   agree(rt.comm(), [&] {
-    if (src.empty() || dst.empty() || (g.weighted() && weight.empty()))
+    if (offsets.empty() || dst.empty() || (g.weighted() && weight.empty()))
       throw ConfigError("an out-of-process analysis needs the graph in Shared storage (its arrays have no metadata file)");
     if (g.directed())
       throw ConfigError("the " + std::string(proto::analysis_name(static_cast<std::uint32_t>(analysis))) +
@@ -407,7 +407,7 @@ Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, s
     if (rt.size() > control::kMaxRanks)
       throw ConfigError("an out-of-process analysis supports at most " + std::to_string(control::kMaxRanks) + " ranks");
   });
-  const std::string dir = directory_of(src);
+  const std::string dir = directory_of(offsets);
   std::string base = broadcast(
       rt.comm(), root ? "tessera-" + rt.job_id() + "-analysis" + std::to_string(analysis_counter++) : std::string(), 0);
 
@@ -626,7 +626,7 @@ Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, s
                           std::to_string(proto::kPathBytes - 1) + " bytes");
       std::memcpy(field, path.c_str(), path.size() + 1);
     };
-    put(req.src, src);
+    put(req.offsets, offsets);
     put(req.dst, dst);
     put(req.weight, weight);
     put(req.result, hs.result_path);

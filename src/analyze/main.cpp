@@ -66,7 +66,8 @@ std::string directory_of(const std::string& path) {
 // segment per rank of this job. Read by rank 0 only: across nodes the
 // metadata file lies in the directory of the caller's rank 0 (beside analysis
 // rank 0), while every rank opens its own segment in its own node's directory.
-SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std::string& path, const char* type) {
+SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std::string& path, const char* type,
+                                const char* or_type = nullptr) {
   const std::string suffix = ".json";
   if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
     throw FormatError("the request names '" + path + "' as the " + role +
@@ -76,9 +77,10 @@ SharedArrayMetadata check_array(Runtime& rt, const std::string& role, const std:
     throw FormatError("the request names " + path + " as the " + role +
                       " array, but it does not exist (removed, or another directory than the analysis sees?)");
   auto m = SharedArrayMetadata::read(path);
-  if (m.element.name != type)
+  if (m.element.name != type && !(or_type && m.element.name == or_type))
     throw MismatchError("the request names " + path + " as the " + role + " array, which must hold " + type +
-                        " elements, but it holds " + m.element.name);
+                        (or_type ? std::string(" or ") + or_type : std::string()) + " elements, but it holds " +
+                        m.element.name);
   if (m.segments.size() != static_cast<std::size_t>(rt.size()))
     throw MismatchError(path + " has " + std::to_string(m.segments.size()) + " segments and this analysis job " +
                         std::to_string(rt.size()) + " ranks: one rank per segment is needed");
@@ -155,34 +157,47 @@ void solve_spectral(Runtime& rt, const graph::EdgeList& g, const proto::Request&
 
 // One request on the mapped arrays; rank 0 fills `reply`.
 void solve(Runtime& rt, ControlSegment& ctl, proto::Request req, bool quiet, proto::Reply& reply) {
-  for (auto* field : {&req.src, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
+  for (auto* field : {&req.offsets, &req.dst, &req.weight, &req.result}) resolve(*field, ctl.path());
   AnonymousMemoryMeter heap(rt.comm());  // mapping the arrays adds none: they are files
-  std::vector<std::uint64_t> edge_offsets, vertex_offsets;
+  std::vector<std::uint64_t> edge_offsets, row_offsets, vertex_offsets;
   bool weighted = req.weight[0] != 0;
+  int narrow = 0;
   agree(rt.comm(), [&] {
     if (rt.rank() != 0) return;
-    auto src_meta = check_array(rt, "source", req.src, "uint64");
-    auto dst_meta = check_array(rt, "destination", req.dst, "uint64");
+    auto offsets_meta = check_array(rt, "row offsets", req.offsets, "uint64");
+    auto dst_meta = check_array(rt, "destination", req.dst, "uint32", "uint64");
     std::optional<SharedArrayMetadata> weight_meta;
     if (weighted) weight_meta = check_array(rt, "weight", req.weight, "float64");
     auto result_meta = check_array(rt, "result", req.result, "float64");
-    if (dst_meta.offsets != src_meta.offsets || (weight_meta && weight_meta->offsets != src_meta.offsets))
-      throw MismatchError("the request's source, destination and weight arrays are distributed differently");
+    if (weight_meta && weight_meta->offsets != dst_meta.offsets)
+      throw MismatchError("the request's destination and weight arrays are distributed differently");
     if (result_meta.length != req.vertices)
       throw MismatchError("the result array " + std::string(req.result) + " has " + std::to_string(result_meta.length) +
                           " elements for a graph of " + std::to_string(req.vertices) + " vertices");
-    edge_offsets = src_meta.offsets;
+    if (offsets_meta.length != req.vertices + static_cast<std::uint64_t>(rt.size()))
+      throw MismatchError("the row offsets array " + std::string(req.offsets) + " has " +
+                          std::to_string(offsets_meta.length) + " elements for " + std::to_string(req.vertices) +
+                          " vertices on " + std::to_string(rt.size()) + " ranks (one more a rank)");
+    edge_offsets = dst_meta.offsets;
+    row_offsets = offsets_meta.offsets;
     vertex_offsets = result_meta.offsets;
+    narrow = dst_meta.element.name == "uint32";
   });
+  narrow = broadcast(rt.comm(), narrow, 0);
   const auto edge_ranges = ranges_of(broadcast_offsets(rt, edge_offsets));
+  const auto row_ranges = ranges_of(broadcast_offsets(rt, row_offsets));
   const auto vertex_ranges = ranges_of(broadcast_offsets(rt, vertex_offsets));
   // Mapped in place: nothing is copied (existing storage, read-only edges).
-  DistArray<std::uint64_t> src(rt, edge_ranges, existing(req.src, false));
-  DistArray<std::uint64_t> dst(rt, edge_ranges, existing(req.dst, false));
+  DistArray<std::uint64_t> offsets(rt, row_ranges, existing(req.offsets, false));
+  graph::IdArray dst = graph::with_id_type(narrow ? graph::IdWidth::narrow : graph::IdWidth::wide,
+                                           [&](auto zero) -> graph::IdArray {
+                                             return DistArray<decltype(zero)>(rt, edge_ranges, existing(req.dst, false));
+                                           });
   std::optional<DistArray<double>> weight;
   if (weighted) weight.emplace(rt, edge_ranges, existing(req.weight, false));
   DistArray<double> result(rt, vertex_ranges, existing(req.result, true));
-  auto g = graph::EdgeList::adopt(req.vertices, false, vertex_ranges, std::move(src), std::move(dst), std::move(weight));
+  auto g = graph::EdgeList::adopt(req.vertices, false, vertex_ranges, std::move(offsets), std::move(dst),
+                                  std::move(weight));
   if (proto::spectral(req.analysis)) return solve_spectral(rt, g, req, quiet, result, heap, reply);
 
   std::vector<std::uint64_t> targets(req.targets, req.targets + req.target_count);

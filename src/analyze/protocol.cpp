@@ -78,11 +78,11 @@ Request read_request(const control::ControlSegment& segment) {
   if (!(r.tolerance > 0 && r.tolerance < 1 && std::isfinite(r.tolerance)))
     bad("tolerance " + std::to_string(r.tolerance) + " is not in (0, 1)");
   if (r.max_iterations <= 0) bad("max iterations " + std::to_string(r.max_iterations) + " is not positive");
-  control::checked_string(r.src, sizeof(r.src), "source array path", path);
+  control::checked_string(r.offsets, sizeof(r.offsets), "row offsets array path", path);
   control::checked_string(r.dst, sizeof(r.dst), "destination array path", path);
   control::checked_string(r.weight, sizeof(r.weight), "weight array path", path);
   control::checked_string(r.result, sizeof(r.result), "result array path", path);
-  if (!r.src[0] || !r.dst[0] || !r.result[0]) bad("lacks a source, destination or result array path");
+  if (!r.offsets[0] || !r.dst[0] || !r.result[0]) bad("lacks a row offsets, destination or result array path");
   for (std::uint32_t i = 0; i < r.target_count; ++i)
     if (r.targets[i] >= r.vertices)
       bad("target " + std::to_string(r.targets[i]) + " is not a vertex (the graph has " + std::to_string(r.vertices) +

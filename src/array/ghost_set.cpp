@@ -27,11 +27,17 @@ GhostSet::GhostSet(std::vector<std::uint64_t> ids, std::uint64_t space) : ids_(s
   }
 }
 
-GhostSet GhostSet::remote_of(std::span<const std::uint64_t> indices, std::uint64_t owned_begin,
-                             std::uint64_t owned_end, std::uint64_t space) {
+namespace {
+
+// One implementation for both index widths; the scan stays a tight loop
+// over the caller's span.
+template <class Id>
+GhostSet remote_of_impl(std::span<const Id> indices, std::uint64_t owned_begin, std::uint64_t owned_end,
+                        std::uint64_t space) {
   std::vector<std::uint64_t> bits((space + 63) / 64, 0);
   std::size_t count = 0;
-  for (auto i : indices) {
+  for (Id id : indices) {
+    const std::uint64_t i = id;
     if (i >= owned_begin && i < owned_end) continue;
     if (i >= space)
       throw RangeError("index " + std::to_string(i) + " is outside [0, " + std::to_string(space) + ")");
@@ -46,6 +52,18 @@ GhostSet GhostSet::remote_of(std::span<const std::uint64_t> indices, std::uint64
     for (std::uint64_t b = bits[w]; b; b &= b - 1) ids.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(b)));
   bits = {};
   return GhostSet(std::move(ids), space);
+}
+
+}  // namespace
+
+GhostSet GhostSet::remote_of(std::span<const std::uint32_t> indices, std::uint64_t owned_begin,
+                             std::uint64_t owned_end, std::uint64_t space) {
+  return remote_of_impl(indices, owned_begin, owned_end, space);
+}
+
+GhostSet GhostSet::remote_of(std::span<const std::uint64_t> indices, std::uint64_t owned_begin,
+                             std::uint64_t owned_end, std::uint64_t space) {
+  return remote_of_impl(indices, owned_begin, owned_end, space);
 }
 
 }  // namespace tessera

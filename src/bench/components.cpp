@@ -61,7 +61,7 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
   for (auto [group, spec] : {std::pair{std::string("kron"), kron}, std::pair{std::string("grid"), grid}}) {
     progress(rt, o.format, "cc: " + spec.describe() + ", generating...");
     auto g = graph::generate(rt, spec);
-    const double edges = static_cast<double>(g.edges()) / 2;
+    const double edges = static_cast<double>(g.edges());  // undirected, as the serial baselines count them
 
     // The baseline and the reference, on rank 0 alone.
     std::vector<graph::Edge> candidates;

@@ -76,7 +76,8 @@ bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
   auto comps = graph::fastsv(g);
   auto lcc = graph::largest_component(g, comps.labels, StorageOptions::shared(name + "-lcc"));
   const graph::EdgeList& graph = lcc.graph;
-  const double edge_bytes = static_cast<double>(graph.edges()) * 2 * sizeof(std::uint64_t);
+  // The destination (and weight) arrays over all ranks, at the graph's id width.
+  const double edge_bytes = static_cast<double>(graph.edge_array_bytes());
   std::vector<std::uint64_t> target{0};
   linalg::HittingOptions ho;
   ho.cg.tolerance = o.tolerance;

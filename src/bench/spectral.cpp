@@ -76,8 +76,8 @@ bool run_spectral_bench(Runtime& rt, const SpectralBenchOptions& o) {
   const double lcc_seconds = all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
   input.graph.reset();
   const graph::EdgeList& g = lcc.graph;
-  const double edge_bytes =
-      static_cast<double>(g.edges()) * (2 * sizeof(std::uint64_t) + (g.weighted() ? sizeof(double) : 0));
+  // The destination (and weight) arrays over all ranks, at the graph's id width.
+  const double edge_bytes = static_cast<double>(g.edge_array_bytes());
 
   std::optional<trilinos::Session> session;
   if (!trilinos::Session::active()) session.emplace(rt);

@@ -235,7 +235,7 @@ int run_bfs(const AnalysisArgs& a) {
       report.timed("write", [&] {
         p.step("writing the " + std::to_string(a.hops) + "-hop neighbourhood (" +
                pipeline::count_of(sub.graph.vertices(), "vertex", "vertices") + ", " +
-               pipeline::count_of(sub.graph.edges(), "arc") + ") to " + pipeline::shown(a.subgraph));
+               pipeline::count_of(sub.graph.arcs(), "arc") + ") to " + pipeline::shown(a.subgraph));
         graph::WriteOptions w;
         w.pending = &outputs;
         graph::write_graph(sub.graph, a.subgraph, w);

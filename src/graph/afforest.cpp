@@ -265,9 +265,10 @@ void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
   solve_pairs(run, parent, route_to_far_owners(run, parent.local(), parent.local_begin(), 1, fill, reached));
 }
 
-}  // namespace
-
-Components afforest(const EdgeList& g, const ComponentsOptions& options) {
+// The whole run at the graph's id width (dst: this rank's destinations), so
+// every arc loop indexes a span of Id.
+template <class Id>
+Components afforest_at(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options) {
   Runtime& rt = g.runtime();
   const std::uint64_t gather_limit =
       options.gather_limit ? options.gather_limit
@@ -275,7 +276,6 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   Run run{rt, g.vertex_ranges(), options, Clock::now(), gather_limit};
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
   auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
-  auto dst = g.local_dst();
   auto rows = g.row_offsets();
   const std::size_t n = g.local_vertices();
 
@@ -450,6 +450,12 @@ Components afforest(const EdgeList& g, const ComponentsOptions& options) {
   out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), run.extra, MPI_MAX);
   out.seconds = std::chrono::duration<double>(Clock::now() - run.t0).count();
   return out;
+}
+
+}  // namespace
+
+Components afforest(const EdgeList& g, const ComponentsOptions& options) {
+  return g.with_dst([&](auto dst) { return afforest_at(g, dst, options); });
 }
 
 Components components_by(const std::string& algorithm, const EdgeList& g, const ComponentsOptions& options) {

@@ -123,24 +123,24 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, bool needed
   if (!given) return holder.emplace(g.transposed({}, true));
   agree(g.runtime().comm(), [&] {
     if (given->vertices() != g.vertices() || !(given->vertex_ranges() == g.vertex_ranges()) ||
-        given->edges() != g.edges())
+        given->arcs() != g.arcs())
       throw MismatchError("the in-arcs given to BFS are not the graph's transpose on its vertex ranges "
                           "(EdgeList::transposed(storage, true))");
+    // The search reads both graphs' destinations at one id width.
+    if (given->id_width() != g.id_width())
+      throw MismatchError("the in-arcs given to BFS have " + id_width_name(given->id_width()) +
+                          " vertex ids, the graph " + id_width_name(g.id_width()) +
+                          " (EdgeList::transposed keeps the width)");
   });
   return *given;
 }
 
-}  // namespace
-
-Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const EdgeList* given_in_arcs) {
-  check_source(g, source);
-  if (o.alpha < 1 || o.beta < 1)
-    throw ConfigError("BFS alpha and beta must be at least 1 (GAPBS: 15 and 18)");
-  if (o.max_depth < -1) throw ConfigError("the BFS depth limit must be >= 0 (or -1: none)");
-  const auto t0 = Clock::now();
+// The search at the graph's id width: out_dst is g's destinations, and
+// `in` (g itself, or its transpose, same width) gives the in-arcs.
+template <class Id>
+Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, std::uint64_t source,
+           const BfsOptions& o, Clock::time_point t0) {
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  std::optional<EdgeList> holder;
-  const EdgeList& in = in_arcs_of(g, given_in_arcs, o.direction != BfsDirection::top_down, holder);
   Runtime& rt = g.runtime();
   MPI_Comm comm = rt.comm();
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end(), n = g.vertices();
@@ -152,9 +152,9 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   std::int64_t* depth = out.depths.local().data();
   for (std::size_t i = 0; i < n_local; ++i) parent[i] = depth[i] = -1;
   const std::uint64_t* out_row = g.row_offsets().data();
-  const std::uint64_t* out_col = g.local_dst().data();
+  const Id* out_col = out_dst.data();
   const std::uint64_t* in_row = in.row_offsets().data();
-  const std::uint64_t* in_col = in.local_dst().data();
+  const Id* in_col = in.local_dst_as<Id>().data();
 
   // Room for every local vertex up front: only the pages a search fills are
   // touched, and no step copies a growing list.
@@ -170,7 +170,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
     scout = out_row[source - base + 1] - out_row[source - base];
   }
   scout = all_reduce(comm, scout, MPI_SUM);
-  std::uint64_t edges_to_check = g.edges();
+  std::uint64_t edges_to_check = g.arcs();  // GAPBS's num_edges_directed(): arcs, as the scout counts
   // The source, then each step's new frontier (summed over the ranks): a
   // vertex is found once, so no count of the depths at the end.
   out.reached = 1;
@@ -269,6 +269,19 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const Edge
   return out;
 }
 
+}  // namespace
+
+Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const EdgeList* given_in_arcs) {
+  check_source(g, source);
+  if (o.alpha < 1 || o.beta < 1)
+    throw ConfigError("BFS alpha and beta must be at least 1 (GAPBS: 15 and 18)");
+  if (o.max_depth < -1) throw ConfigError("the BFS depth limit must be >= 0 (or -1: none)");
+  const auto t0 = Clock::now();
+  std::optional<EdgeList> holder;
+  const EdgeList& in = in_arcs_of(g, given_in_arcs, o.direction != BfsDirection::top_down, holder);
+  return g.with_dst([&](auto dst) { return bfs_at(g, in, dst, source, o, t0); });
+}
+
 Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage) {
   if (!(keep.distribution() == g.vertex_ranges()))
     throw MismatchError("the kept vertices are not distributed like the graph's vertices (" +
@@ -292,32 +305,46 @@ Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep
     }
   }
   // The new id of each arc's head, for the arcs whose tail is kept.
-  auto s = g.local_src(), d = g.local_dst();
+  auto rows = g.row_offsets();
   auto w = g.local_weight();
-  std::vector<std::uint64_t> head(s.size(), kNoIndex);
-  {
+  std::vector<std::uint64_t> head(g.local_arcs(), kNoIndex);
+  g.with_dst([&](auto d) {
     SrcAggregator<std::uint64_t> read(new_id);
-    for (std::size_t e = 0; e < s.size(); ++e)
-      if (k[s[e] - base]) read.get(d[e], head[e]);
-  }
+    for (std::size_t i = 0; i < k.size(); ++i)
+      if (k[i])
+        for (std::size_t e = rows[i]; e < rows[i + 1]; ++e) read.get(d[e], head[e]);
+  });
   std::uint64_t arcs = 0;
   for (auto x : head) arcs += x != kNoIndex;
+  // The rows of the kept vertices, with their kept arcs; ids as wide as the
+  // input's (the subgraph has no more vertices).
   auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
-  DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(storage, "src"));
-  DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(storage, "dst"));
+  DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(all_gather(rt.comm(), kept + 1)),
+                                   array_storage(storage, "offsets"));
   std::optional<DistArray<double>> weight;
   if (g.weighted()) weight.emplace(rt, edge_ranges, array_storage(storage, "weight"));
-  std::size_t j = 0;
-  for (std::size_t e = 0; e < s.size(); ++e) {
-    if (head[e] == kNoIndex) continue;
-    src.local()[j] = new_id.local()[s[e] - base];
-    dst.local()[j] = head[e];
-    if (weight) weight->local()[j] = w[e];
-    ++j;
-  }
-  // Order is kept, so the arcs stay sorted by (source, destination).
-  return {EdgeList::adopt(all_reduce(rt.comm(), kept, MPI_SUM), g.directed(), std::move(new_ranges), std::move(src),
-                          std::move(dst), std::move(weight)),
+  IdArray dst = with_id_type(g.id_width(), [&](auto zero) -> IdArray {
+    using Id = decltype(zero);
+    DistArray<Id> a(rt, edge_ranges, array_storage(storage, "dst"));
+    auto to = a.local();
+    auto off = offsets.local();
+    std::size_t j = 0, r = 0;
+    off[0] = 0;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (!k[i]) continue;
+      for (std::size_t e = rows[i]; e < rows[i + 1]; ++e) {
+        if (head[e] == kNoIndex) continue;
+        to[j] = static_cast<Id>(head[e]);
+        if (weight) weight->local()[j] = w[e];
+        ++j;
+      }
+      off[++r] = j;
+    }
+    return a;
+  });
+  // Order is kept, so each row stays sorted by destination.
+  return {EdgeList::adopt(all_reduce(rt.comm(), kept, MPI_SUM), g.directed(), std::move(new_ranges),
+                          std::move(offsets), std::move(dst), std::move(weight)),
           std::move(original)};
 }
 
@@ -371,19 +398,23 @@ std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<s
 
   // Every parent arc exists: asked of the parent's owner, whose out-neighbours are sorted.
   {
-    MessageAggregator<ArcFact> ask(
-        rt,
-        [&](int, const ArcFact& m) {
-          auto nb = g.out_neighbours(m.from);
-          if (!std::binary_search(nb.begin(), nb.end(), m.to))
-            note("vertex " + id(m.to) + " has parent " + id(m.from) + " but the graph has no arc (" + id(m.from) +
-                 ", " + id(m.to) + ")");
-        });
-    for (std::size_t i = 0; i < n_local; ++i)
-      if (p[i] >= 0 && base + i != source) {
-        const auto u = static_cast<std::uint64_t>(p[i]);
-        ask.send(ranges.owner(u), {base + i, u, 0});
-      }
+    // The row searched in place (out_neighbours would copy a hub's row per child).
+    g.with_dst([&](auto dst) {
+      MessageAggregator<ArcFact> ask(
+          rt,
+          [&](int, const ArcFact& m) {
+            auto [first, last] = g.out_edges(m.from);
+            if (!std::binary_search(dst.begin() + static_cast<std::ptrdiff_t>(first),
+                                    dst.begin() + static_cast<std::ptrdiff_t>(last), m.to))
+              note("vertex " + id(m.to) + " has parent " + id(m.from) + " but the graph has no arc (" + id(m.from) +
+                   ", " + id(m.to) + ")");
+          });
+      for (std::size_t i = 0; i < n_local; ++i)
+        if (p[i] >= 0 && base + i != source) {
+          const auto u = static_cast<std::uint64_t>(p[i]);
+          ask.send(ranges.owner(u), {base + i, u, 0});
+        }
+    });
   }
   if (problem = first_problem(comm, problem); !problem.empty()) return problem;
 
@@ -446,11 +477,12 @@ std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<s
         note("vertex " + id(m.to) + " has depth " + std::to_string(dv) + " but its in-neighbour " + id(m.from) +
              " has depth " + std::to_string(m.depth) + " (not a shortest path)");
     });
-    g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
-      const std::int64_t du = h[u - base];
-      if (du < 0) return;
-      auto dst = g.local_dst();
-      for (std::size_t k = first; k < last; ++k) tell.send(ranges.owner(dst[k]), {dst[k], u, du});
+    g.with_dst([&](auto dst) {
+      g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+        const std::int64_t du = h[u - base];
+        if (du < 0) return;
+        for (std::size_t k = first; k < last; ++k) tell.send(ranges.owner(dst[k]), {dst[k], u, du});
+      });
     });
   }
   return first_problem(comm, problem);

@@ -67,7 +67,7 @@ Components label_propagation(const EdgeList& input, const ComponentsOptions& opt
   std::copy(labels.begin(), labels.end(), proposed.begin());
   const std::size_t n = labels.size();
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  auto dst = g.local_dst();
+  return g.with_dst([&](auto dst) {
   auto local = [&](std::uint64_t v) { return v >= base && v < end; };
 
   // The pieces local edges join (a union-find on local indices; a piece's
@@ -111,7 +111,8 @@ Components label_propagation(const EdgeList& input, const ComponentsOptions& opt
   }
   out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), n * (2 * sizeof(std::uint64_t) + 1), MPI_MAX);
   out.seconds = since(t0);
-  return out;
+  return std::move(out);
+  });
 }
 
 Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
@@ -120,7 +121,7 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
   Runtime& rt = g.runtime();
   auto t0 = Clock::now();
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  auto dst = g.local_dst();
+  return g.with_dst([&](auto dst) {
 
   // The remote neighbours whose grandparents each round needs: O(ghosts).
   GhostSet ghosts = GhostSet::remote_of(dst, base, end, g.vertices());
@@ -173,6 +174,7 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
   }
   out.seconds = since(t0);
   return out;
+  });
 }
 
 namespace {
@@ -234,7 +236,7 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
   Runtime& rt = g.runtime();
   auto l = labels.local();
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  auto s = g.local_src(), d = g.local_dst();
+  return g.with_dst([&](auto d) {
   std::string problem;
 
   // (1) Local bounds first: only labels below their vertex are read remotely.
@@ -254,10 +256,12 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
       problem = "vertex " + std::to_string(base + i) + " has label " + std::to_string(l[i]) + " whose own label is " +
                 std::to_string(of_label[i]) + " (a label must be a vertex labelled with itself)";
   // (2)
-  for (std::size_t k = 0; k < s.size() && problem.empty(); ++k)
-    if (of_dst[k] != l[s[k] - base])
-      problem = "edge (" + std::to_string(s[k]) + ", " + std::to_string(d[k]) + ") joins labels " +
-                std::to_string(l[s[k] - base]) + " and " + std::to_string(of_dst[k]);
+  g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+    for (std::size_t k = first; k < last && problem.empty(); ++k)
+      if (of_dst[k] != l[u - base])
+        problem = "edge (" + std::to_string(u) + ", " + std::to_string(d[k]) + ") joins labels " +
+                  std::to_string(l[u - base]) + " and " + std::to_string(of_dst[k]);
+  });
   if (problem = first_problem(rt.comm(), problem); !problem.empty()) return problem;
 
   // (3) Every rank runs every round, also with nothing to expand.
@@ -297,6 +301,7 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
                 " but is not connected to vertex " + std::to_string(l[i]) +
                 ": two or more components share that label";
   return first_problem(rt.comm(), problem);
+  });
 }
 
 LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint64_t>& labels,
@@ -310,44 +315,52 @@ LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint6
   std::uint64_t kept = 0;
   for (auto x : l) kept += x == L;
   std::uint64_t first = exclusive_prefix_sum(rt.comm(), kept);
-  DistArray<std::uint64_t> new_id(rt, g.vertex_ranges());
   auto vsizes = all_gather(rt.comm(), kept);
   auto new_ranges = Distribution::weighted_block(vsizes);
   DistArray<std::uint64_t> original(rt, new_ranges, array_storage(storage, "ids"));
   {
     std::uint64_t next = first;
     for (std::size_t i = 0; i < l.size(); ++i)
-      if (l[i] == L) {
-        original.local()[next - first] = base + i;
-        new_id.local()[i] = next++;
-      }
+      if (l[i] == L) original.local()[next++ - first] = base + i;
   }
 
-  // A component is closed under edges, so an edge is kept when its source is.
-  auto s = g.local_src(), d = g.local_dst();
-  auto w = g.local_weight();
-  std::uint64_t edges = 0;
-  for (auto u : s) edges += l[u - base] == L;
-  auto esizes = all_gather(rt.comm(), edges);
-  auto edge_ranges = Distribution::weighted_block(esizes);
-  DistArray<std::uint64_t> src(rt, edge_ranges, array_storage(storage, "src"));
-  DistArray<std::uint64_t> dst(rt, edge_ranges, array_storage(storage, "dst"));
+  // A component is closed under edges, so an arc is kept when its source is.
+  auto rows = g.row_offsets();
+  std::uint64_t arcs = 0;
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (l[i] == L) arcs += rows[i + 1] - rows[i];
+  auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
+  DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(all_gather(rt.comm(), kept + 1)),
+                                   array_storage(storage, "offsets"));
   std::optional<DistArray<double>> weight;
   if (g.weighted()) weight.emplace(rt, edge_ranges, array_storage(storage, "weight"));
-  {
-    SrcAggregator<std::uint64_t> renumber(new_id);
-    auto ns = src.local(), nd = dst.local();
-    std::size_t j = 0;
-    for (std::size_t k = 0; k < s.size(); ++k) {
-      if (l[s[k] - base] != L) continue;
-      ns[j] = new_id.local()[s[k] - base];
-      renumber.get(d[k], nd[j]);
-      if (weight) weight->local()[j] = w[k];
-      ++j;
+  IdArray dst = g.with_dst([&](auto d) -> IdArray {
+    using Id = typename decltype(d)::value_type;
+    DistArray<Id> nd(rt, edge_ranges, array_storage(storage, "dst"));
+    auto w = g.local_weight();
+    auto off = offsets.local(), out = nd.local();
+    // New ids at the graph's width, read for remote destinations in bulk.
+    DistArray<Id> new_id(rt, g.vertex_ranges());
+    {
+      std::uint64_t next = first;
+      for (std::size_t i = 0; i < l.size(); ++i)
+        if (l[i] == L) new_id.local()[i] = static_cast<Id>(next++);
     }
-  }
-  return {EdgeList::adopt(summary.largest_size, g.directed(), std::move(new_ranges), std::move(src), std::move(dst),
-                          std::move(weight)),
+    SrcAggregator<Id> renumber(new_id);
+    std::size_t j = 0, row = 0;
+    off[0] = 0;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      if (l[i] != L) continue;
+      for (std::uint64_t k = rows[i]; k < rows[i + 1]; ++k, ++j) {
+        renumber.get(d[k], out[j]);
+        if (weight) weight->local()[j] = w[k];
+      }
+      off[++row] = j;
+    }
+    return nd;
+  });
+  return {EdgeList::adopt(summary.largest_size, g.directed(), std::move(new_ranges), std::move(offsets),
+                          std::move(dst), std::move(weight)),
           std::move(original), summary};
 }
 

@@ -1,6 +1,7 @@
 #include "tessera/graph/edge_list.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
@@ -140,6 +141,9 @@ std::vector<T> send_to_owners(Runtime& rt, std::vector<T>& array, std::span<cons
 EdgeList build_arrays(Runtime& rt, std::uint64_t n, bool directed, LocalEdges edges, const BuildOptions& opt,
                       const Distribution* fixed_ranges, bool weighted) {
   const bool sym = opt.symmetrize;
+  const IdWidth width = opt.id_width ? *opt.id_width : id_width_for(n);
+  if (width == IdWidth::narrow && n > (std::uint64_t{1} << 32))
+    throw RangeError("a graph of " + std::to_string(n) + " vertices needs 64-bit vertex ids, not 32-bit");
   if (sym) add_reverses(edges, weighted);
   Distribution ranges = fixed_ranges ? *fixed_ranges : balanced_vertex_ranges(rt, n, edges.src);
 
@@ -205,10 +209,21 @@ EdgeList build_arrays(Runtime& rt, std::uint64_t n, bool directed, LocalEdges ed
   row[local_n] = kept;
   release(scratch);
 
+  // The final arrays at their exact sizes: offsets (local_n + 1 per rank),
+  // destinations at the graph's id width, weights.
   auto sizes = all_gather(rt.comm(), std::uint64_t{kept});
   auto edge_ranges = Distribution::weighted_block(sizes);
-  DistArray<std::uint64_t> dst_array(rt, edge_ranges, array_storage(opt.storage, "dst"));
-  std::copy_n(sorted_dst.begin(), kept, dst_array.local().begin());
+  DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(all_gather(rt.comm(), std::uint64_t{local_n + 1})),
+                                   array_storage(opt.storage, "offsets"));
+  std::copy(row.begin(), row.end(), offsets.local().begin());
+  release(row);
+  IdArray dst_array = with_id_type(width, [&](auto zero) -> IdArray {
+    using Id = decltype(zero);
+    DistArray<Id> a(rt, edge_ranges, array_storage(opt.storage, "dst"));
+    std::transform(sorted_dst.begin(), sorted_dst.begin() + static_cast<std::ptrdiff_t>(kept), a.local().begin(),
+                   [](std::uint64_t v) { return static_cast<Id>(v); });
+    return a;
+  });
   release(sorted_dst);
   std::optional<DistArray<double>> weight_array;
   if (weighted) {
@@ -216,11 +231,7 @@ EdgeList build_arrays(Runtime& rt, std::uint64_t n, bool directed, LocalEdges ed
     std::copy_n(sorted_weight.begin(), kept, weight_array->local().begin());
     release(sorted_weight);
   }
-  DistArray<std::uint64_t> src_array(rt, edge_ranges, array_storage(opt.storage, "src"));
-  auto s = src_array.local();
-  for (std::size_t i = 0; i < local_n; ++i) std::fill(s.begin() + static_cast<std::ptrdiff_t>(row[i]),
-                                                      s.begin() + static_cast<std::ptrdiff_t>(row[i + 1]), lo + i);
-  return EdgeList::adopt(n, sym ? false : directed, std::move(ranges), std::move(src_array), std::move(dst_array),
+  return EdgeList::adopt(n, sym ? false : directed, std::move(ranges), std::move(offsets), std::move(dst_array),
                          std::move(weight_array));
 }
 
@@ -238,46 +249,90 @@ EdgeList EdgeList::build(Runtime& rt, std::uint64_t vertices, bool directed, Loc
 }
 
 EdgeList EdgeList::adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges,
-                         DistArray<std::uint64_t> src, DistArray<std::uint64_t> dst,
-                         std::optional<DistArray<double>> weight) {
-  return EdgeList(vertices, directed, std::move(vertex_ranges), std::move(src), std::move(dst), std::move(weight));
+                         DistArray<std::uint64_t> offsets, IdArray dst, std::optional<DistArray<double>> weight) {
+  return EdgeList(vertices, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst), std::move(weight));
 }
 
-EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
-                   DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight)
+namespace {
+
+// The checks a mapped or adopted graph needs before any kernel indexes with
+// it, in one pass over a rank's arcs: row offsets from 0 to the arc count,
+// never decreasing; every destination inside the graph; each row sorted.
+// Returns the rank's self loops. Throws naming the first bad arc.
+template <class Id>
+std::uint64_t check_rows(std::span<const std::uint64_t> rows, std::span<const Id> dst, std::uint64_t lo,
+                         std::uint64_t vertices, std::uint64_t first_arc) {
+  std::uint64_t loops = 0;
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+    const std::uint64_t first = rows[i], last = rows[i + 1];
+    if (last < first || last > dst.size())
+      throw MismatchError("row offsets of vertex " + std::to_string(lo + i) + " run from " + std::to_string(first) +
+                          " to " + std::to_string(last) + ", outside this rank's " + std::to_string(dst.size()) +
+                          " arcs or backwards");
+    const std::uint64_t u = lo + i;
+    std::uint64_t previous = 0;
+    for (std::uint64_t k = first; k < last; ++k) {
+      const std::uint64_t v = dst[k];
+      if (v >= vertices)
+        throw RangeError("arc " + std::to_string(first_arc + k) + " (" + std::to_string(u) + ", " + std::to_string(v) +
+                         ") has a destination outside [0, " + std::to_string(vertices) + ")");
+      if (k > first && v < previous)
+        throw MismatchError("arcs are not sorted by (source, destination) at arc " + std::to_string(first_arc + k));
+      loops += v == u;
+      previous = v;
+    }
+  }
+  return loops;
+}
+
+}  // namespace
+
+EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
+                   IdArray dst, std::optional<DistArray<double>> weight)
     : vertices_(vertices),
       directed_(directed),
-      vertex_map_(src.runtime(), std::move(vertex_ranges)),
-      src_(std::move(src)),
+      vertex_map_(offsets.runtime(), std::move(vertex_ranges)),
+      edge_ranges_(std::visit([](const auto& a) { return a.distribution(); }, dst)),
+      offsets_(std::move(offsets)),
       dst_(std::move(dst)),
       weight_(std::move(weight)) {
   Runtime& rt = runtime();
+  arcs_ = edge_ranges_.size();
+  std::uint64_t loops = 0;
   agree(rt.comm(), [&] {
     if (vertex_map_.size() != vertices_)
       throw MismatchError("vertex ranges cover " + std::to_string(vertex_map_.size()) + " vertices, expected " +
                           std::to_string(vertices_));
-    if (!(dst_.distribution() == src_.distribution()) ||
-        (weight_ && !(weight_->distribution() == src_.distribution())))
-      throw MismatchError("source, destination and weight arrays are distributed differently");
-    auto s = src_.local(), d = dst_.local();
-    std::uint64_t lo = local_vertex_begin(), hi = local_vertex_end();
-    row_offsets_.assign(hi - lo + 1, 0);
-    for (std::size_t k = 0; k < s.size(); ++k) {
-      if (s[k] < lo || s[k] >= hi)
-        throw MismatchError("edge " + std::to_string(src_.local_begin() + k) + " has source " + std::to_string(s[k]) +
-                            " outside this rank's vertex range [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                            ")");
-      if (d[k] >= vertices_)
-        throw RangeError("edge " + std::to_string(src_.local_begin() + k) + " has destination " +
-                         std::to_string(d[k]) + " outside [0, " + std::to_string(vertices_) + ")");
-      if (k > 0 && (s[k] < s[k - 1] || (s[k] == s[k - 1] && d[k] < d[k - 1])))
-        throw MismatchError("edges are not sorted by (source, destination) at edge " +
-                            std::to_string(src_.local_begin() + k));
-      ++row_offsets_[s[k] - lo + 1];
-    }
+    if (id_width() == IdWidth::narrow && vertices_ > (std::uint64_t{1} << 32))
+      throw MismatchError("a graph of " + std::to_string(vertices_) + " vertices cannot hold 32-bit vertex ids");
+    if (weight_ && !(weight_->distribution() == edge_ranges_))
+      throw MismatchError("destination and weight arrays are distributed differently");
+    auto rows = offsets_.local();
+    if (rows.size() != local_vertices() + 1)
+      throw MismatchError("rank " + std::to_string(rt.rank()) + " holds " + std::to_string(rows.size()) +
+                          " row offsets for " + std::to_string(local_vertices()) + " vertices (expected one more)");
+    if (rows.front() != 0 || rows.back() != local_arcs())
+      throw MismatchError("rank " + std::to_string(rt.rank()) + "'s row offsets run from " +
+                          std::to_string(rows.front()) + " to " + std::to_string(rows.back()) + ", not from 0 to its " +
+                          std::to_string(local_arcs()) + " arcs");
+    loops = with_dst([&](auto d) {
+      return check_rows(rows, d, local_vertex_begin(), vertices_, edge_ranges_.begin(rt.rank()));
+    });
   });
-  for (std::size_t i = 1; i < row_offsets_.size(); ++i) row_offsets_[i] += row_offsets_[i - 1];
+  self_loops_ = all_reduce<std::uint64_t>(rt.comm(), loops, MPI_SUM);
 }
+
+IdWidth id_width_for(std::uint64_t vertices) {
+  if (const char* bits = std::getenv("TESSERA_ID_BITS"); bits && *bits) {
+    const std::string b = bits;
+    if (b == "64") return IdWidth::wide;
+    if (b != "32")
+      throw ConfigError("TESSERA_ID_BITS is \"" + b + "\": set it to 32 (ids as narrow as the graph allows) or 64");
+  }
+  return vertices <= (std::uint64_t{1} << 32) ? IdWidth::narrow : IdWidth::wide;
+}
+
+std::string id_width_name(IdWidth w) { return w == IdWidth::narrow ? "uint32" : "uint64"; }
 
 void EdgeList::throw_not_local(std::uint64_t v) const {
   throw RangeError("vertex " + std::to_string(v) + " is not local: rank " + std::to_string(runtime().rank()) +
@@ -285,10 +340,22 @@ void EdgeList::throw_not_local(std::uint64_t v) const {
                    std::to_string(local_vertex_end()) + ")");
 }
 
+void EdgeList::throw_wrong_width(std::size_t asked) const {
+  throw MismatchError("the graph's vertex ids are " + std::to_string(id_bytes() * 8) + "-bit, not " +
+                      std::to_string(asked * 8) + "-bit");
+}
+
+std::vector<std::uint64_t> EdgeList::out_neighbours(std::uint64_t v) const {
+  auto [first, last] = out_edges(v);
+  return with_dst([&](auto dst) { return std::vector<std::uint64_t>(dst.begin() + static_cast<std::ptrdiff_t>(first),
+                                                                   dst.begin() + static_cast<std::ptrdiff_t>(last)); });
+}
+
 LocalEdges EdgeList::local_copy() const {
   LocalEdges e;
-  e.src.assign(local_src().begin(), local_src().end());
-  e.dst.assign(local_dst().begin(), local_dst().end());
+  e.src.reserve(local_arcs());
+  e.dst.reserve(local_arcs());
+  for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t) { e.add(u, v); });
   e.weight.assign(local_weight().begin(), local_weight().end());
   return e;
 }
@@ -301,36 +368,41 @@ EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const 
 
 namespace {
 // Build options that only set `flag` (or nothing) and the storage.
-BuildOptions with_flag(const StorageOptions& storage, bool BuildOptions::*flag) {
+BuildOptions with_flag(const StorageOptions& storage, bool BuildOptions::*flag, IdWidth width) {
   BuildOptions o;
   o.storage = storage;
+  o.id_width = width;
   if (flag) o.*flag = true;
   return o;
 }
 }  // namespace
 
 EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) const {
-  return rebuilt(with_flag(storage, &BuildOptions::symmetrize), keep_ranges);
+  return rebuilt(with_flag(storage, &BuildOptions::symmetrize, id_width()), keep_ranges);
 }
 EdgeList EdgeList::transposed(const StorageOptions& storage, bool keep_ranges) const {
   LocalEdges edges = local_copy();
   std::swap(edges.src, edges.dst);
-  return build_arrays(runtime(), vertices_, directed_, std::move(edges), with_flag(storage, nullptr),
+  return build_arrays(runtime(), vertices_, directed_, std::move(edges), with_flag(storage, nullptr, id_width()),
                       keep_ranges ? &vertex_ranges() : nullptr, weighted());
 }
 // Dropping edges keeps every source on its owner: the ranges stay.
 EdgeList EdgeList::without_self_loops(const StorageOptions& storage) const {
-  return rebuilt(with_flag(storage, &BuildOptions::drop_self_loops), true);
+  return rebuilt(with_flag(storage, &BuildOptions::drop_self_loops, id_width()), true);
 }
 EdgeList EdgeList::without_duplicates(const StorageOptions& storage) const {
-  return rebuilt(with_flag(storage, &BuildOptions::drop_duplicates), true);
+  return rebuilt(with_flag(storage, &BuildOptions::drop_duplicates, id_width()), true);
 }
-EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebuilt(with_flag(storage, nullptr), false); }
+EdgeList EdgeList::rebalanced(const StorageOptions& storage) const { return rebuilt(with_flag(storage, nullptr, id_width()), false); }
+EdgeList EdgeList::with_id_width(IdWidth width, const StorageOptions& storage) const {
+  return rebuilt(with_flag(storage, nullptr, width), true);
+}
 
 DistArray<std::uint64_t> EdgeList::out_degrees() const {
   DistArray<std::uint64_t> deg(vertex_map_);
   auto d = deg.local();
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = row_offsets_[i + 1] - row_offsets_[i];
+  auto rows = row_offsets();
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = rows[i + 1] - rows[i];
   return deg;
 }
 
@@ -338,15 +410,17 @@ DistArray<std::uint64_t> EdgeList::in_degrees() const {
   DistArray<std::uint64_t> deg(vertex_map_);
   {
     UpdateAggregator<std::uint64_t, ops::Add> add(deg);
-    for (auto v : local_dst()) add.update(v, 1);
+    with_dst([&](auto dst) {
+      for (auto v : dst) add.update(v, 1);
+    });
   }  // flushed here, once
   return deg;
 }
 
 double EdgeList::edge_imbalance() const {
-  std::uint64_t mine = local_src().size();
+  std::uint64_t mine = local_arcs();
   std::uint64_t most = all_reduce(runtime().comm(), mine, MPI_MAX);
-  double mean = static_cast<double>(edges()) / runtime().size();
+  double mean = static_cast<double>(arcs()) / runtime().size();
   return mean > 0 ? static_cast<double>(most) / mean : 1.0;
 }
 

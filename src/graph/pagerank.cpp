@@ -98,7 +98,7 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, std::option
   if (!given) return holder.emplace(g.transposed({}, true));
   agree(g.runtime().comm(), [&] {
     if (given->vertices() != g.vertices() || !(given->vertex_ranges() == g.vertex_ranges()) ||
-        given->edges() != g.edges())
+        given->arcs() != g.arcs())
       throw MismatchError("the in-arcs given to PageRank are not the graph's transpose on its vertex ranges "
                           "(EdgeList::transposed(storage, true))");
   });
@@ -109,11 +109,12 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, std::option
 // one pass over the in-arcs marks them in a bitmap of every vertex id, a
 // running count per 64 ids then gives each its slot in one word load and a
 // popcount. No branch per arc (local or not is as likely as a coin toss at
-// two ranks), n / 4 bytes while the columns are made.
+// two ranks), n / 4 bytes while the columns are made. Id: the graph's
+// vertex id type.
 class GhostNumbering {
  public:
-  GhostNumbering(std::span<const std::uint64_t> column, std::uint64_t base, std::size_t n_local,
-                 std::uint64_t vertices)
+  template <class Id>
+  GhostNumbering(std::span<const Id> column, std::uint64_t base, std::size_t n_local, std::uint64_t vertices)
       : base_(base), n_local_(n_local), words_((vertices + 63) / 64) {
     for (const std::uint64_t u : column) {
       const std::uint64_t remote = u - base >= n_local;  // wraps below base
@@ -131,8 +132,8 @@ class GhostNumbering {
     return out;
   }
   // Where each arc's contribution sits: a local u at u - base, a ghost at n_local + its slot.
-  template <class Index>
-  void columns(std::span<const std::uint64_t> column, Index* col) const {
+  template <class Id, class Index>
+  void columns(std::span<const Id> column, Index* col) const {
     const Word* words = words_.data();
     for (std::size_t k = 0; k < column.size(); ++k) {
       const std::uint64_t u = column[k], local = u - base_;
@@ -158,7 +159,7 @@ class GhostNumbering {
 }  // namespace
 
 struct PageRankIndex::Data {
-  std::uint64_t vertices = 0, edges = 0;  // of the graph it was made for
+  std::uint64_t vertices = 0, arcs = 0;   // of the graph it was made for
   Distribution ranges;
   std::vector<std::uint64_t> row;         // in-arc row offsets of this rank's vertices
   // The columns as places: 4 bytes wide when they fit (col32), else col64.
@@ -326,29 +327,32 @@ PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) :
   Runtime& rt = g.runtime();
   Data& d = *data_;
   d.vertices = g.vertices();
-  d.edges = g.edges();
+  d.arcs = g.arcs();
   d.ranges = g.vertex_ranges();
   d.rows_are_out_arcs = !g.directed();
   const std::uint64_t base = g.local_vertex_begin();
   const std::size_t n_local = g.local_vertices();
   auto offsets = in.row_offsets();
   d.row.assign(offsets.begin(), offsets.end());
-  auto column = in.local_dst();
+  const std::size_t arcs = in.local_arcs();
   // At one rank nothing is remote: no scan of the arcs for ghosts.
   std::optional<GhostNumbering> ghosts;
-  if (rt.size() > 1) ghosts.emplace(column, base, n_local, g.vertices());
+  if (rt.size() > 1) in.with_dst([&](auto column) { ghosts.emplace(column, base, n_local, g.vertices()); });
   d.ghosts = ghosts ? ghosts->count() : 0;
-  // 4-byte places when every rank's fit.
+  // 4-byte places when every rank's fit (whatever the graph's id width:
+  // places count this rank's vertices and ghosts, not the graph's).
   const bool narrow = all_reduce<std::uint64_t>(rt.comm(), n_local + d.ghosts, MPI_MAX) <=
                       std::numeric_limits<std::uint32_t>::max();
   auto fill = [&](auto* col) {
     using Index = std::remove_pointer_t<decltype(col)>;
-    if (ghosts) ghosts->columns(column, col);
-    else  // every in-neighbour local: a plain narrowing copy
-      for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
+    in.with_dst([&](auto column) {
+      if (ghosts) ghosts->columns(column, col);
+      else  // every in-neighbour local: a plain narrowing copy
+        for (std::size_t k = 0; k < column.size(); ++k) col[k] = static_cast<Index>(column[k] - base);
+    });
   };
-  if (narrow) fill((d.col32 = std::make_unique_for_overwrite<std::uint32_t[]>(column.size())).get());
-  else fill((d.col64 = std::make_unique_for_overwrite<std::uint64_t[]>(column.size())).get());
+  if (narrow) fill((d.col32 = std::make_unique_for_overwrite<std::uint32_t[]>(arcs)).get());
+  else fill((d.col64 = std::make_unique_for_overwrite<std::uint64_t[]>(arcs)).get());
   std::uint64_t asked = 0;
   if (ghosts) {
     // Sorted ids are grouped by owner: the values land in place, at c[n_local + slot].
@@ -363,7 +367,7 @@ PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) :
       else d.asked64.push_back(v - base);
     }
   }
-  d.memory_bytes = d.row.size() * sizeof(std::uint64_t) + column.size() * (narrow ? 4 : 8) +
+  d.memory_bytes = d.row.size() * sizeof(std::uint64_t) + arcs * (narrow ? 4 : 8) +
                    asked * (narrow ? 4 : 8) + d.plan.pattern().memory_bytes() +
                    (ghosts ? ghosts->memory_bytes() : 0);  // the bitmap, while the columns are made
 }
@@ -376,12 +380,12 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
                   const PageRankIndex* index) {
   agree(g.runtime().comm(), [&] {
     check_options(g, o);
-    if (index && (index->data().vertices != g.vertices() || index->data().edges != g.edges() ||
+    if (index && (index->data().vertices != g.vertices() || index->data().arcs != g.arcs() ||
                   !(index->data().ranges == g.vertex_ranges()) || index->data().rows_are_out_arcs == g.directed()))
       throw MismatchError("the PageRank index was made for another graph (" +
                           std::to_string(index->data().vertices) + " vertices, " +
-                          std::to_string(index->data().edges) + " arcs; this one has " +
-                          std::to_string(g.vertices()) + " and " + std::to_string(g.edges()) + ")");
+                          std::to_string(index->data().arcs) + " arcs; this one has " +
+                          std::to_string(g.vertices()) + " and " + std::to_string(g.arcs()) + ")");
   });
   const auto t0 = Clock::now();
   Runtime& rt = g.runtime();
@@ -436,10 +440,11 @@ std::string check_pagerank(const EdgeList& g, const DistArray<double>& x, const 
   DistArray<double> incoming(g.vertex_map());
   {
     UpdateAggregator<double, ops::Add> add(incoming, o.aggregation);
-    auto dst = g.local_dst();
-    g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
-      const double share = s[u - base] / static_cast<double>(last - first);
-      for (std::size_t k = first; k < last; ++k) add.update(dst[k], share);
+    g.with_dst([&](auto dst) {
+      g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+        const double share = s[u - base] / static_cast<double>(last - first);
+        for (std::size_t k = first; k < last; ++k) add.update(dst[k], share);
+      });
     });
   }
   const std::vector<double> tele = teleport(g, o);

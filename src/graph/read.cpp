@@ -654,15 +654,14 @@ namespace {
 std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
 
 bool arcs_are_symmetric(const EdgeList& g) {
-  auto s = g.local_src(), d = g.local_dst();
   auto w = g.local_weight();
   std::uint64_t sums[2] = {0, 0};
-  for (std::size_t k = 0; k < s.size(); ++k) {
+  g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t k) {
     std::uint64_t wb = 0;
     if (!w.empty()) std::memcpy(&wb, &w[k], sizeof(wb));
-    sums[0] += mix(mix(mix(s[k]) + d[k]) + wb);
-    sums[1] += mix(mix(mix(d[k]) + s[k]) + wb);
-  }
+    sums[0] += mix(mix(mix(u) + v) + wb);
+    sums[1] += mix(mix(mix(v) + u) + wb);
+  });
   all_reduce(g.runtime().comm(), sums, 2, MPI_SUM);
   return sums[0] == sums[1];
 }
@@ -670,10 +669,10 @@ bool arcs_are_symmetric(const EdgeList& g) {
 // EdgeList::adopt on a file's arrays, its complaints (an arc out of its
 // rank's range, out of order, a destination outside the graph) naming the file.
 EdgeList adopted_from(const std::string& path, std::uint64_t n, bool directed, Distribution vertex_ranges,
-                      DistArray<std::uint64_t> src, DistArray<std::uint64_t> dst,
-                      std::optional<DistArray<double>> weight) {
+                      DistArray<std::uint64_t> offsets, IdArray dst, std::optional<DistArray<double>> weight) {
   try {
-    return EdgeList::adopt(n, directed, std::move(vertex_ranges), std::move(src), std::move(dst), std::move(weight));
+    return EdgeList::adopt(n, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst),
+                           std::move(weight));
   } catch (const RangeError& e) {
     throw RangeError(path + ": " + e.what() + " (the file is corrupt: write it again)");
   } catch (const MismatchError& e) {
@@ -692,7 +691,41 @@ EdgeList checked_direction(EdgeList g, const std::string& path) {
 
 namespace {
 
-EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights) {
+// Element i of an attached array, wherever its segments put it.
+template <class T>
+T element_at(const AttachedArray& a, std::uint64_t i, const std::string& path) {
+  for (std::size_t k = 0; k < a.segment_count(); ++k) {
+    const auto& seg = a.segment(k);
+    if (i >= seg.begin && i < seg.begin + seg.count) return a.segment_span<T>(k)[i - seg.begin];
+  }
+  throw FormatError(path + ": its segments do not cover element " + std::to_string(i));
+}
+
+// Copies elements [lo, hi) of an attached array into `out` (its local part).
+template <class T>
+void copy_range(const AttachedArray& a, std::uint64_t lo, std::uint64_t hi, std::span<T> out) {
+  for (std::size_t k = 0; k < a.segment_count(); ++k) {
+    const auto& seg = a.segment(k);
+    const std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
+    if (b < e) {
+      auto data = a.segment_span<T>(k);
+      std::copy(data.begin() + static_cast<std::ptrdiff_t>(b - seg.begin),
+                data.begin() + static_cast<std::ptrdiff_t>(e - seg.begin),
+                out.begin() + static_cast<std::ptrdiff_t>(b - lo));
+    }
+  }
+}
+
+// What edgelist.json says.
+struct BinaryHeader {
+  int version = 0, ranks = 0;
+  std::uint64_t vertices = 0, arcs = 0;
+  bool directed = true, weighted = false;
+  IdWidth width = IdWidth::wide;
+  std::vector<std::uint64_t> vertex_offsets;
+};
+
+BinaryHeader read_binary_header(Runtime& rt, const std::string& dir) {
   using namespace binary_format;
   const std::string path = dir + "/" + kGraphFile;
   std::string text;
@@ -702,80 +735,150 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
       throw FormatError(dir + " is not a Tessera binary graph (no " + kGraphFile + ")");
     text = read_small_regular_file(path, "graph metadata");
   });
-  std::uint64_t n = 0, m = 0;
-  bool directed = true, weighted = false;
-  int ranks = 0;
-  std::vector<std::uint64_t> vertex_offsets;
+  BinaryHeader h;
   agree(rt.comm(), [&] {
     try {
       auto j = nlohmann::json::parse(text);
-      if (j.at("format").get<std::string>() != kGraphFormat || j.at("version").get<int>() != 1)
-        throw FormatError(path + " is not a version 1 " + kGraphFormat + " file");
-      n = j.at("vertices").get<std::uint64_t>();
-      m = j.at("edges").get<std::uint64_t>();
-      directed = j.at("directed").get<bool>();
-      weighted = j.at("weighted").get<bool>();
-      ranks = j.at("ranks").get<int>();
-      vertex_offsets = j.at("vertex_offsets").get<std::vector<std::uint64_t>>();
+      h.version = j.at("format").get<std::string>() == kGraphFormat ? j.at("version").get<int>() : 0;
+      if (h.version != 1 && h.version != kGraphVersion)
+        throw FormatError(path + " is not a version 1 or " + std::to_string(kGraphVersion) + " " + kGraphFormat +
+                          " file");
+      h.vertices = j.at("vertices").get<std::uint64_t>();
+      // Version 1 counted arcs as "edges".
+      h.arcs = h.version == 1 ? j.at("edges").get<std::uint64_t>() : j.at("arcs").get<std::uint64_t>();
+      h.directed = j.at("directed").get<bool>();
+      h.weighted = j.at("weighted").get<bool>();
+      h.ranks = j.at("ranks").get<int>();
+      h.vertex_offsets = j.at("vertex_offsets").get<std::vector<std::uint64_t>>();
+      if (h.version > 1) {
+        const auto type = j.at("id_type").get<std::string>();
+        if (type != "uint32" && type != "uint64")
+          throw FormatError(path + ": \"id_type\" is \"" + type + "\", not \"uint32\" or \"uint64\"");
+        h.width = type == "uint32" ? IdWidth::narrow : IdWidth::wide;
+      }
     } catch (const nlohmann::json::exception& e) {
       throw FormatError(path + ": " + e.what());
     }
-    if (auto why = vertex_arrays_problem(n, m); !why.empty())
-      throw RangeError(path + ": \"vertices\": " + std::to_string(n) + " needs " + why);
-    if (ranks < 1 || vertex_offsets.size() != static_cast<std::size_t>(ranks) + 1 || vertex_offsets.front() != 0 ||
-        vertex_offsets.back() != n || !std::is_sorted(vertex_offsets.begin(), vertex_offsets.end()))
-      throw FormatError(path + ": vertex_offsets must be " + std::to_string(ranks + 1) +
+    if (auto why = vertex_arrays_problem(h.vertices, h.arcs); !why.empty())
+      throw RangeError(path + ": \"vertices\": " + std::to_string(h.vertices) + " needs " + why);
+    if (h.width == IdWidth::narrow && h.vertices > (std::uint64_t{1} << 32))
+      throw FormatError(path + ": " + std::to_string(h.vertices) + " vertices cannot have 32-bit ids");
+    if (h.ranks < 1 || h.vertex_offsets.size() != static_cast<std::size_t>(h.ranks) + 1 ||
+        h.vertex_offsets.front() != 0 || h.vertex_offsets.back() != h.vertices ||
+        !std::is_sorted(h.vertex_offsets.begin(), h.vertex_offsets.end()))
+      throw FormatError(path + ": vertex_offsets must be " + std::to_string(h.ranks + 1) +
                         " increasing offsets from 0 to the vertex count");
   });
+  return h;
+}
+
+// A version 1 directory (src and dst arrays): each rank reads a block of
+// the arcs and the graph is built again (sorted and distributed).
+EdgeList load_binary_v1(Runtime& rt, const std::string& dir, const BinaryHeader& h, const StorageOptions& storage,
+                        bool with_weights) {
+  using namespace binary_format;
+  LocalEdges local;
+  agree(rt.comm(), [&] {
+    auto open = [&](const std::string& name) {
+      auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
+      if (a.length() != h.arcs)
+        throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
+                            std::to_string(h.arcs));
+      return a;
+    };
+    auto block = Distribution::block(h.arcs, rt.size());
+    const std::uint64_t lo = block.begin(rt.rank()), hi = block.end(rt.rank());
+    local.src.resize(hi - lo), local.dst.resize(hi - lo);
+    copy_range<std::uint64_t>(open("src"), lo, hi, local.src);
+    copy_range<std::uint64_t>(open("dst"), lo, hi, local.dst);
+    if (h.weighted && with_weights) local.weight.resize(hi - lo), copy_range<double>(open("weight"), lo, hi, local.weight);
+  });
+  BuildOptions o;
+  o.storage = storage;
+  return EdgeList::build(rt, h.vertices, h.directed, std::move(local), o);
+}
+
+EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOptions& storage, bool with_weights) {
+  using namespace binary_format;
+  const std::string path = dir + "/" + kGraphFile;
+  const BinaryHeader h = read_binary_header(rt, dir);
+  if (h.version == 1) return checked_direction(load_binary_v1(rt, dir, h, storage, with_weights), path);
+  const std::uint64_t n = h.vertices, m = h.arcs;
+  const int ranks = h.ranks;
 
   if (ranks == rt.size()) {  // map the files in place
-    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(ranks));
+    std::vector<std::uint64_t> esizes(static_cast<std::size_t>(ranks)), osizes(esizes.size()), vsizes(esizes.size());
     agree(rt.comm(), [&] {
-      auto meta = SharedArrayMetadata::read(array_file(dir, "src"));
+      auto meta = SharedArrayMetadata::read(array_file(dir, "dst"));
       if (meta.length != m)
-        throw MismatchError(array_file(dir, "src") + " holds " + std::to_string(meta.length) + " edges but " + path +
+        throw MismatchError(array_file(dir, "dst") + " holds " + std::to_string(meta.length) + " arcs but " + path +
                             " says " + std::to_string(m));
-      for (int r = 0; r < ranks; ++r)
-        sizes[static_cast<std::size_t>(r)] =
-            meta.offsets[static_cast<std::size_t>(r) + 1] - meta.offsets[static_cast<std::size_t>(r)];
+      if (meta.element.name != id_width_name(h.width))
+        throw MismatchError(array_file(dir, "dst") + " holds " + meta.element.name + " ids but " + path + " says " +
+                            id_width_name(h.width));
+      for (std::size_t r = 0; r < esizes.size(); ++r) {
+        esizes[r] = meta.offsets[r + 1] - meta.offsets[r];
+        vsizes[r] = h.vertex_offsets[r + 1] - h.vertex_offsets[r];
+        osizes[r] = vsizes[r] + 1;
+      }
     });
-    auto edge_ranges = Distribution::weighted_block(sizes);
-    std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(ranks));
-    for (std::size_t r = 0; r < vsizes.size(); ++r) vsizes[r] = vertex_offsets[r + 1] - vertex_offsets[r];
-    DistArray<std::uint64_t> src(rt, edge_ranges, StorageOptions::existing("src", dir));
-    DistArray<std::uint64_t> dst(rt, edge_ranges, StorageOptions::existing("dst", dir));
+    auto edge_ranges = Distribution::weighted_block(esizes);
+    DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(osizes), StorageOptions::existing("offsets", dir));
+    IdArray dst = with_id_type(h.width, [&](auto zero) -> IdArray {
+      return DistArray<decltype(zero)>(rt, edge_ranges, StorageOptions::existing("dst", dir));
+    });
     std::optional<DistArray<double>> weight;
-    if (weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
-    return checked_direction(adopted_from(dir, n, directed, Distribution::weighted_block(vsizes), std::move(src),
+    if (h.weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
+    return checked_direction(adopted_from(dir, n, h.directed, Distribution::weighted_block(vsizes), std::move(offsets),
                                           std::move(dst), std::move(weight)),
                              path);
   }
 
-  // Another rank count. The arcs are stored in (source, destination) order,
-  // already deduplicated: each rank finds its vertex range and the arcs of
-  // those rows in the mapped files and copies them, with no sort and no
+  // Another rank count. Each rank finds its vertex range and those rows'
+  // arcs through the mapped files and copies them, with no sort and no
   // all-to-all. The ranges give every rank about E/P arcs (as
-  // EdgeList::build's do): boundary k follows the source of arc ceil(kE/P).
-  std::optional<DistArray<std::uint64_t>> src, dst;
+  // EdgeList::build's do): boundary k is the first vertex whose row starts
+  // at or after arc ceil(kE/P).
+  std::optional<DistArray<std::uint64_t>> offsets;
+  std::optional<IdArray> dst;
   std::optional<DistArray<double>> weight;
   std::optional<Distribution> vertex_ranges;
   agree(rt.comm(), [&] {
-    auto open = [&](const std::string& name) {
+    auto open = [&](const std::string& name, std::uint64_t length) {
       auto a = AttachedArray::open(array_file(dir, name), Access::read_only);
-      if (a.length() != m)
+      if (a.length() != length)
         throw MismatchError(array_file(dir, name) + " holds " + std::to_string(a.length()) + " elements, expected " +
-                            std::to_string(m));
+                            std::to_string(length));
       return a;
     };
-    const AttachedArray s = open("src"), d = open("dst");
+    const AttachedArray o = open("offsets", n + static_cast<std::uint64_t>(ranks)), d = open("dst", m);
     std::optional<AttachedArray> w;
-    if (weighted && with_weights) w.emplace(open("weight"));
-    auto source_at = [&](std::uint64_t i) {
-      for (std::size_t k = 0; k < s.segment_count(); ++k) {
-        const auto& seg = s.segment(k);
-        if (i >= seg.begin && i < seg.begin + seg.count) return s.segment_span<std::uint64_t>(k)[i - seg.begin];
-      }
-      throw FormatError(array_file(dir, "src") + ": its segments do not cover edge " + std::to_string(i));
+    if (h.weighted && with_weights) w.emplace(open("weight", m));
+    if (d.element().name != id_width_name(h.width))
+      throw MismatchError(array_file(dir, "dst") + " holds " + d.element().name + " ids but " + path + " says " +
+                          id_width_name(h.width));
+    // The writer's arc offsets: where each writing rank's arcs begin.
+    std::vector<std::uint64_t> arc_begin(static_cast<std::size_t>(ranks) + 1, 0);
+    for (int f = 0; f < ranks; ++f) {
+      const auto uf = static_cast<std::size_t>(f);
+      const std::uint64_t rows_end = h.vertex_offsets[uf + 1] + uf;  // its last offset, in the offsets array
+      arc_begin[uf + 1] = arc_begin[uf] + element_at<std::uint64_t>(o, rows_end, array_file(dir, "offsets"));
+    }
+    if (arc_begin.back() != m)
+      throw MismatchError(array_file(dir, "offsets") + " ends at arc " + std::to_string(arc_begin.back()) +
+                          ", expected " + std::to_string(m) + " (the file is corrupt: write it again)");
+    // Global arc position where vertex v's row starts (v = n: m); a row
+    // offset outside its writing rank's arcs is refused before any use.
+    auto row_start = [&](std::uint64_t v) {
+      if (v >= n) return m;
+      const auto f = static_cast<std::size_t>(
+          std::upper_bound(h.vertex_offsets.begin(), h.vertex_offsets.end(), v) - h.vertex_offsets.begin() - 1);
+      const std::uint64_t at = element_at<std::uint64_t>(o, v + f, array_file(dir, "offsets"));
+      if (at > arc_begin[f + 1] - arc_begin[f])
+        throw MismatchError(array_file(dir, "offsets") + ": the row of vertex " + std::to_string(v) + " starts at " +
+                            std::to_string(at) + ", past its rank's " + std::to_string(arc_begin[f + 1] - arc_begin[f]) +
+                            " arcs (the file is corrupt: write it again)");
+      return arc_begin[f] + at;
     };
     const int P = rt.size();
     std::vector<std::uint64_t> vsizes(static_cast<std::size_t>(P), 0);
@@ -787,48 +890,40 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
         std::uint64_t bound = n;
         if (k + 1 < P) {
           const auto arc = static_cast<std::uint64_t>((static_cast<unsigned __int128>(k + 1) * m + P - 1) / P);
-          bound = std::min(n, std::max(previous, source_at(arc - 1) + 1));
+          std::uint64_t lo = previous, hi = n;  // the first v >= previous with row_start(v) >= arc
+          while (lo < hi) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            if (row_start(mid) < arc) lo = mid + 1;
+            else hi = mid;
+          }
+          bound = lo;
         }
         vsizes[static_cast<std::size_t>(k)] = bound - previous;
         previous = bound;
       }
       vertex_ranges = Distribution::weighted_block(vsizes);
     }
-    // This rank's arcs: from the first whose source is in its range to the
-    // first past it (binary searches over the sorted sources).
     const std::uint64_t vlo = vertex_ranges->begin(rt.rank()), vhi = vertex_ranges->end(rt.rank());
-    auto first_from = [&](std::uint64_t v) {
-      std::uint64_t lo = 0, hi = m;
-      while (lo < hi) {
-        const std::uint64_t mid = lo + (hi - lo) / 2;
-        if (source_at(mid) < v) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo;
-    };
-    const std::uint64_t lo = first_from(vlo), hi = first_from(vhi);
+    const std::uint64_t lo = row_start(vlo), hi = row_start(vhi);
+    if (hi < lo)
+      throw MismatchError(array_file(dir, "offsets") + ": row offsets decrease between vertices " +
+                          std::to_string(vlo) + " and " + std::to_string(vhi) +
+                          " (the file is corrupt: write it again)");
     const auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), hi - lo));
-    auto copy = [&](const AttachedArray& a, auto& out) {
-      using T = typename std::decay_t<decltype(out)>::value_type;
-      auto local = out.local();
-      for (std::size_t k = 0; k < a.segment_count(); ++k) {
-        const auto& seg = a.segment(k);
-        const std::uint64_t b = std::max(lo, seg.begin), e = std::min(hi, seg.begin + seg.count);
-        if (b < e) {
-          auto data = a.template segment_span<T>(k);
-          std::copy(data.begin() + static_cast<std::ptrdiff_t>(b - seg.begin),
-                    data.begin() + static_cast<std::ptrdiff_t>(e - seg.begin),
-                    local.begin() + static_cast<std::ptrdiff_t>(b - lo));
-        }
-      }
-    };
-    copy(s, src.emplace(rt, edge_ranges, array_storage(storage, "src")));
-    copy(d, dst.emplace(rt, edge_ranges, array_storage(storage, "dst")));
-    if (w) copy(*w, weight.emplace(rt, edge_ranges, array_storage(storage, "weight")));
+    auto& rows = offsets.emplace(rt, Distribution::weighted_block(all_gather(rt.comm(), vhi - vlo + 1)),
+                                 array_storage(storage, "offsets"));
+    for (std::uint64_t v = vlo; v <= vhi; ++v) rows.local()[v - vlo] = row_start(v) - lo;
+    dst.emplace(with_id_type(h.width, [&](auto zero) -> IdArray {
+      using Id = decltype(zero);
+      DistArray<Id> a(rt, edge_ranges, array_storage(storage, "dst"));
+      copy_range<Id>(d, lo, hi, a.local());
+      return a;
+    }));
+    if (w) copy_range<double>(*w, lo, hi, weight.emplace(rt, edge_ranges, array_storage(storage, "weight")).local());
   });
-  // The constructor checks every arc: sources in this rank's range, sorted,
-  // destinations inside the graph (a corrupt file is refused there).
-  return checked_direction(adopted_from(dir, n, directed, std::move(*vertex_ranges), std::move(*src),
+  // The constructor checks every row: offsets in order, destinations inside
+  // the graph and sorted (a corrupt file is refused there).
+  return checked_direction(adopted_from(dir, n, h.directed, std::move(*vertex_ranges), std::move(*offsets),
                                         std::move(*dst), std::move(weight)),
                            path);
 }

@@ -30,9 +30,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kNone = ~std::uint64_t{0};
 
+// Id: the graph's vertex id type, so every arc loop indexes a span of Id.
+template <class Id>
 class StrongComponentsSearch {
  public:
-  StrongComponentsSearch(const EdgeList& g, Components& out, const ComponentsOptions& options)
+  StrongComponentsSearch(const EdgeList& g, std::span<const Id> dst, Components& out, const ComponentsOptions& options)
       : g_(g),
         rt_(g.runtime()),
         out_(out),
@@ -40,7 +42,7 @@ class StrongComponentsSearch {
         base_(g.local_vertex_begin()),
         end_(g.local_vertex_end()),
         n_(end_ - base_),
-        dst_(g.local_dst()),
+        dst_(dst),
         ghosts_(GhostSet::remote_of(dst_, base_, end_, g.vertices())),
         alive_(rt_, g.vertex_ranges()),
         mark_(rt_, g.vertex_ranges()),
@@ -98,14 +100,17 @@ class StrongComponentsSearch {
   // arc to it: the in-arcs this rank can follow backward without messages.
   void build_reverse_arcs() {
     rev_offset_.assign(n_ + ghosts_.size() + 1, 0);
-    auto s = g_.local_src();
-    for (std::size_t k = 0; k < dst_.size(); ++k)
-      if (s[k] != dst_[k]) ++rev_offset_[key(dst_[k]) + 1];
+    g_.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+      for (std::size_t k = first; k < last; ++k)
+        if (dst_[k] != u) ++rev_offset_[key(dst_[k]) + 1];
+    });
     for (std::size_t k = 1; k < rev_offset_.size(); ++k) rev_offset_[k] += rev_offset_[k - 1];
     rev_src_.resize(rev_offset_.back());
     std::vector<std::size_t> fill(rev_offset_.begin(), rev_offset_.end() - 1);
-    for (std::size_t k = 0; k < dst_.size(); ++k)
-      if (s[k] != dst_[k]) rev_src_[fill[key(dst_[k])]++] = s[k];
+    g_.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+      for (std::size_t k = first; k < last; ++k)
+        if (dst_[k] != u) rev_src_[fill[key(dst_[k])]++] = u;
+    });
   }
 
   bool trimmable(std::uint64_t v) const {
@@ -273,7 +278,7 @@ class StrongComponentsSearch {
   const ComponentsOptions& options_;
   const std::uint64_t base_, end_;
   const std::size_t n_;
-  std::span<const std::uint64_t> dst_;
+  std::span<const Id> dst_;
   GhostSet ghosts_;
   // DistArrays where another rank reads or updates: alive and mark flags,
   // in-arcs lost to removed sources, proposed colours; in_count_ is fixed.
@@ -291,7 +296,10 @@ Components strong_components(const EdgeList& g, const ComponentsOptions& options
   if (!g.directed()) return fastsv(g, options);
   auto t0 = Clock::now();
   Components out{DistArray<std::uint64_t>(g.runtime(), g.vertex_ranges()), 0, 0};
-  StrongComponentsSearch(g, out, options).run();
+  g.with_dst([&](auto dst) {
+    using Id = typename decltype(dst)::value_type;
+    StrongComponentsSearch<Id>(g, dst, out, options).run();
+  });
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
 }

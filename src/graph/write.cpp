@@ -390,17 +390,15 @@ namespace {
 
 std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_triangle_only) {
   std::string out;
-  auto s = g.local_src(), d = g.local_dst();
   auto w = g.local_weight();
-  out.reserve(s.size() * 16);
+  out.reserve(g.local_arcs() * 16);
   char buf[96];
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    if (lower_triangle_only && s[k] < d[k]) continue;
-    int len = w.empty() ? std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", s[k] + base, d[k] + base)
-                        : std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %.17g\n", s[k] + base,
-                                        d[k] + base, w[k]);
+  g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t k) {
+    if (lower_triangle_only && u < v) return;
+    int len = w.empty() ? std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", u + base, v + base)
+                        : std::snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %.17g\n", u + base, v + base, w[k]);
     out.append(buf, static_cast<std::size_t>(len));
-  }
+  });
   return out;
 }
 
@@ -415,8 +413,7 @@ void write_graph(const EdgeList& g, const std::string& path, const WriteOptions&
     bool sym = !g.directed();
     std::string body = format_edges(g, 1, sym);
     std::uint64_t entries = 0;
-    for (std::size_t k = 0; k < g.local_src().size(); ++k)
-      if (!sym || g.local_src()[k] >= g.local_dst()[k]) ++entries;
+    g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t) { entries += !sym || u >= v; });
     entries = all_reduce(rt.comm(), entries, MPI_SUM);
     std::string header = std::string("%%MatrixMarket matrix coordinate ") + (g.weighted() ? "real" : "pattern") +
                          (sym ? " symmetric" : " general") + "\n% written by tessera\n" +
@@ -485,7 +482,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
   dir = broadcast(rt.comm(), dir, 0);
   tmp = broadcast(rt.comm(), tmp, 0);
   CleanupSlots cleanup;
-  std::vector<std::string> names = {"src", "dst"};
+  std::vector<std::string> names = {"offsets", "dst"};
   if (g.weighted()) names.push_back("weight");
   for (const auto& name : names) {
     cleanup.add(tmp + "/" + name + ".r" + std::to_string(rt.rank()) + ".seg");
@@ -502,21 +499,23 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
       std::copy(from.local().begin(), from.local().end(), to.local().begin());
       barrier(rt.comm());
     };
-    copy(g.src(), "src");
-    copy(g.dst(), "dst");
+    copy(g.offsets(), "offsets");
+    std::visit([&](const auto& dst) { copy(dst, "dst"); }, g.dst());
     if (g.weighted()) copy(*g.weight(), "weight");
     agree(rt.comm(), [&] {
       if (rt.rank() != 0) return;
       nlohmann::json j;
       j["format"] = kGraphFormat;
-      j["version"] = 1;
+      j["version"] = kGraphVersion;
       j["vertices"] = g.vertices();
       j["edges"] = g.edges();
+      j["arcs"] = g.arcs();
+      j["id_type"] = id_width_name(g.id_width());
       j["directed"] = g.directed();
       j["weighted"] = g.weighted();
       j["ranks"] = rt.size();
       j["vertex_offsets"] = g.vertex_ranges().offsets();
-      j["arrays"] = {{"src", "src.json"}, {"dst", "dst.json"}};
+      j["arrays"] = {{"offsets", "offsets.json"}, {"dst", "dst.json"}};
       if (g.weighted()) j["arrays"]["weight"] = "weight.json";
       write_new_file(tmp + "/" + kGraphFile, j.dump(2) + "\n", options.group_access ? 0660 : 0600);
       if (options.pending) return;  // renamed at commit

@@ -186,13 +186,12 @@ void prepare_output(Vector& y, double beta) {
 }
 
 // y += alpha A x, row by row over the graph's row offsets: the product
-// streams only the destination (and weight) array, 8 bytes per edge where a
-// CRS copy streams 12.
-template <class ColumnValue>
-void multiply_rows(const graph::EdgeList& g, std::span<double> y, double alpha, ColumnValue value) {
-  const std::uint64_t* d = g.local_dst().data();
-  const std::uint64_t* start = g.row_offsets().data();
-  auto w = g.local_weight();
+// streams only the destination (and weight) array, 4 or 8 bytes per edge
+// where a CRS copy streams 12. Called once per id width (with_dst), so the
+// loops index the destinations at their stored width.
+template <class Id, class ColumnValue>
+void multiply_rows(const Id* d, const std::uint64_t* start, std::span<const double> w, std::span<double> y,
+                   double alpha, ColumnValue value) {
   for (std::size_t i = 0; i < y.size(); ++i) {
     double sum = 0;
     if (w.empty())
@@ -204,11 +203,9 @@ void multiply_rows(const graph::EdgeList& g, std::span<double> y, double alpha, 
 }
 
 // add(column, alpha A[row][column] x[row]) for every local entry.
-template <class Add>
-void multiply_columns(const graph::EdgeList& g, std::span<const double> x, double alpha, Add add) {
-  const std::uint64_t* d = g.local_dst().data();
-  const std::uint64_t* start = g.row_offsets().data();
-  auto w = g.local_weight();
+template <class Id, class Add>
+void multiply_columns(const Id* d, const std::uint64_t* start, std::span<const double> w, std::span<const double> x,
+                      double alpha, Add add) {
   for (std::size_t i = 0; i < x.size(); ++i)
     for (std::uint64_t k = start[i]; k < start[i + 1]; ++k) add(d[k], alpha * (w.empty() ? 1.0 : w[k]) * x[i]);
 }
@@ -221,7 +218,9 @@ struct EdgeListMatrix::Columns {
 
 EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<ColumnMode> forced) : graph_(graph) {
   const Map& rows = graph.vertex_map();
-  GhostSet ghosts = GhostSet::remote_of(graph.local_dst(), rows.local_begin(), rows.local_end(), graph.vertices());
+  GhostSet ghosts = graph.with_dst([&](auto dst) {
+    return GhostSet::remote_of(dst, rows.local_begin(), rows.local_end(), graph.vertices());
+  });
   ghost_count_ = ghosts.size();
   const std::uint64_t n = graph.vertices(), local = rows.local_size();
   const bool dense_fits = n < (1ull << 31);  // MPI counts and displacements are int
@@ -296,15 +295,24 @@ ColumnMode EdgeListMatrix::column_mode() const noexcept {
 
 void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
-  std::visit([&](const auto& columns) { multiply_rows(graph_, y.local(), alpha, columns.load(x.local())); },
-             columns_->strategy);
+  std::visit(
+      [&](const auto& columns) {
+        auto value = columns.load(x.local());
+        graph_.with_dst([&](auto dst) {
+          multiply_rows(dst.data(), graph_.row_offsets().data(), graph_.local_weight(), y.local(), alpha, value);
+        });
+      },
+      columns_->strategy);
 }
 
 void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, double beta) const {
   prepare_output(y, beta);
   std::visit(
       [&](const auto& columns) {
-        multiply_columns(graph_, x.local(), alpha, columns.accumulator(y.local()));
+        auto add = columns.accumulator(y.local());
+        graph_.with_dst([&](auto dst) {
+          multiply_columns(dst.data(), graph_.row_offsets().data(), graph_.local_weight(), x.local(), alpha, add);
+        });
         columns.finish(y.local());
       },
       columns_->strategy);
@@ -313,13 +321,19 @@ void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, d
 void EdgeListMatrix::diagonal(Vector& out) const {
   auto o = out.local();
   const std::uint64_t base = graph_.local_vertex_begin();
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    RowView r = row(i);
-    auto [lo, hi] = std::equal_range(r.columns.begin(), r.columns.end(), base + i);  // self loops
-    o[i] = 0;
-    for (auto k = static_cast<std::size_t>(lo - r.columns.begin()); k < static_cast<std::size_t>(hi - r.columns.begin()); ++k)
-      o[i] += r.value(k);
-  }
+  auto offsets = graph_.row_offsets();
+  auto w = graph_.local_weight();
+  graph_.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i < o.size(); ++i) {
+      // Rows are sorted: the self loops of row i are one run.
+      auto first = dst.begin() + static_cast<std::ptrdiff_t>(offsets[i]);
+      auto last = dst.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]);
+      auto [lo, hi] = std::equal_range(first, last, base + i);
+      o[i] = 0;
+      for (auto k = static_cast<std::size_t>(lo - dst.begin()); k < static_cast<std::size_t>(hi - dst.begin()); ++k)
+        o[i] += w.empty() ? 1.0 : w[k];
+    }
+  });
 }
 
 void EdgeListMatrix::row_sums(Vector& out) const {
@@ -341,7 +355,7 @@ double EdgeListMatrix::frobenius_norm() const {
   double sum = 0;
   auto w = graph_.local_weight();
   if (w.empty())
-    sum = static_cast<double>(graph_.local_dst().size());
+    sum = static_cast<double>(graph_.local_arcs());
   else
     for (double v : w) sum += v * v;
   return std::sqrt(all_reduce(row_map().comm(), sum, MPI_SUM));
@@ -349,14 +363,24 @@ double EdgeListMatrix::frobenius_norm() const {
 
 std::size_t EdgeListMatrix::copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
                                      std::span<double> values) const {
-  RowView r = row(local_row);
-  check_row_buffers(r.size(), columns, values);
-  std::copy(r.columns.begin(), r.columns.end(), columns.begin());
-  if (r.values.empty())
-    std::fill_n(values.begin(), r.size(), 1.0);
+  if (local_row >= graph_.local_vertices())
+    throw RangeError("local row " + std::to_string(local_row) + " is outside [0, " +
+                     std::to_string(graph_.local_vertices()) + ")");
+  auto offsets = graph_.row_offsets();
+  const auto first = static_cast<std::size_t>(offsets[local_row]);
+  const auto length = static_cast<std::size_t>(offsets[local_row + 1]) - first;
+  check_row_buffers(length, columns, values);
+  // Widened to 64-bit global ids whatever the graph's id width.
+  graph_.with_dst([&](auto dst) {
+    auto row = dst.subspan(first, length);
+    std::copy(row.begin(), row.end(), columns.begin());
+  });
+  auto w = graph_.local_weight();
+  if (w.empty())
+    std::fill_n(values.begin(), length, 1.0);
   else
-    std::copy(r.values.begin(), r.values.end(), values.begin());
-  return r.size();
+    std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(first), length, values.begin());
+  return length;
 }
 
 // The graph's row offsets belong to the graph, not to the matrix.

@@ -50,11 +50,15 @@ std::optional<InvalidWeight> find_invalid_weight(const RowMatrix& a) {
 
 std::optional<InvalidWeight> find_invalid_weight(const graph::EdgeList& g) {
   std::optional<InvalidWeight> mine;
-  auto s = g.local_src(), d = g.local_dst();
   auto w = g.local_weight();  // empty: every weight is 1
   for (std::size_t k = 0; k < w.size(); ++k)
     if (!usable(w[k])) {
-      mine = InvalidWeight{s[k], d[k], w[k]};  // arcs are sorted by row: the first bad one
+      // Arcs are sorted by row: the first bad one. Its row is the last one
+      // starting at or before k (no source array to read it from).
+      auto rows = g.row_offsets();
+      auto row = std::upper_bound(rows.begin(), rows.end(), std::uint64_t{k}) - rows.begin() - 1;
+      std::uint64_t column = g.with_dst([&](auto dst) { return std::uint64_t{dst[k]}; });
+      mine = InvalidWeight{g.local_vertex_begin() + static_cast<std::uint64_t>(row), column, w[k]};
       break;
     }
   return first_invalid(g.vertex_map(), mine);

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+
 #include "tessera/linalg/laplacian.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -77,13 +79,29 @@ std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vect
 }
 
 nlohmann::json graph_json(const graph::EdgeList& g) {
-  return {{"vertices", g.vertices()}, {"edges", g.edges()}, {"directed", g.directed()},
-          {"weighted", g.weighted()}, {"edge_imbalance", g.edge_imbalance()}};
+  const double per_edge = g.edges() ? static_cast<double>(g.edge_array_bytes()) / static_cast<double>(g.edges()) : 0;
+  return {{"vertices", g.vertices()},
+          {"edges", g.edges()},
+          {"arcs", g.arcs()},
+          {"self_loops", g.self_loops()},
+          {"directed", g.directed()},
+          {"weighted", g.weighted()},
+          {"id_type", graph::id_width_name(g.id_width())},
+          {"edge_array_bytes", g.edge_array_bytes()},
+          {"offset_array_bytes", g.offset_array_bytes()},
+          {"bytes_per_edge", per_edge},
+          {"edge_imbalance", g.edge_imbalance()}};
 }
 
 void describe(Progress& p, const graph::EdgeList& g) {
+  char bytes[160];
+  std::snprintf(bytes, sizeof(bytes), "%d-bit ids, edge arrays %.1f MiB = %.2f bytes per %sedge",
+                static_cast<int>(g.id_bytes() * 8), static_cast<double>(g.edge_array_bytes()) / 1048576.0,
+                g.edges() ? static_cast<double>(g.edge_array_bytes()) / static_cast<double>(g.edges()) : 0.0,
+                g.directed() ? "" : "undirected ");
   p.step(count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(g.edges(), "edge") + " (" +
-         (g.directed() ? "directed" : "undirected") + (g.weighted() ? ", weighted" : "") + ")");
+         (g.directed() ? "directed" : "undirected, " + count_of(g.arcs(), "arc") + " stored") +
+         (g.weighted() ? ", weighted" : "") + "; " + bytes + ")");
 }
 
 }  // namespace tessera::pipeline

@@ -12,7 +12,7 @@
 namespace tessera::pipeline {
 
 ArrayBytes array_bytes(const graph::EdgeList& g) {
-  return {g.edges() * (16 + (g.weighted() ? 8 : 0)), g.vertices() * graph::kVertexArrayBytes};
+  return {g.edge_array_bytes(), g.vertices() * graph::kVertexArrayBytes + g.offset_array_bytes(), g.vertices()};
 }
 
 Report::Report(Runtime& rt, Progress& progress) : rt_(rt), progress_(progress), start_peak_(peak_rss_bytes()) {}
@@ -54,6 +54,10 @@ void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
                         {"edge_array_bytes", arrays.edges},
                         {"vertex_array_bytes", arrays.vertices},
                         {"peak_to_edge_arrays", ratio},
+                        {"growth_budget_bytes", arrays.growth_budget()},
+                        {"growth_to_budget", arrays.growth_budget() ? static_cast<double>(growth) /
+                                                                          static_cast<double>(arrays.growth_budget())
+                                                                    : 0.0},
                         {"ranks", rt_.size()}};
   const int ranks = rt_.size();
   std::snprintf(text, sizeof(text),

@@ -198,7 +198,7 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
   j["lcc"] = graph_json(lcc.graph);
   p.step("largest component: " + std::to_string(lcc.graph.vertices()) + " of " +
          count_of(j["graph"]["vertices"].get<std::uint64_t>(), "vertex", "vertices") + ", " +
-         count_of(lcc.graph.edges(), "edge") + ", in " + lcc.graph.src().metadata_path());
+         count_of(lcc.graph.edges(), "edge") + ", in " + lcc.graph.dst_metadata_path());
   const bool hitting = a.analysis.kind == "hitting";
   std::vector<std::uint64_t> targets;
   if (hitting)
@@ -477,7 +477,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     const double read_seconds = seconds_since(t0);
     describe(p, loaded->graph);
     arrays = array_bytes(loaded->graph);
-    p.step("loaded into Shared storage: " + loaded->graph.src().metadata_path());
+    p.step("loaded into Shared storage: " + loaded->graph.dst_metadata_path());
     find_targets(loaded->ids, a.targets, where(a.input));
     double symmetrize_seconds = 0;
     if (loaded->graph.directed()) {
@@ -511,7 +511,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     });
     store->release();
     arrays = store->saved().at("arrays").get<ArrayBytes>();
-    p.step("restored into Shared storage: " + loaded->graph.src().metadata_path());
+    p.step("restored into Shared storage: " + loaded->graph.dst_metadata_path());
     describe(p, loaded->graph);
     stage_done(rt, from);
   }

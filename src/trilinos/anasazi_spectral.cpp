@@ -126,13 +126,13 @@ std::vector<double> weighted_degrees(const graph::EdgeList& g) {
 void check_weights(const graph::EdgeList& g) {
   agree(g.runtime().comm(), [&] {
     auto weight = g.local_weight();
-    auto src = g.local_src();
-    auto dst = g.local_dst();
-    for (std::size_t e = 0; e < weight.size(); ++e)
+    if (weight.empty()) return;  // every weight is 1
+    g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t e) {
       if (!(weight[e] > 0) || !std::isfinite(weight[e]))
-        throw RangeError("edge " + std::to_string(src[e]) + " " + std::to_string(dst[e]) + " has weight " +
+        throw RangeError("edge " + std::to_string(u) + " " + std::to_string(v) + " has weight " +
                          std::to_string(weight[e]) +
                          ": spectral analysis needs positive finite weights (a Laplacian with its constant kernel)");
+    });
   });
 }
 
@@ -272,14 +272,15 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
       if (use_lobpcg && fiedler) {
         std::vector<double> inverse(local);
         auto offsets = g.row_offsets();
-        auto dst = g.local_dst();
         auto weight = g.local_weight();
-        for (std::size_t i = 0; i < local; ++i) {
-          double d = 0;
-          for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
-            if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
-          inverse[i] = 1.0 / d;
-        }
+        g.with_dst([&](auto dst) {
+          for (std::size_t i = 0; i < local; ++i) {
+            double d = 0;
+            for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e)
+              if (dst[e] != begin + i) d += weight.empty() ? 1.0 : weight[e];
+            inverse[i] = 1.0 / d;
+          }
+        });
         problem->setPrec(Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse))));
       }
       if (!problem->setProblem()) throw Error("Anasazi refused the eigenproblem (its operator or start vector)");

@@ -65,22 +65,23 @@ Bisection bisect(const graph::EdgeList& g, std::span<const double> x, SplitRule 
   // The ghosts' parts through an import (O(ghosts)), then every edge once
   // from its smaller end (both directions are stored).
   const std::uint64_t begin = g.local_vertex_begin();
-  GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin, g.local_vertex_end(), n);
+  GhostSet ghosts = g.with_dst([&](auto dst) { return GhostSet::remote_of(dst, begin, g.local_vertex_end(), n); });
   linalg::Import import(g.vertex_map(), ghosts);
   std::vector<double> owned(b.part.begin(), b.part.end()), ghost_parts(ghosts.size());
   import.gather(owned, ghost_parts);
   auto offsets = g.row_offsets();
-  auto dst = g.local_dst();
   std::uint64_t cut = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::uint64_t u = begin + i;
-    for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
-      const std::uint64_t v = dst[e];
-      if (v <= u) continue;
-      const bool pv = g.vertex_map().is_local(v) ? b.part[v - begin] != 0 : ghost_parts[ghosts.position(v)] != 0;
-      cut += pv != (b.part[i] != 0);
+  g.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint64_t u = begin + i;
+      for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
+        const std::uint64_t v = dst[e];
+        if (v <= u) continue;
+        const bool pv = g.vertex_map().is_local(v) ? b.part[v - begin] != 0 : ghost_parts[ghosts.position(v)] != 0;
+        cut += pv != (b.part[i] != 0);
+      }
     }
-  }
+  });
   b.cut_edges = all_reduce<std::uint64_t>(comm, cut, MPI_SUM);
   return b;
 }

@@ -21,37 +21,40 @@ namespace {
 // row by row: a self loop adds w x_i to both terms and cancels. Grounded
 // rows (sorted local rows) are identity rows; grounded ghost columns read 0
 // from value(), grounded owned columns are taken back out by the caller.
-// One instantiation per layout and weighting, so the per-edge loop holds
-// one load and one add (two for weights) and no test.
+// One instantiation per layout, weighting and id width (the width chosen
+// once, by with_dst), so the per-edge loop holds one load and one add (two
+// for weights) and no test.
 template <bool kWeighted, class Value>
 void laplacian_rows(const graph::EdgeList& g, const double* x, Value value, std::span<const std::size_t> grounded_rows,
                     double* y, double alpha, double beta) {
   auto offsets = g.row_offsets();
-  const std::uint64_t* dst = g.local_dst().data();
   const double* weight = g.local_weight().data();
   const std::size_t rows = g.local_vertices();
-  std::size_t next_grounded = 0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    double lx;
-    if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
-      lx = x[i];
-      ++next_grounded;
-    } else {
-      double sum = 0;
-      const std::uint64_t end = offsets[i + 1];
-      double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
-      for (std::uint64_t e = offsets[i]; e < end; ++e) {
-        if constexpr (kWeighted) {
-          degree += weight[e];
-          sum += weight[e] * value(dst[e]);
-        } else {
-          sum += value(dst[e]);
+  g.with_dst([&](auto dst_span) {
+    const auto* dst = dst_span.data();
+    std::size_t next_grounded = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      double lx;
+      if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
+        lx = x[i];
+        ++next_grounded;
+      } else {
+        double sum = 0;
+        const std::uint64_t end = offsets[i + 1];
+        double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
+        for (std::uint64_t e = offsets[i]; e < end; ++e) {
+          if constexpr (kWeighted) {
+            degree += weight[e];
+            sum += weight[e] * value(dst[e]);
+          } else {
+            sum += value(dst[e]);
+          }
         }
+        lx = degree * x[i] - sum;
       }
-      lx = degree * x[i] - sum;
+      y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
     }
-    y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
-  }
+  });
 }
 
 // The product of a block of k columns in one sweep: `block` holds the k
@@ -63,29 +66,31 @@ void laplacian_rows_block(const graph::EdgeList& g, const double* block, std::ui
                           std::uint64_t begin, YAt at, double alpha, double beta) {
   constexpr std::size_t kMax = 16;
   auto offsets = g.row_offsets();
-  const std::uint64_t* dst = g.local_dst().data();
   const double* weight = g.local_weight().data();
   const std::size_t rows = g.local_vertices();
   double sum[kMax];
-  for (std::size_t i = 0; i < rows; ++i) {
-    std::fill(sum, sum + k, 0.0);
-    const std::uint64_t end = offsets[i + 1];
-    double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
-    for (std::uint64_t e = offsets[i]; e < end; ++e) {
-      const double* xv = block + (dst[e] - base) * k;
-      if constexpr (kWeighted) {
-        degree += weight[e];
-        for (std::size_t j = 0; j < k; ++j) sum[j] += weight[e] * xv[j];
-      } else {
-        for (std::size_t j = 0; j < k; ++j) sum[j] += xv[j];
+  g.with_dst([&](auto dst_span) {
+    const auto* dst = dst_span.data();
+    for (std::size_t i = 0; i < rows; ++i) {
+      std::fill(sum, sum + k, 0.0);
+      const std::uint64_t end = offsets[i + 1];
+      double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
+      for (std::uint64_t e = offsets[i]; e < end; ++e) {
+        const double* xv = block + (dst[e] - base) * k;
+        if constexpr (kWeighted) {
+          degree += weight[e];
+          for (std::size_t j = 0; j < k; ++j) sum[j] += weight[e] * xv[j];
+        } else {
+          for (std::size_t j = 0; j < k; ++j) sum[j] += xv[j];
+        }
+      }
+      const double* xi = block + (begin - base + i) * k;
+      for (std::size_t j = 0; j < k; ++j) {
+        double& yij = at(i, j);
+        yij = alpha * (degree * xi[j] - sum[j]) + (beta == 0.0 ? 0.0 : beta * yij);
       }
     }
-    const double* xi = block + (begin - base + i) * k;
-    for (std::size_t j = 0; j < k; ++j) {
-      double& yij = at(i, j);
-      yij = alpha * (degree * xi[j] - sum[j]) + (beta == 0.0 ? 0.0 : beta * yij);
-    }
-  }
+  });
 }
 
 // The Import from the row map to the column map "owned vertices, then
@@ -121,7 +126,7 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
                      " vertices, more than Tpetra's 32-bit local indices allow: use more ranks");
   const Map& rows = g.vertex_map();
   const std::uint64_t n = g.vertices();
-  GhostSet ghosts = GhostSet::remote_of(g.local_dst(), begin_, g.local_vertex_end(), n);
+  GhostSet ghosts = g.with_dst([&](auto dst) { return GhostSet::remote_of(dst, begin_, g.local_vertex_end(), n); });
   ghost_count_ = ghosts.size();
   agree(rt.comm(), [&] {
     if (owned_ + ghost_count_ > static_cast<std::size_t>(std::numeric_limits<LocalOrdinal>::max()))
@@ -210,24 +215,27 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   // other rows).
   if (!grounded_rows_.empty() && layout_ != ColumnLayout::dense) {
     auto offsets = g.row_offsets();
-    auto dst = g.local_dst();
     auto weight = g.local_weight();
-    for (std::size_t i = 0; i < owned_; ++i) {
-      if (row_grounded(i)) continue;
-      for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
-        const std::uint64_t o = dst[e] - begin_;
-        if (o < owned_ && o != i && row_grounded(static_cast<std::size_t>(o)))
-          owned_grounded_entries_.push_back({i, static_cast<std::size_t>(o), weight.empty() ? 1.0 : weight[e]});
+    g.with_dst([&](auto dst) {
+      for (std::size_t i = 0; i < owned_; ++i) {
+        if (row_grounded(i)) continue;
+        for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
+          const std::uint64_t o = dst[e] - begin_;
+          if (o < owned_ && o != i && row_grounded(static_cast<std::size_t>(o)))
+            owned_grounded_entries_.push_back({i, static_cast<std::size_t>(o), weight.empty() ? 1.0 : weight[e]});
+        }
       }
-    }
+    });
   }
 
-  for (std::size_t i = 0; i < owned_; ++i) {
-    std::size_t entries = 0;
-    for_each_entry(i, [&](std::uint64_t, double) { ++entries; });
-    local_entries_ += entries;
-    local_max_row_ = std::max(local_max_row_, entries);
-  }
+  g.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i < owned_; ++i) {
+      std::size_t entries = 0;
+      for_each_entry(dst, i, [&](std::uint64_t, double) { ++entries; });
+      local_entries_ += entries;
+      local_max_row_ = std::max(local_max_row_, entries);
+    }
+  });
   global_entries_ = all_reduce<std::uint64_t>(rt.comm(), local_entries_, MPI_SUM);
   global_max_row_ = all_reduce<std::uint64_t>(rt.comm(), local_max_row_, MPI_MAX);
   graph_ = Teuchos::rcp(new EdgeListRowGraph(*this));
@@ -444,7 +452,7 @@ void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds
 
 void EdgeListRowMatrix::no_views() const {
   throw ConfigError("EdgeListRowMatrix has no row views (its values are computed from the edge arrays and its columns "
-                    "are 64-bit global ids there): use getLocalRowCopy / getGlobalRowCopy (supportsRowViews() is false)");
+                    "are global ids there, 4 or 8 bytes wide): use getLocalRowCopy / getGlobalRowCopy (supportsRowViews() is false)");
 }
 void EdgeListRowMatrix::getGlobalRowView(GlobalOrdinal, global_inds_host_view_type&, values_host_view_type&) const {
   no_views();
@@ -491,12 +499,14 @@ void EdgeListRowMatrix::getLocalDiagCopy(TpetraVector& diagonal) const {
     throw MismatchError("getLocalDiagCopy: the vector has " + std::to_string(diagonal.getLocalLength()) +
                         " local entries, the matrix " + std::to_string(owned_) + " rows");
   auto d = diagonal.getLocalViewHost(Tpetra::Access::OverwriteAll);
-  for (std::size_t i = 0; i < owned_; ++i) {
-    d(i, 0) = 0.0;
-    for_each_entry(i, [&](std::uint64_t c, double v) {
-      if (c == begin_ + i) d(i, 0) += v;
-    });
-  }
+  g_.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i < owned_; ++i) {
+      d(i, 0) = 0.0;
+      for_each_entry(dst, i, [&](std::uint64_t c, double v) {
+        if (c == begin_ + i) d(i, 0) += v;
+      });
+    }
+  });
 }
 
 void EdgeListRowMatrix::leftScale(const TpetraVector&) {
@@ -510,7 +520,9 @@ void EdgeListRowMatrix::rightScale(const TpetraVector&) {
 
 EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
   double sum = 0;
-  for (std::size_t i = 0; i < owned_; ++i) for_each_entry(i, [&](std::uint64_t, double v) { sum += v * v; });
+  g_.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i < owned_; ++i) for_each_entry(dst, i, [&](std::uint64_t, double v) { sum += v * v; });
+  });
   return std::sqrt(all_reduce(g_.runtime().comm(), sum, MPI_SUM));
 }
 

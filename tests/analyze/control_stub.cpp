@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     if (mode == "hold") {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the test kills this process
     }
-    // A float64 array to name where uint64 is expected.
+    // A float64 array to name where uint64 row offsets are expected.
     DistArray<double> wrong(rt, 16, StorageOptions::shared("stub-" + rt.job_id() + "-wrong", dir));
     auto& req = proto::payload(*ctl).request;
     std::memset(&req, 0, sizeof(req));
@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
     req.tolerance = 1e-8;
     req.max_iterations = 100;
     const std::string absent = dir + "/no-such-array.json";
-    const std::string src = mode == "wrongtype" ? wrong.metadata_path() : absent;
-    std::snprintf(req.src, sizeof(req.src), "%s", src.c_str());
-    std::snprintf(req.dst, sizeof(req.dst), "%s", src.c_str());
+    const std::string arrays = mode == "wrongtype" ? wrong.metadata_path() : absent;
+    std::snprintf(req.offsets, sizeof(req.offsets), "%s", arrays.c_str());
+    std::snprintf(req.dst, sizeof(req.dst), "%s", arrays.c_str());
     std::snprintf(req.result, sizeof(req.result), "%s", wrong.metadata_path().c_str());
     const std::uint32_t seen = ctl->load(Side::caller, 0);
     ctl->post(Side::analysis, 0);

@@ -177,7 +177,7 @@ try:
     print(f"ok caller SIGKILLed while the analysis waits: analysis left {detected:.3f} s later: {err.strip().splitlines()[-1]}")
     clean("killed caller")  # the analysis removed the control segment
 
-    # 4. Requests naming a missing array, or a float64 array as edge sources.
+    # 4. Requests naming a missing array, or a float64 array as row offsets.
     for mode, want in (("missing", "does not exist"), ("wrongtype", "must hold uint64 elements, but it holds float64")):
         s = subprocess.Popen([stub, mode, shm], stdout=subprocess.PIPE, text=True, env=env)
         ctl = s.stdout.readline().split()[1]

@@ -40,7 +40,7 @@ void fill_valid_request(proto::Request& r) {
   r.vertices = 10;
   r.tolerance = 1e-8;
   r.max_iterations = 10;
-  std::strcpy(r.src, "/dev/shm/a-src.json");
+  std::strcpy(r.offsets, "/dev/shm/a-offsets.json");
   std::strcpy(r.dst, "/dev/shm/a-dst.json");
   std::strcpy(r.result, "/dev/shm/a-times.json");
 }
@@ -170,7 +170,7 @@ TEST(Control, RequestFieldsAreValidated) {
   refused([](proto::Request& r) { r.targets[0] = 10; }, "target past the vertices");
   refused([](proto::Request& r) { r.tolerance = -1; }, "negative tolerance");
   refused([](proto::Request& r) { r.max_iterations = 0; }, "no iterations");
-  refused([](proto::Request& r) { std::memset(r.src, 'x', sizeof(r.src)); }, "unterminated path");
+  refused([](proto::Request& r) { std::memset(r.offsets, 'x', sizeof(r.offsets)); }, "unterminated path");
   refused([](proto::Request& r) { r.dst[0] = '\x01'; }, "non-printable path");
   refused([](proto::Request& r) { r.result[0] = '\0'; }, "no result array");
   // An unknown kind: the message names the kinds this analysis knows.

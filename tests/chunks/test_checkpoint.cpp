@@ -155,8 +155,9 @@ void check_graph(const graph::EdgeList& g) {
   EXPECT_EQ(g.vertices(), kGraphVertices);
   EXPECT_TRUE(g.directed());
   ASSERT_TRUE(g.weighted());
-  auto src = gather_to_root<std::uint64_t>(rt().comm(), g.local_src());
-  auto dst = gather_to_root<std::uint64_t>(rt().comm(), g.local_dst());
+  auto local = g.local_copy();  // arcs from the rows, in stored order
+  auto src = gather_to_root<std::uint64_t>(rt().comm(), local.src);
+  auto dst = gather_to_root<std::uint64_t>(rt().comm(), local.dst);
   auto w = gather_to_root<double>(rt().comm(), g.local_weight());
   if (rt().rank() != 0) return;
   std::vector<TestEdge> want;

@@ -8,6 +8,7 @@
 #include <string>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -38,11 +39,31 @@ std::vector<T> gather_all(const DistArray<T>& a) {
   return gather_all<T>(a.runtime(), a.local());
 }
 
-// Every edge of the graph, sorted, on every rank.
+// This rank's arcs in stored order as 64-bit (source, destination) columns,
+// read the way kernels read them: each row's source from the row offsets,
+// destinations from the array at the graph's id width.
+struct LocalArcs {
+  std::vector<std::uint64_t> src, dst;
+};
+inline LocalArcs local_arcs(const graph::EdgeList& g) {
+  LocalArcs a;
+  auto rows = g.row_offsets();
+  g.with_dst([&](auto dst) {
+    a.src.reserve(dst.size());
+    a.dst.assign(dst.begin(), dst.end());
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+      a.src.insert(a.src.end(), static_cast<std::size_t>(rows[i + 1] - rows[i]), g.local_vertex_begin() + i);
+  });
+  return a;
+}
+
+// Every stored arc of the graph (both arcs of an undirected edge, a self
+// loop once), sorted, on every rank.
 inline std::vector<EdgeTuple> gather_edges(const graph::EdgeList& g) {
   Runtime& rt = g.runtime();
-  auto s = gather_all<std::uint64_t>(rt, g.local_src());
-  auto d = gather_all<std::uint64_t>(rt, g.local_dst());
+  auto arcs = local_arcs(g);
+  auto s = gather_all<std::uint64_t>(rt, std::span<const std::uint64_t>(arcs.src));
+  auto d = gather_all<std::uint64_t>(rt, std::span<const std::uint64_t>(arcs.dst));
   auto w = gather_all<double>(rt, g.local_weight());
   std::vector<EdgeTuple> out;
   for (std::size_t k = 0; k < s.size(); ++k) out.emplace_back(s[k], d[k], w.empty() ? 1.0 : w[k]);

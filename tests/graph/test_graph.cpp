@@ -3,7 +3,9 @@
 // gathered graph. The same answers are expected at 1, 2, 3 and 4 ranks.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "../test_util.hpp"
@@ -19,16 +21,28 @@ using tessera::test::EdgeTuple;
 
 namespace {
 
-// The layout every algorithm relies on, checked on this rank.
+// The layout every algorithm relies on, checked on this rank: one row per
+// local vertex, rows covering the rank's arcs in order, each row's
+// destinations inside the graph and increasing.
 void expect_layout(const EdgeList& g) {
-  auto s = g.local_src(), d = g.local_dst();
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    ASSERT_GE(s[k], g.local_vertex_begin());
-    ASSERT_LT(s[k], g.local_vertex_end());
-    ASSERT_LT(d[k], g.vertices());
-    if (k > 0) {
-      ASSERT_TRUE(s[k - 1] < s[k] || (s[k - 1] == s[k] && d[k - 1] <= d[k]));
+  auto rows = g.row_offsets();
+  ASSERT_EQ(rows.size(), g.local_vertices() + 1);
+  ASSERT_EQ(rows.front(), 0u);
+  ASSERT_EQ(rows.back(), g.local_arcs());
+  g.with_dst([&](auto d) {
+    ASSERT_EQ(d.size(), g.local_arcs());
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+      ASSERT_LE(rows[i], rows[i + 1]);
+      for (std::size_t k = rows[i]; k < rows[i + 1]; ++k) {
+        ASSERT_LT(d[k], g.vertices());
+        if (k > rows[i]) {
+          ASSERT_LE(d[k - 1], d[k]);
+        }
+      }
     }
+  });
+  if (g.weighted()) {
+    ASSERT_EQ(g.local_weight().size(), g.local_arcs());
   }
 }
 
@@ -59,6 +73,37 @@ std::vector<EdgeTuple> grid_edges(std::uint64_t rows, std::uint64_t cols) {
   return out;
 }
 
+// Sets (or, given nullptr, unsets) an environment variable on this rank for
+// one scope and puts the old value back at its end.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// Whether this run forces wide ids (the suite's TESSERA_ID_BITS=64 runs).
+bool wide_ids_forced() {
+  const char* bits = std::getenv("TESSERA_ID_BITS");
+  return bits && std::string(bits) == "64";
+}
+
 }  // namespace
 
 TEST(EdgeList, BuildDistributesSortsAndCleans) {
@@ -82,7 +127,8 @@ TEST(EdgeList, BuildDistributesSortsAndCleans) {
   for (std::uint64_t u = 0; u < n; ++u)
     if ((u * 7 + 3) % n != u) want.emplace_back(u, (u * 7 + 3) % n, static_cast<double>(u));
   EXPECT_EQ(all, want);
-  EXPECT_EQ(g.edges(), want.size());
+  EXPECT_EQ(g.arcs(), want.size());
+  EXPECT_EQ(g.edges(), want.size());  // directed: every arc is an edge
   EXPECT_TRUE(g.weighted());
   EXPECT_TRUE(g.directed());
 
@@ -351,10 +397,245 @@ TEST(LargestComponent, GoesToSharedStorageWhenAsked) {
   auto name = test::unique_name(rt, "lcc");
   {
     auto lcc = largest_component(g, c.labels, StorageOptions::shared(name));
-    EXPECT_EQ(lcc.graph.src().storage_kind(), StorageKind::shared);
+    EXPECT_EQ(lcc.graph.storage_kind(), StorageKind::shared);
     EXPECT_EQ(lcc.original_ids.storage_kind(), StorageKind::shared);
-    EXPECT_NE(lcc.graph.dst().metadata_path().find(name + "-dst"), std::string::npos);
+    EXPECT_NE(lcc.graph.dst_metadata_path().find(name + "-dst"), std::string::npos);
+    EXPECT_NE(lcc.graph.offsets_metadata_path().find(name + "-offsets"), std::string::npos);
     EXPECT_EQ(lcc.graph.vertices(), 100u);
     barrier(rt.comm());
+  }
+}
+
+// Issue 41: the destination array is as wide as the graph needs.
+TEST(IdWidth, NeededWidthFollowsTheVertexCount) {
+  ScopedEnv unset("TESSERA_ID_BITS", nullptr);
+  EXPECT_EQ(id_width_for(0), IdWidth::narrow);
+  EXPECT_EQ(id_width_for(10), IdWidth::narrow);
+  EXPECT_EQ(id_width_for(std::uint64_t{1} << 32), IdWidth::narrow);  // ids 0 .. 2^32 - 1 fit
+  EXPECT_EQ(id_width_for((std::uint64_t{1} << 32) + 1), IdWidth::wide);
+  EXPECT_EQ(id_width_for(~std::uint64_t{0}), IdWidth::wide);
+  EXPECT_EQ(id_width_name(IdWidth::narrow), "uint32");
+  EXPECT_EQ(id_width_name(IdWidth::wide), "uint64");
+  EXPECT_EQ(static_cast<int>(IdWidth::narrow), 4);
+  EXPECT_EQ(static_cast<int>(IdWidth::wide), 8);
+  // Asked for 32-bit ids, a graph whose ids do not fit is refused on every
+  // rank, before any vertex array of its size exists.
+  Runtime& rt = Runtime::current();
+  BuildOptions narrow;
+  narrow.id_width = IdWidth::narrow;
+  test::expect_error<RangeError>(
+      [&] { EdgeList::build(rt, (std::uint64_t{1} << 32) + 1, true, LocalEdges{}, narrow); }, "64-bit");
+}
+
+// The suite runs this program again with TESSERA_ID_BITS=64: there every
+// graph the other tests build is really wide.
+TEST(IdWidth, DefaultWidthFollowsTheEnvironment) {
+  Runtime& rt = Runtime::current();
+  const IdWidth want = wide_ids_forced() ? IdWidth::wide : IdWidth::narrow;
+  EXPECT_EQ(id_width_for(100), want);
+  auto g = generate(rt, GraphSpec::grid({4, 4}));
+  EXPECT_EQ(g.id_width(), want);
+  EXPECT_EQ(g.symmetrized().id_width(), want);
+  EXPECT_EQ(largest_component(g, fastsv(g).labels).graph.id_width(), want);
+}
+
+TEST(IdWidth, TesseraIdBitsForcesWideIdsOrIsRefused) {
+  Runtime& rt = Runtime::current();
+  auto small = [&](const BuildOptions& o = {}) {
+    LocalEdges e;
+    if (rt.rank() == 0) e.add(0, 1), e.add(1, 2), e.add(2, 2);
+    return EdgeList::build(rt, 3, true, std::move(e), o);
+  };
+  {
+    ScopedEnv bits("TESSERA_ID_BITS", "64");
+    EXPECT_EQ(id_width_for(10), IdWidth::wide);
+    auto g = small();
+    EXPECT_EQ(g.id_width(), IdWidth::wide);
+    EXPECT_EQ(g.id_bytes(), 8u);
+    BuildOptions narrow;  // an explicit width wins over the variable
+    narrow.id_width = IdWidth::narrow;
+    EXPECT_EQ(small(narrow).id_width(), IdWidth::narrow);
+    // Derived graphs keep their width whatever the variable says.
+    EXPECT_EQ(small(narrow).symmetrized().id_width(), IdWidth::narrow);
+  }
+  {
+    ScopedEnv bits("TESSERA_ID_BITS", "32");  // as narrow as the graph allows
+    EXPECT_EQ(id_width_for(10), IdWidth::narrow);
+    EXPECT_EQ(id_width_for((std::uint64_t{1} << 32) + 1), IdWidth::wide);
+    EXPECT_EQ(small().id_width(), IdWidth::narrow);
+  }
+  {
+    ScopedEnv bits("TESSERA_ID_BITS", "");  // empty: as if unset
+    EXPECT_EQ(id_width_for(10), IdWidth::narrow);
+  }
+  for (const char* bad : {"17", "0", "64x", "thirty-two"}) {
+    ScopedEnv bits("TESSERA_ID_BITS", bad);
+    test::expect_error<ConfigError>([] { id_width_for(10); }, "TESSERA_ID_BITS");
+    test::expect_error<ConfigError>([] { id_width_for(10); }, bad);
+    // Building with the default width meets the same error, on every rank.
+    test::expect_error<ConfigError>([&] { small(); }, "TESSERA_ID_BITS");
+  }
+}
+
+// Both widths hold the same graph: the same arcs, rows, degrees and
+// components, whichever width it was built or converted at.
+TEST(IdWidth, BothWidthsGiveTheSameArcsAndComponents) {
+  Runtime& rt = Runtime::current();
+  ScopedEnv unset("TESSERA_ID_BITS", nullptr);
+  std::vector<std::pair<std::string, EdgeList>> graphs;
+  {
+    auto spec = GraphSpec::kronecker(10, 4, 3);
+    spec.delete_fraction = 0.6;
+    graphs.emplace_back(spec.describe(), generate(rt, spec));
+    auto grid = GraphSpec::grid({6, 7, 8}, 4);
+    grid.delete_fraction = 0.6;
+    grid.permute = true;
+    graphs.emplace_back(grid.describe(), generate(rt, grid));
+  }
+  {
+    // Directed and weighted, with self loops and duplicates, held on the last rank.
+    LocalEdges e;
+    if (rt.rank() == rt.size() - 1)
+      for (std::uint64_t u = 0; u < 60; ++u) {
+        e.add(u, (u * 13 + 5) % 60, static_cast<double>(u) + 0.25);
+        if (u % 7 == 0) e.add(u, u, 2.0), e.add(u, (u * 13 + 5) % 60, 1.0);
+      }
+    graphs.emplace_back("weighted directed", EdgeList::build(rt, 60, true, std::move(e)));
+  }
+  for (const auto& [what, g] : graphs) {
+    ASSERT_EQ(g.id_width(), IdWidth::narrow) << what;  // small graphs are narrow by default
+    EXPECT_EQ(g.id_bytes(), 4u) << what;
+    auto wide = g.with_id_width(IdWidth::wide);
+    auto back = wide.with_id_width(IdWidth::narrow);
+    EXPECT_EQ(wide.id_width(), IdWidth::wide) << what;
+    EXPECT_EQ(wide.id_bytes(), 8u) << what;
+    EXPECT_EQ(back.id_width(), IdWidth::narrow) << what;
+    expect_layout(wide);
+    expect_layout(back);
+
+    auto arcs = test::gather_edges(g);
+    EXPECT_EQ(test::gather_edges(wide), arcs) << what;
+    EXPECT_EQ(test::gather_edges(back), arcs) << what;
+    for (const EdgeList* h : {&wide, &back}) {
+      EXPECT_EQ(h->vertex_ranges(), g.vertex_ranges()) << what;  // converting keeps the ranges
+      EXPECT_EQ(h->arcs(), g.arcs()) << what;
+      EXPECT_EQ(h->edges(), g.edges()) << what;
+      EXPECT_EQ(h->self_loops(), g.self_loops()) << what;
+      EXPECT_EQ(h->directed(), g.directed()) << what;
+      EXPECT_EQ(h->weighted(), g.weighted()) << what;
+      EXPECT_EQ(test::gather_all(h->in_degrees()), test::gather_all(g.in_degrees())) << what;
+    }
+    // The destinations read at their own width only.
+    EXPECT_EQ(g.local_dst_as<std::uint32_t>().size(), g.local_arcs());
+    EXPECT_EQ(wide.local_dst_as<std::uint64_t>().size(), wide.local_arcs());
+    EXPECT_THROW(g.local_dst_as<std::uint64_t>(), MismatchError);
+    EXPECT_THROW(wide.local_dst_as<std::uint32_t>(), MismatchError);
+    for (std::uint64_t v = g.local_vertex_begin(); v < g.local_vertex_end(); ++v)
+      ASSERT_EQ(wide.out_neighbours(v), g.out_neighbours(v)) << what << ", vertex " << v;
+    // for_each_arc and local_copy see the rows the same way at both widths.
+    auto narrow_copy = g.local_copy(), wide_copy = wide.local_copy();
+    EXPECT_EQ(wide_copy.src, narrow_copy.src) << what;
+    EXPECT_EQ(wide_copy.dst, narrow_copy.dst) << what;
+    EXPECT_EQ(wide_copy.weight, narrow_copy.weight) << what;
+    // Derived graphs keep the width.
+    EXPECT_EQ(wide.symmetrized().id_width(), IdWidth::wide) << what;
+    EXPECT_EQ(wide.transposed().id_width(), IdWidth::wide) << what;
+    EXPECT_EQ(wide.without_self_loops().id_width(), IdWidth::wide) << what;
+    EXPECT_EQ(test::gather_edges(wide.transposed()), test::gather_edges(g.transposed())) << what;
+
+    auto want = test::union_find_labels(g.vertices(), arcs);
+    for (const char* name : {"afforest", "fastsv", "lp"}) {
+      auto narrow_labels = components_by(name, g), wide_labels = components_by(name, wide);
+      EXPECT_EQ(test::gather_all(narrow_labels.labels), want) << name << " on " << what;
+      EXPECT_EQ(test::gather_all(wide_labels.labels), want) << name << " on " << what << " (wide)";
+      EXPECT_EQ(check_labels(wide, wide_labels.labels), "") << name << " on " << what;
+    }
+    auto lcc_narrow = largest_component(g, fastsv(g).labels);
+    auto lcc_wide = largest_component(wide, fastsv(wide).labels);
+    EXPECT_EQ(lcc_wide.graph.id_width(), IdWidth::wide) << what;
+    EXPECT_EQ(test::gather_edges(lcc_wide.graph), test::gather_edges(lcc_narrow.graph)) << what;
+    EXPECT_EQ(test::gather_all(lcc_wide.original_ids), test::gather_all(lcc_narrow.original_ids)) << what;
+  }
+  // Built wide on request, without a conversion.
+  BuildOptions wide_sym;
+  wide_sym.id_width = IdWidth::wide;
+  wide_sym.symmetrize = true;
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(0, 3), e.add(3, 1), e.add(2, 2);
+  auto direct = EdgeList::build(rt, 4, false, std::move(e), wide_sym);
+  EXPECT_EQ(direct.id_width(), IdWidth::wide);
+  EXPECT_EQ(test::gather_edges(direct), (std::vector<EdgeTuple>{{0, 3, 1.0}, {1, 3, 1.0}, {2, 2, 1.0}, {3, 0, 1.0},
+                                                                {3, 1, 1.0}}));
+}
+
+// Issue 41: edges() counts as the field does, arcs() what is stored.
+TEST(EdgeList, CountsEdgesAsTheFieldDoesAndArcsAsStored) {
+  Runtime& rt = Runtime::current();
+  // Undirected: m = 12 distinct non-loop edges (some given twice, some in
+  // both directions) and k = 3 self loops (one given twice), spread over the ranks.
+  const std::uint64_t m = 12, k = 3;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> given;
+  for (std::uint64_t u = 0; u + 1 < 10; ++u) given.emplace_back(u, u + 1);  // path: 9 edges
+  given.insert(given.end(), {{0, 9}, {12, 3}, {5, 11}});                      // 3 more
+  given.insert(given.end(), {{1, 0}, {4, 5}, {3, 12}});                       // repeated edges
+  given.insert(given.end(), {{2, 2}, {7, 7}, {13, 13}, {7, 7}});             // loops, one twice
+  LocalEdges e;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    if (i % static_cast<std::size_t>(rt.size()) == static_cast<std::size_t>(rt.rank()))
+      e.add(given[i].first, given[i].second);
+  BuildOptions o;
+  o.symmetrize = true;
+  o.drop_duplicates = true;
+  auto g = EdgeList::build(rt, 14, false, std::move(e), o);
+  EXPECT_FALSE(g.directed());
+  EXPECT_EQ(g.self_loops(), k);
+  EXPECT_EQ(g.arcs(), 2 * m + k);
+  EXPECT_EQ(g.edges(), m + k);
+  EXPECT_EQ(test::gather_edges(g).size(), g.arcs());
+  EXPECT_EQ(all_reduce<std::uint64_t>(rt.comm(), g.local_arcs(), MPI_SUM), g.arcs());
+  // Without its loops: 2m arcs, m edges.
+  auto no_loops = g.without_self_loops();
+  EXPECT_EQ(no_loops.self_loops(), 0u);
+  EXPECT_EQ(no_loops.arcs(), 2 * m);
+  EXPECT_EQ(no_loops.edges(), m);
+  // A generated grid: 5 x 7 has 5 * 6 + 7 * 4 = 58 edges.
+  auto grid = generate(rt, GraphSpec::grid({5, 7}));
+  EXPECT_EQ(grid.edges(), 58u);
+  EXPECT_EQ(grid.arcs(), 116u);
+  EXPECT_EQ(grid.self_loops(), 0u);
+
+  // Directed: every stored arc is an edge, loops and repeats included.
+  LocalEdges d;
+  if (rt.rank() == 0)
+    for (auto [u, v] : given) d.add(u, v);
+  auto dg = EdgeList::build(rt, 14, true, std::move(d));
+  EXPECT_EQ(dg.arcs(), given.size());
+  EXPECT_EQ(dg.edges(), dg.arcs());
+  EXPECT_EQ(dg.self_loops(), 4u);
+  // Symmetrizing a directed graph with loops: each loop stays one arc, and
+  // repeats go (a symmetrized graph is simple), so it is g again.
+  auto sym = dg.symmetrized();
+  EXPECT_EQ(sym.self_loops(), k);
+  EXPECT_EQ(sym.arcs(), 2 * m + k);
+  EXPECT_EQ(sym.edges(), m + k);
+  EXPECT_EQ(test::gather_edges(sym), test::gather_edges(g));
+
+  // Bytes: destinations at the id width (and 8 per weight), offsets 8 bytes
+  // for each rank's local vertices + 1.
+  const auto P = static_cast<std::uint64_t>(rt.size());
+  for (IdWidth width : {IdWidth::narrow, IdWidth::wide}) {
+    auto h = g.with_id_width(width);
+    EXPECT_EQ(h.id_bytes(), static_cast<std::size_t>(width));
+    EXPECT_EQ(h.edge_array_bytes(), h.arcs() * h.id_bytes());
+    EXPECT_EQ(h.offset_array_bytes(), (h.vertices() + P) * 8);
+  }
+  LocalEdges w;
+  if (rt.rank() == 0) w.add(0, 1, 0.5), w.add(1, 2, 1.5), w.add(2, 2, 3.0);
+  auto weighted = EdgeList::build(rt, 3, false, std::move(w), o);
+  EXPECT_EQ(weighted.arcs(), 5u);
+  EXPECT_EQ(weighted.edges(), 3u);
+  for (IdWidth width : {IdWidth::narrow, IdWidth::wide}) {
+    auto h = weighted.with_id_width(width);
+    EXPECT_EQ(h.edge_array_bytes(), h.arcs() * (h.id_bytes() + 8));
   }
 }

@@ -126,7 +126,7 @@ TEST(IdMap, FollowsSymmetrizeAndTheLargestComponent) {
     EXPECT_EQ(all_file_ids(ids), sorted_ids);
     // Every edge of the symmetrized graph, translated to file ids, is an edge of the file.
     std::vector<std::uint64_t> ends;
-    for (std::size_t k = 0; k < sym.local_src().size(); ++k) ends.push_back(sym.local_src()[k]), ends.push_back(sym.local_dst()[k]);
+    sym.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t) { ends.push_back(u), ends.push_back(v); });
     ids.translate(ends);
     auto all_ends = test::gather_all<std::uint64_t>(rt, std::span<const std::uint64_t>(ends));
     std::set<std::pair<std::uint64_t, std::uint64_t>> got_edges;
@@ -217,7 +217,7 @@ TEST(PendingOutputs, AllOrNone) {
   }
   barrier(rt.comm());
   EXPECT_NE(slurp(keep), "precious\n");
-  EXPECT_EQ(read_graph(rt, dir.path() + "/g.tsg").graph.edges(), g.edges());
+  EXPECT_EQ(read_graph(rt, dir.path() + "/g.tsg").graph.arcs(), g.arcs());
   EXPECT_EQ(slurp(dir.path() + "/n.txt"), "# note\n");
 }
 

@@ -70,7 +70,8 @@ TEST(Readers, EdgeListWithCommentsAndBases) {
   und.undirected = true;
   auto gu = read_graph(rt, path, und).graph;
   EXPECT_FALSE(gu.directed());
-  EXPECT_EQ(gu.edges(), 10u);
+  EXPECT_EQ(gu.arcs(), 10u);  // both arcs of each of the 5 edges
+  EXPECT_EQ(gu.edges(), 5u);
 }
 
 TEST(Readers, RelabelsSparseIdsInOrder) {
@@ -299,13 +300,14 @@ TEST(Binary, ReloadMapsInPlaceAndChecksMetadata) {
   save_binary(g, path);
   {
     auto back = load_binary(rt, path);
-    EXPECT_EQ(back.src().storage_kind(), StorageKind::shared);
-    EXPECT_EQ(back.src().metadata_path(), path + "/src.json");  // the files themselves, not a copy
+    EXPECT_EQ(back.storage_kind(), StorageKind::shared);
+    EXPECT_EQ(back.dst_metadata_path(), path + "/dst.json");  // the files themselves, not a copy
+    EXPECT_EQ(back.id_width(), g.id_width());
     EXPECT_EQ(test::gather_edges(back), test::gather_edges(g));
     EXPECT_EQ(back.vertex_ranges(), g.vertex_ranges());
     barrier(rt.comm());
   }
-  EXPECT_TRUE(fs::exists(path + "/src.json"));  // loading never removes the files
+  EXPECT_TRUE(fs::exists(path + "/dst.json"));  // loading never removes the files
 
   // Wrong metadata: each is named.
   auto corrupt = [&](const std::string& from, const std::string& to) -> std::string {
@@ -328,9 +330,61 @@ TEST(Binary, ReloadMapsInPlaceAndChecksMetadata) {
     return err;
   };
   EXPECT_NE(corrupt("tessera.edge-list", "other").find("is not a version 1"), std::string::npos);
-  EXPECT_NE(corrupt("\"edges\": ", "\"edges\": 1").find("src.json holds"), std::string::npos);
+  EXPECT_NE(corrupt("\"arcs\": ", "\"arcs\": 1").find("dst.json holds"), std::string::npos);
+  // The id width: a name that is none, and the other width than the array's.
+  const std::string width = id_width_name(g.id_width());
+  const std::string other = id_width_name(g.id_width() == IdWidth::narrow ? IdWidth::wide : IdWidth::narrow);
+  EXPECT_NE(corrupt("\"id_type\": \"", "\"id_type\": \"int").find("\"id_type\""), std::string::npos);
+  EXPECT_NE(corrupt("\"id_type\": \"" + width, "\"id_type\": \"" + other).find("dst.json holds " + width + " ids"),
+            std::string::npos);
   EXPECT_NE(corrupt("\"vertex_offsets\": [", "\"vertex_offsets\": [7,").find("vertex_offsets"), std::string::npos);
   EXPECT_NE(read_error(rt, dir.path()).find("is not a Tessera binary graph"), std::string::npos);
+}
+
+// Directories written before issue 41 (format version 1: src and dst arrays
+// of 8-byte ids, "edges" counting arcs) still load, rebuilt at the width the
+// graph needs.
+TEST(Binary, VersionOneDirectoriesStillLoad) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  LocalEdges e;
+  if (rt.rank() == 0)
+    for (std::uint64_t u = 0; u < 30; ++u) e.add(u, (u * 11 + 4) % 30, 0.5 * static_cast<double>(u)), e.add(u, u, 1.0);
+  auto g = EdgeList::build(rt, 30, true, std::move(e));
+  const std::string path = dir.path() + "/v1.tsg";
+  if (rt.rank() == 0) fs::create_directory(path);
+  barrier(rt.comm());
+  {
+    auto persisted = [&](const std::string& name) {
+      StorageOptions o = StorageOptions::shared(name, path);
+      o.persist = true;
+      return o;
+    };
+    auto arcs = test::local_arcs(g);
+    DistArray<std::uint64_t> src(rt, g.edge_ranges(), persisted("src")), dst(rt, g.edge_ranges(), persisted("dst"));
+    DistArray<double> weight(rt, g.edge_ranges(), persisted("weight"));
+    std::copy(arcs.src.begin(), arcs.src.end(), src.local().begin());
+    std::copy(arcs.dst.begin(), arcs.dst.end(), dst.local().begin());
+    std::copy(g.local_weight().begin(), g.local_weight().end(), weight.local().begin());
+    barrier(rt.comm());
+  }
+  if (rt.rank() == 0) {
+    std::string offsets;
+    for (auto o : g.vertex_ranges().offsets()) offsets += (offsets.empty() ? "" : ", ") + std::to_string(o);
+    std::ofstream(path + "/edgelist.json")
+        << "{\n  \"format\": \"tessera.edge-list\",\n  \"version\": 1,\n  \"vertices\": 30,\n  \"edges\": "
+        << g.arcs() << ",\n  \"directed\": true,\n  \"weighted\": true,\n  \"ranks\": " << rt.size()
+        << ",\n  \"vertex_offsets\": [" << offsets
+        << "],\n  \"arrays\": {\"src\": \"src.json\", \"dst\": \"dst.json\", \"weight\": \"weight.json\"}\n}\n";
+  }
+  barrier(rt.comm());
+  auto back = load_binary(rt, path);
+  EXPECT_EQ(back.id_width(), g.id_width());
+  EXPECT_EQ(back.arcs(), g.arcs());
+  EXPECT_EQ(back.self_loops(), 30u);
+  EXPECT_EQ(test::gather_edges(back), test::gather_edges(g));
+  EXPECT_EQ(test::gather_edges(read_graph(rt, path).graph), test::gather_edges(g));
+  barrier(rt.comm());
 }
 
 // Issue 8 items 5, 6, 9, 10, 12, 13: the binary format against lies,
@@ -383,14 +437,14 @@ TEST(Binary, HostileMetadataAndFiles) {
   {
     auto back = load_binary(rt, path);
     std::ifstream maps("/proc/self/maps");
-    std::string line, seg = path + "/src.r" + std::to_string(rt.rank()) + ".seg";
+    std::string line, seg = path + "/dst.r" + std::to_string(rt.rank()) + ".seg";
     bool found = false;
     while (std::getline(maps, line))
       if (line.find(seg) != std::string::npos) {
         found = true;
         EXPECT_EQ(line.substr(line.find(' ') + 1, 4), "r--s") << line;
       }
-    EXPECT_TRUE(found || back.local_src().empty());
+    EXPECT_TRUE(found || back.local_arcs() == 0);
     barrier(rt.comm());
   }
 
@@ -416,7 +470,8 @@ TEST(Binary, HostileMetadataAndFiles) {
   };
   expect_refused("edgelist.json", true, "edgelist.json is not a regular file");
   expect_refused("edgelist.json", false, "edgelist.json is not a regular file");
-  expect_refused("src.json", false, "src.json is not a regular file");
+  expect_refused("offsets.json", false, "offsets.json is not a regular file");
+  expect_refused("dst.json", false, "dst.json is not a regular file");
   expect_refused("dst.r0.seg", true, "dst.r0.seg");
   barrier(rt.comm());
   EXPECT_EQ(read_error(rt, path), "");
@@ -458,7 +513,7 @@ TEST(Writers, BinaryWriterIsAtomic) {
   // and an empty output directory is filled.
   if (rt.rank() == 0) {
     fs::create_directory(dir.path() + "/g.tsg.tmp-1-0-0");
-    std::ofstream(dir.path() + "/g.tsg.tmp-1-0-0/src.r0.seg") << "partial";
+    std::ofstream(dir.path() + "/g.tsg.tmp-1-0-0/dst.r0.seg") << "partial";
     fs::create_directory(dir.path() + "/empty.tsg");
   }
   barrier(rt.comm());
@@ -469,7 +524,7 @@ TEST(Writers, BinaryWriterIsAtomic) {
   // Nothing but the graph files in it; no temporaries beside it.
   auto files = files_in(rt, dir.path() + "/g.tsg");
   for (auto& f : files) EXPECT_TRUE(f == "edgelist.json" || f.find(".seg") != std::string::npos ||
-                                    f == "src.json" || f == "dst.json") << f;
+                                    f == "offsets.json" || f == "dst.json") << f;
   for (auto& f : files_in(rt, dir.path()))
     EXPECT_TRUE(f == "g.tsg" || f == "empty.tsg" || f == "g.tsg.tmp-1-0-0") << f;
   barrier(rt.comm());
@@ -483,9 +538,9 @@ TEST(Writers, BinaryWriterIsAtomic) {
   EXPECT_EQ(mode(dir.path() + "/group.tsg"), perms::owner_all | perms::group_all);
   EXPECT_EQ(mode(dir.path() + "/group.tsg/edgelist.json"),
             perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
-  EXPECT_EQ(mode(dir.path() + "/group.tsg/src.r0.seg"),
+  EXPECT_EQ(mode(dir.path() + "/group.tsg/dst.r0.seg"),
             perms::owner_read | perms::owner_write | perms::group_read | perms::group_write);
-  EXPECT_EQ(mode(dir.path() + "/g.tsg/src.r0.seg"), perms::owner_read | perms::owner_write);
+  EXPECT_EQ(mode(dir.path() + "/g.tsg/dst.r0.seg"), perms::owner_read | perms::owner_write);
   // A writer losing the race to another job fails and keeps the winner.
   auto winner = fs::last_write_time(dir.path() + "/g.tsg/edgelist.json");
   EXPECT_THROW(write_graph(g, dir.path() + "/g.tsg"), ConfigError);
@@ -530,5 +585,7 @@ TEST(RealGraphs, WikiVoteAndOregon) {
   EXPECT_EQ(summarize(oregon, fastsv(oregon).labels).count, 1u);
   ReadOptions u;
   u.undirected = true;
-  EXPECT_EQ(read_graph(rt, fixed, u).graph.edges(), 44004u);  // both directions were listed already
+  auto undirected = read_graph(rt, fixed, u).graph;
+  EXPECT_EQ(undirected.arcs(), 44004u);  // both directions were listed already
+  EXPECT_EQ(undirected.edges(), 22002u);  // SNAP's count: no self loops
 }

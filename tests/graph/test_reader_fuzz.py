@@ -165,20 +165,23 @@ def make_binary_seed(tessera, work):
 
 
 def corrupt_data_checks(tessera, binary, work):
-    """The arcs themselves wrong (a source out of order, a destination outside
-    the graph), read at the writer's rank count (mapped in place) and at
-    others (each rank copies its rows): every run exits 1 naming the file
+    """The arrays themselves wrong (a row offset out of order, a destination
+    outside the graph), read at the writer's rank count (mapped in place) and
+    at others (each rank copies its rows): every run exits 1 naming the file
     and calling it corrupt. Returns the failures."""
     failures = []
-    m = json.load(open(os.path.join(binary, "edgelist.json")))["edges"]
-    for name, array, index, value in (("source out of order", "src", 20, 3),
-                                      ("destination outside the graph", "dst", 7, 1000)):
+    graph = json.load(open(os.path.join(binary, "edgelist.json")))
+    id_bytes = 4 if graph["id_type"] == "uint32" else 8
+    rows = graph["vertices"] + graph["ranks"]
+    for name, array, width, length, index, value in (
+            ("row offset out of order", "offsets", 8, rows, 5, 10 ** 6),
+            ("destination outside the graph", "dst", id_bytes, graph["arcs"], 7, 1000)):
         path = os.path.join(work, "data-%s.tsg" % array)
         shutil.copytree(binary, path)
         seg = os.path.join(path, array + ".r0.seg")
         with open(seg, "r+b") as f:
-            f.seek(os.path.getsize(seg) - 8 * m + 8 * index)  # the elements end the file
-            f.write(value.to_bytes(8, "little"))
+            f.seek(os.path.getsize(seg) - width * length + width * index)  # the elements end the file
+            f.write(value.to_bytes(width, "little"))
         for ranks in (1, 2, 3):
             shm = os.path.join(work, "shm-data-%s-%d" % (array, ranks))
             os.mkdir(shm)
@@ -212,7 +215,7 @@ def main():
             else:  # a binary graph with a mutated metadata file or segment header
                 path = os.path.join(work, "f%03d.tsg" % i)
                 shutil.copytree(binary, path)
-                target = rng.choice(["edgelist.json", "edgelist.json", "src.json", "dst.json", "src.r0.seg"])
+                target = rng.choice(["edgelist.json", "edgelist.json", "offsets.json", "dst.json", "offsets.r0.seg"])
                 full = os.path.join(path, target)
                 with open(full, "rb") as f:
                     data = f.read()

@@ -178,15 +178,18 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # Zero-copy: the whole pipeline's heap growth (labels, CG vectors, the
     # matrix's ghost structures, aggregation buffers) stays far below the
-    # edge arrays it works on, which live only in Shared storage.
+    # edge arrays it works on, which live only in Shared storage. At 4 bytes
+    # an arc those are small beside the O(vertices) arrays, so the bound is
+    # half of them: any copy of the destinations alone would be 100%, a CRS
+    # copy (64-bit columns and values) 400%.
     # (Not under AddressSanitizer: its shadow memory and quarantine are heap.)
     with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
         sanitized = "TESSERA_SANITIZE:BOOL=ON" in f.read()
     for k in [] if sanitized else [1, 4]:
         r = json.loads(tessera("pipeline", "--scale", "16", "--solver", "tessera", "--json", ranks=k).stdout)
         frac = r["anonymous_memory_growth_bytes"] / r["edge_array_bytes"]
-        check(frac < 0.10 and r["hitting"]["converged"],
-              f"pipeline kron 16 at {k} ranks: heap grew {100 * frac:.1f}% of the edge arrays (< 10%)")
+        check(frac < 0.5 and r["hitting"]["converged"],
+              f"pipeline kron 16 at {k} ranks: heap grew {100 * frac:.1f}% of the edge arrays (< 50%)")
 
     # Bad input in the pipeline: clear error, no segments left.
     bad = os.path.join(tmp, "bad.el")

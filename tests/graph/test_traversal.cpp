@@ -427,7 +427,7 @@ TEST(Bfs, KhopSubgraphInSharedStorage) {
       EXPECT_EQ(test::gather_all(sub.original_ids), kept) << what;
       EXPECT_EQ(test::gather_edges(sub.graph), arcs) << what;
       EXPECT_EQ(sub.graph.directed(), g.directed()) << what;
-      EXPECT_EQ(sub.graph.src().storage_kind(), StorageKind::shared) << what;
+      EXPECT_EQ(sub.graph.storage_kind(), StorageKind::shared) << what;
       EXPECT_EQ(sub.original_ids.storage_kind(), StorageKind::shared) << what;
     }
   }

@@ -35,9 +35,9 @@ check "hitting.cpp builds with c++ ... -ltessera" '[ $? -eq 0 ] || { cat "$tmp/c
 cd "$tmp"
 "$prefix/bin/tessera" convert "$src/examples/grid.el" -o g.tsg -q >/dev/null 2>&1 ||
   "$prefix/bin/tessera" convert "$src/examples/grid.el" g.tsg >/dev/null 2>&1  # positional OUT until the -o change lands
-check "the installed tessera writes g.tsg" '[ -f g.tsg/src.json ]'
-out=$("$tmp/ex/attach" g.tsg/src.json)
-check "attach reads g.tsg/src.json in place" 'grep -q "^segment 0: elements 0\.\.43, first source vertex 0$" <<<"$out" || { echo "$out"; false; }'
+check "the installed tessera writes g.tsg" '[ -f g.tsg/offsets.json ]'
+out=$("$tmp/ex/attach" g.tsg/offsets.json)
+check "attach reads g.tsg/offsets.json in place" 'grep -q "^segment 0: elements 0\.\.29, 43 arcs$" <<<"$out" || { echo "$out"; false; }'
 out=$("$tmp/attach_plain" missing.json 2>&1); rc=$?
 check "attach names a missing file" '[ $rc -ne 0 ] && grep -q "missing.json" <<<"$out"'
 for ranks in 1 2; do

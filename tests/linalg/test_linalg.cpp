@@ -546,7 +546,7 @@ TEST(TinyGraphs, ConjugateGradientWithEmptyRanks) {
   test::expect_values_near(gathered(h.times), {0, 3, 4}, 1e-10, "cg on path3");
 }
 
-// Issue 7.6: row offsets, out_neighbours spans and the column strategies.
+// Issue 7.6: row offsets, out-neighbour rows and the column strategies.
 namespace {
 
 // `g` redistributed so rank r owns `vertex_counts[r]` vertices (zeros give
@@ -557,18 +557,31 @@ EdgeList with_vertex_counts(Runtime& rt, const EdgeList& g, const std::vector<st
   std::vector<std::uint64_t> edge_counts(static_cast<std::size_t>(rt.size()), 0);
   for (auto& [u, v, w] : edges) ++edge_counts[static_cast<std::size_t>(ranges.owner(u))];
   auto edge_ranges = Distribution::weighted_block(edge_counts);
-  DistArray<std::uint64_t> src(rt, edge_ranges), dst(rt, edge_ranges);
+  // Row offsets: local vertices + 1 per rank, counted from the sorted arcs.
+  std::vector<std::uint64_t> offset_counts(vertex_counts.size());
+  for (std::size_t r = 0; r < vertex_counts.size(); ++r) offset_counts[r] = vertex_counts[r] + 1;
+  DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(offset_counts));
+  auto rows = offsets.local();
+  std::fill(rows.begin(), rows.end(), 0);
+  const std::uint64_t first_vertex = ranges.begin(rt.rank());
   std::optional<DistArray<double>> weight;
   if (g.weighted()) weight.emplace(rt, edge_ranges);
-  std::size_t k = 0;
-  for (auto& [u, v, w] : edges) {
-    if (ranges.owner(u) != rt.rank()) continue;
-    src.local()[k] = u;
-    dst.local()[k] = v;
-    if (weight) weight->local()[k] = w;
-    ++k;
-  }
-  return EdgeList::adopt(g.vertices(), g.directed(), ranges, std::move(src), std::move(dst), std::move(weight));
+  // Destinations at the graph's own id width.
+  IdArray dst = with_id_type(g.id_width(), [&](auto zero) -> IdArray {
+    using Id = decltype(zero);
+    DistArray<Id> d(rt, edge_ranges);
+    std::size_t k = 0;
+    for (auto& [u, v, w] : edges) {
+      if (ranges.owner(u) != rt.rank()) continue;
+      ++rows[u - first_vertex + 1];
+      d.local()[k] = static_cast<Id>(v);
+      if (weight) weight->local()[k] = w;
+      ++k;
+    }
+    return d;
+  });
+  for (std::size_t i = 1; i < rows.size(); ++i) rows[i] += rows[i - 1];
+  return EdgeList::adopt(g.vertices(), g.directed(), ranges, std::move(offsets), std::move(dst), std::move(weight));
 }
 
 // Vertex counts for n vertices that leave rank 0 (and every rank but the
@@ -623,7 +636,7 @@ TEST(EdgeListRows, OutNeighboursAreEachVertexsSortedDestinations) {
     auto offsets = g->row_offsets();
     ASSERT_EQ(offsets.size(), g->local_vertices() + 1);
     EXPECT_EQ(offsets.front(), 0u);
-    EXPECT_EQ(offsets.back(), g->local_dst().size());
+    EXPECT_EQ(offsets.back(), g->local_arcs());
     auto degrees = g->out_degrees();
     EdgeListMatrix a(*g);  // collective: outside the per-vertex loop
     for (std::uint64_t v = g->local_vertex_begin(); v < g->local_vertex_end(); ++v) {
@@ -632,7 +645,15 @@ TEST(EdgeListRows, OutNeighboursAreEachVertexsSortedDestinations) {
       for (auto& [u, d, w] : edges)
         if (u == v) want.push_back(d), want_w.push_back(w);
       auto got = g->out_neighbours(v);
-      EXPECT_EQ(std::vector<std::uint64_t>(got.begin(), got.end()), want) << "vertex " << v;
+      EXPECT_EQ(got, want) << "vertex " << v;
+      // The same row read in place from the destination array at its width.
+      const auto row = g->out_edges(v);
+      g->with_dst([&](auto dst) {
+        EXPECT_EQ(std::vector<std::uint64_t>(dst.begin() + static_cast<std::ptrdiff_t>(row.first),
+                                             dst.begin() + static_cast<std::ptrdiff_t>(row.second)),
+                  want)
+            << "vertex " << v;
+      });
       EXPECT_EQ(g->out_degree(v), want.size());
       EXPECT_EQ(degrees.at(v), want.size());
       auto w = g->out_weights(v);
@@ -641,10 +662,15 @@ TEST(EdgeListRows, OutNeighboursAreEachVertexsSortedDestinations) {
       } else {
         EXPECT_TRUE(w.empty());
       }
-      // The row view of the matrix is the same span, no copy.
-      RowView r = a.row(v - g->local_vertex_begin());
-      EXPECT_EQ(r.columns.data(), got.data());
-      EXPECT_EQ(r.size(), want.size());
+      // The matrix's row is the same row: its columns, and its values (1
+      // for an unweighted graph).
+      const std::uint64_t i = v - g->local_vertex_begin();
+      EXPECT_EQ(a.row_length(i), want.size());
+      std::vector<std::uint64_t> columns(want.size());
+      std::vector<double> values(want.size());
+      EXPECT_EQ(a.copy_row(i, columns, values), want.size());
+      EXPECT_EQ(columns, want) << "vertex " << v;
+      EXPECT_EQ(values, g->weighted() ? want_w : std::vector<double>(want.size(), 1.0)) << "vertex " << v;
     }
     // A vertex this rank does not own is an error naming the range.
     for (std::uint64_t v : {std::uint64_t{0}, g->vertices() - 1})

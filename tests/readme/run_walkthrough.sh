@@ -14,6 +14,6 @@ check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
 check "the walkthrough runs to the end" '[ $rc -eq 0 ] || { echo "$out"; false; }'
 check "cc finds the grid and the triangle" 'grep -q "2 components" <<<"$out"'
 check "hitting times are written" 'grep -q "^1 39" times.txt'
-check "g.tsg holds the arrays the README names" '[ -f g.tsg/src.json ] && [ -f g.tsg/dst.json ] && [ -f g.tsg/edgelist.json ]'
+check "g.tsg holds the arrays the README names" '[ -f g.tsg/offsets.json ] && [ -f g.tsg/dst.json ] && [ -f g.tsg/edgelist.json ]'
 [ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
 exit $fail

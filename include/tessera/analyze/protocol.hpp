@@ -15,7 +15,7 @@
 namespace tessera::analyze::protocol {
 
 // Bump when Placement, Request or Reply change layout or meaning.
-inline constexpr std::uint32_t kSchema = 3;
+inline constexpr std::uint32_t kSchema = 4;
 inline constexpr int kMaxTargets = 1024;
 inline constexpr std::size_t kPathBytes = 512;
 inline constexpr std::size_t kReasonBytes = 1024;
@@ -48,11 +48,12 @@ struct Request {
   double tolerance;
   std::int32_t max_iterations;
   std::uint32_t preconditioner;  // Preconditioner (belos only)
-  // Metadata paths of Shared arrays: edge sources, destinations, weights
-  // (empty: unweighted) and the result (float64 over the vertex ranges:
+  // Metadata paths of Shared arrays: the graph's row offsets, destinations
+  // (uint32 or uint64 ids, as their metadata says), weights (empty:
+  // unweighted) and the result (float64 over the vertex ranges:
   // hitting times, or the unit-norm eigenvector of a spectral kind). A
   // bare file name lies beside the control segment.
-  char src[kPathBytes];
+  char offsets[kPathBytes];
   char dst[kPathBytes];
   char weight[kPathBytes];
   char result[kPathBytes];

@@ -18,6 +18,9 @@ class GhostSet {
   // The distinct indices of `indices` outside [owned_begin, owned_end),
   // found through a bitmap of `space` bits: no copy of `indices` (which may
   // be a rank's whole edge array) is ever made.
+  // Both widths of a graph's destination array are accepted.
+  static GhostSet remote_of(std::span<const std::uint32_t> indices, std::uint64_t owned_begin,
+                            std::uint64_t owned_end, std::uint64_t space);
   static GhostSet remote_of(std::span<const std::uint64_t> indices, std::uint64_t owned_begin,
                             std::uint64_t owned_end, std::uint64_t space);
 

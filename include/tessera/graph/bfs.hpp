@@ -53,8 +53,10 @@ struct Bfs {
 // through a message aggregator; bottom-up steps read an all-gathered bitmap
 // of the frontier (n / 8 bytes a rank) along in-arcs: an undirected graph's
 // own arrays, a directed graph's transpose on the same vertex ranges
-// (EdgeList::transposed(storage, true)), passed as `in_arcs` or made here
-// (not for BfsDirection::top_down). RangeError when the source is not a vertex.
+// (EdgeList::transposed(storage, true), which keeps the id width), passed as
+// `in_arcs` or made here (not for BfsDirection::top_down); MismatchError for
+// in-arcs of another graph or id width. RangeError when the source is not a
+// vertex.
 Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& options = {}, const EdgeList* in_arcs = nullptr);
 
 // GAPBS's BFS verifier, distributed and without a search of its own: the
@@ -75,8 +77,9 @@ struct Subgraph {
 
 // The subgraph induced by the vertices whose `keep` is nonzero (on g's
 // vertex ranges): every arc with both ends kept. Vertices keep their rank
-// and order; the arrays go to `storage` (Shared: <name>-src, -dst, -weight,
-// -ids), so another process can attach to the new graph. Collective.
+// and order; ids keep g's width; the arrays go to `storage` (Shared:
+// <name>-offsets, -dst, -weight, -ids), so another process can attach to
+// the new graph. Collective.
 Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage = {});
 
 // The k-hop neighbourhood of `source` (the vertices at most `hops` arcs

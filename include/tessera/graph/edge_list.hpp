@@ -1,22 +1,23 @@
-// EdgeList: a distributed graph held as parallel source / destination (and
-// optional weight) DistArrays, in Heap or Shared storage.
-//
-// Layout, relied on by every algorithm above it:
+// Edge list: a distributed graph held the way GAPBS holds it, as CSR rows
+// (Shared or Heap storage):
 //  * vertices are split into contiguous ranges, one per rank, chosen so ranks
-//    hold about equal numbers of edges (a weighted block Distribution);
-//  * edge (u, v) lives on the rank that owns vertex u, so a vertex and its
-//    out-edges are on the same rank;
-//  * within a rank, edges are sorted by (source, destination, weight), and
-//    row offsets (CSR style, one per local vertex) say where each vertex's
-//    out-edges start, so a vertex's neighbours are a span of the destination
-//    array (out_neighbours) and nothing scans the source array for them.
-// An undirected graph stores both directions of every edge.
+//    hold about equal numbers of arcs (a weighted block Distribution);
+//  * the arcs out of vertex u live on the rank that owns u, in one
+//    destination array, sorted by (source, destination, weight);
+//  * row offsets (local_vertices() + 1 per rank, themselves a DistArray so
+//    another process can attach them) say where each vertex's row starts, so
+//    no source array is stored: a source is the row an arc sits in;
+//  * vertex ids are as wide as the graph needs: 4 bytes while every id fits
+//    in 32 bits, 8 beyond (IdWidth); offsets are always 8 bytes.
+// An undirected graph stores both arcs of every edge (a self loop once), so
+// at 4-byte ids it costs GAPBS's 8 bytes per undirected edge.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tessera/array/dist_array.hpp"
@@ -41,12 +42,24 @@ struct LocalEdges {
   }
 };
 
+// Bytes of a vertex id in a graph's destination array.
+enum class IdWidth : std::uint8_t { narrow = 4, wide = 8 };
+// The width a graph of `vertices` vertices needs: narrow while every id fits
+// in 32 bits. TESSERA_ID_BITS=64 in the environment forces wide (so tests run
+// both widths on small graphs); ConfigError for any other value but 32.
+IdWidth id_width_for(std::uint64_t vertices);
+std::string id_width_name(IdWidth w);  // "uint32" or "uint64"
+
+// The destination array at either width.
+using IdArray = std::variant<DistArray<std::uint32_t>, DistArray<std::uint64_t>>;
+
 // What to clean while building.
 struct BuildOptions {
   bool symmetrize = false;          // add (v, u) for every (u, v); the result is undirected
   bool drop_self_loops = false;
   bool drop_duplicates = false;     // keeps the smallest weight of equal (u, v)
-  StorageOptions storage;           // Shared: arrays named <name>-src, <name>-dst, <name>-weight
+  std::optional<IdWidth> id_width;  // default: id_width_for(vertices)
+  StorageOptions storage;           // Shared: arrays named <name>-offsets, <name>-dst, <name>-weight
 };
 
 class EdgeList {
@@ -57,48 +70,77 @@ class EdgeList {
   static EdgeList build(Runtime& rt, std::uint64_t vertices, bool directed, LocalEdges edges,
                         const BuildOptions& options = {});
   // Collective. Wraps arrays that already satisfy the layout above (used by
-  // loaders that map existing files). Checks the layout.
-  static EdgeList adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
-                        DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
+  // loaders that map existing files). `offsets` holds local_vertices + 1
+  // entries on each rank, starting at 0 and ending at the rank's arc count.
+  // Checks the layout (MismatchError / RangeError name the first bad arc).
+  static EdgeList adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
+                        IdArray dst, std::optional<DistArray<double>> weight);
 
   EdgeList(EdgeList&&) noexcept = default;
   EdgeList& operator=(EdgeList&&) noexcept = default;
 
   Runtime& runtime() const noexcept { return vertex_map_.runtime(); }
   std::uint64_t vertices() const noexcept { return vertices_; }
-  std::uint64_t edges() const noexcept { return src_.size(); }
+  // Stored arcs: a directed graph's edges, twice an undirected graph's
+  // edges less its self loops.
+  std::uint64_t arcs() const noexcept { return arcs_; }
+  // Edges as the field counts them (GAPBS, networkx): a directed graph's
+  // arcs; an undirected graph's undirected edges, a self loop counting once.
+  std::uint64_t edges() const noexcept { return directed_ ? arcs_ : (arcs_ + self_loops_) / 2; }
+  std::uint64_t self_loops() const noexcept { return self_loops_; }
   bool directed() const noexcept { return directed_; }
   bool weighted() const noexcept { return weight_.has_value(); }
+  IdWidth id_width() const noexcept { return dst_.index() == 0 ? IdWidth::narrow : IdWidth::wide; }
+  std::size_t id_bytes() const noexcept { return static_cast<std::size_t>(id_width()); }
+  // Bytes of the arc arrays over all ranks (destinations and weights: what
+  // grows with the edges), and of the row offsets (what grows with the
+  // vertices and ranks).
+  std::uint64_t edge_array_bytes() const noexcept { return arcs_ * (id_bytes() + (weighted() ? sizeof(double) : 0)); }
+  std::uint64_t offset_array_bytes() const noexcept { return offsets_.size() * sizeof(std::uint64_t); }
 
   // Vertex ranges: vertex arrays of this graph use this distribution; the
   // vertex map is the same ranges bound to the graph's runtime.
   const Distribution& vertex_ranges() const noexcept { return vertex_map_.distribution(); }
   const Map& vertex_map() const noexcept { return vertex_map_; }
-  const Distribution& edge_ranges() const noexcept { return src_.distribution(); }
+  const Distribution& edge_ranges() const noexcept { return edge_ranges_; }
   std::uint64_t local_vertex_begin() const noexcept { return vertex_map_.local_begin(); }
   std::uint64_t local_vertex_end() const noexcept { return vertex_map_.local_end(); }
   std::uint64_t local_vertices() const noexcept { return vertex_map_.local_size(); }
+  std::uint64_t local_arcs() const noexcept { return edge_ranges_.count(runtime().rank()); }
 
-  const DistArray<std::uint64_t>& src() const noexcept { return src_; }
-  const DistArray<std::uint64_t>& dst() const noexcept { return dst_; }
+  // The arrays themselves (their storage and metadata paths).
+  const DistArray<std::uint64_t>& offsets() const noexcept { return offsets_; }
+  const IdArray& dst() const noexcept { return dst_; }
   const DistArray<double>* weight() const noexcept { return weight_ ? &*weight_ : nullptr; }
-  std::span<const std::uint64_t> local_src() const noexcept { return src_.local(); }
-  std::span<const std::uint64_t> local_dst() const noexcept { return dst_.local(); }
+  StorageKind storage_kind() const noexcept { return offsets_.storage_kind(); }
+  std::string offsets_metadata_path() const { return offsets_.metadata_path(); }
+  std::string dst_metadata_path() const {
+    return std::visit([](const auto& a) { return a.metadata_path(); }, dst_);
+  }
+
+  // Calls f(std::span<const Id> dst) with this rank's destinations at the
+  // graph's width (Id = std::uint32_t or std::uint64_t). A kernel written
+  // once as a generic lambda is compiled for both widths; the choice is made
+  // once, outside its loops.
+  template <class F>
+  decltype(auto) with_dst(F&& f) const {
+    if (auto* narrow = std::get_if<DistArray<std::uint32_t>>(&dst_)) return std::forward<F>(f)(narrow->local());
+    return std::forward<F>(f)(std::get<DistArray<std::uint64_t>>(dst_).local());
+  }
+  // This rank's destinations at width Id; MismatchError at the other width.
+  template <class Id>
+  std::span<const Id> local_dst_as() const {
+    if (auto* a = std::get_if<DistArray<Id>>(&dst_)) return a->local();
+    throw_wrong_width(sizeof(Id));
+  }
   std::span<const double> local_weight() const noexcept {
     return weight_ ? weight_->local() : std::span<const double>{};
   }
 
-  // Where each local vertex's out-edges start in the local edge arrays: CSR
-  // row offsets, local_vertices() + 1 of them (8 bytes per local vertex),
-  // built with the graph. Local vertex i = local_vertex_begin() + i.
-  std::span<const std::uint64_t> row_offsets() const noexcept { return row_offsets_; }
-  // Out-neighbours of local vertex v, increasing (GAPBS's out_neigh), and
-  // their weights (empty when unweighted). RangeError for a vertex this rank
-  // does not own.
-  std::span<const std::uint64_t> out_neighbours(std::uint64_t v) const {
-    auto [first, last] = out_edges(v);
-    return local_dst().subspan(first, last - first);
-  }
+  // Where each local vertex's out-arcs start in the local arc arrays: CSR
+  // row offsets, local_vertices() + 1 of them. Local vertex i =
+  // local_vertex_begin() + i.
+  std::span<const std::uint64_t> row_offsets() const noexcept { return offsets_.local(); }
   std::span<const double> out_weights(std::uint64_t v) const {
     if (!weighted()) return {};
     auto [first, last] = out_edges(v);
@@ -108,56 +150,86 @@ class EdgeList {
     auto [first, last] = out_edges(v);
     return last - first;
   }
-  // Local edge positions [first, last) of local vertex v.
+  // Local arc positions [first, last) of local vertex v. RangeError for a
+  // vertex this rank does not own.
   std::pair<std::size_t, std::size_t> out_edges(std::uint64_t v) const {
     if (!vertex_map_.is_local(v)) throw_not_local(v);
+    auto rows = row_offsets();
     std::size_t i = static_cast<std::size_t>(v - local_vertex_begin());
-    return {static_cast<std::size_t>(row_offsets_[i]), static_cast<std::size_t>(row_offsets_[i + 1])};
+    return {static_cast<std::size_t>(rows[i]), static_cast<std::size_t>(rows[i + 1])};
   }
-  // Calls f(v, first, last) for every local vertex with at least one out-edge.
+  // Out-neighbours of local vertex v, increasing (GAPBS's out_neigh), as
+  // 64-bit ids (a copy of one row).
+  std::vector<std::uint64_t> out_neighbours(std::uint64_t v) const;
+  // Calls f(v, first, last) for every local vertex with at least one out-arc.
   template <class F>
   void for_each_row(F&& f) const {
     const std::uint64_t base = local_vertex_begin();
-    for (std::size_t i = 0; i + 1 < row_offsets_.size(); ++i)
-      if (row_offsets_[i] < row_offsets_[i + 1])
-        f(base + i, static_cast<std::size_t>(row_offsets_[i]), static_cast<std::size_t>(row_offsets_[i + 1]));
+    auto rows = row_offsets();
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+      if (rows[i] < rows[i + 1])
+        f(base + i, static_cast<std::size_t>(rows[i]), static_cast<std::size_t>(rows[i + 1]));
+  }
+  // Calls f(u, v, k) for every local arc (u, v) at local position k, in
+  // order; u and v as std::uint64_t.
+  template <class F>
+  void for_each_arc(F&& f) const {
+    with_dst([&](auto dst) {
+      for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
+        for (std::size_t k = first; k < last; ++k) f(u, static_cast<std::uint64_t>(dst[k]), k);
+      });
+    });
   }
 
-  // This rank's edges as plain vectors (a copy).
+  // This rank's arcs as plain vectors (a copy).
   LocalEdges local_copy() const;
 
-  // New graphs (collective); this one is unchanged.
+  // New graphs (collective); this one is unchanged. They keep this graph's
+  // id width.
   // keep_ranges: the result keeps these vertex ranges (so vertex arrays of
   // this graph fit it) instead of rebalancing its edges.
   EdgeList symmetrized(const StorageOptions& storage = {}, bool keep_ranges = false) const;
-  // Every edge (u, v) as (v, u): out_neighbours of the result are the
+  // Every edge (u, v) as (v, u): the out-neighbours of the result are the
   // in-neighbours here (pull kernels, bottom-up search). Weights follow.
   EdgeList transposed(const StorageOptions& storage = {}, bool keep_ranges = false) const;
   EdgeList without_self_loops(const StorageOptions& storage = {}) const;
   EdgeList without_duplicates(const StorageOptions& storage = {}) const;
   // Recomputes the vertex ranges so ranks hold equal numbers of edges again.
   EdgeList rebalanced(const StorageOptions& storage = {}) const;
+  // The same graph at another id width (IdWidth::narrow: RangeError when
+  // some id does not fit in 32 bits).
+  EdgeList with_id_width(IdWidth width, const StorageOptions& storage = {}) const;
 
-  // Out-degree (number of stored edges) of each vertex; local, no messages.
+  // Out-degree (number of stored arcs) of each vertex; local, no messages.
   DistArray<std::uint64_t> out_degrees() const;
   // In-degree, through an aggregated add.
   DistArray<std::uint64_t> in_degrees() const;
-  // The ranks' largest / mean local edge counts (1.0 is perfect balance).
+  // The ranks' largest / mean local arc counts (1.0 is perfect balance).
   double edge_imbalance() const;
 
  private:
-  EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> src,
-           DistArray<std::uint64_t> dst, std::optional<DistArray<double>> weight);
+  EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
+           IdArray dst, std::optional<DistArray<double>> weight);
   EdgeList rebuilt(const BuildOptions& options, bool keep_ranges) const;
   [[noreturn]] void throw_not_local(std::uint64_t v) const;
+  [[noreturn]] void throw_wrong_width(std::size_t asked) const;
 
-  std::uint64_t vertices_ = 0;
+  std::uint64_t vertices_ = 0, arcs_ = 0, self_loops_ = 0;
   bool directed_ = true;
   Map vertex_map_;
-  DistArray<std::uint64_t> src_, dst_;
+  Distribution edge_ranges_;
+  DistArray<std::uint64_t> offsets_;
+  IdArray dst_;
   std::optional<DistArray<double>> weight_;
-  std::vector<std::uint64_t> row_offsets_;
 };
+
+// Calls f(Id{}) with a value of the id type of `width`: a generic lambda is
+// then compiled for both widths (build-side code with no graph yet).
+template <class F>
+decltype(auto) with_id_type(IdWidth width, F&& f) {
+  if (width == IdWidth::narrow) return std::forward<F>(f)(std::uint32_t{});
+  return std::forward<F>(f)(std::uint64_t{});
+}
 
 // Storage options for one of a graph's arrays: a Shared name gets `-suffix`.
 StorageOptions array_storage(const StorageOptions& graph, const std::string& suffix);

@@ -1,5 +1,5 @@
 // Formats, chosen by the path:
-//   DIR (holding edgelist.json)  Tessera binary: edgelist.json + src/dst/weight arrays
+//   DIR (holding edgelist.json)  Tessera binary: edgelist.json + offsets/dst/weight arrays
 //   *.mtx                        Matrix Market coordinate: pattern | real | integer,
 //                                general | symmetric, 1-based
 //   *.wel                        weighted edge list: "u v w" per line

@@ -1,9 +1,10 @@
 // EdgeListMatrix: the adjacency matrix of an EdgeList, A[u][v] = weight of
 // edge (u, v) (1 when unweighted), read straight from the edge arrays as
 // they are — Heap or Shared storage, mapped from another process or a file.
-// Rows are the graph's out-neighbour spans (its row offsets); the matrix
-// builds only O(ghost vertices) structures: how it finds the remote columns
-// it reads and their exchange plan. Never a copy of the edges.
+// Rows are the graph's row offsets over its destination array, at either id
+// width (copy_row widens a row to 64-bit ids); the matrix builds only
+// O(ghost vertices) structures: how it finds the remote columns it reads and
+// their exchange plan. Never a copy of the edges.
 #pragma once
 #include <memory>
 #include <optional>
@@ -49,8 +50,9 @@ class EdgeListMatrix final : public RowMatrix {
   ~EdgeListMatrix() override;
 
   const Map& row_map() const override { return graph_.vertex_map(); }
-  std::uint64_t global_entries() const override { return graph_.edges(); }
-  std::uint64_t local_entries() const override { return graph_.local_dst().size(); }
+  // Stored arcs: an undirected edge is two entries (a self loop one).
+  std::uint64_t global_entries() const override { return graph_.arcs(); }
+  std::uint64_t local_entries() const override { return graph_.local_arcs(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
   void apply_transpose(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
   void diagonal(Vector& d) const override;
@@ -62,11 +64,6 @@ class EdgeListMatrix final : public RowMatrix {
   }
   std::size_t copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
                        std::span<double> values) const override;
-  // Local row `local_row` without a copy: spans of the graph's arrays.
-  RowView row(std::uint64_t local_row) const {
-    std::uint64_t v = graph_.local_vertex_begin() + local_row;
-    return {graph_.out_neighbours(v), graph_.out_weights(v)};
-  }
   std::size_t extra_memory_bytes() const override;
 
   const graph::EdgeList& graph() const noexcept { return graph_; }

@@ -33,15 +33,6 @@ class LinearOperator {
   virtual double norm_inf() const = 0;
 };
 
-// One row of a matrix as spans: global column ids, increasing for the
-// matrices here, and values (empty: every value is 1, an unweighted graph).
-struct RowView {
-  std::span<const std::uint64_t> columns;
-  std::span<const double> values;
-  std::size_t size() const noexcept { return columns.size(); }
-  double value(std::size_t k) const noexcept { return values.empty() ? 1.0 : values[k]; }
-};
-
 class RowMatrix : public LinearOperator {
  public:
   std::uint64_t global_rows() const { return row_distribution().size(); }
@@ -59,8 +50,6 @@ class RowMatrix : public LinearOperator {
   // Copies local row `local_row`'s global column ids and values into the
   // front of `columns` and `values` (after Tpetra's getGlobalRowCopy) and
   // returns the row length; RangeError if the spans are shorter than that.
-  // Matrices that hold global columns also offer a view without the copy
-  // (EdgeListMatrix::row).
   virtual std::size_t copy_row(std::uint64_t local_row, std::span<std::uint64_t> columns,
                                std::span<double> values) const = 0;
   // The longest local row (sizes the buffers of copy_row).

@@ -22,8 +22,12 @@ namespace tessera::pipeline {
 
 // The bytes of a graph's arrays the memory is measured against.
 struct ArrayBytes {
-  std::uint64_t edges = 0;     // sources and destinations (and weights): 16 or 24 bytes an arc
-  std::uint64_t vertices = 0;  // graph::kVertexArrayBytes a vertex (labels, degrees, ids, ...)
+  std::uint64_t edges = 0;     // destinations (and weights): 4 or 8 (+8) bytes an arc
+  std::uint64_t vertices = 0;  // row offsets and graph::kVertexArrayBytes a vertex (labels, degrees, ids, ...)
+  std::uint64_t vertex_count = 0;
+  // What the pipeline may add to the memory at its peak: 1.2x the edge
+  // arrays (the one resident copy and slack) + 96 bytes a vertex.
+  std::uint64_t growth_budget() const noexcept { return edges + edges / 5 + 96 * vertex_count; }
 };
 ArrayBytes array_bytes(const graph::EdgeList& g);
 

@@ -43,13 +43,14 @@
 // d - (self-loop weight) in its sorted place; a grounded row is just (i, 1).
 //
 // Row access copies (getLocalRowCopy / getGlobalRowCopy): the values are
-// computed (-w, the diagonal) and the columns are global 64-bit ids in the
-// arrays, so no view of LO indices and Scalars exists: supportsRowViews() is
-// false and the view methods throw std::runtime_error, as Tpetra documents
-// for matrices without views. leftScale / rightScale throw too: the matrix
-// never writes the edge arrays (they may be another process's read-only
-// mapping). Ifpack2 Relaxation (Jacobi) and Chebyshev and every Belos solver
-// use only apply, the maps, the diagonal and the graph's importer.
+// computed (-w, the diagonal) and the columns are global ids in the arrays
+// (4 or 8 bytes), so no view of LO indices and Scalars exists:
+// supportsRowViews() is false and the view methods throw std::runtime_error,
+// as Tpetra documents for matrices without views. leftScale / rightScale
+// throw too: the matrix never writes the edge arrays (they may be another
+// process's read-only mapping). Ifpack2 Relaxation (Jacobi) and Chebyshev and
+// every Belos solver use only apply, the maps, the diagonal and the graph's
+// importer.
 //
 // Tpetra's column Map and Import can be left out (TpetraColumns::omitted):
 // Belos and Ifpack2's Diagonal (Jacobi) read only the row, domain and range
@@ -247,7 +248,13 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // Calls f(global column, value) for every entry of local row `row`, in
   // increasing column id order (the diagonal in its place).
   template <class F>
-  void for_each_entry(std::size_t row, F&& f) const;
+  void for_each_entry(std::size_t row, F&& f) const {
+    g_.with_dst([&](auto dst) { for_each_entry(dst, row, f); });
+  }
+  // The same with this rank's destinations at the graph's width already in
+  // hand (g_.with_dst): loops over many rows choose the width once.
+  template <class Id, class F>
+  void for_each_entry(std::span<const Id> dst, std::size_t row, F&& f) const;
 
  private:
   void check_local_row(LocalOrdinal row) const;
@@ -300,15 +307,14 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   Tpetra::global_size_t global_entries_ = 0;
 };
 
-template <class F>
-void EdgeListRowMatrix::for_each_entry(std::size_t row, F&& f) const {
+template <class Id, class F>
+void EdgeListRowMatrix::for_each_entry(std::span<const Id> dst, std::size_t row, F&& f) const {
   const std::uint64_t u = begin_ + row;
   if (row_grounded(row)) {
     f(u, 1.0);
     return;
   }
   auto offsets = g_.row_offsets();
-  auto dst = g_.local_dst();
   auto weight = g_.local_weight();
   double degree = 0, self = 0;
   for (std::size_t e = offsets[row]; e < offsets[row + 1]; ++e) {
