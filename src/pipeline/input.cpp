@@ -79,7 +79,6 @@ std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vect
 }
 
 nlohmann::json graph_json(const graph::EdgeList& g) {
-  const double per_edge = g.edges() ? static_cast<double>(g.edge_array_bytes()) / static_cast<double>(g.edges()) : 0;
   return {{"vertices", g.vertices()},
           {"edges", g.edges()},
           {"arcs", g.arcs()},
@@ -89,7 +88,7 @@ nlohmann::json graph_json(const graph::EdgeList& g) {
           {"id_type", graph::id_width_name(g.id_width())},
           {"edge_array_bytes", g.edge_array_bytes()},
           {"offset_array_bytes", g.offset_array_bytes()},
-          {"bytes_per_edge", per_edge},
+          {"bytes_per_edge", g.bytes_per_edge()},
           {"edge_imbalance", g.edge_imbalance()}};
 }
 
@@ -97,7 +96,7 @@ void describe(Progress& p, const graph::EdgeList& g) {
   char bytes[160];
   std::snprintf(bytes, sizeof(bytes), "%d-bit ids, edge arrays %.1f MiB = %.2f bytes per %sedge",
                 static_cast<int>(g.id_bytes() * 8), static_cast<double>(g.edge_array_bytes()) / 1048576.0,
-                g.edges() ? static_cast<double>(g.edge_array_bytes()) / static_cast<double>(g.edges()) : 0.0,
+                g.bytes_per_edge(),
                 g.directed() ? "" : "undirected ");
   p.step(count_of(g.vertices(), "vertex", "vertices") + ", " + count_of(g.edges(), "edge") + " (" +
          (g.directed() ? "directed" : "undirected, " + count_of(g.arcs(), "arc") + " stored") +

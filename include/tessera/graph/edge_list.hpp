@@ -97,6 +97,11 @@ class EdgeList {
   // vertices and ranks).
   std::uint64_t edge_array_bytes() const noexcept { return arcs_ * (id_bytes() + (weighted() ? sizeof(double) : 0)); }
   std::uint64_t offset_array_bytes() const noexcept { return offsets_.size() * sizeof(std::uint64_t); }
+  // edge_array_bytes() per edge as edges() counts them (GAPBS: 8 for an
+  // undirected graph at 32-bit ids); 0 without edges.
+  double bytes_per_edge() const noexcept {
+    return edges() ? static_cast<double>(edge_array_bytes()) / static_cast<double>(edges()) : 0.0;
+  }
 
   // Vertex ranges: vertex arrays of this graph use this distribution; the
   // vertex map is the same ranges bound to the graph's runtime.
