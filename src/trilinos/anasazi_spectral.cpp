@@ -296,6 +296,7 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
         params.set("Block Size", kLobpcgBlock);
         params.set("Maximum Iterations", o.max_iterations);
         params.set("Full Ortho", true);
+        params.set("Orthogonalization", std::string("DGKS"));
         params.set("Use Locking", true);
         solver = std::make_unique<Anasazi::LOBPCGSolMgr<Scalar, MV, OP>>(problem, params);
       } else {
