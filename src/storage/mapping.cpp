@@ -34,6 +34,15 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
   return *this;
 }
 
+void Mapping::shrink(std::size_t bytes) noexcept {
+  if (!base_ || bytes >= bytes_) return;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t keep = (bytes + page - 1) / page * page;
+  if (keep < bytes_) ::munmap(static_cast<std::byte*>(base_) + keep, bytes_ - keep);
+  if (keep == 0) base_ = nullptr;
+  bytes_ = bytes;
+}
+
 Mapping Mapping::anonymous(std::size_t bytes) {
   Mapping m;
   if (bytes == 0) return m;

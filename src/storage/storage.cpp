@@ -53,12 +53,33 @@ gid_t shared_group_id(const std::string& name) {
 
 namespace {
 
+// Bytes of this rank's part in `layout`; MismatchError (on every rank) when
+// some rank's part would grow beyond its `now` bytes.
+std::size_t part_bytes(Runtime& rt, const ArrayLayout& layout, std::size_t now) {
+  const auto r = static_cast<std::size_t>(rt.rank());
+  if (layout.offsets.size() != static_cast<std::size_t>(rt.size()) + 1)
+    throw MismatchError("a shrunk array layout has " + std::to_string(layout.offsets.size()) + " offsets for " +
+                        std::to_string(rt.size()) + " ranks");
+  const std::uint64_t bytes = (layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size;
+  agree(rt.comm(), [&] {
+    if (bytes > now)
+      throw MismatchError("an array cannot shrink to a layout that gives rank " + std::to_string(r) + " " +
+                          std::to_string(bytes) + " bytes where it holds " + std::to_string(now));
+  });
+  return static_cast<std::size_t>(bytes);
+}
+
 class HeapStorage final : public Storage {
  public:
   explicit HeapStorage(std::size_t bytes) : mapping_(Mapping::anonymous(bytes)) {
     local_ = {mapping_.data(), bytes};
   }
   StorageKind kind() const noexcept override { return StorageKind::heap; }
+  void shrink(Runtime& rt, const ArrayLayout& smaller) override {
+    const std::size_t bytes = part_bytes(rt, smaller, local_.size());
+    mapping_.shrink(bytes);
+    local_ = {mapping_.data(), bytes};
+  }
 
  private:
   Mapping mapping_;
@@ -107,6 +128,8 @@ class SharedStorage final : public Storage {
     return r < peers_.size() && peers_[r].size() ? peers_[r].data() + header_bytes_ : nullptr;
   }
   std::string metadata_path() const override { return metadata_path_; }
+  void shrink(Runtime& rt, const ArrayLayout& smaller) override;
+  bool shrinkable() const noexcept override { return own_created_; }
 
  private:
   std::string segment_path(int rank) const { return dir_ + "/" + name_ + ".r" + std::to_string(rank) + ".seg"; }
@@ -338,6 +361,50 @@ void SharedStorage::map_colocal_peers(const Runtime& rt, const ArrayLayout& layo
   }
 }
 
+void SharedStorage::shrink(Runtime& rt, const ArrayLayout& smaller) {
+  agree(rt.comm(), [&] {
+    if (!own_created_)
+      throw MismatchError("shared array " + metadata_path_ +
+                          " was opened in place from another job: it cannot shrink here");
+  });
+  const std::size_t bytes = part_bytes(rt, smaller, local_.size());
+  const std::size_t count = smaller.element.size ? bytes / smaller.element.size : 0;
+  agree(rt.comm(), [&] {
+    const std::string path = segment_path(rt.rank());
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) throw SystemError("cannot reopen shared segment " + path + " to shrink it", errno);
+    FileDescriptor guard(fd);
+    // The header first: a reader racing the truncation sees a count that
+    // fits the smaller file, never one past its end.
+    SegmentHeader h = read_segment_header(fd, path);
+    h.count = count;
+    h.global_begin = smaller.offsets[static_cast<std::size_t>(rt.rank())];
+    if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)))
+      throw SystemError("cannot rewrite the header of shared segment " + path, errno);
+    own_.shrink(header_bytes_ + bytes);
+    if (::ftruncate(fd, static_cast<off_t>(header_bytes_ + bytes)) != 0)
+      throw SystemError("cannot truncate shared segment " + path, errno);
+  });
+  local_ = {own_.data() + header_bytes_, bytes};
+  for (std::size_t r = 0; r < peers_.size(); ++r)
+    if (peers_[r].size())
+      peers_[r].shrink(header_bytes_ + (smaller.offsets[r + 1] - smaller.offsets[r]) * smaller.element.size);
+  agree(rt.comm(), [&] {
+    if (rt.rank() != 0 || !metadata_created_) return;
+    SharedArrayMetadata m = SharedArrayMetadata::read(metadata_path_);
+    m.length = smaller.length;
+    m.distribution = smaller.distribution;
+    m.offsets = smaller.offsets;
+    for (auto& seg : m.segments) {
+      auto r = static_cast<std::size_t>(seg.rank);
+      seg.begin = smaller.offsets[r];
+      seg.count = smaller.offsets[r + 1] - smaller.offsets[r];
+      seg.bytes = header_bytes_ + seg.count * smaller.element.size;
+    }
+    m.write(metadata_path_, mode_, group_);
+  });
+}
+
 SharedStorage::~SharedStorage() {
   if (!persist_) {
     if (own_created_) ::unlink(segment_path(rank_).c_str());
@@ -362,6 +429,16 @@ class ColocaleStorage final : public Storage {
   std::byte* colocal_data(int world_rank) const noexcept override {
     std::span<std::byte> p = segment_.peer(world_rank);
     return p.empty() ? nullptr : p.data();
+  }
+  // The memfd keeps its size (co-locales map all of it); the tail's pages
+  // are given back to the system.
+  void shrink(Runtime& rt, const ArrayLayout& smaller) override {
+    const std::size_t bytes = part_bytes(rt, smaller, local_.size());
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t keep = (bytes + page - 1) / page * page;
+    if (keep < local_.size()) ::madvise(local_.data() + keep, local_.size() - keep, MADV_REMOVE);
+    local_ = local_.first(bytes);
+    barrier(rt.comm());  // co-locales stop reading the tail before it goes
   }
 
  private:

@@ -12,6 +12,7 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/storage/attach.hpp"
 #include "tessera/storage/registry.hpp"
+#include "tessera/runtime/wait.hpp"
 
 extern char** environ;
 
@@ -474,4 +475,64 @@ TEST(SharedStorage, HugeLengthsAreRefusedNotWrapped) {
     }
     EXPECT_NE(err.find("cannot be allocated"), std::string::npos) << n << ": " << err;
   }
+}
+
+// Issue 41: an array filled to an upper bound, then compacted, gives the
+// rest back. Each rank keeps the prefix of its part; a Shared array's
+// segments are truncated and its metadata rewritten, so a process attaching
+// afterwards maps the smaller array.
+TEST(SharedStorage, ShrinkKeepsThePrefixAndGivesTheRestBack) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  const std::uint64_t n = 3000;
+  // The new part of rank r: its first (r + 1) * 100 elements, never more than it holds.
+  auto smaller_than = [&](const Distribution& d) {
+    std::vector<std::uint64_t> sizes;
+    for (int r = 0; r < rt.size(); ++r) sizes.push_back(std::min<std::uint64_t>(d.count(r), 100 * (r + 1)));
+    return Distribution::weighted_block(sizes);
+  };
+  for (auto opts : {StorageOptions::heap(), StorageOptions::colocale(),
+                    StorageOptions::shared(test::unique_name(rt, "shrink"), dir.path())}) {
+    DistArray<std::uint64_t> a(rt, n, opts);
+    fill(a);
+    const std::uint64_t old_begin = a.local_begin();
+    auto to = smaller_than(a.distribution());
+    a.shrink(to);
+    EXPECT_EQ(a.size(), to.size());
+    EXPECT_EQ(a.local().size(), to.count(rt.rank()));
+    EXPECT_EQ(a.local_begin(), to.begin(rt.rank()));
+    for (std::size_t k = 0; k < a.local().size(); ++k) ASSERT_EQ(a.local()[k], test::value_of(old_begin + k));
+    if (opts.kind == StorageKind::shared) {
+      barrier(rt.comm());
+      auto seg = a.metadata_path().substr(0, a.metadata_path().size() - 5) + ".r" + std::to_string(rt.rank()) + ".seg";
+      auto meta = SharedArrayMetadata::read(a.metadata_path());
+      EXPECT_EQ(meta.length, to.size());
+      EXPECT_EQ(meta.offsets, to.offsets());
+      EXPECT_EQ(fs::file_size(seg), meta.header_bytes + 8 * to.count(rt.rank()));
+      auto att = AttachedArray::open(a.metadata_path(), Access::read_only);
+      ASSERT_EQ(att.length(), to.size());
+      auto mine = att.segment_span<std::uint64_t>(static_cast<std::size_t>(rt.rank()));
+      ASSERT_EQ(mine.size(), to.count(rt.rank()));
+      for (std::size_t k = 0; k < mine.size(); ++k) ASSERT_EQ(mine[k], test::value_of(old_begin + k));
+    }
+    barrier(rt.comm());
+  }
+}
+
+TEST(SharedStorage, ShrinkRefusesToGrowOrToCutAnotherJobsArray) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  DistArray<std::uint64_t> a(rt, 40, StorageOptions::heap());
+  std::vector<std::uint64_t> bigger(static_cast<std::size_t>(rt.size()), 0);
+  bigger.back() = a.distribution().count(rt.size() - 1) + 1;
+  test::expect_error<MismatchError>([&] { a.shrink(Distribution::weighted_block(bigger)); }, "cannot shrink");
+
+  auto opts = StorageOptions::shared("tessera-test-shrink-existing", dir.path());
+  opts.persist = true;
+  { DistArray<std::uint64_t> persisted(rt, 40, opts); }
+  barrier(rt.comm());
+  DistArray<std::uint64_t> opened(rt, 40, StorageOptions::existing("tessera-test-shrink-existing", dir.path()));
+  EXPECT_FALSE(opened.shrinkable());
+  EXPECT_TRUE(a.shrinkable());
+  test::expect_error<MismatchError>([&] { opened.shrink(Distribution::block(20, rt.size())); }, "another job");
 }

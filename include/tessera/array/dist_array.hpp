@@ -55,6 +55,19 @@ class DistArray {
   T& at(std::uint64_t i) { return local_[checked_local_offset(i)]; }
   const T& at(std::uint64_t i) const { return local_[checked_local_offset(i)]; }
 
+  // Collective: the array becomes `smaller` (the same number of ranks, no
+  // rank's part longer than now), each rank keeping the prefix of its part;
+  // the rest of its memory (or Shared segment) is given back. For arrays
+  // filled to an upper bound, then compacted in place.
+  void shrink(Distribution smaller) {
+    storage_->shrink(map_.runtime(), ArrayLayout{element_type_of<T>(), smaller.size(), smaller.kind(), smaller.offsets()});
+    map_ = Map(map_.runtime(), std::move(smaller));
+    auto bytes = storage_->local();
+    local_ = {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+
+  bool shrinkable() const noexcept { return storage_->shrinkable(); }
+
   const Storage& storage() const noexcept { return *storage_; }
   StorageKind storage_kind() const noexcept { return storage_->kind(); }
   std::string metadata_path() const { return storage_->metadata_path(); }

@@ -40,6 +40,10 @@ class Mapping {
 
   std::byte* data() const noexcept { return static_cast<std::byte*>(base_); }
   std::size_t size() const noexcept { return bytes_; }
+  // Keeps the first `bytes` (at most size()) and unmaps whole pages past
+  // them, so an anonymous mapping's tail goes back to the system at once.
+  // Pages a shared file keeps stay in the file until it is truncated too.
+  void shrink(std::size_t bytes) noexcept;
 
  private:
   void* base_ = nullptr;

@@ -90,6 +90,16 @@ class Storage {
   virtual std::byte* colocal_data(int /*world_rank*/) const noexcept { return nullptr; }
   // Shared storage: the metadata file another process attaches with.
   virtual std::string metadata_path() const { return {}; }
+  // Collective: the array is now `smaller` (same element type and ranks,
+  // every rank's part no longer than before). Each rank keeps the prefix of
+  // its part and gives the rest back: Heap and Co-locale pages are freed, a
+  // Shared segment is truncated and the metadata rewritten, so attaching
+  // processes see the new layout. MismatchError for a Shared array opened in
+  // place from another job, or a part that would grow.
+  virtual void shrink(Runtime& rt, const ArrayLayout& smaller) = 0;
+  // Whether shrink can work: false for a Shared array mapped in place from
+  // another job.
+  virtual bool shrinkable() const noexcept { return true; }
 
  protected:
   std::span<std::byte> local_;
