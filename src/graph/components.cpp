@@ -19,6 +19,7 @@
 
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/graph/subgraph.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
 
@@ -304,64 +305,30 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
   });
 }
 
+namespace {
+// The largest component's vertices as flags on g's ranges.
+DistArray<std::uint8_t> in_largest(const EdgeList& g, const DistArray<std::uint64_t>& labels,
+                                   const ComponentSummary& summary) {
+  DistArray<std::uint8_t> keep(g.vertex_map(), StorageOptions::heap());
+  auto l = labels.local();
+  for (std::size_t i = 0; i < l.size(); ++i) keep.local()[i] = l[i] == summary.largest_label;
+  return keep;
+}
+}  // namespace
+
 LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint64_t>& labels,
                                    const StorageOptions& storage) {
-  Runtime& rt = g.runtime();
   ComponentSummary summary = summarize(g, labels);
-  const std::uint64_t L = summary.largest_label, base = g.local_vertex_begin();
-  auto l = labels.local();
+  auto sub = induced_subgraph(g, in_largest(g, labels, summary), storage);
+  return {std::move(sub.graph), std::move(sub.original_ids), summary};
+}
 
-  // New ids: a global prefix sum over the kept vertices, in vertex order.
-  std::uint64_t kept = 0;
-  for (auto x : l) kept += x == L;
-  std::uint64_t first = exclusive_prefix_sum(rt.comm(), kept);
-  auto vsizes = all_gather(rt.comm(), kept);
-  auto new_ranges = Distribution::weighted_block(vsizes);
-  DistArray<std::uint64_t> original(rt, new_ranges, array_storage(storage, "ids"));
-  {
-    std::uint64_t next = first;
-    for (std::size_t i = 0; i < l.size(); ++i)
-      if (l[i] == L) original.local()[next++ - first] = base + i;
-  }
-
-  // A component is closed under edges, so an arc is kept when its source is.
-  auto rows = g.row_offsets();
-  std::uint64_t arcs = 0;
-  for (std::size_t i = 0; i < l.size(); ++i)
-    if (l[i] == L) arcs += rows[i + 1] - rows[i];
-  auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
-  DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(all_gather(rt.comm(), kept + 1)),
-                                   array_storage(storage, "offsets"));
-  std::optional<DistArray<double>> weight;
-  if (g.weighted()) weight.emplace(rt, edge_ranges, array_storage(storage, "weight"));
-  IdArray dst = g.with_dst([&](auto d) -> IdArray {
-    using Id = typename decltype(d)::value_type;
-    DistArray<Id> nd(rt, edge_ranges, array_storage(storage, "dst"));
-    auto w = g.local_weight();
-    auto off = offsets.local(), out = nd.local();
-    // New ids at the graph's width, read for remote destinations in bulk.
-    DistArray<Id> new_id(rt, g.vertex_ranges());
-    {
-      std::uint64_t next = first;
-      for (std::size_t i = 0; i < l.size(); ++i)
-        if (l[i] == L) new_id.local()[i] = static_cast<Id>(next++);
-    }
-    SrcAggregator<Id> renumber(new_id);
-    std::size_t j = 0, row = 0;
-    off[0] = 0;
-    for (std::size_t i = 0; i < l.size(); ++i) {
-      if (l[i] != L) continue;
-      for (std::uint64_t k = rows[i]; k < rows[i + 1]; ++k, ++j) {
-        renumber.get(d[k], out[j]);
-        if (weight) weight->local()[j] = w[k];
-      }
-      off[++row] = j;
-    }
-    return nd;
-  });
-  return {EdgeList::adopt(summary.largest_size, g.directed(), std::move(new_ranges), std::move(offsets),
-                          std::move(dst), std::move(weight)),
-          std::move(original), summary};
+LargestComponent largest_component(EdgeList&& g, const DistArray<std::uint64_t>& labels,
+                                   const StorageOptions& ids_storage) {
+  ComponentSummary summary = summarize(g, labels);
+  auto keep = in_largest(g, labels, summary);
+  auto sub = induced_subgraph(std::move(g), keep, ids_storage);
+  return {std::move(sub.graph), std::move(sub.original_ids), summary};
 }
 
 }  // namespace tessera::graph

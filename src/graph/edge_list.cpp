@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
@@ -24,30 +25,12 @@ void release(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
-void check_ids(Runtime& rt, std::uint64_t n, const LocalEdges& e) {
-  agree(rt.comm(), [&] {
-    if (e.weighted() && e.weight.size() != e.src.size())
-      throw MismatchError("edge list has " + std::to_string(e.src.size()) + " edges but " +
-                          std::to_string(e.weight.size()) + " weights");
-    if (e.dst.size() != e.src.size())
-      throw MismatchError("edge list has " + std::to_string(e.src.size()) + " sources but " +
-                          std::to_string(e.dst.size()) + " destinations");
-    for (std::size_t k = 0; k < e.src.size(); ++k)
-      if (e.src[k] >= n || e.dst[k] >= n)
-        throw RangeError("edge (" + std::to_string(e.src[k]) + ", " + std::to_string(e.dst[k]) +
-                         ") names a vertex outside [0, " + std::to_string(n) + ")");
-  });
-}
-
-// Vertex ranges that give every rank about E/P edges: boundary k is placed
-// after the vertex holding edge number ceil(k E / P) in source order.
-Distribution balanced_vertex_ranges(Runtime& rt, std::uint64_t n, std::span<const std::uint64_t> sources) {
+// Vertex ranges that give every rank about E/P arcs, from the arcs out of
+// each vertex (`degree`, any distribution): boundary k is placed after the
+// vertex holding arc number ceil(k E / P) in source order.
+Distribution balanced_vertex_ranges(Runtime& rt, const DistArray<std::uint64_t>& degree) {
   const int P = rt.size();
-  DistArray<std::uint64_t> degree(rt, n);
-  {
-    UpdateAggregator<std::uint64_t, ops::Add> add(degree);
-    for (auto u : sources) add.update(u, 1);
-  }
+  const std::uint64_t n = degree.size();
   auto local = degree.local();
   std::uint64_t mine = 0;
   for (auto d : local) mine += d;
@@ -78,174 +61,250 @@ Distribution balanced_vertex_ranges(Runtime& rt, std::uint64_t n, std::span<cons
   return Distribution::weighted_block(sizes);
 }
 
-// Adds (v, u) for every (u, v) that is not a self loop. Each array grows to
-// its exact new size one at a time, so the old and new copies of only one
-// array coexist.
-void add_reverses(LocalEdges& e, bool weighted) {
-  const std::size_t m = e.size();
-  std::size_t loops = 0;
-  for (std::size_t k = 0; k < m; ++k) loops += e.src[k] == e.dst[k];
-  auto grow = [&](auto& array, auto&& appended) {
-    std::remove_reference_t<decltype(array)> bigger;
-    bigger.reserve(2 * m - loops);
-    bigger.insert(bigger.end(), array.begin(), array.end());
-    for (std::size_t k = 0; k < m; ++k)
-      if (e.src[k] != e.dst[k]) bigger.push_back(appended(k));
-    array = std::move(bigger);  // frees the old copy
-  };
-  grow(e.src, [&](std::size_t k) { return e.dst[k]; });  // e.src[k] for k < m is unchanged
-  grow(e.dst, [&](std::size_t k) { return e.src[k]; });
-  if (weighted) grow(e.weight, [&](std::size_t k) { return e.weight[k]; });
-}
-
-// Orders the arcs by the owner of their source, in place (American flag
-// sort: O(ranks) extra memory); counts[r] arcs go to rank r.
-void group_by_owner(LocalEdges& e, const Distribution& ranges, std::span<const std::uint64_t> counts, bool weighted) {
-  const std::size_t P = counts.size();
-  std::vector<std::uint64_t> next(P, 0), end(P, 0);
-  for (std::size_t r = 0; r < P; ++r) {
-    next[r] = r ? end[r - 1] : 0;
-    end[r] = next[r] + counts[r];
-  }
-  for (std::size_t r = 0; r < P; ++r)
-    while (next[r] < end[r]) {
-      const std::size_t k = next[r];
-      const auto o = static_cast<std::size_t>(ranges.owner(e.src[k]));
-      if (o == r) {
-        ++next[r];
-        continue;
-      }
-      const std::size_t to = next[o]++;
-      std::swap(e.src[k], e.src[to]);
-      std::swap(e.dst[k], e.dst[to]);
-      if (weighted) std::swap(e.weight[k], e.weight[to]);
-    }
-}
-
-// One of the arrays, sent to the owners of the sources; the input is freed.
-template <class T>
-std::vector<T> send_to_owners(Runtime& rt, std::vector<T>& array, std::span<const std::uint64_t> counts) {
-  if (rt.size() == 1) return std::move(array);
-  std::vector<std::uint64_t> received_counts;
-  auto got = comm::exchange<T>(rt.comm(), std::span<const T>(array), counts, received_counts);
-  array = std::vector<T>{};
-  return got;
-}
-
-// Peak memory: the input plus one received array while exchanging (each
-// array is sent and freed in turn), then the received arrays and one sorted
-// array; the edge arrays are allocated at their exact size once the rest is
-// freed. So a build never holds more than 1.5x the arcs beyond its input.
-// `weighted`: the graph's, agreed by all ranks (a rank without edges has
-// no weights to show).
-EdgeList build_arrays(Runtime& rt, std::uint64_t n, bool directed, LocalEdges edges, const BuildOptions& opt,
-                      const Distribution* fixed_ranges, bool weighted) {
-  const bool sym = opt.symmetrize;
-  const IdWidth width = opt.id_width ? *opt.id_width : id_width_for(n);
-  if (width == IdWidth::narrow && n > (std::uint64_t{1} << 32))
-    throw RangeError("a graph of " + std::to_string(n) + " vertices needs 64-bit vertex ids, not 32-bit");
-  if (sym) add_reverses(edges, weighted);
-  Distribution ranges = fixed_ranges ? *fixed_ranges : balanced_vertex_ranges(rt, n, edges.src);
-
+// This rank's part of `a` as it would be under distribution `to` (both cover
+// the same indices in order): one all-to-all of contiguous pieces.
+std::vector<std::uint64_t> moved_to(Runtime& rt, const DistArray<std::uint64_t>& a, const Distribution& to) {
   const auto P = static_cast<std::size_t>(rt.size());
+  const std::uint64_t lo = a.local_begin(), hi = a.local_end();
   std::vector<std::uint64_t> counts(P, 0);
-  if (P > 1) {
-    for (auto u : edges.src) ++counts[static_cast<std::size_t>(ranges.owner(u))];
-    group_by_owner(edges, ranges, counts, weighted);
+  for (std::size_t r = 0; r < P; ++r) {
+    const std::uint64_t b = std::max(lo, to.begin(static_cast<int>(r))), e = std::min(hi, to.end(static_cast<int>(r)));
+    counts[r] = e > b ? e - b : 0;
   }
-  auto src = send_to_owners(rt, edges.src, counts);
-  auto dst = send_to_owners(rt, edges.dst, counts);
-  std::vector<double> weight;
-  if (weighted) weight = send_to_owners(rt, edges.weight, counts);
-  edges = LocalEdges{};
+  std::vector<std::uint64_t> received;
+  return comm::exchange<std::uint64_t>(rt.comm(), a.local(), counts, received);
+}
 
-  // Counting sort by source: row offsets, then every arc's destination
-  // (and weight) in its row.
-  const std::uint64_t lo = ranges.begin(rt.rank());
-  const std::size_t local_n = static_cast<std::size_t>(ranges.count(rt.rank()));
-  std::vector<std::uint64_t> row(local_n + 1, 0);
-  for (auto u : src) ++row[u - lo + 1];
-  for (std::size_t i = 0; i < local_n; ++i) row[i + 1] += row[i];
-  std::vector<std::uint64_t> sorted_dst(dst.size());
-  std::vector<double> sorted_weight(weight.size());
-  {
-    std::vector<std::uint64_t> at(row.begin(), row.end() - 1);
-    for (std::size_t k = 0; k < src.size(); ++k) {
-      const std::uint64_t pos = at[src[k] - lo]++;
-      sorted_dst[pos] = dst[k];
-      if (weighted) sorted_weight[pos] = weight[k];
-    }
+// Runs one pass of `source` and the collectives that end it, on every rank
+// even when the source or `take` throws on some; then rethrows that error on
+// every rank (agree), so a bad edge on one rank never leaves the others
+// waiting in a flush.
+template <class Aggregator, class Take>
+void run_pass(Runtime& rt, const EdgeSource& source, std::optional<Aggregator>& aggregator, Take&& take) {
+  std::exception_ptr failed;
+  try {
+    source([&](const EdgeBatch& b) {
+      if (b.dst.size() != b.src.size() || (!b.weight.empty() && b.weight.size() != b.src.size()))
+        throw MismatchError("an edge batch has " + std::to_string(b.src.size()) + " sources, " +
+                            std::to_string(b.dst.size()) + " destinations and " + std::to_string(b.weight.size()) +
+                            " weights");
+      take(b);
+    });
+  } catch (...) {
+    failed = std::current_exception();
   }
-  release(src), release(dst), release(weight);
+  aggregator.reset();  // flushed here: collective, whatever happened above
+  agree(rt.comm(), [&] {
+    if (failed) std::rethrow_exception(failed);
+  });
+}
 
-  // Each row sorted by (destination, weight), then cleaned in place.
-  const bool dedupe = opt.drop_duplicates || sym;
-  std::vector<std::pair<std::uint64_t, double>> scratch;
-  std::size_t kept = 0;
-  for (std::size_t i = 0, first = 0; i < local_n; ++i) {
-    const std::size_t last = row[i + 1];
+// Sorts each row by (destination, weight), drops what `opt` drops, and
+// compacts the rows to the front of the arrays; the offsets are rewritten.
+// Returns the arcs kept.
+template <class Id>
+std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::span<double> weight, std::uint64_t lo,
+                         bool drop_loops, bool dedupe) {
+  const bool weighted = !weight.empty();
+  std::vector<std::pair<Id, double>> scratch;
+  std::uint64_t kept = 0, first = row[0];
+  for (std::size_t i = 0; i + 1 < row.size(); ++i) {
+    const std::uint64_t last = row[i + 1];
     if (weighted) {
       scratch.clear();
-      for (std::size_t k = first; k < last; ++k) scratch.emplace_back(sorted_dst[k], sorted_weight[k]);
+      for (std::uint64_t k = first; k < last; ++k) scratch.emplace_back(dst[k], weight[k]);
       std::sort(scratch.begin(), scratch.end());
-      for (std::size_t k = first; k < last; ++k)
-        sorted_dst[k] = scratch[k - first].first, sorted_weight[k] = scratch[k - first].second;
+      for (std::uint64_t k = first; k < last; ++k) dst[k] = scratch[k - first].first, weight[k] = scratch[k - first].second;
     } else {
-      std::sort(sorted_dst.begin() + static_cast<std::ptrdiff_t>(first),
-                sorted_dst.begin() + static_cast<std::ptrdiff_t>(last));
+      std::sort(dst.begin() + static_cast<std::ptrdiff_t>(first), dst.begin() + static_cast<std::ptrdiff_t>(last));
     }
-    const std::size_t row_start = kept;
-    for (std::size_t k = first; k < last; ++k) {
-      const std::uint64_t v = sorted_dst[k];
-      if (opt.drop_self_loops && v == lo + i) continue;
-      if (dedupe && kept > row_start && sorted_dst[kept - 1] == v) continue;  // the smallest weight stays
-      sorted_dst[kept] = v;
-      if (weighted) sorted_weight[kept] = sorted_weight[k];
+    const std::uint64_t row_start = kept;
+    for (std::uint64_t k = first; k < last; ++k) {
+      const Id v = dst[k];
+      if (drop_loops && v == lo + i) continue;
+      if (dedupe && kept > row_start && dst[kept - 1] == v) continue;  // the smallest weight stays
+      dst[kept] = v;
+      if (weighted) weight[kept] = weight[k];
       ++kept;
     }
     row[i] = row_start;
-    first = last;
+    first = last;  // row[i + 1] is rewritten next round: its old value is kept here
   }
-  row[local_n] = kept;
-  release(scratch);
+  row[row.size() - 1] = kept;
+  return kept;
+}
 
-  // The final arrays at their exact sizes: offsets (local_n + 1 per rank),
-  // destinations at the graph's id width, weights.
-  auto sizes = all_gather(rt.comm(), std::uint64_t{kept});
-  auto edge_ranges = Distribution::weighted_block(sizes);
+// The build, in the final arrays: a first pass over the source counts the
+// arcs out of every vertex (a degree array, 8 bytes a vertex); the vertex
+// ranges and row offsets follow from the counts; the destination (and
+// weight) arrays are allocated at that size, at the graph's id width; a
+// second pass sends every arc to its source's owner, which writes it in
+// place; the rows are then sorted, cleaned and compacted in place, and the
+// arrays shrunk to what was kept. Beyond the final arrays a build holds the
+// arcs that cleaning drops (until the shrink), O(vertices) of counts and
+// cursors, and the aggregation buffers: never a list of the edges.
+EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSource& source, const BuildOptions& opt) {
+  const bool sym = opt.symmetrize, drop_loops = opt.drop_self_loops;
+  const IdWidth width = opt.id_width ? *opt.id_width : id_width_for(n);
+  if (width == IdWidth::narrow && n > (std::uint64_t{1} << 32))
+    throw RangeError("a graph of " + std::to_string(n) + " vertices needs 64-bit vertex ids, not 32-bit");
+  if (opt.vertex_ranges && (opt.vertex_ranges->size() != n || opt.vertex_ranges->ranks() != rt.size()))
+    throw MismatchError("the vertex ranges asked for cover " + std::to_string(opt.vertex_ranges->size()) +
+                        " vertices on " + std::to_string(opt.vertex_ranges->ranks()) + " ranks, not " +
+                        std::to_string(n) + " on " + std::to_string(rt.size()));
+
+  // Pass 1: arcs out of each vertex; ids checked; weightedness seen.
+  std::optional<DistArray<std::uint64_t>> degree;
+  degree.emplace(rt, n, StorageOptions::heap());
+  int with_weights = 0, without_weights = 0;
+  {
+    std::optional<CountAggregator<std::uint64_t>> count;
+    count.emplace(*degree);
+    run_pass(rt, source, count, [&](const EdgeBatch& b) {
+      if (b.src.empty()) return;
+      (b.weight.empty() ? without_weights : with_weights) = 1;
+      for (std::size_t k = 0; k < b.src.size(); ++k) {
+        const std::uint64_t u = b.src[k], v = b.dst[k];
+        if (u >= n || v >= n)
+          throw RangeError("edge (" + std::to_string(u) + ", " + std::to_string(v) + ") names a vertex outside [0, " +
+                           std::to_string(n) + ")");
+        if (u == v) {
+          if (!drop_loops) count->count(u);
+        } else {
+          count->count(u);
+          if (sym) count->count(v);
+        }
+      }
+    });
+  }
+  with_weights = all_reduce(rt.comm(), with_weights, MPI_MAX);
+  without_weights = all_reduce(rt.comm(), without_weights, MPI_MAX);
+  if (with_weights && without_weights) throw MismatchError("some edges came with weights and others without");
+  const bool weighted = with_weights != 0;
+
+  // Ranges, row offsets, and the arrays at the counted size.
+  Distribution ranges = opt.vertex_ranges ? *opt.vertex_ranges : balanced_vertex_ranges(rt, *degree);
+  std::vector<std::uint64_t> cursor = moved_to(rt, *degree, ranges);
+  degree.reset();
+  const std::uint64_t lo = ranges.begin(rt.rank());
+  const std::size_t local_n = cursor.size();
   DistArray<std::uint64_t> offsets(rt, Distribution::weighted_block(all_gather(rt.comm(), std::uint64_t{local_n + 1})),
                                    array_storage(opt.storage, "offsets"));
-  std::copy(row.begin(), row.end(), offsets.local().begin());
-  release(row);
+  auto row = offsets.local();
+  row[0] = 0;
+  for (std::size_t i = 0; i < local_n; ++i) {
+    row[i + 1] = row[i] + cursor[i];
+    cursor[i] = row[i];
+  }
+  auto counted = Distribution::weighted_block(all_gather(rt.comm(), std::uint64_t{row[local_n]}));
+  std::optional<DistArray<double>> weight_array;
+  if (weighted) weight_array.emplace(rt, counted, array_storage(opt.storage, "weight"));
+
   IdArray dst_array = with_id_type(width, [&](auto zero) -> IdArray {
     using Id = decltype(zero);
-    DistArray<Id> a(rt, edge_ranges, array_storage(opt.storage, "dst"));
-    std::transform(sorted_dst.begin(), sorted_dst.begin() + static_cast<std::ptrdiff_t>(kept), a.local().begin(),
-                   [](std::uint64_t v) { return static_cast<Id>(v); });
-    return a;
+    DistArray<Id> dst(rt, counted, array_storage(opt.storage, "dst"));
+    auto out = dst.local();
+    auto w = weight_array ? weight_array->local() : std::span<double>{};
+    std::uint64_t overflow = 0;
+    // Pass 2: every arc to its source's owner, written at its row's cursor.
+    // Ids travel at the graph's width (8 bytes an arc at 32-bit ids).
+    if (weighted) {
+      struct Arc {
+        Id u, v;
+        double w;
+      };
+      std::optional<MessageAggregator<Arc>> place;
+      place.emplace(rt, [&](int, const Arc& a) {
+        const std::size_t i = a.u - lo;
+        if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
+        const std::uint64_t at = cursor[i]++;
+        out[at] = a.v, w[at] = a.w;
+      });
+      run_pass(rt, source, place, [&](const EdgeBatch& b) {
+        for (std::size_t k = 0; k < b.src.size(); ++k) {
+          const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
+          if (u == v && drop_loops) continue;
+          place->send(ranges.owner(u), Arc{u, v, b.weight[k]});
+          if (sym && u != v) place->send(ranges.owner(v), Arc{v, u, b.weight[k]});
+        }
+      });
+    } else {
+      struct Arc {
+        Id u, v;
+      };
+      std::optional<MessageAggregator<Arc>> place;
+      place.emplace(rt, [&](int, const Arc& a) {
+        const std::size_t i = a.u - lo;
+        if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
+        out[cursor[i]++] = a.v;
+      });
+      run_pass(rt, source, place, [&](const EdgeBatch& b) {
+        for (std::size_t k = 0; k < b.src.size(); ++k) {
+          const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
+          if (u == v && drop_loops) continue;
+          place->send(ranges.owner(u), Arc{u, v});
+          if (sym && u != v) place->send(ranges.owner(v), Arc{v, u});
+        }
+      });
+    }
+    agree(rt.comm(), [&] {
+      std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
+      for (std::size_t i = 0; i < local_n && what.empty(); ++i)
+        if (cursor[i] != row[i + 1])
+          what = "vertex " + std::to_string(lo + i) + " " + std::to_string(cursor[i] - row[i]) + " arcs, not " +
+                 std::to_string(row[i + 1] - row[i]);
+      if (!what.empty())
+        throw MismatchError("the edge source gave other edges on its second pass than on its first (" + what +
+                            "): it must give the same edges twice");
+    });
+    release(cursor);
+    const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops, opt.drop_duplicates || sym);
+    auto final_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
+    dst.shrink(final_ranges);
+    if (weight_array) weight_array->shrink(final_ranges);
+    return dst;
   });
-  release(sorted_dst);
-  std::optional<DistArray<double>> weight_array;
-  if (weighted) {
-    weight_array.emplace(rt, edge_ranges, array_storage(opt.storage, "weight"));
-    std::copy_n(sorted_weight.begin(), kept, weight_array->local().begin());
-    release(sorted_weight);
-  }
   return EdgeList::adopt(n, sym ? false : directed, std::move(ranges), std::move(offsets), std::move(dst_array),
                          std::move(weight_array));
+}
+
+// A source over vectors held by this rank: one batch.
+EdgeSource source_of(const LocalEdges& e) {
+  return [&e](const EdgeSink& take) { take(EdgeBatch{e.src, e.dst, e.weight}); };
+}
+
+// A source over a graph's own arcs, reversed or not, in batches.
+EdgeSource source_of(const EdgeList& g, bool reversed) {
+  return [&g, reversed](const EdgeSink& take) {
+    constexpr std::size_t kBatch = 1 << 16;
+    std::vector<std::uint64_t> src, dst;
+    std::vector<double> weight;
+    src.reserve(kBatch), dst.reserve(kBatch);
+    auto w = g.local_weight();
+    auto flush = [&] {
+      take(EdgeBatch{src, dst, weight});
+      src.clear(), dst.clear(), weight.clear();
+    };
+    g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t k) {
+      src.push_back(reversed ? v : u);
+      dst.push_back(reversed ? u : v);
+      if (!w.empty()) weight.push_back(w[k]);
+      if (src.size() == kBatch) flush();
+    });
+    if (!src.empty()) flush();
+  };
 }
 
 }  // namespace
 
 EdgeList EdgeList::build(Runtime& rt, std::uint64_t vertices, bool directed, LocalEdges edges,
                          const BuildOptions& options) {
-  check_ids(rt, vertices, edges);
-  // Ranks without edges have no say in whether the graph is weighted.
-  int has_edges = edges.size() > 0, weighted = edges.weighted();
-  int any = all_reduce(rt.comm(), has_edges ? weighted : 0, MPI_MAX);
-  int all = all_reduce(rt.comm(), has_edges ? weighted : 1, MPI_MIN);
-  if (any && !all) throw MismatchError("some ranks passed edge weights and others did not");
-  return build_arrays(rt, vertices, directed, std::move(edges), options, nullptr, any != 0);
+  return build_from(rt, vertices, directed, source_of(edges), options);
+}
+
+EdgeList EdgeList::build(Runtime& rt, std::uint64_t vertices, bool directed, const EdgeSource& source,
+                         const BuildOptions& options) {
+  return build_from(rt, vertices, directed, source, options);
 }
 
 EdgeList EdgeList::adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges,
@@ -360,10 +419,10 @@ LocalEdges EdgeList::local_copy() const {
   return e;
 }
 
-EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges) const {
-  Runtime& rt = runtime();
-  return build_arrays(rt, vertices_, directed_, local_copy(), options, keep_ranges ? &vertex_ranges() : nullptr,
-                      weighted());
+EdgeList EdgeList::rebuilt(const BuildOptions& options, bool keep_ranges, bool reversed) const {
+  BuildOptions o = options;
+  if (keep_ranges) o.vertex_ranges = vertex_ranges();
+  return build_from(runtime(), vertices_, directed_, source_of(*this, reversed), o);
 }
 
 namespace {
@@ -381,10 +440,7 @@ EdgeList EdgeList::symmetrized(const StorageOptions& storage, bool keep_ranges) 
   return rebuilt(with_flag(storage, &BuildOptions::symmetrize, id_width()), keep_ranges);
 }
 EdgeList EdgeList::transposed(const StorageOptions& storage, bool keep_ranges) const {
-  LocalEdges edges = local_copy();
-  std::swap(edges.src, edges.dst);
-  return build_arrays(runtime(), vertices_, directed_, std::move(edges), with_flag(storage, nullptr, id_width()),
-                      keep_ranges ? &vertex_ranges() : nullptr, weighted());
+  return rebuilt(with_flag(storage, nullptr, id_width()), keep_ranges, true);
 }
 // Dropping edges keeps every source on its owner: the ranges stay.
 EdgeList EdgeList::without_self_loops(const StorageOptions& storage) const {

@@ -4,6 +4,7 @@
 // arXiv:1508.03619). Counter-based randomness keeps it rank-count independent.
 #include "tessera/graph/generators.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -24,6 +25,9 @@ struct EdgeRandom {
   std::uint64_t next() { return mix64(state += 0x9e3779b97f4a7c15ull); }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
+
+// The least 53-bit x with x * 2^-53 >= p (EdgeRandom::uniform's scale).
+std::uint64_t threshold53(double p) { return static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53)); }
 
 // A bijection on [0, 2^bits): odd multiply, xor-shift and add, three rounds.
 std::uint64_t scramble_bits(std::uint64_t v, unsigned bits, std::uint64_t seed) {
@@ -111,14 +115,17 @@ bool GraphSpec::edge(std::uint64_t index, Edge& out) const {
   const std::uint64_t n = vertices();
   switch (kind) {
     case Kind::kron: {
+      // The quadrant of each level from one 53-bit draw, compared as an
+      // integer with the thresholds uniform() < p would use (x * 2^-53 is
+      // exact, so x * 2^-53 >= p exactly when x >= ceil(p * 2^53)): the same
+      // graph as comparing doubles, without a mispredicted branch per level.
+      static const std::uint64_t kB = threshold53(0.57), kC = threshold53(0.76), kD = threshold53(0.95);
       std::uint64_t u = 0, v = 0;
       for (int level = 0; level < scale; ++level) {
-        double r = rng.uniform();
-        bool right = r >= 0.57 && r < 0.76;   // B
-        bool down = r >= 0.76 && r < 0.95;    // C
-        bool both = r >= 0.95;                // D = 1 - A - B - C
-        u = (u << 1) | ((down || both) ? 1 : 0);
-        v = (v << 1) | ((right || both) ? 1 : 0);
+        const std::uint64_t x = rng.next() >> 11;
+        const std::uint64_t at_b = x >= kB, at_c = x >= kC, at_d = x >= kD;
+        u = (u << 1) | at_c;                     // C or D: the lower half
+        v = (v << 1) | ((at_b ^ at_c) | at_d);   // B or D: the right half
       }
       out = {u, v};
       break;
@@ -206,19 +213,28 @@ std::vector<std::uint64_t> parse_grid_dims(const std::string& text) {
 
 EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage) {
   spec.validate();
-  auto indices = Distribution::block(spec.candidate_edges(), rt.size());
-  LocalEdges edges;
-  edges.src.reserve(indices.count(rt.rank()));
-  edges.dst.reserve(indices.count(rt.rank()));
-  Edge e;
-  for (std::uint64_t i = indices.begin(rt.rank()); i < indices.end(rt.rank()); ++i)
-    if (spec.edge(i, e)) edges.add(e.src, e.dst);
+  // Every candidate edge is a pure function of its index, so the build's two
+  // passes regenerate this rank's block instead of holding it.
+  const auto indices = Distribution::block(spec.candidate_edges(), rt.size());
+  const std::uint64_t first = indices.begin(rt.rank()), last = indices.end(rt.rank());
+  EdgeSource candidates = [&](const EdgeSink& take) {
+    constexpr std::uint64_t kBatch = 1 << 16;
+    std::vector<std::uint64_t> src, dst;
+    src.reserve(kBatch), dst.reserve(kBatch);
+    Edge e;
+    for (std::uint64_t i = first; i < last;) {
+      src.clear(), dst.clear();
+      for (const std::uint64_t end = std::min(last, i + kBatch); i < end; ++i)
+        if (spec.edge(i, e)) src.push_back(e.src), dst.push_back(e.dst);
+      take(EdgeBatch{src, dst, {}});
+    }
+  };
   BuildOptions o;
   o.symmetrize = true;
   o.drop_self_loops = true;
   o.drop_duplicates = true;
   o.storage = storage;
-  return EdgeList::build(rt, spec.vertices(), false, std::move(edges), o);
+  return EdgeList::build(rt, spec.vertices(), false, candidates, o);
 }
 
 }  // namespace tessera::graph

@@ -5,6 +5,7 @@
 #include "tessera/graph/read.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <unistd.h>
@@ -243,8 +244,30 @@ struct LineParser {
   }
 };
 
+// A rank's lines of a text file: bytes [start, end), the first one's line
+// number, the newlines in them. Found collectively once; a streamed build's
+// passes reuse it, so the passes themselves are local.
+struct TextRange {
+  bool known = false;
+  std::uint64_t start = 0, end = 0, first_line = 0, newlines = 0;
+};
+
+// Pages [from, to) of a read-only file mapping leave this process's resident
+// set (the page cache keeps them): a pass over a file larger than memory
+// holds a window of it, not all of it.
+void release_pages(const Mapping& file, std::uint64_t from, std::uint64_t to) {
+  from -= from % 4096;
+  to -= to % 4096;
+  if (to > from) ::madvise(file.data() + from, to - from, MADV_DONTNEED);
+}
+
+// `sink` null: the edges are kept in the result. Otherwise they go to the
+// sink in batches and are not kept, and the parsed part of the file leaves
+// the resident set as the parse goes. `range`: found here (collectively)
+// unless already known.
 ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& h, std::size_t fields,
-                        std::uint64_t base, bool keep_weight) {
+                        std::uint64_t base, bool keep_weight, const EdgeSink* sink = nullptr,
+                        TextRange* range = nullptr) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError("cannot open " + path, errno);
   FileDescriptor guard(fd);
@@ -253,25 +276,42 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
   const auto size = static_cast<std::uint64_t>(st.st_size);
   Mapping file = size > 0 ? Mapping::file(fd, size, false, path) : Mapping{};
   const char* data = reinterpret_cast<const char*>(file.data());
+  constexpr std::uint64_t kWindow = std::uint64_t{16} << 20;
 
-  // Lines belong to the rank whose byte range holds their first byte.
-  const std::uint64_t P = static_cast<std::uint64_t>(rt.size()), r = static_cast<std::uint64_t>(rt.rank());
-  const std::uint64_t span = size - std::min(size, h.data_offset);
-  std::uint64_t start = h.data_offset + static_cast<std::uint64_t>((static_cast<unsigned __int128>(span) * r) / P);
-  if (r > 0)
-    while (start < size && data[start - 1] != '\n') ++start;
-  std::vector<std::uint64_t> starts = all_gather(rt.comm(), start);
-  const std::uint64_t end = r + 1 < P ? starts[r + 1] : size;
-
-  std::uint64_t newlines = static_cast<std::uint64_t>(std::count(data + start, data + std::max(start, end), '\n'));
-  std::uint64_t first_line = h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1;
+  TextRange found;
+  TextRange& at = range ? *range : found;
+  if (!at.known) {
+    // Lines belong to the rank whose byte range holds their first byte.
+    const std::uint64_t P = static_cast<std::uint64_t>(rt.size()), r = static_cast<std::uint64_t>(rt.rank());
+    const std::uint64_t span = size - std::min(size, h.data_offset);
+    std::uint64_t start = h.data_offset + static_cast<std::uint64_t>((static_cast<unsigned __int128>(span) * r) / P);
+    if (r > 0)
+      while (start < size && data[start - 1] != '\n') ++start;
+    std::vector<std::uint64_t> starts = all_gather(rt.comm(), start);
+    const std::uint64_t end = r + 1 < P ? starts[r + 1] : size;
+    std::uint64_t newlines = 0;
+    for (std::uint64_t p = start; p < end; p += kWindow) {
+      const std::uint64_t q = std::min(end, p + kWindow);
+      newlines += static_cast<std::uint64_t>(std::count(data + p, data + q, '\n'));
+      if (sink) release_pages(file, p, q);
+    }
+    at = {true, start, end, h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1, newlines};
+  }
+  const std::uint64_t start = at.start, end = at.end, newlines = at.newlines, first_line = at.first_line;
 
   ParsedRange out;
   out.bytes = end > start ? end - start : 0;
   // At most one edge per line: reserving once keeps the parse loop free of reallocation.
-  out.edges.src.reserve(newlines + 1);
-  out.edges.dst.reserve(newlines + 1);
-  if (fields == 3 && keep_weight) out.edges.weight.reserve(newlines + 1);
+  constexpr std::uint64_t kBatch = 1 << 16;
+  const std::uint64_t room = sink ? std::min(kBatch, newlines + 1) : newlines + 1;
+  out.edges.src.reserve(room);
+  out.edges.dst.reserve(room);
+  if (fields == 3 && keep_weight) out.edges.weight.reserve(room);
+  auto pass_on = [&] {
+    (*sink)(EdgeBatch{out.edges.src, out.edges.dst, out.edges.weight});
+    out.edges.src.clear(), out.edges.dst.clear(), out.edges.weight.clear();
+  };
+  std::uint64_t released = start;
   LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0, keep_weight};
   for (std::uint64_t p = start; p < end;) {
     const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
@@ -279,7 +319,15 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
     if (!parser.parse(data + p, data + e, out)) break;
     ++parser.line;
     p = e + 1;
+    if (sink && out.edges.size() == kBatch) {
+      pass_on();
+      if (p - released >= kWindow) {
+        release_pages(file, released, p);
+        released = p - p % 4096;
+      }
+    }
   }
+  if (sink && out.edges.size()) pass_on();
   return out;
 }
 
@@ -384,12 +432,18 @@ bool arcs_are_symmetric(const EdgeList& g);
 // (ids minus the base), the count header resolved, nothing built.
 struct TextParse {
   TextHeader h;
-  ParsedRange parsed;
+  ParsedRange parsed;  // no edges when counted only
   int base = 0;
   std::uint64_t entries = 0, max_id = 0;
+  // Counted only: the first data line, when it is an edge after all (rank 0).
+  LocalEdges first_edge;
+  TextRange range;  // this rank's lines
 };
 
-TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
+// `count_only`: the edges are parsed and checked but not kept (a streamed
+// build parses them again, twice).
+TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options,
+                     bool count_only = false) {
   const bool mm = format == FileFormat::matrix_market;
   TextParse t;
   TextHeader& h = t.h;
@@ -405,8 +459,10 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
 
   ParsedRange first;
   std::uint64_t claimed_vertices = 0, claimed_edges = 0;
+  const EdgeSink discard = [](const EdgeBatch&) {};
   agree(rt.comm(), [&] {
-    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
+    parsed = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern,
+                         count_only ? &discard : nullptr, &t.range);
     if (!parsed.error.empty()) throw FormatError(parsed.error);
     if (rt.rank() == 0 && h.has_first_line)
       first = parse_first_line(path, h, static_cast<std::uint64_t>(base), claimed_vertices, claimed_edges);
@@ -420,10 +476,21 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
     if (rt.rank() == 0) header = claimed_edges == entries && entries > 0 && claimed_vertices > 0 &&
                                     rest_max != ~std::uint64_t{0} && claimed_vertices == rest_max + 1;
     header = broadcast(rt.comm(), header, 0);
-    if (!header && broadcast(rt.comm(), static_cast<int>(claimed_edges == entries && entries > 0 && claimed_vertices > 0), 0))
-      header = broadcast(rt.comm(), static_cast<int>(count_distinct(rt, parsed.edges) == claimed_vertices), 0);
+    if (!header && broadcast(rt.comm(), static_cast<int>(claimed_edges == entries && entries > 0 && claimed_vertices > 0), 0)) {
+      // Counting distinct ids needs the edges: a counted-only parse reads them here, once.
+      ParsedRange all;
+      if (count_only)
+        all = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
+      header = broadcast(rt.comm(), static_cast<int>(count_distinct(rt, count_only ? all.edges : parsed.edges) ==
+                                                     claimed_vertices), 0);
+    }
     if (!header) {  // an ordinary edge after all
-      if (rt.rank() == 0) {
+      if (rt.rank() == 0 && count_only) {
+        if (!first.error.empty() && parsed.error.empty()) parsed.error = first.error;
+        t.first_edge = std::move(first.edges);
+        parsed.max_id = std::max(parsed.max_id, first.max_id);
+        parsed.entries += first.entries;
+      } else if (rt.rank() == 0) {
         if (!first.error.empty() && parsed.error.empty()) parsed.error = first.error;
         for (std::size_t k = 0; k < first.edges.size(); ++k) {
           if (first.edges.weighted())
@@ -451,7 +518,11 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
 
 LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
   const bool mm = format == FileFormat::matrix_market;
-  TextParse t = parse_text(rt, path, format, options);
+  // Without relabelling the ids are final as parsed: the file is counted
+  // first, then parsed again by each pass of a streamed build, so no list of
+  // its edges is ever held. Relabelling needs them all at once.
+  const bool streamed = !options.relabel;
+  TextParse t = parse_text(rt, path, format, options, streamed);
   const TextHeader& h = t.h;
   ParsedRange& parsed = t.parsed;
   const int base = t.base;
@@ -492,7 +563,14 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   std::uint64_t n = mm ? h.rows : max_id + 1;
   const auto file_base = static_cast<std::uint64_t>(base);
   if (!options.relabel) {
-    auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
+    const EdgeSource lines = [&](const EdgeSink& take) {
+      ParsedRange again = parse_range(rt, path, h, h.weighted ? 3 : 2, file_base, !options.pattern, &take, &t.range);
+      if (!again.error.empty()) throw FormatError(again.error);  // the file changed since it was counted
+      if (!t.first_edge.src.empty())
+        take(EdgeBatch{t.first_edge.src, t.first_edge.dst, options.pattern ? std::span<const double>{}
+                                                                           : std::span<const double>(t.first_edge.weight)});
+    };
+    auto g = checked(EdgeList::build(rt, n, directed, lines, build));
     auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
     return {std::move(g), std::move(ids)};
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,6 +13,8 @@
 #include "graph_test_util.hpp"
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
+#include "tessera/graph/subgraph.hpp"
+#include "tessera/storage/metadata.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 
@@ -157,6 +160,67 @@ TEST(EdgeList, RejectsOutOfRangeIds) {
     FAIL() << "expected RangeError";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("(3, 10)"), std::string::npos) << "message: " << err.what();
+  }
+}
+
+// Issue 41: a build reads its edges twice from a source (count, then fill
+// the final arrays) and gives the graph a build from vectors gives, in
+// whatever batches the source hands them over.
+TEST(EdgeList, BuildsFromASourceAsFromVectors) {
+  Runtime& rt = Runtime::current();
+  const std::uint64_t n = 300;
+  LocalEdges e;  // each rank its share, with loops, duplicates and weights
+  for (std::uint64_t k = static_cast<std::uint64_t>(rt.rank()); k < 2000; k += static_cast<std::uint64_t>(rt.size()))
+    e.add((k * 37) % n, (k * 101 + k / 7) % n, static_cast<double>(k % 13));
+  for (bool sym : {false, true}) {
+    BuildOptions o;
+    o.symmetrize = sym;
+    o.drop_self_loops = !sym;
+    o.drop_duplicates = true;
+    auto want = test::gather_edges(EdgeList::build(rt, n, true, e, o));
+    int passes = 0;
+    EdgeSource source = [&](const EdgeSink& take) {
+      ++passes;
+      for (std::size_t at = 0; at < e.size(); at += 17) {  // uneven batches
+        const std::size_t len = std::min<std::size_t>(17, e.size() - at);
+        take(EdgeBatch{std::span(e.src).subspan(at, len), std::span(e.dst).subspan(at, len),
+                       std::span(e.weight).subspan(at, len)});
+      }
+    };
+    auto g = EdgeList::build(rt, n, true, source, o);
+    expect_layout(g);
+    EXPECT_EQ(passes, 2);
+    EXPECT_EQ(test::gather_edges(g), want);
+    EXPECT_EQ(g.directed(), !sym);
+    EXPECT_TRUE(g.weighted());
+  }
+}
+
+// A source must give the same edges on both passes, and an error on one
+// rank (a parse error, an id out of range) fails the build on every rank
+// instead of leaving the others waiting.
+TEST(EdgeList, ASourceThatChangesOrFailsFailsEverywhere) {
+  Runtime& rt = Runtime::current();
+  const bool last = rt.rank() == rt.size() - 1;
+  int pass = 0;
+  std::vector<std::uint64_t> src{1, 2}, dst{2, 3};
+  EdgeSource changing = [&](const EdgeSink& take) {
+    if (last && ++pass == 2) src[1] = 4;  // the second pass gives another edge
+    take(EdgeBatch{src, dst, {}});
+  };
+  test::expect_error<MismatchError>([&] { EdgeList::build(rt, 10, true, changing); }, "same edges twice");
+  EdgeSource failing = [&](const EdgeSink& take) {
+    take(EdgeBatch{src, dst, {}});
+    if (last) throw FormatError("edges.el:7: 'x' is not a vertex id");
+  };
+  test::expect_error<FormatError>([&] { EdgeList::build(rt, 10, true, failing); }, "edges.el:7");
+  std::vector<std::uint64_t> far{1, 12};
+  EdgeSource out_of_range = [&](const EdgeSink& take) { take(EdgeBatch{last ? far : src, dst, {}}); };
+  test::expect_error<RangeError>([&] { EdgeList::build(rt, 10, true, out_of_range); }, "(12, 3)");
+  std::vector<double> w{1.0, 2.0};
+  EdgeSource mixed = [&](const EdgeSink& take) { take(EdgeBatch{src, dst, last ? std::span<const double>(w) : std::span<const double>()}); };
+  if (rt.size() > 1) {
+    test::expect_error<MismatchError>([&] { EdgeList::build(rt, 10, true, mixed); }, "with weights and others without");
   }
 }
 
@@ -404,6 +468,58 @@ TEST(LargestComponent, GoesToSharedStorageWhenAsked) {
     EXPECT_EQ(lcc.graph.vertices(), 100u);
     barrier(rt.comm());
   }
+}
+
+// Issue 41: the largest component in the graph's own arrays. The same graph
+// and ids as the copy, for weighted and unweighted graphs with many
+// components; a Shared graph keeps its names, its segments shrink to the
+// component and the metadata says so.
+TEST(LargestComponent, InPlaceIsTheCopyWithoutTheCopy) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  for (int weighted = 0; weighted < 2; ++weighted) {
+    auto spec = GraphSpec::grid({30, 40}, 9);  // many components, the largest not all of the arcs
+    spec.delete_fraction = 0.45;
+    spec.permute = true;
+    auto made = generate(rt, spec);
+    LocalEdges e = made.local_copy();
+    for (std::size_t k = 0; k < e.size() && weighted; ++k) e.weight.push_back(1.0 + static_cast<double>((e.src[k] + e.dst[k]) % 5));
+    BuildOptions o;
+    o.storage = StorageOptions::shared(test::unique_name(rt, "inplace"), dir.path());
+    auto g = EdgeList::build(rt, made.vertices(), false, e, o);
+    auto labels = fastsv(g).labels;
+    auto copy = largest_component(g, labels);
+    const std::string dst_meta = g.dst_metadata_path();
+    const std::uint64_t arcs_before = g.arcs();
+    auto lcc = largest_component(std::move(g), labels);
+    expect_layout(lcc.graph);
+    EXPECT_LT(lcc.graph.arcs(), arcs_before);
+    EXPECT_EQ(lcc.graph.vertices(), copy.graph.vertices());
+    EXPECT_EQ(lcc.graph.weighted(), weighted == 1);
+    EXPECT_EQ(test::gather_edges(lcc.graph), test::gather_edges(copy.graph));
+    EXPECT_EQ(test::gather_all(lcc.original_ids), test::gather_all(copy.original_ids));
+    EXPECT_EQ(lcc.graph.dst_metadata_path(), dst_meta);  // the same arrays
+    auto meta = SharedArrayMetadata::read(dst_meta);
+    EXPECT_EQ(meta.length, lcc.graph.arcs());
+    const std::string seg = dst_meta.substr(0, dst_meta.size() - 5) + ".r" + std::to_string(rt.rank()) + ".seg";
+    EXPECT_EQ(std::filesystem::file_size(seg), meta.header_bytes + lcc.graph.id_bytes() * lcc.graph.local_arcs());
+    EXPECT_EQ(summarize(lcc.graph, fastsv(lcc.graph).labels).count, 1u);
+    barrier(rt.comm());
+  }
+}
+
+// A kept set that is not a union of components loses the arcs that leave
+// it, in place as in a copy.
+TEST(LargestComponent, InPlaceSubgraphDropsArcsThatLeaveTheSet) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::grid({12, 9}));
+  DistArray<std::uint8_t> keep(g.vertex_map());
+  for (std::size_t i = 0; i < keep.local().size(); ++i) keep.local()[i] = (g.local_vertex_begin() + i) % 3 != 1;
+  auto copy = induced_subgraph(g, keep);
+  auto moved = induced_subgraph(std::move(g), keep);
+  expect_layout(moved.graph);
+  EXPECT_EQ(test::gather_edges(moved.graph), test::gather_edges(copy.graph));
+  EXPECT_EQ(test::gather_all(moved.original_ids), test::gather_all(copy.original_ids));
 }
 
 // Issue 41: the destination array is as wide as the graph needs.

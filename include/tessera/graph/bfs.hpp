@@ -14,6 +14,7 @@
 
 #include "tessera/comm/options.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/subgraph.hpp"
 
 namespace tessera::graph {
 
@@ -67,20 +68,6 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& options = {},
 // the shortest distances, and every reachable vertex is reached). "" when
 // it passes, else the first thing wrong (the same on every rank). Collective.
 std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents);
-
-// A subgraph as a new graph: vertices renumbered 0..size-1 in their order,
-// and the id each had in the graph it came from.
-struct Subgraph {
-  EdgeList graph;
-  DistArray<std::uint64_t> original_ids;  // new id -> id in the input graph
-};
-
-// The subgraph induced by the vertices whose `keep` is nonzero (on g's
-// vertex ranges): every arc with both ends kept. Vertices keep their rank
-// and order; ids keep g's width; the arrays go to `storage` (Shared:
-// <name>-offsets, -dst, -weight, -ids), so another process can attach to
-// the new graph. Collective.
-Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep, const StorageOptions& storage = {});
 
 // The k-hop neighbourhood of `source` (the vertices at most `hops` arcs
 // away, by a BFS stopped at that depth) as the subgraph it induces, into

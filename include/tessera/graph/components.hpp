@@ -84,9 +84,14 @@ struct LargestComponent {
   ComponentSummary summary;
 };
 // The subgraph induced by the largest component. Vertices keep their rank
-// and relative order; the arrays go to `storage` (names <name>-src, -dst,
-// -weight, -ids). Collective.
+// and relative order; the arrays go to `storage` (names <name>-offsets,
+// -dst, -weight, -ids). Collective.
 LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint64_t>& labels,
                                    const StorageOptions& storage = {});
+// The same in g's own arrays, compacted in place (induced_subgraph(EdgeList&&)):
+// no second copy of the edges; a component is closed under arcs, so every
+// arc of a kept vertex stays. g is consumed. Collective.
+LargestComponent largest_component(EdgeList&& g, const DistArray<std::uint64_t>& labels,
+                                   const StorageOptions& ids_storage = {});
 
 }  // namespace tessera::graph

@@ -13,6 +13,7 @@
 // at 4-byte ids it costs GAPBS's 8 bytes per undirected edge.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,6 +43,20 @@ struct LocalEdges {
   }
 };
 
+// A batch of edges from an EdgeSource: parallel spans; `weight` empty
+// (unweighted) or as long as `src`.
+struct EdgeBatch {
+  std::span<const std::uint64_t> src, dst;
+  std::span<const double> weight;
+};
+using EdgeSink = std::function<void(const EdgeBatch&)>;
+// This rank's edges, produced in batches each time it is called. A build
+// calls it twice (once to count the arcs out of every vertex, once to write
+// them into the final arrays), so it must give the same edges both times;
+// it never needs to hold them all. It may throw (a parse error): the build
+// then fails on every rank with that error.
+using EdgeSource = std::function<void(const EdgeSink&)>;
+
 // Bytes of a vertex id in a graph's destination array.
 enum class IdWidth : std::uint8_t { narrow = 4, wide = 8 };
 // The width a graph of `vertices` vertices needs: narrow while every id fits
@@ -59,6 +74,9 @@ struct BuildOptions {
   bool drop_self_loops = false;
   bool drop_duplicates = false;     // keeps the smallest weight of equal (u, v)
   std::optional<IdWidth> id_width;  // default: id_width_for(vertices)
+  // The result's vertex ranges (so vertex arrays of another graph fit it);
+  // default: ranges that give ranks equal numbers of arcs.
+  std::optional<Distribution> vertex_ranges;
   StorageOptions storage;           // Shared: arrays named <name>-offsets, <name>-dst, <name>-weight
 };
 
@@ -68,6 +86,11 @@ class EdgeList {
   // them and applies `options`. Every id must be < vertices (RangeError
   // names the first bad edge). `directed` is ignored when symmetrizing.
   static EdgeList build(Runtime& rt, std::uint64_t vertices, bool directed, LocalEdges edges,
+                        const BuildOptions& options = {});
+  // Collective. The same from edges produced on the fly (a generator, a
+  // file parsed in place): the build holds the final arrays, O(vertices) of
+  // counts and cursors and its aggregation buffers, never an edge list.
+  static EdgeList build(Runtime& rt, std::uint64_t vertices, bool directed, const EdgeSource& source,
                         const BuildOptions& options = {});
   // Collective. Wraps arrays that already satisfy the layout above (used by
   // loaders that map existing files). `offsets` holds local_vertices + 1
@@ -186,6 +209,16 @@ class EdgeList {
     });
   }
 
+  // The arrays themselves, taken out of a graph that is then empty (only
+  // its destruction may follow): for code that compacts them in place and
+  // adopts them as a new graph.
+  struct Arrays {
+    DistArray<std::uint64_t> offsets;
+    IdArray dst;
+    std::optional<DistArray<double>> weight;
+  };
+  Arrays release_arrays() && { return {std::move(offsets_), std::move(dst_), std::move(weight_)}; }
+
   // This rank's arcs as plain vectors (a copy).
   LocalEdges local_copy() const;
 
@@ -215,7 +248,7 @@ class EdgeList {
  private:
   EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
            IdArray dst, std::optional<DistArray<double>> weight);
-  EdgeList rebuilt(const BuildOptions& options, bool keep_ranges) const;
+  EdgeList rebuilt(const BuildOptions& options, bool keep_ranges, bool reversed = false) const;
   [[noreturn]] void throw_not_local(std::uint64_t v) const;
   [[noreturn]] void throw_wrong_width(std::size_t asked) const;
 
