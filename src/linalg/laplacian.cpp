@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "tessera/runtime/collective.hpp"
 
@@ -68,7 +69,6 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
     : a_(a),
       grounded_(std::move(grounded)),
       degree_(a.row_map()),
-      self_(a.row_map()),
       masked_(a.row_map()),
       ax_(a.row_map()) {
   if (auto bad = find_invalid_weight(a)) throw RangeError(bad->describe());
@@ -78,10 +78,13 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
                           std::to_string(degree_.local().size()));
   });
   a.row_sums(degree_);
-  a.diagonal(self_);
   // |L_ii| + sum_j |L_ij| = 2 (d_i - a_ii) for positive weights; a grounded
-  // row is an identity row.
-  auto d = degree_.local(), s = self_.local();
+  // row is an identity row. The diagonal of A is not kept (a vector less
+  // while a solver runs): diagonal() reads it again.
+  Vector self(a.row_map());
+  a.diagonal(self);
+  auto d = degree_.local();
+  auto s = std::as_const(self).local();
   double largest = 0;
   for (std::size_t i = 0; i < d.size(); ++i)
     largest = std::max(largest, !grounded_.empty() && grounded_[i] ? 1.0 : 2.0 * (d[i] - s[i]));
@@ -106,9 +109,10 @@ void Laplacian::apply(const Vector& x, Vector& y, double alpha, double beta) con
 }
 
 void Laplacian::diagonal(Vector& out) const {
+  a_.diagonal(out);  // a_ii, then d_i - a_ii in place
   auto o = out.local();
-  auto d = degree_.local(), s = self_.local();
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = grounded(i) ? 1.0 : d[i] - s[i];
+  auto d = degree_.local();
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = grounded(i) ? 1.0 : d[i] - o[i];
 }
 
 }  // namespace tessera::linalg

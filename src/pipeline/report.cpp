@@ -15,7 +15,8 @@ ArrayBytes array_bytes(const graph::EdgeList& g) {
   return {g.edge_array_bytes(), g.vertices() * graph::kVertexArrayBytes + g.offset_array_bytes(), g.vertices()};
 }
 
-Report::Report(Runtime& rt, Progress& progress) : rt_(rt), progress_(progress), start_peak_(peak_rss_bytes()) {}
+Report::Report(Runtime& rt, Progress& progress)
+    : rt_(rt), progress_(progress), start_peak_(peak_rss_bytes()), start_libraries_(library_code_bytes()) {}
 
 void Report::add(const std::string& name, double seconds) {
   for (auto& [step, total] : steps_)
@@ -30,7 +31,7 @@ void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
   all_reduce(rt_.comm(), seconds.data(), seconds.size(), MPI_MAX);
   auto step_seconds = nlohmann::json::object();
   std::string line = "time:";
-  char text[320];
+  char text[480];
   for (std::size_t k = 0; k < steps_.size(); ++k) {
     step_seconds[steps_[k].first] = seconds[k];
     std::snprintf(text, sizeof(text), " %s %.3f s,", steps_[k].first.c_str(), seconds[k]);
@@ -45,6 +46,12 @@ void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
   const std::uint64_t peak_max = all_reduce<std::uint64_t>(rt_.comm(), peak, MPI_MAX);
   const std::uint64_t start_sum = all_reduce<std::uint64_t>(rt_.comm(), start_peak_, MPI_SUM);
   const std::uint64_t growth = peak_sum > start_sum ? peak_sum - start_sum : 0;
+  // Library code paged in since the start (a plugin's, Trilinos's) is in the
+  // peak but is not data: it is reported, and left out of the budget.
+  const std::uint64_t libraries_now = library_code_bytes();
+  const std::uint64_t library_growth = all_reduce<std::uint64_t>(
+      rt_.comm(), libraries_now > start_libraries_ ? libraries_now - start_libraries_ : 0, MPI_SUM);
+  const std::uint64_t data_growth = growth > library_growth ? growth - library_growth : 0;
   const double ratio = arrays.edges ? static_cast<double>(growth) / static_cast<double>(arrays.edges) : 0;
   document["step_seconds"] = std::move(step_seconds);
   document["memory"] = {{"peak_rss_bytes_sum", peak_sum},
@@ -54,19 +61,24 @@ void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
                         {"edge_array_bytes", arrays.edges},
                         {"vertex_array_bytes", arrays.vertices},
                         {"peak_to_edge_arrays", ratio},
+                        {"library_code_growth_bytes", library_growth},
+                        {"data_growth_bytes", data_growth},
                         {"growth_budget_bytes", arrays.growth_budget()},
-                        {"growth_to_budget", arrays.growth_budget() ? static_cast<double>(growth) /
+                        {"growth_to_budget", arrays.growth_budget() ? static_cast<double>(data_growth) /
                                                                           static_cast<double>(arrays.growth_budget())
                                                                     : 0.0},
                         {"ranks", rt_.size()}};
   const int ranks = rt_.size();
   std::snprintf(text, sizeof(text),
                 "peak memory: %.1f MiB resident summed over %d rank%s (largest rank %.1f MiB), %.1f MiB above the "
-                "%.1f MiB at start = %.2fx the edge arrays (%.1f MiB; vertex arrays %.1f MiB)",
+                "%.1f MiB at start = %.2fx the edge arrays (%.1f MiB; vertex arrays %.1f MiB); less %.1f MiB of "
+                "library code, %.2fx the budget (1.2x the edge arrays + 96 B a vertex)",
                 static_cast<double>(peak_sum) / 1048576.0, ranks, ranks == 1 ? "" : "s",
                 static_cast<double>(peak_max) / 1048576.0, static_cast<double>(growth) / 1048576.0,
                 static_cast<double>(start_sum) / 1048576.0, ratio, static_cast<double>(arrays.edges) / 1048576.0,
-                static_cast<double>(arrays.vertices) / 1048576.0);
+                static_cast<double>(arrays.vertices) / 1048576.0, static_cast<double>(library_growth) / 1048576.0,
+                arrays.growth_budget() ? static_cast<double>(data_growth) / static_cast<double>(arrays.growth_budget())
+                                       : 0.0);
   progress_.step(text);
 }
 

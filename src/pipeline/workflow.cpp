@@ -133,9 +133,12 @@ struct LargestStage {
 };
 
 // From the undirected graph on: components (unless `restored` holds the
-// labels), the largest component into Shared storage; a checkpoint after
-// each when `store` is given.
-LargestStage largest_of(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json& j,
+// labels), the largest component; a checkpoint after each when `store` is
+// given. `consumable` (g itself, or null when the caller keeps g): the
+// component is then compacted in g's own arrays, never a second copy of the
+// edges; otherwise it is copied into Shared storage.
+LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, const graph::IdMap& ids,
+                        const std::string& name, json& j,
                         const Options& a, Progress& p, Report& report, StageStore* store,
                         std::optional<DistArray<std::uint64_t>> restored) {
   Runtime& rt = g.runtime();
@@ -162,10 +165,13 @@ LargestStage largest_of(const graph::EdgeList& g, const graph::IdMap& ids, const
       });
     stage_done(rt, kLabelled);
   }
-  p.step("extracting the largest component into Shared storage");
+  const bool in_place = consumable && consumable->offsets().shrinkable();
+  p.step(in_place ? "extracting the largest component in place (the graph's own arrays, compacted)"
+                  : "extracting the largest component into Shared storage");
   const auto t0 = std::chrono::steady_clock::now();
   auto lcc = report.timed("largest component", [&] {
-    return graph::largest_component(g, *labels, StorageOptions::shared(name + "-lcc"));
+    return in_place ? graph::largest_component(std::move(*consumable), *labels)
+                    : graph::largest_component(g, *labels, StorageOptions::shared(name + "-lcc"));
   });
   const double seconds = seconds_since(t0);
   labels.reset();
@@ -247,10 +253,11 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
 }
 
 // From the undirected graph on, without checkpoints (a graph the caller holds).
-Result pipeline_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::string& name, json j,
-                   const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
+Result pipeline_on(const graph::EdgeList& g, graph::EdgeList* consumable, const graph::IdMap& ids,
+                   const std::string& name, json j, const Options& a, Progress& p, Report& report,
+                   const ArrayBytes& arrays) {
   AnonymousMemoryMeter heap(g.runtime().comm());
-  auto lcc = largest_of(g, ids, name, j, a, p, report, nullptr, std::nullopt);
+  auto lcc = largest_of(g, consumable, ids, name, j, a, p, report, nullptr, std::nullopt);
   return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, nullptr);
 }
 
@@ -383,16 +390,24 @@ Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
   describe(p, loaded.graph);
   graph::check_graph_format(a.output, loaded.graph.weighted());
   auto c = report.timed("components", [&] { return components_of(loaded.graph, a.algorithm, p); });
-  p.step("extracting the largest component");
-  auto lcc = report.timed("largest component", [&] { return graph::largest_component(loaded.graph, c.labels); });
+  json input = graph_json(loaded.graph);
+  const ArrayBytes arrays = array_bytes(loaded.graph);
+  // The loaded graph is not needed afterwards: its arrays are compacted in
+  // place unless another job's files are mapped in place.
+  const bool in_place = loaded.graph.offsets().shrinkable();
+  p.step(in_place ? "extracting the largest component in place" : "extracting the largest component");
+  auto lcc = report.timed("largest component", [&] {
+    return in_place ? graph::largest_component(std::move(loaded.graph), c.labels)
+                    : graph::largest_component(loaded.graph, c.labels);
+  });
   describe(p, lcc.graph);
   report.timed("write", [&] { write_lcc(rt, a, loaded, lcc, p); });
   json j = {{"command", "lcc"},
             {"output", a.output},
-            {"input", graph_json(loaded.graph)},
+            {"input", std::move(input)},
             {"components", components_json(c, lcc.summary, a.algorithm, loaded.ids.file_id(lcc.summary.largest_label))},
             {"lcc", graph_json(lcc.graph)}};
-  report.finish(j, array_bytes(loaded.graph));
+  report.finish(j, arrays);
   return {std::move(j), std::nullopt, {}, std::nullopt};
 }
 
@@ -515,8 +530,8 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     describe(p, loaded->graph);
     stage_done(rt, from);
   }
-  auto lcc = largest_of(loaded->graph, loaded->ids, name, j, a, p, report, store ? &*store : nullptr,
-                        std::move(labels));
+  auto lcc = largest_of(loaded->graph, &loaded->graph, loaded->ids, name, j, a, p, report,
+                        store ? &*store : nullptr, std::move(labels));
   loaded.reset();  // the input graph's arrays are not needed for the analysis
   return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, store ? &*store : nullptr);
 }
@@ -531,13 +546,14 @@ Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids,
   const std::string name = shared_base(rt);
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", "a graph in memory"}};
   find_targets(given_ids, a.targets, "the graph");
-  if (!given.directed()) return pipeline_on(given, given_ids, name, std::move(j), a, p, report, array_bytes(given));
+  if (!given.directed())  // the caller's graph: the component is copied out of it
+    return pipeline_on(given, nullptr, given_ids, name, std::move(j), a, p, report, array_bytes(given));
   auto g = report.timed("symmetrize", [&] {
     p.step("symmetrizing (weak components, undirected walk; into Shared storage)");
     return given.symmetrized(StorageOptions::shared(name + "-sym"));
   });
   auto ids = given_ids.redistributed(g.vertex_ranges());
-  return pipeline_on(g, ids, name, std::move(j), a, p, report, array_bytes(given));
+  return pipeline_on(g, &g, ids, name, std::move(j), a, p, report, array_bytes(given));
 }
 
 }  // namespace tessera::pipeline

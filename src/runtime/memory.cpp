@@ -36,6 +36,28 @@ std::uint64_t anonymous_memory_bytes() {
   return sum_kib("/proc/self/smaps_rollup", {"Anonymous:"});
 }
 std::uint64_t shared_memory_pss_bytes() { return sum_kib("/proc/self/smaps_rollup", {"Pss_Shmem:"}); }
+std::uint64_t library_code_bytes() {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  std::uint64_t total = 0;
+  bool library = false;
+  while (std::getline(in, line)) {
+    const std::string first = line.substr(0, line.find(' '));
+    if (first.find('-') != std::string::npos && first.back() != ':') {
+      // A mapping's header: "start-end perms offset dev inode [path]"; the
+      // fields that follow are "Key: value kB".
+      const auto slash = line.find('/');
+      const std::string path = slash == std::string::npos ? std::string() : line.substr(slash);
+      const auto so = path.rfind(".so");
+      library = so != std::string::npos && (so + 3 == path.size() || path[so + 3] == '.');
+    } else if (library && line.rfind("Rss:", 0) == 0) {
+      unsigned long long v = 0;
+      if (std::sscanf(line.c_str() + 4, " %llu", &v) == 1) total += v;
+    }
+  }
+  return total * 1024;
+}
+
 std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
 
 AnonymousMemoryMeter::AnonymousMemoryMeter(MPI_Comm comm)

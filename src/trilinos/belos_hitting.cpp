@@ -100,16 +100,14 @@ int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tole
 
 namespace {
 
-// Tessera's vector <-> a single-column Tpetra vector on the same rows.
-void copy_in(const linalg::Vector& from, TpetraMultiVector& to) {
-  auto v = to.getLocalViewHost(Tpetra::Access::OverwriteAll);
-  auto f = from.local();
-  for (std::size_t i = 0; i < f.size(); ++i) v(i, 0) = f[i];
-}
-void copy_out(const TpetraMultiVector& from, linalg::Vector& to) {
-  auto v = from.getLocalViewHost(Tpetra::Access::ReadOnly);
-  auto t = to.local();
-  for (std::size_t i = 0; i < t.size(); ++i) t[i] = v(i, 0);
+// A single-column Tpetra vector over Tessera's vector's own memory (an
+// unmanaged Kokkos view): Belos reads the right-hand side and updates the
+// solution where Tessera keeps them, with no copy in or out. (Kokkos wraps
+// non-const data only; Belos takes the right-hand side as const.)
+TpetraMultiVector view_of(const Teuchos::RCP<const TpetraMap>& rows, const linalg::Vector& v) {
+  auto data = const_cast<double*>(v.local().data());
+  typename TpetraMultiVector::dual_view_type::t_dev local(data, v.local().size(), 1);
+  return TpetraMultiVector(rows, local);
 }
 
 }  // namespace
@@ -127,38 +125,39 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
     // Every Tpetra object lives in this scope: gone before the Session ends.
     // The vectors exist before the memory meter starts: only the operator
     // (its construction and its first apply) is measured.
-    auto rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
-    TpetraMultiVector tb(rows, 1, false), tx(rows, 1, false), scratch(rows, 1, false);
-    scratch.putScalar(0.0);  // its pages touched before the meter starts
-    copy_in(b, tb);
-    copy_in(x, tx);
-    std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
+    Teuchos::RCP<const TpetraMap> rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
+    const TpetraMultiVector tb = view_of(rows, b);
     Teuchos::RCP<const TpetraRowMatrix> op;
-    std::size_t accounted = 0;
-    if (options.matrix == MatrixKind::crs) {  // the conventional path holds the copy only
-      auto crs = crs_copy(EdgeListRowMatrix(g, grounded));
-      accounted = crs_bytes(*crs);
-      op = crs;
-    } else {
-      // Tpetra's column Map and Import only when the preconditioner asks.
-      auto lap = Teuchos::rcp(new EdgeListRowMatrix(
-          g, grounded,
-          options.preconditioner == Preconditioner::relaxation ? TpetraColumns::built : TpetraColumns::omitted));
-      accounted = lap->extra_memory_bytes();
-      op = lap;
-    }
-    op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
-    matrix_measured_bytes = meter->growth_bytes();
-    meter.reset();
-    matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
+    {
+      // The product's output exists before the memory meter starts: only
+      // the operator (its construction and its first apply) is measured.
+      TpetraMultiVector scratch(rows, 1, false);
+      scratch.putScalar(0.0);
+      const TpetraMultiVector tx = view_of(rows, x);
+      std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
+      std::size_t accounted = 0;
+      if (options.matrix == MatrixKind::crs) {  // the conventional path holds the copy only
+        auto crs = crs_copy(EdgeListRowMatrix(g, grounded));
+        accounted = crs_bytes(*crs);
+        op = crs;
+      } else {
+        // Tpetra's column Map and Import only when the preconditioner asks.
+        auto lap = Teuchos::rcp(new EdgeListRowMatrix(
+            g, grounded,
+            options.preconditioner == Preconditioner::relaxation ? TpetraColumns::built : TpetraColumns::omitted));
+        accounted = lap->extra_memory_bytes();
+        op = lap;
+      }
+      op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
+      matrix_measured_bytes = meter->growth_bytes();
+      matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
+    }  // the scratch vector goes before Belos allocates its own
     // Belos iterates; Tessera's Laplacian (the same operator) judges the
     // answer, so both solvers meet one convergence test.
     BelosCg belos(op, options.preconditioner);
     auto round = [&](linalg::Vector& v, double tolerance, int budget) {
-      copy_in(v, tx);
-      const int done = belos.solve(tb, tx, tolerance, budget);
-      copy_out(tx, v);
-      return done;
+      TpetraMultiVector tv = view_of(rows, v);
+      return belos.solve(tb, tv, tolerance, budget);
     };
     auto c = linalg::solve_to_tolerance(laplacian, b, x, options.hitting.cg, round, "Belos");
     belos_solves = c.rounds;

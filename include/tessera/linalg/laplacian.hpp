@@ -52,7 +52,7 @@ class Laplacian final : public LinearOperator {
  private:
   const RowMatrix& a_;
   std::vector<std::uint8_t> grounded_;
-  Vector degree_, self_;  // row sums and the diagonal of A
+  Vector degree_;  // row sums of A
   mutable Vector masked_, ax_;
   double norm_inf_ = 0;
 };

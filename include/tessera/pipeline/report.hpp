@@ -61,6 +61,7 @@ class Report {
   Progress& progress_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   std::uint64_t start_peak_ = 0;
+  std::uint64_t start_libraries_ = 0;  // library_code_bytes() at the start
   std::vector<std::pair<std::string, double>> steps_;
 };
 

@@ -19,6 +19,11 @@ std::uint64_t anonymous_memory_bytes();
 // processes counts 1/k in each, so the sum over a node's processes counts
 // every shared page once: how co-locale segments prove they hold one copy.
 std::uint64_t shared_memory_pss_bytes();
+// Resident pages of shared libraries (mappings of *.so files: code and its
+// read-only data), in bytes. Loading a plugin (Trilinos) makes the resident
+// set grow by its code, which is not data a job holds; the pipeline's
+// memory report tells the two apart.
+std::uint64_t library_code_bytes();
 // Peak resident set (VmHWM of /proc/self/status), in bytes.
 std::uint64_t peak_rss_bytes();
 
