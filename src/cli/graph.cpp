@@ -6,7 +6,10 @@
 // the result document on stdout at the end.
 #include "commands.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "tessera/analyze/client.hpp"
@@ -71,6 +74,7 @@ namespace {
 struct GraphArgs {
   pipeline::Options o;  // every default is the library's
   bool json = false, quiet = false;
+  std::string shm_dir;  // --shm-dir: TESSERA_SHM_DIR for this command
 };
 
 using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeline::Progress&);
@@ -82,6 +86,14 @@ int run(const GraphArgs& args, Workflow workflow, bool analysis) {
   o.analysis.quiet = args.quiet;
   o.document_on_stdout = args.json;
   pipeline::check_options(o, analysis);
+  if (!args.shm_dir.empty()) {
+    // Every Shared array of the command goes there: the option is the
+    // environment variable, set in each rank before anything is created.
+    struct stat st {};
+    if (::stat(args.shm_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw ConfigError("--shm-dir " + args.shm_dir + " is not a directory");
+    ::setenv("TESSERA_SHM_DIR", args.shm_dir.c_str(), 1);
+  }
   Runtime rt;
   pipeline::ProgressSink sink = stderr_progress(rt, args.quiet);
   pipeline::Progress progress(sink);
@@ -160,6 +172,9 @@ void add_common(CLI::App* c, GraphArgs& a) {
   c->add_flag("--json", a.json,
               "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
   c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
+  c->add_option("--shm-dir", a.shm_dir,
+                "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
+                "a directory on disk holds graphs larger than memory");
   c->fallthrough();
 }
 
