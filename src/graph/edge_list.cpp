@@ -1,12 +1,15 @@
 #include "tessera/graph/edge_list.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <exception>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/memory.hpp"
+#include "tessera/storage/disk_tier.hpp"
 
 namespace tessera::graph {
 
@@ -102,13 +105,24 @@ void run_pass(Runtime& rt, const EdgeSource& source, std::optional<Aggregator>& 
 // Sorts each row by (destination, weight), drops what `opt` drops, and
 // compacts the rows to the front of the arrays; the offsets are rewritten.
 // Returns the arcs kept.
+// `release`: the arrays are on disk; pages both the reading and the writing
+// position have passed leave the resident set as the pass goes.
 template <class Id>
 std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::span<double> weight, std::uint64_t lo,
-                         bool drop_loops, bool dedupe) {
+                         bool drop_loops, bool dedupe, bool release) {
   const bool weighted = !weight.empty();
   std::vector<std::pair<Id, double>> scratch;
-  std::uint64_t kept = 0, first = row[0];
+  std::uint64_t kept = 0, first = row[0], released = 0;
+  constexpr std::uint64_t kReleaseArcs = std::uint64_t{16} << 20;
   for (std::size_t i = 0; i + 1 < row.size(); ++i) {
+    if (release && kept - released >= kReleaseArcs) {
+      release_file_pages(reinterpret_cast<const std::byte*>(dst.data() + released),
+                         reinterpret_cast<const std::byte*>(dst.data() + kept));
+      if (weighted)
+        release_file_pages(reinterpret_cast<const std::byte*>(weight.data() + released),
+                           reinterpret_cast<const std::byte*>(weight.data() + kept));
+      released = kept;
+    }
     const std::uint64_t last = row[i + 1];
     if (weighted) {
       scratch.clear();
@@ -132,6 +146,30 @@ std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::s
   }
   row[row.size() - 1] = kept;
   return kept;
+}
+
+// Where the fill pass's windows of local rows start and end (local vertex
+// indices, first 0, last the vertex count): one window of all rows in
+// memory; on disk, windows of at most `window_arcs` arcs (a row longer than
+// that is a window of its own), so a pass's random writes touch no more
+// pages than fit in memory.
+std::vector<std::size_t> fill_windows(std::span<const std::uint64_t> row, std::uint64_t window_arcs) {
+  const std::size_t n = row.size() - 1;
+  std::vector<std::size_t> cuts{0};
+  for (std::size_t i = 0; i < n; ++i)
+    if (row[i + 1] - row[cuts.back()] > window_arcs && i > cuts.back()) cuts.push_back(i);
+  cuts.push_back(n);
+  return cuts;
+}
+
+// Arcs a disk-tier fill window holds: a quarter of the memory available,
+// shared by the node's ranks; TESSERA_FILL_WINDOW_BYTES sets the bytes
+// (tests make many windows of a small graph with it).
+std::uint64_t fill_window_arcs(const Runtime& rt, std::size_t arc_bytes) {
+  std::uint64_t bytes = available_memory_bytes() / 4 / std::max<std::size_t>(1, rt.node().world_ranks.size());
+  if (const char* set = std::getenv("TESSERA_FILL_WINDOW_BYTES"); set && *set)
+    bytes = parse_bytes(set, "TESSERA_FILL_WINDOW_BYTES", std::uint64_t{1} << 50);
+  return std::max<std::uint64_t>(1, bytes / arc_bytes);
 }
 
 // The build, in the final arrays: a first pass over the source counts the
@@ -207,45 +245,69 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
     auto w = weight_array ? weight_array->local() : std::span<double>{};
     std::uint64_t overflow = 0;
     // Pass 2: every arc to its source's owner, written at its row's cursor.
-    // Ids travel at the graph's width (8 bytes an arc at 32-bit ids).
-    if (weighted) {
-      struct Arc {
-        Id u, v;
-        double w;
+    // Ids travel at the graph's width (8 bytes an arc at 32-bit ids). On
+    // disk, one pass per window of rows: a rank takes the arcs of its
+    // current window only, and senders know every rank's window.
+    const bool disk = on_disk(rt, array_storage(opt.storage, "dst"));
+    const auto cuts =
+        fill_windows(row, disk ? fill_window_arcs(rt, sizeof(Id) + (weighted ? sizeof(double) : 0)) : ~std::uint64_t{0});
+    const auto passes = all_reduce<std::uint64_t>(rt.comm(), cuts.size() - 1, MPI_MAX);
+    for (std::uint64_t pass = 0; pass < passes; ++pass) {
+      std::array<std::uint64_t, 2> window{0, 0};  // global ids [from, to) of this rank's rows filled in this pass
+      if (pass + 1 < cuts.size()) window = {lo + cuts[pass], lo + cuts[pass + 1]};
+      const auto windows = all_gather(rt.comm(), window);
+      auto taken = [&](int owner, std::uint64_t u) {
+        const auto& at = windows[static_cast<std::size_t>(owner)];
+        return u >= at[0] && u < at[1];
       };
-      std::optional<MessageAggregator<Arc>> place;
-      place.emplace(rt, [&](int, const Arc& a) {
-        const std::size_t i = a.u - lo;
-        if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
-        const std::uint64_t at = cursor[i]++;
-        out[at] = a.v, w[at] = a.w;
-      });
-      run_pass(rt, source, place, [&](const EdgeBatch& b) {
-        for (std::size_t k = 0; k < b.src.size(); ++k) {
-          const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
-          if (u == v && drop_loops) continue;
-          place->send(ranges.owner(u), Arc{u, v, b.weight[k]});
-          if (sym && u != v) place->send(ranges.owner(v), Arc{v, u, b.weight[k]});
-        }
-      });
-    } else {
-      struct Arc {
-        Id u, v;
-      };
-      std::optional<MessageAggregator<Arc>> place;
-      place.emplace(rt, [&](int, const Arc& a) {
-        const std::size_t i = a.u - lo;
-        if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
-        out[cursor[i]++] = a.v;
-      });
-      run_pass(rt, source, place, [&](const EdgeBatch& b) {
-        for (std::size_t k = 0; k < b.src.size(); ++k) {
-          const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
-          if (u == v && drop_loops) continue;
-          place->send(ranges.owner(u), Arc{u, v});
-          if (sym && u != v) place->send(ranges.owner(v), Arc{v, u});
-        }
-      });
+      if (weighted) {
+        struct Arc {
+          Id u, v;
+          double w;
+        };
+        std::optional<MessageAggregator<Arc>> place;
+        place.emplace(rt, [&](int, const Arc& a) {
+          const std::size_t i = a.u - lo;
+          if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
+          const std::uint64_t at = cursor[i]++;
+          out[at] = a.v, w[at] = a.w;
+        });
+        run_pass(rt, source, place, [&](const EdgeBatch& b) {
+          for (std::size_t k = 0; k < b.src.size(); ++k) {
+            const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
+            if (u == v && drop_loops) continue;
+            if (int o = ranges.owner(u); taken(o, u)) place->send(o, Arc{u, v, b.weight[k]});
+            if (sym && u != v)
+              if (int o = ranges.owner(v); taken(o, v)) place->send(o, Arc{v, u, b.weight[k]});
+          }
+        });
+      } else {
+        struct Arc {
+          Id u, v;
+        };
+        std::optional<MessageAggregator<Arc>> place;
+        place.emplace(rt, [&](int, const Arc& a) {
+          const std::size_t i = a.u - lo;
+          if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
+          out[cursor[i]++] = a.v;
+        });
+        run_pass(rt, source, place, [&](const EdgeBatch& b) {
+          for (std::size_t k = 0; k < b.src.size(); ++k) {
+            const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
+            if (u == v && drop_loops) continue;
+            if (int o = ranges.owner(u); taken(o, u)) place->send(o, Arc{u, v});
+            if (sym && u != v)
+              if (int o = ranges.owner(v); taken(o, v)) place->send(o, Arc{v, u});
+          }
+        });
+      }
+      if (disk && pass + 1 < cuts.size()) {  // the window's pages go back to the page cache
+        release_file_pages(reinterpret_cast<const std::byte*>(out.data() + row[cuts[pass]]),
+                           reinterpret_cast<const std::byte*>(out.data() + row[cuts[pass + 1]]));
+        if (weighted)
+          release_file_pages(reinterpret_cast<const std::byte*>(w.data() + row[cuts[pass]]),
+                             reinterpret_cast<const std::byte*>(w.data() + row[cuts[pass + 1]]));
+      }
     }
     agree(rt.comm(), [&] {
       std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
@@ -258,7 +320,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
                             "): it must give the same edges twice");
     });
     release(cursor);
-    const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops, opt.drop_duplicates || sym);
+    const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops, opt.drop_duplicates || sym, disk);
     auto final_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
     dst.shrink(final_ranges);
     if (weight_array) weight_array->shrink(final_ranges);

@@ -58,6 +58,8 @@ std::uint64_t library_code_bytes() {
   return total * 1024;
 }
 
+std::uint64_t available_memory_bytes() { return sum_kib("/proc/meminfo", {"MemAvailable:"}); }
+
 std::uint64_t peak_rss_bytes() { return sum_kib("/proc/self/status", {"VmHWM:"}); }
 
 AnonymousMemoryMeter::AnonymousMemoryMeter(MPI_Comm comm)

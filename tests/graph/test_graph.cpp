@@ -14,6 +14,7 @@
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/generators.hpp"
 #include "tessera/graph/subgraph.hpp"
+#include "tessera/storage/disk_tier.hpp"
 #include "tessera/storage/metadata.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -194,6 +195,35 @@ TEST(EdgeList, BuildsFromASourceAsFromVectors) {
     EXPECT_EQ(g.directed(), !sym);
     EXPECT_TRUE(g.weighted());
   }
+}
+
+// The disk tier fills the destination array in windows of rows, one pass
+// of the source each: the same graph as in memory, whatever the windows.
+TEST(EdgeList, BuildsOnDiskInWindowsAsInMemory) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt, std::filesystem::current_path().string());
+  BuildOptions o;
+  o.symmetrize = true;
+  o.storage = StorageOptions::shared(test::unique_name(rt, "disk"), dir.path());
+  if (!on_disk(rt, o.storage)) GTEST_SKIP() << dir.path() << " is not on disk";
+  const std::uint64_t n = 500;
+  LocalEdges e;
+  for (std::uint64_t k = static_cast<std::uint64_t>(rt.rank()); k < 3000; k += static_cast<std::uint64_t>(rt.size()))
+    e.add((k * 31) % n, (k * 17 + k / 11) % n, static_cast<double>(k % 7));
+  BuildOptions in_memory = o;
+  in_memory.storage = {};
+  auto want = test::gather_edges(EdgeList::build(rt, n, true, e, in_memory));
+  int passes = 0;
+  EdgeSource source = [&](const EdgeSink& take) {
+    ++passes;
+    take(EdgeBatch{e.src, e.dst, e.weight});
+  };
+  ScopedEnv window("TESSERA_FILL_WINDOW_BYTES", "600");  // 50 arcs of 12 bytes a window
+  auto g = EdgeList::build(rt, n, true, source, o);
+  expect_layout(g);
+  EXPECT_EQ(test::gather_edges(g), want);
+  EXPECT_GT(all_reduce(rt.comm(), passes, MPI_MAX), 10);  // the count, then many windows
+  barrier(rt.comm());
 }
 
 // A source must give the same edges on both passes, and an error on one

@@ -24,6 +24,9 @@ std::uint64_t shared_memory_pss_bytes();
 // set grow by its code, which is not data a job holds; the pipeline's
 // memory report tells the two apart.
 std::uint64_t library_code_bytes();
+// Memory the kernel could give without swapping (MemAvailable of
+// /proc/meminfo), in bytes, for the whole machine.
+std::uint64_t available_memory_bytes();
 // Peak resident set (VmHWM of /proc/self/status), in bytes.
 std::uint64_t peak_rss_bytes();
 
