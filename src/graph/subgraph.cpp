@@ -9,6 +9,7 @@
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/storage/disk_tier.hpp"
 
 namespace tessera::graph {
 
@@ -46,11 +47,15 @@ Renumbering renumber(const EdgeList& g, const DistArray<std::uint8_t>& keep, con
 // before any arc at or beyond it is written. Arcs to dropped vertices are
 // removed after the renumbering (their new id is `none`). Returns the arcs
 // kept; out_rows gets local_kept + 1 entries.
+// `release_source`: the input is a file mapping (Shared storage) left
+// behind by a copy; its pages leave the resident set once read, so a copy
+// from a mapped file never holds both whole (the page cache keeps them).
 template <class Id>
 std::uint64_t keep_rows(const Map& vertex_map, std::uint64_t vertices, std::span<const std::uint8_t> k,
                         const Renumbering& n,
                         std::span<const std::uint64_t> rows, std::span<const Id> d, std::span<const double> w,
-                        std::span<std::uint64_t> out_rows, std::span<Id> out, std::span<double> out_w) {
+                        std::span<std::uint64_t> out_rows, std::span<Id> out, std::span<double> out_w,
+                        bool release_source = false) {
   constexpr Id none = std::numeric_limits<Id>::max();
   // Every vertex kept below 2^32 (narrow ids) leaves `none` free as a mark;
   // when every vertex is kept nothing is dropped and no mark is needed.
@@ -66,8 +71,18 @@ std::uint64_t keep_rows(const Map& vertex_map, std::uint64_t vertices, std::span
   {
     SrcAggregator<Id> read(*new_id);
     out_rows[0] = 0;
+    std::uint64_t released = 0;
+    constexpr std::uint64_t kReleaseArcs = std::uint64_t{16} << 20;
     for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
       const std::uint64_t last = rows[i + 1];  // read before out_rows[row + 1] (maybe rows[i + 1]) is written
+      if (release_source && first - released >= kReleaseArcs) {
+        release_file_pages(reinterpret_cast<const std::byte*>(d.data() + released),
+                           reinterpret_cast<const std::byte*>(d.data() + first));
+        if (!w.empty())
+          release_file_pages(reinterpret_cast<const std::byte*>(w.data() + released),
+                             reinterpret_cast<const std::byte*>(w.data() + first));
+        released = first;
+      }
       if (k[i]) {
         for (std::uint64_t e = first; e < last; ++e, ++j) {
           read.get(static_cast<std::uint64_t>(d[e]), out[j]);
@@ -118,7 +133,8 @@ Subgraph induced_subgraph(const EdgeList& g, const DistArray<std::uint8_t>& keep
     using Id = typename decltype(d)::value_type;
     DistArray<Id> out(rt, counted, array_storage(storage, "dst"));
     const std::uint64_t arcs = keep_rows<Id>(g.vertex_map(), g.vertices(), k, n, rows, d, g.local_weight(), offsets.local(), out.local(),
-                                             weight ? weight->local() : std::span<double>{});
+                                             weight ? weight->local() : std::span<double>{},
+                                             g.storage_kind() == StorageKind::shared);
     auto final_ranges = Distribution::weighted_block(all_gather(rt.comm(), arcs));
     out.shrink(final_ranges);
     if (weight) weight->shrink(final_ranges);
