@@ -778,7 +778,8 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           const auto& c = beats[static_cast<std::size_t>(std::max(oldest, 0))];
           if (oldest < 0 || b.step < c.step || (b.step == c.step && b.seen_at < c.seen_at)) oldest = r;
         }
-        if (oldest >= 0 && now - beats[static_cast<std::size_t>(oldest)].seen_at > o.heartbeat_timeout) {
+        if (o.silent_steps_hang && oldest >= 0 &&
+            now - beats[static_cast<std::size_t>(oldest)].seen_at > o.heartbeat_timeout) {
           failed = true, detected = now, rep.rank = oldest, rep.outcome = "hung";
           rep.last_step = beats[static_cast<std::size_t>(oldest)].step;
           rep.how = "(no heartbeat for " + fixed(now - beats[static_cast<std::size_t>(oldest)].seen_at, 1) + " s)";

@@ -122,9 +122,11 @@ int run_job(int ranks, const std::string& program, const std::vector<std::string
   so.mpirun_options = mpirun_options;
   so.retries = 0;
   so.own_process_group = false;
-  // Only a job that reports steps (FaultInjection::at_step, a Checkpoint)
-  // is watched for hangs; without --recover a slow step must not kill it.
+  // Without --recover a slow step must not kill the job (a solve at scale
+  // 26 runs for minutes between two steps): only every rank waiting in
+  // Tessera's communication for two minutes is taken as hung.
   so.heartbeat_timeout = 120;
+  so.silent_steps_hang = false;
   so.log = [](const std::string&) {};
   // mpirun's default hostfile, when set: a node that does not answer is named lost.
   if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) {

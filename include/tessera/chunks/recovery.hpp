@@ -58,6 +58,11 @@ struct SuperviseOptions {
   std::vector<std::string> mpirun_options;
   int retries = 3;                        // relaunches after the first attempt
   double heartbeat_timeout = 10;          // seconds without a heartbeat from a rank that sent one: hung
+  // Whether a rank whose steps stop (heartbeat_timeout without a new one)
+  // is hung. Off for a plain launch: its steps are a job's stages, and one
+  // stage of a large job (a solve at scale 26) runs for minutes; only every
+  // rank waiting in Tessera's communication for heartbeat_timeout is a hang.
+  bool silent_steps_hang = true;
   double exit_grace = 2;                  // seconds between SIGTERM and SIGKILL to a failed job's processes
   std::vector<InjectedFault> faults;      // passed as TESSERA_FAULTS
   std::string kill_file;                  // passed as TESSERA_KILL_FILE
