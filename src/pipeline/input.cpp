@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "tessera/graph/arc_hash.hpp"
 #include "tessera/linalg/laplacian.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -89,7 +90,8 @@ nlohmann::json graph_json(const graph::EdgeList& g) {
           {"edge_array_bytes", g.edge_array_bytes()},
           {"offset_array_bytes", g.offset_array_bytes()},
           {"bytes_per_edge", g.bytes_per_edge()},
-          {"edge_imbalance", g.edge_imbalance()}};
+          {"edge_imbalance", g.edge_imbalance()},
+          {"arc_hash", graph::arc_set_hash_hex(g)}};
 }
 
 void describe(Progress& p, const graph::EdgeList& g) {
