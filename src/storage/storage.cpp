@@ -102,17 +102,26 @@ std::string mebibytes(double bytes) {
 
 }  // namespace
 
-void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir) {
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  if (err == 0 || err == EOPNOTSUPP || err == EINVAL) return;  // no fallocate here: best effort
+namespace {
+bool no_space(int err) { return err == ENOSPC || err == EFBIG || err == EDQUOT; }
+
+// "PATH needs N MiB in DIR, M MiB free; ...": what a full file system says,
+// whichever write found it full.
+[[noreturn]] void throw_no_space(const std::string& path, std::uint64_t bytes, const std::string& dir, int err) {
   struct statvfs st {};
   std::string free = ::statvfs(dir.c_str(), &st) == 0
                          ? mebibytes(static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize))
                          : std::string("unknown");
-  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
-    throw SystemError(path + " needs " + mebibytes(static_cast<double>(bytes)) + " in " + dir + ", " + free +
-                          " free; free space there or point TESSERA_SHM_DIR (or the output) elsewhere",
-                      err);
+  throw SystemError(path + " needs " + mebibytes(static_cast<double>(bytes)) + " in " + dir + ", " + free +
+                        " free; free space there or point TESSERA_SHM_DIR (or the output) elsewhere",
+                    err);
+}
+}  // namespace
+
+void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir) {
+  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err == 0 || err == EOPNOTSUPP || err == EINVAL) return;  // no fallocate here: best effort
+  if (no_space(err)) throw_no_space(path, bytes, dir, err);
   throw SystemError("cannot reserve " + mebibytes(static_cast<double>(bytes)) + " for " + path, err);
 }
 
@@ -257,10 +266,15 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
   std::strncpy(h.array_name, name_.c_str(), sizeof(h.array_name) - 1);
   std::strncpy(h.element_type, layout.element.name.c_str(), sizeof(h.element_type) - 1);
-  if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)))
+  // A file system already full fails here, before the reservation below.
+  if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h))) {
+    if (no_space(errno)) throw_no_space(path, bytes, dir_, errno);
     throw SystemError("cannot write the header of shared segment " + path, errno);
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+  }
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    if (no_space(errno)) throw_no_space(path, bytes, dir_, errno);
     throw SystemError("cannot size shared segment " + path + " to " + std::to_string(bytes) + " bytes", errno);
+  }
   // Reserve the blocks now: a sparse file on a full file system would kill
   // the job with SIGBUS at the first write through the mapping.
   reserve_space(fd, bytes, path, dir_);
