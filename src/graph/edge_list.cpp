@@ -116,11 +116,9 @@ std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::s
   constexpr std::uint64_t kReleaseArcs = std::uint64_t{16} << 20;
   for (std::size_t i = 0; i + 1 < row.size(); ++i) {
     if (release && kept - released >= kReleaseArcs) {
-      release_file_pages(reinterpret_cast<const std::byte*>(dst.data() + released),
-                         reinterpret_cast<const std::byte*>(dst.data() + kept));
+      release_file_pages(dst.data(), released, kept);
       if (weighted)
-        release_file_pages(reinterpret_cast<const std::byte*>(weight.data() + released),
-                           reinterpret_cast<const std::byte*>(weight.data() + kept));
+        release_file_pages(weight.data(), released, kept);
       released = kept;
     }
     const std::uint64_t last = row[i + 1];
@@ -302,11 +300,9 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
         });
       }
       if (disk && pass + 1 < cuts.size()) {  // the window's pages go back to the page cache
-        release_file_pages(reinterpret_cast<const std::byte*>(out.data() + row[cuts[pass]]),
-                           reinterpret_cast<const std::byte*>(out.data() + row[cuts[pass + 1]]));
+        release_file_pages(out.data(), row[cuts[pass]], row[cuts[pass + 1]]);
         if (weighted)
-          release_file_pages(reinterpret_cast<const std::byte*>(w.data() + row[cuts[pass]]),
-                             reinterpret_cast<const std::byte*>(w.data() + row[cuts[pass + 1]]));
+          release_file_pages(w.data(), row[cuts[pass]], row[cuts[pass + 1]]);
       }
     }
     agree(rt.comm(), [&] {

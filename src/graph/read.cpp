@@ -5,7 +5,6 @@
 #include "tessera/graph/read.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/storage/disk_tier.hpp"
 #include "tessera/storage/metadata.hpp"
 #include "tessera/runtime/splitmix64.hpp"
 #include "tessera/storage/attach.hpp"
@@ -252,15 +252,6 @@ struct TextRange {
   std::uint64_t start = 0, end = 0, first_line = 0, newlines = 0;
 };
 
-// Pages [from, to) of a read-only file mapping leave this process's resident
-// set (the page cache keeps them): a pass over a file larger than memory
-// holds a window of it, not all of it.
-void release_pages(const Mapping& file, std::uint64_t from, std::uint64_t to) {
-  from -= from % 4096;
-  to -= to % 4096;
-  if (to > from) ::madvise(file.data() + from, to - from, MADV_DONTNEED);
-}
-
 // `sink` null: the edges are kept in the result. Otherwise they go to the
 // sink in batches and are not kept, and the parsed part of the file leaves
 // the resident set as the parse goes. `range`: found here (collectively)
@@ -293,7 +284,7 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
     for (std::uint64_t p = start; p < end; p += kWindow) {
       const std::uint64_t q = std::min(end, p + kWindow);
       newlines += static_cast<std::uint64_t>(std::count(data + p, data + q, '\n'));
-      if (sink) release_pages(file, p, q);
+      if (sink) release_file_pages(file.data(), p, q);  // the page cache keeps them
     }
     at = {true, start, end, h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1, newlines};
   }
@@ -322,8 +313,8 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
     if (sink && out.edges.size() == kBatch) {
       pass_on();
       if (p - released >= kWindow) {
-        release_pages(file, released, p);
-        released = p - p % 4096;
+        release_file_pages(file.data(), released, p);
+        released = p;
       }
     }
   }

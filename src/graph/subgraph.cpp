@@ -76,11 +76,9 @@ std::uint64_t keep_rows(const Map& vertex_map, std::uint64_t vertices, std::span
     for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
       const std::uint64_t last = rows[i + 1];  // read before out_rows[row + 1] (maybe rows[i + 1]) is written
       if (release_source && first - released >= kReleaseArcs) {
-        release_file_pages(reinterpret_cast<const std::byte*>(d.data() + released),
-                           reinterpret_cast<const std::byte*>(d.data() + first));
+        release_file_pages(d.data(), released, first);
         if (!w.empty())
-          release_file_pages(reinterpret_cast<const std::byte*>(w.data() + released),
-                             reinterpret_cast<const std::byte*>(w.data() + first));
+          release_file_pages(w.data(), released, first);
         released = first;
       }
       if (k[i]) {

@@ -14,13 +14,17 @@ bool on_disk(const Runtime& rt, const StorageOptions& options) {
   struct statfs st {};
   const std::string dir = options.dir.empty() ? default_shared_dir() : options.dir;
   if (::statfs(dir.c_str(), &st) != 0) return false;  // creating the array names the problem
-  switch (static_cast<unsigned long>(st.f_type)) {
+  return !is_memory_file_system(static_cast<unsigned long>(st.f_type));
+}
+
+bool is_memory_file_system(unsigned long f_type) noexcept {
+  switch (f_type) {
     case 0x01021994:  // tmpfs
     case 0x858458f6:  // ramfs
     case 0x958458f6:  // hugetlbfs
-      return false;
-    default:
       return true;
+    default:
+      return false;
   }
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/storage/disk_tier.hpp"
 #include "tessera/storage/metadata.hpp"
 
 namespace tessera {
@@ -42,10 +43,8 @@ long long boot_time() {
 bool is_local_file_system(const std::string& dir) {
   struct statfs st {};
   if (::statfs(dir.c_str(), &st) != 0) return false;
+  if (is_memory_file_system(static_cast<unsigned long>(st.f_type))) return true;
   switch (static_cast<unsigned long>(st.f_type)) {
-    case 0x01021994:  // tmpfs
-    case 0x858458f6:  // ramfs
-    case 0x958458f6:  // hugetlbfs
     case 0xEF53:      // ext2/3/4
     case 0x58465342:  // xfs
     case 0x9123683E:  // btrfs

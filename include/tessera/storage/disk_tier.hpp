@@ -5,6 +5,7 @@
 // pages than memory holds.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "tessera/storage/storage.hpp"
 
@@ -21,5 +22,14 @@ bool on_disk(const Runtime& rt, const StorageOptions& options);
 // this is for MAP_SHARED file mappings only (the page cache keeps their
 // data, dirty pages included, and writes it back).
 void release_file_pages(const std::byte* begin, const std::byte* end) noexcept;
+// The same for elements [first, last) of a typed array.
+template <class T>
+void release_file_pages(const T* array, std::uint64_t first, std::uint64_t last) noexcept {
+  release_file_pages(reinterpret_cast<const std::byte*>(array + first), reinterpret_cast<const std::byte*>(array + last));
+}
+
+// Whether a statfs f_type is a file system in memory (tmpfs, ramfs,
+// hugetlbfs): not the disk tier, and local to the machine.
+bool is_memory_file_system(unsigned long f_type) noexcept;
 
 }  // namespace tessera
