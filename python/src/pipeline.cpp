@@ -2,7 +2,6 @@
 // call the pipeline/ layer, as `tessera pipeline` and `tessera hitting` do:
 // the same defaults (pipeline::Options), the same backends and the same
 // result document (returned as JSON text, which Python parses into a dict).
-#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -87,12 +86,7 @@ pipeline::Options options_from(const py::dict& given, const std::string& path) {
 }
 
 pipeline::Progress progress(bool verbose) {
-  pipeline::ProgressSink sink;
-  if (verbose && runtime().rank() == 0)
-    sink = [](double seconds, const std::string& text, bool detail) {
-      std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
-    };
-  return pipeline::Progress(sink);
+  return pipeline::Progress(pipeline::stderr_sink(verbose && runtime().rank() == 0));
 }
 
 // In process, Belos and Anasazi use the process's session.

@@ -7,6 +7,7 @@
 
 #include "tessera/pipeline/input.hpp"
 #include "tessera/pipeline/progress.hpp"
+#include "tessera/pipeline/workflow.hpp"
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::cli {
@@ -34,9 +35,23 @@ void add_analyses(CLI::App& app, Action& selected);  // tessera pagerank | bfs (
 extern const CLI::Validator kGraphPath;  // an existing path, or - for standard input
 extern const CLI::Validator kVertexId;   // digits only, 64 bits
 extern const std::string kOutputNote;    // appended to the help of every output option
-pipeline::ProgressSink stderr_progress(const Runtime& rt, bool quiet);  // rank 0's stderr unless quiet
 void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required = true);
 void add_input_options(CLI::App* c, pipeline::Input& in);     // --base --relabel --undirected --pattern
 void add_symmetric_option(CLI::App* c, pipeline::Input& in);  // --symmetric
+
+// A graph command's settings: the workflow's options (every default is the
+// library's) and how the front end presents the result.
+struct GraphArgs {
+  pipeline::Options o;
+  bool json = false, quiet = false;
+  std::string shm_dir;  // --shm-dir: TESSERA_SHM_DIR for this command
+};
+using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeline::Progress&);
+// Runs a workflow: options checked before the runtime starts (`analysis`:
+// the analysis options too), progress on rank 0's stderr unless -q, why an
+// answer is not to be trusted on stderr, the document on stdout with
+// --json. Returns the exit code.
+int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis);
+void add_common(CLI::App* c, GraphArgs& a);  // --json -q --shm-dir
 
 }  // namespace tessera::cli

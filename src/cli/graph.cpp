@@ -1,5 +1,5 @@
 // tessera gen | convert | cc | lcc | hitting | pipeline: option parsing and
-// printing. The workflows themselves are the pipeline/ layer's
+// printing, and run_workflow, which every graph command's front end shares. The workflows themselves are the pipeline/ layer's
 // (include/tessera/pipeline/workflow.hpp), which Python calls too: the same
 // defaults (its Options), checks and result document. Progress lines come
 // from the library through a sink printed on rank 0 (stderr); --json prints
@@ -19,7 +19,7 @@
 
 namespace tessera::cli {
 
-// Shared with analyses.cpp (declared in commands.hpp).
+// Shared with analyses.cpp and spectral.cpp (declared in commands.hpp).
 
 // A graph path: an existing file or directory, or "-" for standard input.
 const CLI::Validator kGraphPath(
@@ -38,14 +38,6 @@ const CLI::Validator kVertexId(
       return std::string();
     },
     "ID");
-
-// Progress lines on rank 0's stderr, with the seconds since the start; none with -q.
-pipeline::ProgressSink stderr_progress(const Runtime& rt, bool quiet) {
-  if (rt.rank() != 0 || quiet) return {};
-  return [](double seconds, const std::string& text, bool detail) {
-    std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
-  };
-}
 
 // Appended to the help of every output option.
 const std::string kOutputNote =
@@ -69,19 +61,7 @@ void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
               "(verified; duplicates dropped)");
 }
 
-namespace {
-
-struct GraphArgs {
-  pipeline::Options o;  // every default is the library's
-  bool json = false, quiet = false;
-  std::string shm_dir;  // --shm-dir: TESSERA_SHM_DIR for this command
-};
-
-using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeline::Progress&);
-
-// Runs a workflow: options checked before the runtime starts, progress on
-// rank 0's stderr unless -q, the document on stdout with --json.
-int run(const GraphArgs& args, Workflow workflow, bool analysis) {
+int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
   pipeline::Options o = args.o;
   o.analysis.quiet = args.quiet;
   o.document_on_stdout = args.json;
@@ -95,30 +75,49 @@ int run(const GraphArgs& args, Workflow workflow, bool analysis) {
     ::setenv("TESSERA_SHM_DIR", args.shm_dir.c_str(), 1);
   }
   Runtime rt;
-  pipeline::ProgressSink sink = stderr_progress(rt, args.quiet);
-  pipeline::Progress progress(sink);
+  pipeline::Progress progress(pipeline::stderr_sink(rt.rank() == 0 && !args.quiet));
   auto result = workflow(rt, o, progress);
-  if (result.hitting && !result.hitting->solve.succeeded() && rt.rank() == 0)
-    std::fprintf(stderr, "tessera: the hitting-time solve did not converge: %s\n",
-                 result.hitting->solve.reason.c_str());
-  if (result.spectrum && !result.spectrum->converged && rt.rank() == 0)
-    std::fprintf(stderr, "tessera: Anasazi did not reach the tolerance %g (true residual %.3g); raise "
-                 "--max-iterations or --tolerance\n", o.analysis.tolerance, result.spectrum->residual);
+  if (rt.rank() == 0) {
+    if (result.hitting && !result.hitting->solve.succeeded())
+      std::fprintf(stderr, "tessera: the hitting-time solve did not converge: %s\n",
+                   result.hitting->solve.reason.c_str());
+    if (result.spectrum && !result.spectrum->converged)
+      std::fprintf(stderr, "tessera: Anasazi did not reach the tolerance %g (true residual %.3g); raise "
+                   "--max-iterations (LOBPCG), --max-restarts or --subspace (Krylov-Schur), or the --tolerance\n",
+                   o.analysis.tolerance, result.spectrum->residual);
+    if (result.verification_failed)
+      for (const char* kernel : {"pagerank", "bfs"})
+        if (result.json.contains(kernel) && result.json[kernel].contains("verification_problem"))
+          std::fprintf(stderr, "tessera: the %s failed verification: %s\n", kernel == std::string("bfs") ? "BFS" : "PageRank",
+                       result.json[kernel]["verification_problem"].get<std::string>().c_str());
+  }
   if (rt.rank() == 0 && args.json) std::printf("%s\n", result.json.dump().c_str());
   return result.exit_code();
 }
 
+void add_common(CLI::App* c, GraphArgs& a) {
+  c->add_flag("--json", a.json,
+              "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
+  c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
+  c->add_option("--shm-dir", a.shm_dir,
+                "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
+                "a directory on disk holds graphs larger than memory");
+  c->fallthrough();
+}
+
+namespace {
+
 int run_write(const GraphArgs& a) {
   if (a.o.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
-  return run(a, pipeline::run_write, false);
+  return run_workflow(a, pipeline::run_write, false);
 }
-int run_cc(const GraphArgs& a) { return run(a, pipeline::run_components, false); }
-int run_lcc(const GraphArgs& a) { return run(a, pipeline::run_lcc, false); }
+int run_cc(const GraphArgs& a) { return run_workflow(a, pipeline::run_components, false); }
+int run_lcc(const GraphArgs& a) { return run_workflow(a, pipeline::run_lcc, false); }
 int run_hitting(const GraphArgs& a) {
   if (a.o.targets.empty()) throw ConfigError("name at least one --target vertex");
-  return run(a, pipeline::run_hitting, true);
+  return run_workflow(a, pipeline::run_hitting, true);
 }
-int run_pipeline(const GraphArgs& a) { return run(a, pipeline::run_pipeline, true); }
+int run_pipeline(const GraphArgs& a) { return run_workflow(a, pipeline::run_pipeline, true); }
 
 const CLI::Validator kGridDims(
     [](std::string& dims) {
@@ -168,16 +167,6 @@ void add_components_algorithm(CLI::App* c, GraphArgs& a, bool both) {
       ->check(both ? CLI::IsMember({"afforest", "lp", "fastsv", "all", "both"})
                    : CLI::IsMember({"afforest", "lp", "fastsv"}));
 }
-void add_common(CLI::App* c, GraphArgs& a) {
-  c->add_flag("--json", a.json,
-              "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
-  c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
-  c->add_option("--shm-dir", a.shm_dir,
-                "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
-                "a directory on disk holds graphs larger than memory");
-  c->fallthrough();
-}
-
 }  // namespace
 
 void add_graph(CLI::App& app, Action& selected) {

@@ -38,6 +38,9 @@ AnalysisOptions resolved(AnalysisOptions o) {
   one_of("the solver", o.solver, {"tessera", "belos"});
   one_of("the preconditioner", o.preconditioner, {"diagonal", "relaxation"});
   one_of("the matrix", o.matrix, {"edgelist", "crs"});
+  one_of("the eigensolver", o.eigensolver, {"lobpcg", "krylov-schur"});
+  if (o.max_restarts < 0) throw ConfigError("max_restarts must not be negative, not " + std::to_string(o.max_restarts));
+  if (o.subspace < 3) throw ConfigError("the Krylov subspace must hold at least 3 vectors, not " + std::to_string(o.subspace));
   if (!(o.tolerance > 0 && o.tolerance < 1))
     throw ConfigError("the tolerance must lie in (0, 1), not " + std::to_string(o.tolerance));
   if (o.max_iterations <= 0)
@@ -84,7 +87,7 @@ Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t>
     if (steps > 0) FaultInjection::at_step(rank, steps + static_cast<std::uint64_t>(it));
   };
   p.step("hitting times: CG with Jacobi on the grounded Laplacian");
-  Solved s{linalg::hitting_times(g, matrix, targets, h), std::nullopt, 0, json()};
+  Solved s{linalg::hitting_times(g, matrix, targets, h), std::nullopt, 0, 0, json()};
   p.tick(true, "CG stopped after %s", verdict(s.hitting->solve).c_str());
   s.matrix_extra_bytes = all_reduce<std::uint64_t>(g.runtime().comm(), matrix.extra_memory_bytes(), MPI_SUM);
   return s;
@@ -113,7 +116,7 @@ Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint
          " (" + trilinos::description() + ")");
   auto r = trilinos::belos_hitting_times(g, targets, o);
   p.tick(true, "Belos stopped after %s", verdict(r.result.solve).c_str());
-  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes, json()};
+  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes, r.matrix_measured_bytes, json()};
 }
 
 namespace {
@@ -142,6 +145,9 @@ Solved AnasaziInProcess::solve(const graph::EdgeList& g, std::span<const std::ui
   so.tolerance = o_.tolerance;
   so.max_iterations = o_.max_iterations;
   so.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  so.method = o_.eigensolver == "krylov-schur" ? trilinos::EigenMethod::krylov_schur : trilinos::EigenMethod::lobpcg;
+  so.max_restarts = o_.max_restarts;
+  so.subspace = o_.subspace;
   p.step(std::string(spectral_title(o_.kind)) + " by Anasazi " + trilinos::to_string(so.method) + " on " +
          (o_.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
          " (" + trilinos::description() + ")");
@@ -152,7 +158,7 @@ Solved AnasaziInProcess::solve(const graph::EdgeList& g, std::span<const std::ui
              r.residual,        r.iterations, r.converged,
              r.seconds,         r.iterations == 0 ? "dense (LAPACK)" : trilinos::to_string(r.method)};
   report_spectrum(p, o_.kind, s);
-  return {std::nullopt, std::move(s), r.matrix_extra_bytes, json()};
+  return {std::nullopt, std::move(s), r.matrix_extra_bytes, r.matrix_measured_bytes, json()};
 }
 
 Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
@@ -199,12 +205,12 @@ Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint
     Spectrum s{std::move(r.vector), r.lambda, r.next_lambda, r.residual, r.iterations,
                r.converged,        r.seconds, r.method};
     report_spectrum(p, o_.kind, s);
-    return {std::nullopt, std::move(s), r.matrix_extra_bytes,
+    return {std::nullopt, std::move(s), r.matrix_extra_bytes, 0,
             handshake_json(r.handshake, 0, r.analysis_anonymous_growth_bytes)};
   }
   auto r = analyze::hitting_times_out_of_process(g, targets, hitting_options(o_, connected), o);
   timing(r.handshake, verdict(r.result.solve));
-  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes,
+  return {std::move(r.result), std::nullopt, r.matrix_extra_bytes, 0,
           handshake_json(r.handshake, r.belos_solves, r.analysis_anonymous_growth_bytes)};
 }
 
@@ -288,6 +294,7 @@ json spectral_json(const AnalysisOptions& o, Solved& s) {
           {"solver", r.method},
           {"matrix", o.analysis == "inprocess" ? o.matrix : std::string("edgelist")},
           {"matrix_extra_bytes", s.matrix_extra_bytes},
+          {"matrix_measured_bytes", s.matrix_measured_bytes},
           {"analysis", o.analysis},
           {"handshake", std::move(s.handshake)}};
 }

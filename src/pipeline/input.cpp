@@ -65,18 +65,24 @@ void check_walk_weights(const graph::EdgeList& g, const graph::IdMap& ids) {
   throw RangeError(bad->describe() + " (--pattern; in Python: read_graph(..., pattern=True))");
 }
 
-std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
-                                        const std::string& where) {
+std::vector<std::uint64_t> find_vertices(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
+                                         const std::string& role, const std::string& where) {
   auto found = ids.find(file_ids);
   for (std::size_t k = 0; k < found.size(); ++k) {
     if (found[k] != kNoIndex) continue;
-    std::string id = std::to_string(file_ids[k]);
+    const std::string id = role + " " + std::to_string(file_ids[k]);
+    if (ids.vertices() == 0) throw RangeError(id + " is not in " + where + ": it has no vertices");
     if (ids.is_identity())
-      throw RangeError("target vertex " + id + " is outside " + where + "'s vertex ids " + std::to_string(ids.base()) +
-                       ".." + std::to_string(ids.base() + ids.vertices() - 1));
-    throw RangeError("target vertex " + id + " does not occur in " + where);
+      throw RangeError(id + " is outside the vertex ids of " + where + ", " + std::to_string(ids.base()) + ".." +
+                       std::to_string(ids.base() + ids.vertices() - 1));
+    throw RangeError(id + " does not occur in " + where);
   }
   return found;
+}
+
+std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
+                                        const std::string& where) {
+  return find_vertices(ids, file_ids, "target vertex", where);
 }
 
 nlohmann::json graph_json(const graph::EdgeList& g) {

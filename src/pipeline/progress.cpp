@@ -7,6 +7,13 @@
 
 namespace tessera::pipeline {
 
+ProgressSink stderr_sink(bool enabled) {
+  if (!enabled) return {};
+  return [](double seconds, const std::string& text, bool detail) {
+    std::fprintf(stderr, "[%7.2f s] %s%s\n", seconds, detail ? "  " : "", text.c_str());
+  };
+}
+
 void Progress::step(const std::string& what) const {
   if (sink_) sink_(elapsed(), what, false);
 }

@@ -18,14 +18,31 @@
 #include "tessera/graph/checkpoint.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 #include "stages.hpp"
+#include "workflow_parts.hpp"
 
 namespace tessera::pipeline {
 
 using nlohmann::json;
 
 int Result::exit_code() const {
+  if (verification_failed) return 3;
   if (hitting) return hitting->solve.status == linalg::SolveStatus::not_converged ? 3 : 0;
   return spectrum && !spectrum->converged ? 3 : 0;
+}
+
+Result document_only(nlohmann::json document) {
+  Result r;
+  r.json = std::move(document);
+  return r;
+}
+
+OutputPath check_output(Runtime& rt, const Options& a, const std::string& path, graph::OutputKind kind,
+                        const char* option) {
+  auto out = graph::check_output_path(rt, path, kind);
+  if (out.standard_output() && a.document_on_stdout)
+    throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
+                      "document; write the output to a file, or drop --json");
+  return out;
 }
 
 void check_options(const Options& o, bool analysis) {
@@ -79,17 +96,6 @@ void check_algorithm(const std::string& algorithm, bool all) {
   if (all && (algorithm == "all" || algorithm == "both")) return;
   throw ConfigError("the components algorithm must be afforest, lp or fastsv" + std::string(all ? " (or all)" : "") +
                     ", not '" + algorithm + "'");
-}
-
-// Checks an output before any work (graph::check_output_path). An output
-// on standard output while the caller prints the document there is refused.
-OutputPath check_output(Runtime& rt, const Options& a, const std::string& path, graph::OutputKind kind,
-                        const char* option) {
-  auto out = graph::check_output_path(rt, path, kind);
-  if (out.standard_output() && a.document_on_stdout)
-    throw ConfigError(std::string(option) + " " + path + " writes to standard output, where --json prints its "
-                      "document; write the output to a file, or drop --json");
-  return out;
 }
 
 // Names of a pipeline's Shared arrays: one set per call in this process.
@@ -237,7 +243,10 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
       write_result(lcc_ids, h, a.output, p, outputs);
       outputs.commit();
     });
-  Result result{json(), std::move(h.hitting), lcc_ids.local_file_ids(), std::move(h.spectrum)};
+  Result result;
+  result.hitting = std::move(h.hitting);
+  result.file_ids = lcc_ids.local_file_ids();
+  result.spectrum = std::move(h.spectrum);
   if (store) {
     const bool unconverged = result.exit_code() != 0;
     store->finish(a.checkpoint.keep || unconverged);
@@ -261,8 +270,6 @@ Result pipeline_on(const graph::EdgeList& g, graph::EdgeList* consumable, const 
   return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, nullptr);
 }
 
-std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
-
 // Hitting times on an undirected graph, written, reported.
 Result hitting_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
                   bool connected, const Options& a, Progress& p, Report& report, const ArrayBytes& arrays) {
@@ -275,7 +282,10 @@ Result hitting_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::
     });
   json j = {{"command", "hitting"}, {"stats", graph_json(g)}, {"hitting", std::move(h.json)}};
   report.finish(j, arrays);
-  return {std::move(j), std::move(h.hitting), ids.local_file_ids(), std::nullopt};
+  Result r = document_only(std::move(j));
+  r.hitting = std::move(h.hitting);
+  r.file_ids = ids.local_file_ids();
+  return r;
 }
 
 // lcc: the component and its ids, committed together.
@@ -302,6 +312,8 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
 
 }  // namespace
 
+std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
+
 Result run_write(Runtime& rt, const Options& a, Progress& p) {
   if (a.output.empty())
     throw ConfigError("name the output graph (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
@@ -321,7 +333,7 @@ Result run_write(Runtime& rt, const Options& a, Progress& p) {
             {"output", a.output},
             {"stats", graph_json(g)}};
   report.finish(j, array_bytes(g));
-  return {std::move(j), std::nullopt, {}, std::nullopt};
+  return document_only(std::move(j));
 }
 
 Result run_components(Runtime& rt, const Options& a, Progress& p) {
@@ -372,7 +384,7 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
   if (!a.output.empty()) j["output"] = a.output;
 
   report.finish(j, array_bytes(loaded.graph));
-  return {std::move(j), std::nullopt, {}, std::nullopt};
+  return document_only(std::move(j));
 }
 
 Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
@@ -408,7 +420,7 @@ Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
             {"components", components_json(c, lcc.summary, a.algorithm, loaded.ids.file_id(lcc.summary.largest_label))},
             {"lcc", graph_json(lcc.graph)}};
   report.finish(j, arrays);
-  return {std::move(j), std::nullopt, {}, std::nullopt};
+  return document_only(std::move(j));
 }
 
 

@@ -165,7 +165,7 @@ def test_bad_generator_and_solver_options(rt):
     small = tessera.grid((3, 3))
     with pytest.raises(tessera.ConfigError, match="solver must be"):
         tessera.hitting_times(small, 0, solver="magic")
-    with pytest.raises(tessera.RangeError, match="target vertex 9 is outside the graph.s vertex ids 0..8"):
+    with pytest.raises(tessera.RangeError, match="target vertex 9 is outside the vertex ids of the graph, 0..8"):
         tessera.hitting_times(small, 9)
 
 

@@ -53,6 +53,11 @@ struct AnalysisOptions {
   std::string matrix = "edgelist";          // in process: edgelist (no copy) or crs (the conventional copy)
   double tolerance = 1e-10;                 // relative residual to stop at (CG's; Anasazi's Ritz residual)
   int max_iterations = 20000;               // CG's, or LOBPCG's iterations
+  // The spectral kinds in process: Anasazi's lobpcg or krylov-schur, and
+  // Krylov-Schur's restarts and basis size (trilinos::SpectralOptions).
+  std::string eigensolver = "lobpcg";
+  int max_restarts = 1000;
+  int subspace = 40;
   // process and container (analyze::ProcessOptions):
   std::string program;         // tessera-analyze; "" = $TESSERA_ANALYZE, beside this program, on PATH
   std::string launcher;        // container: the command put before the analysis; "" = analyze's default
@@ -92,6 +97,7 @@ struct Solved {
   std::optional<linalg::HittingTimes> hitting;  // times on the graph's vertex ranges
   std::optional<Spectrum> spectrum;
   std::uint64_t matrix_extra_bytes = 0;  // what the operator allocated, summed over ranks
+  std::uint64_t matrix_measured_bytes = 0;  // in process: the heap's growth while the operator was built
   nlohmann::json handshake;              // out of process: what the handshake measured; null in process
 };
 

@@ -49,7 +49,12 @@ void make_undirected(graph::LoadedGraph& g, Progress& progress, const std::strin
 void check_walk_weights(const graph::EdgeList& g, const graph::IdMap& ids);
 
 // The internal ids of `file_ids`; RangeError naming the first that `ids`
-// lacks (`where`: "the graph file", "the largest component").
+// lacks, in the words of its `role` ("source vertex") and of `where` the
+// ids were looked for ("the graph file", "the largest component"), with the
+// id range when the ids are a range.
+std::vector<std::uint64_t> find_vertices(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
+                                         const std::string& role, const std::string& where);
+// Hitting-time targets: find_vertices(..., "target vertex", where).
 std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
                                         const std::string& where);
 

@@ -13,6 +13,11 @@ namespace tessera::pipeline {
 // progress (an iteration count), shown indented.
 using ProgressSink = std::function<void(double seconds, const std::string& text, bool detail)>;
 
+// Lines on standard error as "[  12.34 s] text" (details indented), the
+// form of every front end (the CLI on rank 0, Python when verbose); an
+// empty sink when `enabled` is false.
+ProgressSink stderr_sink(bool enabled);
+
 class Progress {
  public:
   // Without a sink nothing is shown (the timing still runs).

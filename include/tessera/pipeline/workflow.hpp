@@ -1,6 +1,7 @@
 // The graph workflows of Tessera as library calls: what `tessera gen |
-// convert | cc | lcc | hitting | pipeline` run and what Python's
-// tessera.pipeline() and hitting_times() run, with the same defaults
+// convert | cc | lcc | hitting | pipeline | pagerank | bfs | spectral` run
+// and what Python's tessera.pipeline(), hitting_times(), pagerank(), bfs()
+// and spectral() run, with the same defaults
 // (Options below), the same checks and the same result document (the JSON
 // the CLI prints with --json and Python returns as a dict).
 //
@@ -17,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "tessera/graph/bfs.hpp"
 #include "tessera/graph/id_map.hpp"
+#include "tessera/graph/pagerank.hpp"
 #include "tessera/linalg/hitting_times.hpp"
 #include "tessera/pipeline/analysis.hpp"
 #include "tessera/pipeline/checkpoint.hpp"
@@ -25,6 +28,32 @@
 #include "tessera/pipeline/progress.hpp"
 
 namespace tessera::pipeline {
+
+// run_pagerank (GAPBS's rules by default).
+struct PageRankSettings {
+  double damping = 0.85;
+  double tolerance = 1e-4;  // stop when an iteration changes the scores by less (L1)
+  int max_iterations = 20;
+  std::string method = "gauss-seidel";  // or jacobi (the same bits at every rank count)
+  std::vector<std::uint64_t> personalize;  // file ids to teleport to; empty: every vertex
+};
+
+// run_bfs.
+struct BfsSettings {
+  std::uint64_t source = 0;  // a file id
+  std::string direction = "optimizing";  // or top-down, bottom-up
+  int hops = -1;  // >= 0: stop at this depth (the k-hop neighbourhood)
+  // With hops: the subgraph the neighbourhood induces is written here, and
+  // "subgraph_id file_id" lines to subgraph_ids.
+  std::string subgraph, subgraph_ids;
+};
+
+// run_spectral's bisection by the Fiedler vector (the kind and the solver
+// are Options::analysis's).
+struct SpectralSettings {
+  std::string parts;  // "vertex part" lines (0/1) written here
+  std::string split = "median";  // or sign
+};
 
 struct Options {
   Input input;
@@ -47,6 +76,12 @@ struct Options {
   // run_pipeline from a file or generator: a checkpoint after each stage,
   // and a start resumes after the newest valid one (pipeline/checkpoint.hpp).
   CheckpointSettings checkpoint;
+  PageRankSettings pagerank;
+  BfsSettings bfs;
+  SpectralSettings spectral;
+  // run_pagerank, run_bfs: the answer checked by GAPBS's verifier
+  // (distributed); a wrong one makes exit_code() 3.
+  bool verify = false;
 };
 
 // What a workflow returns: its result document and, after an analysis,
@@ -57,8 +92,11 @@ struct Result {
   std::optional<linalg::HittingTimes> hitting;
   std::vector<std::uint64_t> file_ids;
   std::optional<Spectrum> spectrum;
+  std::optional<graph::PageRank> pagerank;  // run_pagerank: the scores (internal ids)
+  std::optional<graph::Bfs> bfs;            // run_bfs: parents (internal ids) and depths
+  bool verification_failed = false;         // Options::verify rejected the answer
   // The command's exit status: 3 when the analysis' solve did not converge
-  // (the answer is not to be trusted), else 0.
+  // or the answer failed verification (not to be trusted), else 0.
   int exit_code() const;
 };
 
@@ -84,5 +122,26 @@ Result run_hitting(const graph::EdgeList& g, const graph::IdMap& ids, bool conne
 Result run_pipeline(Runtime& rt, const Options& options, Progress& progress);
 // The same from a graph the caller holds (options.input names nothing).
 Result run_pipeline(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
+
+// pagerank: PageRank of the graph (options.pagerank), pulled along in-arcs
+// (a directed graph's transpose is made and timed as "build", with the
+// kernel's index, as GAPBS builds its CSR before timing its kernel);
+// output: "vertex score" lines. The document's "pagerank" object holds the
+// settings, the iterations, the score sum and the top vertex (a file id).
+Result run_pagerank(Runtime& rt, const Options& options, Progress& progress);
+Result run_pagerank(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
+// bfs: breadth-first search from options.bfs.source; output: "vertex parent
+// depth" lines (file ids; -1 -1 when not reached); with hops, the
+// neighbourhood's subgraph (options.bfs.subgraph) and its ids.
+Result run_bfs(Runtime& rt, const Options& options, Progress& progress);
+Result run_bfs(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
+// spectral: options.analysis.kind fiedler (with the bisection of
+// options.spectral) or centrality, by Anasazi in process on the edge arrays
+// (a directed graph symmetrized first); output: "vertex fiedler" /
+// "vertex centrality" lines. The document holds the analysis' object's
+// fields at its top level ("lambda2" or "lambda", ...), as `tessera
+// spectral --json` always has.
+Result run_spectral(Runtime& rt, const Options& options, Progress& progress);
+Result run_spectral(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
 
 }  // namespace tessera::pipeline

@@ -1,0 +1,25 @@
+// Parts every workflow file uses (internal to src/pipeline/).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "tessera/graph/write.hpp"
+#include "tessera/pipeline/input.hpp"
+#include "tessera/pipeline/workflow.hpp"
+
+namespace tessera::pipeline {
+
+// A Result holding only its document.
+Result document_only(nlohmann::json document);
+
+// Checks an output before any work (graph::check_output_path). An output
+// on standard output while the caller prints the document there is refused
+// (`option` names it: "-o", "--parts").
+OutputPath check_output(Runtime& rt, const Options& options, const std::string& path, graph::OutputKind kind,
+                        const char* option);
+
+// The name of the loading step in the report: "generate" or "read".
+std::string load_step(const Input& input);
+
+}  // namespace tessera::pipeline
