@@ -2,7 +2,7 @@
 // Jacobi3D under the supervisor with one or two injected failures and checks
 // the final iterate bit for bit against the plain sequential loop's,
 // computed here; then counts hangs, stale segments and SIGBUS.
-#include "faults.hpp"
+#include "tessera/bench/faults.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
-#include "../bench/faults.hpp"
+#include "tessera/bench/faults.hpp"
 #include "commands.hpp"
 #include "tessera/chunks/checkpoint.hpp"
 #include "tessera/chunks/recovery.hpp"
