@@ -265,191 +265,254 @@ void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
   solve_pairs(run, parent, route_to_far_owners(run, parent.local(), parent.local_begin(), 1, fill, reached));
 }
 
-// The whole run at the graph's id width (dst: this rank's destinations), so
-// every arc loop indexes a span of Id.
+// One run at the graph's id width (dst: this rank's destinations, so every
+// arc loop indexes a span of Id), in the phases of the header's steps.
 template <class Id>
-Components afforest_at(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options) {
-  Runtime& rt = g.runtime();
-  const std::uint64_t gather_limit =
-      options.gather_limit ? options.gather_limit
-                           : std::max<std::uint64_t>(g.vertices() / static_cast<std::uint64_t>(rt.size()), 1 << 16);
-  Run run{rt, g.vertex_ranges(), options, Clock::now(), gather_limit};
-  const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  auto is_local = [&](std::uint64_t x) { return x >= base && x < end; };
-  auto rows = g.row_offsets();
-  const std::size_t n = g.local_vertices();
+class Afforest {
+ public:
+  Afforest(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options)
+      : rt_(g.runtime()),
+        run_{rt_, g.vertex_ranges(), options, Clock::now(), gather_limit(g, options)},
+        dst_(dst),
+        rows_(g.row_offsets()),
+        base_(g.local_vertex_begin()),
+        end_(g.local_vertex_end()),
+        n_(g.local_vertices()),
+        out_{DistArray<std::uint64_t>(rt_, g.vertex_ranges()), 0, 0, 0, 0},
+        parent_(out_.labels.local()),
+        forest_(parent_, base_) {
+    for (std::size_t i = 0; i < n_; ++i) parent_[i] = base_ + i;
+  }
 
-  Components out{DistArray<std::uint64_t>(rt, g.vertex_ranges()), 0, 0, 0, 0};
-  auto parent = out.labels.local();
-  for (std::size_t i = 0; i < n; ++i) parent[i] = base + i;
-  LocalForest forest(parent, base);
-  std::vector<CutArc> cut;
+  // A directed graph: every arc linked once, nothing skipped.
+  void link_every_arc();
+  // Steps 1-3 on an undirected graph.
+  void sample_skip_and_join() {
+    std::vector<std::uint8_t> done = sample();
+    solve_sample();
+    const std::uint64_t giant = likely_largest();
+    carry_over_sample(giant, done);
+    link_outside(done);
+  }
+  Components finish() {
+    out_.rounds = run_.rounds;
+    out_.extra_bytes = all_reduce<std::uint64_t>(rt_.comm(), run_.extra, MPI_MAX);
+    out_.seconds = std::chrono::duration<double>(Clock::now() - run_.t0).count();
+    return std::move(out_);
+  }
 
-  // Links neighbours [first, last) of local vertex i.
-  auto link_range = [&](std::size_t i, std::size_t first, std::size_t last) {
-    const std::uint64_t u = base + i;
-    for (std::size_t k = first; k < last; ++k) {
-      std::uint64_t v = dst[k];
-      if (is_local(v))
-        forest.link(u, v);
+ private:
+  // Sampling: how many neighbours of each vertex are linked on its rank.
+  static constexpr std::size_t kNeighbourRounds = 2, kScan = 8;
+  // done[i] for a vertex of the likely largest component: nothing more to link.
+  static constexpr std::uint8_t kInGiant = 0xff;
+
+  static std::uint64_t gather_limit(const EdgeList& g, const ComponentsOptions& o) {
+    return o.gather_limit ? o.gather_limit
+                          : std::max<std::uint64_t>(g.vertices() / static_cast<std::uint64_t>(g.runtime().size()),
+                                                    1 << 16);
+  }
+  bool is_local(std::uint64_t x) const { return x >= base_ && x < end_; }
+
+  std::vector<std::uint8_t> sample();
+  void solve_sample();
+  std::uint64_t likely_largest();
+  void carry_over_sample(std::uint64_t giant, std::vector<std::uint8_t>& done);
+  void link_outside(const std::vector<std::uint8_t>& done);
+
+  Runtime& rt_;
+  Run run_;
+  std::span<const Id> dst_;
+  std::span<const std::uint64_t> rows_;
+  std::uint64_t base_, end_;
+  std::size_t n_;
+  Components out_;
+  std::span<std::uint64_t> parent_;  // out_.labels' local part
+  LocalForest forest_;
+  std::vector<CutArc> cut_;  // (local vertex or root, vertex of another rank)
+};
+
+template <class Id>
+void Afforest<Id>::link_every_arc() {
+  // Every arc crossing ranks is sent, so they travel in chunks of
+  // O(vertices per rank) instead of all at once.
+  std::uint64_t remote = 0;
+  for (std::size_t i = 0; i < n_; ++i)
+    for (std::size_t k = rows_[i]; k < rows_[i + 1]; ++k)
+      if (std::uint64_t v = dst_[k]; is_local(v))
+        forest_.link(base_ + i, v);
       else
-        cut.push_back({u, v});
+        ++remote;
+  forest_.compress();
+  out_.local_rounds = 1;
+  const std::size_t chunk = std::max<std::size_t>(n_, 1 << 16);
+  const std::uint64_t chunks = all_reduce<std::uint64_t>(rt_.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
+  std::size_t next = 0, at = n_ ? rows_[0] : 0;  // the next arc to send: of vertex `next`, at `at`
+  auto fill = [&](std::vector<CutArc>& arcs) {
+    arcs.reserve(chunk);
+    for (; next < n_ && arcs.size() < chunk; ++next, at = next < n_ ? rows_[next] : at) {
+      for (; at < rows_[next + 1] && arcs.size() < chunk; ++at)
+        if (!is_local(dst_[at])) arcs.push_back({parent_[next], dst_[at]});
+      if (at < rows_[next + 1]) break;  // the chunk is full inside this row
     }
   };
+  solve_pairs(run_, out_.labels, route_to_far_owners(run_, parent_, base_, chunks, fill, {}));
+}
 
-  if (g.directed()) {
-    // No skipping: an arc is stored at its source only (see step 2 above).
-    // Every arc crossing ranks is sent, so they travel in chunks of
-    // O(vertices per rank) instead of all at once.
-    std::uint64_t remote = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t k = rows[i]; k < rows[i + 1]; ++k)
-        if (std::uint64_t v = dst[k]; is_local(v))
-          forest.link(base + i, v);
-        else
-          ++remote;
-    forest.compress();
-    out.local_rounds = 1;
-    const std::size_t chunk = std::max<std::size_t>(n, 1 << 16);
-    const std::uint64_t chunks = all_reduce<std::uint64_t>(rt.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
-    std::size_t next = 0, at = n ? rows[0] : 0;  // the next arc to send: of vertex `next`, at `at`
-    auto fill = [&](std::vector<CutArc>& arcs) {
-      arcs.reserve(chunk);
-      for (; next < n && arcs.size() < chunk; ++next, at = next < n ? rows[next] : at) {
-        for (; at < rows[next + 1] && arcs.size() < chunk; ++at)
-          if (!is_local(dst[at])) arcs.push_back({parent[next], dst[at]});
-        if (at < rows[next + 1]) break;  // the chunk is full inside this row
+// Step 1's links: two local neighbours and one remote neighbour of each
+// vertex, looked for among its first kScan (at 1 rank: GAPBS's first two).
+// The local ones grow big local trees, so the cut arcs collapse into few
+// pairs of roots. Returns, per vertex, how many leading neighbours are linked.
+template <class Id>
+std::vector<std::uint8_t> Afforest<Id>::sample() {
+  std::vector<std::uint8_t> done(n_, 0);
+  for (std::size_t i = 0; i < n_; ++i) {
+    const std::uint64_t u = base_ + i;
+    std::size_t locals = 0, remotes = 0, prefix = 0;
+    bool whole = true;
+    for (std::size_t k = rows_[i]; k < rows_[i + 1] && k < rows_[i] + kScan; ++k) {
+      std::uint64_t v = dst_[k];
+      bool linked = false;
+      if (is_local(v)) {
+        if (locals < kNeighbourRounds) forest_.link(u, v), ++locals, linked = true;
+      } else if (remotes == 0) {
+        cut_.push_back({u, v}), ++remotes;  // not counted as done: the cap below may drop it
       }
-    };
-    solve_pairs(run, out.labels, route_to_far_owners(run, parent, base, chunks, fill, {}));
-  } else {
-    // Sampling: two local neighbours and one remote neighbour of each vertex,
-    // looked for among its first kScan. (At 1 rank: GAPBS's first two.) The
-    // local ones grow big local trees, so the cut arcs collapse into few
-    // pairs of roots. done[i]: how many leading neighbours are linked, or
-    // kInGiant.
-    constexpr std::size_t kNeighbourRounds = 2, kScan = 8;
-    constexpr std::uint8_t kInGiant = 0xff;
-    std::vector<std::uint8_t> done(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t u = base + i;
-      std::size_t locals = 0, remotes = 0, prefix = 0;
-      bool whole = true;
-      for (std::size_t k = rows[i]; k < rows[i + 1] && k < rows[i] + kScan; ++k) {
-        std::uint64_t v = dst[k];
-        bool linked = false;
-        if (is_local(v)) {
-          if (locals < kNeighbourRounds) forest.link(u, v), ++locals, linked = true;
-        } else if (remotes == 0) {
-          cut.push_back({u, v}), ++remotes;  // not counted as done: the cap below may drop it
-        }
-        whole = whole && linked;
-        prefix += whole;
-        if (locals == kNeighbourRounds && remotes == 1) break;
-        if (locals == kNeighbourRounds && rt.size() == 1) break;
-      }
-      done[i] = static_cast<std::uint8_t>(prefix);
+      whole = whole && linked;
+      prefix += whole;
+      if (locals == kNeighbourRounds && remotes == 1) break;
+      if (locals == kNeighbourRounds && rt_.size() == 1) break;
     }
-    forest.compress();
-    // Roots send at most kArcsPerRoot of their vertices' arcs (a big tree's
-    // thousands of arcs mostly repeat one pair of roots). A tree of one
-    // vertex is a leaf: it only reads its far end's label afterwards
-    // (most of them, in a Kronecker graph: vertices of low degree with no
-    // neighbour on their rank), instead of joining the contracted graph.
-    constexpr std::uint8_t kArcsPerRoot = 4, kLeaf = 0xff;
-    std::vector<std::uint8_t> tag(n, 0);  // per root: vertices seen (up to 2), then arcs sent or kLeaf
-    for (std::size_t i = 0; i < n; ++i)
-      if (auto& t = tag[parent[i] - base]; t < 2) ++t;
-    for (auto& t : tag) t = t == 1 ? kLeaf : 0;
-    std::vector<CutArc> leaves;
-    std::size_t kept = 0;
-    for (const auto& a : cut) {
-      std::uint64_t r = parent[a.local - base];
-      if (auto& t = tag[r - base]; t == kLeaf)
-        leaves.push_back({r, a.remote});
-      else if (t < kArcsPerRoot)
-        ++t, cut[kept++] = {r, a.remote};
-    }
-    cut.resize(kept);
-    run.note(n + (cut.capacity() + leaves.capacity()) * sizeof(CutArc));
-    // The sampled graph's components, in place: parent[i] becomes i's label;
-    // tag marks the roots other ranks' arcs reached.
-    std::fill(tag.begin(), tag.end(), 0);
-    join_across_ranks(run, out.labels, std::move(cut), tag);
-    release(cut);
-    // A leaf takes its far end's label, unless the contracted graph labelled
-    // it (then arcs of others rely on its own label). Any such label is one
-    // the leaf is connected to, which is all steps 2 and 3 need: it need not
-    // be its component's smallest id.
-    {
-      auto far_label = read_labels(run, parent, base, leaves);
-      for (std::size_t k = 0; k < leaves.size(); ++k)
-        if (std::uint64_t u = leaves[k].local; !tag[u - base]) parent[u - base] = far_label[k];
-    }
-    release(leaves);
-    release(tag);
-
-    // The likely largest component.
-    struct Candidate {
-      std::uint64_t label;
-      double weight;
-    };
-    Candidate mine{kNoIndex, 0};
-    if (n > 0) {
-      constexpr std::size_t kSamples = 1024;
-      std::unordered_map<std::uint64_t, std::uint64_t> counts;
-      std::uint64_t x = 0x9e3779b97f4a7c15ull ^ base;  // a fixed xorshift stream: runs repeat
-      const std::size_t samples = std::min(kSamples, n);
-      for (std::size_t s = 0; s < samples; ++s) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        ++counts[parent[x % n]];
-      }
-      for (auto [l, c] : counts)
-        if (c > mine.weight || (c == mine.weight && l < mine.label)) mine = {l, static_cast<double>(c)};
-      mine.weight *= static_cast<double>(n) / static_cast<double>(samples);
-    }
-    // Ranks that agree on the label add their weights.
-    auto all = all_gather(rt.comm(), mine);
-    Candidate giant{kNoIndex, 0};
-    for (const auto& c : all) {
-      if (c.label == kNoIndex) continue;
-      double w = 0;
-      for (const auto& d : all) w += d.label == c.label ? d.weight : 0;
-      if (w > giant.weight || (w == giant.weight && c.label < giant.label)) giant = {c.label, w};
-    }
-
-    // The sampled components carried over as a local forest: the vertices of
-    // one label are joined (the sampled arcs proved it). A local label is a
-    // root already (the smallest id of its component); a remote one gets its
-    // first vertex here as the root, and one cut arc to the label.
-    std::unordered_map<std::uint64_t, std::uint64_t> root_of_label;  // remote label -> its local root
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t u = base + i, l = parent[i];
-      if (l == giant.label) done[i] = kInGiant;
-      if (is_local(l)) {
-        // A label below the vertex is (or was joined to) a root: pointers
-        // keep going down, and roots stay their trees' smallest ids. A leaf
-        // may carry one above it: linked instead.
-        if (l > u) parent[i] = u, forest.link(u, l);
-        continue;
-      }
-      auto [at, fresh] = root_of_label.try_emplace(l, u);
-      parent[i] = at->second;
-      if (fresh) cut.push_back({u, l});
-    }
-    // Vertices outside c link the rest of their neighbours.
-    for (std::size_t i = 0; i < n; ++i)
-      if (done[i] != kInGiant && rows[i] + done[i] < rows[i + 1]) link_range(i, rows[i] + done[i], rows[i + 1]);
-    forest.compress();
-    out.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
-    run.note(n + root_of_label.size() * 4 * sizeof(std::uint64_t));
-    for (auto& a : cut) a.local = parent[a.local - base];
-    join_across_ranks(run, out.labels, std::move(cut));
+    done[i] = static_cast<std::uint8_t>(prefix);
   }
-  out.rounds = run.rounds;
-  out.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), run.extra, MPI_MAX);
-  out.seconds = std::chrono::duration<double>(Clock::now() - run.t0).count();
-  return out;
+  forest_.compress();
+  return done;
+}
+
+// Step 1's components of the sampled graph, in place: every vertex ends
+// holding its sampled label.
+template <class Id>
+void Afforest<Id>::solve_sample() {
+  // Roots send at most kArcsPerRoot of their vertices' arcs (a big tree's
+  // thousands of arcs mostly repeat one pair of roots). A tree of one vertex
+  // is a leaf: it only reads its far end's label afterwards (most of them,
+  // in a Kronecker graph: vertices of low degree with no neighbour on their
+  // rank), instead of joining the contracted graph.
+  constexpr std::uint8_t kArcsPerRoot = 4, kLeaf = 0xff;
+  std::vector<std::uint8_t> tag(n_, 0);  // per root: vertices seen (up to 2), then arcs sent or kLeaf
+  for (std::size_t i = 0; i < n_; ++i)
+    if (auto& t = tag[parent_[i] - base_]; t < 2) ++t;
+  for (auto& t : tag) t = t == 1 ? kLeaf : 0;
+  std::vector<CutArc> leaves;
+  std::size_t kept = 0;
+  for (const auto& a : cut_) {
+    std::uint64_t r = parent_[a.local - base_];
+    if (auto& t = tag[r - base_]; t == kLeaf)
+      leaves.push_back({r, a.remote});
+    else if (t < kArcsPerRoot)
+      ++t, cut_[kept++] = {r, a.remote};
+  }
+  cut_.resize(kept);
+  run_.note(n_ + (cut_.capacity() + leaves.capacity()) * sizeof(CutArc));
+  // tag now marks the roots other ranks' arcs reached.
+  std::fill(tag.begin(), tag.end(), 0);
+  join_across_ranks(run_, out_.labels, std::move(cut_), tag);
+  release(cut_);
+  // A leaf takes its far end's label, unless the contracted graph labelled
+  // it (then arcs of others rely on its own label). Any such label is one
+  // the leaf is connected to, which is all steps 2 and 3 need: it need not
+  // be its component's smallest id.
+  auto far_label = read_labels(run_, parent_, base_, leaves);
+  for (std::size_t k = 0; k < leaves.size(); ++k)
+    if (std::uint64_t u = leaves[k].local; !tag[u - base_]) parent_[u - base_] = far_label[k];
+}
+
+// Step 1's end: the label most frequent among 1024 sampled vertices per
+// rank, weighted by the rank's vertex count, summed where ranks agree.
+template <class Id>
+std::uint64_t Afforest<Id>::likely_largest() {
+  struct Candidate {
+    std::uint64_t label;
+    double weight;
+  };
+  Candidate mine{kNoIndex, 0};
+  if (n_ > 0) {
+    constexpr std::size_t kSamples = 1024;
+    std::unordered_map<std::uint64_t, std::uint64_t> counts;
+    std::uint64_t x = 0x9e3779b97f4a7c15ull ^ base_;  // a fixed xorshift stream: runs repeat
+    const std::size_t samples = std::min(kSamples, n_);
+    for (std::size_t s = 0; s < samples; ++s) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      ++counts[parent_[x % n_]];
+    }
+    for (auto [l, c] : counts)
+      if (c > mine.weight || (c == mine.weight && l < mine.label)) mine = {l, static_cast<double>(c)};
+    mine.weight *= static_cast<double>(n_) / static_cast<double>(samples);
+  }
+  auto all = all_gather(rt_.comm(), mine);
+  Candidate giant{kNoIndex, 0};
+  for (const auto& c : all) {
+    if (c.label == kNoIndex) continue;
+    double w = 0;
+    for (const auto& d : all) w += d.label == c.label ? d.weight : 0;
+    if (w > giant.weight || (w == giant.weight && c.label < giant.label)) giant = {c.label, w};
+  }
+  return giant.label;
+}
+
+// Step 2's start: the sampled components carried over as a local forest
+// (the vertices of one label are joined: the sampled arcs proved it). A
+// local label is a root already (the smallest id of its component); a
+// remote one gets its first vertex here as the root, and one cut arc to the
+// label. Vertices of the likely largest component are marked done.
+template <class Id>
+void Afforest<Id>::carry_over_sample(std::uint64_t giant, std::vector<std::uint8_t>& done) {
+  std::unordered_map<std::uint64_t, std::uint64_t> root_of_label;  // remote label -> its local root
+  for (std::size_t i = 0; i < n_; ++i) {
+    const std::uint64_t u = base_ + i, l = parent_[i];
+    if (l == giant) done[i] = kInGiant;
+    if (is_local(l)) {
+      // A label below the vertex is (or was joined to) a root: pointers
+      // keep going down, and roots stay their trees' smallest ids. A leaf
+      // may carry one above it: linked instead.
+      if (l > u) parent_[i] = u, forest_.link(u, l);
+      continue;
+    }
+    auto [at, fresh] = root_of_label.try_emplace(l, u);
+    parent_[i] = at->second;
+    if (fresh) cut_.push_back({u, l});
+  }
+  run_.note(n_ + root_of_label.size() * 4 * sizeof(std::uint64_t));
+}
+
+// Step 2's skipping and step 3: vertices outside the likely largest
+// component link the rest of their neighbours (local ones in the forest,
+// remote ones as cut arcs), and the cut arcs join the trees across ranks.
+template <class Id>
+void Afforest<Id>::link_outside(const std::vector<std::uint8_t>& done) {
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (done[i] == kInGiant) continue;
+    const std::uint64_t u = base_ + i;
+    for (std::size_t k = rows_[i] + done[i]; k < rows_[i + 1]; ++k)
+      if (std::uint64_t v = dst_[k]; is_local(v))
+        forest_.link(u, v);
+      else
+        cut_.push_back({u, v});
+  }
+  forest_.compress();
+  out_.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
+  for (auto& a : cut_) a.local = parent_[a.local - base_];
+  join_across_ranks(run_, out_.labels, std::move(cut_));
+}
+
+template <class Id>
+Components afforest_at(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options) {
+  Afforest<Id> run(g, dst, options);
+  if (g.directed())
+    run.link_every_arc();  // an arc is stored at its source only (step 2 above)
+  else
+    run.sample_skip_and_join();
+  return run.finish();
 }
 
 }  // namespace
