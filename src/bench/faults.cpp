@@ -166,7 +166,7 @@ int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
 }
 
 int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
-  const chunks::Level levels = chunks::parse_levels(o.levels, "--levels");
+  const chunks::Levels levels = chunks::parse_levels(o.levels, "--levels");
   const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
   if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
   std::vector<std::uint64_t> data(words), copy(words);
@@ -229,19 +229,20 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
   // Level 1 twice: with the buddy copy inside commit(), and travelling after
   // it (async_drain), committed by finish_drain(), timed on its own.
   struct Variant {
-    int level;
+    chunks::Level level;
     bool async;
   };
-  for (const Variant v : {Variant{2, false}, Variant{1, false}, Variant{1, true}, Variant{3, true}}) {
-    const int level = v.level;
-    const chunks::Level want = level == 2 ? chunks::Level::node : level == 1 ? chunks::Level::buddy : chunks::Level::disk;
-    if (!has_level(levels, want)) continue;
+  using chunks::Level;
+  for (const Variant v : {Variant{Level::node, false}, Variant{Level::buddy, false}, Variant{Level::buddy, true},
+                          Variant{Level::disk, true}}) {
+    const Level level = v.level;
+    if (!has_level(levels, level)) continue;
     chunks::CheckpointOptions co;
-    co.levels = level == 3 ? (chunks::Level::node | chunks::Level::disk) : want;
+    co.levels = level == Level::disk ? (Level::node | Level::disk) : chunks::Levels(level);
     co.node_dir = o.node_dir;
     co.dir = disk_dir;
     co.async_drain = v.async;
-    co.name = "checkpoint-cost-l" + std::to_string(level) + (v.async ? "a" : "");
+    co.name = "checkpoint-cost-l" + std::to_string(chunks::level_number(level)) + (v.async ? "a" : "");
     chunks::Checkpoint ck(rt, co);
     std::vector<double> stalls, drains;
     for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
@@ -262,7 +263,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     }
     double restore_seconds = 0, disk_restore_seconds = 0;
     bool same = restored_equal(ck, restore_seconds);
-    if (level == 3) {  // the disk copy alone, as after losing the node
+    if (level == Level::disk) {  // the disk copy alone, as after losing the node
       chunks::CheckpointOptions disk = co;
       disk.levels = chunks::Level::disk;
       disk.async_drain = false;
@@ -278,7 +279,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     // compared with the bound; the first is reported apart.
     const std::size_t cold = stalls.size() > 2 ? 2 : 0;
     const double stall = median(std::vector<double>(stalls.begin() + static_cast<std::ptrdiff_t>(cold), stalls.end()));
-    const double bound = level == 1 ? 2 * bound2 : bound2;
+    const double bound = level == Level::buddy ? 2 * bound2 : bound2;
     const bool ok = stall <= bound && same;
     pass = pass && ok;
     json row{{"level", level},
@@ -290,12 +291,12 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
              {"restore_seconds", restore_seconds},
              {"restored_bit_identical", same},
              {"pass", ok}};
-    if (level == 1) {
+    if (level == Level::buddy) {
       row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
       row["async"] = v.async;
       if (v.async) row["copy_seconds"] = median(drains);  // commit() to the copies committed at level 1
     }
-    if (level == 3) {
+    if (level == Level::disk) {
       row["drain_seconds"] = median(drains);
       row["disk_restore_seconds"] = disk_restore_seconds;
     }

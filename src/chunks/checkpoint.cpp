@@ -32,22 +32,22 @@
 
 namespace tessera::chunks {
 
-Level parse_levels(const std::string& text, const std::string& what) {
-  unsigned set = 0;
+Levels parse_levels(const std::string& text, const std::string& what) {
+  Levels set;
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = text.find(',', start);
     const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (part == "node") set |= static_cast<unsigned>(Level::node);
-    else if (part == "buddy") set |= static_cast<unsigned>(Level::buddy);
-    else if (part == "disk") set |= static_cast<unsigned>(Level::disk);
+    if (part == "node") set = set | Level::node;
+    else if (part == "buddy") set = set | Level::buddy;
+    else if (part == "disk") set = set | Level::disk;
     else if (!part.empty() || comma != std::string::npos)
       throw ConfigError(what + ": '" + part + "' is not a level (node, buddy, disk, or a comma list of them)");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (set == 0) throw ConfigError(what + ": give at least one of node, buddy, disk");
-  return static_cast<Level>(set);
+  if (set.empty()) throw ConfigError(what + ": give at least one of node, buddy, disk");
+  return set;
 }
 
 using nlohmann::json;
@@ -131,13 +131,13 @@ struct MappedFile {
 
 // A candidate directory of a level.
 struct Candidate {
-  int level = 2;
+  Level level = Level::node;
   std::string path;
   std::uint64_t step = 0, epoch = 0;
 };
 // Never throws: rank 0 lists alone before telling the others, and an
 // unreadable directory simply holds no checkpoint.
-std::vector<Candidate> list_candidates(const std::string& program_dir, int level) {
+std::vector<Candidate> list_candidates(const std::string& program_dir, Level level) {
   std::vector<Candidate> out;
   std::error_code ec;
   if (!fs::is_directory(program_dir, ec)) return out;
@@ -168,7 +168,8 @@ struct PieceRecord {
 struct Manifest {
   std::string program;
   std::uint64_t step = 0, epoch = 0;
-  int ranks = 0, level = 0;
+  int ranks = 0;
+  Level level = Level::unknown;
   std::vector<FileRecord> files;
   std::vector<PieceRecord> pieces;
 };
@@ -236,7 +237,10 @@ Manifest parse_manifest(const std::string& text, const std::string& program) {
     m.step = body.at("step").get<std::uint64_t>();
     m.epoch = body.at("epoch").get<std::uint64_t>();
     m.ranks = body.at("ranks").get<int>();
-    m.level = body.at("level").get<int>();
+    const int level = body.at("level").get<int>();
+    if (level < level_number(Level::buddy) || level > level_number(Level::disk))
+      throw FormatError("the manifest names level " + std::to_string(level) + " (levels are 1, 2 and 3)");
+    m.level = static_cast<Level>(level);
     for (const auto& f : body.at("files"))
       m.files.push_back({f.at("rank").get<int>(), f.at("file").get<std::string>(), f.at("bytes").get<std::uint64_t>()});
     for (const auto& p : body.at("pieces")) m.pieces.push_back(piece_from(p));
@@ -375,7 +379,7 @@ std::string complete_on_every_node(Runtime& rt, const Manifest& m, const std::st
     if (holders.empty())  // lost with its node (and its buddy's), or deleted
       return "data file " + m.files[r].file + " of rank " + std::to_string(r) + " is missing" +
              (nodes > 1 ? " on all " + std::to_string(nodes) + " nodes of the job" : std::string()) +
-             (m.level == 2 && (nodes > 1 || m.ranks != rt.size())
+             (m.level == Level::node && (nodes > 1 || m.ranks != rt.size())
                   ? " (level 2 keeps no copy on another node; level 1, buddy, does)"
                   : std::string());
     for (std::size_t n = 0; n < nodes; ++n) {
@@ -425,7 +429,7 @@ std::string complete_on_every_node(Runtime& rt, const Manifest& m, const std::st
 
 std::string describe(const Candidate& c) {
   return "checkpoint step " + std::to_string(c.step) + " (epoch " + std::to_string(c.epoch) + ", level " +
-         std::to_string(c.level) + ", " + c.path + ")";
+         std::to_string(level_number(c.level)) + ", " + c.path + ")";
 }
 
 // Rank 0's first look at a candidate: its manifest text or why it is refused.
@@ -497,14 +501,14 @@ std::string LatestCheckpoint::message() const {
 Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options)
     : rt_(&rt), options_(std::move(options)), slots_(std::make_unique<Slots>()) {
   check_name(options_.name);
-  if (!uses(2) && !uses(3))
+  if (options_.levels.empty())
     throw ConfigError("checkpoint '" + options_.name + "': no level chosen (Level::buddy, Level::node, Level::disk)");
   if (has_level(options_.levels, Level::disk) && options_.dir.empty())
     throw ConfigError("checkpoint '" + options_.name + "': Level::disk needs a directory (CheckpointOptions::dir)");
   if (options_.keep < 1) throw ConfigError("checkpoint '" + options_.name + "': keep must be at least 1");
   std::uint64_t newest = 0;
   agree(rt.comm(), [&] {
-    for (int level : {2, 3}) {
+    for (Level level : {Level::node, Level::disk}) {
       if (!uses(level)) continue;
       std::error_code ec;
       fs::create_directories(level_dir(level), ec);
@@ -522,16 +526,17 @@ Checkpoint::Checkpoint(Runtime& rt, CheckpointOptions options)
   FaultInjection::heartbeat(rt.rank());  // alive for a supervisor watching heartbeats
 }
 
-bool Checkpoint::uses(int dir_level) const {
-  if (dir_level == 2) return has_level(options_.levels, Level::node) || has_level(options_.levels, Level::buddy);
-  return dir_level == 3 && has_level(options_.levels, Level::disk);
+bool Checkpoint::uses(Level level) const {
+  if (directory_level(level) == Level::node) return options_.levels.has(Level::node) || options_.levels.has(Level::buddy);
+  return options_.levels.has(level);
 }
 
-std::string Checkpoint::level_dir(int level) const {
-  if (level == 1 || level == 2)
+std::string Checkpoint::level_dir(Level level) const {
+  if (directory_level(level) == Level::node)
     return (options_.node_dir.empty() ? default_shared_dir() : options_.node_dir) + "/" + options_.name + ".ckpt";
-  if (level == 3) return options_.dir + "/" + options_.name + ".ckpt";
-  throw RangeError("checkpoint level " + std::to_string(level) + ": levels 1 and 2 (node) and 3 (disk) have directories");
+  if (level == Level::disk) return options_.dir + "/" + options_.name + ".ckpt";
+  throw RangeError("checkpoint level " + std::to_string(level_number(level)) +
+                   ": levels 1 and 2 (node) and 3 (disk) have directories");
 }
 
 LatestCheckpoint Checkpoint::latest() {
@@ -542,21 +547,22 @@ LatestCheckpoint Checkpoint::latest() {
   std::vector<Candidate> candidates;
   std::string listed;
   if (rt.rank() == 0) {
-    const int node_level = has_level(options_.levels, Level::buddy) ? 1 : 2;
-    for (int level : {2, 3})
+    const Level node_level = options_.levels.has(Level::buddy) ? Level::buddy : Level::node;
+    for (Level level : {Level::node, Level::disk})
       if (uses(level))
-        for (auto& c : list_candidates(level_dir(level), level == 2 ? node_level : 3)) candidates.push_back(c);
+        for (auto& c : list_candidates(level_dir(level), level == Level::node ? node_level : level))
+          candidates.push_back(c);
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       return a.epoch != b.epoch ? a.epoch > b.epoch : a.level < b.level;
     });
     json j = json::array();
-    for (const auto& c : candidates) j.push_back({c.level, c.path, c.step, c.epoch});
+    for (const auto& c : candidates) j.push_back({level_number(c.level), c.path, c.step, c.epoch});
     listed = j.dump();
   }
   listed = broadcast(comm, listed, 0);
   if (rt.rank() != 0)
     for (const auto& e : json::parse(listed))
-      candidates.push_back({e[0].get<int>(), e[1].get<std::string>(), e[2].get<std::uint64_t>(), e[3].get<std::uint64_t>()});
+      candidates.push_back({static_cast<Level>(e[0].get<int>()), e[1].get<std::string>(), e[2].get<std::uint64_t>(), e[3].get<std::uint64_t>()});
   for (const auto& c : candidates) {
     std::string problem, text;
     if (rt.rank() == 0) text = read_manifest(c, options_.name, problem);
@@ -566,11 +572,11 @@ LatestCheckpoint Checkpoint::latest() {
       std::string mine;
       try {
         Manifest m = parse_manifest(text, options_.name);
-        if (c.level != 3) mine = complete_on_every_node(rt, m, c.path);
+        if (c.level != Level::disk) mine = complete_on_every_node(rt, m, c.path);
         for (int r = rt.rank(); r < m.ranks && mine.empty(); r += rt.size()) mine = check_data_file(m, r, c.path);
         // The node directory holds levels 1 and 2 alike (a run may switch).
-        if (mine.empty() && rt.rank() == 0 && (m.level == 3) != (c.level == 3))
-          mine = "its manifest is for level " + std::to_string(m.level);
+        if (mine.empty() && rt.rank() == 0 && (m.level == Level::disk) != (c.level == Level::disk))
+          mine = "its manifest is for level " + std::to_string(level_number(m.level));
       } catch (const Error& e) {
         mine = e.what();
       }
@@ -579,7 +585,7 @@ LatestCheckpoint Checkpoint::latest() {
     if (problem.empty()) {
       Manifest m = parse_manifest(text, options_.name);
       out.info = CheckpointInfo{m.level, c.path, c.step, c.epoch, m.ranks};
-      if (rt.rank() == 0) FaultInjection::note_resume(m.step, m.level, c.path);
+      if (rt.rank() == 0) FaultInjection::note_resume(m.step, level_number(m.level), c.path);
       return out;
     }
     out.skipped.push_back(describe(c) + " skipped: " + problem);
@@ -626,7 +632,7 @@ void Checkpoint::remove() {
   barrier(rt_->comm());  // no rank may still be reading what the node leader removes
   agree(rt_->comm(), [&] {
     if (!node_leader(*rt_)) return;
-    for (int level : {2, 3})
+    for (Level level : {Level::node, Level::disk})
       if (uses(level)) remove_tree(level_dir(level));
   });
 }
@@ -634,9 +640,9 @@ void Checkpoint::remove() {
 std::vector<CheckpointStatus> Checkpoint::inspect(const std::string& dir, const std::string& name) {
   check_name(name);
   std::vector<CheckpointStatus> out;
-  for (const auto& c : list_candidates(dir + "/" + name + ".ckpt", 0)) {
+  for (const auto& c : list_candidates(dir + "/" + name + ".ckpt", Level::unknown)) {
     CheckpointStatus s;
-    s.info = CheckpointInfo{0, c.path, c.step, c.epoch, 0};
+    s.info = CheckpointInfo{Level::unknown, c.path, c.step, c.epoch, 0};
     std::string text = read_manifest(c, name, s.problem);
     if (s.problem.empty()) {
       Manifest m = parse_manifest(text, name);
@@ -653,7 +659,7 @@ std::vector<CheckpointStatus> Checkpoint::inspect(const std::string& dir, const 
 std::size_t Checkpoint::remove_all(const std::string& dir, const std::string& name) {
   check_name(name);
   std::string root = dir + "/" + name + ".ckpt";
-  std::size_t n = list_candidates(root, 0).size();
+  std::size_t n = list_candidates(root, Level::unknown).size();
   std::error_code ec;
   fs::remove_all(root, ec);
   if (ec) throw SystemError("cannot remove the checkpoints in " + root, ec.value());
@@ -700,7 +706,7 @@ void discard(Runtime& rt, const std::string& dir) {
 // With `spare`, the newest checkpoint deleted becomes the level's spare
 // (its data files are taken over by the next commit) instead of being freed.
 void prune(const std::string& level_dir, int keep, bool spare) {
-  auto all = list_candidates(level_dir, 0);
+  auto all = list_candidates(level_dir, Level::unknown);
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.epoch > b.epoch; });
   int complete = 0;
   std::uint64_t oldest_kept = 0;
@@ -727,12 +733,12 @@ void prune(const std::string& level_dir, int keep, bool spare) {
 }
 
 // The manifest of `body` at `level`, written by one rank per node.
-void write_manifest_file(Runtime& rt, const std::string& body_text, int level, const std::string& dir) {
+void write_manifest_file(Runtime& rt, const std::string& body_text, Level level, const std::string& dir) {
   if (!node_leader(rt)) return;
   json body = json::parse(body_text);
-  body["level"] = level;
+  body["level"] = level_number(level);
   std::string t = manifest_text(body);
-  write_file_atomically(dir + "/" + kManifest, std::as_bytes(std::span<const char>(t)), level == 3);
+  write_file_atomically(dir + "/" + kManifest, std::as_bytes(std::span<const char>(t)), level == Level::disk);
 }
 
 void copy_file_durably(const std::string& from, const std::string& to, std::uint64_t bytes) {
@@ -1045,9 +1051,9 @@ void Checkpoint::finish_copies() {
     c->complete(rt.progress());
     c->commit_files(slots_->received, mapped_files() * c->incoming.size());
   });
-  agree(rt.comm(), [&] { write_manifest_file(rt, c->body, 1, c->dir); });
+  agree(rt.comm(), [&] { write_manifest_file(rt, c->body, Level::buddy, c->dir); });
   agree(rt.comm(), [&] {
-    if (node_leader(rt)) prune(level_dir(2), options_.keep, true);
+    if (node_leader(rt)) prune(level_dir(Level::node), options_.keep, true);
   });
 
 }
@@ -1066,13 +1072,13 @@ void Checkpoint::finish_drain() {
     agree(rt.comm(), [&] {
       if (d->failure) std::rethrow_exception(d->failure);
     });
-    agree(rt.comm(), [&] { write_manifest_file(rt, d->body, 3, d->dir); });
+    agree(rt.comm(), [&] { write_manifest_file(rt, d->body, Level::disk, d->dir); });
   } catch (...) {
     discard(rt, d->dir);
     throw;
   }
   agree(rt.comm(), [&] {
-    if (node_leader(rt)) prune(level_dir(3), options_.keep, false);
+    if (node_leader(rt)) prune(level_dir(Level::disk), options_.keep, false);
   });
 }
 
@@ -1105,19 +1111,19 @@ void CheckpointWriter::commit() {
 
   const std::string sub = checkpoint_dir_name(step_, epoch);
   const std::string file = data_file_name(rt.rank());
-  const bool buddy = has_level(ck.options().levels, Level::buddy);
+  const bool buddy = ck.options().levels.has(Level::buddy);
   const bool one_node = rt.node().count < 2;
   // The first level is written from memory; the disk level after the node
   // level is a copy of the committed node files (what an asynchronous drain
   // does once the application has moved on).
-  const int first_dir_level = ck.uses(2) ? 2 : 3;
-  const int first_level = first_dir_level == 2 && buddy ? 1 : first_dir_level;
+  const Level first_dir_level = ck.uses(Level::node) ? Level::node : Level::disk;
+  const Level first_level = first_dir_level == Level::node && buddy ? Level::buddy : first_dir_level;
   const std::string first_dir = ck.level_dir(first_dir_level) + "/" + sub;
 
   // Level 1 on several nodes: the manifest is committed at level 2 first,
   // and at level 1 once every buddy copy is in (finish_copies).
-  const bool copies = first_level == 1 && !one_node;
-  const int manifest_level = copies ? 2 : first_level;
+  const bool copies = first_level == Level::buddy && !one_node;
+  const Level manifest_level = copies ? Level::node : first_level;
 
   // 1. Every rank writes its file, with no collective before: the stall is
   // one copy of its bytes (plus the few collectives below).
@@ -1127,8 +1133,8 @@ void CheckpointWriter::commit() {
     std::error_code ec;
     fs::create_directories(first_dir, ec);
     if (!fs::is_directory(first_dir)) throw SystemError("cannot create checkpoint directory " + first_dir, ec.value());
-    if (first_dir_level == 2) {
-      my_file = write_node_file(ck.slots_->slots, ck.mapped_files(), ck.level_dir(2), first_dir,
+    if (first_dir_level == Level::node) {
+      my_file = write_node_file(ck.slots_->slots, ck.mapped_files(), ck.level_dir(Level::node), first_dir,
                       file, h, pieces_, mine, file_bytes);
     } else {
       DurableFile f(first_dir + "/" + file, file_bytes, true);
@@ -1209,7 +1215,7 @@ void CheckpointWriter::commit() {
               p.length = total[p.name];
             }
           json body{{"format", kFormat}, {"version", kVersion}, {"program", ck.options().name}, {"step", step_},
-                    {"epoch", epoch}, {"ranks", rt.size()}, {"level", 0}, {"job", rt.job_id()},
+                    {"epoch", epoch}, {"ranks", rt.size()}, {"level", level_number(manifest_level)}, {"job", rt.job_id()},
                     {"created", utc_now_iso8601()}};
           json files = json::array();
           for (int r = 0; r < rt.size(); ++r)
@@ -1228,7 +1234,7 @@ void CheckpointWriter::commit() {
           }
           std::string b = body.dump();
           write_manifest_file(rt, b, manifest_level, first_dir);  // rank 0 leads its node
-          if (one_node) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == 2);
+          if (one_node) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == Level::node);
           outcome = {{"body", b}};
         }
       } catch (const Error& e) {
@@ -1249,7 +1255,7 @@ void CheckpointWriter::commit() {
     body_text = outcome.at("body").get<std::string>();
     if (copies)
       agree(comm, [&] {
-        buddy_copies = Checkpoint::BuddyCopies::reserve(rt, ck.slots_->received, ck.level_dir(2), first_dir, body_text);
+        buddy_copies = Checkpoint::BuddyCopies::reserve(rt, ck.slots_->received, ck.level_dir(Level::node), first_dir, body_text);
       });
     if (!one_node) {  // the other nodes' manifests, then every node prunes
       agree(comm, [&] {
@@ -1259,7 +1265,7 @@ void CheckpointWriter::commit() {
       // are in: the newest may not survive the loss of a node before then.
       if (!copies)
         agree(comm, [&] {
-          if (node_leader(rt)) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == 2);
+          if (node_leader(rt)) prune(ck.level_dir(first_dir_level), ck.options().keep, first_dir_level == Level::node);
         });
     }
   } catch (...) {
@@ -1273,11 +1279,11 @@ void CheckpointWriter::commit() {
     ck.copies_ = std::move(buddy_copies);
     if (!ck.options().async_drain) ck.finish_copies();
   }
-  if (first_dir_level == 3 || !ck.uses(3)) return;
+  if (first_dir_level == Level::disk || !ck.uses(Level::disk)) return;
 
   // 3. The disk level, copied from the committed node files.
   const std::string written_from = first_dir;
-  const std::string dir = ck.level_dir(3) + "/" + sub;
+  const std::string dir = ck.level_dir(Level::disk) + "/" + sub;
   if (ck.options().async_drain) {
     // The copy touches files only (no MPI, no application memory), so it
     // runs beside the application until finish_drain(), directory included:
@@ -1309,13 +1315,13 @@ void CheckpointWriter::commit() {
       if (!fs::is_directory(dir)) throw SystemError("cannot create checkpoint directory " + dir, ec.value());
       copy_file_durably(written_from + "/" + file, dir + "/" + file, file_bytes);
     });
-    agree(comm, [&] { write_manifest_file(rt, body_text, 3, dir); });
+    agree(comm, [&] { write_manifest_file(rt, body_text, Level::disk, dir); });
   } catch (...) {
     discard(rt, dir);
     throw;
   }
   agree(comm, [&] {
-    if (node_leader(rt)) prune(ck.level_dir(3), ck.options().keep, false);
+    if (node_leader(rt)) prune(ck.level_dir(Level::disk), ck.options().keep, false);
   });
 }
 

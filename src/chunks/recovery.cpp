@@ -626,7 +626,7 @@ std::string describe(const AttemptReport& a) {
   if (!a.hosts.empty()) s += " on " + std::to_string(a.ranks) + " ranks (" + a.hosts + ")";
   s += ": ";
   if (a.resumed_step >= 0)
-    s += "resumed from step " + std::to_string(a.resumed_step) + " (level " + std::to_string(a.resumed_level) + ", " +
+    s += "resumed from step " + std::to_string(a.resumed_step) + " (level " + std::to_string(level_number(a.resumed_level)) + ", " +
          a.resumed_from + ")" + (a.resume_seconds >= 0 ? " in " + fixed(a.resume_seconds) + " s" : "") + "; ";
   else if (a.attempt > 1)
     s += "not resumed from a checkpoint; ";
@@ -885,7 +885,9 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     if (std::string r = read_text(hb_dir + "/resumed." + std::to_string(attempt)); !r.empty()) {
       std::istringstream in(r);
       long long step = -1, ns = 0;
-      in >> step >> rep.resumed_level >> ns;
+      int level = 0;
+      in >> step >> level >> ns;
+      rep.resumed_level = static_cast<Level>(level);
       std::getline(in >> std::ws, rep.resumed_from);
       rep.resumed_step = step;
     }

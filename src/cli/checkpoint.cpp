@@ -46,7 +46,7 @@ int run_list(const CheckpointCliOptions& opts) {
   std::printf("%12s %8s %5s %5s  %-7s %s\n", "step", "epoch", "level", "ranks", "status", "path");
   for (const auto& s : all) {
     std::printf("%12llu %8llu %5d %5d  %-7s %s\n", static_cast<unsigned long long>(s.info.step),
-                static_cast<unsigned long long>(s.info.epoch), s.info.level, s.info.ranks,
+                static_cast<unsigned long long>(s.info.epoch), chunks::level_number(s.info.level), s.info.ranks,
                 s.problem.empty() ? "valid" : "refused", s.info.path.c_str());
     if (!s.problem.empty()) std::printf("    %s\n", s.problem.c_str());
   }

@@ -154,7 +154,7 @@ StageStore::StageStore(Runtime& rt, const CheckpointSettings& settings, json ide
   const std::string fresh = "start fresh with `tessera checkpoint rm " + std::string(kCheckpointName) + " --dir " +
                             settings.dir + "`" +
                             (has_level(o.levels, chunks::Level::node) || has_level(o.levels, chunks::Level::buddy)
-                                 ? " (and --dir " + ck_->level_dir(2) + " for the node level)"
+                                 ? " (and --dir " + ck_->level_dir(chunks::Level::node) + " for the node level)"
                                  : "") +
                             ", or give another --checkpoint directory";
   if (!found) {

@@ -10,12 +10,12 @@
 //   auto found = ck.latest();  // collective: the newest complete, valid checkpoint
 //   if (found) { auto r = ck.restore(*found.info); r.read("u", u); }
 //
-// Levels (docs/checkpoint.md): node (2) = files in the node's /dev/shm (or
-// `node_dir`), which outlive the processes (a relaunch on the node recovers
-// from memory); buddy (1) = the node level plus a copy of each rank's file
-// written by its buddy on the next node, so the survivors of a lost node
-// still hold every file; disk (3) = `dir`, fsync'd. Recovery is a relaunch:
-// nothing here needs the old processes.
+// Levels (docs/checkpoint.md): node (Level::node, 2) = files in the node's
+// /dev/shm (or `node_dir`), which outlive the processes (a relaunch on the
+// node recovers from memory); buddy (1) = the node level plus a copy of each
+// rank's file written by its buddy on the next node, so the survivors of a
+// lost node still hold every file; disk (3) = `dir`, fsync'd. Recovery is a
+// relaunch: nothing here needs the old processes.
 //
 // With node and disk levels, the disk copy is made from the committed node
 // files: in commit(), or by a thread while the application goes on
@@ -39,6 +39,7 @@
 
 #include "tessera/array/dist_array.hpp"
 #include "tessera/chunks/archive.hpp"
+#include "tessera/chunks/checkpoint_level.hpp"
 #include "tessera/chunks/chunk_array.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/runtime.hpp"
@@ -46,18 +47,9 @@
 
 namespace tessera::chunks {
 
-enum class Level : unsigned { buddy = 1u, node = 2u, disk = 4u };
-constexpr Level operator|(Level a, Level b) {
-  return static_cast<Level>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_level(Level set, Level l) { return (static_cast<unsigned>(set) & static_cast<unsigned>(l)) != 0; }
-// "node,disk" -> the levels; ConfigError naming the bad part, prefixed
-// with `what` (the option that gave the text, e.g. "--levels").
-Level parse_levels(const std::string& text, const std::string& what);
-
 struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)
-  Level levels = Level::node;  // any combination (buddy includes node)
+  Levels levels = Level::node;  // any combination (buddy includes node)
   std::string name;            // the program: [A-Za-z0-9_.-], names the checkpoints
   std::string node_dir;        // the node level's directory; "" = $TESSERA_SHM_DIR or /dev/shm
   // Complete checkpoints kept per level; an older one is deleted only after
@@ -77,7 +69,7 @@ struct CheckpointOptions {
 
 // One committed checkpoint, as latest() found it.
 struct CheckpointInfo {
-  int level = 2;            // 1 = node + buddy copies, 2 = node, 3 = disk
+  Level level = Level::node;  // buddy = node + buddy copies
   std::string path;         // its directory
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;  // commits in this directory's history: orders checkpoints
@@ -339,9 +331,9 @@ class Checkpoint {
 
   const CheckpointOptions& options() const noexcept { return options_; }
   Runtime& runtime() const noexcept { return *rt_; }
-  // The directory holding this program's checkpoints at `level` (1 and 2
-  // share the node directory; 3 is the disk's).
-  std::string level_dir(int level) const;
+  // The directory holding this program's checkpoints at `level` (buddy and
+  // node share the node directory).
+  std::string level_dir(Level level) const;
 
   CheckpointWriter begin(std::uint64_t step) { return CheckpointWriter(*this, step); }
 
@@ -380,8 +372,8 @@ class Checkpoint {
 
  private:
   friend class CheckpointWriter;
-  // Whether the node directory (2, also for level 1) or the disk (3) is in use.
-  bool uses(int dir_level) const;
+  // Whether `level`'s directory (directory_level) is in use.
+  bool uses(Level level) const;
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found

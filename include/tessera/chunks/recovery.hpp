@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/chunks/checkpoint_level.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 
 namespace tessera::chunks {
@@ -97,7 +98,7 @@ struct AttemptReport {
   bool detection_is_bound = false;
   double cleanup_seconds = 0;     // detection to every process gone and segments removed
   std::int64_t resumed_step = -1; // the checkpoint this attempt resumed from (-1: none)
-  int resumed_level = 0;
+  Level resumed_level = Level::unknown;
   std::string resumed_from;       // its directory
   double resume_seconds = -1;     // previous failure's detection to this attempt's first completed step
   std::size_t segments_removed = 0;
