@@ -756,77 +756,23 @@ void copy_file_durably(const std::string& from, const std::string& to, std::uint
   out.commit();
 }
 
-// Reserves [from, to) of `fd`'s file: a full file system is an error naming
-// the bytes needed and free, never a SIGBUS through a mapping.
-void reserve(int fd, std::uint64_t from, std::uint64_t to, const std::string& path, const std::string& dir) {
-  if (to <= from) return;
-  int err = ::posix_fallocate(fd, static_cast<off_t>(from), static_cast<off_t>(to - from));
-  if (err == 0) return;
-  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
-    throw SystemError("no room for " + path + ": it needs " + std::to_string(to) + " bytes and " + dir + " has " +
-                          std::to_string(free_bytes(dir)) + " bytes free",
-                      err);
-  throw SystemError("cannot reserve " + std::to_string(to) + " bytes for " + path, err);
+// This rank's file `file` of the checkpoint directory `dir`, filled under a
+// temporary name and renamed into place by commit(): the level's spare of
+// the same name when there is one no larger than needed (its pages exist
+// already), else a new file; either way `bytes` are reserved, so a full file
+// system is an error here, never a SIGBUS later.
+std::unique_ptr<DurableFile> file_to_fill(const std::string& level_dir, const std::string& dir, const std::string& file,
+                                          std::uint64_t bytes) {
+  return std::make_unique<DurableFile>(dir + "/" + file, bytes, false, level_dir + "/" + kSpare + "/" + file);
 }
-
-// A file being filled under a temporary name in its checkpoint directory,
-// renamed into place by commit() and unlinked if never committed. It is the
-// level's spare of the same name when there is one no larger than needed
-// (its pages exist already), else a new file; either way `bytes` are
-// reserved, so a full file system is an error here, never a SIGBUS later.
-class FileToFill {
- public:
-  FileToFill(const std::string& level_dir, const std::string& dir, const std::string& file, std::uint64_t bytes)
-      : path_(dir + "/" + file), tmp_(unique_temporary_name(path_)) {
-    const std::string spare = level_dir + "/" + kSpare + "/" + file;
-    if (::rename(spare.c_str(), tmp_.c_str()) == 0) {
-      fd_ = FileDescriptor(::open(tmp_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-      if (!fd_) throw SystemError("cannot open " + tmp_, errno);
-      struct stat st {};
-      if (::fstat(fd_.get(), &st) != 0) throw SystemError("cannot stat " + tmp_, errno);
-      had_ = static_cast<std::uint64_t>(st.st_size);
-    }
-    if (had_ > bytes) {
-      // Never shrunk: a reader may still map it from when it was a
-      // checkpoint, and a shrink would turn its reads into SIGBUS.
-      fd_ = FileDescriptor();
-      ::unlink(tmp_.c_str());
-      had_ = 0;
-    }
-    if (!fd_) {
-      fd_ = FileDescriptor(::open(tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-      if (!fd_) throw SystemError("cannot create " + tmp_, errno);
-    }
-    reserve(fd_.get(), had_, bytes, path_, dir);
-  }
-  FileToFill(const FileToFill&) = delete;
-  FileToFill& operator=(const FileToFill&) = delete;
-  ~FileToFill() {
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  int fd() const noexcept { return fd_.get(); }
-  const std::string& tmp() const noexcept { return tmp_; }
-  // Bytes the file had when it was taken over (0 when new).
-  std::uint64_t had() const noexcept { return had_; }
-  void commit() {
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) throw SystemError("cannot rename " + tmp_ + " to " + path_, errno);
-    committed_ = true;
-  }
-
- private:
-  std::string path_, tmp_;
-  FileDescriptor fd_;
-  std::uint64_t had_ = 0;
-  bool committed_ = false;
-};
 
 // A writable mapping of `file`: this process's mapping of it when it still
 // has one (a spare it wrote or received before: no page to fault in), else
 // a new one with every page placed in one call instead of a fault per page
 // (received bytes fault 3x slower, measured, than a populated mapping).
-MappedFile map_for_writing(std::vector<MappedFile>& all, const FileToFill& file, std::uint64_t bytes) {
+MappedFile map_for_writing(std::vector<MappedFile>& all, const DurableFile& file, std::uint64_t bytes) {
   struct stat st {};
-  if (::fstat(file.fd(), &st) != 0) throw SystemError("cannot stat " + file.tmp(), errno);
+  if (::fstat(file.fd(), &st) != 0) throw SystemError("cannot stat " + file.temporary_path(), errno);
   auto it = std::find_if(all.begin(), all.end(), [&](const MappedFile& s) {
     return s.dev == st.st_dev && s.ino == st.st_ino && s.map.size() == bytes;
   });
@@ -838,7 +784,7 @@ MappedFile map_for_writing(std::vector<MappedFile>& all, const FileToFill& file,
   }
   slot.dev = st.st_dev;
   slot.ino = st.st_ino;
-  slot.map = Mapping::file(file.fd(), static_cast<std::size_t>(bytes), true, file.tmp());
+  slot.map = Mapping::file(file.fd(), static_cast<std::size_t>(bytes), true, file.temporary_path());
   ::madvise(slot.map.data(), slot.map.size(), MADV_POPULATE_WRITE);
   return slot;
 }
@@ -854,9 +800,9 @@ std::span<const std::byte> write_node_file(std::vector<MappedFile>& all, std::si
                                            const std::string& file, const DataHeader& h,
                                            const std::vector<detail::PieceData>& pieces,
                                            std::vector<PieceRecord>& mine, std::uint64_t bytes) {
-  FileToFill out(level_dir, dir, file, bytes);
-  const std::uint64_t had = out.had();
-  MappedFile slot = map_for_writing(all, out, bytes);
+  auto out = file_to_fill(level_dir, dir, file, bytes);
+  const std::uint64_t had = out->adopted_bytes();
+  MappedFile slot = map_for_writing(all, *out, bytes);
   std::byte* base = slot.map.data();
   std::memcpy(base, &h, sizeof h);
   // Into a reused spare, the copy pauses once halfway for an injected kill
@@ -886,7 +832,7 @@ std::span<const std::byte> write_node_file(std::vector<MappedFile>& all, std::si
     mine[k].crc = crc;
   }
   if (!paused) pause();
-  out.commit();
+  out->commit();
   // The files of the `mapped_files` newest checkpoints stay mapped: with
   // keep K, the spare a commit takes over is the file written K + 1 commits
   // before. Older mappings go, so a deleted file's memory is not held.
@@ -914,7 +860,7 @@ constexpr int kCopyTag = 1;
 // In flight from commit() to finish_drain() (at once without async_drain).
 struct Checkpoint::BuddyCopies {
   struct Incoming {
-    std::unique_ptr<FileToFill> file;
+    std::unique_ptr<DurableFile> file;
     MappedFile map;  // of file, kept mapped after for the next commits that take it over as a spare
   };
   std::string dir;   // the checkpoint's directory on this node
@@ -952,7 +898,7 @@ struct Checkpoint::BuddyCopies {
       if (partner[r] != rt.rank() || static_cast<int>(r) == rt.rank()) continue;
       const std::uint64_t bytes = files.at(r).at("bytes").get<std::uint64_t>();
       Incoming in;
-      in.file = std::make_unique<FileToFill>(level_dir, dir, data_file_name(static_cast<int>(r)), bytes);
+      in.file = file_to_fill(level_dir, dir, data_file_name(static_cast<int>(r)), bytes);
       in.map = map_for_writing(mapped, *in.file, bytes);
       c->incoming.push_back(std::move(in));
       c->senders.push_back(static_cast<int>(r));

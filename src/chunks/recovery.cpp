@@ -24,8 +24,10 @@
 #include <thread>
 #include <utility>
 
+#include "tessera/runtime/child_process.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/heartbeat_files.hpp"
 #include "tessera/runtime/launch.hpp"
 #include "tessera/storage/registry.hpp"
 #include "tessera/storage/segment.hpp"
@@ -350,15 +352,7 @@ struct StartedJob {
 // A job started and then not wanted (the supervisor is stopped): ended as
 // the user's ^C would end it, its ranks removing their own segments.
 void stop_started_job(const Job& job, bool own_group) {
-  ::kill(own_group ? -job.pid : job.pid, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 1000 && ::waitpid(job.pid, &status, WNOHANG) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (::waitpid(job.pid, &status, WNOHANG) == 0) {
-    ::kill(own_group ? -job.pid : job.pid, SIGKILL);
-    while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  stop_child(job.pid, 5, own_group);
   ::close(job.err_fd);
 }
 
@@ -370,7 +364,7 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
   std::vector<std::pair<std::string, std::string>> vars = {
       {FaultInjection::kAttempt, std::to_string(attempt)},
       {FaultInjection::kHeartbeatDir, hb_dir},
-      {kErrorReportVariable, ":" + hb_dir + "/error"}};  // "PID:FILE", PID mpirun's: set in the child
+      {kErrorReportVariable, ":" + heartbeat_files::error_report(hb_dir)}};  // "PID:FILE", PID mpirun's: set in the child
   if (!o.faults.empty()) vars.emplace_back(FaultInjection::kFaults, FaultInjection::format(o.faults));
   if (!o.kill_file.empty()) vars.emplace_back(FaultInjection::kKillFile, o.kill_file);
   vars.insert(vars.end(), o.environment.begin(), o.environment.end());
@@ -442,22 +436,6 @@ std::string fixed(double v, int digits = 3) {
   return buf;
 }
 
-std::vector<std::string> words_of(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-bool in_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');)
-    if (!d.empty() && ::access((d + "/" + program).c_str(), X_OK) == 0) return true;
-  return false;
-}
-
 // The command mpirun starts its daemons on other hosts with: Open MPI's
 // plm_rsh_agent ("ssh : rsh" by default: the first one installed).
 std::vector<std::string> launcher_command() {
@@ -466,8 +444,8 @@ std::vector<std::string> launcher_command() {
   std::size_t from = 0;
   for (;;) {
     std::size_t colon = text.find(':', from);
-    auto words = words_of(text.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
-    if (!words.empty() && in_path(words[0])) return words;
+    auto words = split_words(text.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (!words.empty() && on_path(words[0])) return words;
     if (colon == std::string::npos) return {};
     from = colon + 1;
   }
@@ -521,20 +499,8 @@ bool host_answers(const std::string& host, double timeout, std::string& how) {
       if (said.size() < 4096) said.append(buf, static_cast<std::size_t>(n));
   };
   int status = 0;
-  bool ended = false;
-  for (const double deadline = now_seconds() + timeout; now_seconds() < deadline;) {
-    read_some();
-    if (::waitpid(child, &status, WNOHANG) == child) {
-      ended = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!ended) {
-    ::kill(-child, SIGKILL);
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  const bool ended = wait_for_child(child, timeout, &status, read_some, 10);
+  if (!ended) status = kill_child(child, true);
   read_some();
   ::close(out[0]);
   if (ended && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
@@ -593,7 +559,7 @@ std::vector<HostSlots> read_hostfile(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     ++number;
     line = line.substr(0, line.find('#'));
-    auto words = words_of(line);
+    auto words = split_words(line);
     if (words.empty()) continue;
     HostSlots h{words[0], 1};
     for (std::size_t i = 1; i < words.size(); ++i) {
@@ -743,7 +709,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       const double now = now_seconds();
       for (int r = 0; r < ranks; ++r) {
         auto& b = beats[static_cast<std::size_t>(r)];
-        if (read_heartbeat(hb_dir + "/" + std::to_string(r) + ".hb", b, self_host, now) && b.local) processes.add(b.pid);
+        if (read_heartbeat(heartbeat_files::heartbeat(hb_dir, r), b, self_host, now) && b.local) processes.add(b.pid);
       }
       if (first_step_time < 0)
         for (const auto& b : beats)
@@ -756,7 +722,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       for (int r = 0; r < ranks; ++r) {
         const auto& b = beats[static_cast<std::size_t>(r)];
         // Gone without exited.R (written at a normal exit): killed or crashed.
-        if (b.seen && b.local && process_ending(b.pid) && !fs::exists(hb_dir + "/exited." + std::to_string(r))) {
+        if (b.seen && b.local && process_ending(b.pid) && !fs::exists(heartbeat_files::exited(hb_dir, r))) {
           const int sig = ending_signal(b.pid);
           if (failed && (sig == SIGTERM || seen_signal != SIGTERM)) continue;
           failed = true, detected = now, rep.rank = r, rep.outcome = "rank died";
@@ -794,7 +760,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         bool all = ranks > 0;
         for (int r = 0; r < ranks; ++r) {
           auto& w = waits[static_cast<std::size_t>(r)];
-          read_wait_note(hb_dir + "/" + std::to_string(r) + ".wait", w, now);
+          read_wait_note(heartbeat_files::wait_note(hb_dir, r), w, now);
           all = all && w.waiting;
           if (last < 0 || w.since > waits[static_cast<std::size_t>(last)].since) last = r;
         }
@@ -835,36 +801,26 @@ SuperviseResult supervise(const SuperviseOptions& o) {
         while (!exiting() && now_seconds() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (exiting()) next = start(attempt + 1);
       }
-      auto wait_for_mpirun = [&](double seconds) {
-        const double deadline = now_seconds() + seconds;
-        while (now_seconds() < deadline) {
-          drain(job.err_fd, mpirun);
-          if (::waitpid(job.pid, &status, WNOHANG) == job.pid) return true;
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        return false;
-      };
+      auto drain_mpirun = [&] { drain(job.err_fd, mpirun); };
       // With every rank killed here, mpirun ends by itself, though not at
       // once: it gives its (dead) ranks odls_base_sigkill_timeout (1 s) and
       // a loaded machine adds to that. A signal while it aborts crashes it,
       // so it is sent only to an mpirun that is still there long after.
-      exited = wait_for_mpirun(all_killed ? std::max(o.exit_grace, kLauncherEndsAlone) : o.exit_grace);
+      exited = wait_for_child(job.pid, all_killed ? std::max(o.exit_grace, kLauncherEndsAlone) : o.exit_grace,
+                              &status, drain_mpirun);
       if (!exited) {
         mpirun.launcher_stopped(job.pid);
-        ::kill(o.own_process_group ? -job.pid : job.pid, SIGTERM);
-        exited = wait_for_mpirun(o.exit_grace);
-      }
-      if (!exited && !o.own_process_group) {
         // No group to kill: mpirun's children (ranks, launcher sessions)
         // one by one; still its children (not reaped), so still theirs.
-        processes.scan_children(job.pid);
-        for (pid_t p : processes.pids)
-          if (process_alive(p)) ::kill(p, SIGKILL);
+        auto kill_children = [&] {
+          if (o.own_process_group) return;
+          processes.scan_children(job.pid);
+          for (pid_t p : processes.pids)
+            if (process_alive(p)) ::kill(p, SIGKILL);
+        };
+        status = stop_child(job.pid, o.exit_grace, o.own_process_group, drain_mpirun, kill_children);
+        exited = true;
       }
-      if (!exited) ::kill(o.own_process_group ? -job.pid : job.pid, SIGKILL);
-      if (!exited)
-        while (::waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
-        }
     }
     drain(job.err_fd, mpirun);
     mpirun.finish();
@@ -882,7 +838,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     const double ended = now_seconds();
     if (detected < 0) detected = ended;
     // What the job left for the report.
-    if (std::string r = read_text(hb_dir + "/resumed." + std::to_string(attempt)); !r.empty()) {
+    if (std::string r = read_text(heartbeat_files::resumed(hb_dir, attempt)); !r.empty()) {
       std::istringstream in(r);
       long long step = -1, ns = 0;
       int level = 0;
@@ -893,7 +849,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     }
     if (attempt > 1 && previous_detection > 0 && first_step_time > 0) rep.resume_seconds = first_step_time - previous_detection;
     for (int r = 0; r < ranks; ++r) {
-      std::string k = read_text(hb_dir + "/killed." + std::to_string(r));
+      std::string k = read_text(heartbeat_files::killed(hb_dir, r));
       if (k.empty()) continue;
       std::istringstream in(k);
       long long step = 0, ns = 0;
@@ -912,7 +868,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
     }
     if (rep.outcome == "hung")  // an injected hang names its rank; otherwise the stalest guess stands
       for (int r = 0; r < ranks; ++r)
-        if (std::string h = read_text(hb_dir + "/hung." + std::to_string(r)); !h.empty()) {
+        if (std::string h = read_text(heartbeat_files::hung(hb_dir, r)); !h.empty()) {
           rep.rank = r;
           rep.last_step = beats[static_cast<std::size_t>(r)].step;
           rep.how = "(hang injected after step " + h.substr(0, h.find(' ')) + "; " + rep.how.substr(1);
@@ -938,7 +894,7 @@ SuperviseResult supervise(const SuperviseOptions& o) {
       }
     }
     if (rep.how.empty() && rep.outcome == "rank died") rep.how = "(its process is gone)";
-    rep.error = read_text(hb_dir + "/error");
+    rep.error = read_text(heartbeat_files::error_report(hb_dir));
     rep.daemon_lost_on = mpirun.lost_node;
     std::string error_line = rep.error;
     while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
