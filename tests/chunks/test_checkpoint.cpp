@@ -19,14 +19,15 @@
 #include <string>
 
 #include "../test_util.hpp"
-#include "tessera/chunks/checkpoint.hpp"
-#include "tessera/graph/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
+#include "tessera/resilience/edge_list.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 
 using namespace tessera;
 using namespace tessera::chunks;
+using namespace tessera::resilience;
 using tessera::test::expect_error;
 namespace fs = std::filesystem;
 
@@ -543,13 +544,13 @@ TEST(Checkpoint, EdgeListRoundTrip) {
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "graph"));
   auto g = make_graph();
   auto w = ck.begin(1);
-  graph::add_edge_list(w, "g", g);
+  resilience::add_edge_list(w, "g", g);
   w.commit();
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   auto r = ck.restore(*found.info);
-  check_graph(graph::read_edge_list(r, "g"));
-  expect_error<RangeError>([&] { graph::read_edge_list(r, "h"); }, "has no 'h.graph'");
+  check_graph(resilience::read_edge_list(r, "g"));
+  expect_error<RangeError>([&] { resilience::read_edge_list(r, "h"); }, "has no 'h.graph'");
 }
 
 TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
@@ -663,7 +664,7 @@ TEST(Checkpoint, CollectiveReadsFailTogether) {
   expect_error<Error>([&] { r.read_chunks<Cell>("cells"); }, "r000000.data");
   expect_error<Error>([&] { r.read_array<std::uint64_t>("a"); }, "r000000.data");
   auto gr = ck.begin(2);
-  graph::add_edge_list(gr, "g", g);
+  resilience::add_edge_list(gr, "g", g);
   gr.commit();
   auto gf = ck.latest();
   ASSERT_TRUE(gf);
@@ -671,7 +672,7 @@ TEST(Checkpoint, CollectiveReadsFailTogether) {
   MPI_Barrier(rt().comm());
   if (rt().rank() == 0) fs::remove(gf.info->path + "/r000000.data");
   MPI_Barrier(rt().comm());
-  expect_error<Error>([&] { graph::read_edge_list(grr, "g"); }, "r000000.data");
+  expect_error<Error>([&] { resilience::read_edge_list(grr, "g"); }, "r000000.data");
 }
 
 // The disk level is a copy of the committed node level: losing the node's
@@ -804,9 +805,9 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
                   found.message().find("step 2") != std::string::npos &&
                   (expect.empty() || found.message().find(expect) != std::string::npos);
         if (ok) ++detected;
-        else ADD_FAILURE() << kind << " trial " << t << " at level " << level << ": " << found.message();
+        else ADD_FAILURE() << kind << " trial " << t << " at level " << level_number(level) << ": " << found.message();
       }
-      EXPECT_EQ(detected, trials) << kind << " at level " << level;
+      EXPECT_EQ(detected, trials) << kind << " at level " << level_number(level);
     }
     // Undamaged again: the newer one is used; the older restores correctly.
     MPI_Barrier(rt().comm());
@@ -821,7 +822,7 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
     EXPECT_TRUE(found.skipped.empty()) << found.message();
     check_all(ck.restore(CheckpointInfo{level, old_dir, 1, 0, 0}), 1, rt().size());
     if (rt().rank() == 0) {  // the serial inspection agrees
-      auto st = Checkpoint::inspect(level == 3 ? dir.path() + "/disk" : dir.path() + "/node", "damage");
+      auto st = Checkpoint::inspect(level == Level::disk ? dir.path() + "/disk" : dir.path() + "/node", "damage");
       ASSERT_EQ(st.size(), 2u);
       EXPECT_EQ(st[0].info.step, 2u);
       EXPECT_EQ(st[0].problem, "");
@@ -843,7 +844,7 @@ TEST(Restart, Write) {
   auto g = make_graph();
   Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(rt().size()), "", 1));
   auto w = gk.begin(7);
-  graph::add_edge_list(w, "g", g);
+  resilience::add_edge_list(w, "g", g);
   w.commit();
 }
 TEST(Restart, Read) {
@@ -864,7 +865,7 @@ TEST(Restart, Read) {
     Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(p), "", 1));
     auto g = gk.latest();
     ASSERT_TRUE(g) << g.message();
-    check_graph(graph::read_edge_list(gk.restore(*g.info), "g"));
+    check_graph(resilience::read_edge_list(gk.restore(*g.info), "g"));
   }
 }
 
@@ -1076,7 +1077,7 @@ TEST(FullSpace, AsynchronousDrainFails) {
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(found.info->step, 2u);
-  EXPECT_EQ(found.info->level, 2);
+  EXPECT_EQ(found.info->level, Level::node);
   auto r = ck.restore(*found.info);
   EXPECT_EQ(r.length("big"), big.size() * static_cast<std::size_t>(rt().size()));
   auto got = r.read_block<std::uint64_t>("big");

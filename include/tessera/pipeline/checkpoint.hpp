@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <string>
 
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 
 namespace tessera::pipeline {
 
 struct CheckpointSettings {
   std::string dir;              // the disk level's directory; "" = no checkpoints
-  std::string levels = "disk";  // node, buddy, disk or a comma list (chunks::Level)
+  std::string levels = "disk";  // node, buddy, disk or a comma list (resilience::Level)
   std::string node_dir;         // the node level's; "" = $TESSERA_SHM_DIR or /dev/shm
   bool keep = false;            // leave them after a successful run (else removed)
 };

@@ -39,13 +39,16 @@
 
 #include "tessera/array/dist_array.hpp"
 #include "tessera/chunks/archive.hpp"
-#include "tessera/chunks/checkpoint_level.hpp"
 #include "tessera/chunks/chunk_array.hpp"
+#include "tessera/resilience/level.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/storage/element_type.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
+
+using chunks::ChunkArray;
+using chunks::Serializable;
 
 struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)
@@ -182,7 +185,7 @@ class CheckpointWriter {
     std::vector<std::uint64_t> index;
     std::uint64_t at = p.count * 3 * sizeof(std::uint64_t);
     for (std::uint64_t id : a.local_ids()) {
-      const std::uint64_t bytes = packed_bytes(a.local(id));
+      const std::uint64_t bytes = chunks::packed_bytes(a.local(id));
       index.insert(index.end(), {id, at, bytes});
       at += bytes;
     }
@@ -191,10 +194,10 @@ class CheckpointWriter {
       if (!index.empty()) std::memcpy(to, index.data(), index.size() * sizeof(std::uint64_t));
       for (std::size_t k = 0; k < index.size(); k += 3) {
         C& chunk = a.local(index[k]);
-        if (packed_bytes(chunk) != index[k + 2])  // never write past the bytes reserved for it
+        if (chunks::packed_bytes(chunk) != index[k + 2])  // never write past the bytes reserved for it
           throw MismatchError("checkpoint piece '" + name + "': chunk " + std::to_string(index[k]) +
                               " changed between add() and commit()");
-        pack_chunk_into(chunk, to + index[k + 1]);
+        chunks::pack_chunk_into(chunk, to + index[k + 1]);
       }
     };
     add_piece(std::move(p));
@@ -275,12 +278,12 @@ class CheckpointReader {
       n = length(name);
     });
     std::size_t next = 0;
-    auto placement = block_placement(static_cast<std::size_t>(n), rt_->size());
+    auto placement = chunks::block_placement(static_cast<std::size_t>(n), rt_->size());
     return ChunkArray<C>(rt_->comm(), placement.size(), [&](std::uint64_t id) {
       const auto& [cid, bytes] = mine.at(next++);
       if (cid != id) throw FormatError("checkpoint " + info_.path + ": chunk " + std::to_string(id) + " is missing");
       C c{};
-      unpack_chunk(c, bytes.data(), bytes.size());
+      chunks::unpack_chunk(c, bytes.data(), bytes.size());
       return c;
     }, placement);
   }
@@ -394,4 +397,4 @@ class Checkpoint {
   std::unique_ptr<Slots> slots_;
 };
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
 // A checkpoint level, numbered as docs/checkpoint.md, the manifests and the
 // reports number them (the number is the value): buddy 1, node 2, disk 3.
@@ -38,4 +38,4 @@ constexpr bool has_level(Levels set, Level l) noexcept { return set.has(l); }
 // with `what` (the option that gave the text, e.g. "--levels").
 Levels parse_levels(const std::string& text, const std::string& what);
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

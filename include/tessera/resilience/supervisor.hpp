@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "tessera/chunks/checkpoint_level.hpp"
+#include "tessera/resilience/level.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
 // One host of the job and the ranks mpirun may place there.
 struct HostSlots {
@@ -119,4 +119,4 @@ SuperviseResult supervise(const SuperviseOptions& options);
 // One line per attempt, for people.
 std::string describe(const AttemptReport& a);
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

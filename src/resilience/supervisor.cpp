@@ -1,5 +1,5 @@
 // The recovery supervisor (recovery.hpp): launch, watch, clean, relaunch.
-#include "tessera/chunks/recovery.hpp"
+#include "tessera/resilience/supervisor.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,7 +33,7 @@
 #include "tessera/storage/segment.hpp"
 #include "tessera/storage/storage.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
 namespace fs = std::filesystem;
 
@@ -1016,4 +1016,4 @@ SuperviseResult supervise(const SuperviseOptions& o) {
   return result;
 }
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

@@ -1,6 +1,6 @@
 // The checkpoint store: layout, manifest, commit protocol, validation and
 // restore (the header explains the layout; docs/checkpoint.md the guarantees).
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -30,7 +30,7 @@
 #include "tessera/storage/storage.hpp"
 #include "tessera/storage/metadata.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
 Levels parse_levels(const std::string& text, const std::string& what) {
   Levels set;
@@ -1341,9 +1341,9 @@ std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> CheckpointReader::
     throw MismatchError("checkpoint " + info_.path + ": '" + name + "' holds chunks of type " + ps[0]->type + " (" +
                         std::to_string(ps[0]->element_size) + " bytes), not " + type + " (" + std::to_string(size) +
                         " bytes)");
-  auto placement = block_placement(static_cast<std::size_t>(ps[0]->length), rt_->size());
+  auto placement = chunks::block_placement(static_cast<std::size_t>(ps[0]->length), rt_->size());
   auto lo = static_cast<std::uint64_t>(std::find(placement.begin(), placement.end(), rt_->rank()) - placement.begin());
-  auto hi = lo + chunks_per_rank(placement, rt_->size())[static_cast<std::size_t>(rt_->rank())];
+  auto hi = lo + chunks::chunks_per_rank(placement, rt_->size())[static_cast<std::size_t>(rt_->rank())];
   std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> out;
   for (const Piece* p : ps) {
     if (p->count == 0) continue;
@@ -1372,4 +1372,4 @@ std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> CheckpointReader::
   return out;
 }
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience
