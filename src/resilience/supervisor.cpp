@@ -255,6 +255,8 @@ class MpirunOutput {
   }
   int rank = -1, signal = 0;
   std::string lost_node;  // the node whose daemon mpirun lost ("?": unnamed)
+  // The program mpirun could not start ("": it started), why, and where.
+  std::string not_started, not_started_why, not_started_node;
   std::string rank_node;  // the node of `rank`, as mpirun names it
 
  private:
@@ -326,6 +328,17 @@ class MpirunOutput {
     // signal S (NAME)."
     int r = number_after("process rank "), sig = number_after("exited on signal ");
     if (r >= 0 && sig > 0 && rank < 0) rank = r, signal = sig, rank_node = word_after(0, " on node ");
+    // "mpirun was unable to find the specified executable file ... Node: N
+    // Executable: P" / "... could not access or execute an executable:
+    // Executable: P Node: N"
+    const bool missing = flat.find("unable to find the specified executable") != std::string::npos;
+    if ((missing || flat.find("could not access or execute an executable") != std::string::npos) &&
+        not_started.empty()) {
+      not_started = word_after(0, "Executable: ");
+      not_started_node = word_after(0, "Node: ");
+      not_started_why = missing ? "no such program" : "not an executable file";
+      if (not_started.empty()) not_started = "?";
+    }
     // "ORTE has lost communication with a remote daemon. ... Remote daemon:
     // [[J,0],1] on node N"
     if (flat.find("lost communication with a remote daemon") != std::string::npos && lost_node.empty()) {
@@ -512,6 +525,13 @@ bool host_answers(const std::string& host, double timeout, std::string& how) {
   return false;
 }
 
+// Why the job's command could not be started, for people: one line.
+std::string cannot_start(const std::string& program, const std::string& why, const std::string& node) {
+  return "cannot start the command '" + program + "': " + why + (node.empty() ? "" : " on node " + node) +
+         "; CMD begins with the program every rank runs (e.g. tessera -n 4 run --recover tessera bench "
+         "jacobi3d-recover ...)";
+}
+
 // A slot count as both host syntaxes write it: 1 to 6 digits, at least 1.
 bool positive_count(const std::string& text) {
   return !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos &&
@@ -615,6 +635,13 @@ std::string describe(const AttemptReport& a) {
 SuperviseResult supervise(const SuperviseOptions& o) {
   if (o.ranks < 1) throw ConfigError("run: -n must be at least 1, got " + std::to_string(o.ranks));
   if (o.program.empty()) throw ConfigError("run: no command to run (tessera -n K run --recover CMD ...)");
+  // On this host (no hosts given) mpirun finds the program as this process
+  // would: refused here, once, rather than failing every attempt. Another
+  // node's is mpirun's to find (MpirunOutput::not_started).
+  if (o.hosts.empty() && !on_path(o.program))
+    throw ConfigError("run: " + cannot_start(o.program, o.program.find('/') == std::string::npos
+                                                            ? "no such program on PATH"
+                                                            : "not an executable file", ""));
   if (o.retries < 0) throw ConfigError("run: --retries must be 0 or more, got " + std::to_string(o.retries));
   if (!(o.heartbeat_timeout > 0)) throw ConfigError("run: --heartbeat-timeout must be positive");
   for (const auto& f : o.faults)
@@ -875,6 +902,17 @@ SuperviseResult supervise(const SuperviseOptions& o) {
           break;
         }
     if (rep.outcome.empty()) rep.outcome = rep.exit_code == 0 && !g_stop_signal ? "finished" : "failed";
+    // Nothing to recover: the command never ran, and a relaunch would not run it either.
+    if (rep.outcome != "finished" && !mpirun.not_started.empty()) {
+      rep.outcome = "not started";
+      rep.how = "(" + cannot_start(mpirun.not_started, mpirun.not_started_why, mpirun.not_started_node) + ")";
+      rep.error = read_text(heartbeat_files::error_report(hb_dir));
+      rep.seconds = ended - started;
+      result.attempts.push_back(rep);
+      result.exit_code = rep.exit_code == 0 ? 1 : rep.exit_code;
+      result.message = cannot_start(mpirun.not_started, mpirun.not_started_why, mpirun.not_started_node);
+      return result;
+    }
     // Ended by SIGTERM while mpirun names another rank: mpirun was already
     // stopping the job for that one, which is the cause.
     if (rep.how.empty() && seen_signal == SIGTERM && mpirun.rank >= 0 && mpirun.rank < ranks && mpirun.rank != rep.rank) {

@@ -81,7 +81,8 @@ struct AttemptReport {
   int attempt = 1;
   int ranks = 0;                // this attempt's rank count
   std::string hosts;            // "a:2,b:2" when the hosts are known
-  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost"
+  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost",
+                                // "not started" (mpirun could not start the program: not relaunched)
   std::string lost_host;        // the node found gone after this attempt ("": none)
   std::string lost_how;         // what showed it: "mpirun lost its daemon there; no answer to ssh HOST true"
   std::string daemon_lost_on;   // the node mpirun said it lost its daemon on ("?": unnamed), probed or not
