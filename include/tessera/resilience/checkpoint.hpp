@@ -121,6 +121,9 @@ inline constexpr std::uint64_t kUnplaced = ~std::uint64_t{0};
 }  // namespace detail
 
 class Checkpoint;
+namespace levels {
+class CheckpointLevel;
+}
 
 // Level 1's partner of every rank: on several nodes, the rank of the next
 // node (cyclically) at the same position among its node's ranks (modulo
@@ -361,7 +364,7 @@ class Checkpoint {
   // computes for long without one.
   bool poll();
   // Whether copies are pending (the same on every rank).
-  bool draining() const noexcept { return drain_ != nullptr || copies_ != nullptr; }
+  bool draining() const noexcept;
   // Local: whether this rank's copy of the pending drain is done (true when
   // none is pending), so the next finish_drain() will not wait for it.
   bool drain_copied() const noexcept;
@@ -380,21 +383,8 @@ class Checkpoint {
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
-  // Collective: the level-1 part of finish_drain().
-  void finish_copies();
-  // Files of one origin kept mapped: the newest `keep` and the spare.
-  std::size_t mapped_files() const noexcept { return static_cast<std::size_t>(options_.keep) + 1; }
-  struct Drain;
-  std::unique_ptr<Drain> drain_;
-  struct CopyComm;
-  std::unique_ptr<CopyComm> copy_comm_;  // with level 1 on several nodes
-  struct BuddyCopies;
-  std::unique_ptr<BuddyCopies> copies_;  // declared after copy_comm_: ends first
-  // The node-level files this rank wrote lately, still mapped: the file of
-  // a pruned checkpoint becomes the next one's (its pages already exist and
-  // are mapped), so a commit is one copy into memory, checksummed on the way.
-  struct Slots;
-  std::unique_ptr<Slots> slots_;
+  // The levels a commit walks, in order (src/resilience/levels/level.hpp).
+  std::vector<std::unique_ptr<levels::CheckpointLevel>> levels_;
 };
 
 }  // namespace tessera::resilience
