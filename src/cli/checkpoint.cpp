@@ -1,5 +1,5 @@
 // tessera checkpoint list|rm: a program's checkpoints in a directory, each
-// fully checked (chunks/checkpoint.hpp), without MPI. Checkpoint files are
+// fully checked (resilience/checkpoint.hpp), without MPI. Checkpoint files are
 // persistent by design, so `shm gc` never removes them: this does.
 #include <cstdio>
 #include <nlohmann/json.hpp>

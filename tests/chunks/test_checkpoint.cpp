@@ -1,6 +1,6 @@
 // chunks/ checkpoint store: CRC32C against its published check value and the
 // table version; round trips of spans, DistArrays, ChunkArrays and EdgeLists
-// (graph/checkpoint.hpp) against
+// (resilience/edge_list.hpp) against
 // values computed here; restart on another rank count (the Restart.* tests,
 // driven by test_checkpoint_restart.sh); randomized corruption of every kind
 // at both levels, each detected with latest() falling back to the older

@@ -1,7 +1,7 @@
 // Checkpoints of the pipeline's stages (`tessera pipeline --checkpoint DIR`,
 // Options::checkpoint): after each stage the graph workflow has completed
 // (input loaded, component labels, largest component) it commits a
-// checkpoint with the store of chunks/checkpoint.hpp, and a run started
+// checkpoint with the store of resilience/checkpoint.hpp, and a run started
 // again with the same settings resumes after the newest valid one, on any
 // rank count, without reading the input again.
 //

@@ -1,7 +1,7 @@
 // Files that are either complete or absent: written under a temporary name
 // with their space reserved first, optionally fsync'd, then renamed into
 // place; plus the CRC32C that checks what was written. Used by checkpoints
-// (chunks/checkpoint.hpp); nothing here knows about their layout.
+// (resilience/checkpoint.hpp); nothing here knows about their layout.
 #pragma once
 #include <cstddef>
 #include <cstdint>
