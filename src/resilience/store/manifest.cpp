@@ -48,7 +48,10 @@ std::string manifest_text(const json& body) {
   return doc.dump(1) + "\n";
 }
 
-Manifest parse_manifest(const std::string& text, const std::string& program) {
+namespace {
+
+// The manifest's fields, its checksum and text checked (not yet their agreement).
+Manifest read_fields(const std::string& text, const std::string& program) {
   json doc;
   try {
     doc = json::parse(text);
@@ -85,6 +88,11 @@ Manifest parse_manifest(const std::string& text, const std::string& program) {
   } catch (const json::exception& e) {
     throw FormatError(std::string("the manifest lacks a field or has a wrong one: ") + e.what());
   }
+  return m;
+}
+
+// One file per rank, named as data_file_name names it.
+void check_files(const Manifest& m) {
   if (m.ranks < 1 || static_cast<std::size_t>(m.ranks) != m.files.size())
     throw FormatError("the manifest names " + std::to_string(m.files.size()) + " files for " + std::to_string(m.ranks) +
                       " ranks");
@@ -94,7 +102,11 @@ Manifest parse_manifest(const std::string& text, const std::string& program) {
       throw FormatError("the manifest's file " + std::to_string(r) + " is '" + f.file + "' of rank " +
                         std::to_string(f.rank));
   }
-  // Per rank the pieces lie back to back after the header and fill the file.
+}
+
+// Per rank the pieces lie back to back after the header and fill the
+// file; returns every name's pieces, in rank order.
+std::map<std::string, std::vector<const PieceRecord*>> check_layout(const Manifest& m) {
   std::vector<std::uint64_t> end(static_cast<std::size_t>(m.ranks), kHeaderBytes);
   std::map<std::string, std::vector<const PieceRecord*>> by_name;
   for (const auto& p : m.pieces) {
@@ -107,35 +119,47 @@ Manifest parse_manifest(const std::string& text, const std::string& program) {
   for (int r = 0; r < m.ranks; ++r)
     if (end[static_cast<std::size_t>(r)] != m.files[static_cast<std::size_t>(r)].bytes)
       throw FormatError("the pieces of rank " + std::to_string(r) + " do not fill its file");
-  for (const auto& [name, ps] : by_name) {
-    if (ps.size() != static_cast<std::size_t>(m.ranks))
-      throw FormatError("piece '" + name + "' appears " + std::to_string(ps.size()) + " times for " +
-                        std::to_string(m.ranks) + " ranks");
-    std::uint64_t at = 0, chunks = 0;
-    for (std::size_t r = 0; r < ps.size(); ++r) {
-      const PieceRecord& p = *ps[r];
-      if (p.rank != static_cast<int>(r) || p.kind != ps[0]->kind || p.type != ps[0]->type ||
-          p.element_size != ps[0]->element_size || p.length != ps[0]->length)
-        throw FormatError("the pieces of '" + name + "' disagree between ranks");
-      if (p.kind == "array") {
-        if (p.begin != at || p.bytes != p.count * p.element_size)
-          throw FormatError("array '" + name + "': the piece of rank " + std::to_string(r) + " is not where expected");
-        at += p.count;
-      } else if (p.kind == "chunks") {
-        if (p.bytes < p.count * 3 * sizeof(std::uint64_t))
-          throw FormatError("chunk array '" + name + "': the piece of rank " + std::to_string(r) + " is too small");
-        chunks += p.count;
-      } else {
-        throw FormatError("piece '" + name + "' has unknown kind '" + p.kind + "'");
-      }
+  return by_name;
+}
+
+// The pieces of `name` agree between the ranks and make its whole array
+// (or chunk array).
+void check_pieces_of(const std::string& name, const std::vector<const PieceRecord*>& ps, int ranks) {
+  if (ps.size() != static_cast<std::size_t>(ranks))
+    throw FormatError("piece '" + name + "' appears " + std::to_string(ps.size()) + " times for " +
+                      std::to_string(ranks) + " ranks");
+  std::uint64_t at = 0, chunks = 0;
+  for (std::size_t r = 0; r < ps.size(); ++r) {
+    const PieceRecord& p = *ps[r];
+    if (p.rank != static_cast<int>(r) || p.kind != ps[0]->kind || p.type != ps[0]->type ||
+        p.element_size != ps[0]->element_size || p.length != ps[0]->length)
+      throw FormatError("the pieces of '" + name + "' disagree between ranks");
+    if (p.kind == "array") {
+      if (p.begin != at || p.bytes != p.count * p.element_size)
+        throw FormatError("array '" + name + "': the piece of rank " + std::to_string(r) + " is not where expected");
+      at += p.count;
+    } else if (p.kind == "chunks") {
+      if (p.bytes < p.count * 3 * sizeof(std::uint64_t))
+        throw FormatError("chunk array '" + name + "': the piece of rank " + std::to_string(r) + " is too small");
+      chunks += p.count;
+    } else {
+      throw FormatError("piece '" + name + "' has unknown kind '" + p.kind + "'");
     }
-    if (ps[0]->kind == "array" && at != ps[0]->length)
-      throw FormatError("array '" + name + "': the pieces cover " + std::to_string(at) + " of " +
-                        std::to_string(ps[0]->length) + " elements");
-    if (ps[0]->kind == "chunks" && chunks != ps[0]->length)
-      throw FormatError("chunk array '" + name + "': the pieces hold " + std::to_string(chunks) + " of " +
-                        std::to_string(ps[0]->length) + " chunks");
   }
+  if (ps[0]->kind == "array" && at != ps[0]->length)
+    throw FormatError("array '" + name + "': the pieces cover " + std::to_string(at) + " of " +
+                      std::to_string(ps[0]->length) + " elements");
+  if (ps[0]->kind == "chunks" && chunks != ps[0]->length)
+    throw FormatError("chunk array '" + name + "': the pieces hold " + std::to_string(chunks) + " of " +
+                      std::to_string(ps[0]->length) + " chunks");
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const std::string& program) {
+  Manifest m = read_fields(text, program);
+  check_files(m);
+  for (const auto& [name, ps] : check_layout(m)) check_pieces_of(name, ps, m.ranks);
   return m;
 }
 
