@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <string>
 
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 #include "tessera/runtime/collective.hpp"
 using namespace tessera;
-using namespace tessera::chunks;
+using namespace tessera::resilience;
 
 int main(int argc, char** argv) {
   Runtime rt(argc, argv);

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tessera/linalg/vector.hpp"
+#include "tessera/runtime/child_process.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/runtime.hpp"
@@ -37,22 +38,6 @@ std::string directory_of(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-bool on_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
-  const char* path = std::getenv("PATH");
-  std::istringstream in(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(in, dir, ':');)
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  return false;
 }
 
 std::string analyze_program(const ProcessOptions& o) {
@@ -192,12 +177,8 @@ class Child {
   void abandon() noexcept { pid_ = -1; }
   void stop() noexcept {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    if (!wait_exit(3.0)) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
+    stop_child(pid_, 3.0);
+    pid_ = -1;
   }
 
  private:

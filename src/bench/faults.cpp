@@ -18,8 +18,8 @@
 #include <sstream>
 
 #include "jacobi3d.hpp"
-#include "tessera/chunks/checkpoint.hpp"
-#include "tessera/chunks/recovery.hpp"
+#include "tessera/resilience/checkpoint.hpp"
+#include "tessera/resilience/supervisor.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
@@ -91,7 +91,7 @@ int run_recover_jacobi(Runtime& rt, const RecoverJacobiOptions& o) {
   auto grid = chunks::ChunkGrid::parse(o.chunks);
   jacobi::Recovery r;
   r.every = o.every;
-  r.checkpoint.levels = chunks::parse_levels(o.levels, "--levels");
+  r.checkpoint.levels = resilience::parse_levels(o.levels, "--levels");
   r.checkpoint.dir = o.dir;
   r.checkpoint.node_dir = o.node_dir;
   r.checkpoint.name = o.name;
@@ -121,11 +121,11 @@ int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
   if (words == 0) throw ConfigError("resume-state: --bytes must be at least 8");
   if (o.steps < 1 || o.every < 0) throw ConfigError("resume-state: --steps must be at least 1, --every at least 0");
   const std::uint64_t first = words * static_cast<std::uint64_t>(rt.rank());  // this rank's first global word
-  chunks::CheckpointOptions co;
-  co.levels = chunks::Level::node;
+  resilience::CheckpointOptions co;
+  co.levels = resilience::Level::node;
   co.node_dir = o.node_dir;
   co.name = o.name;
-  chunks::Checkpoint ck(rt, co);
+  resilience::Checkpoint ck(rt, co);
   std::vector<std::uint64_t> state;
   std::uint64_t step = 0, resumed = 0;
   if (auto found = ck.latest()) {
@@ -166,7 +166,7 @@ int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
 }
 
 int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
-  const chunks::Level levels = chunks::parse_levels(o.levels, "--levels");
+  const resilience::Levels levels = resilience::parse_levels(o.levels, "--levels");
   const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
   if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
   std::vector<std::uint64_t> data(words), copy(words);
@@ -196,7 +196,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
       if (!path.empty()) fs::remove_all(path, ec);
     }
   } remove_disk;
-  if (has_level(levels, chunks::Level::disk) && disk_dir.empty()) {
+  if (has_level(levels, resilience::Level::disk) && disk_dir.empty()) {
     const char* t = std::getenv("TMPDIR");
     std::string base = t && *t ? t : "/tmp";
     if (rt.rank() == 0) disk_dir = make_temp_dir(base, "tessera-checkpoint-cost-");
@@ -205,7 +205,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
   }
 
   // True on every rank when every rank's restored bytes equal what it wrote.
-  auto restored_equal = [&](chunks::Checkpoint& ck, double& seconds) {
+  auto restored_equal = [&](resilience::Checkpoint& ck, double& seconds) {
     barrier(rt.comm());
     auto t0 = std::chrono::steady_clock::now();
     auto found = ck.latest();
@@ -229,20 +229,21 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
   // Level 1 twice: with the buddy copy inside commit(), and travelling after
   // it (async_drain), committed by finish_drain(), timed on its own.
   struct Variant {
-    int level;
+    resilience::Level level;
     bool async;
   };
-  for (const Variant v : {Variant{2, false}, Variant{1, false}, Variant{1, true}, Variant{3, true}}) {
-    const int level = v.level;
-    const chunks::Level want = level == 2 ? chunks::Level::node : level == 1 ? chunks::Level::buddy : chunks::Level::disk;
-    if (!has_level(levels, want)) continue;
-    chunks::CheckpointOptions co;
-    co.levels = level == 3 ? (chunks::Level::node | chunks::Level::disk) : want;
+  using resilience::Level;
+  for (const Variant v : {Variant{Level::node, false}, Variant{Level::buddy, false}, Variant{Level::buddy, true},
+                          Variant{Level::disk, true}}) {
+    const Level level = v.level;
+    if (!has_level(levels, level)) continue;
+    resilience::CheckpointOptions co;
+    co.levels = level == Level::disk ? (Level::node | Level::disk) : resilience::Levels(level);
     co.node_dir = o.node_dir;
     co.dir = disk_dir;
     co.async_drain = v.async;
-    co.name = "checkpoint-cost-l" + std::to_string(level) + (v.async ? "a" : "");
-    chunks::Checkpoint ck(rt, co);
+    co.name = "checkpoint-cost-l" + std::to_string(resilience::level_number(level)) + (v.async ? "a" : "");
+    resilience::Checkpoint ck(rt, co);
     std::vector<double> stalls, drains;
     for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
       barrier(rt.comm());
@@ -262,11 +263,11 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     }
     double restore_seconds = 0, disk_restore_seconds = 0;
     bool same = restored_equal(ck, restore_seconds);
-    if (level == 3) {  // the disk copy alone, as after losing the node
-      chunks::CheckpointOptions disk = co;
-      disk.levels = chunks::Level::disk;
+    if (level == Level::disk) {  // the disk copy alone, as after losing the node
+      resilience::CheckpointOptions disk = co;
+      disk.levels = resilience::Level::disk;
       disk.async_drain = false;
-      chunks::Checkpoint dk(rt, disk);
+      resilience::Checkpoint dk(rt, disk);
       same = restored_equal(dk, disk_restore_seconds) && same;
     }
     ck.remove();
@@ -278,7 +279,7 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
     // compared with the bound; the first is reported apart.
     const std::size_t cold = stalls.size() > 2 ? 2 : 0;
     const double stall = median(std::vector<double>(stalls.begin() + static_cast<std::ptrdiff_t>(cold), stalls.end()));
-    const double bound = level == 1 ? 2 * bound2 : bound2;
+    const double bound = level == Level::buddy ? 2 * bound2 : bound2;
     const bool ok = stall <= bound && same;
     pass = pass && ok;
     json row{{"level", level},
@@ -290,12 +291,12 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
              {"restore_seconds", restore_seconds},
              {"restored_bit_identical", same},
              {"pass", ok}};
-    if (level == 1) {
+    if (level == Level::buddy) {
       row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
       row["async"] = v.async;
       if (v.async) row["copy_seconds"] = median(drains);  // commit() to the copies committed at level 1
     }
-    if (level == 3) {
+    if (level == Level::disk) {
       row["drain_seconds"] = median(drains);
       row["disk_restore_seconds"] = disk_restore_seconds;
     }
@@ -351,7 +352,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
   // One supervised run of the job; returns the supervisor's result, the
   // job's checksum (0 when it wrote none) and the stale segments left.
   struct Trial {
-    chunks::SuperviseResult result;
+    resilience::SuperviseResult result;
     std::uint64_t checksum = 0;
     bool wrote = false;
     bool verified = false;  // resume-state: every word right
@@ -364,7 +365,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
     RemoveTree remove_node{node_dir};
     const std::string result_file = work + "/result" + std::to_string(++counter) + ".json";
-    chunks::SuperviseOptions so;
+    resilience::SuperviseOptions so;
     so.ranks = o.ranks;
     so.program = o.program;
     if (state_job)
@@ -383,7 +384,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
     so.log = [&](const std::string& line) { note("  " + line); };
     auto t0 = std::chrono::steady_clock::now();
-    t.result = chunks::supervise(so);
+    t.result = resilience::supervise(so);
     t.seconds = seconds_since(t0);
     try {
       std::ifstream in(result_file);
@@ -493,7 +494,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     note("checkpoint cost: " + std::to_string(bytes) + " bytes per rank at levels " + o.cost_levels + " ...");
     const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
     RemoveTree remove_node{node_dir};
-    chunks::SuperviseOptions so;
+    resilience::SuperviseOptions so;
     so.ranks = o.ranks;
     so.program = o.program;
     const std::string result_file = work + "/cost" + std::to_string(costs.size()) + ".json";
@@ -504,7 +505,7 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     so.shm_dir = node_dir;
     so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
     so.log = [&](const std::string& line) { note("  " + line); };
-    auto r = chunks::supervise(so);
+    auto r = resilience::supervise(so);
     std::ifstream in(result_file);
     if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
     json cost = json::parse(in);

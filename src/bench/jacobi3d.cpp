@@ -23,6 +23,7 @@
 
 namespace tessera::bench::jacobi {
 using namespace tessera::chunks;
+using namespace tessera::resilience;
 
 namespace {
 constexpr double kPi = 3.14159265358979323846;

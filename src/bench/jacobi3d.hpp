@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tessera/chunks/balance.hpp"
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 #include "tessera/chunks/mapping.hpp"
 #include "tessera/chunks/placement.hpp"
 #include "tessera/runtime/runtime.hpp"
@@ -58,7 +58,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const chunks::ChunkGrid& grid
                     const Balancing& lb = {});
 // Checkpoints of a recoverable run (run_recoverable).
 struct Recovery {
-  chunks::CheckpointOptions checkpoint;  // where, at which levels; the name defaults to "jacobi3d"
+  resilience::CheckpointOptions checkpoint;  // where, at which levels; the name defaults to "jacobi3d"
   int every = 5;                         // a checkpoint after every `every` iterations (0: none)
   bool remove_at_end = true;             // a finished run removes its checkpoints
 };

@@ -1,11 +1,11 @@
 // tessera checkpoint list|rm: a program's checkpoints in a directory, each
-// fully checked (chunks/checkpoint.hpp), without MPI. Checkpoint files are
+// fully checked (resilience/checkpoint.hpp), without MPI. Checkpoint files are
 // persistent by design, so `shm gc` never removes them: this does.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera::cli {
@@ -22,7 +22,7 @@ std::string dir_of(const CheckpointCliOptions& o) { return o.dir.empty() ? defau
 int run_list(const CheckpointCliOptions& opts) {
   CheckpointCliOptions o = opts;
   o.dir = dir_of(opts);
-  auto all = chunks::Checkpoint::inspect(o.dir, o.name);
+  auto all = resilience::Checkpoint::inspect(o.dir, o.name);
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& s : all)
@@ -46,7 +46,7 @@ int run_list(const CheckpointCliOptions& opts) {
   std::printf("%12s %8s %5s %5s  %-7s %s\n", "step", "epoch", "level", "ranks", "status", "path");
   for (const auto& s : all) {
     std::printf("%12llu %8llu %5d %5d  %-7s %s\n", static_cast<unsigned long long>(s.info.step),
-                static_cast<unsigned long long>(s.info.epoch), s.info.level, s.info.ranks,
+                static_cast<unsigned long long>(s.info.epoch), resilience::level_number(s.info.level), s.info.ranks,
                 s.problem.empty() ? "valid" : "refused", s.info.path.c_str());
     if (!s.problem.empty()) std::printf("    %s\n", s.problem.c_str());
   }
@@ -55,7 +55,7 @@ int run_list(const CheckpointCliOptions& opts) {
 
 int run_rm(const CheckpointCliOptions& o) {
   std::string dir = dir_of(o);
-  std::size_t n = chunks::Checkpoint::remove_all(dir, o.name);
+  std::size_t n = resilience::Checkpoint::remove_all(dir, o.name);
   std::printf("removed %zu checkpoint(s) of %s in %s\n", n, o.name.c_str(), dir.c_str());
   return 0;
 }

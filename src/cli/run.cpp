@@ -11,8 +11,8 @@
 
 #include "tessera/bench/faults.hpp"
 #include "commands.hpp"
-#include "tessera/chunks/checkpoint.hpp"
-#include "tessera/chunks/recovery.hpp"
+#include "tessera/resilience/checkpoint.hpp"
+#include "tessera/resilience/supervisor.hpp"
 #include "tessera/comm/options.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
@@ -42,7 +42,7 @@ struct RunOptions {
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
-nlohmann::json report_json(const chunks::SuperviseResult& r) {
+nlohmann::json report_json(const resilience::SuperviseResult& r) {
   nlohmann::json attempts = nlohmann::json::array();
   for (const auto& a : r.attempts)
     attempts.push_back({{"attempt", a.attempt},
@@ -75,14 +75,14 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
   if ((o.kill_rank >= 0) != (o.kill_at_step >= 0))
     throw ConfigError("run: --kill-rank and --kill-at-step go together");
   if (!o.host.empty() && !o.hostfile.empty()) throw ConfigError("run: give --host or --hostfile, not both");
-  chunks::SuperviseOptions so;
+  resilience::SuperviseOptions so;
   so.ranks = ranks;
   // The hosts: given, or mpirun's own default hostfile (which mpirun would
   // read anyway), so that a lost one can be left out of the relaunch.
   const char* default_hostfile = std::getenv("OMPI_MCA_orte_default_hostfile");
-  if (!o.host.empty()) so.hosts = chunks::parse_host_list(o.host);
-  else if (!o.hostfile.empty()) so.hosts = chunks::read_hostfile(o.hostfile);
-  else if (default_hostfile && *default_hostfile) so.hosts = chunks::read_hostfile(default_hostfile), so.pass_hosts = false;
+  if (!o.host.empty()) so.hosts = resilience::parse_host_list(o.host);
+  else if (!o.hostfile.empty()) so.hosts = resilience::read_hostfile(o.hostfile);
+  else if (default_hostfile && *default_hostfile) so.hosts = resilience::read_hostfile(default_hostfile), so.pass_hosts = false;
   so.probe_timeout = o.probe_timeout;
   // "tessera" is this very program (the build's, not whichever is on PATH).
   so.program = cmd[0] == "tessera" ? self_exe() : cmd[0];
@@ -97,7 +97,7 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
   if (o.kill_rank >= 0)
     so.faults.push_back({1, o.kill_rank, FaultPoint::step, static_cast<std::uint64_t>(o.kill_at_step)});
   if (o.quiet) so.log = [](const std::string&) {};
-  auto r = chunks::supervise(so);
+  auto r = resilience::supervise(so);
   if (!o.report.empty()) {
     std::ofstream out(o.report);
     out << report_json(r).dump() << "\n";
@@ -115,7 +115,7 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
 
 int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
             const std::vector<std::string>& mpirun_options) {
-  chunks::SuperviseOptions so;
+  resilience::SuperviseOptions so;
   so.ranks = ranks;
   so.program = program;
   so.args = args;
@@ -131,15 +131,15 @@ int run_job(int ranks, const std::string& program, const std::vector<std::string
   // mpirun's default hostfile, when set: a node that does not answer is named lost.
   if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) {
     try {
-      so.hosts = chunks::read_hostfile(f);
+      so.hosts = resilience::read_hostfile(f);
       so.pass_hosts = false;
     } catch (const ConfigError&) {
       // mpirun reads it too and says what is wrong with it.
     }
   }
-  const auto r = chunks::supervise(so);
+  const auto r = resilience::supervise(so);
   if (r.finished) return 0;
-  const chunks::AttemptReport& a = r.attempts.back();
+  const resilience::AttemptReport& a = r.attempts.back();
   auto cleaned = [&] {
     return a.segments_removed ? " and " + std::to_string(a.segments_removed) + " of its segment file(s) removed" : "";
   };
@@ -244,7 +244,7 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
         for (std::string size; std::getline(list, size, ',');)
           opts.cost_bytes.push_back(parse_bytes(size, "--checkpoint-bytes", kMaxBenchBytes));
       }
-      chunks::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
+      resilience::parse_levels(opts.cost_levels, "--checkpoint-levels");  // refused before any trial runs
       opts.program = self_exe();
       return bench::run_faults_bench(opts);
     };

@@ -137,9 +137,9 @@ json job_identity(const Input& in, const std::string& algorithm) {
 
 StageStore::StageStore(Runtime& rt, const CheckpointSettings& settings, json identity, Progress& p)
     : rt_(rt), settings_(settings), identity_(std::move(identity)) {
-  chunks::CheckpointOptions o;
+  resilience::CheckpointOptions o;
   o.dir = settings.dir;
-  o.levels = chunks::parse_levels(settings.levels, "--checkpoint-levels");
+  o.levels = resilience::parse_levels(settings.levels, "--checkpoint-levels");
   o.node_dir = settings.node_dir;
   o.name = kCheckpointName;
   o.keep = 2;  // a damaged newest checkpoint falls back to the stage before
@@ -153,8 +153,8 @@ StageStore::StageStore(Runtime& rt, const CheckpointSettings& settings, json ide
   }
   const std::string fresh = "start fresh with `tessera checkpoint rm " + std::string(kCheckpointName) + " --dir " +
                             settings.dir + "`" +
-                            (has_level(o.levels, chunks::Level::node) || has_level(o.levels, chunks::Level::buddy)
-                                 ? " (and --dir " + ck_->level_dir(2) + " for the node level)"
+                            (has_level(o.levels, resilience::Level::node) || has_level(o.levels, resilience::Level::buddy)
+                                 ? " (and --dir " + ck_->level_dir(resilience::Level::node) + " for the node level)"
                                  : "") +
                             ", or give another --checkpoint directory";
   if (!found) {
@@ -211,7 +211,7 @@ StageStore::StageStore(Runtime& rt, const CheckpointSettings& settings, json ide
 StageStore::~StageStore() = default;
 
 void StageStore::commit(std::uint64_t stage, const json& record,
-                        const std::function<void(chunks::CheckpointWriter&)>& add) {
+                        const std::function<void(resilience::CheckpointWriter&)>& add) {
   json rec = saved_;
   for (const auto& [k, v] : record.items()) {
     if (k == "seconds") {
@@ -245,14 +245,14 @@ void StageStore::finish(bool keep) {
   report_["removed"] = !keep;
 }
 
-void add_id_map(chunks::CheckpointWriter& w, const std::string& name, const graph::IdMap& ids) {
+void add_id_map(resilience::CheckpointWriter& w, const std::string& name, const graph::IdMap& ids) {
   std::vector<std::uint64_t> record;
   if (ids.runtime().rank() == 0) record = {kIdMapMagic, ids.base(), ids.is_identity() ? 1u : 0u, ids.vertices()};
   w.add(name + ".idmap", std::move(record));
   if (!ids.is_identity()) w.add(name + ".fileids", *ids.relabelled_ids());
 }
 
-graph::IdMap read_id_map(const chunks::CheckpointReader& r, const std::string& name, const graph::EdgeList& g) {
+graph::IdMap read_id_map(const resilience::CheckpointReader& r, const std::string& name, const graph::EdgeList& g) {
   Runtime& rt = g.runtime();
   std::vector<std::uint64_t> rec;
   agree(rt.comm(), [&] {

@@ -44,14 +44,14 @@ class StageStore {
   std::uint64_t resumed() const noexcept { return resumed_; }
   // That checkpoint's record (stage times, graph documents) and reader.
   const nlohmann::json& saved() const noexcept { return saved_; }
-  const chunks::CheckpointReader& reader() const { return *reader_; }
+  const resilience::CheckpointReader& reader() const { return *reader_; }
   // Drops the reader once the run holds what it needs.
   void release() { reader_.reset(); }
 
   // Commits checkpoint `stage` with `record` (merged into the saved one)
   // and the pieces `add` adds.
   void commit(std::uint64_t stage, const nlohmann::json& record,
-              const std::function<void(chunks::CheckpointWriter&)>& add);
+              const std::function<void(resilience::CheckpointWriter&)>& add);
   // At the end: removes every checkpoint unless `keep`; what to report.
   void finish(bool keep);
   nlohmann::json report() const { return report_; }
@@ -60,8 +60,8 @@ class StageStore {
   Runtime& rt_;
   CheckpointSettings settings_;
   nlohmann::json identity_;
-  std::optional<chunks::Checkpoint> ck_;
-  std::optional<chunks::CheckpointReader> reader_;
+  std::optional<resilience::Checkpoint> ck_;
+  std::optional<resilience::CheckpointReader> reader_;
   std::uint64_t resumed_ = kNoStage;
   nlohmann::json saved_ = nlohmann::json::object();
   nlohmann::json report_;
@@ -69,7 +69,7 @@ class StageStore {
 
 // An IdMap in a checkpoint (NAME.idmap: base and kind, held by rank 0;
 // NAME.fileids: the file ids, unless identity) and back on `g`'s vertex ranges.
-void add_id_map(chunks::CheckpointWriter& w, const std::string& name, const graph::IdMap& ids);
-graph::IdMap read_id_map(const chunks::CheckpointReader& r, const std::string& name, const graph::EdgeList& g);
+void add_id_map(resilience::CheckpointWriter& w, const std::string& name, const graph::IdMap& ids);
+graph::IdMap read_id_map(const resilience::CheckpointReader& r, const std::string& name, const graph::EdgeList& g);
 
 }  // namespace tessera::pipeline

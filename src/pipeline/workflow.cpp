@@ -15,7 +15,7 @@
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/pipeline/report.hpp"
-#include "tessera/graph/checkpoint.hpp"
+#include "tessera/resilience/edge_list.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 #include "stages.hpp"
 #include "workflow_parts.hpp"
@@ -163,8 +163,8 @@ LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, c
     if (store)
       report.timed("checkpoint", [&] {
         store->commit(kLabelled, {{"components", cj}, {"seconds", {{"components", seconds}}}},
-                      [&](chunks::CheckpointWriter& w) {
-                        graph::add_edge_list(w, "graph", g);
+                      [&](resilience::CheckpointWriter& w) {
+                        resilience::add_edge_list(w, "graph", g);
                         add_id_map(w, "graph", ids);
                         w.add("labels", *labels);
                       });
@@ -191,8 +191,8 @@ LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, c
   if (store)
     report.timed("checkpoint", [&] {
       store->commit(kLargest, {{"components", cj}, {"graph", j["graph"]}, {"seconds", {{"largest component", seconds}}}},
-                    [&](chunks::CheckpointWriter& w) {
-                      graph::add_edge_list(w, "lcc", lcc.graph);
+                    [&](resilience::CheckpointWriter& w) {
+                      resilience::add_edge_list(w, "lcc", lcc.graph);
                       add_id_map(w, "lcc", lcc_ids);
                     });
     });
@@ -483,7 +483,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   AnonymousMemoryMeter heap(rt.comm());
   if (from == kLargest) {
     auto lcc = report.timed("restore", [&] {
-      auto g = graph::read_edge_list(store->reader(), "lcc", StorageOptions::shared(name + "-lcc"));
+      auto g = resilience::read_edge_list(store->reader(), "lcc", StorageOptions::shared(name + "-lcc"));
       auto ids = read_id_map(store->reader(), "lcc", g);
       return LargestStage{std::move(g), std::move(ids)};
     });
@@ -519,8 +519,8 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
       json seconds = {{load_step(a.input), read_seconds}};
       if (symmetrize_seconds > 0) seconds["symmetrize"] = symmetrize_seconds;
       report.timed("checkpoint", [&] {
-        store->commit(kLoaded, {{"arrays", arrays}, {"seconds", seconds}}, [&](chunks::CheckpointWriter& w) {
-          graph::add_edge_list(w, "graph", loaded->graph);
+        store->commit(kLoaded, {{"arrays", arrays}, {"seconds", seconds}}, [&](resilience::CheckpointWriter& w) {
+          resilience::add_edge_list(w, "graph", loaded->graph);
           add_id_map(w, "graph", loaded->ids);
         });
       });
@@ -528,7 +528,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     stage_done(rt, kLoaded);
   } else {
     report.timed("restore", [&] {
-      auto g = graph::read_edge_list(store->reader(), "graph", StorageOptions::shared(name));
+      auto g = resilience::read_edge_list(store->reader(), "graph", StorageOptions::shared(name));
       auto ids = read_id_map(store->reader(), "graph", g);
       loaded.emplace(graph::LoadedGraph{std::move(g), std::move(ids)});
       if (from == kLabelled) {

@@ -1,4 +1,5 @@
 #include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/heartbeat_files.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -106,7 +107,7 @@ State& state();
 void mark_exit() {
   State& s = state();
   if (s.heartbeat_dir.empty() || s.heartbeat_rank < 0) return;
-  std::string path = s.heartbeat_dir + "/exited." + std::to_string(s.heartbeat_rank);
+  std::string path = heartbeat_files::exited(s.heartbeat_dir, s.heartbeat_rank);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) ::close(fd);
 }
@@ -134,10 +135,10 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
   if (s.heartbeat_dir.empty()) return;
   if (s.heartbeat_fd < 0 || s.heartbeat_rank != rank) {
     if (s.heartbeat_fd >= 0) ::close(s.heartbeat_fd);
-    std::string path = s.heartbeat_dir + "/" + std::to_string(rank) + ".hb";
+    std::string path = heartbeat_files::heartbeat(s.heartbeat_dir, rank);
     s.heartbeat_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     s.heartbeat_rank = rank;
-    s.wait_path = s.heartbeat_dir + "/" + std::to_string(rank) + ".wait";
+    s.wait_path = heartbeat_files::wait_note(s.heartbeat_dir, rank);
     static bool registered = (std::atexit(mark_exit), true);
     (void)registered;
     if (s.heartbeat_fd < 0) return;  // no heartbeat: the supervisor then only sees exits
@@ -155,7 +156,7 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
 
 [[noreturn]] void die(State& s, int rank, FaultPoint point, std::uint64_t step) {
   if (!s.heartbeat_dir.empty()) {
-    std::string path = s.heartbeat_dir + "/killed." + std::to_string(rank);
+    std::string path = heartbeat_files::killed(s.heartbeat_dir, rank);
     if (FILE* f = std::fopen(path.c_str(), "w")) {
       std::fprintf(f, "%" PRIu64 " %s %" PRId64 "\n", step, FaultInjection::point_name(point), now_ns());
       std::fclose(f);
@@ -168,7 +169,7 @@ void write_heartbeat(State& s, int rank, std::int64_t step) {
 
 [[noreturn]] void hang(State& s, int rank, std::uint64_t step) {
   if (!s.heartbeat_dir.empty()) {
-    std::string path = s.heartbeat_dir + "/hung." + std::to_string(rank);
+    std::string path = heartbeat_files::hung(s.heartbeat_dir, rank);
     if (FILE* f = std::fopen(path.c_str(), "w")) {
       std::fprintf(f, "%" PRIu64 " hang %" PRId64 "\n", step, now_ns());
       std::fclose(f);
@@ -311,7 +312,7 @@ void FaultInjection::at_point(int rank, FaultPoint point, std::uint64_t step) {
 void FaultInjection::note_resume(std::uint64_t step, int level, const std::string& path) {
   State& s = state();
   if (s.heartbeat_dir.empty()) return;
-  std::string file = s.heartbeat_dir + "/resumed." + std::to_string(s.attempt);
+  std::string file = heartbeat_files::resumed(s.heartbeat_dir, s.attempt);
   if (FILE* f = std::fopen(file.c_str(), "w")) {
     std::fprintf(f, "%" PRIu64 " %d %" PRId64 " %s\n", step, level, now_ns(), path.c_str());
     std::fclose(f);

@@ -217,17 +217,46 @@ DurableFile::DurableFile(std::string path, std::uint64_t bytes, bool durable)
   int fd = create_exclusive(tmp_, 0600);
   if (fd < 0) throw SystemError("cannot create " + tmp_, errno);
   fd_ = FileDescriptor(fd);
-  if (bytes_ == 0) return;
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
-  if (err != 0) {
-    ::unlink(tmp_.c_str());
-    std::string dir = directory_of(path_);
-    if (err == ENOSPC || err == EFBIG || err == EDQUOT)
-      throw SystemError("no room for " + path_ + ": it needs " + std::to_string(bytes_) + " bytes and " + dir +
-                            " has " + std::to_string(free_bytes(dir)) + " bytes free",
-                        err);
-    throw SystemError("cannot reserve " + std::to_string(bytes_) + " bytes for " + path_, err);
+  reserve(0);
+}
+
+DurableFile::DurableFile(std::string path, std::uint64_t bytes, bool durable, const std::string& spare)
+    : path_(std::move(path)), tmp_(unique_temporary_name(path_)), bytes_(bytes), durable_(durable) {
+  if (::rename(spare.c_str(), tmp_.c_str()) == 0) {
+    fd_ = FileDescriptor(::open(tmp_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd_ || ::fstat(fd_.get(), &st) != 0) {
+      const int err = errno;
+      ::unlink(tmp_.c_str());
+      throw SystemError("cannot open " + tmp_ + " (taken over from " + spare + ")", err);
+    }
+    adopted_ = static_cast<std::uint64_t>(st.st_size);
+    if (adopted_ > bytes_) {
+      fd_ = FileDescriptor();
+      ::unlink(tmp_.c_str());
+      adopted_ = 0;
+    }
   }
+  if (!fd_) {  // readable too: a file taking over spares is filled through a mapping
+    fd_ = FileDescriptor(::open(tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd_) throw SystemError("cannot create " + tmp_, errno);
+  }
+  reserve(adopted_);
+}
+
+// Reserves [from, bytes_): a full file system is an error naming the bytes
+// needed and free, never a SIGBUS through a mapping later.
+void DurableFile::reserve(std::uint64_t from) {
+  if (bytes_ <= from) return;
+  int err = ::posix_fallocate(fd_.get(), static_cast<off_t>(from), static_cast<off_t>(bytes_ - from));
+  if (err == 0) return;
+  ::unlink(tmp_.c_str());
+  std::string dir = directory_of(path_);
+  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+    throw SystemError("no room for " + path_ + ": it needs " + std::to_string(bytes_) + " bytes and " + dir + " has " +
+                          std::to_string(free_bytes(dir)) + " bytes free",
+                      err);
+  throw SystemError("cannot reserve " + std::to_string(bytes_) + " bytes for " + path_, err);
 }
 
 DurableFile::~DurableFile() {

@@ -1,6 +1,6 @@
 // chunks/ checkpoint store: CRC32C against its published check value and the
 // table version; round trips of spans, DistArrays, ChunkArrays and EdgeLists
-// (graph/checkpoint.hpp) against
+// (resilience/edge_list.hpp) against
 // values computed here; restart on another rank count (the Restart.* tests,
 // driven by test_checkpoint_restart.sh); randomized corruption of every kind
 // at both levels, each detected with latest() falling back to the older
@@ -19,14 +19,15 @@
 #include <string>
 
 #include "../test_util.hpp"
-#include "tessera/chunks/checkpoint.hpp"
-#include "tessera/graph/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
+#include "tessera/resilience/edge_list.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/durable_file.hpp"
 
 using namespace tessera;
 using namespace tessera::chunks;
+using namespace tessera::resilience;
 using tessera::test::expect_error;
 namespace fs = std::filesystem;
 
@@ -118,7 +119,7 @@ ChunkArray<Cell> make_cells() {
   return ChunkArray<Cell>(rt().comm(), kChunks, make_cell, p);
 }
 
-CheckpointOptions opts(std::string dir, Level levels, std::string name, std::string node_dir = "", int keep = 1) {
+CheckpointOptions opts(std::string dir, Levels levels, std::string name, std::string node_dir = "", int keep = 1) {
   CheckpointOptions o;
   o.dir = std::move(dir);
   o.levels = levels;
@@ -248,14 +249,14 @@ TEST(Crc32c, CheckValueAndTableVersion) {
 TEST(Checkpoint, RoundTripEveryKind) {
   test::ScratchDir dir(rt());
   auto cells = make_cells();
-  for (Level levels : {Level::node, Level::disk, Level::node | Level::disk}) {
+  for (Levels levels : {Levels(Level::node), Levels(Level::disk), Level::node | Level::disk}) {
     Checkpoint ck(rt(), opts(dir.path() + "/disk", levels, "roundtrip", dir.path() + "/node", 1));
     EXPECT_FALSE(ck.latest()) << "nothing written yet";
     write_all(ck, 5, cells);
     auto found = ck.latest();
     ASSERT_TRUE(found) << found.message();
     EXPECT_TRUE(found.skipped.empty()) << found.message();
-    EXPECT_EQ(found.info->level, has_level(levels, Level::node) ? 2 : 3);
+    EXPECT_EQ(found.info->level, has_level(levels, Level::node) ? Level::node : Level::disk);
     auto r = ck.restore(*found.info);
     check_all(r, 5, rt().size());
     // Into an existing array of another distribution: its local range.
@@ -314,7 +315,7 @@ TEST(Checkpoint, BuddyLevelOnOneNode) {
   write_all(ck, 4, cells);
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
-  EXPECT_EQ(found.info->level, 1);
+  EXPECT_EQ(found.info->level, Level::buddy);
   check_all(ck.restore(*found.info), 4, rt().size());
 }
 
@@ -353,7 +354,7 @@ TEST(Buddy, Write) {
   // where a block puts them): latest() copies to each node what it lacks.
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
-  EXPECT_EQ(found.info->level, 1);
+  EXPECT_EQ(found.info->level, Level::buddy);
   check_all(ck.restore(*found.info), 6, rt().size());
   if (rt().node().rank == 0) {
     auto st = Checkpoint::inspect(default_shared_dir(), "buddy");
@@ -394,7 +395,7 @@ TEST(Buddy, WriteAsync) {
     auto st = on_node();
     ASSERT_EQ(st.size(), 1u) << "step 5 pruned once step 6's copies were in";
     EXPECT_EQ(st[0].info.step, 6u);
-    EXPECT_EQ(st[0].info.level, 1);
+    EXPECT_EQ(st[0].info.level, Level::buddy);
     for (int r = 0; r < rt().size(); ++r) {
       const bool here = node_of[static_cast<std::size_t>(r)] == rt().node().index ||
                         node_of[static_cast<std::size_t>(buddy[static_cast<std::size_t>(r)])] == rt().node().index;
@@ -411,9 +412,9 @@ TEST(Buddy, WriteAsync) {
     auto st = on_node();
     ASSERT_EQ(st.size(), 2u) << "step 6 kept while step 7's copies are in flight";
     EXPECT_EQ(st[0].info.step, 7u);
-    EXPECT_EQ(st[0].info.level, 2) << "committed at level 2 until its buddy copies are in";
+    EXPECT_EQ(st[0].info.level, Level::node) << "committed at level 2 until its buddy copies are in";
     EXPECT_EQ(st[1].info.step, 6u);
-    EXPECT_EQ(st[1].info.level, 1);
+    EXPECT_EQ(st[1].info.level, Level::buddy);
     if (rt().node().count == 2) {  // on 3 or more, a node holds two thirds of the files
       EXPECT_EQ(st[1].problem, "");
     }
@@ -470,12 +471,12 @@ TEST(Buddy, FullAtTheBuddy) {
     EXPECT_NE(message.find("no room for"), std::string::npos) << "async " << async << ": " << message;
     EXPECT_FALSE(ck.draining());
     barrier(rt().comm());
-    for (const auto& d : checkpoint_dirs(ck.level_dir(2)))
+    for (const auto& d : checkpoint_dirs(ck.level_dir(Level::node)))
       for (const auto& f : files_in(d)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << d << "/" << f;
     auto found = ck.latest();
     ASSERT_TRUE(found) << found.message();
     EXPECT_EQ(found.info->step, 1u);
-    EXPECT_EQ(found.info->level, 1);
+    EXPECT_EQ(found.info->level, Level::buddy);
     auto r = ck.restore(*found.info);
     const auto size = static_cast<std::uint64_t>(rt().size());
     const auto other = static_cast<std::uint64_t>((rt().rank() + 1) % rt().size());
@@ -492,7 +493,7 @@ TEST(Buddy, ReadAfterNodeLoss) {
   Checkpoint ck(rt(), opts("", Level::buddy, "buddy"));
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
-  EXPECT_EQ(found.info->level, 1);
+  EXPECT_EQ(found.info->level, Level::buddy);
   EXPECT_EQ(found.message(), "") << "the buddy checkpoint is complete once the survivors share what they hold";
   check_all(ck.restore(*found.info), 6, std::atoi(writers));
   ck.remove();
@@ -504,7 +505,7 @@ TEST(Buddy, ReadAfterNodeLoss) {
   auto older = async.latest();
   ASSERT_TRUE(older) << older.message();
   EXPECT_EQ(older.info->step, 6u);
-  EXPECT_EQ(older.info->level, 1);
+  EXPECT_EQ(older.info->level, Level::buddy);
   EXPECT_NE(older.message().find("checkpoint step 7"), std::string::npos) << older.message();
   EXPECT_NE(older.message().find("is missing"), std::string::npos) << older.message();
   check_all(async.restore(*older.info), 6, std::atoi(writers));
@@ -543,13 +544,13 @@ TEST(Checkpoint, EdgeListRoundTrip) {
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "graph"));
   auto g = make_graph();
   auto w = ck.begin(1);
-  graph::add_edge_list(w, "g", g);
+  resilience::add_edge_list(w, "g", g);
   w.commit();
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   auto r = ck.restore(*found.info);
-  check_graph(graph::read_edge_list(r, "g"));
-  expect_error<RangeError>([&] { graph::read_edge_list(r, "h"); }, "has no 'h.graph'");
+  check_graph(resilience::read_edge_list(r, "g"));
+  expect_error<RangeError>([&] { resilience::read_edge_list(r, "h"); }, "has no 'h.graph'");
 }
 
 TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
@@ -560,7 +561,7 @@ TEST(Checkpoint, KeepsTheNewestAndDropsOlderOnlyAfterCommit) {
     for (std::uint64_t step = 1; step <= 4; ++step) {
       write_all(ck, step, cells);
       MPI_Barrier(rt().comm());
-      auto dirs = checkpoint_dirs(ck.level_dir(3));
+      auto dirs = checkpoint_dirs(ck.level_dir(Level::disk));
       EXPECT_EQ(dirs.size(), std::min<std::size_t>(step, static_cast<std::size_t>(keep)));
       MPI_Barrier(rt().comm());  // a commit creates its directory before any collective
     }
@@ -582,7 +583,7 @@ TEST(Checkpoint, NodeLevelInDevShmByDefault) {
   std::string name = test::unique_name(rt(), "ckpt");
   Checkpoint ck(rt(), opts("", Level::node, name, "", 1));
   const std::string shm = default_shared_dir();  // $TESSERA_SHM_DIR or /dev/shm
-  EXPECT_EQ(ck.level_dir(2), shm + "/" + name + ".ckpt");
+  EXPECT_EQ(ck.level_dir(Level::node), shm + "/" + name + ".ckpt");
   auto cells = make_cells();
   write_all(ck, 1, cells);
   auto found = ck.latest();
@@ -601,7 +602,7 @@ TEST(Checkpoint, BadOptionsAndPieces) {
   test::ScratchDir dir(rt());
   auto make = [&](CheckpointOptions o) { Checkpoint c(rt(), std::move(o)); };
   expect_error<ConfigError>([&] { make(opts(dir.path(), Level::disk, "a/b", "", 1)); }, "a/b");
-  expect_error<ConfigError>([&] { make(opts(dir.path(), static_cast<Level>(0), "x", "", 1)); }, "no level");
+  expect_error<ConfigError>([&] { make(opts(dir.path(), Levels(), "x", "", 1)); }, "no level");
   expect_error<ConfigError>([&] { make(opts("", Level::disk, "x", "", 1)); }, "directory");
   Checkpoint ck(rt(), opts(dir.path(), Level::disk, "bad", "", 1));
   std::vector<int> v{1, 2};
@@ -619,7 +620,7 @@ TEST(Checkpoint, BadOptionsAndPieces) {
     expect_error<MismatchError>([&] { w.commit(); }, "'v'");
     EXPECT_FALSE(ck.latest());
     MPI_Barrier(rt().comm());
-    EXPECT_TRUE(checkpoint_dirs(ck.level_dir(3)).empty());
+    EXPECT_TRUE(checkpoint_dirs(ck.level_dir(Level::disk)).empty());
   }
 }
 
@@ -637,7 +638,7 @@ TEST(Checkpoint, ForeignCheckpointsAndTypesRefused) {
   expect_error<RangeError>([&] { r.read_block<double>("nope"); }, "has no 'nope'");
   // progA's files under progB's name: refused, naming the program.
   MPI_Barrier(rt().comm());
-  if (rt().rank() == 0) fs::copy(a.level_dir(3), dir.path() + "/progB.ckpt", fs::copy_options::recursive);
+  if (rt().rank() == 0) fs::copy(a.level_dir(Level::disk), dir.path() + "/progB.ckpt", fs::copy_options::recursive);
   MPI_Barrier(rt().comm());
   Checkpoint b(rt(), opts(dir.path(), Level::disk, "progB", "", 1));
   auto none = b.latest();
@@ -663,7 +664,7 @@ TEST(Checkpoint, CollectiveReadsFailTogether) {
   expect_error<Error>([&] { r.read_chunks<Cell>("cells"); }, "r000000.data");
   expect_error<Error>([&] { r.read_array<std::uint64_t>("a"); }, "r000000.data");
   auto gr = ck.begin(2);
-  graph::add_edge_list(gr, "g", g);
+  resilience::add_edge_list(gr, "g", g);
   gr.commit();
   auto gf = ck.latest();
   ASSERT_TRUE(gf);
@@ -671,7 +672,7 @@ TEST(Checkpoint, CollectiveReadsFailTogether) {
   MPI_Barrier(rt().comm());
   if (rt().rank() == 0) fs::remove(gf.info->path + "/r000000.data");
   MPI_Barrier(rt().comm());
-  expect_error<Error>([&] { graph::read_edge_list(grr, "g"); }, "r000000.data");
+  expect_error<Error>([&] { resilience::read_edge_list(grr, "g"); }, "r000000.data");
 }
 
 // The disk level is a copy of the committed node level: losing the node's
@@ -682,11 +683,11 @@ TEST(Checkpoint, DiskCopyServesWhenNodeFilesAreGone) {
   Checkpoint ck(rt(), opts(dir.path() + "/disk", Level::node | Level::disk, "both", dir.path() + "/node", 1));
   write_all(ck, 9, cells);
   MPI_Barrier(rt().comm());
-  if (rt().rank() == 0) fs::remove_all(ck.level_dir(2));
+  if (rt().rank() == 0) fs::remove_all(ck.level_dir(Level::node));
   MPI_Barrier(rt().comm());
   auto found = ck.latest();
   ASSERT_TRUE(found);
-  EXPECT_EQ(found.info->level, 3);
+  EXPECT_EQ(found.info->level, Level::disk);
   check_all(ck.restore(*found.info), 9, rt().size());
 }
 
@@ -700,14 +701,14 @@ TEST(Checkpoint, AsynchronousDrainToDisk) {
   Checkpoint ck(rt(), o);
   write_all(ck, 1, cells);
   EXPECT_TRUE(ck.draining());
-  auto disk = checkpoint_dirs(ck.level_dir(3));  // the drain creates its directory: maybe not yet
+  auto disk = checkpoint_dirs(ck.level_dir(Level::disk));  // the drain creates its directory: maybe not yet
   ASSERT_LE(disk.size(), 1u);
   for (const auto& d : disk)
     EXPECT_FALSE(fs::exists(d + "/manifest.json")) << "the disk level is committed by finish_drain only";
   ck.finish_drain();
   EXPECT_FALSE(ck.draining());
   MPI_Barrier(rt().comm());
-  disk = checkpoint_dirs(ck.level_dir(3));
+  disk = checkpoint_dirs(ck.level_dir(Level::disk));
   ASSERT_EQ(disk.size(), 1u);
   EXPECT_TRUE(fs::exists(disk[0] + "/manifest.json"));
   // Two more commits: each finishes the previous drain first; keep = 1.
@@ -719,14 +720,14 @@ TEST(Checkpoint, AsynchronousDrainToDisk) {
     auto st = Checkpoint::inspect(dir.path() + "/disk", "drain");
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0].info.step, 3u);
-    EXPECT_EQ(st[0].info.level, 3);
+    EXPECT_EQ(st[0].info.level, Level::disk);
     EXPECT_EQ(st[0].problem, "");
-    fs::remove_all(ck.level_dir(2));  // the node's copy lost: the disk's serves
+    fs::remove_all(ck.level_dir(Level::node));  // the node's copy lost: the disk's serves
   }
   MPI_Barrier(rt().comm());
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
-  EXPECT_EQ(found.info->level, 3);
+  EXPECT_EQ(found.info->level, Level::disk);
   check_all(ck.restore(*found.info), 3, rt().size());
 }
 
@@ -746,9 +747,8 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
   const int one_rank_trials = 100;
 #endif
   const int trials = rt().size() == 1 ? one_rank_trials : 10;
-  for (int level : {1, 2, 3}) {
-    Level levels = level == 1 ? Level::buddy : level == 2 ? Level::node : Level::disk;
-    Checkpoint ck(rt(), opts(dir.path() + "/disk", levels, "damage", dir.path() + "/node", 2));
+  for (Level level : {Level::buddy, Level::node, Level::disk}) {
+    Checkpoint ck(rt(), opts(dir.path() + "/disk", level, "damage", dir.path() + "/node", 2));
     write_all(ck, 1, cells);
     write_all(ck, 2, cells);
     MPI_Barrier(rt().comm());
@@ -805,9 +805,9 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
                   found.message().find("step 2") != std::string::npos &&
                   (expect.empty() || found.message().find(expect) != std::string::npos);
         if (ok) ++detected;
-        else ADD_FAILURE() << kind << " trial " << t << " at level " << level << ": " << found.message();
+        else ADD_FAILURE() << kind << " trial " << t << " at level " << level_number(level) << ": " << found.message();
       }
-      EXPECT_EQ(detected, trials) << kind << " at level " << level;
+      EXPECT_EQ(detected, trials) << kind << " at level " << level_number(level);
     }
     // Undamaged again: the newer one is used; the older restores correctly.
     MPI_Barrier(rt().comm());
@@ -822,7 +822,7 @@ TEST(Checkpoint, CorruptionDetectedAndOlderUsed) {
     EXPECT_TRUE(found.skipped.empty()) << found.message();
     check_all(ck.restore(CheckpointInfo{level, old_dir, 1, 0, 0}), 1, rt().size());
     if (rt().rank() == 0) {  // the serial inspection agrees
-      auto st = Checkpoint::inspect(level == 3 ? dir.path() + "/disk" : dir.path() + "/node", "damage");
+      auto st = Checkpoint::inspect(level == Level::disk ? dir.path() + "/disk" : dir.path() + "/node", "damage");
       ASSERT_EQ(st.size(), 2u);
       EXPECT_EQ(st[0].info.step, 2u);
       EXPECT_EQ(st[0].problem, "");
@@ -844,7 +844,7 @@ TEST(Restart, Write) {
   auto g = make_graph();
   Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(rt().size()), "", 1));
   auto w = gk.begin(7);
-  graph::add_edge_list(w, "g", g);
+  resilience::add_edge_list(w, "g", g);
   w.commit();
 }
 TEST(Restart, Read) {
@@ -865,7 +865,7 @@ TEST(Restart, Read) {
     Checkpoint gk(rt(), opts(dir, Level::disk, "graph" + std::to_string(p), "", 1));
     auto g = gk.latest();
     ASSERT_TRUE(g) << g.message();
-    check_graph(graph::read_edge_list(gk.restore(*g.info), "g"));
+    check_graph(resilience::read_edge_list(gk.restore(*g.info), "g"));
   }
 }
 
@@ -899,7 +899,7 @@ TEST(SpareKill, Read) {
   Checkpoint ck(rt(), spare_opts(dir));
   // The torn step 3 holds the killed rank's half-written file under its
   // temporary name: step 1's spare file, taken over.
-  const std::string level = ck.level_dir(2);
+  const std::string level = ck.level_dir(Level::node);
   std::string torn;
   for (const auto& d : checkpoint_dirs(level))
     if (d.find("/s000000000003-") != std::string::npos) torn = d;
@@ -957,12 +957,12 @@ TEST(FullSpace, PreviousCheckpointSurvives) {
   } catch (const SystemError& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("needs"), std::string::npos) << m;
-    EXPECT_NE(m.find(ck.level_dir(2)), std::string::npos) << m;
+    EXPECT_NE(m.find(ck.level_dir(Level::node)), std::string::npos) << m;
   } catch (const Error& e) {  // another rank's failure, rethrown here
     EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
   }
   MPI_Barrier(rt().comm());
-  auto dirs = checkpoint_dirs(ck.level_dir(2));
+  auto dirs = checkpoint_dirs(ck.level_dir(Level::node));
   ASSERT_EQ(dirs.size(), 1u);
   for (const auto& f : files_in(dirs[0])) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
   auto found = ck.latest();
@@ -992,7 +992,7 @@ TEST(FullSpace, WhileGrowingTheSpare) {
     for (std::size_t k = 0; k < v.size(); ++k) v[k] = test::value_of(k + 4096 * static_cast<std::uint64_t>(rt().rank())) ^ step;
     return v;
   };
-  const std::string mine = ck.level_dir(2) + "/spare/r" + std::string(6 - std::to_string(rt().rank()).size(), '0') +
+  const std::string mine = ck.level_dir(Level::node) + "/spare/r" + std::string(6 - std::to_string(rt().rank()).size(), '0') +
                            std::to_string(rt().rank()) + ".data";
   auto inode = [](const std::string& path) {
     struct stat st {};
@@ -1028,7 +1028,7 @@ TEST(FullSpace, WhileGrowingTheSpare) {
   }
   MPI_Barrier(rt().comm());
   std::vector<std::string> dirs;
-  for (const auto& d : checkpoint_dirs(ck.level_dir(2)))
+  for (const auto& d : checkpoint_dirs(ck.level_dir(Level::node)))
     if (fs::path(d).filename() != "spare") dirs.push_back(d);
   ASSERT_EQ(dirs.size(), 1u);
   EXPECT_NE(dirs[0].find("s000000000003"), std::string::npos) << dirs[0];
@@ -1070,14 +1070,14 @@ TEST(FullSpace, AsynchronousDrainFails) {
   w.commit();
   expect_error<Error>([&] { ck.finish_drain(); }, "needs");
   MPI_Barrier(rt().comm());
-  auto disk = checkpoint_dirs(ck.level_dir(3));
+  auto disk = checkpoint_dirs(ck.level_dir(Level::disk));
   ASSERT_EQ(disk.size(), 1u);
   EXPECT_NE(disk[0].find("s000000000001"), std::string::npos) << disk[0];
   for (const auto& f : files_in(disk[0])) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
   auto found = ck.latest();
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(found.info->step, 2u);
-  EXPECT_EQ(found.info->level, 2);
+  EXPECT_EQ(found.info->level, Level::node);
   auto r = ck.restore(*found.info);
   EXPECT_EQ(r.length("big"), big.size() * static_cast<std::size_t>(rt().size()));
   auto got = r.read_block<std::uint64_t>("big");

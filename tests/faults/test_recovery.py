@@ -7,7 +7,8 @@ Usage: test_recovery.py BUILD_DIR CASE, CASE one of
              loop's and to uninterrupted runs at 1 and 2 ranks
   recover4   4 ranks: rank 0 killed after a step, then a rank killed while
              restarting; resumes from the newest complete checkpoint, bit-identical
-  retries    a job that always fails: --retries honoured, a clear error, non-zero exit
+  retries    a job that always fails: --retries honoured, a clear error, non-zero exit;
+             a command that cannot start: said once, not retried
   hang       a rank that stops responding is caught by its heartbeat and the job recovers
   bench      `tessera bench faults --trials 5` at 2 ranks: every trial recovered, bit-identical;
              then 3 trials of the opt-in kill_in_spare
@@ -22,6 +23,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -147,6 +149,19 @@ def case_retries(e):
           "a clear error line" + said(p))
     p, rep, _ = e.run(2, [], ["false"])
     check(p.returncode != 0 and rep is not None and len(rep["attempts"]) == 1, "without --recover: one attempt")
+    # A command that cannot start is not a failure to recover from: said
+    # once, naming the program, with no attempt (this host) or one (mpirun
+    # finds out, as on another node).
+    p, rep, _ = e.run(4, ["--recover"], ["bench", "jacobi3d", "--n", "16"])
+    check(p.returncode != 0 and p.stderr.count("cannot start the command 'bench': no such program on PATH") == 1
+          and "gave up" not in p.stderr and "failed to start" not in p.stdout + p.stderr,
+          "a command without its program: refused once, naming it, not retried" + said(p))
+    p, rep, _ = e.run(2, ["--recover", "--host", socket.gethostname() + ":2"], ["bench", "jacobi3d"])
+    check(p.returncode != 0 and p.stderr.count("cannot start the command 'bench': no such program on node") == 1
+          and "gave up" not in p.stderr and "relaunching" not in p.stderr,
+          "mpirun cannot find the program: said once, naming it, not retried" + said(p))
+    check(rep is not None and len(rep["attempts"]) == 1 and rep["attempts"][0]["outcome"] == "not started",
+          "mpirun cannot find the program: one attempt, 'not started'" + said(p))
     p = subprocess.run([TESSERA, "-n", "2", "run", "--recover", "--kill-rank", "5", "--kill-at-step", "1", "true"],
                        capture_output=True, text=True, env=e.env)
     check(p.returncode != 0 and "rank 5" in p.stderr, "a fault naming a rank the job lacks is refused" + said(p))

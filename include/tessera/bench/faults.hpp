@@ -1,5 +1,5 @@
 // tessera bench faults: recovery trials of a recoverable Jacobi3D under the
-// supervisor (chunks/recovery.hpp) with injected failures, and the cost of
+// supervisor (resilience/supervisor.hpp) with injected failures, and the cost of
 // a node-level checkpoint; plus the two jobs it launches.
 #pragma once
 #include <cstdint>

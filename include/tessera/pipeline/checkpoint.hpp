@@ -1,7 +1,7 @@
 // Checkpoints of the pipeline's stages (`tessera pipeline --checkpoint DIR`,
 // Options::checkpoint): after each stage the graph workflow has completed
 // (input loaded, component labels, largest component) it commits a
-// checkpoint with the store of chunks/checkpoint.hpp, and a run started
+// checkpoint with the store of resilience/checkpoint.hpp, and a run started
 // again with the same settings resumes after the newest valid one, on any
 // rank count, without reading the input again.
 //
@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <string>
 
-#include "tessera/chunks/checkpoint.hpp"
+#include "tessera/resilience/checkpoint.hpp"
 
 namespace tessera::pipeline {
 
 struct CheckpointSettings {
   std::string dir;              // the disk level's directory; "" = no checkpoints
-  std::string levels = "disk";  // node, buddy, disk or a comma list (chunks::Level)
+  std::string levels = "disk";  // node, buddy, disk or a comma list (resilience::Level)
   std::string node_dir;         // the node level's; "" = $TESSERA_SHM_DIR or /dev/shm
   bool keep = false;            // leave them after a successful run (else removed)
 };

@@ -1,5 +1,5 @@
 // Failure injection and heartbeats, for the recovery supervisor
-// (`tessera run --recover`, chunks/recovery.hpp), its tests and demos.
+// (`tessera run --recover`, resilience/supervisor.hpp), its tests and demos.
 //
 // An application calls FaultInjection::at_step(rank, step) after each step
 // it completes; the checkpoint store calls at_point() inside a commit and a

@@ -1,5 +1,5 @@
 // `tessera ... -n K` starts the job under mpirun (through the supervisor,
-// chunks/recovery.hpp) when not already inside one.
+// resilience/supervisor.hpp) when not already inside one.
 // `--colocales socket|numa|core`: place and bind the ranks of a node by the
 // hwloc view of it (Chapel 1.32's co-locales: one process per socket or NUMA
 // domain), so co-located ranks share a node's memory but not its cores.
@@ -14,7 +14,7 @@ bool launched_by_mpi();
 
 // "PID:FILE", set for mpirun (PID) and so for its ranks by the supervisor
 // that `tessera -n K` and `tessera run` start jobs under
-// (chunks/recovery.hpp): abort_job on the first failing rank writes the
+// (resilience/supervisor.hpp): abort_job on the first failing rank writes the
 // job's error line to FILE, and the supervisor prints it once after mpirun
 // has exited.
 inline constexpr const char* kErrorReportVariable = "TESSERA_ERROR_REPORT";

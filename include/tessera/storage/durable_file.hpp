@@ -1,7 +1,7 @@
 // Files that are either complete or absent: written under a temporary name
 // with their space reserved first, optionally fsync'd, then renamed into
 // place; plus the CRC32C that checks what was written. Used by checkpoints
-// (chunks/checkpoint.hpp); nothing here knows about their layout.
+// (resilience/checkpoint.hpp); nothing here knows about their layout.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,9 +28,16 @@ std::uint32_t crc32c_copy(std::byte* to, std::span<const std::byte> from, std::u
 // bytes free, never a SIGBUS or a half-written file. Until commit() the
 // data lives under a temporary name beside `path` (PATH.tmp-…), which the
 // destructor removes when commit() was not reached.
+//
+// With `spare` (the path of a file to take over, such as a pruned
+// checkpoint's data file, whose pages exist already): when it exists and is
+// no larger than `bytes`, it becomes the temporary file and only what it
+// lacks is reserved; a larger one is removed instead (never shrunk: a reader
+// may still map it, and a shrink would turn its reads into SIGBUS).
 class DurableFile {
  public:
   DurableFile(std::string path, std::uint64_t bytes, bool durable);
+  DurableFile(std::string path, std::uint64_t bytes, bool durable, const std::string& spare);
   ~DurableFile();
   DurableFile(const DurableFile&) = delete;
   DurableFile& operator=(const DurableFile&) = delete;
@@ -40,10 +47,15 @@ class DurableFile {
   // durable). After this the file is `path`, complete.
   void commit();
   const std::string& temporary_path() const noexcept { return tmp_; }
+  // The open file (for a mapping of it), until commit().
+  int fd() const noexcept { return fd_.get(); }
+  // The bytes the spare had when it was taken over (0: a new file).
+  std::uint64_t adopted_bytes() const noexcept { return adopted_; }
 
  private:
+  void reserve(std::uint64_t from);
   std::string path_, tmp_;
-  std::uint64_t bytes_ = 0;
+  std::uint64_t bytes_ = 0, adopted_ = 0;
   bool durable_ = false, committed_ = false;
   FileDescriptor fd_;
 };

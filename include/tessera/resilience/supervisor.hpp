@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "tessera/resilience/level.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
 // One host of the job and the ranks mpirun may place there.
 struct HostSlots {
@@ -80,7 +81,8 @@ struct AttemptReport {
   int attempt = 1;
   int ranks = 0;                // this attempt's rank count
   std::string hosts;            // "a:2,b:2" when the hosts are known
-  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost"
+  std::string outcome;          // "finished", "failed" (non-zero exit), "rank died", "hung", "node lost",
+                                // "not started" (mpirun could not start the program: not relaunched)
   std::string lost_host;        // the node found gone after this attempt ("": none)
   std::string lost_how;         // what showed it: "mpirun lost its daemon there; no answer to ssh HOST true"
   std::string daemon_lost_on;   // the node mpirun said it lost its daemon on ("?": unnamed), probed or not
@@ -97,7 +99,7 @@ struct AttemptReport {
   bool detection_is_bound = false;
   double cleanup_seconds = 0;     // detection to every process gone and segments removed
   std::int64_t resumed_step = -1; // the checkpoint this attempt resumed from (-1: none)
-  int resumed_level = 0;
+  Level resumed_level = Level::unknown;
   std::string resumed_from;       // its directory
   double resume_seconds = -1;     // previous failure's detection to this attempt's first completed step
   std::size_t segments_removed = 0;
@@ -118,4 +120,4 @@ SuperviseResult supervise(const SuperviseOptions& options);
 // One line per attempt, for people.
 std::string describe(const AttemptReport& a);
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

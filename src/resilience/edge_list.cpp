@@ -1,11 +1,13 @@
-#include "tessera/graph/checkpoint.hpp"
+#include "tessera/resilience/edge_list.hpp"
 
 #include <memory>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 
-namespace tessera::graph {
+namespace tessera::resilience {
+
+using namespace graph;
 
 namespace {
 // "TESSGRF2": a graph record, version 2: out-degrees (a vertex array) and
@@ -15,7 +17,7 @@ constexpr std::uint64_t kRecordMagic = 0x5445535347524632ull;
 constexpr std::size_t kRecordLength = 6;
 }  // namespace
 
-void add_edge_list(chunks::CheckpointWriter& w, const std::string& name, const EdgeList& g) {
+void add_edge_list(CheckpointWriter& w, const std::string& name, const EdgeList& g) {
   std::vector<std::uint64_t> record;
   if (g.runtime().rank() == 0)
     record = {kRecordMagic, g.vertices(), g.directed() ? 1u : 0u, g.weighted() ? 1u : 0u, g.arcs(), g.id_bytes()};
@@ -28,7 +30,7 @@ void add_edge_list(chunks::CheckpointWriter& w, const std::string& name, const E
   if (g.weighted()) w.add(name + ".weight", *g.weight());
 }
 
-EdgeList read_edge_list(const chunks::CheckpointReader& r, const std::string& name, const StorageOptions& storage) {
+EdgeList read_edge_list(const CheckpointReader& r, const std::string& name, const StorageOptions& storage) {
   // Collective below: a problem on any rank fails every rank here.
   Runtime& rt = r.runtime();
   std::uint64_t vertices = 0, id_bytes = 0;
@@ -80,4 +82,4 @@ EdgeList read_edge_list(const chunks::CheckpointReader& r, const std::string& na
   return EdgeList::build(rt, vertices, directed, std::move(local), options);
 }
 
-}  // namespace tessera::graph
+}  // namespace tessera::resilience

@@ -10,12 +10,12 @@
 //   auto found = ck.latest();  // collective: the newest complete, valid checkpoint
 //   if (found) { auto r = ck.restore(*found.info); r.read("u", u); }
 //
-// Levels (docs/checkpoint.md): node (2) = files in the node's /dev/shm (or
-// `node_dir`), which outlive the processes (a relaunch on the node recovers
-// from memory); buddy (1) = the node level plus a copy of each rank's file
-// written by its buddy on the next node, so the survivors of a lost node
-// still hold every file; disk (3) = `dir`, fsync'd. Recovery is a relaunch:
-// nothing here needs the old processes.
+// Levels (docs/checkpoint.md): node (Level::node, 2) = files in the node's
+// /dev/shm (or `node_dir`), which outlive the processes (a relaunch on the
+// node recovers from memory); buddy (1) = the node level plus a copy of each
+// rank's file written by its buddy on the next node, so the survivors of a
+// lost node still hold every file; disk (3) = `dir`, fsync'd. Recovery is a
+// relaunch: nothing here needs the old processes.
 //
 // With node and disk levels, the disk copy is made from the committed node
 // files: in commit(), or by a thread while the application goes on
@@ -40,24 +40,19 @@
 #include "tessera/array/dist_array.hpp"
 #include "tessera/chunks/archive.hpp"
 #include "tessera/chunks/chunk_array.hpp"
+#include "tessera/resilience/level.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/storage/element_type.hpp"
 
-namespace tessera::chunks {
+namespace tessera::resilience {
 
-enum class Level : unsigned { buddy = 1u, node = 2u, disk = 4u };
-constexpr Level operator|(Level a, Level b) {
-  return static_cast<Level>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_level(Level set, Level l) { return (static_cast<unsigned>(set) & static_cast<unsigned>(l)) != 0; }
-// "node,disk" -> the levels; ConfigError naming the bad part, prefixed
-// with `what` (the option that gave the text, e.g. "--levels").
-Level parse_levels(const std::string& text, const std::string& what);
+using chunks::ChunkArray;
+using chunks::Serializable;
 
 struct CheckpointOptions {
   std::string dir;             // the disk level's directory (Level::disk)
-  Level levels = Level::node;  // any combination (buddy includes node)
+  Levels levels = Level::node;  // any combination (buddy includes node)
   std::string name;            // the program: [A-Za-z0-9_.-], names the checkpoints
   std::string node_dir;        // the node level's directory; "" = $TESSERA_SHM_DIR or /dev/shm
   // Complete checkpoints kept per level; an older one is deleted only after
@@ -77,7 +72,7 @@ struct CheckpointOptions {
 
 // One committed checkpoint, as latest() found it.
 struct CheckpointInfo {
-  int level = 2;            // 1 = node + buddy copies, 2 = node, 3 = disk
+  Level level = Level::node;  // buddy = node + buddy copies
   std::string path;         // its directory
   std::uint64_t step = 0;
   std::uint64_t epoch = 0;  // commits in this directory's history: orders checkpoints
@@ -126,6 +121,9 @@ inline constexpr std::uint64_t kUnplaced = ~std::uint64_t{0};
 }  // namespace detail
 
 class Checkpoint;
+namespace levels {
+class CheckpointLevel;
+}
 
 // Level 1's partner of every rank: on several nodes, the rank of the next
 // node (cyclically) at the same position among its node's ranks (modulo
@@ -190,7 +188,7 @@ class CheckpointWriter {
     std::vector<std::uint64_t> index;
     std::uint64_t at = p.count * 3 * sizeof(std::uint64_t);
     for (std::uint64_t id : a.local_ids()) {
-      const std::uint64_t bytes = packed_bytes(a.local(id));
+      const std::uint64_t bytes = chunks::packed_bytes(a.local(id));
       index.insert(index.end(), {id, at, bytes});
       at += bytes;
     }
@@ -199,10 +197,10 @@ class CheckpointWriter {
       if (!index.empty()) std::memcpy(to, index.data(), index.size() * sizeof(std::uint64_t));
       for (std::size_t k = 0; k < index.size(); k += 3) {
         C& chunk = a.local(index[k]);
-        if (packed_bytes(chunk) != index[k + 2])  // never write past the bytes reserved for it
+        if (chunks::packed_bytes(chunk) != index[k + 2])  // never write past the bytes reserved for it
           throw MismatchError("checkpoint piece '" + name + "': chunk " + std::to_string(index[k]) +
                               " changed between add() and commit()");
-        pack_chunk_into(chunk, to + index[k + 1]);
+        chunks::pack_chunk_into(chunk, to + index[k + 1]);
       }
     };
     add_piece(std::move(p));
@@ -283,12 +281,12 @@ class CheckpointReader {
       n = length(name);
     });
     std::size_t next = 0;
-    auto placement = block_placement(static_cast<std::size_t>(n), rt_->size());
+    auto placement = chunks::block_placement(static_cast<std::size_t>(n), rt_->size());
     return ChunkArray<C>(rt_->comm(), placement.size(), [&](std::uint64_t id) {
       const auto& [cid, bytes] = mine.at(next++);
       if (cid != id) throw FormatError("checkpoint " + info_.path + ": chunk " + std::to_string(id) + " is missing");
       C c{};
-      unpack_chunk(c, bytes.data(), bytes.size());
+      chunks::unpack_chunk(c, bytes.data(), bytes.size());
       return c;
     }, placement);
   }
@@ -339,9 +337,9 @@ class Checkpoint {
 
   const CheckpointOptions& options() const noexcept { return options_; }
   Runtime& runtime() const noexcept { return *rt_; }
-  // The directory holding this program's checkpoints at `level` (1 and 2
-  // share the node directory; 3 is the disk's).
-  std::string level_dir(int level) const;
+  // The directory holding this program's checkpoints at `level` (buddy and
+  // node share the node directory).
+  std::string level_dir(Level level) const;
 
   CheckpointWriter begin(std::uint64_t step) { return CheckpointWriter(*this, step); }
 
@@ -366,7 +364,7 @@ class Checkpoint {
   // computes for long without one.
   bool poll();
   // Whether copies are pending (the same on every rank).
-  bool draining() const noexcept { return drain_ != nullptr || copies_ != nullptr; }
+  bool draining() const noexcept;
   // Local: whether this rank's copy of the pending drain is done (true when
   // none is pending), so the next finish_drain() will not wait for it.
   bool drain_copied() const noexcept;
@@ -380,26 +378,13 @@ class Checkpoint {
 
  private:
   friend class CheckpointWriter;
-  // Whether the node directory (2, also for level 1) or the disk (3) is in use.
-  bool uses(int dir_level) const;
+  // Whether `level`'s directory (directory_level) is in use.
+  bool uses(Level level) const;
   Runtime* rt_;
   CheckpointOptions options_;
   std::uint64_t epoch_ = 0;  // the last epoch committed or found
-  // Collective: the level-1 part of finish_drain().
-  void finish_copies();
-  // Files of one origin kept mapped: the newest `keep` and the spare.
-  std::size_t mapped_files() const noexcept { return static_cast<std::size_t>(options_.keep) + 1; }
-  struct Drain;
-  std::unique_ptr<Drain> drain_;
-  struct CopyComm;
-  std::unique_ptr<CopyComm> copy_comm_;  // with level 1 on several nodes
-  struct BuddyCopies;
-  std::unique_ptr<BuddyCopies> copies_;  // declared after copy_comm_: ends first
-  // The node-level files this rank wrote lately, still mapped: the file of
-  // a pruned checkpoint becomes the next one's (its pages already exist and
-  // are mapped), so a commit is one copy into memory, checksummed on the way.
-  struct Slots;
-  std::unique_ptr<Slots> slots_;
+  // The levels a commit walks, in order (src/resilience/levels/level.hpp).
+  std::vector<std::unique_ptr<levels::CheckpointLevel>> levels_;
 };
 
-}  // namespace tessera::chunks
+}  // namespace tessera::resilience

@@ -1,0 +1,110 @@
+// Launcher: mpirun started, read and stopped (launcher.hpp).
+#include "launcher.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tessera/runtime/child_process.hpp"
+#include "tessera/runtime/error.hpp"
+#include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/heartbeat_files.hpp"
+#include "tessera/runtime/launch.hpp"
+
+namespace tessera::resilience::supervisor {
+
+void stop_started_job(const Job& job, bool own_group) {
+  stop_child(job.pid, 5, own_group);
+  ::close(job.err_fd);
+}
+
+Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& hosts, int attempt,
+           const std::string& hb_dir) {
+  // The job's variables: set here for mpirun and its local ranks, and named
+  // with -x so that mpirun also sets them for ranks on other nodes (their
+  // environment is the remote login's, not this one).
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {FaultInjection::kAttempt, std::to_string(attempt)},
+      {FaultInjection::kHeartbeatDir, hb_dir},
+      {kErrorReportVariable, ":" + heartbeat_files::error_report(hb_dir)}};  // "PID:FILE", PID mpirun's: set in the child
+  if (!o.faults.empty()) vars.emplace_back(FaultInjection::kFaults, FaultInjection::format(o.faults));
+  if (!o.kill_file.empty()) vars.emplace_back(FaultInjection::kKillFile, o.kill_file);
+  vars.insert(vars.end(), o.environment.begin(), o.environment.end());
+  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe",
+                                     "-x", "OMPI_MCA_orte_execute_quiet=1"};
+  if (!hosts.empty()) argv_s.insert(argv_s.end(), {"--host", format_host_list(hosts)});
+  for (const auto& [k, v] : vars) argv_s.insert(argv_s.end(), {"-x", k});
+  argv_s.insert(argv_s.end(), o.mpirun_options.begin(), o.mpirun_options.end());
+  argv_s.push_back(o.program);
+  argv_s.insert(argv_s.end(), o.args.begin(), o.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("cannot start mpirun (pipe)", errno);
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child < 0) throw SystemError("cannot start mpirun", errno);
+  if (child == 0) {
+    if (o.own_process_group) ::setpgid(0, 0);  // the job is one process group: stopped as one
+    ::dup2(fds[1], STDERR_FILENO);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    // On one node ob1 (with the vader shared-memory BTL) is Open MPI's path
+    // anyway; naming it spares every rank the probe of cm's network MTLs
+    // (PSM/PSM2 look for Omni-Path hardware), which doubles a short job's
+    // start. Across nodes the user's or the site's choice stands.
+    if (o.hosts.empty()) setenv("OMPI_MCA_pml", "ob1", 0);
+    // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
+    // SIGKILL; with a relaunch to come their state is in the checkpoint and
+    // their segments are collected here, so it need not wait. Without one
+    // (tessera -n K) they keep that second to remove their own segments:
+    // this supervisor cannot reach another node's.
+    if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+    for (const auto& [k, v] : vars)
+      setenv(k.c_str(), (k == kErrorReportVariable ? std::to_string(::getpid()) + v : v).c_str(), 1);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "tessera: error: cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh): %s\n",
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  if (o.own_process_group) ::setpgid(child, child);  // also here: no race with the first kill
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  return {child, fds[0]};
+}
+
+void drain(int fd, MpirunOutput& out) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.feed(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+}
+
+std::string cannot_start(const std::string& program, const std::string& why, const std::string& node) {
+  return "cannot start the command '" + program + "': " + why + (node.empty() ? "" : " on node " + node) +
+         "; CMD begins with the program every rank runs (e.g. tessera -n 4 run --recover tessera bench "
+         "jacobi3d-recover ...)";
+}
+
+}  // namespace tessera::resilience::supervisor
