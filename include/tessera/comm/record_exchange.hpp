@@ -322,17 +322,33 @@ class RecordExchange : private Progressable, private Receiver {
     }
     return push_routed(dest, side);
   }
-  // push_each's loop over Open or OwnChunk lanes (cursor and end first).
+  // The claim-or-spill core under every push loop: room for one record in
+  // dest's lane (cursor and end first, then side) by a pointer bump, or,
+  // once per batch, the slow path push(): the next batch, the self lane
+  // applied, a new chunk. With `side`, the lane's side cursor advances by
+  // `side_stride` too. Inlined with a constant record size and a null or
+  // local side, it compiles to the bare bump.
+  template <class Lane>
+  [[gnu::always_inline]] std::byte* claim(Lane* lanes, int dest, std::size_t record_bytes, std::size_t side_stride,
+                                          std::byte** side) {
+    Lane& lane = lanes[dest];
+    std::byte* at = lane.cursor;
+    if (at != lane.end) [[likely]] {
+      lane.cursor = at + record_bytes;
+      if (side) {
+        *side = lane.side;
+        lane.side += side_stride;
+      }
+      return at;
+    }
+    return side ? push(dest, *side) : push(dest);
+  }
+  // push_each's loop over Open or OwnChunk lanes.
   template <class Record, class Lane, class Item, class Route>
   void push_lanes(Lane* lanes, std::span<const Item> items, Route& route) {
     for (const Item& item : items) {
       const auto [dest, record] = route(item);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      if (at != lane.end) [[likely]]
-        lane.cursor = at + sizeof(Record);
-      else
-        at = push(dest);  // the next batch (or the self lane applied, or a new chunk)
+      std::byte* at = claim(lanes, dest, sizeof(Record), 0, nullptr);
       std::construct_at(reinterpret_cast<Record*>(at), record);  // a Record store: aliases no cursor
     }
   }
@@ -345,13 +361,7 @@ class RecordExchange : private Progressable, private Receiver {
     Route generate = std::move(route);
     for (std::size_t k = 0; k < n; ++k) {
       const auto routed = generate(k);
-      const int dest = std::get<0>(routed);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      if (at != lane.end) [[likely]]
-        lane.cursor = at + sizeof(Record);
-      else
-        at = push(dest);
+      std::byte* at = claim(lanes, std::get<0>(routed), sizeof(Record), 0, nullptr);
       std::apply([at](const auto&, const auto&... fields) { ::new (static_cast<void*>(at)) Record{fields...}; }, routed);
     }
   }
@@ -363,15 +373,8 @@ class RecordExchange : private Progressable, private Receiver {
     const Item* in = items.data();
     for (std::size_t k = 0; k < n; ++k) {
       const auto [dest, record, side] = route(in[k], k);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      std::byte* s = lane.side;
-      if (at != lane.end) [[likely]] {
-        lane.cursor = at + sizeof(Record);
-        lane.side = s + stride;
-      } else {
-        at = push(dest, s);
-      }
+      std::byte* s = nullptr;
+      std::byte* at = claim(lanes, dest, sizeof(Record), stride, &s);
       std::construct_at(reinterpret_cast<Record*>(at), record);
       std::construct_at(reinterpret_cast<Side*>(s), side);
     }
