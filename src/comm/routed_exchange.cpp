@@ -1,23 +1,18 @@
-// RecordExchange's multi-hop batches (grid and node-first routing): the
+// RoutedExchange: the engine of multi-hop routing (grid, node-first). The
 // routes come from a Routing policy (routing.hpp), the batches travel over
-// the transports like direct ones.
+// the transports ExchangeEngine set up, like direct ones.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 
+#include "exchange_engine.hpp"
 #include "exchange_internal.hpp"
-#include "tessera/comm/record_exchange.hpp"
 #include "tessera/comm/routing.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/wait.hpp"
 
-namespace tessera::comm {
+namespace tessera::comm::detail {
 
-using detail::load;
-using detail::settle_round;
-using detail::store;
-
-// ---- grid routing ---------------------------------------------------------
 // A routed batch: header, then chunks [ChunkHeader][capacity records], the
 // first `count` records of each used. Only the last chunk is trimmed to its
 // count when sent; the others may have room left (an own chunk open when its
@@ -32,7 +27,39 @@ namespace {
 constexpr std::size_t kChunksPerDestination = 8;
 }  // namespace
 
-void RecordExchange::setup_routes(const Routing& routing) {
+RoutedExchange::RoutedExchange(Runtime& rt, Shape shape, const AggregationOptions& options, RequestHandler on_request,
+                               ReplyHandler on_reply, const Routing& routing)
+    : ExchangeEngine(rt, shape, options, std::move(on_request), std::move(on_reply)) {
+  setup_routes(routing);
+  // With replies a forward batch is busy for a round trip over two hops
+  // (and until the intermediate's final batches carrying it fill): one more
+  // batch keeps the origin pushing meanwhile (AggregationOptions counts it).
+  // Over MPI only: the replies walk the request batch, which the rings do
+  // not keep.
+  const std::size_t qb = shape_.reply_bytes;
+  setup_transports(rt, {kHeader + cap_bytes_, kHeader + cap_bytes_, qb ? kHeader + max_records_ * qb : 0}, qb ? 1 : 0,
+                   false);
+  start();
+}
+
+// A forward batch stays in its buffer until drain_forward has placed it.
+bool RoutedExchange::accept_forward(const Arrival& a) {
+  held_.push_back(HeldBatch{a});
+  ++received_fwd_;
+  return false;
+}
+
+bool RoutedExchange::progress_more() { return !held_.empty() && drain_forward(); }
+
+std::uint64_t RoutedExchange::sent_this_round(std::size_t r) const {
+  return static_cast<std::uint64_t>(sent_to_[r]) + static_cast<std::uint64_t>(sent_fwd_to_[r]);
+}
+
+// Only an exchange with replies can hold a request another rank waits for
+// in a partial buffer.
+void RoutedExchange::on_idle() { release_forwarded(); }
+
+void RoutedExchange::setup_routes(const Routing& routing) {
   const int P = size_;
   auto slot_for = [&](int rank, bool forward) {
     for (std::size_t k = 0; k < slots_.size(); ++k)
@@ -68,42 +95,37 @@ void RecordExchange::setup_routes(const Routing& routing) {
     slot_batches_[k + 1] = slot_batches_[k] + per_dest_ + (slots_[k].forward ? forward_extra : 0);
   for (std::size_t k = 0; k < S; ++k)
     for (int b = slot_batches_[k]; b < slot_batches_[k + 1]; ++b) batch_slot_.push_back(static_cast<int>(k));
-  own_chunk_.assign(static_cast<std::size_t>(P), OwnChunk{});
+  chunk_at_.assign(static_cast<std::size_t>(P), nullptr);
   routed_out_.assign(S, RoutedOutbox{});
   current_.assign(S, -1);
   batches_.resize(static_cast<std::size_t>(slot_batches_[S]));
-  sent_to_.assign(static_cast<std::size_t>(P), 0);
   sent_fwd_to_.assign(static_cast<std::size_t>(P), 0);
   if (shape_.reply_bytes && side_stride_ != shape_.side_bytes) side_scratch_.resize(max_records_ * shape_.side_bytes);
-
 }
 
-bool RecordExchange::has_room(int slot) const {
+bool RoutedExchange::has_room(int slot) const {
   auto s = static_cast<std::size_t>(slot);
   return current_[s] >= 0 &&
          static_cast<std::size_t>(routed_out_[s].end - routed_out_[s].tail) >= kChunkHeader + shape_.record_bytes;
 }
 
-void RecordExchange::close_chunk(int dest) {
-  OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
-  auto n = static_cast<std::uint32_t>(static_cast<std::size_t>(c.cursor - (c.header + kChunkHeader)) / shape_.record_bytes);
-  store<std::uint32_t>(c.header + offsetof(ChunkHeader, count), n);
-  routed_out_[static_cast<std::size_t>(own_slot_[static_cast<std::size_t>(dest)])].count += n;
-  c = OwnChunk{};
+void RoutedExchange::close_chunk(int dest) {
+  const auto d = static_cast<std::size_t>(dest);
+  std::byte* header = chunk_at_[d];
+  auto n = static_cast<std::uint32_t>(static_cast<std::size_t>(lanes_[d].cursor - (header + kChunkHeader)) / shape_.record_bytes);
+  store<std::uint32_t>(header + offsetof(ChunkHeader, count), n);
+  routed_out_[static_cast<std::size_t>(own_slot_[d])].count += n;
+  lanes_[d] = ExchangeLane{};
+  chunk_at_[d] = nullptr;
 }
 
-std::byte* RecordExchange::push_routed(int dest, std::byte** side) {
-  if (dest == rank_ && shape_.self_lane) {
-    self_records_.empty() ? setup_self_lane() : apply_self_lane();  // first push here, or full
-    return push_routed_fast(dest, side);
-  }
-  if (dest == rank_ || dest < 0 || dest >= size_)
-    throw RangeError("aggregation destination " + std::to_string(dest) + " is not another rank of [0, " +
-                     std::to_string(size_) + ")");
+// A new own chunk towards dest, carved from its slot's open batch (a new
+// batch when that one is full).
+void RoutedExchange::open_lane(int dest) {
   const auto d = static_cast<std::size_t>(dest);
   const int slot = own_slot_[d];
   const Slot& to = slots_[static_cast<std::size_t>(slot)];
-  if (own_chunk_[d].header) close_chunk(dest);  // full
+  if (chunk_at_[d]) close_chunk(dest);  // full
   // Serving while waiting may carve forwarded runs into this slot: re-check.
   while (!has_room(slot)) open_batch(slot, true);
   RoutedOutbox& o = routed_out_[static_cast<std::size_t>(slot)];
@@ -112,24 +134,15 @@ std::byte* RecordExchange::push_routed(int dest, std::byte** side) {
       std::min<std::size_t>(to.chunk_records, static_cast<std::size_t>(o.end - o.tail - kChunkHeader) / rb));
   ChunkHeader header{static_cast<std::uint32_t>(to.forward ? dest : rank_), 0, capacity, 0};
   std::memcpy(o.tail, &header, kChunkHeader);
-  OwnChunk& c = own_chunk_[d];
-  c.header = o.tail;
-  c.cursor = o.tail + kChunkHeader;
-  c.end = c.cursor + capacity * rb;
-  c.side = o.side + o.positions * side_stride_;
+  chunk_at_[d] = o.tail;
+  std::byte* records = o.tail + kChunkHeader;
+  lanes_[d] = ExchangeLane{records, records + capacity * rb, o.side + o.positions * side_stride_};
   o.last = o.tail;
-  o.tail = c.end;
+  o.tail = lanes_[d].end;
   o.positions += capacity;
-  std::byte* at = c.cursor;
-  c.cursor += rb;
-  if (side) {
-    *side = c.side;
-    c.side += side_stride_;
-  }
-  return at;
 }
 
-std::byte* RecordExchange::carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted,
+std::byte* RoutedExchange::carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted,
                                      std::byte*& side) {
   if (!has_room(slot) && (!open_batch(slot, false) || !has_room(slot))) {
     granted = 0;
@@ -153,7 +166,7 @@ std::byte* RecordExchange::carve_run(int slot, int origin, std::uint32_t want, s
 
 // A batch towards a slot's rank needs a free ticket of the slot and an outbox
 // from that rank's transport.
-bool RecordExchange::open_batch(int slot, bool blocking) {
+bool RoutedExchange::open_batch(int slot, bool blocking) {
   auto s = static_cast<std::size_t>(slot);
   send_routed(slot);
   const Slot& to = slots_[s];
@@ -180,21 +193,21 @@ bool RecordExchange::open_batch(int slot, bool blocking) {
       batch.out = box;
       current_[s] = b;
       routed_out_[s] = RoutedOutbox{box.data + kHeader, box.data + kHeader + cap_bytes_, batch.side.data()};
-      if (blocking) engine_.progress_all();  // pushing also serves: keeps peers' buffers moving
+      if (blocking) progress_.progress_all();  // pushing also serves: keeps peers' buffers moving
       return true;
     }
     if (!blocking) return false;
-    engine_.serve_once(backoff, idle);
+    progress_.serve_once(backoff, idle);
   }
 }
 
-void RecordExchange::send_routed(int slot) {
+void RoutedExchange::send_routed(int slot) {
   auto s = static_cast<std::size_t>(slot);
   int b = current_[s];
   if (b < 0) return;
   const Slot& to = slots_[s];
   for (int d : to.own_dests)
-    if (own_chunk_[static_cast<std::size_t>(d)].header) close_chunk(d);
+    if (chunk_at_[static_cast<std::size_t>(d)]) close_chunk(d);
   RoutedOutbox& o = routed_out_[s];
   if (o.count == 0) return;
   // Trim the last chunk: the message ends with its last record.
@@ -224,7 +237,7 @@ void RecordExchange::send_routed(int slot) {
   o = RoutedOutbox{};
 }
 
-void RecordExchange::release_forwarded() {
+void RoutedExchange::release_forwarded() {
   if (!shape_.reply_bytes) return;
   for (std::size_t s = 0; s < slots_.size(); ++s)
     if (routed_out_[s].holds_forwarded) send_routed(static_cast<int>(s));
@@ -253,7 +266,7 @@ ChunkAt read_chunk(const std::byte* msg, std::size_t offset, std::size_t bytes, 
 }  // namespace
 
 // A final batch: handled whole once its reply has an outbox (false until then).
-bool RecordExchange::handle_final(const Arrival& a) {
+bool RoutedExchange::handle_request(const Arrival& a) {
   const int source = a.source;
   const std::byte* msg = a.data.data();
   const std::size_t bytes = a.data.size();
@@ -289,7 +302,7 @@ bool RecordExchange::handle_final(const Arrival& a) {
 // A forward batch's reply is assembled in an outbox towards its origin,
 // filled by its own chunks and by the replies of the final batches its other
 // chunks went into.
-int RecordExchange::start_assembly(int origin) {
+int RoutedExchange::start_assembly(int origin) {
   Transport& back = *via_[static_cast<std::size_t>(origin)];
   Outbox out = back.acquire(origin, Channel::reply);
   if (!out) return -1;
@@ -305,7 +318,7 @@ int RecordExchange::start_assembly(int origin) {
   return i;
 }
 
-void RecordExchange::finish_assembly(int i) {
+void RoutedExchange::finish_assembly(int i) {
   Assembly& a = assemblies_[static_cast<std::size_t>(i)];
   a.via->send(a.origin, Channel::reply, a.out, a.bytes, false);
   stats_.bytes_sent += a.bytes;
@@ -313,23 +326,23 @@ void RecordExchange::finish_assembly(int i) {
   free_assemblies_.push_back(i);
 }
 
-bool RecordExchange::drain_forward() {
+// Places held forward batches in arrival order, each resumed where it stopped.
+bool RoutedExchange::drain_forward() {
   if (draining_) return false;
   draining_ = true;
   struct Reset {
     bool& flag;
     ~Reset() { flag = false; }
   } reset{draining_};
-  const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes;
+  const std::size_t qb = shape_.reply_bytes;
   bool did = false;
   while (!held_.empty()) {
     HeldBatch& held = held_.front();
-    const std::byte* msg = held.arrival.data.data();
-    const std::size_t bytes = held.arrival.data.size();
     const int source = held.arrival.source;
-    if (bytes < kHeader) throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
+    if (held.arrival.data.size() < kHeader)
+      throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
     Header h;
-    std::memcpy(&h, msg, kHeader);
+    std::memcpy(&h, held.arrival.data.data(), kHeader);
     if (!held.started) {
       if (h.count > max_records_)
         throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
@@ -344,46 +357,7 @@ bool RecordExchange::drain_forward() {
       held.started = true;
       ++stats_.batches_received;
     }
-    while (held.offset < bytes) {
-      ChunkAt c = read_chunk(msg, held.offset, bytes, rb, kChunkHeader, source);
-      if (held.position + c.count > h.count)
-        throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
-      if (c.tag == static_cast<std::uint32_t>(rank_)) {  // this rank's own: served from the receive buffer
-        if (c.count) {
-          std::byte* replies = nullptr;
-          if (qb) {
-            Assembly& reply = assemblies_[static_cast<std::size_t>(held.pending)];
-            replies = reply.out.data + kHeader + held.position * qb;
-            reply.waiting -= c.count;
-          }
-          on_request_(source, c.records, c.count, replies);
-        }
-      } else {
-        int slot = c.tag < static_cast<std::uint32_t>(size_) ? fwd_slot_[c.tag] : -1;
-        if (slot < 0)
-          throw Error("aggregation: forward batch from rank " + std::to_string(source) + " names rank " +
-                      std::to_string(c.tag) + ", which this rank does not route to");
-        while (held.done < c.count) {
-          std::uint32_t granted = 0;
-          std::byte* side = nullptr;
-          std::byte* run = carve_run(slot, source, c.count - held.done, granted, side);
-          if (!run) return did;  // every buffer towards that rank is in flight: resume later
-          std::memcpy(run, c.records + held.done * rb, granted * rb);
-          did = true;
-          if (qb) {
-            store<std::uint32_t>(side, static_cast<std::uint32_t>(held.pending));
-            store<std::uint32_t>(side + 4, held.position + held.done);
-          }
-          held.done += granted;
-        }
-      }
-      did = true;
-      held.position += c.count;
-      held.done = 0;
-      held.offset = c.next;
-    }
-    if (held.position != h.count)
-      throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
+    if (!place_chunks(held, h.count, did)) return did;
     if (qb && assemblies_[static_cast<std::size_t>(held.pending)].waiting == 0) finish_assembly(held.pending);
     const Arrival placed = held.arrival;
     held_.pop_front();
@@ -393,16 +367,58 @@ bool RecordExchange::drain_forward() {
   return did;
 }
 
-void RecordExchange::reply_own(const std::byte* replies, const std::byte* side, std::size_t n) {
-  if (side_stride_ != shape_.side_bytes) {  // the caller's side records are narrower: pack them
-    for (std::size_t k = 0; k < n; ++k)
-      std::memcpy(side_scratch_.data() + k * shape_.side_bytes, side + k * side_stride_, shape_.side_bytes);
-    side = side_scratch_.data();
+// A held forward batch's chunks from where it stopped: this rank's own are
+// served from the receive buffer, the others copied, run by run, into the
+// buffers towards their destinations. False while such a buffer is in flight
+// (resume later); `did`: something was placed.
+bool RoutedExchange::place_chunks(HeldBatch& held, std::uint32_t count, bool& did) {
+  const std::size_t rb = shape_.record_bytes, qb = shape_.reply_bytes;
+  const std::byte* msg = held.arrival.data.data();
+  const std::size_t bytes = held.arrival.data.size();
+  const int source = held.arrival.source;
+  while (held.offset < bytes) {
+    ChunkAt c = read_chunk(msg, held.offset, bytes, rb, kChunkHeader, source);
+    if (held.position + c.count > count)
+      throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
+    if (c.tag == static_cast<std::uint32_t>(rank_)) {
+      if (c.count) {
+        std::byte* replies = nullptr;
+        if (qb) {
+          Assembly& reply = assemblies_[static_cast<std::size_t>(held.pending)];
+          replies = reply.out.data + kHeader + held.position * qb;
+          reply.waiting -= c.count;
+        }
+        on_request_(source, c.records, c.count, replies);
+      }
+    } else {
+      const int slot = c.tag < static_cast<std::uint32_t>(size_) ? fwd_slot_[c.tag] : -1;
+      if (slot < 0)
+        throw Error("aggregation: forward batch from rank " + std::to_string(source) + " names rank " +
+                    std::to_string(c.tag) + ", which this rank does not route to");
+      while (held.done < c.count) {
+        std::uint32_t granted = 0;
+        std::byte* side = nullptr;
+        std::byte* run = carve_run(slot, source, c.count - held.done, granted, side);
+        if (!run) return false;
+        std::memcpy(run, c.records + held.done * rb, granted * rb);
+        did = true;
+        if (qb) {
+          store<std::uint32_t>(side, static_cast<std::uint32_t>(held.pending));
+          store<std::uint32_t>(side + 4, held.position + held.done);
+        }
+        held.done += granted;
+      }
+    }
+    did = true;
+    held.position += c.count;
+    held.done = 0;
+    held.offset = c.next;
   }
-  on_reply_(replies, side, n);
+  if (held.position != count) throw Error("aggregation: corrupt forward batch from rank " + std::to_string(source));
+  return true;
 }
 
-void RecordExchange::handle_routed_reply(std::span<const std::byte> msg) {
+void RoutedExchange::handle_reply(std::span<const std::byte> msg) {
   Header h;
   if (msg.size() < kHeader) throw Error("aggregation: corrupt or unexpected reply batch");
   std::memcpy(&h, msg.data(), kHeader);
@@ -424,7 +440,7 @@ void RecordExchange::handle_routed_reply(std::span<const std::byte> msg) {
     std::memcpy(&c, at, kChunkHeader);
     const std::byte* side = batch.side.data() + side_position * side_stride_;
     if (forward || c.tag == static_cast<std::uint32_t>(rank_)) {  // forward batches hold only own records
-      if (c.count) reply_own(replies + position * qb, side, c.count);
+      if (c.count) on_reply_(replies + position * qb, packed_side(side, c.count), c.count);
     } else {  // a forwarded run: its replies go into the forward batch's reply, in one piece
       auto pending = load<std::uint32_t>(side);
       auto where = load<std::uint32_t>(side + 4);
@@ -445,16 +461,16 @@ void RecordExchange::handle_routed_reply(std::span<const std::byte> msg) {
   batch.out = {};
 }
 
-void RecordExchange::flush_routed() {
+void RoutedExchange::settle() {
   // Round 1: forward batches. Once every rank has placed every forward
   // batch it is owed, no record is left to forward.
   for (std::size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s].forward) send_routed(static_cast<int>(s));
-  settle_round(engine_, comm_, sent_fwd_to_, received_fwd_, [&] { return held_.empty(); });
+  settle_round(progress_, comm_, sent_fwd_to_, received_fwd_, [&] { return held_.empty(); });
   // Round 2: final batches, then every reply home.
   for (std::size_t s = 0; s < slots_.size(); ++s) send_routed(static_cast<int>(s));
-  settle_round(engine_, comm_, sent_to_, received_, [&] { return idle(); });
-  engine_.barrier_serving(comm_);
+  settle_round(progress_, comm_, sent_to_, received_, [&] { return idle(); });
+  progress_.barrier_serving(comm_);
 }
 
-}  // namespace tessera::comm
+}  // namespace tessera::comm::detail

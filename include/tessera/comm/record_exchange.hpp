@@ -18,9 +18,13 @@
 //   Direct (direct_routing.cpp), grid (grid_routing.cpp) and node-first
 //   (node_first_routing.cpp: the grid whose rows are the nodes and whose
 //   columns are the ranks' indices on their node).
-// - This engine: batch formats, tickets and side records, replies,
-//   progress and termination. Direct batches here (record_exchange.cpp),
-//   multi-hop ones in routed_exchange.cpp.
+// - The engine: batch formats, tickets and side records, replies,
+//   progress and termination. Two engines, chosen once when the exchange is
+//   made (src/comm/exchange_engine.hpp): DirectExchange (direct_exchange.cpp)
+//   and RoutedExchange (multi-hop, routed_exchange.cpp), over the same
+//   transports. This class pushes records into the engine's lanes itself (a
+//   pointer bump per record, the same code for both); the engine is called
+//   once per batch, when a lane is full.
 //
 // Progress: a rank that waits for a free buffer serves incoming batches and
 // replies meanwhile (every exchange of its Runtime's ProgressEngine), so
@@ -53,34 +57,37 @@
 //
 // Not thread-safe: one exchange belongs to one thread of one rank.
 #pragma once
-#include <mpi.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <deque>
-#include <array>
 #include <functional>
 #include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <span>
 #include <vector>
 
-#include "tessera/comm/mpi_transport.hpp"
 #include "tessera/comm/options.hpp"
-#include "tessera/comm/ring_transport.hpp"
-#include "tessera/comm/transport.hpp"
-#include "tessera/runtime/progress.hpp"
+#include "tessera/runtime/error.hpp"
 #include "tessera/runtime/runtime.hpp"
 
 namespace tessera::comm {
 
-class Routing;
+namespace detail {
+// This rank's room towards one destination, as cursor and end (push
+// compares two pointers, no count times record size): a direct batch being
+// filled, a multi-hop chunk, or the self lane. cursor == end: full or none
+// yet (the engine's slow path).
+struct ExchangeLane {
+  std::byte* cursor = nullptr;
+  std::byte* end = nullptr;
+  std::byte* side = nullptr;  // side data of the next record
+};
+class ExchangeEngine;
+}  // namespace detail
 
-class RecordExchange : private Progressable, private Receiver {
+class RecordExchange {
  public:
   // At the destination, for each arriving batch of `count` records. With
   // replies, `reply` has room for count * reply_bytes; otherwise it is null.
@@ -128,23 +135,15 @@ class RecordExchange : private Progressable, private Receiver {
   // Room for the next record to `dest` (never this rank, unless the shape
   // asks for the self lane). Write exactly record_bytes there before the next call.
   std::byte* push(int dest) {
-    if (routed_) return push_routed_fast(dest, nullptr);
-    Open& o = outbox_[static_cast<std::size_t>(dest)];
-    if (o.cursor == o.end) next_batch(dest);
-    std::byte* at = o.cursor;
-    o.cursor += shape_.record_bytes;
-    return at;
+    if (static_cast<std::size_t>(static_cast<unsigned>(dest)) >= lane_count_) [[unlikely]]
+      return spill(dest, nullptr);  // throws RangeError
+    return claim(lanes_, dest, record_bytes_, 0, nullptr);
   }
   // Same, plus room for the record's side data (exchanges with replies).
   std::byte* push(int dest, std::byte*& side) {
-    if (routed_) return push_routed_fast(dest, &side);
-    Open& o = outbox_[static_cast<std::size_t>(dest)];
-    if (o.cursor == o.end) next_batch(dest);
-    side = o.side;
-    o.side += shape_.side_bytes;
-    std::byte* at = o.cursor;
-    o.cursor += shape_.record_bytes;
-    return at;
+    if (static_cast<std::size_t>(static_cast<unsigned>(dest)) >= lane_count_) [[unlikely]]
+      return spill(dest, &side);
+    return claim(lanes_, dest, record_bytes_, side_stride_, &side);
   }
   // Pushes one record per item: route(item) gives {destination, record}, a
   // Record of exactly record_bytes (trivially copyable). The same as push()
@@ -157,13 +156,10 @@ class RecordExchange : private Progressable, private Receiver {
   template <class Record, class Item, class Route>
   void push_each(std::span<const Item> items, Route route) {
     static_assert(std::is_trivially_copyable_v<Record>, "records are copied as bytes");
-    if (sizeof(Record) != shape_.record_bytes)
+    if (sizeof(Record) != record_bytes_)
       throw ConfigError("aggregation: push_each with " + std::to_string(sizeof(Record)) + "-byte records into an exchange of " +
-                        std::to_string(shape_.record_bytes) + "-byte records");
-    if (routed_)
-      push_lanes<Record>(own_chunk_.data(), items, route);
-    else
-      push_lanes<Record>(outbox_.data(), items, route);
+                        std::to_string(record_bytes_) + "-byte records");
+    push_lanes<Record>(lanes_, items, route);
   }
 
   // push_each over a generated stream: route(k) gives the k-th record as
@@ -177,13 +173,10 @@ class RecordExchange : private Progressable, private Receiver {
   template <class Record, class Route>
   void push_generated(std::size_t n, Route route) {
     static_assert(std::is_trivially_copyable_v<Record>, "records are copied as bytes");
-    if (sizeof(Record) != shape_.record_bytes)
+    if (sizeof(Record) != record_bytes_)
       throw ConfigError("aggregation: push_generated with " + std::to_string(sizeof(Record)) +
-                        "-byte records into an exchange of " + std::to_string(shape_.record_bytes) + "-byte records");
-    if (routed_)
-      push_lanes_generated<Record>(own_chunk_.data(), n, route);
-    else
-      push_lanes_generated<Record>(outbox_.data(), n, route);
+                        "-byte records into an exchange of " + std::to_string(record_bytes_) + "-byte records");
+    push_lanes_generated<Record>(lanes_, n, route);
   }
 
   // push_each for exchanges with replies: route(item, k) (k: the item's
@@ -194,145 +187,68 @@ class RecordExchange : private Progressable, private Receiver {
   template <class Record, class Side, class Item, class Route>
   void push_each_with_side(std::span<const Item> items, Route route) {
     static_assert(std::is_trivially_copyable_v<Record> && std::is_trivially_copyable_v<Side>, "records are copied as bytes");
-    if (sizeof(Record) != shape_.record_bytes || sizeof(Side) != shape_.side_bytes)
+    if (sizeof(Record) != record_bytes_ || sizeof(Side) != side_bytes_)
       throw ConfigError("aggregation: push_each_with_side with " + std::to_string(sizeof(Record)) + "-byte records and " +
                         std::to_string(sizeof(Side)) + "-byte side records into an exchange of " +
-                        std::to_string(shape_.record_bytes) + " and " + std::to_string(shape_.side_bytes));
-    if (routed_)
-      push_lanes_with_side<Record, Side>(own_chunk_.data(), side_stride_, items, route);
-    else
-      push_lanes_with_side<Record, Side>(outbox_.data(), shape_.side_bytes, items, route);
+                        std::to_string(record_bytes_) + " and " + std::to_string(side_bytes_));
+    push_lanes_with_side<Record, Side>(lanes_, side_stride_, items, route);
   }
 
   // Serves what has arrived and retires completed sends. True if it did work.
-  bool progress() override;
+  bool progress();
   // Collective: sends every partial buffer and returns once every record
   // pushed anywhere before the call has been handled and every reply received.
   void flush();
 
-  int rank() const noexcept { return rank_; }
-  int size() const noexcept { return size_; }
-  std::size_t capacity_records() const noexcept { return capacity_; }
-  const Stats& stats() const noexcept { return stats_; }
-  const Shape& shape() const noexcept { return shape_; }
-  const AggregationOptions& options() const noexcept { return options_; }
+  int rank() const noexcept;
+  int size() const noexcept;
+  std::size_t capacity_records() const noexcept;
+  const Stats& stats() const noexcept;
+  const Shape& shape() const noexcept;
+  const AggregationOptions& options() const noexcept;
   // Bytes this exchange holds for buffers on this rank (send + receive).
   std::size_t memory_bytes() const noexcept;
   // Of those, the same-node rings into this rank (their slots: one batch each).
-  std::size_t ring_memory_bytes() const noexcept { return ring_ ? ring_->memory_bytes() : 0; }
+  std::size_t ring_memory_bytes() const noexcept;
   // The per-destination buffer size in use (the auto mode's choice, if auto).
-  std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
+  std::size_t buffer_bytes() const noexcept;
   // Grid or node-first routing (multi-hop, over MPI).
-  bool routed() const noexcept { return routed_; }
+  bool routed() const noexcept;
   // Whether batches to `rank` go through the same-node rings.
-  bool uses_ring(int rank) const noexcept {
-    return ring_ != nullptr && via_.at(static_cast<std::size_t>(rank)) == static_cast<const Transport*>(ring_.get());
-  }
+  bool uses_ring(int rank) const noexcept;
   // Ranks this rank keeps send buffers for (P-1 direct; grid: row + column).
-  std::size_t destinations() const noexcept { return routed_ ? slots_.size() : static_cast<std::size_t>(size_ > 1 ? size_ - 1 : 0); }
+  std::size_t destinations() const noexcept;
 
  private:
-  struct Header {
-    std::uint32_t ticket;  // the origin's batch slot, echoed in the reply
-    std::uint32_t count;
-  };
-  static constexpr std::size_t kHeader = sizeof(Header);
-
-  // Direct routing: the batch being filled towards one destination, as
-  // cursor and end: push compares two pointers (no count times record
-  // size), and push_each serves it and OwnChunk alike.
-  struct Open {
-    std::byte* cursor = nullptr;   // next record; cursor == end: full or no batch (next_batch)
-    std::byte* end = nullptr;
-    std::byte* records = nullptr;  // the batch's first record
-    std::byte* side = nullptr;     // side data of the next record
-  };
-  // A batch ticket (the index echoed by its reply) and what it holds.
-  struct Batch {
-    Outbox out;                   // its buffer from the transport: open, or sent and kept
-    std::vector<std::byte> side;  // side records until the reply
-    bool awaiting_reply = false;
-  };
-  // Grid routing: a forward batch's reply being assembled at the intermediate.
-  struct Assembly {
-    Outbox out;
-    Transport* via = nullptr;
-    int origin = -1;
-    std::uint32_t waiting = 0;  // records whose reply has not come back yet
-    std::size_t bytes = 0;
-  };
-  // Grid routing: a buffer towards one neighbour, of one kind.
-  struct Slot {
-    int rank;
-    bool forward;                     // chunks tagged with their final destination; else with their origin
-    std::uint32_t chunk_records = 1;  // capacity of a chunk of this rank's own records
-    std::vector<int> own_dests;       // destinations of this rank's own records that go through this slot
-  };
-  // Chunk header in a routed batch; `capacity` records of room follow it, the
-  // first `count` of them used. tag: final destination (forward batches) or
-  // origin (final batches).
-  struct ChunkHeader {
-    std::uint32_t tag;
-    std::uint32_t count;
-    std::uint32_t capacity;
-    std::uint32_t unused;  // keeps records 8-byte aligned
-  };
-  static constexpr std::size_t kChunkHeader = sizeof(ChunkHeader);
-  // The open batch of a slot: chunks are carved from its tail.
-  struct RoutedOutbox {
-    std::byte* tail = nullptr;  // next free byte (valid while the slot has a current batch)
-    std::byte* end = nullptr;
-    std::byte* side = nullptr;    // side data of record position 0
-    std::byte* last = nullptr;    // header of the chunk carved last (trimmed when sent)
-    std::uint32_t positions = 0;  // record positions carved so far: the next chunk's side index
-    std::uint32_t count = 0;      // records in closed chunks and forwarded runs
-    bool holds_forwarded = false;
-  };
-  // This rank's open chunk towards one destination: the push fast path.
-  struct OwnChunk {
-    std::byte* cursor = nullptr;  // next record; cursor == end: closed or full (slow path)
-    std::byte* end = nullptr;
-    std::byte* side = nullptr;    // side data of the next record
-    std::byte* header = nullptr;  // null: no chunk open
-  };
-  // A received forward batch not yet fully placed; the transport keeps its buffer.
-  struct HeldBatch {
-    Arrival arrival;
-    std::size_t offset = kHeader;  // the chunk being placed
-    std::uint32_t done = 0;        // its records placed so far
-    std::uint32_t position = 0;    // reply position of its first record
-    int pending = -1;              // reply being assembled, with replies
-    bool started = false;
-  };
-
-  // Grid routing's fast path: room in this rank's open chunk towards dest
-  // (invalid dests and this rank never have one); else the slow path.
-  std::byte* push_routed_fast(int dest, std::byte** side) {
-    if (static_cast<unsigned>(dest) < own_chunk_.size()) {
-      OwnChunk& c = own_chunk_[static_cast<std::size_t>(dest)];
-      if (c.cursor != c.end) {
-        std::byte* at = c.cursor;
-        c.cursor += shape_.record_bytes;
-        if (side) {
-          *side = c.side;
-          c.side += side_stride_;
-        }
-        return at;
+  using Lane = detail::ExchangeLane;
+  // The claim-or-spill core under every push: room for one record in dest's
+  // lane by a pointer bump, or, once per batch, the engine's slow path
+  // (spill: the next batch, the self lane applied, a new chunk). With
+  // `side`, the lane's side cursor advances by `side_stride` too. Inlined
+  // with a constant record size and a null or local side, it compiles to the
+  // bare bump.
+  [[gnu::always_inline]] std::byte* claim(Lane* lanes, int dest, std::size_t record_bytes, std::size_t side_stride,
+                                          std::byte** side) {
+    Lane& lane = lanes[dest];
+    std::byte* at = lane.cursor;
+    if (at != lane.end) [[likely]] {
+      lane.cursor = at + record_bytes;
+      if (side) {
+        *side = lane.side;
+        lane.side += side_stride;
       }
+      return at;
     }
-    return push_routed(dest, side);
+    return spill(dest, side);
   }
-  // push_each's loop over Open or OwnChunk lanes (cursor and end first).
-  template <class Record, class Lane, class Item, class Route>
+  // The engine's slow path (one virtual call per batch).
+  std::byte* spill(int dest, std::byte** side);
+  // push_each's loop.
+  template <class Record, class Item, class Route>
   void push_lanes(Lane* lanes, std::span<const Item> items, Route& route) {
     for (const Item& item : items) {
       const auto [dest, record] = route(item);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      if (at != lane.end) [[likely]]
-        lane.cursor = at + sizeof(Record);
-      else
-        at = push(dest);  // the next batch (or the self lane applied, or a new chunk)
+      std::byte* at = claim(lanes, dest, sizeof(Record), 0, nullptr);
       std::construct_at(reinterpret_cast<Record*>(at), record);  // a Record store: aliases no cursor
     }
   }
@@ -340,129 +256,38 @@ class RecordExchange : private Progressable, private Receiver {
   // The generator is copied into the loop's frame: its state (advanced per
   // record) is then a local whose address never escapes, kept in registers
   // though a Record store could otherwise alias it.
-  template <class Record, class Lane, class Route>
+  template <class Record, class Route>
   void push_lanes_generated(Lane* lanes, const std::size_t n, Route& route) {
     Route generate = std::move(route);
     for (std::size_t k = 0; k < n; ++k) {
       const auto routed = generate(k);
-      const int dest = std::get<0>(routed);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      if (at != lane.end) [[likely]]
-        lane.cursor = at + sizeof(Record);
-      else
-        at = push(dest);
+      std::byte* at = claim(lanes, std::get<0>(routed), sizeof(Record), 0, nullptr);
       std::apply([at](const auto&, const auto&... fields) { ::new (static_cast<void*>(at)) Record{fields...}; }, routed);
     }
   }
-  // push_each_with_side's loop: the side advances by `stride` (direct:
-  // side_bytes; multi-hop: side_stride_).
-  template <class Record, class Side, class Lane, class Item, class Route>
+  // push_each_with_side's loop: the side advances by `stride` (the engine's:
+  // side_bytes, or more for multi-hop).
+  template <class Record, class Side, class Item, class Route>
   void push_lanes_with_side(Lane* lanes, const std::size_t stride, std::span<const Item> items, Route& route) {
     const std::size_t n = items.size();
     const Item* in = items.data();
     for (std::size_t k = 0; k < n; ++k) {
       const auto [dest, record, side] = route(in[k], k);
-      Lane& lane = lanes[dest];
-      std::byte* at = lane.cursor;
-      std::byte* s = lane.side;
-      if (at != lane.end) [[likely]] {
-        lane.cursor = at + sizeof(Record);
-        lane.side = s + stride;
-      } else {
-        at = push(dest, s);
-      }
+      std::byte* s = nullptr;
+      std::byte* at = claim(lanes, dest, sizeof(Record), stride, &s);
       std::construct_at(reinterpret_cast<Record*>(at), record);
       std::construct_at(reinterpret_cast<Side*>(s), side);
     }
   }
-  void next_batch(int dest);
-  void send_current(int dest);
-  void setup_self_lane();
-  void apply_self_lane();
-  void rewind_self_lane();
-  void setup_transports(Runtime& rt, std::array<std::size_t, kChannels> batch_bytes, int forward_extra);
-  // Transports hand arrived batches here (Receiver).
-  bool arrived(const Arrival& arrival) override;
-  bool retry_deferred();
-  int free_batch(int first, int end) const;
-  // Direct routing.
-  bool handle_request(const Arrival& a);
-  void handle_reply(std::span<const std::byte> msg);
-  // Grid routing.
-  void setup_routes(const Routing& routing);
-  std::byte* push_routed(int dest, std::byte** side);
-  void close_chunk(int dest);
-  bool open_batch(int slot, bool blocking);
-  bool has_room(int slot) const;
-  std::byte* carve_run(int slot, int origin, std::uint32_t want, std::uint32_t& granted, std::byte*& side);
-  void send_routed(int slot);
-  bool drain_forward();
-  bool handle_final(const Arrival& a);
-  void handle_routed_reply(std::span<const std::byte> msg);
-  void reply_own(const std::byte* replies, const std::byte* side, std::size_t n);
-  int start_assembly(int origin);
-  void finish_assembly(int i);
-  void release_forwarded();
-  void flush_routed();
-  void on_idle() override;
-  bool idle() const;
 
-  ProgressEngine& engine_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
-  Shape shape_;
-  AggregationOptions options_;
-  RequestHandler on_request_;
-  ReplyHandler on_reply_;
-  std::uint32_t capacity_ = 1;  // records per batch
-  int per_dest_ = 2;            // batches per destination: 1 filling + in flight
-
-  std::vector<Open> outbox_;          // by destination (direct routing)
-  std::vector<int> current_;          // batch being filled per destination (grid: per slot), -1: none
-  std::vector<Batch> batches_;        // destination d owns [d*per_dest_, (d+1)*per_dest_) (grid: slot_batches_)
-  std::vector<int> sent_to_;          // request batches sent per destination since flush
-  std::uint64_t received_ = 0;        // request batches handled since flush
-  int awaiting_ = 0;                  // batches awaiting their reply
-
-  // Transports: MPI for every rank, the same-node rings for the co-locales
-  // they reach; via_ is the choice per destination (and for replies to it).
-  std::unique_ptr<MpiTransport> mpi_;
-  std::unique_ptr<RingTransport> ring_;
-  std::vector<Transport*> via_;        // by rank
-  std::vector<Transport*> transports_;  // polled in this order
-  std::deque<Arrival> deferred_;       // requests whose reply has no room yet
-  bool retrying_ = false;
-  std::vector<Assembly> assemblies_;
-  std::vector<int> free_assemblies_;
-  Stats stats_;
-
-  std::size_t buffer_bytes_ = 0;
-  // The self lane's records (empty without one): outbox_[rank_] (direct
-  // routing) or own_chunk_[rank_] (multi-hop) points into it.
-  std::vector<std::byte> self_records_;
-  // With replies: the self lane's side records and the replies its handler writes.
-  std::vector<std::byte> self_side_, self_replies_;
-
-  // Grid routing state (empty with direct routing).
-  bool routed_ = false;
-  std::vector<Slot> slots_;
-  std::vector<int> own_slot_;   // by destination rank: where this rank's own records go
-  std::vector<int> fwd_slot_;   // by final destination: where forwarded records go; -1: never
-  std::vector<OwnChunk> own_chunk_;       // by destination rank
-  std::vector<int> slot_batches_;         // slot s owns batches [slot_batches_[s], slot_batches_[s + 1])
-  std::vector<int> batch_slot_;           // by batch: its slot
-  std::vector<RoutedOutbox> routed_out_;  // by slot
-  std::vector<int> sent_fwd_to_;          // forward batches sent per rank since flush
-  std::uint64_t received_fwd_ = 0;
-  std::deque<HeldBatch> held_;
-  bool draining_ = false;
-  std::size_t cap_bytes_ = 0;     // payload bytes of one batch
-  std::size_t max_records_ = 0;   // records one batch can hold at most
-  std::size_t side_stride_ = 0;   // side bytes per record position (room for a forwarded run's reply address)
-  std::vector<std::byte> side_scratch_;
-  double round_start_ = 0;        // auto buffer size: when this round's pushes began
-  std::uint64_t tune_records_ = 0;  // records_sent when the round began
+  std::unique_ptr<detail::ExchangeEngine> engine_;
+  // The engine's lanes and what the push paths read per record, copied here
+  // once: the lanes never move after construction.
+  Lane* lanes_ = nullptr;
+  std::size_t lane_count_ = 0;
+  std::size_t record_bytes_ = 0;
+  std::size_t side_bytes_ = 0;
+  std::size_t side_stride_ = 0;
 };
 
 }  // namespace tessera::comm
