@@ -9,7 +9,9 @@ docs/cli.md's "Synopsis") against the programs' own --help:
     option or argument with a fixed set of values is one of that set;
   * every option of every command outside `bench` is named somewhere in
     docs/*.md (by one of its names); the benchmarks' options are their
-    --help's (docs/benchmarks.md describes the benchmarks).
+    --help's (docs/benchmarks.md describes the benchmarks);
+  * README.md, the front door, stays within README_LINES lines (the
+    synopsis grows with the program: the details belong in docs/).
 
 A synopsis entry starts at a line beginning with `tessera`; lines indented
 less than DESCRIPTION_INDENT continue its usage, deeper ones (and the text
@@ -24,6 +26,7 @@ import sys
 from pathlib import Path
 
 DESCRIPTION_INDENT = 30
+README_LINES = 200
 SYNOPSES = [("README.md", "## Command line"), ("docs/cli.md", "## Synopsis")]
 PROGRAMS = ("tessera", "tessera-analyze")
 
@@ -185,6 +188,9 @@ def main():
         for names in help.option_names:
             if names != ("-h", "--help") and not any(re.search(re.escape(n) + r"(?![\w-])", docs) for n in names):
                 problems.append(f"docs/*.md never name `{' '.join(path)} {names[-1]}`")
+    lines = len((source / "README.md").read_text().splitlines())
+    if lines > README_LINES:
+        problems.append(f"README.md has {lines} lines, more than {README_LINES}: move details to docs/")
     for p in problems:
         print("FAIL " + p)
     if problems:
