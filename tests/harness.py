@@ -66,21 +66,31 @@ def _failed_checks_fail_the_script():
 
 
 def numbers(path):
-    """{vertex: value} of the two-column lines of a file (times, scores);
-    comments (# or %) and other lines skipped."""
+    """{vertex: value} of the two-column lines of a file (times, scores):
+    a float, or the word written instead of one ("unreachable"); comments
+    (# or %) and other lines skipped."""
     out = {}
     with open(path) as f:
         for line in f:
             parts = line.split()
             if len(parts) == 2 and not line.startswith(("#", "%")):
-                out[parts[0]] = float(parts[1])
+                try:
+                    out[parts[0]] = float(parts[1])
+                except ValueError:
+                    out[parts[0]] = parts[1]
     return out
 
 
 def same_numbers(a, b, rel=1e-6):
-    """The same vertices, every value within rel of the other's (relative to
-    the larger of 1 and the values)."""
-    return a.keys() == b.keys() and all(abs(a[k] - b[k]) <= rel * max(1.0, abs(a[k]), abs(b[k])) for k in a)
+    """The same vertices, every value the same word or within rel of the
+    other's (relative to the larger of 1 and the values)."""
+    def close(x, y):
+        if x == y:
+            return True
+        if isinstance(x, str) or isinstance(y, str):
+            return False
+        return abs(x - y) <= rel * max(1.0, abs(x), abs(y))
+    return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
 
 
 # Cases run by Harness.each at once. A tessera run is mostly mpirun starting

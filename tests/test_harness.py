@@ -56,13 +56,16 @@ check(status == 1 and "FAIL the check\nTHE DETAIL" in out and "HIDDEN" not in ou
       "a check's detail is printed on failure only", out)
 
 with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-    f.write("% a comment\n0 1.5\n1 2e-3\n2 7 extra\n")
+    f.write("% a comment\n0 1.5\n1 2e-3\n2 7 extra\n3 unreachable\n")
 try:
     got = numbers(f.name)
 finally:
     os.unlink(f.name)
-check(got == {"0": 1.5, "1": 0.002}, f"numbers: the two-column lines as floats, the rest skipped: {got}")
+check(got == {"0": 1.5, "1": 0.002, "3": "unreachable"},
+      f"numbers: the two-column lines, values as floats or words, the rest skipped: {got}")
 check(same_numbers({"0": 1.0, "1": 1e6}, {"0": 1.0 + 1e-9, "1": 1e6 + 0.5}), "same_numbers within 1e-6 relative")
 check(not same_numbers({"0": 1.0}, {"0": 1.001}), "same_numbers tells 1 from 1.001")
 check(not same_numbers({"0": 1.0}, {"1": 1.0}), "same_numbers tells other vertices apart")
+check(same_numbers({"0": "unreachable"}, {"0": "unreachable"}) and not same_numbers({"0": "unreachable"}, {"0": 1.0}),
+      "same_numbers: a word equals only the same word")
 finish()
