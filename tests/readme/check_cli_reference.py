@@ -108,54 +108,59 @@ def synopsis(text, heading):
     return [(number, usage, description) for number, usage, description, _ in entries]
 
 
-def check_entry(tree, where, usage, description, named):
-    """The problems of one entry; adds the commands it names to `named`."""
+def commands_of(tree, where, usage, description, named):
+    """The command an entry is about (or the program, for its own options),
+    the subcommands it lists, the words after them and the problems; adds
+    the commands it names to `named`."""
     words = re.findall(r"[^\s\[\]]+", usage)
     program, words = (words[0],), words[1:]
     if words[:1] == ["-n"]:
         words = words[2:]
-    top = tree[program]
-    problems = []
     if not words or words[0].startswith("-"):  # an option of the program itself: --colocales, --version
-        scope, groups, rest = program, [], words
-    else:
-        command = program + (words[0],)
-        if command not in tree:
-            return [f"{where}: `{' '.join(command)}`: no such command (it has: {', '.join(top.subcommands)})"]
-        named.add(command)
-        scope, groups, rest = command, [], words[1:]
-        subs = tree[command].subcommands
-        if subs:
-            if not rest:
-                return [f"{where}: `{' '.join(command)}` names none of its subcommands"]
-            listed = rest[0].split("|")
-            if re.fullmatch(r"[A-Z]+", rest[0]):  # a placeholder: the description lists them
-                listed = [w for w in re.findall(r"[\w-]+", description) if w in subs]
-            groups, rest = [listed], rest[1:]
-            # `a [options] | b [options]` (not `[--x X | --y Y]`, a choice of options)
-            bars = [i for i, w in enumerate(rest[:-1]) if w == "|" and not rest[i + 1].startswith("-")]
-            groups += [[rest[i + 1]] for i in bars]
-            rest = [w for i, w in enumerate(rest) if i not in bars and i - 1 not in bars]
-            for sub in sum(groups, []):
-                if command + (sub,) in tree:
-                    named.add(command + (sub,))
-                else:
-                    problems.append(f"{where}: `{' '.join(command + (sub,))}`: no such subcommand (it has: "
-                                    f"{', '.join(subs)})")
-    scopes = [scope] + [scope + (sub,) for sub in sum(groups, []) if scope + (sub,) in tree]
+        return program, [], words, []
+    command = program + (words[0],)
+    if command not in tree:
+        return command, [], [], [f"{where}: `{' '.join(command)}`: no such command "
+                                  f"(it has: {', '.join(tree[program].subcommands)})"]
+    named.add(command)
+    subs, rest = tree[command].subcommands, words[1:]
+    if not subs:
+        return command, [], rest, []
+    if not rest:
+        return command, [], [], [f"{where}: `{' '.join(command)}` names none of its subcommands"]
+    listed = rest[0].split("|")
+    if re.fullmatch(r"[A-Z]+", rest[0]):  # a placeholder: the description lists them
+        listed = [w for w in re.findall(r"[\w-]+", description) if w in subs]
+    rest = rest[1:]
+    # `a [options] | b [options]` (not `[--x X | --y Y]`, a choice of options)
+    bars = [i for i, w in enumerate(rest[:-1]) if w == "|" and not rest[i + 1].startswith("-")]
+    listed += [rest[i + 1] for i in bars]
+    rest = [w for i, w in enumerate(rest) if i not in bars and i - 1 not in bars]
+    problems = [f"{where}: `{' '.join(command + (sub,))}`: no such subcommand (it has: {', '.join(subs)})"
+                for sub in listed if command + (sub,) not in tree]
+    listed = [sub for sub in listed if command + (sub,) in tree]
+    named.update(command + (sub,) for sub in listed)
+    return command, listed, rest, problems
+
+
+def option_problems(tree, where, command, listed, rest):
+    """Options the entry writes that its command (its listed subcommands, the
+    program) lacks, and values outside an option's or argument's fixed set."""
+    scopes = [command] + [command + (sub,) for sub in listed]
     options = {}
-    for s in scopes + [program]:
+    for s in scopes + [command[:1]]:
         for name, values in tree[s].options.items():
             options.setdefault(name, values)
     positionals = sum((tree[s].positionals for s in scopes), [])
     option = re.compile(r"--?[A-Za-z][\w-]*")
+    problems = []
     for i, word in enumerate(rest):
         name = word.split("=")[0].rstrip(",")
         value = rest[i + 1] if i + 1 < len(rest) else ""
         after_option = i > 0 and option.fullmatch(rest[i - 1].split("=")[0])
         if option.fullmatch(name):
             if name not in options:
-                problems.append(f"{where}: `{name}` is not an option of `{' '.join(scope)}`")
+                problems.append(f"{where}: `{name}` is not an option of `{' '.join(command)}`")
             elif options[name] and "|" in value and not value.startswith("-"):
                 stale = [v for v in value.split("|") if v not in options[name]]
                 if stale:
@@ -163,8 +168,16 @@ def check_entry(tree, where, usage, description, named):
                                     f"(it takes {', '.join(sorted(options[name]))})")
         elif "|" in word.strip("|") and not after_option and positionals:
             if not any(set(word.split("|")) <= values for values in positionals):
-                problems.append(f"{where}: `{word}`: not among the values of `{' '.join(scope)}`'s arguments")
+                problems.append(f"{where}: `{word}`: not among the values of `{' '.join(command)}`'s arguments")
     return problems
+
+
+def check_entry(tree, where, usage, description, named):
+    """The problems of one entry; adds the commands it names to `named`."""
+    command, listed, rest, problems = commands_of(tree, where, usage, description, named)
+    if command not in tree:
+        return problems
+    return problems + option_problems(tree, where, command, listed, rest)
 
 
 def main():
