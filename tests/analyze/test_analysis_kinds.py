@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, finish  # noqa: E402
 from scipy_reference import read_vertex_values  # noqa: E402
 
 build = sys.argv[1]
@@ -24,15 +25,6 @@ env = dict(os.environ, TESSERA_SHM_DIR=SHM)
 d = tempfile.mkdtemp(prefix="tessera-kinds-")
 atexit.register(shutil.rmtree, SHM, True)
 atexit.register(shutil.rmtree, d, True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
 def run(*args, ranks=1, expect_ok=True):
     cmd = [tessera, *args, "-n", str(ranks), "-q"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
@@ -157,9 +149,4 @@ with ThreadPoolExecutor(max_workers=3) as pool:
 
 left = os.listdir(SHM)
 check(not left, f"nothing left in the job's Shared directory ({left})")
-if failures:
-    sys.exit(f"{len(failures)} failure(s)")
-if not container:
-    print("SKIPPED (the other parts passed): --analysis container")
-    sys.exit(77)
-print("ok: every analysis kind in every mode")
+finish([] if container else ["--analysis container"])

@@ -15,6 +15,9 @@ Prints the measured handshake latencies and detection times.
 Usage: test_analyze.py BUILD_DIR"""
 import json, math, os, shutil, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, finish  # noqa: E402
+
 build = sys.argv[1]
 tessera = os.path.join(build, "tessera")
 analyze = os.path.join(build, "tessera-analyze")
@@ -26,14 +29,7 @@ with open(os.path.join(build, "CMakeCache.txt")) as f:
     sanitized = "TESSERA_SANITIZE:BOOL=ON" in f.read()
 # s: 2 liveness periods of 0.1 s, plus process exit on a loaded 2-vCPU machine (slower under sanitizers)
 DETECT_BOUND = 3.0 * (3 if sanitized else 1)
-failures = []
 skipped = []  # parts this machine cannot run
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def clean(what):
@@ -231,9 +227,4 @@ try:
 finally:
     shutil.rmtree(shm, ignore_errors=True)
 
-if failures:
-    sys.exit(f"{len(failures)} failure(s)")
-if skipped:  # ctest reports it skipped (SKIP_RETURN_CODE 77), not passed
-    print(f"SKIPPED (the other parts passed): {', '.join(skipped)}")
-    sys.exit(77)
-print("ok: out-of-process analysis")
+finish(skipped)

@@ -23,7 +23,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_harness import Harness  # noqa: E402
+from harness import Harness  # noqa: E402
 
 SKIP = 77
 TESSERA = os.path.join(sys.argv[1], "tessera")

@@ -15,8 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import verdict  # noqa: E402
-from cli_harness import Harness  # noqa: E402
+from harness import Harness, run  # noqa: E402
 
 TESSERA = os.path.join(os.path.abspath(sys.argv[1]), "tessera")
 h = Harness(TESSERA)
@@ -37,7 +36,7 @@ def pipeline(ranks, out, *extra, supervised=None, recover=True):
         argv = [TESSERA, "-n", str(ranks)] + job[1:]
     else:
         argv = [TESSERA, "-n", str(ranks), "run"] + (["--recover"] if recover else []) + supervised + job
-    p = verdict.run(argv, timeout=120)
+    p = run(argv, timeout=120)
     doc = None
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
@@ -138,7 +137,7 @@ try:
     os.utime(graph)  # the same bytes, another mtime: still another input
     p, _ = pipeline(2, os.path.join(tmp, "e.txt"))
     h.check(p.returncode != 0 and "input.mtime_ns" in p.stderr, "a touched input is refused too" + said(p))
-    p = verdict.run([TESSERA, "checkpoint", "rm", "pipeline", "--dir", ck])
+    p = run([TESSERA, "checkpoint", "rm", "pipeline", "--dir", ck])
     h.check(p.returncode == 0 and "removed 1" in p.stdout, f"tessera checkpoint rm removes it ({p.stdout.strip()})")
 
     # A damaged newest checkpoint: the one before is used, with a message.
@@ -159,12 +158,12 @@ try:
             f"the damaged stage-3 checkpoint skipped with a message, resumed after the labels ({c})" + said(p))
     h.check(os.path.exists(out) and open(out).read() == open(ref[2]).read(), "byte-identical to the 2-rank run")
 
-    p = verdict.run([TESSERA, "-n", "2", "pipeline", "-", "--checkpoint", ck, "-q"], timeout=60)
+    p = run([TESSERA, "-n", "2", "pipeline", "-", "--checkpoint", ck, "-q"], timeout=60)
     h.check(p.returncode != 0 and "standard input" in p.stderr, "--checkpoint with standard input is refused" + said(p))
-    p = verdict.run([TESSERA, "-n", "2", "pipeline", graph + ".none", "--checkpoint", ck, "-q"], timeout=60)
+    p = run([TESSERA, "-n", "2", "pipeline", graph + ".none", "--checkpoint", ck, "-q"], timeout=60)
     h.check(p.returncode != 0 and "does not exist" in p.stderr, "a missing input without a checkpoint" + said(p))
 
-    p = verdict.run([TESSERA, "shm", "list", "--json", "--dir", shm])
+    p = run([TESSERA, "shm", "list", "--json", "--dir", shm])
     files = json.loads(p.stdout)["files"] if p.returncode == 0 else None
     h.check(files == [], f"no Tessera segment left in the shm directory ({files})")
     left = [f for f in os.listdir(shm) if not f.startswith("vader_segment")]

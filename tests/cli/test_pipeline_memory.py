@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_harness import Harness  # noqa: E402
+from harness import Harness  # noqa: E402
 
 SCALE = "19"
 h = Harness(os.path.join(sys.argv[1], "tessera"), fatal=True)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_harness import Harness  # noqa: E402
+from harness import Harness  # noqa: E402
 from scipy_reference import read_vertex_values  # noqa: E402
 
 h = Harness(os.path.join(sys.argv[1], "tessera"), timeout=120)

@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, run  # noqa: E402
+from harness import check, run  # noqa: E402
 
 
 class Cluster:

@@ -30,7 +30,7 @@ TIMEOUT = 120
 # Detection is a few 0.1 s periods; the rest is the abort and mpirun's teardown.
 END_BOUND = 8.0
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, finish, run  # noqa: E402
+from harness import check, finish, run  # noqa: E402
 from emulated_cluster import Cluster  # noqa: E402
 
 

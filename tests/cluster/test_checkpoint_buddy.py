@@ -28,7 +28,7 @@ BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
 MPIRUN = os.path.join(SOURCE, "scripts", "mpirun.sh")
 PROGRAM = os.path.join(BUILD, "tests", "test_checkpoint")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, finish  # noqa: E402
+from harness import check, finish  # noqa: E402
 from emulated_cluster import Cluster  # noqa: E402
 
 

@@ -34,8 +34,8 @@ TESSERA = os.path.join(BUILD, "tessera")
 TIMEOUT = 120
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, finish  # noqa: E402
-from verdict import run as run_unchecked  # noqa: E402
+from harness import check, finish, numbers, same_numbers  # noqa: E402
+from harness import run as run_unchecked  # noqa: E402
 from emulated_cluster import Cluster  # noqa: E402
 
 
@@ -57,32 +57,6 @@ def tessera_args(args, ranks):
 def sorted_lines(path):
     with open(path) as f:
         return sorted(line.strip() for line in f if line.strip() and not line.startswith("%"))
-
-
-def numbers(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2 and not line.startswith(("#", "%")):
-                out[parts[0]] = parts[1]
-    return out
-
-
-def same_numbers(a, b, rel=1e-6):
-    if a.keys() != b.keys():
-        return False
-    for k, x in a.items():
-        y = b[k]
-        if x == y:
-            continue
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
-            return False
-        if abs(fx - fy) > rel * max(1.0, abs(fx), abs(fy)):
-            return False
-    return True
 
 
 def commands_agree(cl, work):
@@ -319,11 +293,6 @@ def _ns(pid):
         return None
 
 
-def values(path):
-    """{vertex: float} of a 'vertex value' file."""
-    return {k: float(v) for k, v in numbers(path).items()}
-
-
 def analyses_agree(cl, work):
     """pagerank --method jacobi (to 1e-9), bfs --verify (the same parents) and
     spectral (lambda2 to 1e-8, the vector up to sign to 1e-6) across nodes as
@@ -348,9 +317,9 @@ def analyses_agree(cl, work):
                 results[layout, name] = None
                 continue
             if name == "spectral":
-                results[layout, name] = (json.loads(p.stdout)["lambda2"], values(os.path.join(d, "fiedler.txt")))
+                results[layout, name] = (json.loads(p.stdout)["lambda2"], numbers(os.path.join(d, "fiedler.txt")))
             elif name == "pagerank":
-                results[layout, name] = values(os.path.join(d, "pr.txt"))
+                results[layout, name] = numbers(os.path.join(d, "pr.txt"))
             else:
                 results[layout, name] = sorted_lines(os.path.join(d, "bfs.txt"))
     for layout, _, _ in LAYOUTS:

@@ -36,7 +36,7 @@ TESSERA = os.path.join(BUILD, "tessera")
 JOB = ["tessera", "bench", "jacobi3d-recover", "--n", "16", "--iterations", "20", "--every", "5",
        "--levels", "node,buddy", "-q"]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, finish  # noqa: E402
+from harness import check, finish  # noqa: E402
 from emulated_cluster import Cluster  # noqa: E402
 
 

@@ -23,21 +23,7 @@ TESSERA = os.path.join(BUILD, "tessera")
 SLURM = [sys.executable, os.path.join(SOURCE, "scripts", "slurm_cluster.py")]
 TIMEOUT = 120
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, failures, run  # noqa: E402
-
-
-def numbers(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2 and not line.startswith(("#", "%")):
-                out[parts[0]] = float(parts[1])
-    return out
-
-
-def same_numbers(a, b, rel=1e-6):
-    return a.keys() == b.keys() and all(abs(a[k] - b[k]) <= rel * max(1.0, abs(a[k]), abs(b[k])) for k in a)
+from harness import check, failures, numbers, run, same_numbers  # noqa: E402
 
 
 def pmix_dirs():

@@ -14,7 +14,7 @@ BUILD, SOURCE = (os.path.abspath(a) for a in sys.argv[1:3])
 PROGRAM = os.path.join(BUILD, "tests", "killed_peer")
 MPIRUN = os.path.join(SOURCE, "scripts", "mpirun.sh")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from verdict import check, finish, run  # noqa: E402
+from harness import check, finish, run  # noqa: E402
 
 
 def processes_left():

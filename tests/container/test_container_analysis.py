@@ -17,6 +17,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, finish  # noqa: E402
+
 build, source = sys.argv[1], sys.argv[2]
 tessera = os.path.join(build, "tessera")
 analyze = os.path.join(build, "tessera-analyze")
@@ -27,15 +30,6 @@ if not shutil.which("bwrap") or not os.access(analyze, os.X_OK):
 if subprocess.run([box, "/tmp", "--", "true"], capture_output=True).returncode != 0:
     print("SKIP: bwrap cannot create namespaces here")
     sys.exit(77)
-
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
-
 
 def rollup(pid):
     fields = {}
@@ -118,7 +112,4 @@ with tempfile.TemporaryDirectory(prefix="tessera-container-") as work:
     left = os.listdir(shm)
     check(not left, f"files left in the Shared directory: {left}")
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("PASS: the containerized analysis answers through the Shared directory and copies no edge array")
+finish()

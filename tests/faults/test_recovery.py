@@ -29,22 +29,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import check, finish, said  # noqa: E402
+
 BUILD = os.path.abspath(sys.argv[1])
 CASE = sys.argv[2]
 TESSERA = os.path.join(BUILD, "tessera")
 JOB = ["tessera", "bench", "jacobi3d-recover", "--n", "16", "--iterations", "20", "--every", "5", "-q"]
-failures = []
-
-
-def check(ok, what):
-    """`what` may end with said(p): the job's output, printed only on failure."""
-    if ok:
-        what = what.split("\n--- stdout")[0]
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
 class Env:
     def __init__(self, work):
         self.shm = tempfile.mkdtemp(prefix="tessera-test-faults-", dir="/dev/shm")
@@ -79,15 +70,11 @@ class Env:
         subprocess.run(["rm", "-rf", self.shm])
 
 
-def said(p):
-    return f"\n--- stdout\n{p.stdout[-2000:]}\n--- stderr\n{p.stderr[-3000:]}"
-
-
 def reference(e):
     """Uninterrupted runs at 1 and 2 ranks and the plain loop: one checksum."""
     p1, _, r1 = e.run(1, [], JOB + ["--plain"])
     p2, _, r2 = e.run(2, [], JOB)
-    check(p1.returncode == 0 and p2.returncode == 0 and r1 and r2, "uninterrupted runs at 1 and 2 ranks" + said(p2))
+    check(p1.returncode == 0 and p2.returncode == 0 and r1 and r2, "uninterrupted runs at 1 and 2 ranks", said(p2))
     ok = r1 and r2 and r1["checksum"] == r1["plain_checksum"] == r2["checksum"]
     check(bool(ok), "uninterrupted runs equal the plain sequential loop bit for bit")
     check(bool(r1) and r1["check"].startswith("ok"), "the iterate agrees with the theory")
@@ -96,7 +83,7 @@ def reference(e):
 
 def expect_recovery(e, ranks, supervisor_args, what, attempts, resumed, checksum, rank=None, how=None):
     p, rep, res = e.run(ranks, ["--recover"] + supervisor_args, JOB)
-    check(p.returncode == 0 and rep and rep["finished"], f"{what}: the supervisor recovers the job" + said(p))
+    check(p.returncode == 0 and rep and rep["finished"], f"{what}: the supervisor recovers the job", said(p))
     if not rep:
         return
     a = rep["attempts"]
@@ -134,7 +121,7 @@ def case_recover2(e):
 
 def case_recover4(e):
     p, _, r = e.run(1, [], JOB + ["--plain"])
-    check(p.returncode == 0 and r and r["checksum"] == r["plain_checksum"], "uninterrupted run = plain loop" + said(p))
+    check(p.returncode == 0 and r and r["checksum"] == r["plain_checksum"], "uninterrupted run = plain loop", said(p))
     ref = r["plain_checksum"] if r else None
     expect_recovery(e, 4, ["--kill-rank", "0", "--kill-at-step", "12", "--fault", "2:3:restart"],
                     "rank 0 killed after step 12, rank 3 while restarting", 3, 10, ref, rank=0)
@@ -144,9 +131,9 @@ def case_retries(e):
     p, rep, _ = e.run(2, ["--recover", "--retries", "2"], ["false"])
     check(p.returncode != 0, f"an always-failing job exits non-zero ({p.returncode})")
     check(rep is not None and len(rep["attempts"]) == 3 and not rep["finished"],
-          "--retries 2: three attempts, then it gives up" + said(p))
+          "--retries 2: three attempts, then it gives up", said(p))
     check("tessera: error: gave up: the job failed 3 time(s) (--retries 2)" in p.stderr,
-          "a clear error line" + said(p))
+          "a clear error line", said(p))
     p, rep, _ = e.run(2, [], ["false"])
     check(p.returncode != 0 and rep is not None and len(rep["attempts"]) == 1, "without --recover: one attempt")
     # A command that cannot start is not a failure to recover from: said
@@ -164,21 +151,21 @@ def case_retries(e):
           "mpirun cannot find the program: one attempt, 'not started'" + said(p))
     p = subprocess.run([TESSERA, "-n", "2", "run", "--recover", "--kill-rank", "5", "--kill-at-step", "1", "true"],
                        capture_output=True, text=True, env=e.env)
-    check(p.returncode != 0 and "rank 5" in p.stderr, "a fault naming a rank the job lacks is refused" + said(p))
+    check(p.returncode != 0 and "rank 5" in p.stderr, "a fault naming a rank the job lacks is refused", said(p))
     p = subprocess.run([TESSERA, "-n", "2", "run", "--fault", "1:0:explode:3", "true"], capture_output=True, text=True,
                        env=e.env)
-    check(p.returncode != 0 and "unknown point 'explode'" in p.stderr, "a bad --fault is refused" + said(p))
+    check(p.returncode != 0 and "unknown point 'explode'" in p.stderr, "a bad --fault is refused", said(p))
     p = subprocess.run([TESSERA, "-n", "2", "run", "--fault", "1:0:step:99999999999999999999", "true"],
                        capture_output=True, text=True, env=e.env)
     check(p.returncode != 0 and "step '99999999999999999999' is out of range" in p.stderr,
-          "a --fault step past 64 bits is refused, naming it" + said(p))
+          "a --fault step past 64 bits is refused, naming it", said(p))
 
 
 def case_hang(e):
     p, _, r = e.run(2, [], JOB)
     ref = r["checksum"] if r else None
     p, rep, res = e.run(2, ["--recover", "--heartbeat-timeout", "2", "--fault", "1:1:hang:6"], JOB)
-    check(p.returncode == 0 and rep and rep["finished"], "a hung rank: the job recovers" + said(p))
+    check(p.returncode == 0 and rep and rep["finished"], "a hung rank: the job recovers", said(p))
     if rep:
         a = rep["attempts"][0]
         check(a["outcome"] == "hung" and a["rank"] == 1 and a["last_step"] == 6,
@@ -196,18 +183,18 @@ def case_waits(e):
     start = time.time()
     p, rep, _ = e.run(2, ["--heartbeat-timeout", "3"], [job, "deadlock"], timeout=90)
     took = time.time() - start
-    check(p.returncode != 0 and rep is not None, f"a deadlocked job is stopped ({p.returncode})" + said(p))
+    check(p.returncode != 0 and rep is not None, f"a deadlocked job is stopped ({p.returncode})", said(p))
     if rep:
         a = rep["attempts"][0]
         check(a["outcome"] == "hung" and "every rank has waited in Tessera's communication" in a["how"],
               f"reported hung: every rank waiting ({a['outcome']}: {a['how']})")
         check(3 <= a["detection_seconds"] < 10, f"caught {a['detection_seconds']:.2f} s into the wait (timeout 3 s)")
     check(took < 40, f"the supervisor stopped it in {took:.1f} s")
-    check("hung" in p.stderr and "passed a barrier" not in p.stdout, "its line says hung" + said(p))
+    check("hung" in p.stderr and "passed a barrier" not in p.stdout, "its line says hung", said(p))
     # Rank 0 computes for 6 s, past the 3 s timeout, while rank 1 waits: slow, not hung.
     p, rep, _ = e.run(2, ["--heartbeat-timeout", "3"], [job, "compute", "6"], timeout=90)
     check(p.returncode == 0 and rep and rep["finished"] and "computed and joined" in p.stdout,
-          "a rank computing past the timeout while the other waits: finished, not stopped" + said(p))
+          "a rank computing past the timeout while the other waits: finished, not stopped", said(p))
     # With no heartbeat of its own the job's ranks are still known by their
     # processes (the Runtime's start-up record): a rank killed is named.
     report = os.path.join(e.work, "waits-killed.json")
@@ -234,7 +221,7 @@ def case_bench(e):
                         "--every", "5", "--checkpoint-bytes", "0", "--json", "-q"],
                        capture_output=True, text=True, env=e.env, timeout=300)
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    check(p.returncode == 0, "bench faults exits 0" + said(p))
+    check(p.returncode == 0, "bench faults exits 0", said(p))
     check(sorted(r["scenario"] for r in rows) == ["kill_in_checkpoint", "kill_in_restart", "random_kill"],
           "one JSON line per scenario")
     for r in rows:
@@ -250,11 +237,11 @@ def case_bench(e):
                        capture_output=True, text=True, env=e.env, timeout=300)
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     check(p.returncode == 0 and [r["scenario"] for r in rows] == ["kill_in_spare"] and rows[0]["recovered"] == 3 and
-          rows[0]["bit_identical"] == 3 and rows[0]["stale_segments"] == 0, "kill_in_spare: 3 of 3 recovered, bit-identical" + said(p))
+          rows[0]["bit_identical"] == 3 and rows[0]["stale_segments"] == 0, "kill_in_spare: 3 of 3 recovered, bit-identical", said(p))
     p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--scenario", "kill_in_spare", "--iterations", "15",
                         "--every", "5"], capture_output=True, text=True, env=e.env, timeout=60)
     check(p.returncode != 0 and "kill_in_spare needs --iterations above 3 x --every" in p.stderr,
-          "kill_in_spare without a third checkpoint refused" + said(p))
+          "kill_in_spare without a third checkpoint refused", said(p))
 
 
 def case_cost(e):
@@ -268,14 +255,14 @@ def case_cost(e):
         p = subprocess.run([TESSERA, "bench", "faults", "--trials", "1", *args], capture_output=True, text=True,
                            env=e.env, timeout=60)
         check(p.returncode == 1 and f"{word} must be a byte count between 1 and 1T" in p.stderr,
-              f"bench faults {' '.join(args)} refused naming {word}" + said(p))
+              f"bench faults {' '.join(args)} refused naming {word}", said(p))
     p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--trials", "1", "--scenario", "kill_in_checkpoint",
                         "--n", "12", "--iterations", "10", "--every", "5", "--checkpoint-bytes", "1M,2M", "--json", "-q"],
                        capture_output=True, text=True, env=e.env, timeout=300)
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     cost = [r for r in rows if r["scenario"].startswith("checkpoint_cost_level")]
     check(p.returncode in (0, 2) and any(r["scenario"] == "kill_in_checkpoint" for r in rows),
-          "bench faults with cost rows runs" + said(p))
+          "bench faults with cost rows runs", said(p))
     got = sorted((r["bytes_per_rank"], r["level"], r.get("async", r["level"] == 3)) for r in cost)
     check(got == [(s, lv, a) for s in (1 << 20, 2 << 20) for lv, a in ((1, False), (1, True), (2, False), (3, True))],
           f"a cost row per size and level, level 1 with and without async_drain ({got})")
@@ -308,11 +295,11 @@ def case_cost(e):
                         "disk", "--dir", disk, "--result", result], capture_output=True, text=True, env=e.env, timeout=120)
     j = json.load(open(result)) if os.path.exists(result) else {}
     check(p.returncode == 0 and [r["level"] for r in j.get("rows", [])] == [3] and j["rows"][0]["restored_bit_identical"],
-          "checkpoint-cost --levels disk --dir D: one row, restored" + said(p))
+          "checkpoint-cost --levels disk --dir D: one row, restored", said(p))
     check(os.listdir(disk) == [], f"its checkpoints removed from D ({os.listdir(disk)})")
     p = subprocess.run([TESSERA, "-n", "2", "bench", "faults", "--checkpoint-levels", "node,tape"], capture_output=True,
                        text=True, env=e.env, timeout=60)
-    check(p.returncode != 0 and "--checkpoint-levels: 'tape' is not a level" in p.stderr, "a bad level refused" + said(p))
+    check(p.returncode != 0 and "--checkpoint-levels: 'tape' is not a level" in p.stderr, "a bad level refused", said(p))
 
 
 def case_resume(e):
@@ -323,7 +310,7 @@ def case_resume(e):
                         "--state-bytes", "4M", "--n", "12", "--iterations", "10", "--every", "3",
                         "--checkpoint-bytes", "0", "--json", "-q"], capture_output=True, text=True, env=e.env, timeout=300)
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    check(len(rows) == 1 and rows[0]["scenario"] == "resume_time", "one resume_time line" + said(p))
+    check(len(rows) == 1 and rows[0]["scenario"] == "resume_time", "one resume_time line", said(p))
     if len(rows) != 1:
         return
     r = rows[0]
@@ -348,7 +335,7 @@ def case_resume(e):
                            capture_output=True, text=True, env=e.env, timeout=120)
         got = json.load(open(result)) if os.path.exists(result) else {}
         check(p.returncode == want_exit and got.get("wrong_words") == want_words and got.get("ok") == (want_words == 0),
-              f"resume-state with a wrong word at step {wrong}: exit {p.returncode}, {got}" + said(p))
+              f"resume-state with a wrong word at step {wrong}: exit {p.returncode}, {got}", said(p))
 
 
 def rank_pid(shm, rank):
@@ -399,7 +386,7 @@ def case_plain(e):
     lines = p.stderr.strip().splitlines()
     check(p.returncode != 0 and len(lines) == 1 and
           lines[0].startswith("tessera: error: rank 1 died: SIGKILL injected after step 3; the job was stopped"),
-          "an injected kill under -n 2: one line with the rank and the step" + said(p))
+          "an injected kill under -n 2: one line with the rank and the step", said(p))
 
 
 def main():
@@ -413,8 +400,7 @@ def main():
             cases[CASE](e)
         finally:
             e.clean()
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed")
+    finish()
 
 
 main()

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_harness import Harness  # noqa: E402
+from harness import Harness  # noqa: E402
 from scipy_reference import read_vertex_values, reference_hitting  # noqa: E402
 
 BUILD, DATA = sys.argv[1], sys.argv[2]

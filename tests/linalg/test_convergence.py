@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_harness import Harness  # noqa: E402
+from harness import Harness  # noqa: E402
 from scipy_reference import read_vertex_values, reference_hitting  # noqa: E402
 
 build = sys.argv[1]

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from scipy_reference import read_vertex_values  # noqa: E402
-from verdict import check, finish  # noqa: E402
+from harness import check, finish  # noqa: E402
 
 build = sys.argv[1]
 tessera = os.path.join(build, "tessera")
