@@ -362,116 +362,216 @@ struct Outcome {
 };
 
 // One request of kind `analysis` (hitting times: `targets`, `hitting`; a
-// spectral kind: `spectral`) served by a started or user-started analysis.
-Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, std::span<const std::uint64_t> targets,
-                           const linalg::HittingOptions& hitting, const SpectralRequest& spectral,
-                           const ProcessOptions& options) {
-  const bool hitting_kind = analysis == proto::Analysis::hitting_times;
-  Runtime& rt = g.runtime();
-  const bool root = rt.rank() == 0;
-  const NodeGroup& node = rt.node();
-  // Each node's lowest rank creates, fills and shuts down its node's control
-  // segment; with one node that is rank 0 and everything is as it always was.
-  const bool leader = node.rank == 0;
-  const bool across_nodes = node.count > 1;
-  const std::string offsets = g.offsets_metadata_path(), dst = g.dst_metadata_path();
-  const std::string weight = g.weight() ? g.weight()->metadata_path() : std::string();
-  agree(rt.comm(), [&] {
-    if (offsets.empty() || dst.empty() || (g.weighted() && weight.empty()))
-      throw ConfigError("an out-of-process analysis needs the graph in Shared storage (its arrays have no metadata file)");
-    if (g.directed())
-      throw ConfigError("the " + std::string(proto::analysis_name(static_cast<std::uint32_t>(analysis))) +
-                        " analysis needs an undirected graph");
-    if (hitting_kind && (targets.empty() || targets.size() > static_cast<std::size_t>(proto::kMaxTargets)))
-      throw ConfigError("an out-of-process analysis takes 1 to " + std::to_string(proto::kMaxTargets) +
-                        " targets, not " + std::to_string(targets.size()));
-    if (rt.size() > control::kMaxRanks)
-      throw ConfigError("an out-of-process analysis supports at most " + std::to_string(control::kMaxRanks) + " ranks");
-  });
-  const std::string dir = directory_of(offsets);
-  std::string base = broadcast(
-      rt.comm(), root ? "tessera-" + rt.job_id() + "-analysis" + std::to_string(analysis_counter++) : std::string(), 0);
+// spectral kind: `spectral`) served by a started or user-started analysis,
+// in the phases run_out_of_process calls in order. Every phase is collective
+// over the caller's ranks unless it says otherwise.
+class OutOfProcessRun {
+ public:
+  OutOfProcessRun(const graph::EdgeList& g, proto::Analysis analysis, std::span<const std::uint64_t> targets,
+                  const linalg::HittingOptions& hitting, const SpectralRequest& spectral,
+                  const ProcessOptions& options)
+      : g_(g),
+        analysis_(analysis),
+        targets_(targets),
+        hitting_(hitting),
+        spectral_(spectral),
+        options_(options),
+        hitting_kind_(analysis == proto::Analysis::hitting_times),
+        rt_(g.runtime()),
+        root_(rt_.rank() == 0),
+        node_(rt_.node()),
+        // Each node's lowest rank creates, fills and shuts down its node's control
+        // segment; with one node that is rank 0 and everything is as it always was.
+        leader_(node_.rank == 0),
+        across_nodes_(node_.count > 1),
+        offsets_(g.offsets_metadata_path()),
+        dst_(g.dst_metadata_path()),
+        weight_(g.weight() ? g.weight()->metadata_path() : std::string()),
+        here_("host " + node_.hostname) {}
 
-  // Every caller rank's host, in rank order: analysis rank r starts there.
-  HostName mine{};
-  std::snprintf(mine.name, sizeof(mine.name), "%s", node.hostname.c_str());
-  std::vector<std::string> hosts;
-  for (const auto& h : all_gather(rt.comm(), mine)) hosts.emplace_back(h.name, strnlen(h.name, sizeof(h.name)));
-  const auto runs = host_runs(hosts);
-  std::optional<Notices> notices;
-  if (across_nodes) notices.emplace(rt.comm());
+  // The graph's arrays are shared files, and the request fits the protocol.
+  void check_request() {
+    agree(rt_.comm(), [&] {
+      if (offsets_.empty() || dst_.empty() || (g_.weighted() && weight_.empty()))
+        throw ConfigError("an out-of-process analysis needs the graph in Shared storage (its arrays have no metadata file)");
+      if (g_.directed())
+        throw ConfigError("the " + std::string(proto::analysis_name(static_cast<std::uint32_t>(analysis_))) +
+                          " analysis needs an undirected graph");
+      if (hitting_kind_ && (targets_.empty() || targets_.size() > static_cast<std::size_t>(proto::kMaxTargets)))
+        throw ConfigError("an out-of-process analysis takes 1 to " + std::to_string(proto::kMaxTargets) +
+                          " targets, not " + std::to_string(targets_.size()));
+      if (rt_.size() > control::kMaxRanks)
+        throw ConfigError("an out-of-process analysis supports at most " + std::to_string(control::kMaxRanks) +
+                          " ranks");
+    });
+  }
 
-  // The result: hitting times or an eigenvector on the graph's vertex ranges, written by the analysis.
-  auto result_storage = StorageOptions::shared(base + (hitting_kind ? "-times" : "-vector"), dir);
-  result_storage.group_access = options.group_access;
-  linalg::Vector times(g.vertex_map(), result_storage);
-  Handshake hs;
-  hs.control_path = options.control.empty() ? dir + "/" + control::control_file_name(base) : options.control;
-  hs.result_path = times.array().metadata_path();
-  hs.period_seconds = options.period;
-  const std::string here = "host " + node.hostname;
+  // The run's name, every caller rank's host, and the result array the
+  // analysis writes (hitting times or an eigenvector on the graph's vertex
+  // ranges) beside the graph.
+  void name_result_and_hosts() {
+    dir_ = directory_of(offsets_);
+    base_ = broadcast(rt_.comm(),
+                      root_ ? "tessera-" + rt_.job_id() + "-analysis" + std::to_string(analysis_counter++)
+                            : std::string(),
+                      0);
+    // In rank order: analysis rank r starts on caller rank r's host.
+    HostName mine{};
+    std::snprintf(mine.name, sizeof(mine.name), "%s", node_.hostname.c_str());
+    std::vector<std::string> hosts;
+    for (const auto& h : all_gather(rt_.comm(), mine)) hosts.emplace_back(h.name, strnlen(h.name, sizeof(h.name)));
+    runs_ = host_runs(hosts);
+    if (across_nodes_) notices_.emplace(rt_.comm());
 
-  proto::Placement placement{};
-  placement.node = static_cast<std::uint32_t>(node.index);
-  placement.nodes = static_cast<std::uint32_t>(node.count);
-  std::snprintf(placement.host, sizeof(placement.host), "%s", node.hostname.c_str());
-  for (int r = 0; r < rt.size(); ++r)
-    placement.serves[r] = node.node_of_rank[static_cast<std::size_t>(r)] == node.index ? 1 : 0;
+    auto result_storage = StorageOptions::shared(base_ + (hitting_kind_ ? "-times" : "-vector"), dir_);
+    result_storage.group_access = options_.group_access;
+    result_.emplace(g_.vertex_map(), result_storage);
+    hs_.control_path = options_.control.empty() ? dir_ + "/" + control::control_file_name(base_) : options_.control;
+    hs_.result_path = result_->array().metadata_path();
+    hs_.period_seconds = options_.period;
+  }
 
-  std::unique_ptr<ControlSegment> ctl;
-  agree(rt.comm(), [&] {
-    if (leader) ctl = proto::create(hs.control_path, rt.size(), options.group_access ? 0660 : 0600, &placement);
-  });
-  agree(rt.comm(), [&] {
-    if (!leader) ctl = proto::open(hs.control_path);
-    ctl->attach(Side::caller, rt.rank(), "tessera");
-  });
+  // Node leaders create their node's control segment; every rank attaches.
+  void open_control_segment() {
+    proto::Placement placement{};
+    placement.node = static_cast<std::uint32_t>(node_.index);
+    placement.nodes = static_cast<std::uint32_t>(node_.count);
+    std::snprintf(placement.host, sizeof(placement.host), "%s", node_.hostname.c_str());
+    for (int r = 0; r < rt_.size(); ++r)
+      placement.serves[r] = node_.node_of_rank[static_cast<std::size_t>(r)] == node_.index ? 1 : 0;
+    agree(rt_.comm(), [&] {
+      if (leader_) ctl_ = proto::create(hs_.control_path, rt_.size(), options_.group_access ? 0660 : 0600, &placement);
+    });
+    agree(rt_.comm(), [&] {
+      if (!leader_) ctl_ = proto::open(hs_.control_path);
+      ctl_->attach(Side::caller, rt_.rank(), "tessera");
+    });
+  }
 
+  // Rank 0 starts the analysis (one mpirun) or, given a control path, tells
+  // the user how to start it and waits.
+  void launch_or_wait_for_user() {
+    program_ = analyze_program(options_);
+    user_command_ = across_nodes_ ? "mpirun " + joined(mpmd({}, hs_.control_path)) +
+                                        " (one analysis rank per caller rank, on that rank's node)"
+                                  : "mpirun -n " + std::to_string(rt_.size()) + " " + program_ + " --control " +
+                                        hs_.control_path;
+    t_launch_ = control::monotonic_ns();
+    agree(rt_.comm(), [&] {
+      if (!root_) return;
+      if (!options_.control.empty()) {
+        std::fprintf(stderr, "waiting up to %.0f s for a user-started analysis: %s\n", options_.attach_timeout,
+                     user_command_.c_str());
+        return;
+      }
+      start_analysis();
+    });
+  }
+
+  // 1. Every analysis rank attached and checked the rank count.
+  void handshake() {
+    agree(rt_.comm(), [&] { wait_for(0, "starting", true); });
+    const std::int64_t t_ready = control::monotonic_ns();
+    hs_.launch_seconds = seconds_between(t_launch_, t_ready);
+    if (root_) hs_.analysis = control::describe(ctl_->peer(Side::analysis, 0));
+  }
+
+  // 2. The request: each node's leader posts it to its node's analysis
+  // ranks. Returns this rank's word count before the analysis' answer.
+  std::uint32_t post_request() {
+    const std::uint32_t before_result = ctl_->load(Side::caller, rt_.rank());
+    if (leader_) {
+      auto& payload = proto::payload(*ctl_);
+      std::memset(&payload.request, 0, sizeof(payload.request));
+      std::memset(&payload.reply, 0, sizeof(payload.reply));
+      fill_request(payload.request);
+      payload.reply.request_posted_ns = control::monotonic_ns();
+      for (int r : node_.world_ranks) ctl_->post(Side::analysis, r);
+    }
+    return before_result;
+  }
+
+  // 3. Every analysis rank's word, then the reply it left in the segment.
+  proto::Reply read_reply(std::uint32_t before_result) {
+    std::int64_t t_resumed = 0;
+    agree(rt_.comm(), [&] {
+      wait_for(before_result, "solving", false);
+      t_resumed = control::monotonic_ns();
+    });
+    proto::Reply reply{};
+    std::memcpy(&reply, &proto::payload(*ctl_).reply, sizeof(reply));
+    agree(rt_.comm(), [&] {
+      if (reply.status != static_cast<std::uint32_t>(proto::Status::ok))
+        throw PeerError("the analysis answered with status " + std::to_string(reply.status) +
+                        ", not ok (corrupt reply)");
+    });
+    hs_.request_to_start_seconds = seconds_between(reply.request_posted_ns, reply.analysis_woke_ns);
+    hs_.result_to_resume_seconds = seconds_between(reply.result_posted_ns, t_resumed);
+    return reply;
+  }
+
+  // 4. Shutdown: the analysis leaves; a started one is reaped.
+  void shut_down() {
+    if (leader_) {
+      proto::payload(*ctl_).request.analysis = static_cast<std::uint32_t>(proto::Analysis::shutdown);
+      for (int r : node_.world_ranks) ctl_->post(Side::analysis, r);
+    }
+    if (root_) {
+      const std::int64_t t_shutdown = control::monotonic_ns();
+      if (child_.running() && !child_.wait_exit(10.0))
+        std::fprintf(stderr, "tessera: warning: the analysis did not exit within 10 s of its shutdown; stopping it\n");
+      hs_.shutdown_seconds = seconds_between(t_shutdown, control::monotonic_ns());
+    }
+  }
+
+  // Everything rank 0 measured, on every rank, with the result.
+  Outcome outcome(const proto::Reply& reply) {
+    double measured[5] = {hs_.launch_seconds, hs_.request_to_start_seconds, hs_.result_to_resume_seconds,
+                          hs_.shutdown_seconds, 0};
+    broadcast(rt_.comm(), measured, 5, 0);
+    hs_.launch_seconds = measured[0];
+    hs_.request_to_start_seconds = measured[1];
+    hs_.result_to_resume_seconds = measured[2];
+    hs_.shutdown_seconds = measured[3];
+    hs_.command = broadcast(rt_.comm(), hs_.command, 0);
+    hs_.analysis = broadcast(rt_.comm(), hs_.analysis, 0);
+    return {std::move(*result_), reply, std::move(hs_)};
+  }
+
+ private:
   // What to run: one mpirun; across nodes, one app context per run of
   // consecutive ranks on a host (Open MPI's MPMD form), so analysis rank r
   // lands on caller rank r's node and maps that node's segments.
-  const std::string program = analyze_program(options);
-  auto app_context = [&](const std::vector<std::string>& prefix, const std::string& control_path) {
+  std::vector<std::string> app_context(const std::vector<std::string>& prefix, const std::string& control_path) const {
     std::vector<std::string> words = prefix;
-    words.insert(words.end(), {program, "--control", control_path});
-    if (options.quiet) words.push_back("-q");
+    words.insert(words.end(), {program_, "--control", control_path});
+    if (options_.quiet) words.push_back("-q");
     return words;
-  };
-  auto mpmd = [&](const std::vector<std::string>& prefix, const std::string& control_path) {
+  }
+  std::vector<std::string> mpmd(const std::vector<std::string>& prefix, const std::string& control_path) const {
     std::vector<std::string> words;
-    for (const auto& run : runs) {
+    for (const auto& run : runs_) {
       if (!words.empty()) words.push_back(":");
       words.insert(words.end(), {"-n", std::to_string(run.ranks), "--host", run.host + ":" + std::to_string(run.ranks)});
       auto app = app_context(prefix, control_path);
       words.insert(words.end(), app.begin(), app.end());
     }
     return words;
-  };
-  const std::string user_command =
-      across_nodes ? "mpirun " + joined(mpmd({}, hs.control_path)) +
-                         " (one analysis rank per caller rank, on that rank's node)"
-                   : "mpirun -n " + std::to_string(rt.size()) + " " + program + " --control " + hs.control_path;
+  }
 
-  Child child;
-  const std::int64_t t_launch = control::monotonic_ns();
-  agree(rt.comm(), [&] {
-    if (!root) return;
-    if (!options.control.empty()) {
-      std::fprintf(stderr, "waiting up to %.0f s for a user-started analysis: %s\n", options.attach_timeout,
-                   user_command.c_str());
-      return;
-    }
+  // Rank 0 only.
+  void start_analysis() {
     std::vector<std::string> command = {"mpirun", "--quiet"};
     Sandbox sandbox = Sandbox::none;
-    if (!across_nodes) {
+    if (!across_nodes_) {
       // One node: mpirun on this node, inside the launcher when contained.
-      std::string control_path = hs.control_path;
+      std::string control_path = hs_.control_path;
       std::vector<std::string> words;
-      if (options.isolation == Isolation::container) {
-        words = launcher_words(options, dir, program, &control_path, false);
+      if (options_.isolation == Isolation::container) {
+        words = launcher_words(options_, dir_, program_, &control_path, false);
         sandbox = Sandbox::around_mpirun;
       }
-      command.insert(command.end(), {"-n", std::to_string(rt.size()), "--oversubscribe"});
+      command.insert(command.end(), {"-n", std::to_string(rt_.size()), "--oversubscribe"});
       auto app = app_context({}, control_path);
       command.insert(command.end(), app.begin(), app.end());
       command.insert(command.begin(), words.begin(), words.end());
@@ -482,124 +582,36 @@ Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, s
       // inside a sandbox could neither reach them nor would be sandboxed
       // themselves. mpirun and its daemons stay outside and start each rank
       // through the launcher on its node.
-      std::string control_path = hs.control_path;
+      std::string control_path = hs_.control_path;
       std::vector<std::string> words;
-      if (options.isolation == Isolation::container) {
-        words = launcher_words(options, dir, program, &control_path, true);
+      if (options_.isolation == Isolation::container) {
+        words = launcher_words(options_, dir_, program_, &control_path, true);
         sandbox = Sandbox::per_rank;
       }
       command.push_back("--oversubscribe");
       auto contexts = mpmd(words, control_path);
       command.insert(command.end(), contexts.begin(), contexts.end());
     }
-    hs.command = joined(command);
-    child.start(command, sandbox, across_nodes);
-  });
+    hs_.command = joined(command);
+    child_.start(command, sandbox, across_nodes_);
+  }
 
-  // Every period: another rank's notice, a dead analysis rank of this node,
-  // an exited launcher, a timeout each end the wait on every caller rank
-  // (fail() posts this node's, a notice the other nodes'). Across nodes, a
-  // rank that was stopped (mpirun ends every rank when one dies) or an
-  // exited launcher is reported only after a grace of a few periods, so the
-  // node where the failure began names it.
-  const std::string how_to_start = "start one with: " + user_command;
-  const double grace = across_nodes ? std::max(5 * options.period, 0.5) : 0;
-  std::string launcher_exit;  // how the launcher exited, once it has (rank 0)
-  auto wait_for = [&](std::uint32_t seen, const char* phase, bool attach_phase) {
-    std::int64_t stopped_since = 0;
-    // `rank_lost`: an analysis rank is gone, so mpirun is ending the analysis
-    // by itself; across nodes that takes it seconds (the other nodes' daemons
-    // report back) and a signal in the middle of it crashes mpirun: it is
-    // left to finish (in a process group of its own, see Child::start).
-    auto give_up = [&](const std::string& msg, bool stopped, bool rank_lost) {
-      if (stopped && grace > 0) {
-        if (stopped_since == 0) stopped_since = control::monotonic_ns();
-        if (seconds_between(stopped_since, control::monotonic_ns()) < grace) return;
-      }
-      if (notices) notices->send(static_cast<int>(ErrorCategory::peer), msg, rank_lost);
-      if (rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
-      ctl->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
-      if (rank_lost && across_nodes) child.abandon();
-      throw PeerError(msg);
-    };
-    ctl->wait(Side::caller, rt.rank(), seen, options.period, [&] {
-      if (notices) {
-        if (auto n = notices->received()) {
-          if (n->rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).store(1);
-          ctl->fail(Side::caller, n->category, n->message);
-          if (n->rank_lost) child.abandon();
-          throw_error(static_cast<ErrorCategory>(n->category), n->message);
-        }
-      }
-      const double waited = seconds_between(t_launch, control::monotonic_ns());
-      int dead = ctl->first_dead(Side::analysis);
-      if (dead >= 0) {
-        auto p = ctl->peer(Side::analysis, dead);
-        const std::uint32_t signal = std::atomic_ref<std::uint32_t>(proto::payload(*ctl).stopped[dead]).load();
-        const std::string how = signal != 0 ? "was stopped by signal " + std::to_string(signal) + " (" +
-                                                  strsignal(static_cast<int>(signal)) + ") while " + phase
-                                            : "died while " + std::string(phase);
-        give_up("on " + here + " the analysis process (" + control::describe(p) + ", rank " + std::to_string(dead) +
-                    ") " + how + ": it no longer holds its lock on " + hs.control_path +
-                    " (killed or crashed; its own messages, if any, are above)",
-                signal != 0, true);
-      }
-      std::string how;
-      if (root && child.running() && child.exited(&how)) launcher_exit = how;
-      if (!launcher_exit.empty())
-        give_up("the analysis launcher (" + hs.command + ") " + launcher_exit + " while " + phase +
-                    (attach_phase ? " before the analysis attached" : ""),
-                true, false);
-      if (attach_phase && waited > options.attach_timeout)
-        give_up("no tessera-analyze attached to " + hs.control_path + (across_nodes ? " on " + here : "") +
-                    " within " + seconds_text(options.attach_timeout) +
-                    (options.control.empty() ? "" : " (" + how_to_start + ")"),
-                false, false);
-      if (waited > options.timeout)
-        give_up("the analysis gave no result within the timeout of " + seconds_text(options.timeout) + " (" + phase +
-                    ")",
-                false, false);
-    });
-    if (ctl->failed()) {
-      // Across nodes, mpirun is ending an analysis that lost a rank or
-      // refused (its ranks exit) by itself: left to it, as above.
-      if (across_nodes && (ctl->failed_side() == Side::analysis ||
-                           std::atomic_ref<std::uint32_t>(proto::payload(*ctl).analysis_lost).load() != 0))
-        child.abandon();
-      const std::string msg = (ctl->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl->message();
-      if (notices) notices->send(ctl->error_category(), msg, false);
-      throw_error(static_cast<ErrorCategory>(ctl->error_category()), msg);
-    }
-  };
-
-  // 1. Every analysis rank attached and checked the rank count.
-  agree(rt.comm(), [&] { wait_for(0, "starting", true); });
-  const std::int64_t t_ready = control::monotonic_ns();
-  hs.launch_seconds = seconds_between(t_launch, t_ready);
-  if (root) hs.analysis = control::describe(ctl->peer(Side::analysis, 0));
-
-  // 2. The request, then every analysis rank's word.
-  // Each node's leader posts it to its node's analysis ranks.
-  const std::uint32_t before_result = ctl->load(Side::caller, rt.rank());
-  if (leader) {
-    auto& payload = proto::payload(*ctl);
-    auto& req = payload.request;
-    std::memset(&req, 0, sizeof(req));
-    std::memset(&payload.reply, 0, sizeof(payload.reply));
-    req.analysis = static_cast<std::uint32_t>(analysis);
-    req.solver = static_cast<std::uint32_t>(options.solver == "belos" ? proto::Solver::belos : proto::Solver::tessera);
-    req.preconditioner = static_cast<std::uint32_t>(options.preconditioner == "relaxation"
+  // Leaders only: the request's fields, in the segment.
+  void fill_request(proto::Request& req) const {
+    req.analysis = static_cast<std::uint32_t>(analysis_);
+    req.solver = static_cast<std::uint32_t>(options_.solver == "belos" ? proto::Solver::belos : proto::Solver::tessera);
+    req.preconditioner = static_cast<std::uint32_t>(options_.preconditioner == "relaxation"
                                                         ? proto::Preconditioner::relaxation
                                                         : proto::Preconditioner::diagonal);
-    req.target_count = hitting_kind ? static_cast<std::uint32_t>(targets.size()) : 0;
-    req.connected = hitting.connected ? 1 : 0;
-    req.vertices = g.vertices();
-    req.tolerance = hitting_kind ? hitting.cg.tolerance : spectral.tolerance;
-    req.max_iterations = hitting_kind ? hitting.cg.max_iterations : spectral.max_iterations;
+    req.target_count = hitting_kind_ ? static_cast<std::uint32_t>(targets_.size()) : 0;
+    req.connected = hitting_.connected ? 1 : 0;
+    req.vertices = g_.vertices();
+    req.tolerance = hitting_kind_ ? hitting_.cg.tolerance : spectral_.tolerance;
+    req.max_iterations = hitting_kind_ ? hitting_.cg.max_iterations : spectral_.max_iterations;
     // Arrays beside the control segment are named by file name alone, so an
     // analysis that sees the directory elsewhere (bwrap --bind DIR /data)
     // resolves them beside its own view of the control segment.
-    const std::string control_dir = directory_of(hs.control_path);
+    const std::string control_dir = directory_of(hs_.control_path);
     auto put = [&](char (&field)[proto::kPathBytes], std::string path) {
       if (!path.empty() && directory_of(path) == control_dir) path = path.substr(path.rfind('/') + 1);
       if (path.size() >= proto::kPathBytes)
@@ -607,52 +619,135 @@ Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, s
                           std::to_string(proto::kPathBytes - 1) + " bytes");
       std::memcpy(field, path.c_str(), path.size() + 1);
     };
-    put(req.offsets, offsets);
-    put(req.dst, dst);
-    put(req.weight, weight);
-    put(req.result, hs.result_path);
-    if (hitting_kind) std::copy(targets.begin(), targets.end(), req.targets);
-    payload.reply.request_posted_ns = control::monotonic_ns();
-    for (int r : node.world_ranks) ctl->post(Side::analysis, r);
+    put(req.offsets, offsets_);
+    put(req.dst, dst_);
+    put(req.weight, weight_);
+    put(req.result, hs_.result_path);
+    if (hitting_kind_) std::copy(targets_.begin(), targets_.end(), req.targets);
   }
 
-  // 3. The reply.
-  std::int64_t t_resumed = 0;
-  agree(rt.comm(), [&] {
-    wait_for(before_result, "solving", false);
-    t_resumed = control::monotonic_ns();
-  });
-  proto::Reply reply{};
-  std::memcpy(&reply, &proto::payload(*ctl).reply, sizeof(reply));
-  agree(rt.comm(), [&] {
-    if (reply.status != static_cast<std::uint32_t>(proto::Status::ok))
-      throw PeerError("the analysis answered with status " + std::to_string(reply.status) + ", not ok (corrupt reply)");
-  });
-  hs.request_to_start_seconds = seconds_between(reply.request_posted_ns, reply.analysis_woke_ns);
-  hs.result_to_resume_seconds = seconds_between(reply.result_posted_ns, t_resumed);
+  // Every period: another rank's notice, a dead analysis rank of this node,
+  // an exited launcher, a timeout each end the wait on every caller rank
+  // (fail() posts this node's, a notice the other nodes'). Across nodes, a
+  // rank that was stopped (mpirun ends every rank when one dies) or an
+  // exited launcher is reported only after a grace of a few periods, so the
+  // node where the failure began names it.
+  void wait_for(std::uint32_t seen, const char* phase, bool attach_phase) {
+    stopped_since_ = 0;
+    ctl_->wait(Side::caller, rt_.rank(), seen, options_.period, [&] { check_peers(phase, attach_phase); });
+    if (ctl_->failed()) {
+      // Across nodes, mpirun is ending an analysis that lost a rank or
+      // refused (its ranks exit) by itself: left to it, as in give_up.
+      if (across_nodes_ && (ctl_->failed_side() == Side::analysis ||
+                            std::atomic_ref<std::uint32_t>(proto::payload(*ctl_).analysis_lost).load() != 0))
+        child_.abandon();
+      const std::string msg = (ctl_->failed_side() == Side::analysis ? "tessera-analyze: " : "") + ctl_->message();
+      if (notices_) notices_->send(ctl_->error_category(), msg, false);
+      throw_error(static_cast<ErrorCategory>(ctl_->error_category()), msg);
+    }
+  }
 
-  // 4. Shutdown: the analysis leaves; a started one is reaped.
-  if (leader) {
-    proto::payload(*ctl).request.analysis = static_cast<std::uint32_t>(proto::Analysis::shutdown);
-    for (int r : node.world_ranks) ctl->post(Side::analysis, r);
+  // One period of wait_for: throws when the wait must end.
+  void check_peers(const char* phase, bool attach_phase) {
+    if (notices_) {
+      if (auto n = notices_->received()) {
+        if (n->rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl_).analysis_lost).store(1);
+        ctl_->fail(Side::caller, n->category, n->message);
+        if (n->rank_lost) child_.abandon();
+        throw_error(static_cast<ErrorCategory>(n->category), n->message);
+      }
+    }
+    const double waited = seconds_between(t_launch_, control::monotonic_ns());
+    int dead = ctl_->first_dead(Side::analysis);
+    if (dead >= 0) {
+      auto p = ctl_->peer(Side::analysis, dead);
+      const std::uint32_t signal = std::atomic_ref<std::uint32_t>(proto::payload(*ctl_).stopped[dead]).load();
+      const std::string how = signal != 0 ? "was stopped by signal " + std::to_string(signal) + " (" +
+                                                strsignal(static_cast<int>(signal)) + ") while " + phase
+                                          : "died while " + std::string(phase);
+      give_up("on " + here_ + " the analysis process (" + control::describe(p) + ", rank " + std::to_string(dead) +
+                  ") " + how + ": it no longer holds its lock on " + hs_.control_path +
+                  " (killed or crashed; its own messages, if any, are above)",
+              signal != 0, true);
+    }
+    std::string how;
+    if (root_ && child_.running() && child_.exited(&how)) launcher_exit_ = how;
+    if (!launcher_exit_.empty())
+      give_up("the analysis launcher (" + hs_.command + ") " + launcher_exit_ + " while " + phase +
+                  (attach_phase ? " before the analysis attached" : ""),
+              true, false);
+    if (attach_phase && waited > options_.attach_timeout)
+      give_up("no tessera-analyze attached to " + hs_.control_path + (across_nodes_ ? " on " + here_ : "") +
+                  " within " + seconds_text(options_.attach_timeout) +
+                  (options_.control.empty() ? "" : " (start one with: " + user_command_ + ")"),
+              false, false);
+    if (waited > options_.timeout)
+      give_up("the analysis gave no result within the timeout of " + seconds_text(options_.timeout) + " (" + phase +
+                  ")",
+              false, false);
   }
-  if (root) {
-    const std::int64_t t_shutdown = control::monotonic_ns();
-    if (child.running() && !child.wait_exit(10.0))
-      std::fprintf(stderr, "tessera: warning: the analysis did not exit within 10 s of its shutdown; stopping it\n");
-    hs.shutdown_seconds = seconds_between(t_shutdown, control::monotonic_ns());
+
+  // Ends the wait with `msg` on every caller rank, unless a `stopped` rank
+  // is still within its grace. `rank_lost`: an analysis rank is gone, so
+  // mpirun is ending the analysis by itself; across nodes that takes it
+  // seconds (the other nodes' daemons report back) and a signal in the
+  // middle of it crashes mpirun: it is left to finish (in a process group
+  // of its own, see Child::start).
+  void give_up(const std::string& msg, bool stopped, bool rank_lost) {
+    const double grace = across_nodes_ ? std::max(5 * options_.period, 0.5) : 0;
+    if (stopped && grace > 0) {
+      if (stopped_since_ == 0) stopped_since_ = control::monotonic_ns();
+      if (seconds_between(stopped_since_, control::monotonic_ns()) < grace) return;
+    }
+    if (notices_) notices_->send(static_cast<int>(ErrorCategory::peer), msg, rank_lost);
+    if (rank_lost) std::atomic_ref<std::uint32_t>(proto::payload(*ctl_).analysis_lost).store(1);
+    ctl_->fail(Side::caller, static_cast<int>(ErrorCategory::peer), msg);
+    if (rank_lost && across_nodes_) child_.abandon();
+    throw PeerError(msg);
   }
-  // Everything rank 0 measured, on every rank.
-  double measured[5] = {hs.launch_seconds, hs.request_to_start_seconds, hs.result_to_resume_seconds,
-                        hs.shutdown_seconds, 0};
-  broadcast(rt.comm(), measured, 5, 0);
-  hs.launch_seconds = measured[0];
-  hs.request_to_start_seconds = measured[1];
-  hs.result_to_resume_seconds = measured[2];
-  hs.shutdown_seconds = measured[3];
-  hs.command = broadcast(rt.comm(), hs.command, 0);
-  hs.analysis = broadcast(rt.comm(), hs.analysis, 0);
-  return {std::move(times), reply, std::move(hs)};
+
+  // The request.
+  const graph::EdgeList& g_;
+  const proto::Analysis analysis_;
+  const std::span<const std::uint64_t> targets_;
+  const linalg::HittingOptions& hitting_;
+  const SpectralRequest& spectral_;
+  const ProcessOptions& options_;
+  const bool hitting_kind_;
+  // Where it runs.
+  Runtime& rt_;
+  const bool root_;
+  const NodeGroup& node_;
+  const bool leader_, across_nodes_;
+  // The graph's arrays, the run's name, directory and hosts.
+  const std::string offsets_, dst_, weight_;
+  const std::string here_;
+  std::string dir_, base_;
+  std::vector<HostRun> runs_;
+  std::optional<Notices> notices_;
+  // What the run makes.
+  std::optional<linalg::Vector> result_;
+  Handshake hs_;
+  std::unique_ptr<ControlSegment> ctl_;
+  std::string program_, user_command_;
+  Child child_;
+  std::int64_t t_launch_ = 0;
+  std::int64_t stopped_since_ = 0;  // when a stopped rank or exited launcher was first seen, in this wait
+  std::string launcher_exit_;       // how the launcher exited, once it has (rank 0)
+};
+
+Outcome run_out_of_process(const graph::EdgeList& g, proto::Analysis analysis, std::span<const std::uint64_t> targets,
+                           const linalg::HittingOptions& hitting, const SpectralRequest& spectral,
+                           const ProcessOptions& options) {
+  OutOfProcessRun run(g, analysis, targets, hitting, spectral, options);
+  run.check_request();
+  run.name_result_and_hosts();
+  run.open_control_segment();
+  run.launch_or_wait_for_user();
+  run.handshake();
+  const proto::Reply reply = run.read_reply(run.post_request());
+  run.shut_down();
+  return run.outcome(reply);
 }
 
 }  // namespace
