@@ -308,7 +308,34 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
   return 0;
 }
 
-int run_faults_bench(const FaultsBenchOptions& o) {
+namespace {
+
+struct RemoveTree {
+  std::string path;
+  ~RemoveTree() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// One supervised run of the job; returns the supervisor's result, the
+// job's checksum (0 when it wrote none) and the stale segments left.
+struct Trial {
+  resilience::SuperviseResult result;
+  std::uint64_t checksum = 0;
+  bool wrote = false;
+  bool verified = false;  // resume-state: every word right
+  int stale = 0;
+  double seconds = 0;
+};
+
+// resume_time's state, split over the ranks in whole words.
+std::uint64_t state_bytes_per_rank(const FaultsBenchOptions& o) {
+  return o.resume_state_bytes / static_cast<std::uint64_t>(o.ranks) / sizeof(std::uint64_t) * sizeof(std::uint64_t);
+}
+
+// The options checked; the scenarios to run (the default three when none are named).
+std::vector<std::string> checked_scenarios(const FaultsBenchOptions& o) {
   if (o.ranks < 1) throw ConfigError("bench faults: --ranks must be at least 1");
   if (o.trials < 1) throw ConfigError("bench faults: --trials must be at least 1");
   if (o.iterations < 2 * o.every || o.every < 1)
@@ -326,58 +353,132 @@ int run_faults_bench(const FaultsBenchOptions& o) {
       throw ConfigError("bench faults: kill_in_spare needs --iterations above 3 x --every (a third checkpoint)");
     resume_time = resume_time || s == "resume_time";
   }
-  const std::uint64_t state_bytes_per_rank =
-      o.resume_state_bytes / static_cast<std::uint64_t>(o.ranks) / sizeof(std::uint64_t) * sizeof(std::uint64_t);
-  if (resume_time && state_bytes_per_rank == 0)
+  if (resume_time && state_bytes_per_rank(o) == 0)
     throw ConfigError("bench faults: --state-bytes must give each rank at least 8 bytes");
-  auto note = [&](const std::string& line) {
-    if (!o.quiet) std::fprintf(stderr, "bench faults: %s\n", line.c_str());
-  };
-  const std::string tmp = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  const std::string shm_base = default_shared_dir();
+  return scenarios;
+}
 
-  // The reference: the plain sequential loop, in this process.
-  jacobi::Problem problem{o.n, o.iterations, false};
-  const std::uint64_t reference = jacobi::run_plain(problem).checksum;
+std::string temp_base() {
+  return std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+}
 
-  std::string work = make_temp_dir(tmp, "tessera-faults-");
-  struct RemoveTree {
-    std::string path;
-    ~RemoveTree() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
+// The benchmark's phases, in the order run_faults_bench calls them: the
+// failure-free runs, each scenario's trials (kills, hangs, stale segments,
+// SIGBUS), the checkpoint-cost jobs, then the table or JSON lines.
+class FaultsBench {
+ public:
+  FaultsBench(const FaultsBenchOptions& o, std::vector<std::string> scenarios)
+      : o_(o),
+        scenarios_(std::move(scenarios)),
+        resume_time_(std::find(scenarios_.begin(), scenarios_.end(), "resume_time") != scenarios_.end()),
+        state_bytes_per_rank_(state_bytes_per_rank(o)),
+        shm_base_(default_shared_dir()),
+        // The reference: the plain sequential loop, in this process.
+        reference_(jacobi::run_plain(jacobi::Problem{o.n, o.iterations, false}).checksum),
+        work_{make_temp_dir(temp_base(), "tessera-faults-")},
+        rng_(o.seed),
+        last_checkpoint_(static_cast<std::uint64_t>((o.iterations - 1) / o.every * o.every)) {}
+
+  // The failure-free run: the time a trial may take (+ 60 s) and the first check.
+  void run_failure_free() {
+    note("failure-free run at " + std::to_string(o_.ranks) + " ranks ...");
+    Trial clean = run_trial({}, false);
+    if (!clean.result.finished || clean.checksum != reference_)
+      throw Error("bench faults: the failure-free run " +
+                  std::string(!clean.result.finished ? "did not finish: " + clean.result.message
+                                                     : "differs from the plain loop's iterate") +
+                  "; nothing to compare the trials with");
+    free_seconds_ = clean.seconds;
+    if (resume_time_) {
+      note("failure-free resume-state run, " + std::to_string(state_bytes_per_rank_) + " bytes per rank ...");
+      Trial c = run_trial({}, true);
+      if (!c.result.finished || !c.verified)
+        throw Error("bench faults: the failure-free resume-state run " +
+                    std::string(!c.result.finished ? "did not finish: " + c.result.message : "has wrong words"));
+      free_state_seconds_ = c.seconds;
     }
-  } remove_work{work};
+  }
 
-  // One supervised run of the job; returns the supervisor's result, the
-  // job's checksum (0 when it wrote none) and the stale segments left.
-  struct Trial {
-    resilience::SuperviseResult result;
-    std::uint64_t checksum = 0;
-    bool wrote = false;
-    bool verified = false;  // resume-state: every word right
-    int stale = 0;
-    double seconds = 0;
-  };
-  int counter = 0;
-  auto run_trial = [&](const std::vector<InjectedFault>& faults, bool state_job) {
+  void run_scenarios() {
+    for (const auto& name : scenarios_) rows_.push_back(run_scenario(name));
+  }
+
+  // Checkpoint cost: each size S per rank, one job measuring every level.
+  void run_checkpoint_costs() {
+    for (std::uint64_t bytes : o_.cost_bytes) {
+      note("checkpoint cost: " + std::to_string(bytes) + " bytes per rank at levels " + o_.cost_levels + " ...");
+      const std::string node_dir = make_temp_dir(shm_base_, "tessera-faults-");
+      RemoveTree remove_node{node_dir};
+      resilience::SuperviseOptions so;
+      so.ranks = o_.ranks;
+      so.program = o_.program;
+      const std::string result_file = work_.path + "/cost" + std::to_string(costs_.size()) + ".json";
+      so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(bytes), "--levels", o_.cost_levels,
+                 "--node-dir", node_dir, "--result", result_file};
+      if (!o_.cost_dir.empty()) so.args.insert(so.args.end(), {"--dir", o_.cost_dir});
+      so.retries = 0;
+      so.shm_dir = node_dir;
+      so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
+      so.log = [&](const std::string& line) { note("  " + line); };
+      auto r = resilience::supervise(so);
+      std::ifstream in(result_file);
+      if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
+      json cost = json::parse(in);
+      cost_ok_ = cost_ok_ && cost.at("pass").get<bool>();
+      costs_.push_back(std::move(cost));
+    }
+  }
+
+  // Every scenario recovered bit for bit, without hangs, stale segments or
+  // SIGBUS, resume_time met its targets, and every checkpoint cost passed.
+  bool passed() const {
+    bool ok = cost_ok_;
+    for (const auto& s : rows_)
+      ok = ok && s.recovered == s.trials && s.bit_identical == s.trials && s.hangs == 0 && s.stale_segments == 0 &&
+           s.sigbus == 0 && (s.name != "resume_time" || meets_targets(s));
+    return ok;
+  }
+
+  void print_json() const {
+    for (const auto& s : rows_) std::printf("%s\n", scenario_json(s).dump().c_str());
+    for (const auto& line : cost_lines()) std::printf("%s\n", line.dump().c_str());
+  }
+
+  void print_table() const {
+    std::printf("tessera bench faults: Jacobi3D n=%d, %d iterations, chunks %s, checkpoint every %d (level 2), %d ranks; "
+                "failure-free run %.2f s\n",
+                o_.n, o_.iterations, o_.chunks.c_str(), o_.every, o_.ranks, free_seconds_);
+    std::printf("%-20s %6s %9s %13s %5s %6s %6s %14s %14s\n", "scenario", "trials", "recovered", "bit-identical", "hangs",
+                "stale", "sigbus", "detect med/max", "resume med/max");
+    for (const auto& s : rows_) print_scenario_row(s);
+    for (const auto& c : cost_lines()) print_cost_line(c);
+  }
+
+ private:
+  void note(const std::string& line) const {
+    if (!o_.quiet) std::fprintf(stderr, "bench faults: %s\n", line.c_str());
+  }
+
+  std::uint64_t uniform(std::uint64_t lo, std::uint64_t hi) { return lo + splitmix64(rng_) % (hi - lo + 1); }
+
+  Trial run_trial(const std::vector<InjectedFault>& faults, bool state_job) {
     Trial t;
-    const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
+    const std::string node_dir = make_temp_dir(shm_base_, "tessera-faults-");
     RemoveTree remove_node{node_dir};
-    const std::string result_file = work + "/result" + std::to_string(++counter) + ".json";
+    const std::string result_file = work_.path + "/result" + std::to_string(++counter_) + ".json";
     resilience::SuperviseOptions so;
-    so.ranks = o.ranks;
-    so.program = o.program;
+    so.ranks = o_.ranks;
+    so.program = o_.program;
     if (state_job)
-      so.args = {"bench", "resume-state", "--bytes", std::to_string(state_bytes_per_rank), "--steps",
-                 std::to_string(o.iterations), "--every", std::to_string(o.every), "--node-dir", node_dir,
+      so.args = {"bench", "resume-state", "--bytes", std::to_string(state_bytes_per_rank_), "--steps",
+                 std::to_string(o_.iterations), "--every", std::to_string(o_.every), "--node-dir", node_dir,
                  "--result", result_file};
     else
-      so.args = {"bench", "jacobi3d-recover", "--n", std::to_string(o.n), "--iterations", std::to_string(o.iterations),
-                 "--chunks", o.chunks, "--every", std::to_string(o.every), "--node-dir", node_dir,
+      so.args = {"bench", "jacobi3d-recover", "--n", std::to_string(o_.n), "--iterations", std::to_string(o_.iterations),
+                 "--chunks", o_.chunks, "--every", std::to_string(o_.every), "--node-dir", node_dir,
                  "--result", result_file, "-q"};
     so.retries = 3;
-    so.heartbeat_timeout = o.heartbeat_timeout;
+    so.heartbeat_timeout = o_.heartbeat_timeout;
     so.faults = faults;
     so.shm_dir = node_dir;
     // Open MPI's shared memory there too: what a trial leaves is all in one place.
@@ -401,131 +502,93 @@ int run_faults_bench(const FaultsBenchOptions& o) {
     for (const auto& e : scan_shared_dir(node_dir)) t.stale += e.kind == ShmEntry::Kind::segment ? 1 : 0;
     t.stale += static_cast<int>(scan_mpi_files(node_dir).size());
     return t;
-  };
-
-  // The failure-free run: the time a trial may take (+ 60 s) and the first check.
-  note("failure-free run at " + std::to_string(o.ranks) + " ranks ...");
-  Trial clean = run_trial({}, false);
-  if (!clean.result.finished || clean.checksum != reference)
-    throw Error("bench faults: the failure-free run " +
-                std::string(!clean.result.finished ? "did not finish: " + clean.result.message
-                                                   : "differs from the plain loop's iterate") +
-                "; nothing to compare the trials with");
-  const double free_seconds = clean.seconds;
-  double free_state_seconds = 0;
-  if (resume_time) {
-    note("failure-free resume-state run, " + std::to_string(state_bytes_per_rank) + " bytes per rank ...");
-    Trial c = run_trial({}, true);
-    if (!c.result.finished || !c.verified)
-      throw Error("bench faults: the failure-free resume-state run " +
-                  std::string(!c.result.finished ? "did not finish: " + c.result.message : "has wrong words"));
-    free_state_seconds = c.seconds;
   }
 
-  std::uint64_t rng = o.seed;
-  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return lo + splitmix64(rng) % (hi - lo + 1); };
-  const auto last_checkpoint = static_cast<std::uint64_t>((o.iterations - 1) / o.every * o.every);
-  std::vector<Scenario> rows;
-  for (const auto& name : scenarios) {
+  Scenario run_scenario(const std::string& name) {
     Scenario s;
     s.name = name;
     // 10% of the random kills (at least one trial) get a second kill in the relaunch.
-    const int seconds_wanted = name == "random_kill" ? std::max(1, static_cast<int>(std::lround(o.trials * 0.1))) : 0;
-    for (int trial = 0; trial < o.trials; ++trial) {
-      std::vector<InjectedFault> faults;
-      const int rank = static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1)));
-      if (name == "random_kill") {
-        faults.push_back({1, rank, FaultPoint::step, uniform(1, static_cast<std::uint64_t>(o.iterations))});
-        if (trial >= o.trials - seconds_wanted) {
-          faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1))), FaultPoint::step,
-                            uniform(1, static_cast<std::uint64_t>(o.iterations))});
-          ++s.second_kills;
-        }
-      } else if (name == "resume_time") {
-        // After a checkpoint exists and before the last step: the relaunch resumes and completes a step.
-        faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o.every), static_cast<std::uint64_t>(o.iterations - 1))});
-      } else if (name == "kill_in_spare") {
-        // Halfway through copying into the reused spare, in the first commit at or after the step that reuses one.
-        faults.push_back({1, rank, FaultPoint::spare, uniform(1, last_checkpoint)});
-      } else if (name == "kill_in_checkpoint") {
-        faults.push_back({1, rank, FaultPoint::checkpoint, uniform(1, last_checkpoint)});
-      } else {
-        // Killed after the first checkpoint, then again while restarting from it.
-        faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o.every), static_cast<std::uint64_t>(o.iterations))});
-        faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o.ranks - 1))), FaultPoint::restart, 0});
-      }
-      note(name + " trial " + std::to_string(trial + 1) + "/" + std::to_string(o.trials) + ": " + FaultInjection::format(faults));
+    const int seconds_wanted = name == "random_kill" ? std::max(1, static_cast<int>(std::lround(o_.trials * 0.1))) : 0;
+    for (int trial = 0; trial < o_.trials; ++trial) {
+      const std::vector<InjectedFault> faults = faults_for(s, trial >= o_.trials - seconds_wanted);
+      note(name + " trial " + std::to_string(trial + 1) + "/" + std::to_string(o_.trials) + ": " +
+           FaultInjection::format(faults));
       const bool state_job = name == "resume_time";
-      Trial t = run_trial(faults, state_job);
-      ++s.trials;
-      const auto& attempts = t.result.attempts;
-      bool hung = t.seconds > (state_job ? free_state_seconds : free_seconds) + 60;
-      bool bus = false;
-      for (std::size_t a = 0; a < attempts.size(); ++a) {
-        hung = hung || attempts[a].outcome == "hung";
-        bus = bus || attempts[a].signal == SIGBUS || attempts[a].exit_code == 128 + SIGBUS;
-        if (attempts[a].outcome != "finished" && attempts[a].detection_seconds >= 0)
-          s.detection.push_back(attempts[a].detection_seconds);
-        if (a > 0 && attempts[a].resume_seconds >= 0) s.resume.push_back(attempts[a].resume_seconds);
-        // Kill to the relaunch's first completed step: detection, then relaunch, restore and a step.
-        if (a > 0 && attempts[a].resume_seconds >= 0 && attempts[a - 1].detection_seconds >= 0)
-          s.kill_to_step.push_back(attempts[a - 1].detection_seconds + attempts[a].resume_seconds);
-      }
-      const bool recovered = t.result.finished && attempts.size() >= 2;  // it failed, then finished
-      const bool same = t.result.finished && t.wrote && (state_job ? t.verified : t.checksum == reference);
-      s.recovered += recovered ? 1 : 0;
-      s.bit_identical += same ? 1 : 0;
-      s.hangs += hung ? 1 : 0;
-      s.sigbus += bus ? 1 : 0;
-      s.stale_segments += t.stale;
-      s.trial_seconds.push_back(t.seconds);
-      if ((!recovered || !same || hung || bus || t.stale) && s.problems.size() < 5)
-        s.problems.push_back("trial " + std::to_string(trial + 1) + " (" + FaultInjection::format(faults) + "): " +
-                             t.result.message + (same ? "" : "; result not bit-identical") +
-                             (t.stale ? "; " + std::to_string(t.stale) + " stale segment(s)" : ""));
+      tally(s, trial, faults, state_job, run_trial(faults, state_job));
     }
-    rows.push_back(std::move(s));
+    return s;
   }
 
-  // Checkpoint cost: each size S per rank, one job measuring every level.
-  std::vector<json> costs;
-  bool cost_ok = true;
-  for (std::uint64_t bytes : o.cost_bytes) {
-    note("checkpoint cost: " + std::to_string(bytes) + " bytes per rank at levels " + o.cost_levels + " ...");
-    const std::string node_dir = make_temp_dir(shm_base, "tessera-faults-");
-    RemoveTree remove_node{node_dir};
-    resilience::SuperviseOptions so;
-    so.ranks = o.ranks;
-    so.program = o.program;
-    const std::string result_file = work + "/cost" + std::to_string(costs.size()) + ".json";
-    so.args = {"bench", "checkpoint-cost", "--bytes", std::to_string(bytes), "--levels", o.cost_levels, "--node-dir",
-               node_dir, "--result", result_file};
-    if (!o.cost_dir.empty()) so.args.insert(so.args.end(), {"--dir", o.cost_dir});
-    so.retries = 0;
-    so.shm_dir = node_dir;
-    so.environment = {{"TESSERA_SHM_DIR", node_dir}, {"OMPI_MCA_btl_vader_backing_directory", node_dir}};
-    so.log = [&](const std::string& line) { note("  " + line); };
-    auto r = resilience::supervise(so);
-    std::ifstream in(result_file);
-    if (!r.finished || !in) throw Error("bench faults: the checkpoint cost job failed: " + r.message);
-    json cost = json::parse(in);
-    cost_ok = cost_ok && cost.at("pass").get<bool>();
-    costs.push_back(std::move(cost));
+  // One trial's failures for scenario `s`, drawn from the seed; `second_kill`:
+  // a random kill gets another in the relaunch.
+  std::vector<InjectedFault> faults_for(Scenario& s, bool second_kill) {
+    const std::string& name = s.name;
+    std::vector<InjectedFault> faults;
+    const int rank = static_cast<int>(uniform(0, static_cast<std::uint64_t>(o_.ranks - 1)));
+    if (name == "random_kill") {
+      faults.push_back({1, rank, FaultPoint::step, uniform(1, static_cast<std::uint64_t>(o_.iterations))});
+      if (second_kill) {
+        faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o_.ranks - 1))), FaultPoint::step,
+                          uniform(1, static_cast<std::uint64_t>(o_.iterations))});
+        ++s.second_kills;
+      }
+    } else if (name == "resume_time") {
+      // After a checkpoint exists and before the last step: the relaunch resumes and completes a step.
+      faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o_.every), static_cast<std::uint64_t>(o_.iterations - 1))});
+    } else if (name == "kill_in_spare") {
+      // Halfway through copying into the reused spare, in the first commit at or after the step that reuses one.
+      faults.push_back({1, rank, FaultPoint::spare, uniform(1, last_checkpoint_)});
+    } else if (name == "kill_in_checkpoint") {
+      faults.push_back({1, rank, FaultPoint::checkpoint, uniform(1, last_checkpoint_)});
+    } else {
+      // Killed after the first checkpoint, then again while restarting from it.
+      faults.push_back({1, rank, FaultPoint::step, uniform(static_cast<std::uint64_t>(o_.every), static_cast<std::uint64_t>(o_.iterations))});
+      faults.push_back({2, static_cast<int>(uniform(0, static_cast<std::uint64_t>(o_.ranks - 1))), FaultPoint::restart, 0});
+    }
+    return faults;
   }
 
-  bool ok = cost_ok;
+  // Trial `trial` of scenario `s`, counted: recovered, bit-identical, hung, SIGBUS, stale segments.
+  void tally(Scenario& s, int trial, const std::vector<InjectedFault>& faults, bool state_job, const Trial& t) const {
+    ++s.trials;
+    const auto& attempts = t.result.attempts;
+    bool hung = t.seconds > (state_job ? free_state_seconds_ : free_seconds_) + 60;
+    bool bus = false;
+    for (std::size_t a = 0; a < attempts.size(); ++a) {
+      hung = hung || attempts[a].outcome == "hung";
+      bus = bus || attempts[a].signal == SIGBUS || attempts[a].exit_code == 128 + SIGBUS;
+      if (attempts[a].outcome != "finished" && attempts[a].detection_seconds >= 0)
+        s.detection.push_back(attempts[a].detection_seconds);
+      if (a > 0 && attempts[a].resume_seconds >= 0) s.resume.push_back(attempts[a].resume_seconds);
+      // Kill to the relaunch's first completed step: detection, then relaunch, restore and a step.
+      if (a > 0 && attempts[a].resume_seconds >= 0 && attempts[a - 1].detection_seconds >= 0)
+        s.kill_to_step.push_back(attempts[a - 1].detection_seconds + attempts[a].resume_seconds);
+    }
+    const bool recovered = t.result.finished && attempts.size() >= 2;  // it failed, then finished
+    const bool same = t.result.finished && t.wrote && (state_job ? t.verified : t.checksum == reference_);
+    s.recovered += recovered ? 1 : 0;
+    s.bit_identical += same ? 1 : 0;
+    s.hangs += hung ? 1 : 0;
+    s.sigbus += bus ? 1 : 0;
+    s.stale_segments += t.stale;
+    s.trial_seconds.push_back(t.seconds);
+    if ((!recovered || !same || hung || bus || t.stale) && s.problems.size() < 5)
+      s.problems.push_back("trial " + std::to_string(trial + 1) + " (" + FaultInjection::format(faults) + "): " +
+                           t.result.message + (same ? "" : "; result not bit-identical") +
+                           (t.stale ? "; " + std::to_string(t.stale) + " stale segment(s)" : ""));
+  }
+
   // resume_time's targets: kill to the next completed step (median, p99), detection (p99).
-  auto meets_targets = [&](const Scenario& s) {
-    return !s.kill_to_step.empty() && median(s.kill_to_step) <= o.resume_median_target &&
-           percentile(s.kill_to_step, 0.99) <= o.resume_p99_target && percentile(s.detection, 0.99) >= 0 &&
-           percentile(s.detection, 0.99) <= o.detection_target;
-  };
-  for (const auto& s : rows) {
-    ok = ok && s.recovered == s.trials && s.bit_identical == s.trials && s.hangs == 0 && s.stale_segments == 0 &&
-         s.sigbus == 0 && (s.name != "resume_time" || meets_targets(s));
+  bool meets_targets(const Scenario& s) const {
+    return !s.kill_to_step.empty() && median(s.kill_to_step) <= o_.resume_median_target &&
+           percentile(s.kill_to_step, 0.99) <= o_.resume_p99_target && percentile(s.detection, 0.99) >= 0 &&
+           percentile(s.detection, 0.99) <= o_.detection_target;
+  }
+
+  json scenario_json(const Scenario& s) const {
     json j{{"benchmark", "faults"},
            {"scenario", s.name},
-           {"ranks", o.ranks},
+           {"ranks", o_.ranks},
            {"trials", s.trials},
            {"recovered", s.recovered},
            {"bit_identical", s.bit_identical},
@@ -538,24 +601,25 @@ int run_faults_bench(const FaultsBenchOptions& o) {
            {"resume_seconds_median", median(s.resume)},
            {"resume_seconds_max", maximum(s.resume)},
            {"trial_seconds_median", median(s.trial_seconds)},
-           {"failure_free_seconds", free_seconds},
+           {"failure_free_seconds", free_seconds_},
            {"problems", s.problems}};
     if (s.name == "resume_time") {
-      j["state_bytes"] = state_bytes_per_rank * static_cast<std::uint64_t>(o.ranks);
+      j["state_bytes"] = state_bytes_per_rank_ * static_cast<std::uint64_t>(o_.ranks);
       j["detection_seconds_p99"] = percentile(s.detection, 0.99);
       j["kill_to_step_seconds_median"] = median(s.kill_to_step);
       j["kill_to_step_seconds_p99"] = percentile(s.kill_to_step, 0.99);
-      j["target_median_seconds"] = o.resume_median_target;
-      j["target_p99_seconds"] = o.resume_p99_target;
-      j["target_detection_seconds"] = o.detection_target;
+      j["target_median_seconds"] = o_.resume_median_target;
+      j["target_p99_seconds"] = o_.resume_p99_target;
+      j["target_detection_seconds"] = o_.detection_target;
       j["meets_targets"] = meets_targets(s);
     }
-    if (o.json) std::printf("%s\n", j.dump().c_str());
+    return j;
   }
+
   // One line per size and level: the job's figures, its row beside them.
-  auto cost_lines = [&] {
+  std::vector<json> cost_lines() const {
     std::vector<json> lines;
-    for (const auto& cost : costs)
+    for (const auto& cost : costs_)
       for (const auto& row : cost.at("rows")) {
         json line{{"benchmark", "faults"},
                   {"scenario", "checkpoint_cost_level" + std::to_string(row.at("level").get<int>()) +
@@ -567,57 +631,76 @@ int run_faults_bench(const FaultsBenchOptions& o) {
         lines.push_back(std::move(line));
       }
     return lines;
-  };
-  if (o.json)
-    for (const auto& line : cost_lines()) std::printf("%s\n", line.dump().c_str());
-  if (!o.json) {
-    std::printf("tessera bench faults: Jacobi3D n=%d, %d iterations, chunks %s, checkpoint every %d (level 2), %d ranks; "
-                "failure-free run %.2f s\n",
-                o.n, o.iterations, o.chunks.c_str(), o.every, o.ranks, free_seconds);
-    std::printf("%-20s %6s %9s %13s %5s %6s %6s %14s %14s\n", "scenario", "trials", "recovered", "bit-identical", "hangs",
-                "stale", "sigbus", "detect med/max", "resume med/max");
-    for (const auto& s : rows) {
-      char d[32], r[32];
-      std::snprintf(d, sizeof d, "%.3f/%.3f", median(s.detection), maximum(s.detection));
-      std::snprintf(r, sizeof r, "%.3f/%.3f", median(s.resume), maximum(s.resume));
-      std::printf("%-20s %6d %9d %13d %5d %6d %6d %14s %14s\n", s.name.c_str(), s.trials, s.recovered, s.bit_identical,
-                  s.hangs, s.stale_segments, s.sigbus, d, r);
-      for (const auto& p : s.problems) std::printf("    FAILED %s\n", p.c_str());
-      if (s.name == "resume_time")
-        std::printf("resume time, %llu bytes of state from level 2 on %d ranks, %d trials: kill to the next completed step "
-                    "median %.3f s (target %.1f), p99 %.3f s (target %.1f); detection p99 %.3f s (target %.3f): %s\n",
-                    static_cast<unsigned long long>(state_bytes_per_rank * static_cast<std::uint64_t>(o.ranks)), o.ranks,
-                    s.trials, median(s.kill_to_step), o.resume_median_target, percentile(s.kill_to_step, 0.99),
-                    o.resume_p99_target, percentile(s.detection, 0.99), o.detection_target,
-                    meets_targets(s) ? "pass" : "FAIL");
-    }
-    for (const auto& c : cost_lines()) {
-      const int level = c.at("level").get<int>();
-      std::string extra;
-      char buf[160];
-      if (level == 3) {
-        std::snprintf(buf, sizeof buf, "; drained in %.4f s beside the application", c.at("drain_seconds").get<double>());
-        extra = buf;
-      }
-      if (level == 1 && c.value("async", false)) {
-        std::snprintf(buf, sizeof buf, "; buddy copies sent beside the application, in at level 1 after %.4f s",
-                      c.at("copy_seconds").get<double>());
-        extra = buf;
-      }
-      if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
-      std::printf("checkpoint cost, level %d%s, %llu bytes per rank: stall %.4f s (median of %d into reused memory; "
-                  "the first, into new memory, %.4f s), bound %s(S/(0.5 x memcpy "
-                  "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
-                  level, c.value("async", false) ? " (async)" : "",
-                  static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
-                  c.at("stall_seconds").get<double>(), c.at("stall_reps_warm").get<int>(),
-                  c.at("stall_seconds_first").get<double>(), level == 1 ? "2 x " : "",
-                  c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),
-                  c.at("restored_bit_identical").get<bool>() ? "bit-identical" : "DIFFERENT",
-                  c.at("restore_seconds").get<double>(), c.at("pass").get<bool>() ? "pass" : "FAIL", extra.c_str());
-    }
   }
-  return ok ? 0 : 2;
+
+  void print_scenario_row(const Scenario& s) const {
+    char d[32], r[32];
+    std::snprintf(d, sizeof d, "%.3f/%.3f", median(s.detection), maximum(s.detection));
+    std::snprintf(r, sizeof r, "%.3f/%.3f", median(s.resume), maximum(s.resume));
+    std::printf("%-20s %6d %9d %13d %5d %6d %6d %14s %14s\n", s.name.c_str(), s.trials, s.recovered, s.bit_identical,
+                s.hangs, s.stale_segments, s.sigbus, d, r);
+    for (const auto& p : s.problems) std::printf("    FAILED %s\n", p.c_str());
+    if (s.name == "resume_time")
+      std::printf("resume time, %llu bytes of state from level 2 on %d ranks, %d trials: kill to the next completed step "
+                  "median %.3f s (target %.1f), p99 %.3f s (target %.1f); detection p99 %.3f s (target %.3f): %s\n",
+                  static_cast<unsigned long long>(state_bytes_per_rank_ * static_cast<std::uint64_t>(o_.ranks)), o_.ranks,
+                  s.trials, median(s.kill_to_step), o_.resume_median_target, percentile(s.kill_to_step, 0.99),
+                  o_.resume_p99_target, percentile(s.detection, 0.99), o_.detection_target,
+                  meets_targets(s) ? "pass" : "FAIL");
+  }
+
+  static void print_cost_line(const json& c) {
+    const int level = c.at("level").get<int>();
+    std::string extra;
+    char buf[160];
+    if (level == 3) {
+      std::snprintf(buf, sizeof buf, "; drained in %.4f s beside the application", c.at("drain_seconds").get<double>());
+      extra = buf;
+    }
+    if (level == 1 && c.value("async", false)) {
+      std::snprintf(buf, sizeof buf, "; buddy copies sent beside the application, in at level 1 after %.4f s",
+                    c.at("copy_seconds").get<double>());
+      extra = buf;
+    }
+    if (level == 1 && c.at("one_node").get<bool>()) extra = "; one node: level 1 is level 2 here";
+    std::printf("checkpoint cost, level %d%s, %llu bytes per rank: stall %.4f s (median of %d into reused memory; "
+                "the first, into new memory, %.4f s), bound %s(S/(0.5 x memcpy "
+                "%.2f GB/s) + 10 ms) = %.4f s; restored %s in %.4f s: %s%s\n",
+                level, c.value("async", false) ? " (async)" : "",
+                static_cast<unsigned long long>(c.at("bytes_per_rank").get<std::uint64_t>()),
+                c.at("stall_seconds").get<double>(), c.at("stall_reps_warm").get<int>(),
+                c.at("stall_seconds_first").get<double>(), level == 1 ? "2 x " : "",
+                c.at("memcpy_bytes_per_second").get<double>() / 1e9, c.at("bound_seconds").get<double>(),
+                c.at("restored_bit_identical").get<bool>() ? "bit-identical" : "DIFFERENT",
+                c.at("restore_seconds").get<double>(), c.at("pass").get<bool>() ? "pass" : "FAIL", extra.c_str());
+  }
+
+  const FaultsBenchOptions& o_;
+  const std::vector<std::string> scenarios_;
+  const bool resume_time_;
+  const std::uint64_t state_bytes_per_rank_;
+  const std::string shm_base_;
+  const std::uint64_t reference_;  // the plain loop's checksum
+  const RemoveTree work_;          // the trials' result files
+  std::uint64_t rng_;
+  const std::uint64_t last_checkpoint_;
+  int counter_ = 0;
+  double free_seconds_ = 0, free_state_seconds_ = 0;
+  std::vector<Scenario> rows_;
+  std::vector<json> costs_;
+  bool cost_ok_ = true;
+};
+
+}  // namespace
+
+int run_faults_bench(const FaultsBenchOptions& o) {
+  FaultsBench bench(o, checked_scenarios(o));
+  bench.run_failure_free();
+  bench.run_scenarios();
+  bench.run_checkpoint_costs();
+  if (o.json) bench.print_json();
+  else bench.print_table();
+  return bench.passed() ? 0 : 2;
 }
 
 }  // namespace tessera::bench
