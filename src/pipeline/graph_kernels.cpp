@@ -382,16 +382,8 @@ Result run_spectral(const graph::EdgeList& given, const graph::IdMap& given_ids,
   Report report(rt, p);
   check_outputs(rt, a, {{a.output, "-o", graph::OutputKind::text_lines},
                         {a.spectral.parts, "--parts", graph::OutputKind::text_lines}});
-  // The Laplacian and the adjacency are an undirected graph's: a directed
-  // one is symmetrized (a copy), its ids following the new vertex ranges.
-  std::optional<graph::LoadedGraph> undirected;
-  if (given.directed())
-    report.timed("symmetrize", [&] {
-      p.step("symmetrizing (the Laplacian and adjacency of an undirected graph)");
-      auto s = given.symmetrized();
-      auto ids = given_ids.redistributed(s.vertex_ranges());
-      undirected.emplace(graph::LoadedGraph{std::move(s), std::move(ids)});
-    });
+  auto undirected =
+      undirected_copy(given, given_ids, report, p, "the Laplacian and adjacency of an undirected graph");
   const graph::EdgeList& g = undirected ? undirected->graph : given;
   const graph::IdMap& ids = undirected ? undirected->ids : given_ids;
   return kernel_on(g, ids, kInMemory, "spectral", false, a, p, report, array_bytes(given),

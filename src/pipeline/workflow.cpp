@@ -314,6 +314,17 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
 
 std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
 
+std::optional<graph::LoadedGraph> undirected_copy(const graph::EdgeList& given, const graph::IdMap& ids,
+                                                  Report& report, Progress& p, const std::string& why) {
+  if (!given.directed()) return std::nullopt;
+  return report.timed("symmetrize", [&] {
+    p.step("symmetrizing (" + why + ")");
+    auto s = given.symmetrized();
+    auto moved = ids.redistributed(s.vertex_ranges());
+    return std::optional<graph::LoadedGraph>(graph::LoadedGraph{std::move(s), std::move(moved)});
+  });
+}
+
 Result run_write(Runtime& rt, const Options& a, Progress& p) {
   if (a.output.empty())
     throw ConfigError("name the output graph (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
@@ -449,16 +460,7 @@ Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, 
   Report report(rt, p);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   auto targets = find_targets(given_ids, a.targets, "the graph");
-  // A random walk needs an undirected graph: a directed one is symmetrized
-  // (a copy), its id map following the new vertex ranges.
-  std::optional<graph::LoadedGraph> undirected;
-  if (given.directed())
-    report.timed("symmetrize", [&] {
-      p.step("symmetrizing (a random walk needs an undirected graph)");
-      auto s = given.symmetrized();
-      auto ids = given_ids.redistributed(s.vertex_ranges());
-      undirected.emplace(graph::LoadedGraph{std::move(s), std::move(ids)});
-    });
+  auto undirected = undirected_copy(given, given_ids, report, p, "a random walk needs an undirected graph");
   const graph::EdgeList& g = undirected ? undirected->graph : given;
   const graph::IdMap& ids = undirected ? undirected->ids : given_ids;
   check_walk_weights(g, ids);

@@ -2,9 +2,11 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 #include "tessera/graph/write.hpp"
+#include "tessera/pipeline/report.hpp"
 #include "tessera/pipeline/input.hpp"
 #include "tessera/pipeline/workflow.hpp"
 
@@ -21,5 +23,12 @@ OutputPath check_output(Runtime& rt, const Options& options, const std::string& 
 
 // The name of the loading step in the report: "generate" or "read".
 std::string load_step(const Input& input);
+
+// A caller's graph for an analysis of undirected graphs: a directed one is
+// symmetrized (a copy, timed as "symmetrize"; `why` says why in the
+// progress line), its ids following the new vertex ranges; nothing for an
+// undirected one (use it as it is).
+std::optional<graph::LoadedGraph> undirected_copy(const graph::EdgeList& given, const graph::IdMap& ids,
+                                                  Report& report, Progress& p, const std::string& why);
 
 }  // namespace tessera::pipeline
