@@ -172,7 +172,10 @@ def main():
                 if not a.json:
                     print(f"round {rnd + 1}/{a.rounds}: {bench} ({side})", file=sys.stderr, flush=True)
                 for r in run_bench(build, bench, a.ranks):
-                    key = (bench, r["variant"], r.get("storage", ""))
+                    # A benchmark may time a variant on several inputs (cc: a
+                    # Kronecker graph and a grid); each input is its own row.
+                    group = f" [{r['group']}]" if r.get("group") and r["group"] != bench else ""
+                    key = (bench, r["variant"] + group, r.get("storage", ""))
                     samples.setdefault(key, {}).setdefault(side, []).append(r)
 
     results, failed = [], 0
@@ -193,11 +196,11 @@ def main():
     if not a.json:
         print(f"\n== this build ({head[:12]}) against {commit[:12]}: {a.ranks} ranks, medians of {a.rounds} "
               "interleaved rounds")
-        print(f"{'bench':13} {'variant':34} {'storage':14} {'base':>10} {'current':>10} {'unit':10} {'ratio':>6}  verdict")
+        print(f"{'bench':13} {'variant':40} {'storage':14} {'base':>10} {'current':>10} {'unit':10} {'ratio':>6}  verdict")
         for r in results:
             verdict = ("not verified" if not r["verified"] else
                        ("ok" if r["ok"] else f"slower than {1 - a.within:.2f}x") if r["judged"] else "shown")
-            print(f"{r['bench']:13} {r['variant'][:34]:34} {r['storage'][:14]:14} {r['base_rate']:10.4g} "
+            print(f"{r['bench']:13} {r['variant'][:40]:40} {r['storage'][:14]:14} {r['base_rate']:10.4g} "
                   f"{r['current_rate']:10.4g} {r['unit']:10} {r['ratio']:6.3f}  {verdict}")
     for r in results:
         print(json.dumps(r))
