@@ -93,6 +93,13 @@ void bind_graphs(py::module_& m) {
         auto ids = g.ids.redistributed(s.vertex_ranges());
         return wrap(std::move(s), std::move(ids), g.connected);
       }, py::arg("storage") = "default", py::arg("name") = "", py::arg("dir") = "")
+      .def("rebalanced", [](const PyGraph& g) {
+        // New vertex ranges (balanced, aligned when the runtime asks): the
+        // rows move, the ids stay.
+        auto r = g.graph.rebalanced();
+        auto ids = g.ids.redistributed(r.vertex_ranges());
+        return wrap(std::move(r), std::move(ids), g.connected);
+      })
       .def("in_degrees", [](const PyGraph& g) {
         return std::make_unique<PyArray>(PyArray{ArrayVariant(g.graph.in_degrees())});
       })

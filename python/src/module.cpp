@@ -2,7 +2,9 @@
 // (MPI borrowed from mpi4py or initialised here), error translation, the
 // collective agreement on Python-side errors, and attach (no MPI needed).
 #include <signal.h>
+#include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <optional>
@@ -162,6 +164,38 @@ PYBIND11_MODULE(_tessera, m) {
   m.def("mpi_library_version", &mpi_library_version, "The MPI library Tessera was built with");
   m.def("_barrier", [] { barrier(runtime().comm()); });
 
+  // An analyst's session (tessera/session): every array made with default
+  // storage is Shared, vertex ranges on 1024-element boundaries, so a client
+  // maps each result as one array.
+  m.def("_session_layout", [](bool shared_by_default, std::uint64_t alignment) {
+    runtime().set_shared_by_default(shared_by_default);
+    runtime().set_range_alignment(alignment);
+  });
+  // Collective: rank 0's bytes on every rank. The session's ranks wait here
+  // between commands, for hours perhaps: they sleep (up to 5 ms a poll, the
+  // GIL released) instead of spinning or yielding in a tight loop.
+  m.def("_session_broadcast", [](py::bytes message) {
+    std::string text = runtime().rank() == 0 ? std::string(message) : std::string();
+    {
+      py::gil_scoped_release unlocked;
+      std::uint64_t length = text.size();
+      MPI_Request req;
+      TESSERA_MPI(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, runtime().comm(), &req));
+      long sleep_ns = 20'000;
+      for (;;) {
+        int done = 0;
+        TESSERA_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (done) break;
+        timespec ts{0, sleep_ns};
+        nanosleep(&ts, nullptr);
+        sleep_ns = std::min(sleep_ns * 2, 5'000'000L);
+      }
+      text.resize(length);
+      if (length > 0) broadcast(runtime().comm(), text.data(), text.size(), 0);
+    }
+    return py::bytes(text);
+  });
+
   // Collective: every rank reports whether its local step failed (category
   // -1: no); if any did, every rank raises the lowest failing rank's error,
   // the failing ranks their own.
@@ -197,6 +231,19 @@ PYBIND11_MODULE(_tessera, m) {
         }
         return views;
       })
+      .def("whole", [](py::object self) {
+        // The whole array as one view (opened contiguous): no copy.
+        const auto& a = self.cast<const PyAttached&>();
+        py::dtype dt = dtype_of(a.attached.element());
+        static std::byte empty[16];
+        std::byte* data = a.attached.contiguous_data() ? a.attached.contiguous_data() : empty;
+        if (!a.attached.contiguous_data() && a.attached.length() != 0)
+          throw MismatchError("whole(): the array was attached segment by segment");
+        py::array v(dt, {static_cast<py::ssize_t>(a.attached.length())},
+                    {static_cast<py::ssize_t>(a.attached.element().size)}, data, self);
+        if (!a.attached.writable()) v.attr("flags").attr("writeable") = false;
+        return v;
+      })
       .def("begins", [](const PyAttached& a) {
         py::list out;
         for (std::size_t s = 0; s < a.attached.segment_count(); ++s) out.append(a.attached.segment(s).begin);
@@ -204,11 +251,12 @@ PYBIND11_MODULE(_tessera, m) {
       });
   m.def(
       "_attach",
-      [](const std::string& path, bool writable) {
+      [](const std::string& path, bool writable, bool contiguous) {
+        const Access access = writable ? Access::read_write : Access::read_only;
         return std::make_unique<PyAttached>(
-            PyAttached{AttachedArray::open(path, writable ? Access::read_write : Access::read_only)});
+            PyAttached{contiguous ? AttachedArray::open_contiguous(path, access) : AttachedArray::open(path, access)});
       },
-      py::arg("path"), py::arg("writable"));
+      py::arg("path"), py::arg("writable"), py::arg("contiguous") = false);
 
   bind_arrays(m);
   bind_graphs(m);

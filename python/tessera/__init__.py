@@ -24,6 +24,7 @@ from .graphs import (Components, Graph, HittingTimes, components, generate, grid
                      largest_component, read_graph, urand)
 from .pipeline import PipelineResult, default_solver, pipeline, pipeline_defaults
 from .runtime import Runtime
+from .session import Session, SessionLost, connect, start
 
 _tessera._set_error_classes(_CLASSES)
 
@@ -34,9 +35,10 @@ __all__ = [
     "pagerank", "PageRank", "bfs", "Bfs", "spectral", "fiedler", "centrality", "Spectrum",
     "pipeline", "PipelineResult", "pipeline_defaults", "default_solver",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
-    "mpi_library_version",
+    "mpi_library_version", "start", "connect", "Session", "SessionLost",
 ]
 
+__version__ = "0.1.0"  # as python/pyproject.toml
 mpi_library_version = _tessera.mpi_library_version
 
 

@@ -55,9 +55,14 @@ Distribution balanced_vertex_ranges(Runtime& rt, const DistArray<std::uint64_t>&
     cum = hi;
   }
   all_reduce(rt.comm(), bounds.data(), P + 1, MPI_MIN);
+  // The runtime may ask for boundaries on multiples of an alignment (whole
+  // pages per rank for an outside process's view): the nearest multiple.
+  const std::uint64_t align = rt.range_alignment();
   std::vector<std::uint64_t> sizes(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) {
     auto ur = static_cast<std::size_t>(r);
+    if (align > 1 && ur + 1 < static_cast<std::size_t>(P))
+      bounds[ur + 1] = std::min(n, (bounds[ur + 1] + align / 2) / align * align);
     bounds[ur + 1] = std::max(bounds[ur + 1], bounds[ur]);
     sizes[ur] = bounds[ur + 1] - bounds[ur];
   }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,6 +18,14 @@ std::string directory_of(const std::string& path) {
 }  // namespace
 
 AttachedArray AttachedArray::open(const std::string& metadata_path, Access access) {
+  return open_checked(metadata_path, access, false);
+}
+
+AttachedArray AttachedArray::open_contiguous(const std::string& metadata_path, Access access) {
+  return open_checked(metadata_path, access, true);
+}
+
+AttachedArray AttachedArray::open_checked(const std::string& metadata_path, Access access, bool contiguous) {
   AttachedArray a;
   a.path_ = metadata_path;
   a.access_ = access;
@@ -53,9 +62,33 @@ AttachedArray AttachedArray::open(const std::string& metadata_path, Access acces
                           std::to_string(m.element.size) + " bytes) from " + std::to_string(s.begin));
     fds.push_back(std::move(guard));
   }
+  const bool writable = access == Access::read_write;
+  if (contiguous) {
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t size = m.element.size;
+    if (m.header_bytes % page != 0)
+      throw MismatchError(metadata_path + ": segment headers of " + std::to_string(m.header_bytes) +
+                          " bytes are not whole pages; attach it segment by segment");
+    for (std::size_t i = 0; i + 1 < m.segments.size(); ++i)
+      if (m.segments[i].count * size % page != 0)
+        throw MismatchError("segment " + m.segments[i].file + " of " + metadata_path + " holds " +
+                            std::to_string(m.segments[i].count * size) +
+                            " bytes, not whole pages: its parts cannot lie at consecutive addresses "
+                            "(made without aligned ranges); attach it segment by segment");
+    const std::uint64_t bytes = m.length * size;
+    a.mappings_.push_back(Mapping::reserved((bytes + page - 1) / page * page));
+    for (std::size_t i = 0; i < m.segments.size(); ++i) {
+      const auto& s = m.segments[i];
+      a.mappings_.back().map_file_at(s.begin * size, fds[i].get(), m.header_bytes, s.count * size, writable,
+                                     dir + "/" + s.file);
+      a.segments_.push_back(Segment{s.rank, s.begin, s.count, a.mappings_.back().data() + s.begin * size});
+    }
+    a.contiguous_ = a.mappings_.back().data();
+    return a;
+  }
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
     const auto& s = m.segments[i];
-    a.mappings_.push_back(Mapping::file(fds[i].get(), s.bytes, access == Access::read_write, dir + "/" + s.file));
+    a.mappings_.push_back(Mapping::file(fds[i].get(), s.bytes, writable, dir + "/" + s.file));
     a.segments_.push_back(Segment{s.rank, s.begin, s.count, a.mappings_.back().data() + m.header_bytes});
   }
   return a;

@@ -56,6 +56,25 @@ Mapping Mapping::anonymous(std::size_t bytes) {
   return m;
 }
 
+Mapping Mapping::reserved(std::size_t bytes) {
+  Mapping m;
+  if (bytes == 0) return m;
+  void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw SystemError("cannot reserve " + std::to_string(bytes) + " bytes of address space", errno);
+  m.base_ = p;
+  m.bytes_ = bytes;
+  return m;
+}
+
+void Mapping::map_file_at(std::size_t offset, int fd, std::size_t file_offset, std::size_t bytes, bool writable,
+                          const std::string& path_for_errors) {
+  if (bytes == 0) return;
+  if (offset + bytes > bytes_) throw MismatchError("mapping " + path_for_errors + " past the reserved range");
+  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* p = ::mmap(data() + offset, bytes, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(file_offset));
+  if (p == MAP_FAILED) throw SystemError("cannot map " + path_for_errors, errno);
+}
+
 Mapping Mapping::file(int fd, std::size_t bytes, bool writable, const std::string& path_for_errors) {
   Mapping m;
   if (bytes == 0) return m;

@@ -487,7 +487,9 @@ void ColocaleStorage::prefer_home_numa_node(const Runtime& rt) noexcept {
 }  // namespace
 
 StorageKind resolved_storage_kind(const Runtime& rt, const StorageOptions& options) noexcept {
-  return options.kind.value_or(rt.colocale_segments() ? StorageKind::colocale : StorageKind::heap);
+  if (options.kind) return *options.kind;
+  if (rt.shared_by_default()) return StorageKind::shared;
+  return rt.colocale_segments() ? StorageKind::colocale : StorageKind::heap;
 }
 
 std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, const StorageOptions& options) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,22 @@ class Runtime {
   // rank alike: array creation is collective and must agree on the storage.
   void set_colocale_segments(bool on) noexcept { colocale_segments_ = on; }
 
+  // Shared by default: an array created with default storage is a Shared
+  // array (a named file per rank plus metadata), so a process outside the job
+  // maps any result the job makes (an analyst's session hands results to its
+  // client this way). Takes precedence over co-locale segments. Off by
+  // default; call on every rank alike, like set_colocale_segments.
+  bool shared_by_default() const noexcept { return shared_by_default_; }
+  void set_shared_by_default(bool on) noexcept { shared_by_default_ = on; }
+
+  // Rank boundaries of the vertex ranges the library chooses (balanced
+  // graph builds) fall on multiples of this many elements (1: anywhere).
+  // With 1024, each rank's part of a 4- or 8-byte vertex array is whole
+  // pages, so the parts of a Shared array map at consecutive addresses: one
+  // array in a process outside the job. Call on every rank alike.
+  std::uint64_t range_alignment() const noexcept { return range_alignment_; }
+  void set_range_alignment(std::uint64_t elements) noexcept { range_alignment_ = elements == 0 ? 1 : elements; }
+
   // What a waiting rank serves: every live aggregation exchange of this runtime.
   ProgressEngine& progress() noexcept { return progress_; }
 
@@ -71,6 +88,8 @@ class Runtime {
   bool owns_mpi_ = false;
   int thread_level_ = 0;
   bool colocale_segments_ = false;
+  bool shared_by_default_ = false;
+  std::uint64_t range_alignment_ = 1;
   int rank_ = 0;
   int size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;

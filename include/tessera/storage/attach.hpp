@@ -29,6 +29,15 @@ class AttachedArray {
   // Throws FormatError / MismatchError / SystemError naming the metadata or
   // segment file at fault; maps nothing unless every check passes.
   static AttachedArray open(const std::string& metadata_path, Access access);
+  // The same, with the whole array at consecutive addresses (contiguous_data()):
+  // each segment's elements mapped in place after the previous one's, so a
+  // process outside the job sees one array, still without a copy. Needs
+  // every segment but the last to hold whole pages (the creator chose
+  // aligned ranges: Runtime::set_range_alignment); MismatchError naming the
+  // first segment that does not.
+  static AttachedArray open_contiguous(const std::string& metadata_path, Access access);
+  // The first element of the whole array; null unless opened contiguous.
+  std::byte* contiguous_data() const noexcept { return contiguous_; }
 
   const SharedArrayMetadata& metadata() const noexcept { return meta_; }
   const ElementType& element() const noexcept { return meta_.element; }
@@ -53,6 +62,9 @@ class AttachedArray {
   Access access_ = Access::read_only;
   std::vector<Mapping> mappings_;
   std::vector<Segment> segments_;
+  std::byte* contiguous_ = nullptr;
+
+  static AttachedArray open_checked(const std::string& metadata_path, Access access, bool contiguous);
 };
 
 }  // namespace tessera

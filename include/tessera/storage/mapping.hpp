@@ -38,6 +38,14 @@ class Mapping {
   // A whole file, shared with every process that maps it.
   static Mapping file(int fd, std::size_t bytes, bool writable, const std::string& path_for_errors);
 
+  // Address space only (no access, no memory), for map_file_at to fill.
+  static Mapping reserved(std::size_t bytes);
+  // Maps `bytes` of the open file `fd` from `file_offset` (both page
+  // multiples, as is `offset`) over [offset, offset + bytes) of this
+  // mapping, shared with every process that maps the file.
+  void map_file_at(std::size_t offset, int fd, std::size_t file_offset, std::size_t bytes, bool writable,
+                   const std::string& path_for_errors);
+
   std::byte* data() const noexcept { return static_cast<std::byte*>(base_); }
   std::size_t size() const noexcept { return bytes_; }
   // Keeps the first `bytes` (at most size()) and unmaps whole pages past

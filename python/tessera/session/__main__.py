@@ -1,0 +1,36 @@
+"""``python3 -m tessera.session serve -n K [--socket PATH] [--tcp [HOST:]PORT]``
+(what ``tessera serve`` runs): starts a session and serves until Ctrl-C or
+until a client stops it, printing where it serves."""
+import argparse
+import signal
+import sys
+
+from . import client
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tessera serve", description="Start a session of resident ranks.")
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("-n", "--ranks", type=int, default=2)
+    parser.add_argument("--socket", default=None, help="its Unix socket (its directory is made mode 0700)")
+    parser.add_argument("--tcp", default=None, help="also serve TCP at [HOST:]PORT, token in SOCKET.token")
+    parser.add_argument("--host", default=None, help="mpirun --host list (ranks across nodes)")
+    args = parser.parse_args(argv)
+    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True)
+    print(f"tessera session: {s.ranks} ranks serving {s.socket_path}" +
+          (f" (tcp {args.tcp}, token in {s.socket_path}.token)" if args.tcp else ""), flush=True)
+    print(f"  from Python: s = tessera.connect({s.socket_path!r})", flush=True)
+    s.close()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        code = s._process.wait()
+        return 0 if code == 0 else 1
+    except (KeyboardInterrupt, SystemExit):
+        stopper = client.connect(s.socket_path)
+        stopper._process, stopper._log = s._process, s._log
+        stopper.stop()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,575 @@
+"""The ranks of an analyst's session: an SPMD program (every rank runs it,
+under mpirun or srun) that keeps graphs and arrays resident and runs the
+commands its clients send.
+
+Rank 0 owns the socket: it accepts clients (same uid only, checked with
+SO_PEERCRED; over TCP only with the token), reads one request at a time and
+broadcasts it; every rank then runs the same call of the SPMD API
+(``tessera.read_graph``, ``components``, ...), so errors are agreed and
+every rank keeps the same registry of objects. Between commands the ranks
+sleep in ``_session_broadcast`` (no spinning: the job may sit idle for hours
+beside a notebook).
+
+Every array is Shared storage (a file per rank under /dev/shm, mode 0600)
+and vertex ranges fall on 1024-vertex boundaries, so a client on this node
+maps any vertex array as one NumPy array at consecutive addresses, without
+a copy (``AttachedArray::open_contiguous``).
+
+    mpirun -n K python3 -m tessera.session.server --socket PATH
+"""
+import argparse
+import hmac
+import json
+import os
+import re
+import selectors
+import socket
+import sys
+import time
+import traceback
+
+import numpy as np
+
+import tessera
+from tessera import _tessera
+from tessera.runtime import agreed
+
+from . import protocol
+
+ALIGNMENT = 1024  # vertices: whole 4 KiB pages of 4- and 8-byte vertex arrays per rank
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+
+
+class Held:
+    """A resident object: the SPMD object itself, its scalar fields (what
+    the client sees as attributes) and its arrays, made on first request."""
+
+    def __init__(self, kind, obj, fields, arrays):
+        self.kind, self.obj, self.fields, self.arrays = kind, obj, fields, arrays
+        self.made = {}  # array field -> DistArray, kept while the object lives
+
+    def array(self, field):
+        if field not in self.arrays:
+            raise tessera.ConfigError(f"a {self.kind} has no array {field!r}; it has: {', '.join(sorted(self.arrays))}")
+        if field not in self.made:
+            self.made[field] = self.arrays[field]()
+        return self.made[field]
+
+
+def _plain(value):
+    """JSON-safe copy of a result field (NumPy scalars, NaN as None)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _local_array(block):
+    """A Shared DistArray holding each rank's ``block`` (on the ranges the
+    blocks give: a graph's aligned vertex ranges)."""
+    return tessera.from_local(tessera.Runtime(), np.ascontiguousarray(block))
+
+
+def _graph(g, extra=None):
+    fields = dict(vertices=g.vertices, edges=g.edges, arcs=g.arcs, directed=g.directed, weighted=g.weighted,
+                  self_loops=g.self_loops, edge_array_bytes=g.edge_array_bytes, id_type=g.dst.dtype.name)
+    fields.update(extra or {})
+    return Held("Graph", g, fields, {"file_ids": lambda: _local_array(g.file_ids),
+                                     "out_degrees": g.out_degrees})
+
+
+def _with_file_ids(graph, arrays):
+    arrays = dict(arrays)
+    arrays["file_ids"] = lambda: _local_array(graph.file_ids)
+    return arrays
+
+
+def _document_fields(result, exclude=()):
+    return {k: v for k, v in vars(result).items() if not k.startswith("_") and k not in exclude
+            and not isinstance(v, (tessera.DistArray, tessera.Graph, np.ndarray))}
+
+
+class Session:
+    """The state every rank holds alike: the objects and who owns them."""
+
+    def __init__(self):
+        self.objects = {}  # id or name -> Held
+        self.owner = {}    # id -> client id (unnamed objects only)
+        self.counter = 0
+
+    # -- the registry ----------------------------------------------------
+    def add(self, held, client):
+        self.counter += 1
+        key = f"#{self.counter}"
+        self.objects[key] = held
+        self.owner[key] = client
+        return key
+
+    def get(self, ref, kind=None):
+        if not isinstance(ref, str) or ref not in self.objects:
+            raise tessera.ConfigError(f"no object {ref!r} in this session (s.list() names the resident ones)")
+        held = self.objects[ref]
+        if kind and held.kind not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise tessera.MismatchError(f"{ref} is a {held.kind}, not a {kind if isinstance(kind, str) else ' or '.join(kind)}")
+        return held
+
+    def describe(self, key):
+        held = self.objects[key]
+        return {"id": key, "kind": held.kind, "fields": _plain(held.fields), "arrays": sorted(held.arrays)}
+
+    def listing(self):
+        return [{"id": k, "kind": h.kind, "named": k not in self.owner, "owner": self.owner.get(k)}
+                for k, h in self.objects.items()]
+
+    # -- commands (collective: every rank runs each with the same request) --
+    def run(self, op, args, client):
+        method = getattr(self, "op_" + op, None)
+        if method is None:
+            raise tessera.ConfigError(f"unknown command {op!r}")
+        return method(client, **args)
+
+    def op_noop(self, client):
+        tessera.Runtime().barrier()
+        return {}
+
+    def op_read_graph(self, client, path, base=None, relabel=False, undirected=False, symmetric=False,
+                      pattern=False):
+        g = tessera.read_graph(path, base=base, relabel=relabel, undirected=undirected, symmetric=symmetric,
+                               pattern=pattern)
+        return self.describe(self.add(_graph(g), client))
+
+    def op_generate(self, client, kind, **options):
+        g = tessera.generate(kind, **options)
+        return self.describe(self.add(_graph(g), client))
+
+    def op_components(self, client, graph, algorithm="afforest"):
+        g = self.get(graph, "Graph").obj
+        c = tessera.components(g, algorithm)
+        fields = _document_fields(c, exclude=("graph",))
+        return self.describe(self.add(Held("Components", c, fields, _with_file_ids(g, {"labels": lambda: c.labels})),
+                                      client))
+
+    def op_largest_component(self, client, graph, components=None, algorithm="afforest"):
+        g = self.get(graph, "Graph").obj
+        c = self.get(components, "Components").obj if components else None
+        lcc = tessera.largest_component(g, c, algorithm=algorithm)
+        # Its vertices stay where they were in g: new ranges, aligned, so
+        # its vertex arrays map as one array in the client.
+        aligned = tessera.Graph(lcc._impl.rebalanced())
+        del lcc
+        return self.describe(self.add(_graph(aligned, {"component_of": graph}), client))
+
+    def op_hitting_times(self, client, graph, **options):
+        g = self.get(graph, "Graph").obj
+        h = tessera.hitting_times(g, **options)
+        fields = _document_fields(h, exclude=("file_ids",))
+        ids = h.file_ids
+        return self.describe(self.add(Held("HittingTimes", h, fields,
+                                           {"times": lambda: h.times, "file_ids": lambda: _local_array(ids)}),
+                                      client))
+
+    def op_pagerank(self, client, graph, **options):
+        g = self.get(graph, "Graph").obj
+        p = tessera.pagerank(g, **options)
+        return self.describe(self.add(Held("PageRank", p, _document_fields(p),
+                                           _with_file_ids(g, {"scores": lambda: p.scores})), client))
+
+    def op_bfs(self, client, graph, source, **options):
+        g = self.get(graph, "Graph").obj
+        b = tessera.bfs(g, source, **options)
+        return self.describe(self.add(Held("Bfs", b, _document_fields(b),
+                                           _with_file_ids(g, {"parents": lambda: b.parents,
+                                                              "depths": lambda: b.depths})), client))
+
+    def op_spectral(self, client, graph, what="fiedler", **options):
+        g = self.get(graph, "Graph").obj
+        sp = tessera.spectral(g, what, **options)
+        return self.describe(self.add(Held("Spectrum", sp, _document_fields(sp),
+                                           _with_file_ids(g, {"vector": lambda: sp.vector})), client))
+
+    # -- distributed arrays ----------------------------------------------
+    def _array(self, a):
+        return Held("DistArray", a, {"size": a.size, "dtype": a.dtype.name}, {"values": lambda: a})
+
+    def op_array(self, client, n, dtype="float64", fill="zeros"):
+        rt = tessera.Runtime()
+        n = int(n)
+        if n < 0:
+            raise tessera.RangeError(f"an array of {n} elements")
+        # Block sizes on the alignment, so the array maps as one in the client.
+        per = -(-n // rt.size) if n else 0
+        per = -(-per // ALIGNMENT) * ALIGNMENT
+        sizes = [max(0, min(per, n - r * per)) for r in range(rt.size)]
+        a = tessera.DistArray(rt, n, np.dtype(dtype), sizes=sizes)
+        if fill == "arange":
+            lo, hi = a.local_range
+            a.local[:] = np.arange(lo, hi, dtype=a.dtype)
+        elif fill != "zeros":
+            raise tessera.ConfigError(f"fill must be \"zeros\" or \"arange\", not {fill!r}")
+        return self.describe(self.add(self._array(a), client))
+
+    def _target(self, ref):
+        held = self.get(ref[0]) if isinstance(ref, list) else self.get(ref, "DistArray")
+        return held.array(ref[1]) if isinstance(ref, list) else held.obj
+
+    def op_gather(self, client, array, payload=None):
+        a = self._target(array)
+        idx = payload if tessera.Runtime().rank == 0 else np.empty(0, np.int64)
+        return {"values": a.gather(idx)}
+
+    def op_scatter(self, client, array, payload=None, values_dtype=None):
+        a = self._target(array)
+        idx, values = payload if tessera.Runtime().rank == 0 else (np.empty(0, np.int64), np.empty(0, a.dtype))
+        a.scatter(idx, values)
+        return {}
+
+    def op_update(self, client, array, op="add", payload=None):
+        a = self._target(array)
+        idx, values = payload if tessera.Runtime().rank == 0 else (np.empty(0, np.int64), np.empty(0, a.dtype))
+        a.update(idx, values, op=op)
+        return {}
+
+    def op_argsort(self, client, array, digit_bits=16):
+        perm = tessera.argsort(self._target(array), digit_bits=digit_bits)
+        return self.describe(self.add(self._array(perm), client))
+
+    def op_view(self, client, ref, field):
+        """Where an array lives (made on first request): its metadata file."""
+        a = self.get(ref).array(field)
+        return {"metadata": a.metadata_path, "dtype": a.dtype.name, "length": a.size}
+
+    def op_fetch(self, client, ref, field, limit):
+        """The array copied to rank 0 (for the socket): refused past ``limit`` bytes."""
+        a = self.get(ref).array(field)
+        if a.size * a.dtype.itemsize > limit:
+            raise tessera.ConfigError(
+                f"{ref}.{field} is {a.size * a.dtype.itemsize} bytes, more than max_transfer_bytes={limit}; "
+                "raise it (tessera.connect(..., max_transfer_bytes=N) or s.max_transfer_bytes = N) "
+                "or use the view on the session's node")
+        rank0 = tessera.Runtime().rank == 0
+        return {"values": a.gather(np.arange(a.size, dtype=np.int64) if rank0 else np.empty(0, np.int64))}
+
+    # -- names and lifetimes -------------------------------------------------
+    def op_persist(self, client, ref, name):
+        if not NAME.match(name or ""):
+            raise tessera.ConfigError(f"{name!r} is not a name for a resident object "
+                                      "(letters, digits, _ . -; not starting with a digit; at most 64)")
+        held = self.get(ref)
+        if name in self.objects and self.objects[name] is not held:
+            raise tessera.ConfigError(f"the session already holds an object named {name!r}; drop it first")
+        self.objects[name] = held
+        # Named: no longer the client's, it outlives the client. The
+        # unnamed id stays valid for the client that made it.
+        self.owner.pop(ref, None)
+        return self.describe(name)
+
+    def op_drop(self, client, ref):
+        self.get(ref)
+        owner = self.owner.get(ref)
+        if owner is not None and owner != client:
+            raise tessera.PeerError(f"{ref} belongs to another client; only its maker drops it")
+        held = self.objects.pop(ref)
+        self.owner.pop(ref, None)
+        # Other names of the same object keep it alive; its memory goes with
+        # the last name (and the last client view of it).
+        del held
+        return {}
+
+    def op_client_gone(self, client, gone):
+        for key in [k for k, c in self.owner.items() if c == gone]:
+            del self.objects[key]
+            del self.owner[key]
+        return {}
+
+
+class Endpoint:
+    """Rank 0's sockets: the Unix socket (and TCP when asked), the clients."""
+
+    def __init__(self, socket_path, tcp=None, ranks=1):
+        self.path = os.path.abspath(socket_path)
+        protocol.private_dir(os.path.dirname(self.path))
+        if os.path.exists(self.path):
+            self._remove_stale(self.path)
+        self.selector = selectors.DefaultSelector()
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            self.unix.bind(self.path)
+        finally:
+            os.umask(old)
+        self.unix.listen(16)
+        self.selector.register(self.unix, selectors.EVENT_READ, "accept")
+        self.token = None
+        self.token_path = None
+        self.tcp = None
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            self.tcp = socket.create_server((host or "127.0.0.1", int(port)))
+            self.token = protocol.new_token()
+            self.token_path = self.path + ".token"
+            if os.path.exists(self.token_path):
+                os.unlink(self.token_path)
+            protocol.write_private(self.token_path, self.token + "\n")
+            self.selector.register(self.tcp, selectors.EVENT_READ, "accept")
+        self.clients = {}  # socket -> client id
+        self.next_client = 0
+        self.ranks = ranks
+
+    @staticmethod
+    def _remove_stale(path):
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            os.unlink(path)  # a socket nobody serves: left by a killed session
+            return
+        finally:
+            probe.close()
+        raise tessera.ConfigError(f"a session already serves {path}; connect to it or choose another --socket")
+
+    def tcp_address(self):
+        return "%s:%d" % self.tcp.getsockname()[:2] if self.tcp else None
+
+    def accept(self, listener):
+        conn, _ = listener.accept()
+        if conn.family == socket.AF_UNIX:
+            uid = protocol.peer_uid(conn)
+            if uid != os.getuid():
+                print(f"tessera session: refused a connection from uid {uid} (serving uid {os.getuid()} only)",
+                      file=sys.stderr, flush=True)
+                try:
+                    protocol.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
+                                   "message": f"this session serves uid {os.getuid()} only, not uid {uid}"}})
+                finally:
+                    conn.close()
+                return
+        self.next_client += 1
+        self.clients[conn] = {"id": f"c{self.next_client}", "hello": False, "tcp": conn.family != socket.AF_UNIX}
+        self.selector.register(conn, selectors.EVENT_READ, "client")
+
+    def drop(self, conn):
+        self.selector.unregister(conn)
+        info = self.clients.pop(conn)
+        conn.close()
+        return info
+
+    def close(self):
+        for conn in list(self.clients):
+            self.drop(conn)
+        for s in (self.unix, self.tcp):
+            if s is not None:
+                s.close()
+        for p in (self.path, self.token_path):
+            if p and os.path.exists(p):
+                os.unlink(p)
+
+
+def _error_reply(e):
+    message = str(e)
+    rank = 0
+    m = re.match(r"^on rank (\d+): ", message)
+    if m:
+        rank = int(m.group(1))
+    name = type(e).__name__
+    return {"ok": False, "error": {"type": name, "message": message, "rank": rank}}
+
+
+def _wire(result):
+    """(header, payload) for a command's result; NumPy arrays travel as bytes."""
+    payload = b""
+    if isinstance(result, dict) and isinstance(result.get("values"), np.ndarray):
+        values = result.pop("values")
+        result["values"] = {"dtype": values.dtype.name, "length": int(values.size)}
+        payload = values.tobytes()
+    return {"ok": True, "result": result}, payload
+
+
+def _request_payload(header, payload):
+    """The arrays a request carries (indices, values), decoded on rank 0."""
+    spec = header.get("payload")
+    if not spec:
+        return None
+    arrays, offset = [], 0
+    for part in spec:
+        dt = np.dtype(part["dtype"])
+        n = int(part["length"])
+        arrays.append(np.frombuffer(payload, dtype=dt, count=n, offset=offset))
+        offset += n * dt.itemsize
+    if offset != len(payload):
+        raise protocol.ProtocolError(f"a payload of {len(payload)} bytes for arrays of {offset}")
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+class Serving:
+    """Rank 0's loop: clients in, one command at a time out to every rank."""
+
+    def __init__(self, session, endpoint, rt, pids):
+        self.session, self.endpoint, self.rt = session, endpoint, rt
+        self.running = None
+        self.started = time.time()
+        self.stop = False
+        self.pids = [int(p) for p in pids]
+
+    def broadcast(self, message):
+        _tessera._session_broadcast(json.dumps(message).encode())
+
+    def collective(self, message, payload_args=None):
+        """Runs one command on every rank; its reply (header, payload)."""
+        self.broadcast(message)
+        self.running = message["op"]
+        try:
+            args = dict(message["args"])
+            if payload_args is not None:
+                args["payload"] = payload_args
+            result = agreed(lambda: self.session.run(message["op"], args, message["client"]))
+            return _wire(result)
+        except Exception as e:  # noqa: BLE001 - every failure goes back to the client
+            return _error_reply(e), b""
+        finally:
+            self.running = None
+
+    def local_reply(self, op, args):
+        """Commands rank 0 answers alone (no rank waits for them)."""
+        if op == "ping":
+            return {"ok": True, "result": {}}
+        if op == "status":
+            return {"ok": True, "result": {"ranks": self.rt.size, "objects": len(self.session.objects),
+                                           "clients": len(self.endpoint.clients), "running": self.running,
+                                           "uptime": time.time() - self.started}}
+        if op == "list":
+            return {"ok": True, "result": {"objects": self.session.listing()}}
+        if op == "describe":
+            ref = args.get("ref")
+            if ref not in self.session.objects:
+                return {"ok": False, "error": {"type": "ConfigError", "rank": 0,
+                                               "message": f"no object {ref!r} in this session"}}
+            return {"ok": True, "result": self.session.describe(ref)}
+        return None
+
+    def hello(self, conn, info, header):
+        version = header.get("version")
+        if version != protocol.PROTOCOL_VERSION:
+            protocol.send(conn, {"ok": False, "error": {"type": "MismatchError", "rank": 0, "message":
+                                 f"the client speaks session protocol {version}, this session "
+                                 f"{protocol.PROTOCOL_VERSION} (tessera {tessera.__version__}): use the same "
+                                 "Tessera on both sides"}})
+            return False
+        if info["tcp"] and not (isinstance(header.get("token"), str) and self.endpoint.token and
+                                hmac.compare_digest(header["token"], self.endpoint.token)):
+            protocol.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
+                                                        "message": "a TCP client needs the session's token"}})
+            return False
+        if isinstance(header.get("join"), str):
+            info["id"] = header["join"]  # a second connection of the same client (s.submit)
+        info["hello"] = True
+        protocol.send(conn, {"ok": True, "result": {
+            "version": protocol.PROTOCOL_VERSION, "tessera": tessera.__version__, "ranks": self.rt.size,
+            "host": socket.gethostname(), "job_id": self.rt.job_id, "client": info["id"],
+            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR", "/dev/shm")}})
+        return True
+
+    def serve_one(self, conn):
+        info = self.endpoint.clients[conn]
+        try:
+            header, payload = protocol.receive(conn)
+        except (ConnectionError, OSError, protocol.ProtocolError):
+            self.client_left(conn)
+            return
+        if not info["hello"]:
+            if header.get("op") != "hello" or not self.hello(conn, info, header):
+                self.client_left(conn)
+            return
+        op, args = header.get("op"), header.get("args") or {}
+        reply, out = None, b""
+        try:
+            reply = self.local_reply(op, args)
+            if reply is None and op == "shutdown":
+                protocol.send(conn, {"ok": True, "result": {}})
+                self.stop = True
+                return
+            if reply is None:
+                message = {"op": op, "args": args, "client": info["id"]}
+                reply, out = self.collective(message, _request_payload(header, payload))
+        except protocol.ProtocolError as e:
+            reply = {"ok": False, "error": {"type": "FormatError", "rank": 0, "message": str(e)}}
+        try:
+            protocol.send(conn, reply, out)
+        except OSError:
+            self.client_left(conn)
+
+    def client_left(self, conn):
+        info = self.endpoint.drop(conn)
+        if info["hello"] and not any(c["id"] == info["id"] for c in self.endpoint.clients.values()):
+            self.collective({"op": "client_gone", "args": {"gone": info["id"]}, "client": info["id"]})
+
+    def loop(self):
+        while not self.stop:
+            for key, _ in self.endpoint.selector.select(timeout=1.0):
+                if key.data == "accept":
+                    self.endpoint.accept(key.fileobj)
+                elif key.fileobj in self.endpoint.clients:
+                    self.serve_one(key.fileobj)
+        self.broadcast({"op": "__stop__"})
+
+
+def follow(session):
+    """Ranks other than 0: run what rank 0 broadcasts until it says stop."""
+    while True:
+        message = json.loads(_tessera._session_broadcast(b""))
+        if message["op"] == "__stop__":
+            return
+        try:
+            agreed(lambda: session.run(message["op"], dict(message["args"]), message["client"]))
+        except Exception:  # noqa: BLE001 - rank 0 replies; this rank stays in step
+            pass
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m tessera.session.server",
+                                     description="The ranks of a Tessera session (run under mpirun or srun).")
+    parser.add_argument("--socket", required=True, help="the Unix socket to serve (its directory: mode 0700)")
+    parser.add_argument("--tcp", default=None, help="also serve TCP at [HOST:]PORT (default host 127.0.0.1), "
+                        "with a token in SOCKET.token (mode 0600)")
+    args = parser.parse_args(argv)
+    rt = tessera.Runtime()
+    _tessera._session_layout(True, ALIGNMENT)
+    session = Session()
+    endpoint = None
+    failure = None
+    pids = rt.allgather(os.getpid())
+    if rt.rank == 0:
+        try:
+            endpoint = Endpoint(args.socket, args.tcp, rt.size)
+        except Exception as e:  # noqa: BLE001 - said below, on every rank
+            failure = e
+    failed = rt.allreduce(1 if failure else 0, "max")
+    if failed:
+        if failure:
+            print(f"tessera session: {failure}", file=sys.stderr, flush=True)
+        return 2
+    try:
+        if rt.rank == 0:
+            where = endpoint.path + (f" and tcp {endpoint.tcp_address()}" if endpoint.tcp else "")
+            print(f"tessera session: {rt.size} ranks serving {where}", flush=True)
+            Serving(session, endpoint, rt, pids).loop()
+        else:
+            follow(session)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        raise
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+        session.objects.clear()
+        session.owner.clear()
+        rt.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

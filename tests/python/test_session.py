@@ -1,0 +1,325 @@
+"""An analyst's session from a plain Python process (no mpirun here): a
+session of resident ranks started with tessera.start, results checked
+against scipy at 1-4 ranks, results as read-only views (not copies: the
+client's private memory measured), bad commands, killed clients and ranks,
+another OS user, TCP with a token, and nothing left in /dev/shm."""
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import spsolve
+
+import tessera
+from tessera.session import protocol
+
+SHM = os.environ.get("TESSERA_SHM_DIR", "/dev/shm")
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tessera.__file__)))
+
+
+def clean_env():
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+
+
+def ours(job_id):
+    return glob.glob(os.path.join(SHM, f"tessera-{job_id}-*"))
+
+
+@pytest.fixture(scope="module")
+def graph_file(tmp_path_factory):
+    """A random undirected graph with one large component and small ones,
+    vertices 0..n-1 (a few isolated), as an edge list (each edge once)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    big = rng.integers(0, 2400, size=(9000, 2))           # the large component's part
+    small = np.array([[2400 + 3 * k, 2400 + 3 * k + 1] for k in range(150)] +
+                     [[2400 + 3 * k + 1, 2400 + 3 * k + 2] for k in range(100)])
+    edges = np.vstack([big, small])
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    edges = np.unique(np.sort(edges, axis=1), axis=0)
+    path = tmp_path_factory.mktemp("session") / "graph.el"
+    np.savetxt(path, edges, fmt="%d")
+    # n - 1 occurs, so the file's vertex count is n.
+    with open(path, "a") as f:
+        f.write(f"{n - 2} {n - 1}\n")
+    edges = np.vstack([edges, [[n - 2, n - 1]]])
+    return str(path), n, edges
+
+
+def reference(n, edges):
+    a = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n)).tocsr()
+    a = ((a + a.T) > 0).astype(np.float64)
+    count, labels = connected_components(a, directed=False)
+    sizes = np.bincount(labels)
+    big = np.flatnonzero(labels == np.argmax(sizes))
+    return a, count, labels, big
+
+
+def scipy_hitting(a, vertices, target):
+    """Expected steps to ``target`` on the subgraph of ``vertices``: the
+    grounded Laplacian's system L h = d."""
+    sub = a[vertices][:, vertices]
+    d = np.asarray(sub.sum(axis=1)).ravel()
+    lap = sp.diags(d) - sub
+    t = int(np.flatnonzero(vertices == target)[0])
+    keep = np.arange(len(vertices)) != t
+    h = np.zeros(len(vertices))
+    h[keep] = spsolve(lap[keep][:, keep].tocsc(), d[keep])
+    return dict(zip(vertices.tolist(), h.tolist()))
+
+
+@pytest.fixture(scope="module")
+def session():
+    with tessera.start(ranks=2) as s:
+        yield s
+    assert not ours(s.job_id), f"segments left: {ours(s.job_id)}"
+
+
+def check_against_scipy(s, graph_file):
+    path, n, edges = graph_file
+    a, count, labels, big = reference(n, edges)
+    g = s.read_graph(path, undirected=True)
+    assert (g.vertices, g.edges) == (n, len(edges))
+    c = s.components(g)
+    assert c.count == count and c.largest_size == len(big)
+    # labels: the smallest vertex of each vertex's component
+    smallest = np.array([np.flatnonzero(labels == labels[v])[0] for v in range(n)])
+    assert np.array_equal(c.labels, smallest)
+    lcc = s.largest_component(g, c)
+    assert np.array_equal(np.sort(lcc.file_ids), big)
+    target = int(big[len(big) // 2])
+    h = s.hitting_times(lcc, targets=[target])
+    assert h.converged
+    want = scipy_hitting(a, big, target)
+    got = dict(zip(h.file_ids.tolist(), h.times.tolist()))
+    assert set(got) == set(want)
+    worst = max(abs(got[v] - want[v]) / max(1.0, abs(want[v])) for v in want)
+    assert worst < 1e-6, worst
+    return c, lcc, h
+
+
+def test_results_equal_scipy_and_are_views(session, graph_file):
+    c, lcc, h = check_against_scipy(session, graph_file)
+    for obj, name in ((c, "labels"), (lcc, "file_ids"), (h, "times"), (h, "file_ids")):
+        view = getattr(obj, name)
+        assert obj.is_view(name), f"{obj.kind}.{name} was copied"
+        assert not view.flags.owndata and not view.flags.writeable
+        with pytest.raises(ValueError):
+            view[0] = 1
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_every_rank_count_gives_the_same_answers(graph_file, ranks):
+    with tessera.start(ranks=ranks) as s:
+        check_against_scipy(s, graph_file)
+    assert not ours(s.job_id)
+
+
+def private_bytes():
+    """Private anonymous memory of this process (where any copy goes); the
+    session's pages mapped here are shared memory (RssShmem), not a copy."""
+    with open("/proc/self/status") as f:
+        fields = dict(line.split(":", 1) for line in f)
+    return int(fields["RssAnon"].split()[0]) * 1024
+
+
+def test_a_large_result_is_a_view_not_a_copy(session):
+    n = 20_000_000  # 160 MB of float64
+    a = session.arange(n, dtype=np.float64)
+    before = private_bytes()
+    view = a.values
+    total = float(view.sum())  # touches every page
+    grown = private_bytes() - before
+    assert total == n * (n - 1) / 2
+    assert a.is_view("values") and not view.flags.owndata
+    assert grown < 0.05 * view.nbytes, f"the client's private memory grew by {grown} bytes"
+    copied = a.array("values", copy=True)
+    assert copied.flags.owndata and np.array_equal(copied, view)
+    del view, copied
+    session.drop(a)
+
+
+def test_a_copy_past_the_limit_names_the_setting(session):
+    a = session.zeros(100_000)
+    old = session.max_transfer_bytes
+    session.max_transfer_bytes = 1000
+    try:
+        with pytest.raises(tessera.ConfigError, match="max_transfer_bytes"):
+            a.array("values", copy=True)
+    finally:
+        session.max_transfer_bytes = old
+    assert a.array("values", copy=True).sum() == 0
+
+
+def test_bad_commands_raise_and_the_session_keeps_its_objects(session, graph_file):
+    g = session.read_graph(graph_file[0], undirected=True)
+    before = {o["id"] for o in session.list()}
+    with pytest.raises(tessera.SystemError, match="nonexistent.el"):
+        session.read_graph("/nonexistent.el")
+    with pytest.raises(tessera.ConfigError, match="no object"):
+        session.components("#999999")
+    with pytest.raises(tessera.RangeError):
+        session.hitting_times(g, targets=[10 ** 9])
+    with pytest.raises(tessera.Error) as e:
+        session.bfs(g, -1)
+    assert "rank" in str(e.value)
+    assert {o["id"] for o in session.list()} >= before
+    assert session.components(g).count > 0  # and the next command works
+
+
+def test_a_dropped_object_leaves_held_views_valid(session, graph_file):
+    g = session.read_graph(graph_file[0], undirected=True)
+    c = session.components(g)
+    labels = c.labels
+    expected = labels.copy()
+    session.drop(c)
+    session.drop(g)
+    session.kron(scale=10)  # new objects may reuse the memory; ours stays
+    assert np.array_equal(labels, expected)
+
+
+def test_names_outlive_the_client_and_others_cannot_drop_mine(session, graph_file):
+    g = session.read_graph(graph_file[0], undirected=True)
+    session.persist(g, "web")
+    mine = session.zeros(10)
+    other = tessera.connect(session.socket_path)
+    try:
+        web = other.get("web")
+        assert web.vertices == g.vertices
+        assert other.components("web").count == session.components(g).count
+        with pytest.raises(tessera.PeerError, match="another client"):
+            other.drop(mine.id)
+    finally:
+        other.close()
+    # a client that ends: its unnamed objects go, named ones stay
+    code = textwrap.dedent(f"""
+        import os, tessera
+        s = tessera.connect({session.socket_path!r})
+        s.zeros(1000); s.kron(scale=8)
+        print(len(s.list()), flush=True)
+        os.kill(os.getpid(), 9)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], env={**clean_env(), "PYTHONPATH": PACKAGE_PARENT},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == -9, p.stderr
+    deadline = time.monotonic() + 10
+    while len(session.list()) >= int(p.stdout.split()[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ids = {o["id"] for o in session.list()}
+    assert "web" in ids and mine.id in ids
+    assert all(o["owner"] in (None, session.client_id) for o in session.list())
+    session.drop("web")
+
+
+def test_submit_returns_a_future_and_status_answers(session):
+    future = session.submit("kron", scale=11)
+    g = future.result(timeout=120)
+    assert g.vertices == 2048
+    st = session.status()
+    assert st["ranks"] == 2 and st["running"] is None
+    assert session.get(g.id).vertices == 2048
+
+
+def test_versions_must_match(session):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(session.socket_path)
+    protocol.send(sock, {"op": "hello", "args": {}, "version": protocol.PROTOCOL_VERSION + 1})
+    reply, _ = protocol.receive(sock)
+    sock.close()
+    assert not reply["ok"] and "protocol" in reply["error"]["message"]
+    session.ping()
+
+
+def test_the_socket_is_private(session):
+    d = os.path.dirname(session.socket_path)
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    assert os.stat(session.socket_path).st_mode & 0o077 == 0
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root to act as nobody")
+def test_nobody_cannot_connect_or_read_segments(session, tmp_path):
+    g = session.kron(scale=8)
+    meta = session._request("view", {"ref": g.id, "field": "file_ids"})["metadata"]
+    code = textwrap.dedent("""
+        import socket, sys, os
+        kind, target = sys.argv[1], sys.argv[2]
+        try:
+            if kind == "socket":
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(target)
+                print("reply:", s.recv(4096)); s.close()
+            else:
+                open(target, "rb").read(1); print("read it")
+        except OSError as e:
+            print("refused:", e.__class__.__name__)
+    """)
+    as_nobody = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", sys.executable, "-c", code]
+    out = subprocess.run(as_nobody + ["socket", session.socket_path], capture_output=True, text=True, timeout=30)
+    assert "refused: PermissionError" in out.stdout, out
+    out = subprocess.run(as_nobody + ["file", meta], capture_output=True, text=True, timeout=30)
+    assert "refused: PermissionError" in out.stdout, out
+    # Even with the directory and socket opened up (a mistake), the session
+    # checks the peer's uid and refuses.
+    d = os.path.dirname(session.socket_path)
+    os.chmod(d, 0o711)
+    os.chmod(session.socket_path, 0o666)
+    try:
+        out = subprocess.run(as_nobody + ["socket", session.socket_path], capture_output=True, text=True, timeout=30)
+    finally:
+        os.chmod(session.socket_path, 0o600)
+        os.chmod(d, 0o700)
+    assert "reply:" in out.stdout and b"uid" in eval(out.stdout.split("reply:", 1)[1].strip()), out
+    session.ping()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_tcp_needs_the_token(tmp_path):
+    d = tmp_path / "sock"
+    d.mkdir(mode=0o700)
+    port = free_port()
+    with tessera.start(ranks=1, socket=str(d / "s.sock"), tcp=f"127.0.0.1:{port}") as s:
+        token_file = s.socket_path + ".token"
+        assert os.stat(token_file).st_mode & 0o777 == 0o600
+        token = open(token_file).read().strip()
+        assert len(bytes.fromhex(token)) * 8 >= 128
+        with pytest.raises(tessera.PeerError, match="token") as e:
+            tessera.connect(tcp=f"127.0.0.1:{port}", token="0" * 64)
+        assert token not in str(e.value)
+        t = tessera.connect(tcp=f"127.0.0.1:{port}", token_file=token_file)
+        assert t.arange(10).array("values").sum() == 45
+        t.close()
+        listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
+        assert f"0.0.0.0:{port}" not in listening
+    log = open(s._log).read()
+    assert token not in log
+
+
+def test_a_dead_rank_raises_promptly_and_leaves_nothing(graph_file):
+    s = tessera.start(ranks=2)
+    g = s.read_graph(graph_file[0], undirected=True)
+    s.components(g).labels  # noqa: B018 - segments exist now
+    assert ours(s.job_id)
+    os.kill(s._pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(tessera.SessionLost):
+        for _ in range(100):
+            s.noop()
+            time.sleep(0.1)
+    assert time.monotonic() - start < 60
+    assert s._process.poll() is not None
+    assert not ours(s.job_id), ours(s.job_id)
