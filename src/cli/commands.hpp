@@ -23,6 +23,8 @@ void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (sr
 // tessera run, bench faults (src/cli/run.cpp; after add_bench): they launch
 // mpirun themselves with -n K ranks, so they set launches_jobs.
 void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
+// tessera serve (src/cli/serve.cpp): an analyst's session, python/tessera/session.
+void add_serve(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
 // `tessera -n K CMD...` outside MPI: CMD on K ranks under the supervisor, not
 // relaunched; a dead, hung or lost rank is reported in one line and the dead
 // job's segments removed. Returns the exit code (src/cli/run.cpp).

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_spectral(app, selected);
   bool launches_jobs = false;  // run, bench faults: they start mpirun themselves
   tessera::cli::add_run(app, selected, ranks, launches_jobs);
+  tessera::cli::add_serve(app, selected, ranks, launches_jobs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

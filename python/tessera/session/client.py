@@ -431,6 +431,9 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, mpirun="mpirun")
     cmd = [shutil.which(mpirun) or mpirun, "--oversubscribe", "-n", str(int(ranks))]
     if hosts:
         cmd += ["--host", hosts]
+    # Ranks on other nodes get the package and Tessera's settings too.
+    for name in ["PYTHONPATH"] + sorted(k for k in os.environ if k.startswith("TESSERA_")):
+        cmd += ["-x", name]
     cmd += [sys.executable, "-m", "tessera.session.server", "--socket", socket_path]
     if tcp:
         cmd += ["--tcp", tcp]
