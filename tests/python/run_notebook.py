@@ -1,17 +1,22 @@
 """Executes a notebook with nbclient, top to bottom, in an ipykernel running
 this interpreter (the build's Python, with this process's PYTHONPATH), and
-fails when any cell raises or writes to stderr (a warning, say). Jupyter's
-files (the kernel spec, connection files, IPython's profile) go to a
-temporary directory, not $HOME. Exit 77 (skipped) when nbclient or ipykernel
+fails when any cell raises or writes to stderr (a warning, say), or leaves
+a session running. Jupyter's files (the kernel spec, connection files,
+IPython's profile) and the sessions' sockets and logs go to a temporary
+directory, not $HOME or /tmp/tessera-UID; a session a failed notebook did
+not stop is stopped here (its ranks would outlive the kernel). Exit 77 (skipped) when nbclient or ipykernel
 is missing: the configure step could not pip-install them.
 
 Usage: run_notebook.py NOTEBOOK.ipynb"""
+import glob
 import json
 import os
 import re
 import sys
 import tempfile
 import time
+
+import tessera
 
 try:
     import nbformat
@@ -26,6 +31,18 @@ except ImportError as e:
     sys.exit(77)
 
 
+def stop_sessions(directory):
+    """Stops the sessions still serving a socket in ``directory`` (a stopped
+    one removes its socket); how many there were."""
+    left = glob.glob(os.path.join(directory, "*.sock"))
+    for path in left:
+        try:
+            tessera.connect(path, timeout=5).stop()
+        except (OSError, tessera.Error) as e:
+            print(f"could not stop the session at {path}: {e}")
+    return len(left)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -38,8 +55,10 @@ def main():
         with open(os.path.join(spec, "kernel.json"), "w") as f:
             json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                        "display_name": f"Python ({sys.executable})", "language": "python"}, f)
-        os.environ.update(JUPYTER_PATH=os.path.join(home, "data"), JUPYTER_DATA_DIR=os.path.join(home, "data"),
-                          JUPYTER_CONFIG_DIR=os.path.join(home, "config"), JUPYTER_RUNTIME_DIR=os.path.join(home, "run"),
+        xdg = os.path.join(home, "xdg")  # tessera.start's sockets: $XDG_RUNTIME_DIR/tessera
+        os.makedirs(xdg, mode=0o700)
+        os.environ.update(XDG_RUNTIME_DIR=xdg, JUPYTER_PATH=os.path.join(home, "data"),
+                          JUPYTER_DATA_DIR=os.path.join(home, "data"), JUPYTER_CONFIG_DIR=os.path.join(home, "config"), JUPYTER_RUNTIME_DIR=os.path.join(home, "run"),
                           IPYTHONDIR=os.path.join(home, "ipython"), JUPYTER_PLATFORM_DIRS="1",
                           PYDEVD_DISABLE_FILE_VALIDATION="1")
         # Unix sockets in the temporary directory, not TCP ports on localhost.
@@ -54,7 +73,11 @@ def main():
         finally:
             if km.has_kernel:  # ours, so nbclient leaves it running
                 km.shutdown_kernel()
+            running = stop_sessions(os.path.join(xdg, "tessera"))
         seconds = time.monotonic() - start
+    if running:
+        print(f"{sys.argv[1]}: the notebook left {running} session(s) running (stopped now)")
+        return 1
     code = [c for c in nb.cells if c.cell_type == "code"]
     errors = [(i, o.text) for i, c in enumerate(code) for o in c.outputs
               if o.output_type == "stream" and o.name == "stderr"]
