@@ -323,3 +323,16 @@ def test_a_dead_rank_raises_promptly_and_leaves_nothing(graph_file):
     assert time.monotonic() - start < 60
     assert s._process.poll() is not None
     assert not ours(s.job_id), ours(s.job_id)
+
+
+def test_the_readme_flow_example_runs():
+    """examples/python/session_flow.py, the README's lines: its printed
+    answers against scipy on the same file."""
+    source = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(PACKAGE_PARENT, "..", ".."))
+    example = os.path.join(source, "examples", "python", "session_flow.py")
+    edges = np.loadtxt(os.path.join(source, "examples", "grid.el"), dtype=np.int64, comments="#")
+    a, count, _, big = reference(int(edges.max()) + 1, edges)
+    longest = max(scipy_hitting(a, big, 0).values())
+    out = subprocess.run([sys.executable, example], env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"{count} components; the largest: {len(big)} vertices; hitting times to 0: max {longest:.1f}\n"
