@@ -96,6 +96,7 @@ void bind_graphs(py::module_& m) {
       .def("rebalanced", [](const PyGraph& g) {
         // New vertex ranges (balanced, aligned when the runtime asks): the
         // rows move, the ids stay.
+        py::gil_scoped_release other_threads_may_run;
         auto r = g.graph.rebalanced();
         auto ids = g.ids.redistributed(r.vertex_ranges());
         return wrap(std::move(r), std::move(ids), g.connected);
@@ -152,8 +153,12 @@ void bind_graphs(py::module_& m) {
   m.def(
       "_components",
       [](const PyGraph& g, const std::string& algorithm) {
-        auto c = graph::components_by(algorithm, g.graph);
-        auto s = graph::summarize(g.graph, c.labels);
+        auto [c, s] = [&] {
+          py::gil_scoped_release other_threads_may_run;
+          auto c = graph::components_by(algorithm, g.graph);
+          auto s = graph::summarize(g.graph, c.labels);
+          return std::make_pair(std::move(c), std::move(s));
+        }();
         py::dict info = summary_dict(s, g.ids);
         info["algorithm"] = algorithm;
         info["rounds"] = c.rounds;
@@ -166,9 +171,15 @@ void bind_graphs(py::module_& m) {
       "_largest_component",
       [](const PyGraph& g, const PyArray& labels, const std::string& storage, const std::string& name,
          const std::string& dir) {
-        auto lcc = graph::largest_component(g.graph, labels_of(g, labels), storage_options(storage, name, dir));
+        const auto& l = labels_of(g, labels);
+        auto options = storage_options(storage, name, dir);
+        auto [lcc, ids] = [&] {
+          py::gil_scoped_release other_threads_may_run;
+          auto lcc = graph::largest_component(g.graph, l, options);
+          auto ids = g.ids.compose(lcc.original_ids);
+          return std::make_pair(std::move(lcc), std::move(ids));
+        }();
         py::dict info = summary_dict(lcc.summary, g.ids);
-        auto ids = g.ids.compose(lcc.original_ids);
         auto original = std::make_unique<PyArray>(PyArray{ArrayVariant(std::move(lcc.original_ids))});
         return py::make_tuple(wrap(std::move(lcc.graph), std::move(ids), true), std::move(original), info);
       },

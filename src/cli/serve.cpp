@@ -33,8 +33,14 @@ int run_serve(const ServeOptions& o, int ranks) {
     std::string path = package.string() + (old && *old ? ":" + std::string(old) : "");
     ::setenv("PYTHONPATH", path.c_str(), 1);
   }
+  // The Python the package was built for (its extension is for that one).
+#ifdef TESSERA_PYTHON
+  const char* built_for = TESSERA_PYTHON;
+#else
+  const char* built_for = "python3";
+#endif
   const char* python = std::getenv("TESSERA_PYTHON");
-  std::vector<std::string> args = {python && *python ? python : "python3", "-m", "tessera.session", "serve", "-n",
+  std::vector<std::string> args = {python && *python ? python : built_for, "-m", "tessera.session", "serve", "-n",
                                    std::to_string(ranks > 0 ? ranks : 2)};
   for (const auto& [flag, value] : {std::pair{"--socket", o.socket}, {"--tcp", o.tcp}, {"--host", o.host}})
     if (!value.empty()) args.insert(args.end(), {flag, value});

@@ -336,3 +336,76 @@ def test_the_readme_flow_example_runs():
     out = subprocess.run([sys.executable, example], env=clean_env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout == f"{count} components; the largest: {len(big)} vertices; hitting times to 0: max {longest:.1f}\n"
+
+
+def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
+    code = textwrap.dedent("""
+        import os, sys, tessera
+        s = tessera.start(ranks=2, keep=sys.argv[1] == "keep")
+        s.kron(scale=8)
+        print(s.socket_path, s.job_id, *s._pids, flush=True)
+        os.kill(os.getpid(), 9)
+    """)
+    for keep in ("", "keep"):
+        p = subprocess.run([sys.executable, "-c", code, keep], env={**clean_env(), "PYTHONPATH": PACKAGE_PARENT},
+                           capture_output=True, text=True, timeout=120)
+        path, job, *pids = p.stdout.split()
+        deadline = time.monotonic() + 20
+        while any(os.path.exists(f"/proc/{q}") for q in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if keep:
+            assert all(os.path.exists(f"/proc/{q}") for q in pids), "a kept session stopped with its client"
+            s = tessera.connect(path)
+            assert s.list() == []  # the killed client's unnamed objects were reclaimed
+            s.stop()
+        else:
+            assert not any(os.path.exists(f"/proc/{q}") for q in pids), "the session outlived its starter"
+        deadline = time.monotonic() + 10
+        while ours(job) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not ours(job), ours(job)
+
+
+def test_tessera_serve_keeps_a_session_until_stopped(tmp_path):
+    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    if not os.path.exists(program):
+        pytest.skip(f"no {program}")
+    d = tmp_path / "sock"
+    d.mkdir(mode=0o700)
+    path = str(d / "s.sock")
+    serve = subprocess.Popen([program, "-n", "2", "serve", "--socket", path], env=clean_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "serving " + path in serve.stdout.readline()
+        s = tessera.connect(path)
+        assert s.ranks == 2 and s.grid((10, 10)).edges == 180
+        s.stop()
+        assert serve.wait(timeout=60) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+    assert not os.path.exists(path)
+
+
+def test_status_answers_while_a_command_runs_and_progress_streams(session):
+    g = session.kron(scale=16)
+    future = session.submit("pagerank", g, method="jacobi", tolerance=1e-12, max_iterations=200)
+    seen = None
+    deadline = time.monotonic() + 120
+    while not future.done() and time.monotonic() < deadline:
+        st = session.status()  # answered by rank 0's socket thread meanwhile
+        if st["running"] and st["running"]["op"] == "pagerank":
+            seen = st["running"]
+        time.sleep(0.01)
+    p = future.result(timeout=120)
+    assert seen is not None and seen["seconds"] >= 0, "status never saw the running command"
+    assert p.iterations > 1
+    lines = []
+    session.on_progress, default = lines.append, session.on_progress
+    try:
+        h = session.hitting_times(g, verbose=True)
+    finally:
+        session.on_progress = default
+    assert h.converged
+    assert any("hitting times" in line for line in lines) and any("Belos" in line or "CG" in line for line in lines), \
+        lines[:5]

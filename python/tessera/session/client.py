@@ -122,6 +122,9 @@ class Session:
         self._keep = True
         self._log = None
         self._lock = threading.Lock()
+        # What a verbose command's progress lines go to (a notebook shows
+        # stderr under the cell); replace it to drive a progress bar.
+        self.on_progress = lambda line: print(line, file=sys.stderr, flush=True)
         self._sock = self._open(timeout)
         hello = self._request("hello", {}, extra={"version": protocol.PROTOCOL_VERSION, "token": token,
                                                   "join": _join})
@@ -162,6 +165,9 @@ class Session:
             try:
                 protocol.send(self._sock, header, payload)
                 reply, data = protocol.receive(self._sock)
+                while "progress" in reply and "ok" not in reply:  # a verbose command's lines, as they come
+                    self.on_progress(reply["progress"])
+                    reply, data = protocol.receive(self._sock)
             except KeyboardInterrupt:
                 # The command runs on; a new connection (the same client, so
                 # nothing of ours is reclaimed) is served once it ends.
@@ -275,8 +281,9 @@ class Session:
         self._request("noop", {})
 
     def status(self):
-        """ranks, objects, clients, the running command, uptime."""
-        return self._request("status", {})
+        """ranks, objects, clients, the running command (op, client, seconds)
+        or None, commands queued, uptime."""
+        return self._request("status", {})  # answered even while another command runs
 
     def list(self):
         """The resident objects: id, kind, named, owner."""
@@ -367,8 +374,8 @@ class Session:
         self._request("drop", {"ref": _ref(obj)})
 
     # -- long work -----------------------------------------------------------
-    def submit(self, method, *args, **kwargs):
-        """Runs ``s.<method>(*args, **kwargs)`` on a connection of its own
+    def submit(self, command, /, *args, **kwargs):
+        """Runs ``s.<command>(*args, **kwargs)`` on a connection of its own
         (the same client) and returns a ``concurrent.futures.Future``."""
         future = concurrent.futures.Future()
 
@@ -377,7 +384,7 @@ class Session:
                 other = Session(self.socket_path, token=self._token, max_transfer_bytes=self.max_transfer_bytes,
                                 copy_results=self.copy_results, _join=self.client_id, _tcp=self._tcp)
                 other._pids, other._shm_dir = self._pids, self._shm_dir
-                result = getattr(other, method)(*args, **kwargs)
+                result = getattr(other, command)(*args, **kwargs)
                 if isinstance(result, Remote):
                     result.__dict__["_session"] = self  # its arrays come through this connection
                 other.close()
@@ -426,7 +433,7 @@ def _package_parent():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def server_command(ranks, socket_path, *, hosts=None, tcp=None, mpirun="mpirun"):
+def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun="mpirun"):
     """The mpirun command that starts a session's ranks."""
     cmd = [shutil.which(mpirun) or mpirun, "--oversubscribe", "-n", str(int(ranks))]
     if hosts:
@@ -437,6 +444,8 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, mpirun="mpirun")
     cmd += [sys.executable, "-m", "tessera.session.server", "--socket", socket_path]
     if tcp:
         cmd += ["--tcp", tcp]
+    if owner:
+        cmd += ["--owner", f"{_socket.gethostname()}:{int(owner)}"]
     return cmd
 
 
@@ -460,7 +469,9 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     its Unix socket (default: a new one in a private directory,
     ``tessera.session.protocol.runtime_dir()``); ``tcp="[HOST:]PORT"`` also
     serves TCP (127.0.0.1 unless a host is given) with a token in
-    ``SOCKET.token``."""
+    ``SOCKET.token``. Unless ``keep``, the ranks also stop (within a second
+    or two) when this process ends without stopping them (a kernel killed
+    or restarted); a kept session serves until stopped."""
     if socket is None:
         directory = protocol.private_dir(protocol.runtime_dir())
         socket = os.path.join(directory, f"session-{os.getpid()}-{secrets.token_hex(4)}.sock")
@@ -469,7 +480,7 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
         protocol.private_dir(os.path.dirname(socket))
     log = socket + ".log"
     with open(log, "w") as out:
-        process = subprocess.Popen(server_command(ranks, socket, hosts=hosts, tcp=tcp), stdout=out,
+        process = subprocess.Popen(server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid()), stdout=out,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=server_environment(env),
                                    start_new_session=True)
     deadline = time.monotonic() + timeout

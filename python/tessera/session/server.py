@@ -21,10 +21,12 @@ import argparse
 import hmac
 import json
 import os
+import queue
 import re
 import selectors
 import socket
 import sys
+import threading
 import time
 import traceback
 
@@ -123,8 +125,11 @@ class Session:
         return {"id": key, "kind": held.kind, "fields": _plain(held.fields), "arrays": sorted(held.arrays)}
 
     def listing(self):
-        return [{"id": k, "kind": h.kind, "named": k not in self.owner, "owner": self.owner.get(k)}
-                for k, h in self.objects.items()]
+        # Read by rank 0's socket thread while a command may change them:
+        # copies made in one step (atomic under the GIL).
+        owner = dict(self.owner)
+        return [{"id": k, "kind": h.kind, "named": k not in owner, "owner": owner.get(k)}
+                for k, h in list(self.objects.items())]
 
     # -- commands (collective: every rank runs each with the same request) --
     def run(self, op, args, client):
@@ -347,10 +352,11 @@ class Endpoint:
                                    "message": f"this session serves uid {os.getuid()} only, not uid {uid}"}})
                 finally:
                     conn.close()
-                return
+                return None
         self.next_client += 1
         self.clients[conn] = {"id": f"c{self.next_client}", "hello": False, "tcp": conn.family != socket.AF_UNIX}
         self.selector.register(conn, selectors.EVENT_READ, "client")
+        return conn
 
     def drop(self, conn):
         self.selector.unregister(conn)
@@ -406,7 +412,12 @@ def _request_payload(header, payload):
 
 
 class Serving:
-    """Rank 0's loop: clients in, one command at a time out to every rank."""
+    """Rank 0: a socket thread takes clients and answers what needs no other
+    rank (ping, status, list) at once, even while a command runs (the
+    kernels release the GIL); the main thread, the only one calling MPI,
+    runs the commands it queues, one at a time, on every rank. Lines the
+    library prints on stderr while a command with ``verbose`` runs also go
+    to that command's client (its progress)."""
 
     def __init__(self, session, endpoint, rt, pids):
         self.session, self.endpoint, self.rt = session, endpoint, rt
@@ -414,14 +425,30 @@ class Serving:
         self.started = time.time()
         self.stop = False
         self.pids = [int(p) for p in pids]
+        self.owner = 0
+        self.commands = queue.Queue()
+        self.send_locks = {}
+        self.progress_to = None
 
+    # -- both threads --------------------------------------------------------
+    def send(self, conn, header, payload=b""):
+        lock = self.send_locks.get(conn)
+        if lock is None:
+            return
+        try:
+            with lock:
+                protocol.send(conn, header, payload)
+        except OSError:
+            pass  # the client left; the socket thread notices
+
+    # -- the main thread (MPI) -------------------------------------------------
     def broadcast(self, message):
         _tessera._session_broadcast(json.dumps(message).encode())
 
     def collective(self, message, payload_args=None):
         """Runs one command on every rank; its reply (header, payload)."""
         self.broadcast(message)
-        self.running = message["op"]
+        self.running = {"op": message["op"], "client": message["client"], "since": time.time()}
         try:
             args = dict(message["args"])
             if payload_args is not None:
@@ -433,47 +460,85 @@ class Serving:
         finally:
             self.running = None
 
+    def run_commands(self):
+        while not self.stop:
+            try:
+                item = self.commands.get(timeout=1.0)
+            except queue.Empty:
+                self.stop = self.stop or self.owner_gone()
+                continue
+            if item is None:
+                break
+            conn, client, header, payload = item
+            if conn is None:  # a client left: its unnamed objects go
+                self.collective({"op": "client_gone", "args": {"gone": client}, "client": client})
+                continue
+            try:
+                message = {"op": header.get("op"), "args": header.get("args") or {}, "client": client}
+                payload_args = _request_payload(header, payload)
+            except protocol.ProtocolError as e:
+                self.send(conn, {"ok": False, "error": {"type": "FormatError", "rank": 0, "message": str(e)}})
+                continue
+            self.progress_to = conn if message["args"].get("verbose") else None
+            reply, out = self.collective(message, payload_args)
+            self.progress_to = None
+            self.send(conn, reply, out)
+        self.stop = True
+        self.broadcast({"op": "__stop__"})
+
+    def owner_gone(self):
+        if not self.owner or os.path.exists(f"/proc/{self.owner}"):
+            return False
+        print(f"tessera session: its owner (pid {self.owner}) ended without stopping it; stopping",
+              file=sys.stderr, flush=True)
+        return True
+
+    # -- the socket thread -------------------------------------------------------
     def local_reply(self, op, args):
         """Commands rank 0 answers alone (no rank waits for them)."""
         if op == "ping":
             return {"ok": True, "result": {}}
         if op == "status":
+            running = dict(self.running) if self.running else None
+            if running:
+                running["seconds"] = time.time() - running.pop("since")
             return {"ok": True, "result": {"ranks": self.rt.size, "objects": len(self.session.objects),
-                                           "clients": len(self.endpoint.clients), "running": self.running,
-                                           "uptime": time.time() - self.started}}
+                                           "clients": len(self.endpoint.clients), "running": running,
+                                           "queued": self.commands.qsize(), "uptime": time.time() - self.started}}
         if op == "list":
             return {"ok": True, "result": {"objects": self.session.listing()}}
         if op == "describe":
             ref = args.get("ref")
-            if ref not in self.session.objects:
+            try:
+                return {"ok": True, "result": self.session.describe(ref)}
+            except KeyError:
                 return {"ok": False, "error": {"type": "ConfigError", "rank": 0,
                                                "message": f"no object {ref!r} in this session"}}
-            return {"ok": True, "result": self.session.describe(ref)}
         return None
 
     def hello(self, conn, info, header):
         version = header.get("version")
         if version != protocol.PROTOCOL_VERSION:
-            protocol.send(conn, {"ok": False, "error": {"type": "MismatchError", "rank": 0, "message":
-                                 f"the client speaks session protocol {version}, this session "
-                                 f"{protocol.PROTOCOL_VERSION} (tessera {tessera.__version__}): use the same "
-                                 "Tessera on both sides"}})
+            self.send(conn, {"ok": False, "error": {"type": "MismatchError", "rank": 0, "message":
+                             f"the client speaks session protocol {version}, this session "
+                             f"{protocol.PROTOCOL_VERSION} (tessera {tessera.__version__}): use the same "
+                             "Tessera on both sides"}})
             return False
         if info["tcp"] and not (isinstance(header.get("token"), str) and self.endpoint.token and
                                 hmac.compare_digest(header["token"], self.endpoint.token)):
-            protocol.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
-                                                        "message": "a TCP client needs the session's token"}})
+            self.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
+                                                    "message": "a TCP client needs the session's token"}})
             return False
         if isinstance(header.get("join"), str):
             info["id"] = header["join"]  # a second connection of the same client (s.submit)
         info["hello"] = True
-        protocol.send(conn, {"ok": True, "result": {
+        self.send(conn, {"ok": True, "result": {
             "version": protocol.PROTOCOL_VERSION, "tessera": tessera.__version__, "ranks": self.rt.size,
             "host": socket.gethostname(), "job_id": self.rt.job_id, "client": info["id"],
             "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR", "/dev/shm")}})
         return True
 
-    def serve_one(self, conn):
+    def take(self, conn):
         info = self.endpoint.clients[conn]
         try:
             header, payload = protocol.receive(conn)
@@ -484,37 +549,69 @@ class Serving:
             if header.get("op") != "hello" or not self.hello(conn, info, header):
                 self.client_left(conn)
             return
-        op, args = header.get("op"), header.get("args") or {}
-        reply, out = None, b""
-        try:
-            reply = self.local_reply(op, args)
-            if reply is None and op == "shutdown":
-                protocol.send(conn, {"ok": True, "result": {}})
-                self.stop = True
-                return
-            if reply is None:
-                message = {"op": op, "args": args, "client": info["id"]}
-                reply, out = self.collective(message, _request_payload(header, payload))
-        except protocol.ProtocolError as e:
-            reply = {"ok": False, "error": {"type": "FormatError", "rank": 0, "message": str(e)}}
-        try:
-            protocol.send(conn, reply, out)
-        except OSError:
-            self.client_left(conn)
+        op = header.get("op")
+        reply = self.local_reply(op, header.get("args") or {})
+        if reply is not None:
+            self.send(conn, reply)
+        elif op == "shutdown":
+            self.send(conn, {"ok": True, "result": {}})
+            self.stop = True
+            self.commands.put(None)
+        else:
+            self.commands.put((conn, info["id"], header, payload))
 
     def client_left(self, conn):
         info = self.endpoint.drop(conn)
-        if info["hello"] and not any(c["id"] == info["id"] for c in self.endpoint.clients.values()):
-            self.collective({"op": "client_gone", "args": {"gone": info["id"]}, "client": info["id"]})
+        self.send_locks.pop(conn, None)
+        if info["hello"] and not any(c["id"] == info["id"] for c in list(self.endpoint.clients.values())):
+            self.commands.put((None, info["id"], None, None))
+
+    def serve_sockets(self):
+        while not self.stop:
+            for key, _ in self.endpoint.selector.select(timeout=0.5):
+                if key.data == "accept":
+                    conn = self.endpoint.accept(key.fileobj)
+                    if conn is not None:
+                        self.send_locks[conn] = threading.Lock()
+                elif key.fileobj in self.endpoint.clients:
+                    self.take(key.fileobj)
+
+    def forward_stderr(self):
+        """fd 2 becomes a pipe read here: each line goes on to the log (the
+        old fd 2) and, while a verbose command runs, to its client."""
+        read_end, write_end = os.pipe()
+        log = os.dup(2)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+
+        def pump():
+            with os.fdopen(read_end, "rb", buffering=0) as pipe:
+                pending = b""
+                while True:
+                    chunk = pipe.read(65536)
+                    if not chunk:
+                        return
+                    os.write(log, chunk)
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    target = self.progress_to
+                    for line in lines:
+                        if target is not None:
+                            self.send(target, {"progress": line.decode(errors="replace")})
+        threading.Thread(target=pump, daemon=True, name="stderr").start()
+        return log
 
     def loop(self):
-        while not self.stop:
-            for key, _ in self.endpoint.selector.select(timeout=1.0):
-                if key.data == "accept":
-                    self.endpoint.accept(key.fileobj)
-                elif key.fileobj in self.endpoint.clients:
-                    self.serve_one(key.fileobj)
-        self.broadcast({"op": "__stop__"})
+        log = self.forward_stderr()
+        sockets = threading.Thread(target=self.serve_sockets, daemon=True, name="sockets")
+        sockets.start()
+        try:
+            self.run_commands()
+        finally:
+            self.stop = True
+            sockets.join(timeout=5)
+            sys.stderr.flush()
+            os.dup2(log, 2)
 
 
 def follow(session):
@@ -535,6 +632,8 @@ def main(argv=None):
     parser.add_argument("--socket", required=True, help="the Unix socket to serve (its directory: mode 0700)")
     parser.add_argument("--tcp", default=None, help="also serve TCP at [HOST:]PORT (default host 127.0.0.1), "
                         "with a token in SOCKET.token (mode 0600)")
+    parser.add_argument("--owner", default="", help="HOST:PID: stop when this process ends (checked where rank 0 "
+                        "runs on HOST): the client that started the session and did not ask to keep it")
     args = parser.parse_args(argv)
     rt = tessera.Runtime()
     _tessera._session_layout(True, ALIGNMENT)
@@ -556,7 +655,10 @@ def main(argv=None):
         if rt.rank == 0:
             where = endpoint.path + (f" and tcp {endpoint.tcp_address()}" if endpoint.tcp else "")
             print(f"tessera session: {rt.size} ranks serving {where}", flush=True)
-            Serving(session, endpoint, rt, pids).loop()
+            serving = Serving(session, endpoint, rt, pids)
+            host, _, pid = args.owner.rpartition(":")
+            serving.owner = int(pid) if pid and host == socket.gethostname() else 0
+            serving.loop()
         else:
             follow(session)
     except Exception:  # noqa: BLE001
