@@ -409,3 +409,23 @@ def test_status_answers_while_a_command_runs_and_progress_streams(session):
     assert h.converged
     assert any("hitting times" in line for line in lines) and any("Belos" in line or "CG" in line for line in lines), \
         lines[:5]
+
+
+def test_ctrl_c_returns_at_once_and_the_session_stays_usable(session):
+    g = session.kron(scale=16)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            session.pagerank(g, method="jacobi", tolerance=1e-14, max_iterations=300)
+        assert time.monotonic() - start < 5
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    # The interrupted command ran on (not cancelled); the next one waits for it.
+    assert session.components(g).count > 0
+    assert any(o["id"] == g.id for o in session.list())

@@ -169,11 +169,12 @@ class Session:
                     self.on_progress(reply["progress"])
                     reply, data = protocol.receive(self._sock)
             except KeyboardInterrupt:
-                # The command runs on; a new connection (the same client, so
-                # nothing of ours is reclaimed) is served once it ends.
-                self._sock.close()
-                self._sock = None
+                # The command runs on. A new connection of the same client
+                # is made before the old one closes, so the session never
+                # sees this client gone (which would reclaim its objects).
+                old, self._sock = self._sock, None
                 self._reconnect()
+                old.close()
                 raise
             except (ConnectionError, OSError, protocol.ProtocolError) as e:
                 self._sock = None
