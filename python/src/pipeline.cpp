@@ -147,6 +147,32 @@ void bind_pipeline(py::module_& m) {
         return returned(std::move(*r));
       },
       py::arg("graph"), py::arg("options"), py::arg("verbose"));
+  // An analyst's session running `tessera CMD --session PATH @NAME`: the
+  // command's workflow (options as the front end parsed them, JSON) on a
+  // resident graph. (document as JSON text, exit code)
+  m.def(
+      "_run_command",
+      [](const std::string& name, const PyGraph& g, const std::string& options, bool verbose) {
+        auto o = pipeline::options_from_json(options);
+        runtime();
+        open_session_if_needed(o);
+        if (name == "spectral" && trilinos::available()) open_trilinos_session();
+        auto p = progress(verbose);
+        std::optional<pipeline::Result> r;
+        {
+          py::gil_scoped_release other_threads_may_run;
+          if (name == "cc") r.emplace(pipeline::run_components(g.graph, g.ids, o, p));
+          else if (name == "hitting") r.emplace(pipeline::run_hitting(g.graph, g.ids, g.connected, o, p));
+          else if (name == "pagerank") r.emplace(pipeline::run_pagerank(g.graph, g.ids, o, p));
+          else if (name == "bfs") r.emplace(pipeline::run_bfs(g.graph, g.ids, o, p));
+          else if (name == "spectral") r.emplace(pipeline::run_spectral(g.graph, g.ids, o, p));
+          else
+            throw ConfigError("a session runs cc, hitting, pagerank, bfs and spectral on a resident graph, not " +
+                              name);
+        }
+        return py::make_tuple(r->json.dump(), r->exit_code());
+      },
+      py::arg("name"), py::arg("graph"), py::arg("options"), py::arg("verbose"));
   m.def("_default_solver", &pipeline::default_solver);
   m.def("_trilinos_available", [] { return trilinos::available(); });
   m.def("_trilinos_description", [] { return trilinos::description(); });

@@ -47,7 +47,14 @@ struct GraphArgs {
   pipeline::Options o;
   bool json = false, quiet = false;
   std::string shm_dir;  // --shm-dir: TESSERA_SHM_DIR for this command
+  // --session PATH: run in an analyst's session on its resident graph @NAME
+  // (src/cli/session_client.cpp); `command` is the subcommand's name.
+  std::string session, command;
 };
+// The workflow run by the session at args.session on its resident graph
+// (args.o.input.path = "@NAME"): progress lines as they come, the document
+// on stdout with --json. Returns the exit code.
+int run_in_session(const GraphArgs& args);
 using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeline::Progress&);
 // Runs a workflow: options checked before the runtime starts (`analysis`:
 // the analysis options too), progress on rank 0's stderr unless -q, why an

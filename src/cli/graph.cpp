@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tessera/analyze/client.hpp"
@@ -21,9 +22,14 @@ namespace tessera::cli {
 
 // Shared with analyses.cpp and spectral.cpp (declared in commands.hpp).
 
-// A graph path: an existing file or directory, or "-" for standard input.
+// A graph path: an existing file or directory, "-" for standard input, or
+// @NAME, a graph a session holds (--session).
+bool names_resident_graph(const std::string& path) { return path.size() > 1 && path[0] == '@'; }
 const CLI::Validator kGraphPath(
-    [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingPath(path); }, "PATH|-");
+    [](std::string& path) {
+      return path == "-" || names_resident_graph(path) ? std::string() : CLI::ExistingPath(path);
+    },
+    "PATH|-|@NAME");
 
 // A vertex id: digits only (CLI11 would read "-1" as 2^64-1).
 const CLI::Validator kVertexId(
@@ -62,6 +68,9 @@ void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
 }
 
 int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
+  if (!args.session.empty()) return run_in_session(args);
+  if (names_resident_graph(args.o.input.path) && !std::filesystem::exists(args.o.input.path))
+    throw ConfigError(args.o.input.path + " names a graph a session holds: add --session PATH (tessera serve)");
   pipeline::Options o = args.o;
   o.analysis.quiet = args.quiet;
   o.document_on_stdout = args.json;
@@ -102,6 +111,13 @@ void add_common(CLI::App* c, GraphArgs& a) {
   c->add_option("--shm-dir", a.shm_dir,
                 "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
                 "a directory on disk holds graphs larger than memory");
+  // Several subcommands may share one GraphArgs: the one parsed names itself.
+  const std::string name = c->get_name();
+  c->preparse_callback([&a, name](std::size_t) { a.command = name; });
+  if (name == "cc" || name == "hitting" || name == "pagerank" || name == "bfs" || name == "spectral")
+    c->add_option("--session", a.session,
+                  "Run in the session serving this Unix socket (tessera serve) on its resident graph: GRAPH is "
+                  "@NAME (s.persist(g, NAME) in Python); nothing is read again");
   c->fallthrough();
 }
 

@@ -347,16 +347,22 @@ Result run_write(Runtime& rt, const Options& a, Progress& p) {
   return document_only(std::move(j));
 }
 
-Result run_components(Runtime& rt, const Options& a, Progress& p) {
+namespace {
+// What both forms of run_components check before any work.
+void components_checks(Runtime& rt, const Options& a) {
   check_options(a, false);
   if (!a.strong) check_algorithm(a.algorithm, true);
-  Report report(rt, p);
-  auto timed = [&](const std::string& step, auto&& run) { return report.timed(step, run); };
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
-  auto loaded = timed(load_step(a.input), [&] { return load(rt, a.input, p); });
-  describe(p, loaded.graph);
-  graph::PendingOutputs outputs(rt);
-  json j = {{"command", "cc"}, {"stats", graph_json(loaded.graph)}, {"results", json::array()}};
+}
+
+// cc on a graph in memory: each algorithm asked, its summary, the labels
+// written (file ids), the document.
+Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, const Options& a, Progress& p,
+                           Report& report) {
+  auto timed = [&](const std::string& step, auto&& run) { return report.timed(step, run); };
+  describe(p, g);
+  graph::PendingOutputs outputs(g.runtime());
+  json j = {{"command", "cc"}, {"stats", graph_json(g)}, {"results", json::array()}};
   const bool all = a.algorithm == "all" || a.algorithm == "both";
   std::vector<std::string> algorithms = a.strong ? std::vector<std::string>{"scc"}
                                         : all    ? std::vector<std::string>{"afforest", "lp", "fastsv"}
@@ -366,15 +372,15 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
   // vertex ranges, so the labels fit the graph's ids).
   std::optional<graph::EdgeList> undirected;
   for (const auto& alg : algorithms)
-    if (!a.strong && alg != "afforest" && loaded.graph.directed() && !undirected) {
+    if (!a.strong && alg != "afforest" && g.directed() && !undirected) {
       p.step("symmetrizing once (label propagation and FastSV need both directions of every arc)");
-      timed("symmetrize", [&] { undirected.emplace(loaded.graph.symmetrized({}, true)); });
+      timed("symmetrize", [&] { undirected.emplace(g.symmetrized({}, true)); });
     }
   for (const auto& alg : algorithms) {
     auto c = timed("components",
-                   [&] { return components_of(undirected && alg != "afforest" ? *undirected : loaded.graph, alg, p); });
-    auto s = timed("summary", [&] { return graph::summarize(loaded.graph, c.labels); });
-    std::uint64_t largest = loaded.ids.file_id(s.largest_label);
+                   [&] { return components_of(undirected && alg != "afforest" ? *undirected : g, alg, p); });
+    auto s = timed("summary", [&] { return graph::summarize(g, c.labels); });
+    std::uint64_t largest = ids.file_id(s.largest_label);
     p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
            std::to_string(c.seconds) + " s); the largest has " + count_of(s.largest_size, "vertex", "vertices") +
            ", smallest vertex " + std::to_string(largest));
@@ -383,9 +389,9 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
       timed("write", [&] {
         auto labels = c.labels.local();
         std::vector<std::uint64_t> file_labels(labels.begin(), labels.end());
-        loaded.ids.translate(file_labels);
+        ids.translate(file_labels);
         p.step("writing " + shown(a.output));
-        graph::write_vertex_values(loaded.ids, std::span<const std::uint64_t>(file_labels), a.output,
+        graph::write_vertex_values(ids, std::span<const std::uint64_t>(file_labels), a.output,
                                    {"vertex", "component", "nan", &outputs});
       });
     }
@@ -394,8 +400,22 @@ Result run_components(Runtime& rt, const Options& a, Progress& p) {
   else timed("write", [&] { outputs.commit(); });
   if (!a.output.empty()) j["output"] = a.output;
 
-  report.finish(j, array_bytes(loaded.graph));
+  report.finish(j, array_bytes(g));
   return document_only(std::move(j));
+}
+}  // namespace
+
+Result run_components(Runtime& rt, const Options& a, Progress& p) {
+  components_checks(rt, a);
+  Report report(rt, p);
+  auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
+  return components_of_graph(loaded.graph, loaded.ids, a, p, report);
+}
+
+Result run_components(const graph::EdgeList& g, const graph::IdMap& ids, const Options& a, Progress& p) {
+  components_checks(g.runtime(), a);
+  Report report(g.runtime(), p);
+  return components_of_graph(g, ids, a, p, report);
 }
 
 Result run_lcc(Runtime& rt, const Options& a, Progress& p) {

@@ -421,7 +421,8 @@ def test_ctrl_c_returns_at_once_and_the_session_stays_usable(session):
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            session.pagerank(g, method="jacobi", tolerance=1e-14, max_iterations=300)
+            # Never converges: every one of its iterations runs (seconds), so 0.3 s is inside it.
+            session.pagerank(g, method="jacobi", tolerance=1e-300, max_iterations=1000)
         assert time.monotonic() - start < 5
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -429,3 +430,40 @@ def test_ctrl_c_returns_at_once_and_the_session_stays_usable(session):
     # The interrupted command ran on (not cancelled); the next one waits for it.
     assert session.components(g).count > 0
     assert any(o["id"] == g.id for o in session.list())
+
+
+def test_the_command_line_runs_on_a_resident_graph_by_name(session, graph_file, tmp_path):
+    """tessera CMD --session PATH @NAME: the session's ranks run the command's
+    workflow on the graph they hold; the document is the command's."""
+    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    if not os.path.exists(program):
+        pytest.skip(f"no {program}")
+    path = graph_file[0]
+    g = session.read_graph(path, undirected=True)
+    session.persist(g, "web")
+    try:
+        def tessera_cli(*args, ok=True):
+            p = subprocess.run([program, *args], env=clean_env(), capture_output=True, text=True, timeout=120)
+            assert (p.returncode == 0) == ok, p.stderr
+            return p
+        import json
+        direct = json.loads(tessera_cli("cc", path, "--undirected", "--json", "-q").stdout)
+        resident = json.loads(tessera_cli("cc", "--session", session.socket_path, "@web", "--json", "-q").stdout)
+        assert resident["results"][0]["components"] == direct["results"][0]["components"] == session.components(g).count
+        assert resident["stats"]["arc_hash"] == direct["stats"]["arc_hash"]
+        assert resident["stats"]["edges"] == direct["stats"]["edges"]
+        labels = tmp_path / "labels.txt"
+        tessera_cli("cc", "--session", session.socket_path, "@web", "-o", str(labels), "-q")
+        written = np.loadtxt(labels, dtype=np.int64, comments=("#", "%"))
+        assert len(written) == g.vertices
+        pr = json.loads(tessera_cli("pagerank", "--session", session.socket_path, "@web", "--json", "-q").stdout)
+        mine = session.pagerank(g)
+        assert pr["pagerank"]["iterations"] == mine.iterations and pr["pagerank"]["top_vertex"] == mine.top_vertex
+        p = tessera_cli("bfs", "--session", session.socket_path, "@web", "--source", "0")
+        assert "reached" in p.stderr  # the progress lines came back as the command ran
+        bad = tessera_cli("cc", "--session", session.socket_path, "@nothing", ok=False)
+        assert "nothing" in bad.stderr
+        bad = tessera_cli("cc", "--session", session.socket_path, path, ok=False)
+        assert "@NAME" in bad.stderr
+    finally:
+        session.drop("web")

@@ -100,6 +100,12 @@ struct Result {
   int exit_code() const;
 };
 
+// Options as JSON text and back (every field; missing ones keep their
+// defaults): how a front end hands parsed options to a session's ranks.
+// FormatError for text that is not such a document.
+std::string options_json(const Options& options);
+Options options_from_json(const std::string& text);
+
 // What can be checked without a runtime: the generator's options when no
 // file is named, and the analysis options (ConfigError naming the value).
 void check_options(const Options& options, bool analysis);
@@ -108,6 +114,8 @@ void check_options(const Options& options, bool analysis);
 Result run_write(Runtime& rt, const Options& options, Progress& progress);
 // cc: components by one algorithm or all; output: "vertex component" lines.
 Result run_components(Runtime& rt, const Options& options, Progress& progress);
+// The same on a graph the caller holds (an analyst's session's resident graph).
+Result run_components(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
 // lcc: the largest component written to options.output (and ids_output).
 Result run_lcc(Runtime& rt, const Options& options, Progress& progress);
 // hitting: hitting times to options.targets on the whole graph.

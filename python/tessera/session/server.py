@@ -197,6 +197,13 @@ class Session:
         return self.describe(self.add(Held("Spectrum", sp, _document_fields(sp),
                                            _with_file_ids(g, {"vector": lambda: sp.vector})), client))
 
+    def op_command(self, client, graph, name, options, verbose=False):
+        """``tessera NAME --session PATH @GRAPH``: the command's workflow, with
+        the options the command line parsed, on the resident graph."""
+        g = self.get(graph, "Graph").obj
+        document, code = _tessera._run_command(name, g._impl, options, bool(verbose))
+        return {"document": json.loads(document), "exit_code": code}
+
     # -- distributed arrays ----------------------------------------------
     def _array(self, a):
         return Held("DistArray", a, {"size": a.size, "dtype": a.dtype.name}, {"values": lambda: a})
