@@ -467,3 +467,25 @@ def test_the_command_line_runs_on_a_resident_graph_by_name(session, graph_file, 
         assert "@NAME" in bad.stderr
     finally:
         session.drop("web")
+
+
+def test_distributed_arrays_gather_scatter_update_argsort_like_numpy(session):
+    n = 5000
+    a = session.arange(n, dtype=np.int64)
+    want = np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng(11)
+    idx = rng.integers(0, n, size=3000)
+    assert np.array_equal(session.gather(a, idx), want[idx])
+    where = rng.permutation(n)[:400]
+    session.scatter(a, where, -where)
+    want[where] = -where
+    hits = rng.integers(0, n, size=2000)
+    session.update(a, hits, 3)
+    np.add.at(want, hits, 3)
+    assert np.array_equal(a.values, want)
+    perm = session.argsort(a)
+    assert np.array_equal(perm.values, np.argsort(want, kind="stable"))
+    c = session.components(session.grid((20, 20)))
+    assert np.array_equal(session.gather((c, "labels"), np.arange(400)), np.zeros(400))
+    with pytest.raises(tessera.RangeError):
+        session.gather(a, [n])

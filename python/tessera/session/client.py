@@ -126,8 +126,7 @@ class Session:
         # stderr under the cell); replace it to drive a progress bar.
         self.on_progress = lambda line: print(line, file=sys.stderr, flush=True)
         self._sock = self._open(timeout)
-        hello = self._request("hello", {}, extra={"version": protocol.PROTOCOL_VERSION, "token": token,
-                                                  "join": _join})
+        hello = self._hello(self._sock, _join)
         self.ranks = hello["ranks"]
         self.host = hello["host"]
         self.job_id = hello["job_id"]
@@ -152,9 +151,8 @@ class Session:
                     raise
                 time.sleep(0.05)
 
-    def _request(self, op, args, payload_arrays=(), extra=None):
+    def _request(self, op, args, payload_arrays=()):
         header = {"op": op, "args": args}
-        header.update(extra or {})
         payload = b""
         if payload_arrays:
             header["payload"] = [{"dtype": a.dtype.name, "length": int(a.size)} for a in payload_arrays]
@@ -187,14 +185,20 @@ class Session:
             result["values"] = np.frombuffer(data, dtype=np.dtype(spec["dtype"]), count=spec["length"]).copy()
         return result
 
-    def _reconnect(self):
-        sock = self._open(5.0)
+    def _hello(self, sock, join):
+        """The greeting on a new connection (``join``: as that client): the
+        session's facts, or its refusal raised."""
         protocol.send(sock, {"op": "hello", "args": {}, "version": protocol.PROTOCOL_VERSION, "token": self._token,
-                             "join": self.client_id})
-        self._sock = sock
+                             "join": join})
         reply, _ = protocol.receive(sock)
         if not reply.get("ok"):
             _raise(reply.get("error") or {})
+        return reply["result"]
+
+    def _reconnect(self):
+        sock = self._open(5.0)
+        self._sock = sock
+        self._hello(sock, self.client_id)
 
     def _lost(self, op, cause):
         """The session went away under us: say so, and leave nothing behind."""

@@ -234,16 +234,22 @@ class Session:
         idx = payload if tessera.Runtime().rank == 0 else np.empty(0, np.int64)
         return {"values": a.gather(idx)}
 
-    def op_scatter(self, client, array, payload=None, values_dtype=None):
+    @staticmethod
+    def _indices_and_values(payload, a):
+        """The request's (indices, values) on rank 0; the other ranks take
+        part in the collective call with none."""
+        if tessera.Runtime().rank == 0:
+            return payload
+        return np.empty(0, np.int64), np.empty(0, a.dtype)
+
+    def op_scatter(self, client, array, payload=None):
         a = self._target(array)
-        idx, values = payload if tessera.Runtime().rank == 0 else (np.empty(0, np.int64), np.empty(0, a.dtype))
-        a.scatter(idx, values)
+        a.scatter(*self._indices_and_values(payload, a))
         return {}
 
     def op_update(self, client, array, op="add", payload=None):
         a = self._target(array)
-        idx, values = payload if tessera.Runtime().rank == 0 else (np.empty(0, np.int64), np.empty(0, a.dtype))
-        a.update(idx, values, op=op)
+        a.update(*self._indices_and_values(payload, a), op=op)
         return {}
 
     def op_argsort(self, client, array, digit_bits=16):
