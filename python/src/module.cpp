@@ -12,6 +12,7 @@
 
 #include "common.hpp"
 #include "graph_object.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/wait.hpp"
@@ -25,7 +26,7 @@ std::unique_ptr<Runtime> g_runtime;
 // The Python classes of tessera's error categories (tessera.FormatError, ...),
 // handed over by tessera/__init__.py. Strong references kept for the life of
 // the process (never released: they must outlive every translation).
-constexpr std::size_t kCategories = 8;
+constexpr std::size_t kCategories = 9;
 std::array<PyObject*, kCategories> g_error_classes{};
 
 PyObject* error_class(ErrorCategory c) {
@@ -139,7 +140,8 @@ PYBIND11_MODULE(_tessera, m) {
     const std::array<std::pair<ErrorCategory, const char*>, kCategories> names{{
         {ErrorCategory::generic, "generic"}, {ErrorCategory::mpi, "mpi"}, {ErrorCategory::system, "system"},
         {ErrorCategory::format, "format"},   {ErrorCategory::mismatch, "mismatch"}, {ErrorCategory::range, "range"},
-        {ErrorCategory::config, "config"},   {ErrorCategory::peer, "peer"}}};
+        {ErrorCategory::config, "config"},   {ErrorCategory::peer, "peer"},
+        {ErrorCategory::cancelled, "cancelled"}}};
     for (auto [category, name] : names) {
       py::object cls = classes[name];
       g_error_classes[static_cast<std::size_t>(category)] = cls.inc_ref().ptr();
@@ -171,6 +173,11 @@ PYBIND11_MODULE(_tessera, m) {
     runtime().set_shared_by_default(shared_by_default);
     runtime().set_range_alignment(alignment);
   });
+  // A session's Ctrl-C: cancellation points communicate once enabled (on
+  // every rank, at start); rank 0's socket thread requests, the main thread
+  // clears before each command (runtime/cancellation.hpp).
+  m.def("_session_cancellation", [] { enable_cancellation(runtime().comm()); });
+  m.def("_session_cancel", [](bool request) { request ? request_cancellation() : clear_cancellation(); });
   // Collective: rank 0's bytes on every rank. The session's ranks wait here
   // between commands, for hours perhaps: they sleep (up to 5 ms a poll, the
   // GIL released) instead of spinning or yielding in a tight loop.

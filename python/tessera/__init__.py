@@ -15,7 +15,7 @@ calls documented as collective must be made by every rank.
 without MPI.
 """
 from . import _tessera
-from ._errors import (CLASSES as _CLASSES, ConfigError, Error, FormatError,
+from ._errors import (CLASSES as _CLASSES, Cancelled, ConfigError, Error, FormatError,
                       MismatchError, MpiError, PeerError, RangeError, SystemError)
 from .arrays import DistArray, arange, argsort, from_local, zeros
 from .analyses import Bfs, PageRank, Spectrum, bfs, centrality, fiedler, pagerank, spectral
@@ -35,6 +35,7 @@ __all__ = [
     "pagerank", "PageRank", "bfs", "Bfs", "spectral", "fiedler", "centrality", "Spectrum",
     "pipeline", "PipelineResult", "pipeline_defaults", "default_solver",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
+    "Cancelled",
     "mpi_library_version", "start", "connect", "Session", "SessionLost",
 ]
 

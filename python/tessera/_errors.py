@@ -55,9 +55,17 @@ class PeerError(Error):
     category = "peer"
 
 
+class Cancelled(Error):
+    """A session's command stopped because its client asked (a keyboard
+    interrupt); the session and its objects are unchanged otherwise."""
+
+    category = "cancelled"
+
+
 CLASSES = {
     c.category: c
-    for c in (Error, MpiError, SystemError, FormatError, MismatchError, RangeError, ConfigError, PeerError)
+    for c in (Error, MpiError, SystemError, FormatError, MismatchError, RangeError, ConfigError, PeerError, Cancelled)
 }
 # The C++ ErrorCategory numbering (runtime/error.hpp), for errors raised in Python.
-CATEGORY_NUMBER = {"generic": 0, "mpi": 1, "system": 2, "format": 3, "mismatch": 4, "range": 5, "config": 6, "peer": 7}
+CATEGORY_NUMBER = {"generic": 0, "mpi": 1, "system": 2, "format": 3, "mismatch": 4, "range": 5, "config": 6, "peer": 7,
+                   "cancelled": 8}

@@ -55,6 +55,7 @@
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
 #include "tessera/graph/components.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
 
@@ -89,6 +90,7 @@ struct Run {
     ++rounds;
     if (options.on_round)
       options.on_round(rounds, pairs, std::chrono::duration<double>(Clock::now() - t0).count());
+    cancellation_point(rt.comm());
   }
   void note(std::size_t bytes) { extra = std::max(extra, bytes); }
 };

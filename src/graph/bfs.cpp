@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -200,6 +201,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     if (found) out.levels = static_cast<int>(level);
     out.reached += found;
     if (o.on_level) o.on_level(static_cast<int>(level), found, bottom_up, since());
+    cancellation_point(comm);
     return found;
   };
   auto top_down = [&] {

@@ -20,6 +20,7 @@
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/graph/subgraph.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
 
@@ -52,6 +53,7 @@ bool converged(Runtime& rt, Components& out, std::uint64_t changed, const Compon
   changed = all_reduce(rt.comm(), changed, MPI_SUM);
   ++out.rounds;
   if (options.on_round) options.on_round(out.rounds, changed, since(t0));
+  cancellation_point(rt.comm());
   return changed == 0;
 }
 

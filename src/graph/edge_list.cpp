@@ -7,6 +7,7 @@
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/storage/disk_tier.hpp"
@@ -90,12 +91,14 @@ std::vector<std::uint64_t> moved_to(Runtime& rt, const DistArray<std::uint64_t>&
 template <class Aggregator, class Take>
 void run_pass(Runtime& rt, const EdgeSource& source, std::optional<Aggregator>& aggregator, Take&& take) {
   std::exception_ptr failed;
+  CancellationNotice cancel;  // a session's Ctrl-C stops the pass within a batch
   try {
     source([&](const EdgeBatch& b) {
       if (b.dst.size() != b.src.size() || (!b.weight.empty() && b.weight.size() != b.src.size()))
         throw MismatchError("an edge batch has " + std::to_string(b.src.size()) + " sources, " +
                             std::to_string(b.dst.size()) + " destinations and " + std::to_string(b.weight.size()) +
                             " weights");
+      cancel.poll();
       take(b);
     });
   } catch (...) {
@@ -103,6 +106,7 @@ void run_pass(Runtime& rt, const EdgeSource& source, std::optional<Aggregator>& 
   }
   aggregator.reset();  // flushed here: collective, whatever happened above
   agree(rt.comm(), [&] {
+    cancel.finish();
     if (failed) std::rethrow_exception(failed);
   });
 }

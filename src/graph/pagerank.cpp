@@ -33,6 +33,7 @@
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 
@@ -315,6 +316,7 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
     out.converged = out.change < s.o.tolerance;
     if (s.o.on_iteration)
       s.o.on_iteration(out.iterations, out.change, std::chrono::duration<double>(Clock::now() - s.t0).count());
+    cancellation_point(s.rt.comm());
     if (out.converged || out.iterations >= s.o.max_iterations) break;
   }
 }

@@ -21,6 +21,7 @@
 
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/comm/aggregators.hpp"
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 
 namespace tessera::graph {
@@ -80,6 +81,7 @@ class StrongComponentsSearch {
         double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         options_.on_round(out_.rounds, all_reduce(rt_.comm(), found, MPI_SUM), seconds);
       }
+      cancellation_point(rt_.comm());
     }
   }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 
 namespace tessera::linalg {
@@ -84,6 +85,7 @@ class JacobiCg {
       residuals_.push_back(rel);
       if (options_.on_iteration)
         options_.on_iteration(total_, rel, std::chrono::duration<double>(Clock::now() - t0_).count());
+      cancellation_point(rt.comm());
     }
     return done;
   }

@@ -41,6 +41,7 @@ void throw_error(ErrorCategory category, const std::string& message) {
     case ErrorCategory::range: throw RangeError(message);
     case ErrorCategory::config: throw ConfigError(message);
     case ErrorCategory::peer: throw PeerError(message);
+    case ErrorCategory::cancelled: throw Cancelled(message);
     case ErrorCategory::generic:
     case ErrorCategory::mpi:
     case ErrorCategory::system: break;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/trilinos/hitting.hpp"
@@ -268,6 +269,9 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
   if (x.getLocalLength() != owned_ || y.getLocalLength() != owned_)
     throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
                         std::to_string(y.getLocalLength()) + ", the matrix " + std::to_string(owned_) + " on this rank");
+  // Every rank applies the matrix in step: the solvers' iterations stop here
+  // when a session's client cancels (Belos and Anasazi pass the error on).
+  cancellation_point(g_.runtime().comm());
   const bool weighted = g_.weighted();
   // Several columns, nothing grounded, every column owned or all gathered
   // (owned, dense): one sweep over the edges for the whole block (a block

@@ -9,7 +9,7 @@ namespace tessera {
 
 // What kind of error it is, so that an error can travel between ranks (agree)
 // and be rethrown as the same type on a rank that did not see it.
-enum class ErrorCategory { generic, mpi, system, format, mismatch, range, config, peer };
+enum class ErrorCategory { generic, mpi, system, format, mismatch, range, config, peer, cancelled };
 
 class Error : public std::runtime_error {
  public:
@@ -72,6 +72,14 @@ class PeerError : public Error {
  public:
   using Error::Error;
   ErrorCategory category() const noexcept override { return ErrorCategory::peer; }
+};
+
+// A collective workflow stopped at a cancellation point because its user
+// asked (an analyst's session: a keyboard interrupt); see cancellation.hpp.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+  ErrorCategory category() const noexcept override { return ErrorCategory::cancelled; }
 };
 
 // Throws an error of `category` carrying `message` (MpiError and SystemError,
