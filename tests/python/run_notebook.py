@@ -90,6 +90,11 @@ def main():
         print(f"{sys.argv[1]}: code cell(s) {', '.join(str(i) for i, _ in errors)} wrote to stderr:\n"
               + "\n".join(text for _, text in errors))
         return 1
+    quiet = [i for i, c in enumerate(code) if "verbose=True" in c.source and not any(
+             "<progress" in o.get("data", {}).get("text/html", "") for o in c.outputs)]
+    if quiet:
+        print(f"{sys.argv[1]}: verbose code cell(s) {quiet} showed no progress block")
+        return 1
     if any(c.execution_count is None for c in code):
         print(f"{sys.argv[1]}: not every code cell ran")
         return 1

@@ -340,9 +340,11 @@ def test_the_readme_flow_example_runs():
 
 def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
     code = textwrap.dedent("""
-        import os, sys, tessera
+        import os, sys, time, tessera
         s = tessera.start(ranks=2, keep=sys.argv[1] == "keep")
-        s.kron(scale=8)
+        g = s.kron(scale=8)
+        s.submit("pagerank", g, method="jacobi", tolerance=0.0, max_iterations=10**8)  # runs for hours
+        time.sleep(0.5)
         print(s.socket_path, s.job_id, *s._pids, flush=True)
         os.kill(os.getpid(), 9)
     """)
@@ -357,6 +359,7 @@ def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
             assert all(os.path.exists(f"/proc/{q}") for q in pids), "a kept session stopped with its client"
             s = tessera.connect(path)
             assert s.list() == []  # the killed client's unnamed objects were reclaimed
+            assert s.status()["running"] is None  # and its running command cancelled
             s.stop()
         else:
             assert not any(os.path.exists(f"/proc/{q}") for q in pids), "the session outlived its starter"
@@ -411,26 +414,65 @@ def test_status_answers_while_a_command_runs_and_progress_streams(session):
         lines[:5]
 
 
-def test_ctrl_c_returns_at_once_and_the_session_stays_usable(session):
-    g = session.kron(scale=16)
-
+def interrupted_after(seconds, call):
+    """Runs ``call`` with a Ctrl-C (KeyboardInterrupt) ``seconds`` in, as
+    a notebook's interrupt button delivers it; the seconds it took to return."""
     def interrupt(*_):
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGALRM, interrupt)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            # Generating 2^19 vertices and 8M edges takes seconds whatever
-            # the machine's phase (PageRank could converge before 0.3 s).
-            session.kron(scale=19)
-        assert time.monotonic() - start < 5
+            call()
+        return time.monotonic() - start
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    # The interrupted command ran on (not cancelled); the next one waits for it.
-    assert session.components(g).count > 0
-    assert any(o["id"] == g.id for o in session.list())
+
+
+def test_ctrl_c_cancels_the_running_command_and_the_session_stays_usable(session):
+    g = session.kron(scale=16)
+    before = {o["id"] for o in session.list()}
+    # Each would run for hours: PageRank to a tolerance of 0, CG to 1e-300
+    # (Belos on the edge arrays), a build of 2^26 vertices (between passes).
+    long_commands = {
+        "pagerank": lambda: session.pagerank(g, method="jacobi", tolerance=0.0, max_iterations=10**8),
+        "hitting_times": lambda: session.hitting_times(g, tolerance=1e-300, max_iterations=10**8),
+        "kron": lambda: session.kron(scale=26),
+    }
+    for name, call in long_commands.items():
+        took = interrupted_after(1.0, call)
+        assert took < 1.0 + 20, f"{name}: the interrupt took {took:.1f} s to return"
+        st = session.status()
+        assert st["running"] is None and st["queued"] == 0, (name, st)  # stopped, not left running
+        start = time.monotonic()
+        assert session.components(g).count > 0  # the next command does not wait for the old one
+        assert time.monotonic() - start < 20, name
+    after = {o["id"] for o in session.list()}
+    assert before <= after and len(after - before) == len(long_commands), (before, after)  # the components only
+    # A command of another client is not this client's to cancel; that
+    # client can (s.cancel(), for a submitted command).
+    other = tessera.connect(session.socket_path)
+    try:
+        future = other.submit("pagerank", g, method="jacobi", tolerance=0.0, max_iterations=10**8)
+        deadline = time.monotonic() + 60
+        while not (session.status()["running"] or {}).get("op") == "pagerank" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # This client's command waits behind it: its Ctrl-C takes it off
+        # the queue and leaves the other client's running.
+        took = interrupted_after(0.5, lambda: session.components(g))
+        assert took < 5
+        assert session.cancel() is None  # nothing of this client's runs
+        assert (session.status()["running"] or {}).get("op") == "pagerank", "another client's command was cancelled"
+        assert other.cancel() == "pagerank"
+        with pytest.raises(tessera.Cancelled):
+            future.result(timeout=30)
+        st = session.status()
+        assert st["queued"] == 0 and st["running"] is None, st
+        assert {o["id"] for o in session.list()} == after  # neither the queued nor the cancelled command left one
+    finally:
+        other.close()
 
 
 def test_the_command_line_runs_on_a_resident_graph_by_name(session, graph_file, tmp_path):

@@ -20,16 +20,16 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import numpy as np
 
 from .. import _errors
 from .. import _tessera
+from . import progress as _progress
 from . import protocol
 
-_CLASSES = {cls.__name__: cls for cls in (_errors.Error, _errors.ConfigError, _errors.FormatError,
-                                          _errors.MismatchError, _errors.RangeError, _errors.SystemError,
-                                          _errors.PeerError, _errors.MpiError)}
+_CLASSES = {cls.__name__: cls for cls in _errors.CLASSES.values()}
 
 
 class SessionLost(_errors.PeerError):
@@ -122,9 +122,12 @@ class Session:
         self._keep = True
         self._log = None
         self._lock = threading.Lock()
-        # What a verbose command's progress lines go to (a notebook shows
-        # stderr under the cell); replace it to drive a progress bar.
-        self.on_progress = lambda line: print(line, file=sys.stderr, flush=True)
+        # What a verbose command's progress lines go to: None shows them
+        # as a progress block updated in place in a notebook, else as lines
+        # on stderr; any callable taking a line replaces that.
+        self.on_progress = None
+        # How long a Ctrl-C waits for the cancelled command to stop.
+        self.cancel_wait = 60.0
         self._sock = self._open(timeout)
         hello = self._hello(self._sock, _join)
         self.ranks = hello["ranks"]
@@ -163,16 +166,25 @@ class Session:
             try:
                 protocol.send(self._sock, header, payload)
                 reply, data = protocol.receive(self._sock)
+                shown = None
                 while "progress" in reply and "ok" not in reply:  # a verbose command's lines, as they come
-                    self.on_progress(reply["progress"])
+                    if shown is None:
+                        shown = self._progress_sink(op, args)
+                    shown.line(reply["progress"])
                     reply, data = protocol.receive(self._sock)
+                if shown is not None:
+                    shown.finish("done" if reply.get("ok") else "failed")
             except KeyboardInterrupt:
-                # The command runs on. A new connection of the same client
-                # is made before the old one closes, so the session never
-                # sees this client gone (which would reclaim its objects).
+                # A new connection of the same client is made before the old
+                # one closes, so the session never sees this client gone
+                # (which would reclaim its objects); through it the running
+                # command is cancelled, and its end awaited on the old one.
                 old, self._sock = self._sock, None
                 self._reconnect()
-                old.close()
+                try:
+                    self._cancel_running(old)
+                finally:
+                    old.close()
                 raise
             except (ConnectionError, OSError, protocol.ProtocolError) as e:
                 self._sock = None
@@ -184,6 +196,38 @@ class Session:
             spec = result["values"]
             result["values"] = np.frombuffer(data, dtype=np.dtype(spec["dtype"]), count=spec["length"]).copy()
         return result
+
+    def _progress_sink(self, op, args):
+        """Where one command's progress lines go (see ``on_progress``)."""
+        if self.on_progress is not None:
+            sink = self.on_progress
+            return types.SimpleNamespace(line=sink, finish=lambda outcome: None)
+        if _progress.in_notebook():
+            tolerance = args.get("tolerance")
+            if tolerance is None:
+                tolerance = {"hitting_times": 1e-10, "pagerank": 1e-4}.get(args.get("name") or op)
+            return _progress.NotebookProgress(args.get("name") or op, tolerance)
+        return types.SimpleNamespace(line=_progress.print_line, finish=lambda outcome: None)
+
+    def _cancel_running(self, old):
+        """Asks the session to stop this client's running command at its
+        next cancellation point (an iteration, a round, a pass) and waits
+        for it to end, at most ``cancel_wait`` seconds (a second Ctrl-C
+        stops waiting; the command then ends on its own)."""
+        protocol.send(self._sock, {"op": "cancel", "args": {}})
+        reply, _ = protocol.receive(self._sock)
+        op = (reply.get("result") or {}).get("cancelling")
+        if not op:
+            return
+        old.settimeout(self.cancel_wait)
+        try:
+            while True:
+                reply, _ = protocol.receive(old)
+                if "ok" in reply:
+                    return
+        except (OSError, protocol.ProtocolError):
+            print(f"tessera: {op} did not stop within {self.cancel_wait:g} s; it ends on the session",
+                  file=sys.stderr, flush=True)
 
     def _hello(self, sock, join):
         """The greeting on a new connection (``join``: as that client): the
@@ -379,6 +423,21 @@ class Session:
         self._request("drop", {"ref": _ref(obj)})
 
     # -- long work -----------------------------------------------------------
+    def cancel(self):
+        """Stops this client's running command at its next cancellation
+        point (an iteration, a round, a batch of a pass), as Ctrl-C does to
+        a command this process waits for; a command started by ``submit``
+        then raises ``tessera.Cancelled`` from its future. Returns the
+        command's name, or None when no command of this client runs."""
+        sock = self._open(5.0)
+        try:
+            self._hello(sock, self.client_id)
+            protocol.send(sock, {"op": "cancel", "args": {}})
+            reply, _ = protocol.receive(sock)
+        finally:
+            sock.close()
+        return (reply.get("result") or {}).get("cancelling")
+
     def submit(self, command, /, *args, **kwargs):
         """Runs ``s.<command>(*args, **kwargs)`` on a connection of its own
         (the same client) and returns a ``concurrent.futures.Future``."""

@@ -435,6 +435,7 @@ class Serving:
     def __init__(self, session, endpoint, rt, pids):
         self.session, self.endpoint, self.rt = session, endpoint, rt
         self.running = None
+        self.running_lock = threading.Lock()  # a cancel never reaches the next command
         self.started = time.time()
         self.stop = False
         self.pids = [int(p) for p in pids]
@@ -460,8 +461,10 @@ class Serving:
 
     def collective(self, message, payload_args=None):
         """Runs one command on every rank; its reply (header, payload)."""
+        with self.running_lock:
+            _tessera._session_cancel(False)
+            self.running = {"op": message["op"], "client": message["client"], "since": time.time()}
         self.broadcast(message)
-        self.running = {"op": message["op"], "client": message["client"], "since": time.time()}
         try:
             args = dict(message["args"])
             if payload_args is not None:
@@ -471,7 +474,8 @@ class Serving:
         except Exception as e:  # noqa: BLE001 - every failure goes back to the client
             return _error_reply(e), b""
         finally:
-            self.running = None
+            with self.running_lock:
+                self.running = None
 
     def run_commands(self):
         while not self.stop:
@@ -485,6 +489,8 @@ class Serving:
             conn, client, header, payload = item
             if conn is None:  # a client left: its unnamed objects go
                 self.collective({"op": "client_gone", "args": {"gone": client}, "client": client})
+                continue
+            if conn not in self.endpoint.clients:  # its client hung up (a Ctrl-C while it queued)
                 continue
             try:
                 message = {"op": header.get("op"), "args": header.get("args") or {}, "client": client}
@@ -563,6 +569,9 @@ class Serving:
                 self.client_left(conn)
             return
         op = header.get("op")
+        if op == "cancel":
+            self.send(conn, {"ok": True, "result": {"cancelling": self.cancel(info["id"])}})
+            return
         reply = self.local_reply(op, header.get("args") or {})
         if reply is not None:
             self.send(conn, reply)
@@ -573,10 +582,20 @@ class Serving:
         else:
             self.commands.put((conn, info["id"], header, payload))
 
+    def cancel(self, client):
+        """Stops the running command at its next cancellation point if it is
+        ``client``'s (its Ctrl-C); the command's name, or None."""
+        with self.running_lock:
+            if self.running is None or self.running["client"] != client:
+                return None
+            _tessera._session_cancel(True)
+            return self.running["op"]
+
     def client_left(self, conn):
         info = self.endpoint.drop(conn)
         self.send_locks.pop(conn, None)
         if info["hello"] and not any(c["id"] == info["id"] for c in list(self.endpoint.clients.values())):
+            self.cancel(info["id"])  # nobody waits for its command any more
             self.commands.put((None, info["id"], None, None))
 
     def serve_sockets(self):
@@ -650,6 +669,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rt = tessera.Runtime()
     _tessera._session_layout(True, ALIGNMENT)
+    _tessera._session_cancellation()
     session = Session()
     endpoint = None
     failure = None
