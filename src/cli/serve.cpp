@@ -1,7 +1,9 @@
 // tessera serve: an analyst's session of K resident ranks (python/tessera/
 // session), served at a Unix socket a notebook connects to. The session's
 // server is the Python package's SPMD program; this command finds that
-// package beside the program (a build tree) or installed, and runs it.
+// package beside the program (a build tree) or installed, and runs it: its
+// own mpirun of K ranks, or, when srun or mpirun started this process as a
+// rank, this rank's part of the session.
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +16,7 @@
 
 #include "commands.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/launch.hpp"
 
 namespace tessera::cli {
 
@@ -40,8 +43,18 @@ int run_serve(const ServeOptions& o, int ranks) {
   const char* built_for = "python3";
 #endif
   const char* python = std::getenv("TESSERA_PYTHON");
-  std::vector<std::string> args = {python && *python ? python : built_for, "-m", "tessera.session", "serve", "-n",
-                                   std::to_string(ranks > 0 ? ranks : 2)};
+  std::vector<std::string> args = {python && *python ? python : built_for, "-m"};
+  // Already one of the job's ranks (srun -n K tessera serve, mpirun ...):
+  // each rank becomes the session's server; else it starts its own mpirun.
+  const bool rank_of_a_job = launched_by_mpi();
+  if (rank_of_a_job) {
+    if (ranks > 0 || !o.host.empty())
+      throw ConfigError("tessera serve under srun or mpirun: the launcher chose the ranks and hosts; drop -n and "
+                        "--host");
+    args.insert(args.end(), {"tessera.session.server"});
+  } else {
+    args.insert(args.end(), {"tessera.session", "serve", "-n", std::to_string(ranks > 0 ? ranks : 2)});
+  }
   for (const auto& [flag, value] : {std::pair{"--socket", o.socket}, {"--tcp", o.tcp}, {"--host", o.host}})
     if (!value.empty()) args.insert(args.end(), {flag, value});
   std::vector<char*> argv;

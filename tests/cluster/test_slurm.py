@@ -14,6 +14,7 @@ permitted."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +29,50 @@ from harness import check, failures, numbers, run, same_numbers  # noqa: E402
 
 def pmix_dirs():
     return {n for n in os.listdir("/tmp") if n.startswith("spmix_appdir")}
+
+
+# A client of a session under srun (on node0, where rank 0 serves): the
+# pipeline's steps on the resident graph, its hitting times printed as the
+# pipeline's -o lines; then it stops the session.
+SESSION_CLIENT = """
+import sys, tessera
+s = tessera.connect(sys.argv[1], timeout=60)
+assert s.ranks == 4, s.ranks
+g = s.kron(scale=10)
+lcc = s.largest_component(g, s.components(g))
+h = s.hitting_times(lcc)
+assert h.converged
+for v, t in sorted(zip(h.file_ids.tolist(), h.times.tolist())):
+    print(v, repr(t))
+s.stop()
+"""
+
+
+def session_under_srun(work, d, ref):
+    """`srun -N 2 -n 4 tessera serve`: a session whose ranks Slurm placed on
+    both nodes (each rank runs the session's server itself) answers as the
+    one-node pipeline."""
+    sockets = os.path.join(work, "session")
+    os.mkdir(sockets, 0o700)
+    sock = os.path.join(sockets, "s.sock")
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    server = subprocess.Popen(SLURM + ["exec", "--dir", d, "node0", "--", "srun", "-N", "2", "-n", "4",
+                                       TESSERA, "serve", "--socket", sock],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = os.path.join(work, "session.txt")
+        client = run(SLURM + ["exec", "--dir", d, "node0", "--", sys.executable, "-c", SESSION_CLIENT, sock],
+                     timeout=TIMEOUT, env=env)
+        with open(out, "w") as f:
+            f.write(client.stdout)
+        check(client.returncode == 0 and same_numbers(numbers(ref), numbers(out)),
+              f"a session under srun -N 2 -n 4: hitting times as the one-node pipeline's ({client.stderr.strip()[-400:]})")
+        code = server.wait(timeout=60)
+        check(code == 0, f"the srun session ends when its client stops it (exit {code}: {server.stdout.read()[-400:]})")
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 def main():
@@ -65,6 +110,8 @@ def main():
                   "-o", out, "--quiet")
         check(p.returncode == 0 and os.path.exists(ref) and os.path.exists(out) and same_numbers(numbers(ref), numbers(out)),
               f"srun -N 2 -n 4 tessera pipeline: hitting times as on one node ({p.stderr.strip()[-300:]})")
+
+        session_under_srun(work, d, ref)
 
         job = os.path.join(work, "job.sh")
         log = os.path.join(work, "job.out")

@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import re
+import secrets
 import selectors
 import socket
 import sys
@@ -661,7 +662,8 @@ def follow(session):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m tessera.session.server",
                                      description="The ranks of a Tessera session (run under mpirun or srun).")
-    parser.add_argument("--socket", required=True, help="the Unix socket to serve (its directory: mode 0700)")
+    parser.add_argument("--socket", default=None, help="the Unix socket to serve (its directory: mode 0700; "
+                        "default: a new one in the user's private runtime directory, printed)")
     parser.add_argument("--tcp", default=None, help="also serve TCP at [HOST:]PORT (default host 127.0.0.1), "
                         "with a token in SOCKET.token (mode 0600)")
     parser.add_argument("--owner", default="", help="HOST:PID: stop when this process ends (checked where rank 0 "
@@ -676,7 +678,9 @@ def main(argv=None):
     pids = rt.allgather(os.getpid())
     if rt.rank == 0:
         try:
-            endpoint = Endpoint(args.socket, args.tcp, rt.size)
+            path = args.socket or os.path.join(protocol.private_dir(protocol.runtime_dir()),
+                                               f"session-{os.getpid()}-{secrets.token_hex(4)}.sock")
+            endpoint = Endpoint(path, args.tcp, rt.size)
         except Exception as e:  # noqa: BLE001 - said below, on every rank
             failure = e
     failed = rt.allreduce(1 if failure else 0, "max")
