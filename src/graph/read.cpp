@@ -718,12 +718,15 @@ ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOpti
 namespace {
 
 // An undirected graph stores both arcs of every edge: the multiset of arcs
-// equals the multiset of reversed arcs. Compared by the sums over all ranks
-// of a 64-bit hash of (u, v, w) and of (v, u, w): one all-reduce. The hash
-// is one SplitMix64 step over u K1 + v K2 + w K3 (odd constants): two steps
-// an arc, a third of what hashing each field costs, so checking a mapped
-// file costs less than reading it.
+// equals the multiset of reversed arcs. Compared by two sums over all ranks,
+// one all-reduce. Unweighted, an arc (u, v) adds A(u) R(v) to one sum and
+// A(v) R(u) to the other, with A a 64-bit hash and R = A rotated (any arc
+// without its reverse makes them differ, but with chance 2^-64): per row,
+// A(u) times the row's sum of R, and R(u) times its sum of A, so an arc
+// costs one hash, and a mapped file is checked in less time than reading it.
+// Weighted, the weight's bits enter each arc's own hash (two an arc).
 std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
+std::uint64_t turned(std::uint64_t a) { return (a << 32) | (a >> 32); }
 
 bool arcs_are_symmetric(const EdgeList& g) {
   constexpr std::uint64_t K1 = 0x9e3779b97f4a7c15ull, K2 = 0xc2b2ae3d27d4eb4full, K3 = 0x165667b19e3779f9ull;
@@ -731,15 +734,19 @@ bool arcs_are_symmetric(const EdgeList& g) {
   std::uint64_t forward = 0, backward = 0;
   g.with_dst([&](auto dst) {
     g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
-      const std::uint64_t uf = u * K1, ub = u * K2;
       if (w.empty()) {
+        std::uint64_t sum_a = 0, sum_r = 0;
         for (std::size_t k = first; k < last; ++k) {
-          const std::uint64_t v = dst[k];
-          forward += mix(uf + v * K2);
-          backward += mix(v * K1 + ub);
+          const std::uint64_t a = mix(dst[k]);
+          sum_a += a;
+          sum_r += turned(a);
         }
+        const std::uint64_t au = mix(u);
+        forward += au * sum_r;
+        backward += turned(au) * sum_a;
         return;
       }
+      const std::uint64_t uf = u * K1, ub = u * K2;
       for (std::size_t k = first; k < last; ++k) {
         const std::uint64_t v = dst[k];
         std::uint64_t bits = 0;

@@ -387,6 +387,42 @@ TEST(Binary, VersionOneDirectoriesStillLoad) {
   barrier(rt.comm());
 }
 
+// The symmetry check of a file that says "directed": false sees an arc
+// without its reverse even when every vertex has as many arcs in as out (a
+// directed cycle), and a weight that differs from its reverse's; a graph
+// with a self loop and both directions of each edge passes.
+TEST(Binary, SymmetryCheckSeesBalancedAndReweightedArcs) {
+  Runtime& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  auto read_as_undirected = [&](LocalEdges e, const std::string& name) {
+    auto g = EdgeList::build(rt, 3, true, std::move(e));
+    const std::string path = dir.path() + "/" + name + ".tsg";
+    save_binary(g, path);
+    barrier(rt.comm());
+    if (rt.rank() == 0) {
+      std::ifstream in(path + "/edgelist.json");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      in.close();
+      const std::string from = "\"directed\": true";
+      const auto at = text.find(from);
+      EXPECT_NE(at, std::string::npos) << text;
+      if (at != std::string::npos) text.replace(at, from.size(), "\"directed\": false");
+      std::ofstream(path + "/edgelist.json", std::ios::trunc) << text;
+    }
+    barrier(rt.comm());
+    return read_error(rt, path);
+  };
+  LocalEdges cycle, reweighted, honest;
+  if (rt.rank() == 0) {
+    cycle.add(0, 1), cycle.add(1, 2), cycle.add(2, 0);
+    reweighted.add(0, 1, 1.0), reweighted.add(1, 0, 2.0), reweighted.add(1, 2, 1.0), reweighted.add(2, 1, 1.0);
+    honest.add(0, 1), honest.add(1, 0), honest.add(1, 1), honest.add(1, 2), honest.add(2, 1);
+  }
+  EXPECT_NE(read_as_undirected(std::move(cycle), "cycle").find("not symmetric"), std::string::npos);
+  EXPECT_NE(read_as_undirected(std::move(reweighted), "reweighted").find("not symmetric"), std::string::npos);
+  EXPECT_EQ(read_as_undirected(std::move(honest), "honest"), "");
+}
+
 // Issue 8 items 5, 6, 9, 10, 12, 13: the binary format against lies,
 // devices, symlinks and concurrent writers.
 TEST(Binary, HostileMetadataAndFiles) {
