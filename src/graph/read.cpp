@@ -354,13 +354,24 @@ ParsedRange parse_first_line(const std::string& path, const TextHeader& h, std::
 }
 
 // This rank's edge endpoints, sorted, each once.
-std::vector<std::uint64_t> local_distinct_ids(const LocalEdges& edges) {
-  std::vector<std::uint64_t> ids;
-  ids.reserve(2 * edges.size());
-  ids.insert(ids.end(), edges.src.begin(), edges.src.end());
-  ids.insert(ids.end(), edges.dst.begin(), edges.dst.end());
+// Sorts and deduplicates `ids` in place.
+void keep_distinct(std::vector<std::uint64_t>& ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// The distinct ids (sorted) of the edges `each` gives this rank, without
+// holding the edges: the list is deduplicated whenever it doubles, so it
+// stays within twice the distinct count plus a batch.
+std::vector<std::uint64_t> local_distinct_ids(const EdgeSource& each) {
+  std::vector<std::uint64_t> ids;
+  std::size_t distinct = 0;
+  each([&](const EdgeBatch& b) {
+    ids.insert(ids.end(), b.src.begin(), b.src.end());
+    ids.insert(ids.end(), b.dst.begin(), b.dst.end());
+    if (ids.size() > 2 * distinct + (std::size_t{1} << 20)) keep_distinct(ids), distinct = ids.size();
+  });
+  keep_distinct(ids);
   return ids;
 }
 
@@ -387,33 +398,28 @@ std::vector<std::uint64_t> distinct_ids(Runtime& rt, const std::vector<std::uint
   return mine;
 }
 
-std::uint64_t count_distinct(Runtime& rt, const LocalEdges& edges) {
+std::uint64_t count_distinct(Runtime& rt, const std::vector<std::uint64_t>& ids) {
   std::vector<std::uint64_t> splitters;
-  return all_reduce<std::uint64_t>(rt.comm(), distinct_ids(rt, local_distinct_ids(edges), splitters).size(), MPI_SUM);
+  return all_reduce<std::uint64_t>(rt.comm(), distinct_ids(rt, ids, splitters).size(), MPI_SUM);
 }
 
-// Numbers the ids that occur 0..n-1 in increasing order, rewrites the edges,
-// and returns the old id of every new one this rank numbered (contiguous new
-// ids from the prefix sum of the counts).
-std::uint64_t relabel(Runtime& rt, LocalEdges& edges, std::vector<std::uint64_t>& old_of_new) {
+// Numbers the ids that occur 0..n-1 in increasing order, from each rank's
+// sorted distinct `ids`: returns n, the old id of every new one this rank
+// numbered (`old_of_new`: contiguous new ids from the prefix sum of the
+// counts), and the new id of each of `ids` (`new_of_id`).
+std::uint64_t number_ids(Runtime& rt, const std::vector<std::uint64_t>& ids, std::vector<std::uint64_t>& old_of_new,
+                         std::vector<std::uint64_t>& new_of_id) {
   std::vector<std::uint64_t> splitters;
-  const std::vector<std::uint64_t> ids = local_distinct_ids(edges);
   old_of_new = distinct_ids(rt, ids, splitters);
   const std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
   const std::uint64_t n = all_reduce<std::uint64_t>(rt.comm(), old_of_new.size(), MPI_SUM);
-
   // Ask each owner for the new ids of this rank's distinct ids, in order.
-  auto new_of_id = comm::request_reply<std::uint64_t>(
+  new_of_id = comm::request_reply<std::uint64_t>(
       rt.comm(), ids, [&](std::uint64_t id) { return owner_of(splitters, id); },
       [&](std::uint64_t id) {
         return first_new + static_cast<std::uint64_t>(std::lower_bound(old_of_new.begin(), old_of_new.end(), id) -
                                                       old_of_new.begin());
       });
-  auto renumber = [&](std::uint64_t id) {
-    return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
-  };
-  for (auto& u : edges.src) u = renumber(u);
-  for (auto& v : edges.dst) v = renumber(v);
   return n;
 }
 
@@ -468,11 +474,14 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
                                     rest_max != ~std::uint64_t{0} && claimed_vertices == rest_max + 1;
     header = broadcast(rt.comm(), header, 0);
     if (!header && broadcast(rt.comm(), static_cast<int>(claimed_edges == entries && entries > 0 && claimed_vertices > 0), 0)) {
-      // Counting distinct ids needs the edges: a counted-only parse reads them here, once.
-      ParsedRange all;
-      if (count_only)
-        all = parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), !options.pattern);
-      header = broadcast(rt.comm(), static_cast<int>(count_distinct(rt, count_only ? all.edges : parsed.edges) ==
+      // Counting distinct ids: a counted-only parse reads the file once more.
+      const EdgeSource each = [&](const EdgeSink& take) {
+        if (count_only)
+          parse_range(rt, path, h, h.weighted ? 3 : 2, static_cast<std::uint64_t>(base), false, &take);
+        else
+          take(EdgeBatch{parsed.edges.src, parsed.edges.dst, {}});
+      };
+      header = broadcast(rt.comm(), static_cast<int>(count_distinct(rt, local_distinct_ids(each)) ==
                                                      claimed_vertices), 0);
     }
     if (!header) {  // an ordinary edge after all
@@ -509,13 +518,12 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
 
 LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
   const bool mm = format == FileFormat::matrix_market;
-  // Without relabelling the ids are final as parsed: the file is counted
-  // first, then parsed again by each pass of a streamed build, so no list of
-  // its edges is ever held. Relabelling needs them all at once.
-  const bool streamed = !options.relabel;
-  TextParse t = parse_text(rt, path, format, options, streamed);
+  // The file is counted first, then parsed again by each pass of a streamed
+  // build, so no list of its edges is ever held (a file larger than memory
+  // builds in the graph's own arrays). Relabelling adds one pass that
+  // collects the ids that occur: O(vertices), not O(edges).
+  TextParse t = parse_text(rt, path, format, options, true);
   const TextHeader& h = t.h;
-  ParsedRange& parsed = t.parsed;
   const int base = t.base;
   const std::uint64_t entries = t.entries, max_id = t.max_id;
 
@@ -536,7 +544,6 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
         throw RangeError(path + ": the header's " + std::to_string(h.rows) + " rows need " + why);
     });
   }
-  if (options.pattern) parsed.edges.weight.clear();  // the structure only
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
@@ -553,29 +560,48 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   };
   std::uint64_t n = mm ? h.rows : max_id + 1;
   const auto file_base = static_cast<std::uint64_t>(base);
+  // The file's edges as it lists them (ids less the base), parsed again at
+  // every call; --pattern drops the weights.
+  const EdgeSource lines = [&](const EdgeSink& take) {
+    ParsedRange again = parse_range(rt, path, h, h.weighted ? 3 : 2, file_base, !options.pattern, &take, &t.range);
+    if (!again.error.empty()) throw FormatError(again.error);  // the file changed since it was counted
+    if (!t.first_edge.src.empty())
+      take(EdgeBatch{t.first_edge.src, t.first_edge.dst, options.pattern ? std::span<const double>{}
+                                                                         : std::span<const double>(t.first_edge.weight)});
+  };
   if (!options.relabel) {
-    const EdgeSource lines = [&](const EdgeSink& take) {
-      ParsedRange again = parse_range(rt, path, h, h.weighted ? 3 : 2, file_base, !options.pattern, &take, &t.range);
-      if (!again.error.empty()) throw FormatError(again.error);  // the file changed since it was counted
-      if (!t.first_edge.src.empty())
-        take(EdgeBatch{t.first_edge.src, t.first_edge.dst, options.pattern ? std::span<const double>{}
-                                                                           : std::span<const double>(t.first_edge.weight)});
-    };
     auto g = checked(EdgeList::build(rt, n, directed, lines, build));
     auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
     return {std::move(g), std::move(ids)};
   }
-  std::vector<std::uint64_t> old_of_new;
-  n = relabel(rt, parsed.edges, old_of_new);
-  auto g = checked(EdgeList::build(rt, n, directed, std::move(parsed.edges), build));
+  // Relabelled: this rank's distinct ids, numbered over all ranks; each
+  // build pass renumbers its batches.
+  std::vector<std::uint64_t> ids;
+  agree(rt.comm(), [&] { ids = local_distinct_ids(lines); });  // a changed file fails on every rank
+  std::vector<std::uint64_t> old_of_new, new_of_id;
+  n = number_ids(rt, ids, old_of_new, new_of_id);
+  auto renumber = [&](std::uint64_t id) {
+    return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
+  };
+  const EdgeSource renumbered = [&](const EdgeSink& take) {
+    std::vector<std::uint64_t> src, dst;
+    lines([&](const EdgeBatch& b) {
+      src.resize(b.src.size());
+      dst.resize(b.dst.size());
+      std::transform(b.src.begin(), b.src.end(), src.begin(), renumber);
+      std::transform(b.dst.begin(), b.dst.end(), dst.begin(), renumber);
+      take(EdgeBatch{src, dst, b.weight});
+    });
+  };
+  auto g = checked(EdgeList::build(rt, n, directed, renumbered, build));
   DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
   {
     DstAggregator<std::uint64_t> put(file_ids);
     std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
     for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
   }
-  auto ids = IdMap::relabelled(std::move(file_ids), file_base);
-  return {std::move(g), std::move(ids)};
+  auto ids_map = IdMap::relabelled(std::move(file_ids), file_base);
+  return {std::move(g), std::move(ids_map)};
 }
 
 // A stream copied to a temporary file (created exclusively, removed on
