@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <exception>
+#include <type_traits>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
@@ -179,6 +180,18 @@ std::uint64_t fill_window_arcs(const Runtime& rt, std::size_t arc_bytes) {
   return std::max<std::uint64_t>(1, bytes / arc_bytes);
 }
 
+// An arc on its way to its source's owner in a build's fill pass: ids at
+// the graph's width, and the weight when the graph has weights.
+template <class Id, bool Weighted>
+struct FillArc {
+  Id u, v;
+  double w;
+};
+template <class Id>
+struct FillArc<Id, false> {
+  Id u, v;
+};
+
 // The build, in the final arrays: a first pass over the source counts the
 // arcs out of every vertex (a degree array, 8 bytes a vertex); the vertex
 // ranges and row offsets follow from the counts; the destination (and
@@ -267,47 +280,38 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
         const auto& at = windows[static_cast<std::size_t>(owner)];
         return u >= at[0] && u < at[1];
       };
-      if (weighted) {
-        struct Arc {
-          Id u, v;
-          double w;
-        };
+      // One fill for both kinds of arc: a weight travels with its arc when
+      // the graph has weights, and adds nothing to a message when not.
+      auto fill = [&]<bool Weighted>(std::bool_constant<Weighted>) {
+        using Arc = FillArc<Id, Weighted>;
         std::optional<MessageAggregator<Arc>> place;
         place.emplace(rt, [&](int, const Arc& a) {
           const std::size_t i = a.u - lo;
           if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
           const std::uint64_t at = cursor[i]++;
-          out[at] = a.v, w[at] = a.w;
+          out[at] = a.v;
+          if constexpr (Weighted) w[at] = a.w;
         });
-        run_pass(rt, source, place, [&](const EdgeBatch& b) {
-          for (std::size_t k = 0; k < b.src.size(); ++k) {
-            const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
-            if (u == v && drop_loops) continue;
-            if (int o = ranges.owner(u); taken(o, u)) place->send(o, Arc{u, v, b.weight[k]});
-            if (sym && u != v)
-              if (int o = ranges.owner(v); taken(o, v)) place->send(o, Arc{v, u, b.weight[k]});
-          }
-        });
-      } else {
-        struct Arc {
-          Id u, v;
+        auto arc = [](Id u, Id v, const EdgeBatch& b, std::size_t k) {
+          if constexpr (Weighted)
+            return Arc{u, v, b.weight[k]};
+          else
+            return Arc{u, v};
         };
-        std::optional<MessageAggregator<Arc>> place;
-        place.emplace(rt, [&](int, const Arc& a) {
-          const std::size_t i = a.u - lo;
-          if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
-          out[cursor[i]++] = a.v;
-        });
         run_pass(rt, source, place, [&](const EdgeBatch& b) {
           for (std::size_t k = 0; k < b.src.size(); ++k) {
             const auto u = static_cast<Id>(b.src[k]), v = static_cast<Id>(b.dst[k]);
             if (u == v && drop_loops) continue;
-            if (int o = ranges.owner(u); taken(o, u)) place->send(o, Arc{u, v});
+            if (int o = ranges.owner(u); taken(o, u)) place->send(o, arc(u, v, b, k));
             if (sym && u != v)
-              if (int o = ranges.owner(v); taken(o, v)) place->send(o, Arc{v, u});
+              if (int o = ranges.owner(v); taken(o, v)) place->send(o, arc(v, u, b, k));
           }
         });
-      }
+      };
+      if (weighted)
+        fill(std::true_type{});
+      else
+        fill(std::false_type{});
       if (disk && pass + 1 < cuts.size()) {  // the window's pages go back to the page cache
         release_file_pages(out.data(), row[cuts[pass]], row[cuts[pass + 1]]);
         if (weighted)
