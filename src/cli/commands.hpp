@@ -55,6 +55,8 @@ struct GraphArgs {
 // (args.o.input.path = "@NAME"): progress lines as they come, the document
 // on stdout with --json. Returns the exit code.
 int run_in_session(const GraphArgs& args);
+// Whether a graph argument is @NAME, a graph a session holds (graph.cpp).
+bool names_resident_graph(const std::string& path);
 using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeline::Progress&);
 // Runs a workflow: options checked before the runtime starts (`analysis`:
 // the analysis options too), progress on rank 0's stderr unless -q, why an

@@ -135,7 +135,7 @@ void absolute(std::string& path, const char* option) {
 
 int run_in_session(const GraphArgs& args) {
   const std::string& graph = args.o.input.path;
-  if (graph.size() < 2 || graph[0] != '@')
+  if (!names_resident_graph(graph))
     throw ConfigError("--session runs on a graph the session holds: name it @NAME (s.persist(g, \"NAME\") in "
                       "Python), not " + (graph.empty() ? std::string("a generated graph") : graph));
   if (launched_by_mpi())

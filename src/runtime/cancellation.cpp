@@ -43,11 +43,10 @@ CancellationNotice::CancellationNotice() {
 void CancellationNotice::tell(int cancelled) {
   int size = 0;
   TESSERA_MPI(MPI_Comm_size(comm_, &size));
-  said_.assign(static_cast<std::size_t>(size), cancelled);
+  said_ = cancelled;
   sends_.assign(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
   for (int r = 1; r < size; ++r)
-    TESSERA_MPI(MPI_Isend(&said_[static_cast<std::size_t>(r)], 1, MPI_INT, r, kNoticeTag, comm_,
-                          &sends_[static_cast<std::size_t>(r)]));
+    TESSERA_MPI(MPI_Isend(&said_, 1, MPI_INT, r, kNoticeTag, comm_, &sends_[static_cast<std::size_t>(r)]));
   sent_ = true;
 }
 

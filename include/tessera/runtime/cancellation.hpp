@@ -53,7 +53,7 @@ class CancellationNotice {
   int flag_ = 0;
   bool sent_ = false, received_ = false;
   MPI_Request receive_ = MPI_REQUEST_NULL;
-  std::vector<int> said_;
+  int said_ = 0;  // what every rank is told (MPI-3: one buffer may feed many sends)
   std::vector<MPI_Request> sends_;
 
   void tell(int cancelled);

@@ -13,7 +13,6 @@ copies through the socket when asked or elsewhere.
 import concurrent.futures
 import glob
 import os
-import secrets
 import shutil
 import socket as _socket
 import subprocess
@@ -209,14 +208,20 @@ class Session:
             return _progress.NotebookProgress(args.get("name") or op, tolerance)
         return types.SimpleNamespace(line=_progress.print_line, finish=lambda outcome: None)
 
+    @staticmethod
+    def _ask_to_cancel(sock):
+        """The session's answer to "cancel" on ``sock`` (a connection of this
+        client): the name of the command it stops, or None."""
+        protocol.send(sock, {"op": "cancel", "args": {}})
+        reply, _ = protocol.receive(sock)
+        return (reply.get("result") or {}).get("cancelling")
+
     def _cancel_running(self, old):
         """Asks the session to stop this client's running command at its
         next cancellation point (an iteration, a round, a pass) and waits
         for it to end, at most ``cancel_wait`` seconds (a second Ctrl-C
         stops waiting; the command then ends on its own)."""
-        protocol.send(self._sock, {"op": "cancel", "args": {}})
-        reply, _ = protocol.receive(self._sock)
-        op = (reply.get("result") or {}).get("cancelling")
+        op = self._ask_to_cancel(self._sock)
         if not op:
             return
         old.settimeout(self.cancel_wait)
@@ -432,11 +437,9 @@ class Session:
         sock = self._open(5.0)
         try:
             self._hello(sock, self.client_id)
-            protocol.send(sock, {"op": "cancel", "args": {}})
-            reply, _ = protocol.receive(sock)
+            return self._ask_to_cancel(sock)
         finally:
             sock.close()
-        return (reply.get("result") or {}).get("cancelling")
 
     def submit(self, command, /, *args, **kwargs):
         """Runs ``s.<command>(*args, **kwargs)`` on a connection of its own
@@ -537,8 +540,7 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     or two) when this process ends without stopping them (a kernel killed
     or restarted); a kept session serves until stopped."""
     if socket is None:
-        directory = protocol.private_dir(protocol.runtime_dir())
-        socket = os.path.join(directory, f"session-{os.getpid()}-{secrets.token_hex(4)}.sock")
+        socket = protocol.new_socket_path()
     else:
         socket = os.path.abspath(socket)
         protocol.private_dir(os.path.dirname(socket))

@@ -70,6 +70,12 @@ def runtime_dir():
     return f"/tmp/tessera-{os.getuid()}"
 
 
+def new_socket_path():
+    """A fresh socket path for a session in this user's private runtime
+    directory (made mode 0700 if need be)."""
+    return os.path.join(private_dir(runtime_dir()), f"session-{os.getpid()}-{secrets.token_hex(4)}.sock")
+
+
 def private_dir(path):
     """Creates ``path`` mode 0700 or checks an existing one is ours and
     private: a socket directory others can enter would let them connect."""

@@ -23,7 +23,6 @@ import json
 import os
 import queue
 import re
-import secrets
 import selectors
 import socket
 import sys
@@ -678,9 +677,7 @@ def main(argv=None):
     pids = rt.allgather(os.getpid())
     if rt.rank == 0:
         try:
-            path = args.socket or os.path.join(protocol.private_dir(protocol.runtime_dir()),
-                                               f"session-{os.getpid()}-{secrets.token_hex(4)}.sock")
-            endpoint = Endpoint(path, args.tcp, rt.size)
+            endpoint = Endpoint(args.socket or protocol.new_socket_path(), args.tcp, rt.size)
         except Exception as e:  # noqa: BLE001 - said below, on every rank
             failure = e
     failed = rt.allreduce(1 if failure else 0, "max")
