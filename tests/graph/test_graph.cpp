@@ -308,6 +308,24 @@ TEST(Generators, SameGraphWhateverTheRankCount) {
   }
 }
 
+// edges() generates a batch at once (Kronecker eight candidates side by
+// side); it must give what edge() gives one candidate at a time.
+TEST(Generators, BatchIsEdgeByEdge) {
+  auto deleted = GraphSpec::kronecker(7, 4, 3);
+  deleted.delete_fraction = 0.5;
+  for (const auto& spec : {GraphSpec::kronecker(1, 4, 1), GraphSpec::kronecker(9, 8, 42), GraphSpec::kronecker(33, 2, 5),
+                           GraphSpec::uniform(9, 4, 7), GraphSpec::grid({5, 7}), deleted}) {
+    const std::uint64_t total = spec.candidate_edges(), first = total / 3 + 1, last = std::min(total, first + 203);
+    std::vector<std::uint64_t> src{17}, dst{19}, want_src{17}, want_dst{19};  // appended to, not replaced
+    spec.edges(first, last, src, dst);
+    Edge e;
+    for (std::uint64_t i = first; i < last; ++i)
+      if (spec.edge(i, e)) want_src.push_back(e.src), want_dst.push_back(e.dst);
+    EXPECT_EQ(src, want_src) << spec.describe();
+    EXPECT_EQ(dst, want_dst) << spec.describe();
+  }
+}
+
 TEST(Generators, RejectBadParameters) {
   Runtime& rt = Runtime::current();
   EXPECT_THROW(generate(rt, GraphSpec::kronecker(0)), ConfigError);

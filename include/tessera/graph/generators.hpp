@@ -45,6 +45,10 @@ struct GraphSpec {
   std::uint64_t candidate_edges() const;
   // Candidate edge `index` (< candidate_edges()); false when deleted.
   bool edge(std::uint64_t index, Edge& out) const;
+  // The candidates in [first, last) that are not deleted, appended to src
+  // and dst: edge() for a batch, its per-graph constants computed once.
+  void edges(std::uint64_t first, std::uint64_t last, std::vector<std::uint64_t>& src,
+             std::vector<std::uint64_t>& dst) const;
   // "kron scale 16 ef 16 seed 1", for reports.
   std::string describe() const;
 };
