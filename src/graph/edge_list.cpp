@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <exception>
 #include <type_traits>
@@ -192,6 +193,49 @@ struct FillArc<Id, false> {
   Id u, v;
 };
 
+// Arcs held by block of rows until a block's buffer is full, then written
+// together. A fill that writes each arc as it arrives misses the cache
+// twice an arc (its row's cursor, its slot) once the arrays outgrow the
+// cache; a block's cursors and slots span about kBlockBytes, so its writes
+// stay in cache. Rows [0, rows) are local rows counted from the window's
+// first; `write(arc)` puts one arc in place.
+template <class Arc, class Write>
+class StagedFill {
+ public:
+  StagedFill(std::size_t rows, std::uint64_t arcs, std::size_t arc_bytes, Write write) : write_(std::move(write)) {
+    const double bytes_per_row = static_cast<double>(arcs * arc_bytes) / static_cast<double>(std::max<std::size_t>(1, rows)) + 16;
+    std::size_t per_block = std::bit_floor(std::max<std::size_t>(1, static_cast<std::size_t>(kBlockBytes / bytes_per_row)));
+    while (rows / per_block > kMaxBlocks) per_block *= 2;
+    shift_ = static_cast<unsigned>(std::countr_zero(per_block));
+    const std::size_t blocks = (rows + per_block - 1) / per_block;
+    if (blocks > 1) {  // one block: its writes are in cache already
+      held_.assign(blocks, 0);
+      buffer_.resize(blocks * kHeld);
+    }
+  }
+  void add(std::size_t row, const Arc& a) {
+    if (held_.empty()) return write_(a);
+    const std::size_t b = row >> shift_;
+    buffer_[b * kHeld + held_[b]] = a;
+    if (++held_[b] == kHeld) drain(b);
+  }
+  void drain_all() {
+    for (std::size_t b = 0; b < held_.size(); ++b) drain(b);
+  }
+
+ private:
+  static constexpr double kBlockBytes = 512 << 10;
+  static constexpr std::size_t kMaxBlocks = 8192, kHeld = 256;
+  void drain(std::size_t b) {
+    for (std::size_t k = 0; k < held_[b]; ++k) write_(buffer_[b * kHeld + k]);
+    held_[b] = 0;
+  }
+  Write write_;
+  unsigned shift_ = 0;
+  std::vector<std::uint32_t> held_;
+  std::vector<Arc> buffer_;
+};
+
 // The build, in the final arrays: a first pass over the source counts the
 // arcs out of every vertex (a degree array, 8 bytes a vertex); the vertex
 // ranges and row offsets follow from the counts; the destination (and
@@ -284,14 +328,19 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
       // the graph has weights, and adds nothing to a message when not.
       auto fill = [&]<bool Weighted>(std::bool_constant<Weighted>) {
         using Arc = FillArc<Id, Weighted>;
-        std::optional<MessageAggregator<Arc>> place;
-        place.emplace(rt, [&](int, const Arc& a) {
+        const std::size_t first_row = pass + 1 < cuts.size() ? cuts[pass] : local_n;
+        const std::size_t window_rows = pass + 1 < cuts.size() ? cuts[pass + 1] - first_row : 0;
+        auto write = [&](const Arc& a) {
           const std::size_t i = a.u - lo;
           if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
           const std::uint64_t at = cursor[i]++;
           out[at] = a.v;
           if constexpr (Weighted) w[at] = a.w;
-        });
+        };
+        StagedFill<Arc, decltype(write)> staged(window_rows, row[first_row + window_rows] - row[first_row],
+                                                sizeof(Id) + (Weighted ? sizeof(double) : 0), write);
+        std::optional<MessageAggregator<Arc>> place;
+        place.emplace(rt, [&](int, const Arc& a) { staged.add(a.u - lo - first_row, a); });
         auto arc = [](Id u, Id v, const EdgeBatch& b, std::size_t k) {
           if constexpr (Weighted)
             return Arc{u, v, b.weight[k]};
@@ -307,6 +356,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
               if (int o = ranges.owner(v); taken(o, v)) place->send(o, arc(v, u, b, k));
           }
         });
+        staged.drain_all();
       };
       if (weighted)
         fill(std::true_type{});
