@@ -5,13 +5,16 @@
 #include <bit>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <type_traits>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/bulk_exchange.hpp"
+#include "tessera/graph/arc_hash.hpp"
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
+#include "tessera/runtime/vector_clones.hpp"
 #include "tessera/storage/disk_tier.hpp"
 
 namespace tessera::graph {
@@ -429,41 +432,91 @@ EdgeList EdgeList::build(Runtime& rt, std::uint64_t vertices, bool directed, con
 }
 
 EdgeList EdgeList::adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges,
-                         DistArray<std::uint64_t> offsets, IdArray dst, std::optional<DistArray<double>> weight) {
-  return EdgeList(vertices, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst), std::move(weight));
+                         DistArray<std::uint64_t> offsets, IdArray dst, std::optional<DistArray<double>> weight,
+                         bool* symmetric) {
+  return EdgeList(vertices, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst), std::move(weight),
+                  symmetric);
 }
 
 namespace {
 
-// The checks a mapped or adopted graph needs before any kernel indexes with
-// it, in one pass over a rank's arcs: row offsets from 0 to the arc count,
-// never decreasing; every destination inside the graph; each row sorted.
-// Returns the rank's self loops. Throws naming the first bad arc.
+// Every graph a program maps passes here (rows already in bounds): one
+// pass with no branch per arc, {self loops, some destination outside the
+// graph or out of order}. A row's loop is a reduction at the ids' width
+// (the maximum, descents or-ed, loops counted), which GCC vectorises; a
+// row too long for a 32-bit count is counted at 64 bits.
 template <class Id>
-std::uint64_t check_rows(std::span<const std::uint64_t> rows, std::span<const Id> dst, std::uint64_t lo,
-                         std::uint64_t vertices, std::uint64_t first_arc) {
-  // Every graph a program maps passes here: a loop without a branch per arc
-  // (the flags are or-ed, the loops counted), and only when a flag is up a
-  // second look that names the first bad arc.
+TESSERA_INLINE std::pair<std::uint64_t, bool> scan_rows_of(std::span<const std::uint64_t> rows, const Id* d,
+                                                          std::uint64_t lo, std::uint64_t vertices) {
   std::uint64_t loops = 0;
   bool bad = false;
-  const Id* d = dst.data();
   for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
     const std::uint64_t first = rows[i], last = rows[i + 1];
-    if (last < first || last > dst.size())
-      throw MismatchError("row offsets of vertex " + std::to_string(lo + i) + " run from " + std::to_string(first) +
-                          " to " + std::to_string(last) + ", outside this rank's " + std::to_string(dst.size()) +
-                          " arcs or backwards");
     if (first == last) continue;
     const std::uint64_t u = lo + i;
-    bool row_bad = static_cast<std::uint64_t>(d[first]) >= vertices;
-    std::uint64_t row_loops = static_cast<std::uint64_t>(d[first]) == u;
-    for (std::uint64_t k = first + 1; k < last; ++k) {
-      row_bad |= (static_cast<std::uint64_t>(d[k]) >= vertices) | (d[k] < d[k - 1]);
-      row_loops += static_cast<std::uint64_t>(d[k]) == u;
+    if (last - first > std::numeric_limits<Id>::max() / 2) {
+      for (std::uint64_t k = first; k < last; ++k) {
+        bad |= static_cast<std::uint64_t>(d[k]) >= vertices || (k > first && d[k] < d[k - 1]);
+        loops += static_cast<std::uint64_t>(d[k]) == u;
+      }
+      continue;
     }
-    loops += row_loops;
-    bad |= row_bad;
+    const Id narrow_u = static_cast<Id>(u);  // a u wider than Id has no loop at this width
+    Id top = d[first], descents = 0, row_loops = d[first] == narrow_u;
+    for (std::uint64_t k = first + 1; k < last; ++k) {
+      top = d[k] > top ? d[k] : top;
+      descents |= d[k] < d[k - 1];
+      row_loops += d[k] == narrow_u;
+    }
+    loops += narrow_u == u ? row_loops : 0;
+    bad |= static_cast<std::uint64_t>(top) >= vertices || descents != 0;
+  }
+  return {loops, bad};
+}
+TESSERA_VECTOR_CLONES std::pair<std::uint64_t, bool> scan_rows(std::span<const std::uint64_t> rows,
+                                                               const std::uint32_t* d, std::uint64_t lo,
+                                                               std::uint64_t vertices) {
+  return scan_rows_of(rows, d, lo, vertices);
+}
+TESSERA_VECTOR_CLONES std::pair<std::uint64_t, bool> scan_rows(std::span<const std::uint64_t> rows,
+                                                               const std::uint64_t* d, std::uint64_t lo,
+                                                               std::uint64_t vertices) {
+  return scan_rows_of(rows, d, lo, vertices);
+}
+
+// The checks a mapped or adopted graph needs before any kernel indexes with
+// it, the offsets first and then one pass over a rank's arcs: row offsets
+// from 0 to the arc count, never decreasing; every destination inside the
+// graph; each row sorted.
+// Returns the rank's self loops. Throws naming the first bad arc.
+// With `symmetry`, adds the arcs' symmetry sums, a block of rows at a time
+// while its arcs are in cache.
+template <class Id>
+std::uint64_t check_rows(std::span<const std::uint64_t> rows, std::span<const Id> dst, std::uint64_t lo,
+                         std::uint64_t vertices, std::uint64_t first_arc, std::span<const double> weight,
+                         SymmetrySums* symmetry) {
+  const Id* d = dst.data();
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+    if (rows[i + 1] < rows[i] || rows[i + 1] > dst.size())
+      throw MismatchError("row offsets of vertex " + std::to_string(lo + i) + " run from " + std::to_string(rows[i]) +
+                          " to " + std::to_string(rows[i + 1]) + ", outside this rank's " + std::to_string(dst.size()) +
+                          " arcs or backwards");
+  std::uint64_t loops = 0;
+  bool bad = false;
+  constexpr std::uint64_t kBlockArcs = 1 << 14;
+  const std::size_t n = rows.size() - 1;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;  // rows [i, j): arcs that fit a block, or one row
+    if (symmetry)
+      while (j < n && rows[j + 1] - rows[i] <= kBlockArcs) ++j;
+    else
+      j = n;
+    const auto block = rows.subspan(i, j - i + 1);
+    const auto [block_loops, block_bad] = scan_rows(block, d, lo + i, vertices);
+    loops += block_loops;
+    bad |= block_bad;
+    if (symmetry && !bad) *symmetry += symmetry_sums(block, dst, weight, lo + i);
+    i = j;
   }
   if (!bad) return loops;
   for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
@@ -483,7 +536,7 @@ std::uint64_t check_rows(std::span<const std::uint64_t> rows, std::span<const Id
 }  // namespace
 
 EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
-                   IdArray dst, std::optional<DistArray<double>> weight)
+                   IdArray dst, std::optional<DistArray<double>> weight, bool* symmetric)
     : vertices_(vertices),
       directed_(directed),
       vertex_map_(offsets.runtime(), std::move(vertex_ranges)),
@@ -494,6 +547,7 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
   Runtime& rt = runtime();
   arcs_ = edge_ranges_.size();
   std::uint64_t loops = 0;
+  SymmetrySums sums;
   agree(rt.comm(), [&] {
     if (vertex_map_.size() != vertices_)
       throw MismatchError("vertex ranges cover " + std::to_string(vertex_map_.size()) + " vertices, expected " +
@@ -511,10 +565,14 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
                           std::to_string(rows.front()) + " to " + std::to_string(rows.back()) + ", not from 0 to its " +
                           std::to_string(local_arcs()) + " arcs");
     loops = with_dst([&](auto d) {
-      return check_rows(rows, d, local_vertex_begin(), vertices_, edge_ranges_.begin(rt.rank()));
+      return check_rows(rows, d, local_vertex_begin(), vertices_, edge_ranges_.begin(rt.rank()), local_weight(),
+                        symmetric ? &sums : nullptr);
     });
   });
-  self_loops_ = all_reduce<std::uint64_t>(rt.comm(), loops, MPI_SUM);
+  std::uint64_t totals[3] = {loops, sums.forward, sums.backward};
+  all_reduce(rt.comm(), totals, symmetric ? 3 : 1, MPI_SUM);
+  self_loops_ = totals[0];
+  if (symmetric) *symmetric = totals[1] == totals[2];
 }
 
 IdWidth id_width_for(std::uint64_t vertices) {

@@ -22,6 +22,7 @@
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
+#include "tessera/graph/arc_hash.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/storage/disk_tier.hpp"
@@ -423,8 +424,6 @@ std::uint64_t number_ids(Runtime& rt, const std::vector<std::uint64_t>& ids, std
   return n;
 }
 
-bool arcs_are_symmetric(const EdgeList& g);
-
 // The parse step of load_text: every rank's edges as the file lists them
 // (ids minus the base), the count header resolved, nothing built.
 struct TextParse {
@@ -743,69 +742,29 @@ ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOpti
 
 namespace {
 
-// An undirected graph stores both arcs of every edge: the multiset of arcs
-// equals the multiset of reversed arcs. Compared by two sums over all ranks,
-// one all-reduce. Unweighted, an arc (u, v) adds A(u) R(v) to one sum and
-// A(v) R(u) to the other, with A a 64-bit hash and R = A rotated (any arc
-// without its reverse makes them differ, but with chance 2^-64): per row,
-// A(u) times the row's sum of R, and R(u) times its sum of A, so an arc
-// costs one hash, and a mapped file is checked in less time than reading it.
-// Weighted, the weight's bits enter each arc's own hash (two an arc).
-std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
-std::uint64_t turned(std::uint64_t a) { return (a << 32) | (a >> 32); }
-
-bool arcs_are_symmetric(const EdgeList& g) {
-  constexpr std::uint64_t K1 = 0x9e3779b97f4a7c15ull, K2 = 0xc2b2ae3d27d4eb4full, K3 = 0x165667b19e3779f9ull;
-  auto w = g.local_weight();
-  std::uint64_t forward = 0, backward = 0;
-  g.with_dst([&](auto dst) {
-    g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
-      if (w.empty()) {
-        std::uint64_t sum_a = 0, sum_r = 0;
-        for (std::size_t k = first; k < last; ++k) {
-          const std::uint64_t a = mix(dst[k]);
-          sum_a += a;
-          sum_r += turned(a);
-        }
-        const std::uint64_t au = mix(u);
-        forward += au * sum_r;
-        backward += turned(au) * sum_a;
-        return;
-      }
-      const std::uint64_t uf = u * K1, ub = u * K2;
-      for (std::size_t k = first; k < last; ++k) {
-        const std::uint64_t v = dst[k];
-        std::uint64_t bits = 0;
-        std::memcpy(&bits, &w[k], sizeof(bits));
-        forward += mix(uf + v * K2 + bits * K3);
-        backward += mix(v * K1 + ub + bits * K3);
-      }
-    });
-  });
-  std::uint64_t sums[2] = {forward, backward};
-  all_reduce(g.runtime().comm(), sums, 2, MPI_SUM);
-  return sums[0] == sums[1];
-}
-
 // EdgeList::adopt on a file's arrays, its complaints (an arc out of its
 // rank's range, out of order, a destination outside the graph) naming the file.
+[[noreturn]] void throw_not_symmetric(const std::string& path) {
+  throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
+                      "reverse); the file is corrupt or was edited: write it again, or set \"directed\": true");
+}
+
+// An undirected file's arcs are checked to be their own reverses in the
+// same pass (adopt's `symmetric`), its pages read once.
 EdgeList adopted_from(const std::string& path, std::uint64_t n, bool directed, Distribution vertex_ranges,
                       DistArray<std::uint64_t> offsets, IdArray dst, std::optional<DistArray<double>> weight) {
+  bool symmetric = true;
+  std::optional<EdgeList> g;
   try {
-    return EdgeList::adopt(n, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst),
-                           std::move(weight));
+    g.emplace(EdgeList::adopt(n, directed, std::move(vertex_ranges), std::move(offsets), std::move(dst),
+                              std::move(weight), directed ? nullptr : &symmetric));
   } catch (const RangeError& e) {
     throw RangeError(path + ": " + e.what() + " (the file is corrupt: write it again)");
   } catch (const MismatchError& e) {
     throw MismatchError(path + ": " + e.what() + " (the file is corrupt: write it again)");
   }
-}
-
-EdgeList checked_direction(EdgeList g, const std::string& path) {
-  if (!g.directed() && !arcs_are_symmetric(g))
-    throw MismatchError(path + " says \"directed\": false, but its arcs are not symmetric (some arc lacks its "
-                        "reverse); the file is corrupt or was edited: write it again, or set \"directed\": true");
-  return g;
+  if (!symmetric) throw_not_symmetric(path + "/" + binary_format::kGraphFile);
+  return std::move(*g);
 }
 
 }  // namespace
@@ -923,7 +882,11 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
   using namespace binary_format;
   const std::string path = dir + "/" + kGraphFile;
   const BinaryHeader h = read_binary_header(rt, dir);
-  if (h.version == 1) return checked_direction(load_binary_v1(rt, dir, h, storage, with_weights), path);
+  if (h.version == 1) {
+    auto g = load_binary_v1(rt, dir, h, storage, with_weights);
+    if (!g.directed() && !arcs_are_symmetric(g)) throw_not_symmetric(path);
+    return g;
+  }
   const std::uint64_t n = h.vertices, m = h.arcs;
   const int ranks = h.ranks;
 
@@ -950,9 +913,8 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
     });
     std::optional<DistArray<double>> weight;
     if (h.weighted && with_weights) weight.emplace(rt, edge_ranges, StorageOptions::existing("weight", dir));
-    return checked_direction(adopted_from(dir, n, h.directed, Distribution::weighted_block(vsizes), std::move(offsets),
-                                          std::move(dst), std::move(weight)),
-                             path);
+    return adopted_from(dir, n, h.directed, Distribution::weighted_block(vsizes), std::move(offsets), std::move(dst),
+                        std::move(weight));
   }
 
   // Another rank count. Each rank finds its vertex range and those rows'
@@ -1044,9 +1006,8 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
   });
   // The constructor checks every row: offsets in order, destinations inside
   // the graph and sorted (a corrupt file is refused there).
-  return checked_direction(adopted_from(dir, n, h.directed, std::move(*vertex_ranges), std::move(*offsets),
-                                        std::move(*dst), std::move(weight)),
-                           path);
+  return adopted_from(dir, n, h.directed, std::move(*vertex_ranges), std::move(*offsets), std::move(*dst),
+                      std::move(weight));
 }
 
 }  // namespace

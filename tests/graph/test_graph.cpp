@@ -537,6 +537,14 @@ TEST(ArcHash, IsTheSumOverTheGathersArcsAtEitherWidth) {
   EXPECT_EQ(arc_set_hash_hex(fewer), arc_set_hash_hex(g));
   auto sub = induced_subgraph(g, DistArray<std::uint8_t>(g.vertex_map()));  // nothing kept
   EXPECT_EQ(arc_set_hash(sub.graph), 0u);
+  // A hub whose row is longer than the hash's block of arcs, beside short rows.
+  LocalEdges star;
+  if (rt.rank() == 0)
+    for (std::uint64_t v = 1; v <= 9000; ++v) star.add(0, v), star.add(v, (v * 7) % 9001);
+  auto hub = EdgeList::build(rt, 9001, true, std::move(star));
+  want = 0;
+  for (auto& [u, v, w] : test::gather_edges(hub)) want += mix(mix(mix(u) + v));
+  EXPECT_EQ(arc_set_hash(hub), want);
 }
 
 // Issue 41: the largest component in the graph's own arrays. The same graph

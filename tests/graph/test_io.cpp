@@ -394,8 +394,8 @@ TEST(Binary, VersionOneDirectoriesStillLoad) {
 TEST(Binary, SymmetryCheckSeesBalancedAndReweightedArcs) {
   Runtime& rt = Runtime::current();
   test::ScratchDir dir(rt);
-  auto read_as_undirected = [&](LocalEdges e, const std::string& name) {
-    auto g = EdgeList::build(rt, 3, true, std::move(e));
+  auto read_as_undirected = [&](LocalEdges e, const std::string& name, std::uint64_t n = 3) {
+    auto g = EdgeList::build(rt, n, true, std::move(e));
     const std::string path = dir.path() + "/" + name + ".tsg";
     save_binary(g, path);
     barrier(rt.comm());
@@ -421,6 +421,22 @@ TEST(Binary, SymmetryCheckSeesBalancedAndReweightedArcs) {
   EXPECT_NE(read_as_undirected(std::move(cycle), "cycle").find("not symmetric"), std::string::npos);
   EXPECT_NE(read_as_undirected(std::move(reweighted), "reweighted").find("not symmetric"), std::string::npos);
   EXPECT_EQ(read_as_undirected(std::move(honest), "honest"), "");
+  // A hub's row longer than the check's block of arcs (hashed on its own),
+  // beside rows hashed a block at a time: an arc missing on either side is
+  // caught.
+  const std::uint64_t leaves = 9000;
+  auto star = [&](std::uint64_t no_hub_arc_to, std::uint64_t no_arc_back_from) {
+    LocalEdges e;
+    if (rt.rank() == 0)
+      for (std::uint64_t v = 1; v <= leaves; ++v) {
+        if (v != no_hub_arc_to) e.add(0, v);
+        if (v != no_arc_back_from) e.add(v, 0);
+      }
+    return e;
+  };
+  EXPECT_EQ(read_as_undirected(star(0, 0), "star", leaves + 1), "");
+  EXPECT_NE(read_as_undirected(star(17, 0), "star-hub", leaves + 1).find("not symmetric"), std::string::npos);
+  EXPECT_NE(read_as_undirected(star(0, 4321), "star-leaf", leaves + 1).find("not symmetric"), std::string::npos);
 }
 
 // Issue 8 items 5, 6, 9, 10, 12, 13: the binary format against lies,

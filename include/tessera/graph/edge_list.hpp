@@ -96,8 +96,10 @@ class EdgeList {
   // loaders that map existing files). `offsets` holds local_vertices + 1
   // entries on each rank, starting at 0 and ending at the rank's arc count.
   // Checks the layout (MismatchError / RangeError name the first bad arc).
+  // With `symmetric`, also sets it to whether the arcs are their own
+  // reverses (arcs_are_symmetric), checked in the same pass over the arcs.
   static EdgeList adopt(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
-                        IdArray dst, std::optional<DistArray<double>> weight);
+                        IdArray dst, std::optional<DistArray<double>> weight, bool* symmetric = nullptr);
 
   EdgeList(EdgeList&&) noexcept = default;
   EdgeList& operator=(EdgeList&&) noexcept = default;
@@ -247,7 +249,7 @@ class EdgeList {
 
  private:
   EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
-           IdArray dst, std::optional<DistArray<double>> weight);
+           IdArray dst, std::optional<DistArray<double>> weight, bool* symmetric = nullptr);
   EdgeList rebuilt(const BuildOptions& options, bool keep_ranges, bool reversed = false) const;
   [[noreturn]] void throw_not_local(std::uint64_t v) const;
   [[noreturn]] void throw_wrong_width(std::size_t asked) const;
