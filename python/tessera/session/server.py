@@ -505,6 +505,14 @@ class Serving:
         self.stop = True
         self.broadcast({"op": "__stop__"})
 
+    def queued_commands(self):
+        """Commands waiting that will run: not those of clients that hung up
+        (skipped when their turn comes), nor the clean-ups of clients gone."""
+        with self.commands.mutex:
+            waiting = list(self.commands.queue)
+        return sum(1 for item in waiting
+                   if item is not None and item[0] is not None and item[0] in self.endpoint.clients)
+
     def owner_gone(self):
         if not self.owner or os.path.exists(f"/proc/{self.owner}"):
             return False
@@ -523,7 +531,7 @@ class Serving:
                 running["seconds"] = time.time() - running.pop("since")
             return {"ok": True, "result": {"ranks": self.rt.size, "objects": len(self.session.objects),
                                            "clients": len(self.endpoint.clients), "running": running,
-                                           "queued": self.commands.qsize(), "uptime": time.time() - self.started}}
+                                           "queued": self.queued_commands(), "uptime": time.time() - self.started}}
         if op == "list":
             return {"ok": True, "result": {"objects": self.session.listing()}}
         if op == "describe":
