@@ -165,142 +165,166 @@ int run_resume_state(Runtime& rt, const ResumeStateOptions& o) {
   return wrong == 0 ? 0 : 2;
 }
 
-int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
-  const resilience::Levels levels = resilience::parse_levels(o.levels, "--levels");
-  const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
-  if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
-  std::vector<std::uint64_t> data(words), copy(words);
-  std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rt.rank() + 1);
-  for (auto& w : data) w = splitmix64(state);
-  std::memcpy(copy.data(), data.data(), words * sizeof(std::uint64_t));  // first touch, untimed
-  // memcpy with every rank copying at once, as they write the checkpoint.
+namespace {
+
+// A directory removed with everything under it when this goes (none when
+// the path is empty).
+struct RemoveTree {
+  std::string path;
+  ~RemoveTree() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+// The slowest rank's memcpy bandwidth of `data`, every rank copying at
+// once as they do when they write a checkpoint (the best of `reps`).
+double memcpy_bandwidth(Runtime& rt, const std::vector<std::uint64_t>& data, int reps) {
+  std::vector<std::uint64_t> copy(data.size());
+  const std::size_t bytes = data.size() * sizeof(std::uint64_t);
+  std::memcpy(copy.data(), data.data(), bytes);  // first touch, untimed
   double best = 1e300;
-  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+  for (int rep = 0; rep < std::max(1, reps); ++rep) {
     barrier(rt.comm());
     auto t0 = std::chrono::steady_clock::now();
-    std::memcpy(copy.data(), data.data(), words * sizeof(std::uint64_t));
+    std::memcpy(copy.data(), data.data(), bytes);
     best = std::min(best, seconds_since(t0));
   }
   if (copy.back() != data.back()) throw Error("checkpoint-cost: memcpy lost bytes");
-  copy = {};  // restores read into vectors of their own
-  const double bandwidth = all_reduce(rt.comm(), static_cast<double>(words * sizeof(std::uint64_t)) / best, MPI_MIN);
-  const double bytes = static_cast<double>(words * sizeof(std::uint64_t));
-  const double bound2 = bytes / (0.5 * bandwidth) + 0.010;
+  return all_reduce(rt.comm(), static_cast<double>(bytes) / best, MPI_MIN);
+}
+
+// Restores ck's newest checkpoint; true on every rank when every rank's
+// restored bytes equal `data`. `seconds`: the slowest rank's restore.
+bool restored_equal(Runtime& rt, resilience::Checkpoint& ck, const std::vector<std::uint64_t>& data,
+                    double& seconds) {
+  const std::uint64_t words = data.size();
+  barrier(rt.comm());
+  auto t0 = std::chrono::steady_clock::now();
+  auto found = ck.latest();
+  bool same = false;
+  if (found) {
+    auto r = ck.restore(*found.info);
+    auto got = r.read<std::uint64_t>("data", words * static_cast<std::uint64_t>(rt.rank()), words);
+    same = r.length("data") == words * static_cast<std::uint64_t>(rt.size()) &&
+           std::memcmp(got.data(), data.data(), words * sizeof(std::uint64_t)) == 0;
+  }
+  seconds = all_reduce(rt.comm(), seconds_since(t0), MPI_MAX);
+  FaultInjection::heartbeat(rt.rank());
+  return all_reduce(rt.comm(), same ? 1 : 0, MPI_MIN) == 1;
+}
+
+// One way of checkpointing that checkpoint-cost measures: level 2 (node),
+// level 1 (buddy) with its copy inside commit() or travelling after it
+// (async_drain, committed by finish_drain()), level 3 (disk, drained from
+// level 2).
+struct CostVariant {
+  resilience::Level level;
+  bool async;
+};
+
+// One row of checkpoint-cost: `reps` checkpoints of `data` at one variant,
+// their stalls against `bound` (the slowest rank's), each restore compared
+// byte for byte.
+json checkpoint_cost_row(Runtime& rt, const CheckpointCostOptions& o, CostVariant v, const std::string& disk_dir,
+                         const std::vector<std::uint64_t>& data, double bound) {
+  using resilience::Level;
+  const Level level = v.level;
+  resilience::CheckpointOptions co;
+  co.levels = level == Level::disk ? (Level::node | Level::disk) : resilience::Levels(level);
+  co.node_dir = o.node_dir;
+  co.dir = disk_dir;
+  co.async_drain = v.async;
+  co.name = "checkpoint-cost-l" + std::to_string(resilience::level_number(level)) + (v.async ? "a" : "");
+  resilience::Checkpoint ck(rt, co);
+  std::vector<double> stalls, drains;
+  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+    barrier(rt.comm());
+    auto t0 = std::chrono::steady_clock::now();
+    auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
+    w.add("data", std::span<const std::uint64_t>(data));
+    w.commit();
+    stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
+    // The supervisor takes a rank silent for heartbeat_timeout as hung: a
+    // gigabyte checkpoint, its drain and its restore each take seconds.
+    FaultInjection::heartbeat(rt.rank());
+    if (v.async) {
+      auto t1 = std::chrono::steady_clock::now();
+      ck.finish_drain();
+      drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
+    }
+  }
+  double restore_seconds = 0, disk_restore_seconds = 0;
+  bool same = restored_equal(rt, ck, data, restore_seconds);
+  if (level == Level::disk) {  // the disk copy alone, as after losing the node
+    resilience::CheckpointOptions disk = co;
+    disk.levels = Level::disk;
+    disk.async_drain = false;
+    resilience::Checkpoint dk(rt, disk);
+    same = restored_equal(rt, dk, data, disk_restore_seconds) && same;
+  }
+  ck.remove();
+  // The first two checkpoints write into new shared memory (the previous
+  // one is kept until the next completes): their stall includes the kernel
+  // allocating and zeroing every page, which the memcpy (into touched
+  // pages) does not. From the third on the commit reuses the spare, as
+  // every checkpoint of a long run does: that is the stall compared with
+  // the bound; the first is reported apart.
+  const std::size_t cold = stalls.size() > 2 ? 2 : 0;
+  const double stall = median(std::vector<double>(stalls.begin() + static_cast<std::ptrdiff_t>(cold), stalls.end()));
+  json row{{"level", level},
+           {"stall_seconds", stall},
+           {"stall_seconds_max", maximum(stalls)},
+           {"stall_seconds_first", stalls.front()},
+           {"stall_reps_warm", stalls.size() - cold},
+           {"bound_seconds", bound},
+           {"restore_seconds", restore_seconds},
+           {"restored_bit_identical", same},
+           {"pass", stall <= bound && same}};
+  if (level == Level::buddy) {
+    row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
+    row["async"] = v.async;
+    if (v.async) row["copy_seconds"] = median(drains);  // commit() to the copies committed at level 1
+  }
+  if (level == Level::disk) {
+    row["drain_seconds"] = median(drains);
+    row["disk_restore_seconds"] = disk_restore_seconds;
+  }
+  return row;
+}
+
+}  // namespace
+
+int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
+  using resilience::Level;
+  const resilience::Levels levels = resilience::parse_levels(o.levels, "--levels");
+  const std::size_t words = static_cast<std::size_t>(o.bytes / sizeof(std::uint64_t));
+  if (words == 0) throw ConfigError("checkpoint-cost: --bytes must be at least 8");
+  std::vector<std::uint64_t> data(words);
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rt.rank() + 1);
+  for (auto& w : data) w = splitmix64(state);
+  const double bandwidth = memcpy_bandwidth(rt, data, o.reps);
+  // Level 2's stall is bounded by writing the bytes at half the memcpy
+  // bandwidth (and 10 ms); level 1 writes them twice.
+  const double bound2 = static_cast<double>(words * sizeof(std::uint64_t)) / (0.5 * bandwidth) + 0.010;
 
   // The disk level's directory: given, or one of our own under $TMPDIR.
   std::string disk_dir = o.dir;
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      if (!path.empty()) fs::remove_all(path, ec);
-    }
-  } remove_disk;
-  if (has_level(levels, resilience::Level::disk) && disk_dir.empty()) {
+  RemoveTree remove_disk;
+  if (has_level(levels, Level::disk) && disk_dir.empty()) {
     const char* t = std::getenv("TMPDIR");
-    std::string base = t && *t ? t : "/tmp";
-    if (rt.rank() == 0) disk_dir = make_temp_dir(base, "tessera-checkpoint-cost-");
+    if (rt.rank() == 0) disk_dir = make_temp_dir(t && *t ? t : "/tmp", "tessera-checkpoint-cost-");
     disk_dir = broadcast(rt.comm(), disk_dir, 0);
     if (rt.rank() == 0) remove_disk.path = disk_dir;
   }
 
-  // True on every rank when every rank's restored bytes equal what it wrote.
-  auto restored_equal = [&](resilience::Checkpoint& ck, double& seconds) {
-    barrier(rt.comm());
-    auto t0 = std::chrono::steady_clock::now();
-    auto found = ck.latest();
-    bool same = false;
-    if (found) {
-      auto r = ck.restore(*found.info);
-      auto got = r.read<std::uint64_t>("data", words * static_cast<std::uint64_t>(rt.rank()), words);
-      same = r.length("data") == words * static_cast<std::uint64_t>(rt.size()) &&
-             std::memcmp(got.data(), data.data(), words * sizeof(std::uint64_t)) == 0;
-    }
-    seconds = all_reduce(rt.comm(), seconds_since(t0), MPI_MAX);
-    FaultInjection::heartbeat(rt.rank());
-    return all_reduce(rt.comm(), same ? 1 : 0, MPI_MIN) == 1;
-  };
-
-  // One row per level: level 2 (node), level 1 (buddy: level 2 plus the
-  // copy to the buddy), level 3 (disk, drained asynchronously from level 2:
-  // the stall is the commit, the drain is timed on its own).
   json rows = json::array();
   bool pass = true;
-  // Level 1 twice: with the buddy copy inside commit(), and travelling after
-  // it (async_drain), committed by finish_drain(), timed on its own.
-  struct Variant {
-    resilience::Level level;
-    bool async;
-  };
-  using resilience::Level;
-  for (const Variant v : {Variant{Level::node, false}, Variant{Level::buddy, false}, Variant{Level::buddy, true},
-                          Variant{Level::disk, true}}) {
-    const Level level = v.level;
-    if (!has_level(levels, level)) continue;
-    resilience::CheckpointOptions co;
-    co.levels = level == Level::disk ? (Level::node | Level::disk) : resilience::Levels(level);
-    co.node_dir = o.node_dir;
-    co.dir = disk_dir;
-    co.async_drain = v.async;
-    co.name = "checkpoint-cost-l" + std::to_string(resilience::level_number(level)) + (v.async ? "a" : "");
-    resilience::Checkpoint ck(rt, co);
-    std::vector<double> stalls, drains;
-    for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
-      barrier(rt.comm());
-      auto t0 = std::chrono::steady_clock::now();
-      auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
-      w.add("data", std::span<const std::uint64_t>(data));
-      w.commit();
-      stalls.push_back(all_reduce(rt.comm(), seconds_since(t0), MPI_MAX));
-      // The supervisor takes a rank silent for heartbeat_timeout as hung: a
-      // gigabyte checkpoint, its drain and its restore each take seconds.
-      FaultInjection::heartbeat(rt.rank());
-      if (v.async) {
-        auto t1 = std::chrono::steady_clock::now();
-        ck.finish_drain();
-        drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
-      }
-    }
-    double restore_seconds = 0, disk_restore_seconds = 0;
-    bool same = restored_equal(ck, restore_seconds);
-    if (level == Level::disk) {  // the disk copy alone, as after losing the node
-      resilience::CheckpointOptions disk = co;
-      disk.levels = resilience::Level::disk;
-      disk.async_drain = false;
-      resilience::Checkpoint dk(rt, disk);
-      same = restored_equal(dk, disk_restore_seconds) && same;
-    }
-    ck.remove();
-    // The first two checkpoints write into new shared memory (the previous
-    // one is kept until the next completes): their stall includes the
-    // kernel allocating and zeroing every page, which the memcpy above
-    // (into touched pages) does not. From the third on the commit reuses the
-    // spare, as every checkpoint of a long run does: that is the stall
-    // compared with the bound; the first is reported apart.
-    const std::size_t cold = stalls.size() > 2 ? 2 : 0;
-    const double stall = median(std::vector<double>(stalls.begin() + static_cast<std::ptrdiff_t>(cold), stalls.end()));
-    const double bound = level == Level::buddy ? 2 * bound2 : bound2;
-    const bool ok = stall <= bound && same;
-    pass = pass && ok;
-    json row{{"level", level},
-             {"stall_seconds", stall},
-             {"stall_seconds_max", maximum(stalls)},
-             {"stall_seconds_first", stalls.front()},
-             {"stall_reps_warm", stalls.size() - cold},
-             {"bound_seconds", bound},
-             {"restore_seconds", restore_seconds},
-             {"restored_bit_identical", same},
-             {"pass", ok}};
-    if (level == Level::buddy) {
-      row["one_node"] = rt.node().count < 2;  // there level 1 is level 2
-      row["async"] = v.async;
-      if (v.async) row["copy_seconds"] = median(drains);  // commit() to the copies committed at level 1
-    }
-    if (level == Level::disk) {
-      row["drain_seconds"] = median(drains);
-      row["disk_restore_seconds"] = disk_restore_seconds;
-    }
-    rows.push_back(row);
+  for (const CostVariant v : {CostVariant{Level::node, false}, CostVariant{Level::buddy, false},
+                              CostVariant{Level::buddy, true}, CostVariant{Level::disk, true}}) {
+    if (!has_level(levels, v.level)) continue;
+    rows.push_back(checkpoint_cost_row(rt, o, v, disk_dir, data, v.level == Level::buddy ? 2 * bound2 : bound2));
+    pass = pass && rows.back()["pass"].get<bool>();
   }
   if (rt.rank() == 0 && !o.result.empty())
     write_json(o.result, {{"bytes_per_rank", words * sizeof(std::uint64_t)}, {"ranks", rt.size()},
@@ -309,14 +333,6 @@ int run_checkpoint_cost(Runtime& rt, const CheckpointCostOptions& o) {
 }
 
 namespace {
-
-struct RemoveTree {
-  std::string path;
-  ~RemoveTree() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // One supervised run of the job; returns the supervisor's result, the
 // job's checksum (0 when it wrote none) and the stale segments left.

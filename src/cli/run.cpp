@@ -168,48 +168,12 @@ int run_job(int ranks, const std::string& program, const std::vector<std::string
   return r.exit_code == 0 ? 1 : r.exit_code;
 }
 
-void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs) {
-  auto o = std::make_shared<RunOptions>();
-  auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
-                                        "it from its newest checkpoint when a rank dies or hangs");
-  run->add_flag("--recover", o->recover, "Relaunch after a failure (a dead or hung rank, a non-zero exit)");
-  run->add_option("--retries", o->retries, "Relaunches before giving up (with --recover)")->check(CLI::Range(0, 1000));
-  run->add_option("--kill-rank", o->kill_rank, "Failure injection: SIGKILL this rank ...")->check(CLI::NonNegativeNumber);
-  run->add_option("--kill-at-step", o->kill_at_step, "... after it completes this step, on the first attempt only")
-      ->check(CLI::NonNegativeNumber);
-  run->add_option("--fault", o->faults,
-                  "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
-                  "spare (halfway through copying into the node level's reused spare), restart (while restoring) "
-                  "or hang; repeatable")
-      ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
-  run->add_option("--kill-file", o->kill_file,
-                  "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
-  run->add_option("--heartbeat-timeout", o->heartbeat_timeout,
-                  "Seconds without a heartbeat (a completed step) from a rank before the job counts as hung")
-      ->check(CLI::PositiveNumber);
-  run->add_option("--host", o->host,
-                  "Hosts and their slots, HOST:N,... (as mpirun's --host); a lost one is left out of the relaunch");
-  run->add_option("--hostfile", o->hostfile,
-                  "mpirun's hostfile (HOST slots=N per line); default: $OMPI_MCA_orte_default_hostfile when set");
-  run->add_option("--probe-timeout", o->probe_timeout,
-                  "Seconds a suspect host has to answer a probe through mpirun's launcher before it counts as lost")
-      ->check(CLI::PositiveNumber);
-  run->add_option("--report", o->report, "Write what happened, attempt by attempt, as JSON to this file");
-  run->add_flag("-q,--quiet", o->quiet, "Only errors on stderr, no supervisor lines");
-  run->footer("CMD: tessera -n K run [OPTIONS] CMD [ARGS...]; the first word of CMD ends these options, and "
-              "'tessera' as CMD is this program. Failures and recovery: docs/checkpoint.md");
-  run->prefix_command();  // CMD and its own options follow
-  run->fallthrough(false);  // the first word of CMD ends the supervisor's options
-  run->callback([o, run, &selected, &ranks, &launches_jobs] {
-    launches_jobs = true;
-    auto cmd = run->remaining();
-    selected = [o, cmd, &ranks] { return run_supervised(*o, ranks, cmd); };
-  });
+namespace {
 
-  // Under `tessera bench` (registered by bench.cpp before this).
-  CLI::App* bench = app.get_subcommand("bench");
+// `tessera bench faults`: recovery trials under the supervisor.
+void add_bench_faults(CLI::App& bench, Action& selected, const int& ranks, bool& launches_jobs) {
   auto f = std::make_shared<bench::FaultsBenchOptions>();
-  auto* faults = bench->add_subcommand("faults", "Recovery trials: Jacobi3D under the supervisor with injected kills "
+  auto* faults = bench.add_subcommand("faults", "Recovery trials: Jacobi3D under the supervisor with injected kills "
                                                  "(random, during a checkpoint, during a restart); level-2 checkpoint cost");
   faults->add_option("--trials", f->trials, "Trials per scenario")->check(CLI::Range(1, 100000));
   faults->add_option("--seed", f->seed, "Seed of the random ranks and steps");
@@ -249,9 +213,12 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       return bench::run_faults_bench(opts);
     };
   });
+}
 
+// `tessera bench jacobi3d-recover`: the job the supervisor recovers.
+void add_bench_jacobi3d_recover(CLI::App& bench, Action& selected) {
   auto j = std::make_shared<bench::RecoverJacobiOptions>();
-  auto* jr = bench->add_subcommand("jacobi3d-recover", "Jacobi3D checkpointing every k iterations and resuming from "
+  auto* jr = bench.add_subcommand("jacobi3d-recover", "Jacobi3D checkpointing every k iterations and resuming from "
                                                         "the newest checkpoint (run it under 'tessera run --recover')");
   jr->add_option("--n", j->n, "Interior grid points per side")->check(CLI::Range(2, 2048));
   jr->add_option("--iterations", j->iterations, "Jacobi iterations")->check(CLI::Range(1, 100000));
@@ -272,10 +239,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       return bench::run_recover_jacobi(rt, *j);
     };
   });
+}
 
+// `tessera bench resume-state`: state of a given size, resumed.
+void add_bench_resume_state(CLI::App& bench, Action& selected) {
   auto rs = std::make_shared<bench::ResumeStateOptions>();
   auto rs_bytes = std::make_shared<std::string>("16M");
-  auto* rsc = bench->add_subcommand("resume-state", "State of a given size updated every step, checkpointed at level 2, "
+  auto* rsc = bench.add_subcommand("resume-state", "State of a given size updated every step, checkpointed at level 2, "
                                                      "resumed from the newest checkpoint (bench faults' resume_time job)");
   rsc->add_option("--bytes", *rs_bytes, "Bytes of state per rank, e.g. 256M");
   rsc->add_option("--steps", rs->steps, "Steps")->check(CLI::Range(1, 1000000));
@@ -294,10 +264,13 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       return bench::run_resume_state(rt, opts);
     };
   });
+}
 
+// `tessera bench checkpoint-cost`: each level's stall against memcpy.
+void add_bench_checkpoint_cost(CLI::App& bench, Action& selected) {
   auto c = std::make_shared<bench::CheckpointCostOptions>();
   auto bytes = std::make_shared<std::string>("64M");
-  auto* cc = bench->add_subcommand("checkpoint-cost", "Checkpoint stall of levels 2, 1 and 3 against memcpy bandwidth, "
+  auto* cc = bench.add_subcommand("checkpoint-cost", "Checkpoint stall of levels 2, 1 and 3 against memcpy bandwidth, "
                                                       "each restore compared byte for byte (bench faults runs it)");
   cc->add_option("--bytes", *bytes, "Bytes per rank, e.g. 64M");
   cc->add_option("--reps", c->reps, "Checkpoints per level (the median is reported)")->check(CLI::Range(1, 100));
@@ -313,6 +286,54 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
       return bench::run_checkpoint_cost(rt, opts);
     };
   });
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs) {
+  auto o = std::make_shared<RunOptions>();
+  auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
+                                        "it from its newest checkpoint when a rank dies or hangs");
+  run->add_flag("--recover", o->recover, "Relaunch after a failure (a dead or hung rank, a non-zero exit)");
+  run->add_option("--retries", o->retries, "Relaunches before giving up (with --recover)")->check(CLI::Range(0, 1000));
+  run->add_option("--kill-rank", o->kill_rank, "Failure injection: SIGKILL this rank ...")->check(CLI::NonNegativeNumber);
+  run->add_option("--kill-at-step", o->kill_at_step, "... after it completes this step, on the first attempt only")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--fault", o->faults,
+                  "Failure injection: ATTEMPT:RANK:POINT[:STEP] with POINT step, checkpoint (while writing one), "
+                  "spare (halfway through copying into the node level's reused spare), restart (while restoring) "
+                  "or hang; repeatable")
+      ->allow_extra_args(false);  // one SPEC per --fault: CMD follows
+  run->add_option("--kill-file", o->kill_file,
+                  "When this file appears, the rank it names (its text) removes it and kills itself at its next step");
+  run->add_option("--heartbeat-timeout", o->heartbeat_timeout,
+                  "Seconds without a heartbeat (a completed step) from a rank before the job counts as hung")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--host", o->host,
+                  "Hosts and their slots, HOST:N,... (as mpirun's --host); a lost one is left out of the relaunch");
+  run->add_option("--hostfile", o->hostfile,
+                  "mpirun's hostfile (HOST slots=N per line); default: $OMPI_MCA_orte_default_hostfile when set");
+  run->add_option("--probe-timeout", o->probe_timeout,
+                  "Seconds a suspect host has to answer a probe through mpirun's launcher before it counts as lost")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--report", o->report, "Write what happened, attempt by attempt, as JSON to this file");
+  run->add_flag("-q,--quiet", o->quiet, "Only errors on stderr, no supervisor lines");
+  run->footer("CMD: tessera -n K run [OPTIONS] CMD [ARGS...]; the first word of CMD ends these options, and "
+              "'tessera' as CMD is this program. Failures and recovery: docs/checkpoint.md");
+  run->prefix_command();  // CMD and its own options follow
+  run->fallthrough(false);  // the first word of CMD ends the supervisor's options
+  run->callback([o, run, &selected, &ranks, &launches_jobs] {
+    launches_jobs = true;
+    auto cmd = run->remaining();
+    selected = [o, cmd, &ranks] { return run_supervised(*o, ranks, cmd); };
+  });
+
+  // The recovery benchmarks, under `tessera bench` (registered by bench.cpp before this).
+  CLI::App* bench = app.get_subcommand("bench");
+  add_bench_faults(*bench, selected, ranks, launches_jobs);
+  add_bench_jacobi3d_recover(*bench, selected);
+  add_bench_resume_state(*bench, selected);
+  add_bench_checkpoint_cost(*bench, selected);
 }
 
 }  // namespace tessera::cli

@@ -119,7 +119,9 @@ AggregationOptions bulk_scatter_aggregation(const AggregationOptions& given, int
   return o.resolved();
 }
 
-ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64_t>& perm,
+namespace {
+
+void check_arguments(const DistArray<std::uint64_t>& keys, const DistArray<std::uint64_t>& perm,
                      const ArgsortOptions& options) {
   if (!(perm.map() == keys.map()))
     throw MismatchError("argsort: the permutation array must lie on the keys' Map (same runtime, same split)");
@@ -127,21 +129,15 @@ ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64
     throw MismatchError("argsort: the permutation must go to another array than the keys");
   if (options.digit_bits < 1 || options.digit_bits > 20)
     throw ConfigError("argsort: digit width " + std::to_string(options.digit_bits) + " bits is outside 1..20");
-  Runtime& rt = keys.runtime();
-  MPI_Comm comm = rt.comm();
-  const AggregationOptions aggregation = bulk_scatter_aggregation(
-      options.aggregation, rt.size(), keys.local().size() * (sizeof(std::uint64_t) + sizeof(KeyIndex)));
-  const auto ranks = static_cast<std::uint64_t>(rt.size());
-  const int bits = options.digit_bits;
-  const std::uint64_t buckets = std::uint64_t{1} << bits, digit_mask = buckets - 1;
-  const std::span<const std::uint64_t> in = keys.local();
-  const std::uint64_t first_index = keys.local_begin();
+}
 
-  // Bits on which some keys differ: the other digits need no pass.
+// The shifts of the digits on which some keys (of any rank) differ: the
+// other digits need no pass. Collective.
+std::vector<int> digits_to_sort(MPI_Comm comm, std::span<const std::uint64_t> in, int bits, ArgsortStats& stats) {
+  const std::uint64_t digit_mask = (std::uint64_t{1} << bits) - 1;
   std::uint64_t any = 0, every = ~std::uint64_t{0};
   for (std::uint64_t k : in) any |= k, every &= k;
   const std::uint64_t varying = all_reduce(comm, any, MPI_BOR) ^ all_reduce(comm, every, MPI_BAND);
-  ArgsortStats stats;
   std::vector<int> shifts;
   for (int shift = 0; shift < 64; shift += bits) {
     if (((varying >> shift) & digit_mask) == 0)
@@ -150,6 +146,24 @@ ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64
       shifts.push_back(shift);
   }
   stats.digits_sorted = static_cast<int>(shifts.size());
+  return shifts;
+}
+
+}  // namespace
+
+ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64_t>& perm,
+                     const ArgsortOptions& options) {
+  check_arguments(keys, perm, options);
+  Runtime& rt = keys.runtime();
+  const AggregationOptions aggregation = bulk_scatter_aggregation(
+      options.aggregation, rt.size(), keys.local().size() * (sizeof(std::uint64_t) + sizeof(KeyIndex)));
+  const auto ranks = static_cast<std::uint64_t>(rt.size());
+  const int bits = options.digit_bits;
+  const std::uint64_t buckets = std::uint64_t{1} << bits, digit_mask = buckets - 1;
+  const std::span<const std::uint64_t> in = keys.local();
+  const std::uint64_t first_index = keys.local_begin();
+  ArgsortStats stats;
+  const std::vector<int> shifts = digits_to_sort(rt.comm(), in, bits, stats);
   if (shifts.empty()) {  // every key equal: the identity
     for (std::size_t k = 0; k < in.size(); ++k) perm.local()[k] = first_index + k;
     return stats;

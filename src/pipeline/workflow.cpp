@@ -487,6 +487,70 @@ Result run_hitting(const graph::EdgeList& given, const graph::IdMap& given_ids, 
   return hitting_on(g, ids, targets, connected, a, p, report, array_bytes(given));
 }
 
+namespace {
+
+// The pipeline's first stage from its input: the graph loaded into Shared
+// storage (symmetrized there when directed), checkpointed when a store is
+// kept. `arrays`: the loaded graph's array bytes.
+graph::LoadedGraph load_stage(Runtime& rt, const Options& a, Progress& p, Report& report, const std::string& name,
+                              StageStore* store, ArrayBytes& arrays) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p, StorageOptions::shared(name)); });
+  const double read_seconds = seconds_since(t0);
+  describe(p, loaded.graph);
+  arrays = array_bytes(loaded.graph);
+  p.step("loaded into Shared storage: " + loaded.graph.dst_metadata_path());
+  find_targets(loaded.ids, a.targets, where(a.input));
+  double symmetrize_seconds = 0;
+  if (loaded.graph.directed()) {
+    const auto t1 = std::chrono::steady_clock::now();
+    report.timed("symmetrize", [&] {
+      make_undirected(loaded, p, "weak components, undirected walk; into Shared storage",
+                      StorageOptions::shared(name + "-sym"));
+    });
+    symmetrize_seconds = seconds_since(t1);
+  }
+  if (store) {
+    json seconds = {{load_step(a.input), read_seconds}};
+    if (symmetrize_seconds > 0) seconds["symmetrize"] = symmetrize_seconds;
+    report.timed("checkpoint", [&] {
+      store->commit(kLoaded, {{"arrays", arrays}, {"seconds", seconds}}, [&](resilience::CheckpointWriter& w) {
+        resilience::add_edge_list(w, "graph", loaded.graph);
+        add_id_map(w, "graph", loaded.ids);
+      });
+    });
+  }
+  stage_done(rt, kLoaded);
+  return loaded;
+}
+
+// The graph of a checkpoint taken after the first stage or the labelling
+// (`from`), with the labels when they were saved.
+graph::LoadedGraph restore_loaded(Runtime& rt, StageStore& store, std::uint64_t from, Progress& p, Report& report,
+                                  const std::string& name, std::optional<DistArray<std::uint64_t>>& labels,
+                                  ArrayBytes& arrays) {
+  auto loaded = report.timed("restore", [&] {
+    auto g = resilience::read_edge_list(store.reader(), "graph", StorageOptions::shared(name));
+    auto ids = read_id_map(store.reader(), "graph", g);
+    if (from == kLabelled) {
+      labels.emplace(rt, g.vertex_ranges());
+      agree(rt.comm(), [&] { store.reader().read("labels", *labels); });
+    }
+    return graph::LoadedGraph{std::move(g), std::move(ids)};
+  });
+  store.release();
+  arrays = store.saved().at("arrays").get<ArrayBytes>();
+  p.step("restored into Shared storage: " + loaded.graph.dst_metadata_path());
+  describe(p, loaded.graph);
+  stage_done(rt, from);
+  return loaded;
+}
+
+}  // namespace
+
+// Stages: load (or restore), label the components, extract the largest,
+// analyse it; with a checkpoint directory each stage's result is kept and a
+// rerun resumes after the last one kept.
 Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   check_options(a, true);
   check_kind(a, true);
@@ -516,54 +580,13 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     return analyse_largest(lcc, std::move(j), a, p, report, store->saved().at("arrays").get<ArrayBytes>(), heap,
                            &*store);
   }
-  std::optional<graph::LoadedGraph> loaded;
   std::optional<DistArray<std::uint64_t>> labels;
   ArrayBytes arrays;
-  if (from == kNoStage) {
-    const auto t0 = std::chrono::steady_clock::now();
-    loaded.emplace(
-        report.timed(load_step(a.input), [&] { return load(rt, a.input, p, StorageOptions::shared(name)); }));
-    const double read_seconds = seconds_since(t0);
-    describe(p, loaded->graph);
-    arrays = array_bytes(loaded->graph);
-    p.step("loaded into Shared storage: " + loaded->graph.dst_metadata_path());
-    find_targets(loaded->ids, a.targets, where(a.input));
-    double symmetrize_seconds = 0;
-    if (loaded->graph.directed()) {
-      const auto t1 = std::chrono::steady_clock::now();
-      report.timed("symmetrize", [&] {
-        make_undirected(*loaded, p, "weak components, undirected walk; into Shared storage",
-                        StorageOptions::shared(name + "-sym"));
-      });
-      symmetrize_seconds = seconds_since(t1);
-    }
-    if (store) {
-      json seconds = {{load_step(a.input), read_seconds}};
-      if (symmetrize_seconds > 0) seconds["symmetrize"] = symmetrize_seconds;
-      report.timed("checkpoint", [&] {
-        store->commit(kLoaded, {{"arrays", arrays}, {"seconds", seconds}}, [&](resilience::CheckpointWriter& w) {
-          resilience::add_edge_list(w, "graph", loaded->graph);
-          add_id_map(w, "graph", loaded->ids);
-        });
-      });
-    }
-    stage_done(rt, kLoaded);
-  } else {
-    report.timed("restore", [&] {
-      auto g = resilience::read_edge_list(store->reader(), "graph", StorageOptions::shared(name));
-      auto ids = read_id_map(store->reader(), "graph", g);
-      loaded.emplace(graph::LoadedGraph{std::move(g), std::move(ids)});
-      if (from == kLabelled) {
-        labels.emplace(rt, loaded->graph.vertex_ranges());
-        agree(rt.comm(), [&] { store->reader().read("labels", *labels); });
-      }
-    });
-    store->release();
-    arrays = store->saved().at("arrays").get<ArrayBytes>();
-    p.step("restored into Shared storage: " + loaded->graph.dst_metadata_path());
-    describe(p, loaded->graph);
-    stage_done(rt, from);
-  }
+  std::optional<graph::LoadedGraph> loaded;
+  if (from == kNoStage)
+    loaded.emplace(load_stage(rt, a, p, report, name, store ? &*store : nullptr, arrays));
+  else
+    loaded.emplace(restore_loaded(rt, *store, from, p, report, name, labels, arrays));
   auto lcc = largest_of(loaded->graph, &loaded->graph, loaded->ids, name, j, a, p, report,
                         store ? &*store : nullptr, std::move(labels));
   loaded.reset();  // the input graph's arrays are not needed for the analysis
