@@ -98,7 +98,8 @@ class SessionConnection {
   FileDescriptor fd_;
 };
 
-// The session's error as the exception a direct run would throw.
+// The session's error as the exception a direct run would throw (an MPI
+// or system error, whose code stays in the session, as a plain Error).
 [[noreturn]] void rethrow(const nlohmann::json& error) {
   const std::string type = error.value("type", "Error");
   const std::string message = error.value("message", "the session reported an error");
@@ -107,6 +108,7 @@ class SessionConnection {
   if (type == "RangeError") throw RangeError(message);
   if (type == "MismatchError") throw MismatchError(message);
   if (type == "PeerError") throw PeerError(message);
+  if (type == "Cancelled") throw Cancelled(message);  // another client's cancel(), or the session stopping
   throw Error(message);
 }
 
