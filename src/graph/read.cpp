@@ -935,6 +935,7 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
       return a;
     };
     const AttachedArray o = open("offsets", n + static_cast<std::uint64_t>(ranks)), d = open("dst", m);
+    const std::string offsets_file = array_file(dir, "offsets");  // named once: row_start runs once a vertex
     std::optional<AttachedArray> w;
     if (h.weighted && with_weights) w.emplace(open("weight", m));
     if (d.element().name != id_width_name(h.width))
@@ -945,10 +946,10 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
     for (int f = 0; f < ranks; ++f) {
       const auto uf = static_cast<std::size_t>(f);
       const std::uint64_t rows_end = h.vertex_offsets[uf + 1] + uf;  // its last offset, in the offsets array
-      arc_begin[uf + 1] = arc_begin[uf] + element_at<std::uint64_t>(o, rows_end, array_file(dir, "offsets"));
+      arc_begin[uf + 1] = arc_begin[uf] + element_at<std::uint64_t>(o, rows_end, offsets_file);
     }
     if (arc_begin.back() != m)
-      throw MismatchError(array_file(dir, "offsets") + " ends at arc " + std::to_string(arc_begin.back()) +
+      throw MismatchError(offsets_file + " ends at arc " + std::to_string(arc_begin.back()) +
                           ", expected " + std::to_string(m) + " (the file is corrupt: write it again)");
     // Global arc position where vertex v's row starts (v = n: m); a row
     // offset outside its writing rank's arcs is refused before any use.
@@ -956,9 +957,9 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
       if (v >= n) return m;
       const auto f = static_cast<std::size_t>(
           std::upper_bound(h.vertex_offsets.begin(), h.vertex_offsets.end(), v) - h.vertex_offsets.begin() - 1);
-      const std::uint64_t at = element_at<std::uint64_t>(o, v + f, array_file(dir, "offsets"));
+      const std::uint64_t at = element_at<std::uint64_t>(o, v + f, offsets_file);
       if (at > arc_begin[f + 1] - arc_begin[f])
-        throw MismatchError(array_file(dir, "offsets") + ": the row of vertex " + std::to_string(v) + " starts at " +
+        throw MismatchError(offsets_file + ": the row of vertex " + std::to_string(v) + " starts at " +
                             std::to_string(at) + ", past its rank's " + std::to_string(arc_begin[f + 1] - arc_begin[f]) +
                             " arcs (the file is corrupt: write it again)");
       return arc_begin[f] + at;
@@ -989,7 +990,7 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
     const std::uint64_t vlo = vertex_ranges->begin(rt.rank()), vhi = vertex_ranges->end(rt.rank());
     const std::uint64_t lo = row_start(vlo), hi = row_start(vhi);
     if (hi < lo)
-      throw MismatchError(array_file(dir, "offsets") + ": row offsets decrease between vertices " +
+      throw MismatchError(offsets_file + ": row offsets decrease between vertices " +
                           std::to_string(vlo) + " and " + std::to_string(vhi) +
                           " (the file is corrupt: write it again)");
     const auto edge_ranges = Distribution::weighted_block(all_gather(rt.comm(), hi - lo));
