@@ -8,6 +8,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/splitmix64.hpp"
 #include "tessera/runtime/vector_clones.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -26,8 +27,7 @@ TESSERA_INLINE std::uint64_t unweighted_sum_of(std::span<const std::uint64_t> ro
   const std::size_t n = rows.size() - 1;
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t first = rows[i];
-    std::size_t j = i + 1;  // rows [i, j) this round
-    while (j < n && rows[j + 1] - first <= kBlock) ++j;
+    const std::size_t j = row_block_end(rows, i, kBlock);
     if (rows[j] - first > kBlock) {  // one long row
       const std::uint64_t h = mix(lo + i);
       for (std::uint64_t k = first; k < rows[j]; ++k) sum += mix(mix(h + dst[k]));
@@ -78,8 +78,7 @@ TESSERA_INLINE SymmetrySums unweighted_symmetry_sums_of(std::span<const std::uin
   const std::size_t n = rows.size() - 1;
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t first = rows[i];
-    std::size_t j = i + 1;  // rows [i, j) this round
-    while (j < n && rows[j + 1] - first <= kBlock) ++j;
+    const std::size_t j = row_block_end(rows, i, kBlock);
     if (rows[j] - first > kBlock) {  // one long row
       std::uint64_t sum_a = 0, sum_r = 0;
       for (std::uint64_t k = first; k < rows[j]; ++k) {

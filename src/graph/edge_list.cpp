@@ -16,6 +16,7 @@
 #include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/vector_clones.hpp"
 #include "tessera/storage/disk_tier.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -506,11 +507,7 @@ std::uint64_t check_rows(std::span<const std::uint64_t> rows, std::span<const Id
   constexpr std::uint64_t kBlockArcs = 1 << 14;
   const std::size_t n = rows.size() - 1;
   for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;  // rows [i, j): arcs that fit a block, or one row
-    if (symmetry)
-      while (j < n && rows[j + 1] - rows[i] <= kBlockArcs) ++j;
-    else
-      j = n;
+    const std::size_t j = symmetry ? row_block_end(rows, i, kBlockArcs) : n;
     const auto block = rows.subspan(i, j - i + 1);
     const auto [block_loops, block_bad] = scan_rows(block, d, lo + i, vertices);
     loops += block_loops;
