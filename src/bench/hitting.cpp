@@ -41,11 +41,9 @@ Verdict check_hitting_times(const graph::EdgeList& graph, std::span<const double
   std::vector<std::uint8_t> grounded(graph.local_vertices(), 0);
   if (graph.vertex_ranges().owner(0) == rt.rank()) grounded[0] = 1;
   linalg::Laplacian lap(a, grounded);
-  linalg::Vector h(rt, graph.vertex_ranges()), r(rt, graph.vertex_ranges()), b(rt, graph.vertex_ranges());
+  linalg::Vector h(rt, graph.vertex_ranges()), r(rt, graph.vertex_ranges());
   std::copy(times.begin(), times.end(), h.local().begin());
-  auto bs = b.local();
-  auto deg = lap.degrees().local();
-  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grounded[i] ? 0.0 : deg[i];
+  const linalg::Vector& b = lap.degrees();  // 0 on the grounded vertex
   lap.apply(h, r);
   r.axpy(-1.0, b);
   const double residual = r.norm2() / b.norm2();

@@ -51,10 +51,9 @@ class JacobiCg {
     if (bnorm_ == 0) bnorm_ = 1;
   }
 
-  int operator()(Vector& x, double tolerance, int max_iterations) {
+  int operator()(Vector& x, const Vector& residual, double tolerance, int max_iterations) {
     Runtime& rt = b_.runtime();
-    a_.apply(x, r_);
-    r_.xpay(b_, -1.0);  // r = b - A x
+    r_.assign(residual);  // b - A x
     double rel = r_.norm2() / bnorm_;
     if (residuals_.empty()) residuals_.push_back(rel);
     precondition();
@@ -142,7 +141,7 @@ CgResult solve_to_tolerance(const LinearOperator& a, const Vector& b, Vector& x,
                    ": raise --max-iterations, loosen --tolerance, or try the other --solver";
       break;
     }
-    const int done = round(x, options.tolerance, budget);
+    const int done = round(x, r, options.tolerance, budget);
     out.iterations += done;
     ++out.rounds;
     measure();
@@ -173,7 +172,9 @@ CgResult solve_to_tolerance(const LinearOperator& a, const Vector& b, Vector& x,
 CgResult conjugate_gradient(const LinearOperator& a, const Vector& b, Vector& x, const CgOptions& options) {
   JacobiCg cg(a, b, options);
   auto result = solve_to_tolerance(
-      a, b, x, options, [&](Vector& v, double tolerance, int budget) { return cg(v, tolerance, budget); }, "CG");
+      a, b, x, options,
+      [&](Vector& v, const Vector& residual, double tolerance, int budget) { return cg(v, residual, tolerance, budget); },
+      "CG");
   result.residuals = std::move(cg.residuals());
   return result;
 }

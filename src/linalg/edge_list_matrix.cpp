@@ -52,15 +52,17 @@ struct DenseColumns {
   MPI_Comm comm = MPI_COMM_NULL;
   std::uint64_t base = 0;
   std::vector<int> counts, displs;     // every rank's rows
-  mutable std::vector<double> values;  // every column, indexed by the column
+  std::uint64_t columns = 0;
+  mutable std::vector<double> values;  // every column by id; empty before the first product and between released ones
 
   auto load(std::span<const double> x) const {
+    values.resize(columns);
     std::copy(x.begin(), x.end(), values.begin() + static_cast<std::ptrdiff_t>(base));
     all_gather_in_place<double>(comm, values, counts, displs);
     return [v = values.data()](std::uint64_t c) { return v[c]; };
   }
   auto accumulator(std::span<double>) const {
-    std::fill(values.begin(), values.end(), 0.0);
+    values.assign(columns, 0.0);
     return [v = values.data()](std::uint64_t c, double x) { v[c] += x; };
   }
   void finish(std::span<double> y) const {  // each owner receives its columns' sums
@@ -71,6 +73,7 @@ struct DenseColumns {
   std::size_t memory_bytes() const {
     return values.capacity() * sizeof(double) + (counts.capacity() + displs.capacity()) * sizeof(int);
   }
+  void release() const { std::vector<double>().swap(values); }
 };
 
 // Owned columns straight from x (or into y); a ghost's value at its slot
@@ -178,6 +181,13 @@ struct HashColumns {
   }
 };
 
+// Only the dense array is worth freeing: the other modes hold O(ghosts).
+template <class ColumnStrategy>
+void release_if_asked(const ColumnStrategy& columns, ProductBuffers buffers) {
+  if constexpr (requires { columns.release(); })
+    if (buffers == ProductBuffers::released) columns.release();
+}
+
 void prepare_output(Vector& y, double beta) {
   if (beta == 0.0)
     y.fill(0.0);
@@ -261,7 +271,7 @@ EdgeListMatrix::EdgeListMatrix(const graph::EdgeList& graph, std::optional<Colum
       DenseColumns c;
       c.comm = rows.comm();
       c.base = rows.local_begin();
-      c.values.resize(n);
+      c.columns = n;  // the array itself at the first product (or each, when released)
       const auto& r = rows.distribution();
       for (int p = 0; p < r.ranks(); ++p) {
         c.counts.push_back(static_cast<int>(r.count(p)));
@@ -301,6 +311,7 @@ void EdgeListMatrix::apply(const Vector& x, Vector& y, double alpha, double beta
         graph_.with_dst([&](auto dst) {
           multiply_rows(dst.data(), graph_.row_offsets().data(), graph_.local_weight(), y.local(), alpha, value);
         });
+        release_if_asked(columns, buffers_);
       },
       columns_->strategy);
 }
@@ -314,6 +325,7 @@ void EdgeListMatrix::apply_transpose(const Vector& x, Vector& y, double alpha, d
           multiply_columns(dst.data(), graph_.row_offsets().data(), graph_.local_weight(), x.local(), alpha, add);
         });
         columns.finish(y.local());
+        release_if_asked(columns, buffers_);
       },
       columns_->strategy);
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/linalg/laplacian.hpp"
@@ -55,15 +56,12 @@ HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::sp
     }
   }
 
-  Laplacian lap(a, grounded);
-  Vector b(rt, g.vertex_ranges());
-  auto bs = b.local();
-  auto deg = lap.degrees().local();
-  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grounded[i] ? 0.0 : deg[i];
+  Laplacian lap(a, std::move(grounded), options.laplacian_buffers);
+  const Vector& b = lap.degrees();  // d on U, 0 on the grounded vertices: no vector of its own
   HittingTimes out{Vector(rt, g.vertex_ranges()), all_reduce(rt.comm(), lost, MPI_SUM), t.size(), {}, 0};
   out.times.fill(0.0);
   out.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.solve = options.solver ? options.solver(lap, grounded, b, out.times)
+  out.solve = options.solver ? options.solver(lap, lap.grounded_flags(), b, out.times)
                              : conjugate_gradient(lap, b, out.times, options.cg);
   auto h = out.times.local();
   for (std::size_t i = 0; i < h.size(); ++i)

@@ -65,12 +65,8 @@ std::optional<InvalidWeight> find_invalid_weight(const graph::EdgeList& g) {
   return first_invalid(g.vertex_map(), mine);
 }
 
-Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
-    : a_(a),
-      grounded_(std::move(grounded)),
-      degree_(a.row_map()),
-      masked_(a.row_map()),
-      ax_(a.row_map()) {
+Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded, ProductBuffers buffers)
+    : a_(a), grounded_(std::move(grounded)), degree_(a.row_map()), buffers_(buffers) {
   if (auto bad = find_invalid_weight(a)) throw RangeError(bad->describe());
   agree(a.row_map().comm(), [&] {  // a mismatch on one rank fails every rank
     if (!grounded_.empty() && grounded_.size() != degree_.local().size())
@@ -78,6 +74,9 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
                           std::to_string(degree_.local().size()));
   });
   a.row_sums(degree_);
+  auto degrees = degree_.local();
+  for (std::size_t i = 0; i < degrees.size(); ++i)
+    if (!grounded_.empty() && grounded_[i]) degrees[i] = 0;
   // |L_ii| + sum_j |L_ij| = 2 (d_i - a_ii) for positive weights; a grounded
   // row is an identity row. The diagonal of A is not kept (a vector less
   // while a solver runs): diagonal() reads it again.
@@ -92,20 +91,31 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded)
 }
 
 void Laplacian::apply(const Vector& x, Vector& y, double alpha, double beta) const {
-  const Vector* in = &x;
-  if (!grounded_.empty()) {  // drop grounded columns
-    auto m = masked_.local();
-    auto xin = x.local();
-    for (std::size_t i = 0; i < m.size(); ++i) m[i] = grounded_[i] ? 0.0 : xin[i];
-    in = &masked_;
-  }
-  a_.apply(*in, ax_);
+  // y = alpha (D x - A x') + beta y, x' = x without the grounded columns, the
+  // product accumulated into y (no vector for A x'). A grounded row is
+  // alpha x + beta y: A x' adds to it too, so it is written afterwards (its
+  // old value saved first when beta asks for it).
   auto ys = y.local();
-  std::span<const double> xs = x.local(), d = degree_.local(), ax = ax_.local();
+  std::span<const double> xs = x.local(), d = degree_.local();
+  std::vector<double> grounded_old;
   for (std::size_t i = 0; i < ys.size(); ++i) {
-    double lx = grounded(i) ? xs[i] : d[i] * xs[i] - ax[i];
-    ys[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * ys[i]);
+    const double old = beta == 0.0 ? 0.0 : beta * ys[i];
+    if (!grounded(i))
+      ys[i] = alpha * d[i] * xs[i] + old;
+    else if (beta != 0.0)
+      grounded_old.push_back(old);
   }
+  const Vector* in = &x;
+  if (!grounded_.empty()) {
+    if (!masked_) masked_.emplace(a_.row_map());
+    auto m = masked_->local();
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = grounded_[i] ? 0.0 : xs[i];
+    in = &*masked_;
+  }
+  a_.apply(*in, y, -alpha, 1.0);
+  for (std::size_t i = 0, k = 0; i < ys.size() && !grounded_.empty(); ++i)
+    if (grounded_[i]) ys[i] = alpha * xs[i] + (beta == 0.0 ? 0.0 : grounded_old[k++]);
+  if (buffers_ == ProductBuffers::released) masked_.reset();
 }
 
 void Laplacian::diagonal(Vector& out) const {

@@ -75,7 +75,8 @@ BelosCg::BelosCg(const Teuchos::RCP<const TpetraRowMatrix>& a, Preconditioner pr
 
 BelosCg::~BelosCg() = default;
 
-int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations) {
+int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations,
+                   const TpetraMultiVector* residual) {
   using MV = State::MV;
   using OP = State::OP;
   if (max_iterations <= 0) return 0;
@@ -84,7 +85,11 @@ int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tole
   auto t0 = std::chrono::steady_clock::now();
   auto problem = Teuchos::rcp(new Belos::LinearProblem<Scalar, MV, OP>(state_->a, Teuchos::rcp(&x, false),
                                                                         Teuchos::rcp(&b, false)));
-  problem->setLeftPrec(state_->jacobi);
+  // As the right preconditioner: CG applies it the same way (z = M^-1 r), and
+  // the problem keeps no preconditioned copy of the initial residual, which
+  // it does for a left one: a vector less.
+  problem->setRightPrec(state_->jacobi);
+  if (residual) problem->setInitResVec(Teuchos::rcp(residual, false));  // no product, no vector
   problem->setProblem();
   auto params = Teuchos::rcp(new Teuchos::ParameterList);
   params->set("Convergence Tolerance", tolerance);
@@ -119,6 +124,9 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
   std::uint64_t matrix_extra_bytes = 0, matrix_measured_bytes = 0;
   int belos_solves = 0;
   linalg::HittingOptions o = options.hitting;
+  // Tessera's Laplacian checks Belos' answer between rounds only: its
+  // buffers (and the adjacency matrix's) go while Belos iterates.
+  o.laplacian_buffers = linalg::ProductBuffers::released;
   o.solver = [&](const linalg::Laplacian& laplacian, std::span<const std::uint8_t> grounded, const linalg::Vector& b,
                  linalg::Vector& x) {
     Runtime& rt = g.runtime();
@@ -155,16 +163,18 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
     // Belos iterates; Tessera's Laplacian (the same operator) judges the
     // answer, so both solvers meet one convergence test.
     BelosCg belos(op, options.preconditioner);
-    auto round = [&](linalg::Vector& v, double tolerance, int budget) {
+    auto round = [&](linalg::Vector& v, const linalg::Vector& residual, double tolerance, int budget) {
       TpetraMultiVector tv = view_of(rows, v);
-      return belos.solve(tb, tv, tolerance, budget);
+      const TpetraMultiVector tr = view_of(rows, residual);
+      return belos.solve(tb, tv, tolerance, budget, &tr);
     };
     auto c = linalg::solve_to_tolerance(laplacian, b, x, options.hitting.cg, round, "Belos");
     belos_solves = c.rounds;
     return c;
   };
-  return {linalg::hitting_times(g, linalg::EdgeListMatrix(g), targets, o), matrix_extra_bytes, belos_solves,
-          matrix_measured_bytes};
+  linalg::EdgeListMatrix adjacency(g);
+  adjacency.set_product_buffers(linalg::ProductBuffers::released);
+  return {linalg::hitting_times(g, adjacency, targets, o), matrix_extra_bytes, belos_solves, matrix_measured_bytes};
 }
 
 }  // namespace tessera::trilinos

@@ -173,6 +173,21 @@ TEST(Matrices, EdgeListAndCrsMatchSerialProducts) {
   }
   // The edge-list matrix allocates only for ghosts, far less than a copy.
   EXPECT_LT(el.extra_memory_bytes(), crs.extra_memory_bytes());
+  // Buffers released after each product: the same products, and the dense
+  // column array gone in between.
+  el.set_product_buffers(ProductBuffers::released);
+  for (int round = 0; round < 2; ++round) {
+    Vector x(rt, g.vertex_ranges()), y(rt, g.vertex_ranges());
+    fill(x);
+    y.fill(1.0);
+    el.apply(x, y, 2.0, -3.0);
+    std::vector<double> want(n);
+    for (std::uint64_t i = 0; i < n; ++i) want[i] = 2 * ax[i] - 3;
+    test::expect_values_near(gathered(y), want, 1e-12, "apply, buffers released");
+    el.apply_transpose(x, y);
+    test::expect_values_near(gathered(y), atx, 1e-12, "apply_transpose, buffers released");
+    EXPECT_LT(el.extra_memory_bytes(), n * sizeof(double));
+  }
 }
 
 TEST(Laplacian, GroundedRowsAreIdentity) {
@@ -191,6 +206,25 @@ TEST(Laplacian, GroundedRowsAreIdentity) {
     if (u != 7) want[u] += value_at(u) - (v == 7 ? 0 : value_at(v));
   want[7] = value_at(7);
   test::expect_values_near(gathered(y), want, 1e-12, "grounded laplacian");
+  // Degrees: the right-hand side of hitting times, 0 at the grounded vertex.
+  std::vector<double> degrees(20, 0);
+  for (auto& [u, v, w] : edges) degrees[u] += u == 7 ? 0.0 : w;
+  test::expect_values_near(gathered(lap.degrees()), degrees, 0.0, "degrees");
+  // y = alpha L x + beta y, grounded row included, with the masked vector
+  // kept or freed between products.
+  for (auto buffers : {ProductBuffers::kept, ProductBuffers::released}) {
+    Laplacian scaled(a, grounded, buffers);
+    for (int round = 0; round < 2; ++round) {
+      y.fill(1.0);
+      scaled.apply(x, y, 2.0, -3.0);
+      std::vector<double> want_scaled(20);
+      for (std::size_t i = 0; i < want.size(); ++i) want_scaled[i] = 2 * want[i] - 3;
+      test::expect_values_near(gathered(y), want_scaled, 1e-12, "grounded laplacian, alpha 2 and beta -3");
+      y.fill(std::nan(""));
+      scaled.apply(x, y);  // beta = 0 ignores NaN
+      test::expect_values_near(gathered(y), want, 1e-12, "grounded laplacian over NaN");
+    }
+  }
 }
 
 // Hitting times to vertex 0 against their closed form `want`, and the
@@ -363,9 +397,7 @@ struct GridSystem {
   Vector b, x;
   explicit GridSystem(Runtime& rt)
       : grid(grounded_grid(rt, 30)), a(grid.g), lap(a, grid.grounded), b(a.row_map()), x(a.row_map()) {
-    auto bs = b.local();
-    auto deg = lap.degrees().local();
-    for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = grid.grounded[i] ? 0.0 : deg[i];
+    b.assign(lap.degrees());  // 0 on the grounded vertices
     x.fill(0.0);
   }
 };
@@ -413,13 +445,30 @@ TEST(Convergence, SolverThatDoesNotMoveFails) {
   b.fill(1.0);
   x.fill(0.0);
   // A round that leaves x alone: the true residual stays 1, far above rounding.
-  auto r = solve_to_tolerance(lap, b, x, {}, [](Vector&, double, int) { return 0; }, "the test solver");
+  auto r = solve_to_tolerance(lap, b, x, {}, [](Vector&, const Vector&, double, int) { return 0; }, "the test solver");
   EXPECT_EQ(r.status, SolveStatus::not_converged);
   EXPECT_FALSE(r.succeeded());
   EXPECT_DOUBLE_EQ(r.relative_residual, 1.0);
   EXPECT_NE(r.reason.find("the test solver stagnated"), std::string::npos) << r.reason;
+  // Each round is handed b - A x of the x it starts from.
+  int rounds = 0;
+  solve_to_tolerance(
+      lap, b, x, {},
+      [&](Vector& v, const Vector& residual, double, int) {
+        Vector want(a.row_map());
+        lap.apply(v, want);
+        want.xpay(b, -1.0);
+        test::expect_values_near(gathered(residual), gathered(want), 1e-12, "the residual a round is handed");
+        // Moves x part of the way: the next round starts from a new x.
+        CgOptions part;
+        part.tolerance = std::pow(10.0, -3.0 * ++rounds);
+        return conjugate_gradient(lap, b, v, part).iterations;
+      },
+      "the test solver");
+  EXPECT_GE(rounds, 3);
+  x.fill(0.0);
   // A round that moves x the wrong way is no better.
-  auto worse = solve_to_tolerance(lap, b, x, {}, [](Vector& v, double, int) { v.fill(1e6); return 5; }, "the test solver");
+  auto worse = solve_to_tolerance(lap, b, x, {}, [](Vector& v, const Vector&, double, int) { v.fill(1e6); return 5; }, "the test solver");
   EXPECT_EQ(worse.status, SolveStatus::not_converged);
 }
 

@@ -57,7 +57,9 @@ struct CgResult {
 // One round of an inner iterative solver: improves x in place, iterating on
 // its own residual estimate until it falls to tolerance * ||b|| or
 // max_iterations are spent; returns the iterations done. Collective.
-using SolverRound = std::function<int(Vector& x, double tolerance, int max_iterations)>;
+// `residual` holds b - A x on entry (the test has just computed it): a
+// solver starts from it instead of a product and a vector of its own.
+using SolverRound = std::function<int(Vector& x, const Vector& residual, double tolerance, int max_iterations)>;
 
 // The convergence test above around any inner solver of A x = b. Collective.
 // `solver` names it in `reason` ("Belos", "CG").

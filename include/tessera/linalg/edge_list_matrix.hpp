@@ -66,6 +66,10 @@ class EdgeListMatrix final : public RowMatrix {
                        std::span<double> values) const override;
   std::size_t extra_memory_bytes() const override;
 
+  // The dense column mode's array (8 bytes a column) is the large one: with
+  // `released` it lives only during a product. Not collective.
+  void set_product_buffers(ProductBuffers buffers) noexcept { buffers_ = buffers; }
+
   const graph::EdgeList& graph() const noexcept { return graph_; }
   std::size_t ghost_count() const noexcept { return ghost_count_; }
   ColumnMode column_mode() const noexcept;
@@ -76,6 +80,7 @@ class EdgeListMatrix final : public RowMatrix {
 
   const graph::EdgeList& graph_;
   std::size_t ghost_count_ = 0;
+  ProductBuffers buffers_ = ProductBuffers::kept;
   std::unique_ptr<Columns> columns_;
 };
 

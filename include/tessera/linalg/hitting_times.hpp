@@ -32,6 +32,9 @@ struct HittingOptions {
   bool connected = false;
   // Empty: Tessera's own Jacobi-preconditioned CG (options `cg`).
   GroundedSolver solver;
+  // The grounded Laplacian's own buffers: `released` when another library's
+  // solver iterates and Tessera's Laplacian only checks its answers.
+  ProductBuffers laplacian_buffers = ProductBuffers::kept;
 };
 
 struct HittingTimes {

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ std::optional<InvalidWeight> find_invalid_weight(const graph::EdgeList& g);
 class Laplacian final : public LinearOperator {
  public:
   // Collective. `grounded` is empty, or one flag per local row (1 = grounded).
-  // RangeError (on every rank) when `a` holds an invalid weight.
-  explicit Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded = {});
+  // RangeError (on every rank) when `a` holds an invalid weight. With
+  // grounded rows a product needs x with their columns zeroed: `buffers` says
+  // whether that vector is kept between products.
+  explicit Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded = {},
+                     ProductBuffers buffers = ProductBuffers::kept);
 
   const Map& row_map() const override { return a_.row_map(); }
   void apply(const Vector& x, Vector& y, double alpha = 1.0, double beta = 0.0) const override;
@@ -46,14 +50,18 @@ class Laplacian final : public LinearOperator {
   // 2 max_i (d_i - a_ii) over the rows that are not grounded (1 when every
   // row is): exact unless a row has grounded neighbours, an upper bound then.
   double norm_inf() const override { return norm_inf_; }
+  // The weighted degrees of the rows that are not grounded, 0 on grounded
+  // rows: the right-hand side of hitting times, as it stands.
   const Vector& degrees() const noexcept { return degree_; }
   bool grounded(std::uint64_t local_row) const { return !grounded_.empty() && grounded_[local_row]; }
+  std::span<const std::uint8_t> grounded_flags() const noexcept { return grounded_; }  // empty: none grounded
 
  private:
   const RowMatrix& a_;
   std::vector<std::uint8_t> grounded_;
-  Vector degree_;  // row sums of A
-  mutable Vector masked_, ax_;
+  Vector degree_;  // row sums of A, 0 on grounded rows
+  ProductBuffers buffers_;
+  mutable std::optional<Vector> masked_;  // x without the grounded columns
   double norm_inf_ = 0;
 };
 

@@ -18,6 +18,12 @@
 
 namespace tessera::linalg {
 
+// Whether an operator keeps the buffers its product needs from one product to
+// the next (it is applied every iteration: no allocation per product) or
+// frees them after each (it is applied now and then, beside another solver
+// whose own vectors need the memory in between).
+enum class ProductBuffers { kept, released };
+
 class LinearOperator {
  public:
   virtual ~LinearOperator() = default;

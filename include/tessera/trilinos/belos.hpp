@@ -35,7 +35,9 @@ class BelosCg {
   BelosCg& operator=(const BelosCg&) = delete;
   // Collective. Iterates from x until Belos' residual estimate
   // ||r|| / ||b|| <= tolerance or max_iterations; returns the iterations.
-  int solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations);
+  // `residual`, when given, is b - A x (Belos then computes none).
+  int solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations,
+            const TpetraMultiVector* residual = nullptr);
   double seconds() const noexcept { return seconds_; }  // setProblem and solve() over every call
 
  private:
