@@ -997,13 +997,24 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
     auto& rows = offsets.emplace(rt, Distribution::weighted_block(all_gather(rt.comm(), vhi - vlo + 1)),
                                  array_storage(storage, "offsets"));
     for (std::uint64_t v = vlo; v <= vhi; ++v) rows.local()[v - vlo] = row_start(v) - lo;
+    // The rows' offsets are rebased (a copy, per vertex); their arcs are
+    // mapped in place when each rank's lie in one writer's segment (a file
+    // written by one rank, read by several), as at the writer's rank count.
+    // Copied when the caller asks for Shared storage of its own (a graph
+    // it publishes to other processes).
+    bool whole = false;
+    for (int f = 0; f < ranks; ++f) whole |= arc_begin[static_cast<std::size_t>(f)] <= lo && hi <= arc_begin[static_cast<std::size_t>(f) + 1];
+    const bool in_place = resolved_storage_kind(rt, storage) != StorageKind::shared &&
+                          all_reduce(rt.comm(), static_cast<int>(whole), MPI_MIN);
     dst.emplace(with_id_type(h.width, [&](auto zero) -> IdArray {
       using Id = decltype(zero);
+      if (in_place) return DistArray<Id>(rt, edge_ranges, StorageOptions::existing_by_range("dst", dir));
       DistArray<Id> a(rt, edge_ranges, array_storage(storage, "dst"));
       copy_range<Id>(d, lo, hi, a.local());
       return a;
     }));
-    if (w) copy_range<double>(*w, lo, hi, weight.emplace(rt, edge_ranges, array_storage(storage, "weight")).local());
+    if (w && in_place) weight.emplace(rt, edge_ranges, StorageOptions::existing_by_range("weight", dir));
+    else if (w) copy_range<double>(*w, lo, hi, weight.emplace(rt, edge_ranges, array_storage(storage, "weight")).local());
   });
   // The constructor checks every row: offsets in order, destinations inside
   // the graph and sorted (a corrupt file is refused there).

@@ -136,7 +136,7 @@ class SharedStorage final : public Storage {
     auto r = static_cast<std::size_t>(world_rank);
     return r < peers_.size() && peers_[r].size() ? peers_[r].data() + header_bytes_ : nullptr;
   }
-  std::string metadata_path() const override { return metadata_path_; }
+  std::string metadata_path() const override { return by_range_ ? std::string() : metadata_path_; }
   void shrink(Runtime& rt, const ArrayLayout& smaller) override;
   bool shrinkable() const noexcept override { return own_created_; }
 
@@ -144,6 +144,7 @@ class SharedStorage final : public Storage {
   std::string segment_path(int rank) const { return dir_ + "/" + name_ + ".r" + std::to_string(rank) + ".seg"; }
   void create_segment(const Runtime& rt, const ArrayLayout& layout);
   void open_segment(const Runtime& rt, const ArrayLayout& layout);
+  void open_range(const Runtime& rt, const ArrayLayout& layout);
   void check_existing_metadata(const ArrayLayout& layout) const;
   void write_metadata(const Runtime& rt, const ArrayLayout& layout, const std::vector<CreatorRecord>& creators);
   void map_colocal_peers(const Runtime& rt, const ArrayLayout& layout);
@@ -159,6 +160,7 @@ class SharedStorage final : public Storage {
   int segment_slot_ = -1, metadata_slot_ = -1;
   bool own_created_ = false, metadata_created_ = false;
   bool writable_ = true;
+  bool by_range_ = false;  // open_by_range: this rank's elements of another layout's segment
   int rank_ = 0;
 };
 
@@ -183,6 +185,13 @@ SharedStorage::SharedStorage(Runtime& rt, const ArrayLayout& layout, const Stora
   if (!is_safe_file_name(name_ + ".json"))
     throw ConfigError("shared array name '" + name_ + "' is not a plain file name (use [A-Za-z0-9._-], no '/' or '..')");
 
+  if (options.open_existing && options.open_by_range) {
+    persist_ = true;
+    by_range_ = true;
+    writable_ = false;
+    agree(rt.comm(), [&] { open_range(rt, layout); });
+    return;
+  }
   if (options.open_existing) {
     persist_ = true;
     agree(rt.comm(), [&] {
@@ -322,6 +331,49 @@ void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
                       std::to_string(bytes));
   own_ = Mapping::file(fd, bytes, writable_, path);
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
+}
+
+void SharedStorage::open_range(const Runtime& rt, const ArrayLayout& layout) {
+  auto m = SharedArrayMetadata::read(metadata_path_);
+  auto fail = [&](const std::string& what) {
+    throw MismatchError("shared array " + metadata_path_ + " cannot be opened in place: " + what);
+  };
+  if (m.element.name != layout.element.name)
+    fail("it holds " + m.element.name + " elements, not " + layout.element.name);
+  if (m.length != layout.length)
+    fail("it has " + std::to_string(m.length) + " elements, expected " + std::to_string(layout.length));
+  const auto r = static_cast<std::size_t>(rt.rank());
+  const std::uint64_t lo = layout.offsets[r], hi = layout.offsets[r + 1], size = layout.element.size;
+  if (hi == lo) return;  // nothing here: no mapping
+  const SegmentRecord* holder = nullptr;
+  for (const auto& s : m.segments)
+    if (s.begin <= lo && hi <= s.begin + s.count) holder = &s;
+  if (!holder)
+    fail("elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of rank " + std::to_string(rt.rank()) +
+         " span two of its segments");
+  const std::string path = dir_ + "/" + holder->file;
+  if (!is_safe_file_name(holder->file)) fail("its segment file name '" + holder->file + "' is not a plain file name");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) throw SystemError("cannot open shared segment " + path, errno);
+  FileDescriptor guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw FormatError("shared segment " + path + " is not a regular file");
+  SegmentHeader h = read_segment_header(fd, path);
+  if (h.count != holder->count || h.element_size != size || h.global_begin != holder->begin)
+    throw MismatchError("segment " + path + " does not match its metadata: header says " + std::to_string(h.count) +
+                        " elements from " + std::to_string(h.global_begin) + ", metadata " +
+                        std::to_string(holder->count) + " from " + std::to_string(holder->begin));
+  const std::uint64_t first = h.header_bytes + (lo - holder->begin) * size, bytes = (hi - lo) * size;
+  if (static_cast<std::uint64_t>(st.st_size) < first + bytes)
+    throw FormatError("segment " + path + " is " + std::to_string(st.st_size) + " bytes, too short for its " +
+                      std::to_string(h.count) + " elements");
+  // The file offset of a mapping is a page multiple: map from the page
+  // holding the first element.
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t start = first / page * page, span = first + bytes - start;
+  own_ = Mapping::reserved(static_cast<std::size_t>(span));
+  own_.map_file_at(0, fd, static_cast<std::size_t>(start), static_cast<std::size_t>(span), false, path);
+  local_ = {own_.data() + (first - start), static_cast<std::size_t>(bytes)};
 }
 
 void SharedStorage::write_metadata(const Runtime& rt, const ArrayLayout& layout,

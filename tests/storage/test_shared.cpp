@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "../test_util.hpp"
@@ -535,4 +536,52 @@ TEST(SharedStorage, ShrinkRefusesToGrowOrToCutAnotherJobsArray) {
   EXPECT_FALSE(opened.shrinkable());
   EXPECT_TRUE(a.shrinkable());
   test::expect_error<MismatchError>([&] { opened.shrink(Distribution::block(20, rt.size())); }, "another job");
+}
+
+// Another layout of an array written by this job: each rank maps its
+// elements in place from the segment holding them (no copy: a write through
+// the writer's own mapping shows), and a rank whose elements span two
+// segments is refused on every rank.
+TEST(SharedStorage, OpenByRangeMapsAnotherLayoutInPlace) {
+  auto& rt = Runtime::current();
+  test::ScratchDir dir(rt);
+  const std::uint64_t n = 10007;  // elements not page-aligned in any rank's range
+  std::vector<std::uint64_t> all_on_0(static_cast<std::size_t>(rt.size()), 0);
+  all_on_0[0] = n;
+  auto opts = StorageOptions::shared("tessera-test-by-range", dir.path());
+  opts.persist = true;
+  {
+    DistArray<std::uint64_t> written(rt, Distribution::weighted_block(all_on_0), opts);
+    auto mine = written.local();
+    for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = test::value_of(written.distribution().begin(rt.rank()) + k);
+  }
+  barrier(rt.comm());
+  const auto block = Distribution::block(n, rt.size());
+  DistArray<std::uint64_t> opened(rt, block, StorageOptions::existing_by_range("tessera-test-by-range", dir.path()));
+  auto mine = std::as_const(opened).local();
+  ASSERT_EQ(mine.size(), block.count(rt.rank()));
+  for (std::size_t k = 0; k < mine.size(); ++k) ASSERT_EQ(mine[k], test::value_of(block.begin(rt.rank()) + k));
+  EXPECT_FALSE(opened.shrinkable());
+  {  // the writer's layout, writable: its change shows through every rank's range
+    auto w = StorageOptions::existing("tessera-test-by-range", dir.path());
+    w.open_writable = true;
+    DistArray<std::uint64_t> writer(rt, Distribution::weighted_block(all_on_0), w);
+    if (rt.rank() == 0)
+      for (auto& v : writer.local()) v = ~v;
+    barrier(rt.comm());
+    for (std::size_t k = 0; k < mine.size(); ++k) ASSERT_EQ(mine[k], ~test::value_of(block.begin(rt.rank()) + k));
+    barrier(rt.comm());
+  }
+  if (rt.size() > 1) {  // written over several ranks, read as one rank's range
+    auto spread = StorageOptions::shared("tessera-test-by-range-spread", dir.path());
+    spread.persist = true;
+    { DistArray<std::uint64_t> written(rt, block, spread); }
+    barrier(rt.comm());
+    test::expect_error<MismatchError>(
+        [&] {
+          DistArray<std::uint64_t> whole(rt, Distribution::weighted_block(all_on_0),
+                                         StorageOptions::existing_by_range("tessera-test-by-range-spread", dir.path()));
+        },
+        "span two of its segments");
+  }
 }

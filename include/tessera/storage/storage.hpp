@@ -45,6 +45,13 @@ struct StorageOptions {
   // open_existing: map the segments writable too (default: read-only, so a
   // read-only copy opens and the input cannot be changed by accident).
   bool open_writable = false;
+  // open_existing, read-only: the job may split the array over its ranks
+  // differently from the writer (another rank count). Each rank maps its
+  // elements in place from the one segment holding them all; MismatchError,
+  // on every rank, when some rank's elements span two segments (copy them
+  // then). The mapping is this job's alone: it has no metadata file another
+  // process could attach with, and co-located ranks' parts are not mapped.
+  bool open_by_range = false;
 
   // Explicit Heap: stays private to the rank even with co-locale segments on.
   static StorageOptions heap() {
@@ -68,6 +75,11 @@ struct StorageOptions {
   static StorageOptions existing(std::string name, std::string dir) {
     StorageOptions o = shared(std::move(name), std::move(dir));
     o.open_existing = true;
+    return o;
+  }
+  static StorageOptions existing_by_range(std::string name, std::string dir) {
+    StorageOptions o = existing(std::move(name), std::move(dir));
+    o.open_by_range = true;
     return o;
   }
 };
