@@ -73,6 +73,7 @@ Laplacian::Laplacian(const RowMatrix& a, std::vector<std::uint8_t> grounded, Pro
       throw MismatchError("grounded flags cover " + std::to_string(grounded_.size()) + " rows, this rank has " +
                           std::to_string(degree_.local().size()));
   });
+  any_grounded_ = all_reduce<int>(a.row_map().comm(), grounded_.empty() ? 0 : 1, MPI_MAX) != 0;
   a.row_sums(degree_);
   auto degrees = degree_.local();
   for (std::size_t i = 0; i < degrees.size(); ++i)
@@ -106,10 +107,10 @@ void Laplacian::apply(const Vector& x, Vector& y, double alpha, double beta) con
       grounded_old.push_back(old);
   }
   const Vector* in = &x;
-  if (!grounded_.empty()) {
+  if (any_grounded_) {  // on every rank: making a vector is collective (co-locale storage)
     if (!masked_) masked_.emplace(a_.row_map());
     auto m = masked_->local();
-    for (std::size_t i = 0; i < m.size(); ++i) m[i] = grounded_[i] ? 0.0 : xs[i];
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = grounded(i) ? 0.0 : xs[i];
     in = &*masked_;
   }
   a_.apply(*in, y, -alpha, 1.0);

@@ -61,6 +61,7 @@ class Laplacian final : public LinearOperator {
   std::vector<std::uint8_t> grounded_;
   Vector degree_;  // row sums of A, 0 on grounded rows
   ProductBuffers buffers_;
+  bool any_grounded_ = false;             // some rank has grounded flags (a rank may own no row)
   mutable std::optional<Vector> masked_;  // x without the grounded columns
   double norm_inf_ = 0;
 };
