@@ -412,7 +412,7 @@ struct LabelCase {
   const char* expected_words;  // "" for a right labelling
 };
 
-std::string check_given_labels(const std::vector<std::uint64_t>& given, bool directed) {
+std::string check_given_labels(const std::vector<std::uint64_t>& given, bool directed, std::size_t arcs_per_block) {
   Runtime& rt = Runtime::current();
   LocalEdges e;
   if (rt.rank() == 0) {
@@ -425,7 +425,7 @@ std::string check_given_labels(const std::vector<std::uint64_t>& given, bool dir
   DistArray<std::uint64_t> labels(rt, g.vertex_ranges());
   auto l = labels.local();
   for (std::size_t i = 0; i < l.size(); ++i) l[i] = given[g.local_vertex_begin() + i];
-  return check_labels(g, labels);
+  return check_labels(g, labels, arcs_per_block);
 }
 
 TEST(Components, CheckLabelsRejectsEveryWrongLabelling) {
@@ -440,19 +440,23 @@ TEST(Components, CheckLabelsRejectsEveryWrongLabelling) {
       {"a component labelled with a middle vertex", {0, 0, 0, 3, 3, 3, 7, 7, 7, 9}, "above its own id"},
       {"a label that is another component's root", {0, 0, 0, 3, 3, 3, 3, 3, 3, 9}, "share that label"},
   };
-  for (bool directed : {false, true}) {
-    for (const auto& c : cases) {
-      std::string got = check_given_labels(c.labels, directed);
-      if (*c.expected_words == 0)
-        EXPECT_EQ(got, "") << c.why;
-      else
-        EXPECT_NE(got.find(c.expected_words), std::string::npos) << c.why << ": got \"" << got << "\"";
-      // Every rank returns the same message.
-      auto all = gather_to_root<char>(Runtime::current().comm(), std::vector<char>(got.begin(), got.end()), 0);
-      if (Runtime::current().rank() == 0) {
-        std::string joined(all.begin(), all.end()), want;
-        for (int r = 0; r < Runtime::current().size(); ++r) want += got;
-        EXPECT_EQ(joined, want) << c.why;
+  // Blocks of 3 arcs: the far ends' labels read in several blocks, the
+  // wrong edge in any of them (ranks with fewer arcs read empty blocks).
+  for (std::size_t arcs_per_block : {std::size_t{0}, std::size_t{3}}) {
+    for (bool directed : {false, true}) {
+      for (const auto& c : cases) {
+        std::string got = check_given_labels(c.labels, directed, arcs_per_block);
+        if (*c.expected_words == 0)
+          EXPECT_EQ(got, "") << c.why;
+        else
+          EXPECT_NE(got.find(c.expected_words), std::string::npos) << c.why << ": got \"" << got << "\"";
+        // Every rank returns the same message.
+        auto all = gather_to_root<char>(Runtime::current().comm(), std::vector<char>(got.begin(), got.end()), 0);
+        if (Runtime::current().rank() == 0) {
+          std::string joined(all.begin(), all.end()), want;
+          for (int r = 0; r < Runtime::current().size(); ++r) want += got;
+          EXPECT_EQ(joined, want) << c.why;
+        }
       }
     }
   }
@@ -474,6 +478,16 @@ TEST(Components, CheckLabelsRejectsMergedComponentsOfGeneratedGraphs) {
   for (std::size_t i = 0; i < c.labels.local().size(); ++i)
     if (c.labels.local()[i] == victim) c.labels.local()[i] = 0;
   EXPECT_NE(check_labels(g, c.labels).find("share that label"), std::string::npos);
+  EXPECT_NE(check_labels(g, c.labels, 5).find("share that label"), std::string::npos);
+  // A labelling that splits the largest component (its last vertex labelled
+  // with itself), found inside a later block.
+  auto right = fastsv(g);
+  std::uint64_t split = 0;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i] == summary.largest_label) split = i;
+  ASSERT_GT(split, summary.largest_label);
+  if (right.labels.is_local(split)) right.labels.at(split) = split;
+  EXPECT_NE(check_labels(g, right.labels, 5).find("joins labels"), std::string::npos);
 }
 
 TEST(Components, DirectedGraphsGetWeakComponents) {

@@ -76,7 +76,9 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
 // every edge, and each label class is connected (a search from the roots
 // reaches every vertex), so two components sharing a label are rejected.
 // Collective; rounds: about the number of rank boundaries a search crosses.
-std::string check_labels(const EdgeList& g, const DistArray<std::uint64_t>& labels);
+// Memory O(vertices): the far ends' labels are read `arcs_per_block` arcs at
+// a time (0: as many as the rank has vertices, at least 2^20).
+std::string check_labels(const EdgeList& g, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block = 0);
 
 struct LargestComponent {
   EdgeList graph;                         // vertices renumbered 0..size-1, order kept
