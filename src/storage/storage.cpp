@@ -145,6 +145,9 @@ class SharedStorage final : public Storage {
   void create_segment(const Runtime& rt, const ArrayLayout& layout);
   void open_segment(const Runtime& rt, const ArrayLayout& layout);
   void open_range(const Runtime& rt, const ArrayLayout& layout);
+  [[noreturn]] void refuse_in_place(const std::string& what) const;
+  // The metadata, once it names the same element type and length as `layout`.
+  SharedArrayMetadata metadata_of_same_array(const ArrayLayout& layout) const;
   void check_existing_metadata(const ArrayLayout& layout) const;
   void write_metadata(const Runtime& rt, const ArrayLayout& layout, const std::vector<CreatorRecord>& creators);
   void map_colocal_peers(const Runtime& rt, const ArrayLayout& layout);
@@ -291,19 +294,25 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
 }
 
-void SharedStorage::check_existing_metadata(const ArrayLayout& layout) const {
+void SharedStorage::refuse_in_place(const std::string& what) const {
+  throw MismatchError("shared array " + metadata_path_ + " cannot be opened in place: " + what);
+}
+
+SharedArrayMetadata SharedStorage::metadata_of_same_array(const ArrayLayout& layout) const {
   auto m = SharedArrayMetadata::read(metadata_path_);
-  auto fail = [&](const std::string& what) {
-    throw MismatchError("shared array " + metadata_path_ + " cannot be opened in place: " + what);
-  };
   if (m.element.name != layout.element.name)
-    fail("it holds " + m.element.name + " elements, not " + layout.element.name);
+    refuse_in_place("it holds " + m.element.name + " elements, not " + layout.element.name);
   if (m.length != layout.length)
-    fail("it has " + std::to_string(m.length) + " elements, expected " + std::to_string(layout.length));
+    refuse_in_place("it has " + std::to_string(m.length) + " elements, expected " + std::to_string(layout.length));
+  return m;
+}
+
+void SharedStorage::check_existing_metadata(const ArrayLayout& layout) const {
+  auto m = metadata_of_same_array(layout);
   if (m.offsets.size() != layout.offsets.size())
-    fail("it was written by " + std::to_string(m.offsets.size() - 1) + " ranks and this job has " +
-         std::to_string(layout.offsets.size() - 1));
-  if (m.offsets != layout.offsets) fail("its distribution over ranks differs from the requested one");
+    refuse_in_place("it was written by " + std::to_string(m.offsets.size() - 1) + " ranks and this job has " +
+                    std::to_string(layout.offsets.size() - 1));
+  if (m.offsets != layout.offsets) refuse_in_place("its distribution over ranks differs from the requested one");
 }
 
 void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
@@ -334,14 +343,7 @@ void SharedStorage::open_segment(const Runtime& rt, const ArrayLayout& layout) {
 }
 
 void SharedStorage::open_range(const Runtime& rt, const ArrayLayout& layout) {
-  auto m = SharedArrayMetadata::read(metadata_path_);
-  auto fail = [&](const std::string& what) {
-    throw MismatchError("shared array " + metadata_path_ + " cannot be opened in place: " + what);
-  };
-  if (m.element.name != layout.element.name)
-    fail("it holds " + m.element.name + " elements, not " + layout.element.name);
-  if (m.length != layout.length)
-    fail("it has " + std::to_string(m.length) + " elements, expected " + std::to_string(layout.length));
+  auto m = metadata_of_same_array(layout);
   const auto r = static_cast<std::size_t>(rt.rank());
   const std::uint64_t lo = layout.offsets[r], hi = layout.offsets[r + 1], size = layout.element.size;
   if (hi == lo) return;  // nothing here: no mapping
@@ -349,10 +351,10 @@ void SharedStorage::open_range(const Runtime& rt, const ArrayLayout& layout) {
   for (const auto& s : m.segments)
     if (s.begin <= lo && hi <= s.begin + s.count) holder = &s;
   if (!holder)
-    fail("elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of rank " + std::to_string(rt.rank()) +
+    refuse_in_place("elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of rank " + std::to_string(rt.rank()) +
          " span two of its segments");
   const std::string path = dir_ + "/" + holder->file;
-  if (!is_safe_file_name(holder->file)) fail("its segment file name '" + holder->file + "' is not a plain file name");
+  if (!is_safe_file_name(holder->file)) refuse_in_place("its segment file name '" + holder->file + "' is not a plain file name");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw SystemError("cannot open shared segment " + path, errno);
   FileDescriptor guard(fd);
