@@ -49,6 +49,11 @@ const CLI::Validator kVertexId(
 const std::string kOutputNote =
     "; - is standard output, devices and FIFOs are written in place, files replaced whole";
 
+// The help of cc's and pipeline's --verify.
+const char* const kVerifyComponents =
+    "Prove the component labels (every edge inside one label, each label's vertices connected, the sizes summed "
+    "to the vertex count; O(vertices) memory); exit status 3 if wrong";
+
 void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required) {
   auto* o = c->add_option("graph", in.path, help + " (- reads standard input)")->check(kGraphPath);
   if (required) o->required();
@@ -94,11 +99,18 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
       std::fprintf(stderr, "tessera: Anasazi did not reach the tolerance %g (true residual %.3g); raise "
                    "--max-iterations (LOBPCG), --max-restarts or --subspace (Krylov-Schur), or the --tolerance\n",
                    o.analysis.tolerance, result.spectrum->residual);
-    if (result.verification_failed)
+    if (result.verification_failed) {
+      auto say = [](const char* what, const nlohmann::json& object) {
+        if (object.is_object() && object.contains("verification_problem"))
+          std::fprintf(stderr, "tessera: the %s failed verification: %s\n", what,
+                       object["verification_problem"].get<std::string>().c_str());
+      };
       for (const char* kernel : {"pagerank", "bfs"})
-        if (result.json.contains(kernel) && result.json[kernel].contains("verification_problem"))
-          std::fprintf(stderr, "tessera: the %s failed verification: %s\n", kernel == std::string("bfs") ? "BFS" : "PageRank",
-                       result.json[kernel]["verification_problem"].get<std::string>().c_str());
+        if (result.json.contains(kernel)) say(kernel == std::string("bfs") ? "BFS" : "PageRank", result.json[kernel]);
+      if (result.json.contains("components")) say("components", result.json["components"]);
+      if (result.json.contains("results"))
+        for (const auto& r : result.json["results"]) say("components", r);
+    }
   }
   if (rt.rank() == 0 && args.json) std::printf("%s\n", result.json.dump().c_str());
   return result.exit_code();
@@ -219,6 +231,7 @@ void add_graph(CLI::App& app, Action& selected) {
                                        "an undirected graph's are its connected components)");
   cc->add_option("-o,--output", a->o.output, "Write 'vertex component' lines (file ids; a component is named by its "
                                             "smallest vertex)" + kOutputNote);
+  cc->add_flag("--verify", a->o.verify, kVerifyComponents);
   add_input_options(cc, a->o.input);
   add_symmetric_option(cc, a->o.input);
   add_common(cc, *a);
@@ -268,6 +281,7 @@ void add_graph(CLI::App& app, Action& selected) {
                    "Write 'vertex value' lines for the largest component: hitting times ('unreachable'), or the "
                    "unit-norm Fiedler or centrality vector" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
+  pipe->add_flag("--verify", a->o.verify, std::string(kVerifyComponents) + "; stop there when wrong");
   add_input_options(pipe, a->o.input);
   add_symmetric_option(pipe, a->o.input);
   add_generator_options(pipe, *a);

@@ -212,10 +212,12 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
     if (sz[i] == 0) continue;
     ++s.count;
     s.isolated += sz[i] == 1;
+    s.vertices += sz[i];
     if (sz[i] > best) best = sz[i], best_label = size.local_begin() + i;
   }
   s.count = all_reduce(rt.comm(), s.count, MPI_SUM);
   s.isolated = all_reduce(rt.comm(), s.isolated, MPI_SUM);
+  s.vertices = all_reduce(rt.comm(), s.vertices, MPI_SUM);
   // Ties: the smallest label of the largest size (each rank offers its first).
   auto largest = all_argmax<std::uint64_t>(rt.comm(), best, best_label);
   s.largest_size = largest.value;

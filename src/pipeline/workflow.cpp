@@ -91,6 +91,26 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
           {"isolated_vertices", s.isolated}};
 }
 
+// --verify on components: check_labels' proof (every label a root at most
+// its vertex, one label across every edge, each label's vertices connected)
+// and the component sizes summed to the vertex count. Records "verified"
+// (and the problem) in `object`; true when right.
+bool verify_components(const graph::EdgeList& g, const DistArray<std::uint64_t>& labels,
+                       const graph::ComponentSummary& s, json& object, Progress& p, Report& report) {
+  p.step("verifying the components (every edge inside one label, each label connected, sizes summed)");
+  const std::string problem = report.timed("verify", [&]() -> std::string {
+    if (s.vertices != g.vertices())
+      return "the component sizes sum to " + std::to_string(s.vertices) + ", not the graph's " +
+             std::to_string(g.vertices()) + " vertices";
+    return graph::check_labels(g, labels);
+  });
+  object["verified"] = problem.empty();
+  if (problem.empty()) return true;
+  object["verification_problem"] = problem;
+  p.step("the components failed verification: " + problem);
+  return false;
+}
+
 void check_algorithm(const std::string& algorithm, bool all) {
   if (algorithm == "afforest" || algorithm == "lp" || algorithm == "fastsv") return;
   if (all && (algorithm == "all" || algorithm == "both")) return;
@@ -139,11 +159,11 @@ struct LargestStage {
 };
 
 // From the undirected graph on: components (unless `restored` holds the
-// labels), the largest component; a checkpoint after each when `store` is
-// given. `consumable` (g itself, or null when the caller keeps g): the
+// labels), verified with --verify (nullopt when wrong: j says why), the
+// largest component; a checkpoint after each when `store` is given. `consumable` (g itself, or null when the caller keeps g): the
 // component is then compacted in g's own arrays, never a second copy of the
 // edges; otherwise it is copied into Shared storage.
-LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, const graph::IdMap& ids,
+std::optional<LargestStage> largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, const graph::IdMap& ids,
                         const std::string& name, json& j,
                         const Options& a, Progress& p, Report& report, StageStore* store,
                         std::optional<DistArray<std::uint64_t>> restored) {
@@ -160,6 +180,10 @@ LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, c
     const double seconds = seconds_since(t0);
     cj = components_fields(c, a.algorithm);
     labels.emplace(std::move(c.labels));
+    if (a.verify && !verify_components(g, *labels, graph::summarize(g, *labels), cj, p, report)) {
+      j["components"] = std::move(cj);
+      return std::nullopt;  // a wrong labelling is neither kept nor extracted from
+    }
     if (store)
       report.timed("checkpoint", [&] {
         store->commit(kLabelled, {{"components", cj}, {"seconds", {{"components", seconds}}}},
@@ -197,7 +221,19 @@ LargestStage largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, c
                     });
     });
   stage_done(rt, kLargest);
-  return {std::move(lcc.graph), std::move(lcc_ids)};
+  return LargestStage{std::move(lcc.graph), std::move(lcc_ids)};
+}
+
+// The pipeline stopped at components that failed verification (exit status 3).
+Result unverified(json j, Report& report, const ArrayBytes& arrays, StageStore* store, const Options& a) {
+  if (store) {
+    store->finish(a.checkpoint.keep);
+    j["checkpoint"] = store->report();
+  }
+  report.finish(j, arrays);
+  Result r = document_only(std::move(j));
+  r.verification_failed = true;
+  return r;
 }
 
 // The analysis of the largest component, its output, the report; the
@@ -267,7 +303,8 @@ Result pipeline_on(const graph::EdgeList& g, graph::EdgeList* consumable, const 
                    const ArrayBytes& arrays) {
   AnonymousMemoryMeter heap(g.runtime().comm());
   auto lcc = largest_of(g, consumable, ids, name, j, a, p, report, nullptr, std::nullopt);
-  return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, nullptr);
+  if (!lcc) return unverified(std::move(j), report, arrays, nullptr, a);
+  return analyse_largest(*lcc, std::move(j), a, p, report, arrays, heap, nullptr);
 }
 
 // Hitting times on an undirected graph, written, reported.
@@ -352,6 +389,9 @@ namespace {
 void components_checks(Runtime& rt, const Options& a) {
   check_options(a, false);
   if (!a.strong) check_algorithm(a.algorithm, true);
+  else if (a.verify)
+    throw ConfigError("--verify proves connected components' labels; strongly connected components (--strong) have "
+                      "no verifier: drop one of the two");
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
 }
 
@@ -371,6 +411,7 @@ Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, co
   // FastSV need an undirected copy, made once for all of them (on the same
   // vertex ranges, so the labels fit the graph's ids).
   std::optional<graph::EdgeList> undirected;
+  bool failed = false;  // --verify rejected a labelling
   for (const auto& alg : algorithms)
     if (!a.strong && alg != "afforest" && g.directed() && !undirected) {
       p.step("symmetrizing once (label propagation and FastSV need both directions of every arc)");
@@ -384,7 +425,9 @@ Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, co
     p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
            std::to_string(c.seconds) + " s); the largest has " + count_of(s.largest_size, "vertex", "vertices") +
            ", smallest vertex " + std::to_string(largest));
-    j["results"].push_back(components_json(c, s, alg, largest));
+    auto cj = components_json(c, s, alg, largest);
+    if (a.verify && !a.strong && !verify_components(g, c.labels, s, cj, p, report)) failed = true;
+    j["results"].push_back(std::move(cj));
     if (!a.output.empty() && &alg == &algorithms.front()) {  // both algorithms give the same labels
       timed("write", [&] {
         auto labels = c.labels.local();
@@ -401,7 +444,9 @@ Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, co
   if (!a.output.empty()) j["output"] = a.output;
 
   report.finish(j, array_bytes(g));
-  return document_only(std::move(j));
+  Result r = document_only(std::move(j));
+  r.verification_failed = failed;
+  return r;
 }
 }  // namespace
 
@@ -590,7 +635,8 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   auto lcc = largest_of(loaded->graph, &loaded->graph, loaded->ids, name, j, a, p, report,
                         store ? &*store : nullptr, std::move(labels));
   loaded.reset();  // the input graph's arrays are not needed for the analysis
-  return analyse_largest(lcc, std::move(j), a, p, report, arrays, heap, store ? &*store : nullptr);
+  if (!lcc) return unverified(std::move(j), report, arrays, store ? &*store : nullptr, a);
+  return analyse_largest(*lcc, std::move(j), a, p, report, arrays, heap, store ? &*store : nullptr);
 }
 
 Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids, const Options& a, Progress& p) {

@@ -33,6 +33,12 @@ for ranks in 1 3; do
   check "lcc: .el output for a weighted graph is refused before computing ($ranks ranks)" \
     '[ $rc -ne 0 ] && grep -q "would drop the weights" <<<"$err" && ! grep -q "connected components" <<<"$err" && [ ! -e w.el ]'
 done
+err=$("$tessera" cc two.el --strong --verify 2>&1); rc=$?
+check "cc --strong --verify is refused before reading (no verifier for strong components)" \
+  '[ $rc -ne 0 ] && grep -q -- "--strong" <<<"$err" && ! grep -q reading <<<"$err"'
+out=$("$tessera" cc -n 2 two.el --verify --json 2>/dev/null); rc=$?
+check "cc --verify proves the labels and says so" \
+  '[ $rc -eq 0 ] && grep -q "\"verified\":true" <<<"$out"'
 err=$("$tessera" hitting p.el --target 0 -o /missing/dir/h.txt 2>&1); rc=$?
 check "an output into a missing directory is refused before reading" \
   '[ $rc -ne 0 ] && grep -q "/missing/dir" <<<"$err" && ! grep -q reading <<<"$err"'

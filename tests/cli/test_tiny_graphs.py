@@ -40,9 +40,10 @@ with tempfile.TemporaryDirectory() as tmp:
         target = "1" if suffix == ".mtx" else "0"
         lcc_size = 3 if name == "mtx" else len(times)
         where = f"{name} at {k} ranks"
-        p = h.tessera("cc", path, "--json", ranks=k)
+        p = h.tessera("cc", path, "--verify", "--json", ranks=k)
         if p.returncode == 0:
-            h.check(json.loads(p.stdout)["results"][0]["components"] == components, f"cc {where}")
+            r = json.loads(p.stdout)["results"][0]
+            h.check(r["components"] == components and r.get("verified") is True, f"cc --verify {where}: {r}")
         p = h.tessera("cc", path, "--strong", "--json", ranks=k)
         if p.returncode == 0:  # the files' arcs go one way only: every vertex its own strong component
             undirected = suffix == ".mtx"
@@ -60,8 +61,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 (got[v] != got[v] and times[v] != times[v]) or abs(got[v] - times[v]) < 1e-8 for v in times)
             h.check(same, f"hitting {where}: {got}")
         out = os.path.join(tmp, f"{name}{k}-p.txt")
-        p = h.tessera("pipeline", path, "--target", target, "-o", out, ranks=k)
+        p = h.tessera("pipeline", path, "--target", target, "-o", out, "--verify", "--json", ranks=k)
         if p.returncode == 0:
+            h.check(json.loads(p.stdout)["components"].get("verified") is True, f"pipeline --verify {where}")
             got = read_vertex_values(out)
             want = {v: t for v, t in times.items() if t == t}
             h.check(got.keys() == want.keys() and all(abs(got[v] - want[v]) < 1e-8 for v in want),

@@ -375,6 +375,7 @@ TEST_P(ComponentsOn, BothAlgorithmsMatchUnionFind) {
   EXPECT_EQ(summary.count, sizes.size());
   EXPECT_EQ(summary.largest_size, best);
   EXPECT_EQ(summary.largest_label, best_label);
+  EXPECT_EQ(summary.vertices, g.vertices());  // the sizes sum to the vertex count (what --verify checks)
 
   // The largest component: kept vertices numbered in order, edges relabelled.
   auto lcc = largest_component(g, sv.labels);

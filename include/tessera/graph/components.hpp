@@ -63,6 +63,7 @@ struct ComponentSummary {
   std::uint64_t largest_label = 0;  // smallest id of the largest (ties: smallest label)
   std::uint64_t largest_size = 0;
   std::uint64_t isolated = 0;       // components of a single vertex
+  std::uint64_t vertices = 0;       // the component sizes summed (the graph's vertex count when right)
 };
 // The names --algorithm accepts ("afforest", "fastsv", "lp") and the run.
 Components components_by(const std::string& algorithm, const EdgeList& g, const ComponentsOptions& options = {});

@@ -80,7 +80,10 @@ struct Options {
   BfsSettings bfs;
   SpectralSettings spectral;
   // run_pagerank, run_bfs: the answer checked by GAPBS's verifier
-  // (distributed); a wrong one makes exit_code() 3.
+  // (distributed); run_components (not strong) and run_pipeline: the labels
+  // proved by graph::check_labels and the component sizes summed to the
+  // vertex count (the pipeline stops there when they are wrong). A wrong
+  // answer makes exit_code() 3.
   bool verify = false;
 };
 
