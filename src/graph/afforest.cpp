@@ -43,7 +43,8 @@
 //     no cycles), until no pair is left and no pointer moves. Every vertex
 //     then takes its root's label.
 //
-// Memory: the parent array (the labels), a byte per vertex, the cut arcs
+// Memory: the parent array (the labels), the local forest (an id's width
+// per vertex), a byte per vertex, the cut arcs
 // actually linked (one per vertex in the sampling, then those of vertices
 // outside c and one per remote label) with the pairs and the hash forest
 // they are reduced in; on rank 0 the gathered pairs (at most the gather
@@ -84,7 +85,8 @@ struct Run {
   Clock::time_point t0;
   std::uint64_t gather_limit;
   int rounds = 0;
-  std::size_t extra = 0;  // the most working memory seen, bytes
+  std::size_t extra = 0;     // the most working memory seen, bytes
+  std::size_t resident = 0;  // held through every phase (the local forest)
 
   void round_done(std::uint64_t pairs) {
     ++rounds;
@@ -92,7 +94,7 @@ struct Run {
       options.on_round(rounds, pairs, std::chrono::duration<double>(Clock::now() - t0).count());
     cancellation_point(rt.comm());
   }
-  void note(std::size_t bytes) { extra = std::max(extra, bytes); }
+  void note(std::size_t bytes) { extra = std::max(extra, resident + bytes); }
 };
 
 // Sends `records` to the ranks `owner_of` names (grouped in place, no
@@ -268,9 +270,15 @@ void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
 }
 
 // One run at the graph's id width (dst: this rank's destinations, so every
-// arc loop indexes a span of Id), in the phases of the header's steps.
+// arc loop indexes a span of Id), in the phases of the header's steps. The
+// local phases link in a forest of local indices, as wide as the ids (a
+// graph of 32-bit ids: half the bytes of the labels, and the finds' random
+// reads are what the sampling waits on); the labels (global ids) are
+// written from it before each exchange.
 template <class Id>
 class Afforest {
+  using Index = Id;
+
  public:
   Afforest(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options)
       : rt_(g.runtime()),
@@ -282,8 +290,11 @@ class Afforest {
         n_(g.local_vertices()),
         out_{DistArray<std::uint64_t>(rt_, g.vertex_ranges()), 0, 0, 0, 0},
         parent_(out_.labels.local()),
-        forest_(parent_, base_) {
-    for (std::size_t i = 0; i < n_; ++i) parent_[i] = base_ + i;
+        up_(n_),
+        forest_(up_, 0) {
+    for (std::size_t i = 0; i < n_; ++i) up_[i] = static_cast<Index>(i);
+    run_.resident = n_ * sizeof(Index);
+    run_.note(0);
   }
 
   // A directed graph: every arc linked once, nothing skipped.
@@ -315,6 +326,11 @@ class Afforest {
                                                     1 << 16);
   }
   bool is_local(std::uint64_t x) const { return x >= base_ && x < end_; }
+  Index index_of(std::uint64_t local_vertex) const { return static_cast<Index>(local_vertex - base_); }
+  // The labels from the compressed forest: each vertex's local root.
+  void export_roots() {
+    for (std::size_t i = 0; i < n_; ++i) parent_[i] = base_ + up_[i];
+  }
 
   std::vector<std::uint8_t> sample();
   void solve_sample();
@@ -330,7 +346,8 @@ class Afforest {
   std::size_t n_;
   Components out_;
   std::span<std::uint64_t> parent_;  // out_.labels' local part
-  LocalForest forest_;
+  std::vector<Index> up_;            // the local forest's parents, local indices
+  LocalForest<Index> forest_;
   std::vector<CutArc> cut_;  // (local vertex or root, vertex of another rank)
 };
 
@@ -342,10 +359,11 @@ void Afforest<Id>::link_every_arc() {
   for (std::size_t i = 0; i < n_; ++i)
     for (std::size_t k = rows_[i]; k < rows_[i + 1]; ++k)
       if (std::uint64_t v = dst_[k]; is_local(v))
-        forest_.link(base_ + i, v);
+        forest_.link(static_cast<Index>(i), index_of(v));
       else
         ++remote;
   forest_.compress();
+  export_roots();
   out_.local_rounds = 1;
   const std::size_t chunk = std::max<std::size_t>(n_, 1 << 16);
   const std::uint64_t chunks = all_reduce<std::uint64_t>(rt_.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
@@ -369,16 +387,15 @@ template <class Id>
 std::vector<std::uint8_t> Afforest<Id>::sample() {
   std::vector<std::uint8_t> done(n_, 0);
   for (std::size_t i = 0; i < n_; ++i) {
-    const std::uint64_t u = base_ + i;
     std::size_t locals = 0, remotes = 0, prefix = 0;
     bool whole = true;
     for (std::size_t k = rows_[i]; k < rows_[i + 1] && k < rows_[i] + kScan; ++k) {
       std::uint64_t v = dst_[k];
       bool linked = false;
       if (is_local(v)) {
-        if (locals < kNeighbourRounds) forest_.link(u, v), ++locals, linked = true;
+        if (locals < kNeighbourRounds) forest_.link(static_cast<Index>(i), index_of(v)), ++locals, linked = true;
       } else if (remotes == 0) {
-        cut_.push_back({u, v}), ++remotes;  // not counted as done: the cap below may drop it
+        cut_.push_back({base_ + i, v}), ++remotes;  // not counted as done: the cap below may drop it
       }
       whole = whole && linked;
       prefix += whole;
@@ -388,6 +405,7 @@ std::vector<std::uint8_t> Afforest<Id>::sample() {
     done[i] = static_cast<std::uint8_t>(prefix);
   }
   forest_.compress();
+  export_roots();
   return done;
 }
 
@@ -476,14 +494,17 @@ void Afforest<Id>::carry_over_sample(std::uint64_t giant, std::vector<std::uint8
     if (is_local(l)) {
       // A label below the vertex is (or was joined to) a root: pointers
       // keep going down, and roots stay their trees' smallest ids. A leaf
-      // may carry one above it: linked instead.
-      if (l > u) parent_[i] = u, forest_.link(u, l);
+      // may carry one above it: linked below, once every parent is set.
+      up_[i] = l > u ? static_cast<Index>(i) : index_of(l);
       continue;
     }
     auto [at, fresh] = root_of_label.try_emplace(l, u);
-    parent_[i] = at->second;
+    up_[i] = index_of(at->second);
     if (fresh) cut_.push_back({u, l});
   }
+  for (std::size_t i = 0; i < n_; ++i)
+    if (const std::uint64_t l = parent_[i]; is_local(l) && l > base_ + i)
+      forest_.link(static_cast<Index>(i), index_of(l));
   run_.note(n_ + root_of_label.size() * 4 * sizeof(std::uint64_t));
 }
 
@@ -497,11 +518,12 @@ void Afforest<Id>::link_outside(const std::vector<std::uint8_t>& done) {
     const std::uint64_t u = base_ + i;
     for (std::size_t k = rows_[i] + done[i]; k < rows_[i + 1]; ++k)
       if (std::uint64_t v = dst_[k]; is_local(v))
-        forest_.link(u, v);
+        forest_.link(static_cast<Index>(i), index_of(v));
       else
         cut_.push_back({u, v});
   }
   forest_.compress();
+  export_roots();
   out_.local_rounds = static_cast<int>(kNeighbourRounds) + 1;
   for (auto& a : cut_) a.local = parent_[a.local - base_];
   join_across_ranks(run_, out_.labels, std::move(cut_));

@@ -78,7 +78,7 @@ Components label_propagation(const EdgeList& input, const ComponentsOptions& opt
   // smallest label of each piece, so each round jumps straight to it.
   std::vector<std::uint64_t> piece(n);
   for (std::size_t i = 0; i < n; ++i) piece[i] = i;
-  LocalForest pieces(piece, 0);
+  LocalForest<std::uint64_t> pieces(piece, 0);
   g.for_each_row([&](std::uint64_t v, std::size_t first, std::size_t last) {
     for (std::size_t k = first; k < last; ++k)
       if (local(dst[k])) pieces.link(v - base, dst[k] - base);

@@ -11,25 +11,28 @@
 
 namespace tessera::graph {
 
-// A union-find over this rank's vertices, held in a span of parents (global
-// ids of local vertices). Roots are the smallest id of their tree, so a
-// parent is never above its child (what the one-pass compress relies on).
+// A union-find over this rank's vertices, held in a span of parents (ids
+// of local vertices, offset by `base`: global ids, or local indices with
+// base 0 in an Id narrower than a global id, which halves the random
+// reads' footprint). Roots are the smallest id of their tree, so a parent
+// is never above its child (what the one-pass compress relies on).
+template <class Id = std::uint64_t>
 class LocalForest {
  public:
-  LocalForest(std::span<std::uint64_t> parent, std::uint64_t base) : parent_(parent), base_(base) {}
+  LocalForest(std::span<Id> parent, Id base) : parent_(parent), base_(base) {}
 
-  std::uint64_t find(std::uint64_t x) {
+  Id find(Id x) {
     // Path splitting: every vertex on the path skips to its grandparent.
     for (;;) {
-      std::uint64_t p = parent_[x - base_];
+      Id p = parent_[x - base_];
       if (p == x) return x;
-      std::uint64_t gp = parent_[p - base_];
+      Id gp = parent_[p - base_];
       parent_[x - base_] = gp;
       x = p;
     }
   }
-  void link(std::uint64_t u, std::uint64_t v) {
-    std::uint64_t a = find(u), b = find(v);
+  void link(Id u, Id v) {
+    Id a = find(u), b = find(v);
     if (a == b) return;
     if (a < b) std::swap(a, b);
     parent_[a - base_] = b;
@@ -40,8 +43,8 @@ class LocalForest {
   }
 
  private:
-  std::span<std::uint64_t> parent_;
-  std::uint64_t base_;
+  std::span<Id> parent_;
+  Id base_;
 };
 
 // A union-find over ids met one pair at a time (Afforest's contracted graph:
