@@ -108,6 +108,9 @@ Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint
   if (!trilinos::Session::active()) session.emplace(g.runtime());
   trilinos::BelosHittingOptions o;
   o.hitting = hitting_options(o_, connected);
+  o.hitting.cg.on_iteration = [&p](int it, double, double seconds) {
+    p.tick(false, "Belos iteration %d (%.3g s each)", it, seconds / it);
+  };
   o.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
   o.preconditioner =
       o_.preconditioner == "relaxation" ? trilinos::Preconditioner::relaxation : trilinos::Preconditioner::diagonal;

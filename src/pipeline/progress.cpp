@@ -15,6 +15,7 @@ ProgressSink stderr_sink(bool enabled) {
 }
 
 void Progress::step(const std::string& what) const {
+  last_tick_ = -1;  // a step's first detail line is always shown
   if (sink_) sink_(elapsed(), what, false);
 }
 

@@ -8,6 +8,7 @@
 #include <Tpetra_CrsMatrix.hpp>
 
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "tessera/linalg/edge_list_matrix.hpp"
@@ -48,16 +49,41 @@ std::size_t crs_bytes(const TpetraCrsMatrix& crs) {
          (crs.TESSERA_TPETRA_LOCAL(NumRows)() + 1) * sizeof(size_t);
 }
 
+namespace {
+// A as Belos sees it: each product, then the caller's callback (progress).
+// Ifpack2 takes the RowMatrix itself.
+class ReportingOperator : public TpetraOperator {
+ public:
+  explicit ReportingOperator(Teuchos::RCP<const TpetraRowMatrix> a) : a_(std::move(a)) {}
+  Teuchos::RCP<const TpetraMap> getDomainMap() const override { return a_->getDomainMap(); }
+  Teuchos::RCP<const TpetraMap> getRangeMap() const override { return a_->getRangeMap(); }
+  bool hasTransposeApply() const override { return a_->hasTransposeApply(); }
+  void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp mode, Scalar alpha,
+             Scalar beta) const override {
+    a_->apply(x, y, mode, alpha, beta);
+    if (after_) after_();
+  }
+  std::function<void()> after_;
+
+ private:
+  Teuchos::RCP<const TpetraRowMatrix> a_;
+};
+}  // namespace
+
 struct BelosCg::State {
   using OP = TpetraOperator;
   using MV = TpetraMultiVector;
   Teuchos::RCP<const TpetraRowMatrix> a;
+  Teuchos::RCP<ReportingOperator> reporting;  // a, for Belos
   Teuchos::RCP<Ifpack2::Preconditioner<Scalar, LocalOrdinal, GlobalOrdinal, Node>> jacobi;
 };
+
+void BelosCg::on_product(std::function<void()> f) { state_->reporting->after_ = std::move(f); }
 
 BelosCg::BelosCg(const Teuchos::RCP<const TpetraRowMatrix>& a, Preconditioner preconditioner)
     : state_(std::make_unique<State>()) {
   state_->a = a;
+  state_->reporting = Teuchos::rcp(new ReportingOperator(a));
   // Jacobi, M^-1 = diag(A)^-1 either way (one sweep from zero, damping 1).
   if (preconditioner == Preconditioner::relaxation) {
     auto relaxation = Teuchos::rcp(new Ifpack2::Relaxation<TpetraRowMatrix>(a));
@@ -83,7 +109,7 @@ int BelosCg::solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tole
   // Timed from setProblem (its initial residual is one product), as
   // Tessera's CG times its own initial residual: per-iteration times compare.
   auto t0 = std::chrono::steady_clock::now();
-  auto problem = Teuchos::rcp(new Belos::LinearProblem<Scalar, MV, OP>(state_->a, Teuchos::rcp(&x, false),
+  auto problem = Teuchos::rcp(new Belos::LinearProblem<Scalar, MV, OP>(state_->reporting, Teuchos::rcp(&x, false),
                                                                         Teuchos::rcp(&b, false)));
   // As the right preconditioner: CG applies it the same way (z = M^-1 r), and
   // the problem keeps no preconditioned copy of the initial residual, which
@@ -163,6 +189,15 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
     // Belos iterates; Tessera's Laplacian (the same operator) judges the
     // answer, so both solvers meet one convergence test.
     BelosCg belos(op, options.preconditioner);
+    if (const auto& report = options.hitting.cg.on_iteration) {
+      // Belos' own residual estimate is not reachable while it iterates:
+      // the progress says the iteration and the time (NaN residual).
+      const auto start = std::chrono::steady_clock::now();
+      belos.on_product([&report, start, products = 0]() mutable {
+        report(++products, std::numeric_limits<double>::quiet_NaN(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      });
+    }
     auto round = [&](linalg::Vector& v, const linalg::Vector& residual, double tolerance, int budget) {
       TpetraMultiVector tv = view_of(rows, v);
       const TpetraMultiVector tr = view_of(rows, residual);

@@ -33,6 +33,9 @@ for ranks in 1 3; do
   check "lcc: .el output for a weighted graph is refused before computing ($ranks ranks)" \
     '[ $rc -ne 0 ] && grep -q "would drop the weights" <<<"$err" && ! grep -q "connected components" <<<"$err" && [ ! -e w.el ]'
 done
+err=$("$tessera" pipeline -n 2 --scale 10 2>&1 >/dev/null); rc=$?
+check "pipeline: Belos says its iterations while it iterates (a build without Trilinos: Tessera's CG does)" \
+  '[ $rc -eq 0 ] && { grep -q "Belos iteration 1 (" <<<"$err" || { ! grep -q "Belos stopped" <<<"$err" && grep -q "CG iteration 1:" <<<"$err"; }; }'
 err=$("$tessera" cc two.el --strong --verify 2>&1); rc=$?
 check "cc --strong --verify is refused before reading (no verifier for strong components)" \
   '[ $rc -ne 0 ] && grep -q -- "--strong" <<<"$err" && ! grep -q reading <<<"$err"'

@@ -24,14 +24,15 @@ class Progress {
   explicit Progress(ProgressSink sink = {}) : sink_(std::move(sink)) {}
 
   void step(const std::string& what) const;
-  // A detail line, at most four a second unless `last`.
+  // A detail line, at most four a second unless `last` (or the first since
+  // step()'s line).
   void tick(bool last, const char* format, ...) __attribute__((format(printf, 3, 4)));
   double elapsed() const noexcept;
 
  private:
   ProgressSink sink_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-  double last_tick_ = -1;
+  mutable double last_tick_ = -1;
 };
 
 // "1 component", "2 components"; "1 vertex", "2 vertices".

@@ -6,6 +6,7 @@
 #pragma once
 #include <Tpetra_CrsMatrix_fwd.hpp>
 
+#include <functional>
 #include <memory>
 
 #include "tessera/trilinos/edge_list_row_matrix.hpp"
@@ -39,6 +40,10 @@ class BelosCg {
   int solve(const TpetraMultiVector& b, TpetraMultiVector& x, double tolerance, int max_iterations,
             const TpetraMultiVector* residual = nullptr);
   double seconds() const noexcept { return seconds_; }  // setProblem and solve() over every call
+  // Called on every rank after each product Belos asks of A, which in CG is
+  // one an iteration: Belos reports nothing while it iterates, and a solve
+  // on a huge graph takes minutes.
+  void on_product(std::function<void()> f);
 
  private:
   struct State;
