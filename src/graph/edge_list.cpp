@@ -164,8 +164,8 @@ std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::s
 // Where the fill pass's windows of local rows start and end (local vertex
 // indices, first 0, last the vertex count): one window of all rows in
 // memory; on disk, windows of at most `window_arcs` arcs (a row longer than
-// that is a window of its own), so a pass's random writes touch no more
-// pages than fit in memory.
+// that is a window of its own), each placed in anonymous memory and copied
+// to the file once.
 std::vector<std::size_t> fill_windows(std::span<const std::uint64_t> row, std::uint64_t window_arcs) {
   const std::size_t n = row.size() - 1;
   std::vector<std::size_t> cuts{0};
@@ -175,11 +175,13 @@ std::vector<std::size_t> fill_windows(std::span<const std::uint64_t> row, std::u
   return cuts;
 }
 
-// Arcs a disk-tier fill window holds: a quarter of the memory available,
-// shared by the node's ranks; TESSERA_FILL_WINDOW_BYTES sets the bytes
-// (tests make many windows of a small graph with it).
+// Arcs a disk-tier fill window holds: half the memory available, shared by
+// the node's ranks (the other half for the page cache the window is copied
+// through); TESSERA_FILL_WINDOW_BYTES sets the bytes (tests make many
+// windows of a small graph with it). Every window is a pass that generates
+// or reads the whole source again, so the windows are as large as memory allows.
 std::uint64_t fill_window_arcs(const Runtime& rt, std::size_t arc_bytes) {
-  std::uint64_t bytes = available_memory_bytes() / 4 / std::max<std::size_t>(1, rt.node().world_ranks.size());
+  std::uint64_t bytes = available_memory_bytes() / 2 / std::max<std::size_t>(1, rt.node().world_ranks.size());
   if (const char* set = std::getenv("TESSERA_FILL_WINDOW_BYTES"); set && *set)
     bytes = parse_bytes(set, "TESSERA_FILL_WINDOW_BYTES", std::uint64_t{1} << 50);
   return std::max<std::uint64_t>(1, bytes / arc_bytes);
@@ -260,6 +262,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
                         std::to_string(n) + " on " + std::to_string(rt.size()));
 
   // Pass 1: arcs out of each vertex; ids checked; weightedness seen.
+  if (opt.on_phase) opt.on_phase("counting the arcs of every vertex (a pass over the source)");
   std::optional<DistArray<std::uint64_t>> degree;
   degree.emplace(rt, n, StorageOptions::heap());
   int with_weights = 0, without_weights = 0;
@@ -315,12 +318,27 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
     // Pass 2: every arc to its source's owner, written at its row's cursor.
     // Ids travel at the graph's width (8 bytes an arc at 32-bit ids). On
     // disk, one pass per window of rows: a rank takes the arcs of its
-    // current window only, and senders know every rank's window.
+    // current window only, and senders know every rank's window. A window's
+    // arcs land in anonymous memory and reach the file in one sequential
+    // copy: written at random into the file's pages, each page would be
+    // dirtied again and again while the kernel writes it back.
     const bool disk = on_disk(rt, array_storage(opt.storage, "dst"));
     const auto cuts =
         fill_windows(row, disk ? fill_window_arcs(rt, sizeof(Id) + (weighted ? sizeof(double) : 0)) : ~std::uint64_t{0});
     const auto passes = all_reduce<std::uint64_t>(rt.comm(), cuts.size() - 1, MPI_MAX);
+    std::vector<Id> window_dst;
+    std::vector<double> window_weight;
+    if (disk) {
+      std::uint64_t largest = 0;
+      for (std::size_t k = 0; k + 1 < cuts.size(); ++k) largest = std::max(largest, row[cuts[k + 1]] - row[cuts[k]]);
+      window_dst.resize(largest);
+      if (weighted) window_weight.resize(largest);
+    }
     for (std::uint64_t pass = 0; pass < passes; ++pass) {
+      if (opt.on_phase)
+        opt.on_phase(passes > 1 ? "placing the arcs: window " + std::to_string(pass + 1) + " of " +
+                                      std::to_string(passes) + " (each a pass over the source)"
+                                : std::string("placing the arcs"));
       std::array<std::uint64_t, 2> window{0, 0};  // global ids [from, to) of this rank's rows filled in this pass
       if (pass + 1 < cuts.size()) window = {lo + cuts[pass], lo + cuts[pass + 1]};
       const auto windows = all_gather(rt.comm(), window);
@@ -334,12 +352,17 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
         using Arc = FillArc<Id, Weighted>;
         const std::size_t first_row = pass + 1 < cuts.size() ? cuts[pass] : local_n;
         const std::size_t window_rows = pass + 1 < cuts.size() ? cuts[pass + 1] - first_row : 0;
+        // Where this window's arcs go: the arrays, or (on disk) the window's
+        // buffers, `shift` arcs before the arrays' positions.
+        const std::uint64_t shift = disk ? row[first_row] : 0;
+        Id* const to_dst = disk ? window_dst.data() : out.data();
+        double* const to_weight = disk ? window_weight.data() : w.data();
         auto write = [&](const Arc& a) {
           const std::size_t i = a.u - lo;
           if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
-          const std::uint64_t at = cursor[i]++;
-          out[at] = a.v;
-          if constexpr (Weighted) w[at] = a.w;
+          const std::uint64_t at = cursor[i]++ - shift;
+          to_dst[at] = a.v;
+          if constexpr (Weighted) to_weight[at] = a.w;
         };
         StagedFill<Arc, decltype(write)> staged(window_rows, row[first_row + window_rows] - row[first_row],
                                                 sizeof(Id) + (Weighted ? sizeof(double) : 0), write);
@@ -366,12 +389,20 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
         fill(std::true_type{});
       else
         fill(std::false_type{});
-      if (disk && pass + 1 < cuts.size()) {  // the window's pages go back to the page cache
-        release_file_pages(out.data(), row[cuts[pass]], row[cuts[pass + 1]]);
-        if (weighted)
-          release_file_pages(w.data(), row[cuts[pass]], row[cuts[pass + 1]]);
+      if (disk && pass + 1 < cuts.size()) {  // copied once, then the pages go back to the page cache
+        const std::uint64_t from = row[cuts[pass]], to = row[cuts[pass + 1]];
+        std::copy(window_dst.begin(), window_dst.begin() + static_cast<std::ptrdiff_t>(to - from),
+                  out.begin() + static_cast<std::ptrdiff_t>(from));
+        release_file_pages(out.data(), from, to);
+        if (weighted) {
+          std::copy(window_weight.begin(), window_weight.begin() + static_cast<std::ptrdiff_t>(to - from),
+                    w.begin() + static_cast<std::ptrdiff_t>(from));
+          release_file_pages(w.data(), from, to);
+        }
       }
     }
+    release(window_dst);
+    release(window_weight);
     agree(rt.comm(), [&] {
       std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
       for (std::size_t i = 0; i < local_n && what.empty(); ++i)
@@ -383,6 +414,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
                             "): it must give the same edges twice");
     });
     release(cursor);
+    if (opt.on_phase) opt.on_phase("sorting and cleaning the rows");
     const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops, opt.drop_duplicates || sym, disk);
     auto final_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
     dst.shrink(final_ranges);

@@ -305,7 +305,8 @@ std::vector<std::uint64_t> parse_grid_dims(const std::string& text) {
   return dims;
 }
 
-EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage) {
+EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage,
+                  std::function<void(const std::string&)> on_phase) {
   spec.validate();
   // Every candidate edge is a pure function of its index, so the build's two
   // passes regenerate this rank's block instead of holding it.
@@ -328,6 +329,7 @@ EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& stor
   o.drop_self_loops = true;
   o.drop_duplicates = true;
   o.storage = storage;
+  o.on_phase = std::move(on_phase);
   return EdgeList::build(rt, spec.vertices(), false, candidates, o);
 }
 

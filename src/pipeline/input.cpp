@@ -33,7 +33,8 @@ graph::LoadedGraph load(Runtime& rt, const Input& a, Progress& progress, const S
   if (a.path.empty()) {
     auto spec = spec_of(a);
     progress.step("generating " + spec.describe());
-    auto g = graph::generate(rt, spec, storage);
+    auto g = graph::generate(rt, spec, storage,
+                             [&progress](const std::string& phase) { progress.tick(true, "%s", phase.c_str()); });
     auto ids = graph::IdMap::identity(rt, g.vertex_ranges());
     return {std::move(g), std::move(ids)};
   }

@@ -221,10 +221,17 @@ TEST(EdgeList, BuildsOnDiskInWindowsAsInMemory) {
     take(EdgeBatch{e.src, e.dst, e.weight});
   };
   ScopedEnv window("TESSERA_FILL_WINDOW_BYTES", "600");  // 50 arcs of 12 bytes a window
+  std::vector<std::string> phases;  // what a long build says as it goes
+  o.on_phase = [&](const std::string& phase) { phases.push_back(phase); };
   auto g = EdgeList::build(rt, n, true, source, o);
   expect_layout(g);
   EXPECT_EQ(test::gather_edges(g), want);
   EXPECT_GT(all_reduce(rt.comm(), passes, MPI_MAX), 10);  // the count, then many windows
+  const int windows = all_reduce(rt.comm(), passes, MPI_MAX) - 1;
+  ASSERT_EQ(phases.size(), static_cast<std::size_t>(windows) + 2);
+  EXPECT_NE(phases.front().find("counting"), std::string::npos);
+  EXPECT_NE(phases[1].find("window 1 of " + std::to_string(windows)), std::string::npos) << phases[1];
+  EXPECT_NE(phases.back().find("sorting"), std::string::npos);
   barrier(rt.comm());
 }
 

@@ -78,6 +78,10 @@ struct BuildOptions {
   // default: ranges that give ranks equal numbers of arcs.
   std::optional<Distribution> vertex_ranges;
   StorageOptions storage;           // Shared: arrays named <name>-offsets, <name>-dst, <name>-weight
+  // Called on every rank as each phase of a build from an EdgeSource starts
+  // (counting, placing the arcs: one pass a window on the disk tier,
+  // sorting): a build of billions of arcs takes many minutes.
+  std::function<void(const std::string&)> on_phase;
 };
 
 class EdgeList {

@@ -14,6 +14,7 @@
 // edge with that probability, to create many components.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,8 @@ struct GraphSpec {
 std::uint64_t permute_vertex(std::uint64_t v, std::uint64_t n, std::uint64_t seed);
 
 // Collective: each rank generates a block of candidate edges, then builds.
-EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage = {});
+EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage = {},
+                  std::function<void(const std::string&)> on_phase = {});
 
 // Parses "kron", "urand", "grid"; throws ConfigError otherwise.
 GraphSpec::Kind parse_graph_kind(const std::string& name);
