@@ -369,6 +369,37 @@ def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
         assert not ours(job), ours(job)
 
 
+def test_a_command_stuck_when_its_owner_ends_ends_the_session_and_leaves_nothing():
+    # A collective that some rank never joins cannot be cancelled: once the
+    # owner has ended, the ranks end after TESSERA_SESSION_STUCK_AFTER
+    # seconds instead of holding their memory and files for good.
+    code = textwrap.dedent("""
+        import os, threading, time, tessera
+        s = tessera.start(ranks=2, env={"TESSERA_SESSION_TESTING": "1", "TESSERA_SESSION_STUCK_AFTER": "2"})
+        g = s.kron(scale=8)
+        s.submit("_request", "stuck", {"graph": g.id})
+        time.sleep(1.0)
+        assert s.status()["running"]["op"] == "stuck"
+        print(s.job_id, s._log, *s._pids, flush=True)
+        os.kill(os.getpid(), 9)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], env={**clean_env(), "PYTHONPATH": PACKAGE_PARENT},
+                       capture_output=True, text=True, timeout=120)
+    job, log, *pids = p.stdout.split()
+    assert ours(job), "the stuck command's graph holds files while it runs"
+    deadline = time.monotonic() + 60
+    while any(os.path.exists(f"/proc/{q}") for q in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{q}") for q in pids), "a stuck session outlived its owner"
+    with open(log, errors="replace") as f:
+        text = f.read()
+    assert "ended during stuck; cancelling it" in text and "did not stop within 2 s" in text, text[-2000:]
+    deadline = time.monotonic() + 10
+    while ours(job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not ours(job), ours(job)
+
+
 def test_tessera_serve_keeps_a_session_until_stopped(tmp_path):
     program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
     if not os.path.exists(program):

@@ -24,6 +24,7 @@ import os
 import queue
 import re
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -39,6 +40,9 @@ from tessera.runtime import agreed
 from . import protocol
 
 ALIGNMENT = 1024  # vertices: whole 4 KiB pages of 4- and 8-byte vertex arrays per rank
+# Seconds a command may run on after its owner ended and it was cancelled
+# before the job is ended (it is stuck: a collective some rank never joins).
+STUCK_AFTER = float(os.environ.get("TESSERA_SESSION_STUCK_AFTER", "60"))
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
 
@@ -140,6 +144,17 @@ class Session:
 
     def op_noop(self, client):
         tessera.Runtime().barrier()
+        return {}
+
+    def op_stuck(self, client, graph):
+        """Tests only (TESSERA_SESSION_TESTING=1): a command stuck for good,
+        rank 0 in a kernel's collective that the other ranks never join."""
+        if os.environ.get("TESSERA_SESSION_TESTING") != "1":
+            raise tessera.ConfigError("unknown command 'stuck'")
+        if tessera.Runtime().rank == 0:
+            tessera.components(self.get(graph, "Graph").obj)
+        else:
+            time.sleep(3600)
         return {}
 
     def op_read_graph(self, client, path, base=None, relabel=False, undirected=False, symmetric=False,
@@ -440,6 +455,8 @@ class Serving:
         self.stop = False
         self.pids = [int(p) for p in pids]
         self.owner = 0
+        self.owner_lost = None  # when the owner was found gone while a command ran
+        self.log_fd = None      # the log (stderr before forward_stderr took it)
         self.commands = queue.Queue()
         self.send_locks = {}
         self.progress_to = None
@@ -512,6 +529,30 @@ class Serving:
             waiting = list(self.commands.queue)
         return sum(1 for item in waiting
                    if item is not None and item[0] is not None and item[0] in self.endpoint.clients)
+
+    def watch_owner(self):
+        """Rank 0's socket thread, while a command runs (between commands
+        run_commands looks): the owner gone, the command is cancelled; still
+        running STUCK_AFTER seconds later, it is stuck in a collective that
+        no cancellation point ends, and the ranks would hold their memory
+        and files for good: rank 0 ends itself with SIGTERM, as if killed,
+        so mpirun ends the others and every rank removes its files."""
+        running = self.running
+        if not self.owner or running is None or os.path.exists(f"/proc/{self.owner}"):
+            return
+        now = time.monotonic()
+        if self.owner_lost is None:
+            self.owner_lost = now
+            print(f"tessera session: its owner (pid {self.owner}) ended during {running['op']}; cancelling it",
+                  file=sys.stderr, flush=True)
+            _tessera._session_cancel(True)
+        elif now - self.owner_lost > STUCK_AFTER:
+            # Straight to the log: the stderr pump may not run again.
+            sys.stderr.flush()
+            os.write(self.log_fd if self.log_fd is not None else 2,
+                     f"tessera session: {running['op']} did not stop within {STUCK_AFTER:g} s of its owner's end "
+                     "(a collective that some rank never joins): ending the session's ranks\n".encode())
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def owner_gone(self):
         if not self.owner or os.path.exists(f"/proc/{self.owner}"):
@@ -608,6 +649,7 @@ class Serving:
 
     def serve_sockets(self):
         while not self.stop:
+            self.watch_owner()
             for key, _ in self.endpoint.selector.select(timeout=0.5):
                 if key.data == "accept":
                     conn = self.endpoint.accept(key.fileobj)
@@ -642,7 +684,7 @@ class Serving:
         return log
 
     def loop(self):
-        log = self.forward_stderr()
+        log = self.log_fd = self.forward_stderr()
         sockets = threading.Thread(target=self.serve_sockets, daemon=True, name="sockets")
         sockets.start()
         try:
