@@ -292,8 +292,10 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
   std::vector<std::uint64_t> frontier;
   for (std::size_t i = 0; i < l.size(); ++i)
     if (l[i] == base + i) reached[i] = 1, frontier.push_back(base + i);
-  GhostSet ghosts = GhostSet::remote_of(d, base, end, g.vertices());
-  std::vector<std::uint8_t> ghost_sent(ghosts.size(), 0);
+  // A bit per vertex of the graph: the remote vertices already told (n/8
+  // bytes, indexed directly, where a set of ghosts costs a pass over the
+  // arcs to build and a lookup an arc).
+  std::vector<std::uint64_t> told((g.vertices() + 63) / 64, 0);
   DistArray<std::uint64_t> arrived(rt, g.vertex_ranges());
   for (;;) {
     {
@@ -306,8 +308,8 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
           std::uint64_t w = d[k];
           if (w >= base && w < end) {
             if (!reached[w - base]) reached[w - base] = 1, frontier.push_back(w);
-          } else if (auto& sent = ghost_sent[ghosts.position(w)]; !sent) {
-            sent = 1;
+          } else if (auto& word = told[w >> 6]; !(word >> (w & 63) & 1)) {
+            word |= std::uint64_t{1} << (w & 63);
             reach.update(w, 1);
           }
         }
