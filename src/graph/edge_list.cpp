@@ -389,15 +389,21 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
         fill(std::true_type{});
       else
         fill(std::false_type{});
-      if (disk && pass + 1 < cuts.size()) {  // copied once, then the pages go back to the page cache
+      if (disk && pass + 1 < cuts.size()) {
+        // Copied once, a piece at a time, each piece's pages given back to
+        // the page cache as it goes: the window and its file pages are
+        // never resident together.
+        constexpr std::uint64_t kPieceArcs = std::uint64_t{8} << 20;
         const std::uint64_t from = row[cuts[pass]], to = row[cuts[pass + 1]];
-        std::copy(window_dst.begin(), window_dst.begin() + static_cast<std::ptrdiff_t>(to - from),
-                  out.begin() + static_cast<std::ptrdiff_t>(from));
-        release_file_pages(out.data(), from, to);
-        if (weighted) {
-          std::copy(window_weight.begin(), window_weight.begin() + static_cast<std::ptrdiff_t>(to - from),
-                    w.begin() + static_cast<std::ptrdiff_t>(from));
-          release_file_pages(w.data(), from, to);
+        for (std::uint64_t at = from; at < to; at += kPieceArcs) {
+          const std::uint64_t stop = std::min(to, at + kPieceArcs);
+          auto piece = [&](const auto& window, auto array) {
+            std::copy(window.begin() + static_cast<std::ptrdiff_t>(at - from),
+                      window.begin() + static_cast<std::ptrdiff_t>(stop - from), array.begin() + static_cast<std::ptrdiff_t>(at));
+            release_file_pages(array.data(), at, stop);
+          };
+          piece(window_dst, out);
+          if (weighted) piece(window_weight, w);
         }
       }
     }
