@@ -399,7 +399,8 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
           const std::uint64_t stop = std::min(to, at + kPieceArcs);
           auto piece = [&](const auto& window, auto array) {
             std::copy(window.begin() + static_cast<std::ptrdiff_t>(at - from),
-                      window.begin() + static_cast<std::ptrdiff_t>(stop - from), array.begin() + static_cast<std::ptrdiff_t>(at));
+                      window.begin() + static_cast<std::ptrdiff_t>(stop - from),
+                      array.begin() + static_cast<std::ptrdiff_t>(at));
             release_file_pages(array.data(), at, stop);
           };
           piece(window_dst, out);

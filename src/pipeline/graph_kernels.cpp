@@ -74,12 +74,7 @@ Result kernel_on(const graph::EdgeList& g, const graph::IdMap& ids, const std::s
 // The answer checked; a wrong one recorded in `object` and the result.
 template <class Check>
 void verified(KernelRun& s, json& object, const char* what, Check check) {
-  const std::string problem = s.report.timed("verify", check);
-  object["verified"] = problem.empty();
-  if (problem.empty()) return;
-  object["verification_problem"] = problem;
-  s.result.verification_failed = true;
-  s.p.step(std::string("the ") + what + " failed verification: " + problem);
+  if (!record_verification(s.report, s.p, object, what, check)) s.result.verification_failed = true;
 }
 
 std::string shortest(double x) {

@@ -98,20 +98,14 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
 bool verify_components(const graph::EdgeList& g, const DistArray<std::uint64_t>& labels,
                        const graph::ComponentSummary& s, json& object, Progress& p, Report& report) {
   p.step("verifying the components (every edge inside one label, each label connected, sizes summed)");
-  const std::string problem = report.timed("verify", [&]() -> std::string {
+  const bool right = record_verification(report, p, object, "components", [&]() -> std::string {
     if (s.vertices != g.vertices())
       return "the component sizes sum to " + std::to_string(s.vertices) + ", not the graph's " +
              std::to_string(g.vertices()) + " vertices";
     return graph::check_labels(g, labels);
   });
-  object["verified"] = problem.empty();
-  if (problem.empty()) {
-    p.tick(true, "proved: %s", count_of(s.count, "component").c_str());
-    return true;
-  }
-  object["verification_problem"] = problem;
-  p.step("the components failed verification: " + problem);
-  return false;
+  if (right) p.tick(true, "proved: %s", count_of(s.count, "component").c_str());
+  return right;
 }
 
 void check_algorithm(const std::string& algorithm, bool all) {
@@ -163,13 +157,14 @@ struct LargestStage {
 
 // From the undirected graph on: components (unless `restored` holds the
 // labels), verified with --verify (nullopt when wrong: j says why), the
-// largest component; a checkpoint after each when `store` is given. `consumable` (g itself, or null when the caller keeps g): the
-// component is then compacted in g's own arrays, never a second copy of the
-// edges; otherwise it is copied into Shared storage.
-std::optional<LargestStage> largest_of(const graph::EdgeList& g, graph::EdgeList* consumable, const graph::IdMap& ids,
-                        const std::string& name, json& j,
-                        const Options& a, Progress& p, Report& report, StageStore* store,
-                        std::optional<DistArray<std::uint64_t>> restored) {
+// largest component; a checkpoint after each when `store` is given.
+// `consumable` (g itself, or null when the caller keeps g): the component is
+// then compacted in g's own arrays, never a second copy of the edges;
+// otherwise it is copied into Shared storage.
+std::optional<LargestStage> largest_of(const graph::EdgeList& g, graph::EdgeList* consumable,
+                                       const graph::IdMap& ids, const std::string& name, json& j, const Options& a,
+                                       Progress& p, Report& report, StageStore* store,
+                                       std::optional<DistArray<std::uint64_t>> restored) {
   Runtime& rt = g.runtime();
   check_walk_weights(g, ids);
   j["graph"] = graph_json(g);

@@ -31,4 +31,17 @@ std::string load_step(const Input& input);
 std::optional<graph::LoadedGraph> undirected_copy(const graph::EdgeList& given, const graph::IdMap& ids,
                                                   Report& report, Progress& p, const std::string& why);
 
+// An answer checked by `check()` (timed as "verify"; "" when right):
+// "verified" in `object`, and when wrong the problem there too and a
+// progress line naming `what`. True when right.
+template <class Check>
+bool record_verification(Report& report, Progress& p, nlohmann::json& object, const std::string& what, Check check) {
+  const std::string problem = report.timed("verify", check);
+  object["verified"] = problem.empty();
+  if (problem.empty()) return true;
+  object["verification_problem"] = problem;
+  p.step("the " + what + " failed verification: " + problem);
+  return false;
+}
+
 }  // namespace tessera::pipeline

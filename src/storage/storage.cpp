@@ -351,10 +351,11 @@ void SharedStorage::open_range(const Runtime& rt, const ArrayLayout& layout) {
   for (const auto& s : m.segments)
     if (s.begin <= lo && hi <= s.begin + s.count) holder = &s;
   if (!holder)
-    refuse_in_place("elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of rank " + std::to_string(rt.rank()) +
-         " span two of its segments");
+    refuse_in_place("elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of rank " +
+                    std::to_string(rt.rank()) + " span two of its segments");
   const std::string path = dir_ + "/" + holder->file;
-  if (!is_safe_file_name(holder->file)) refuse_in_place("its segment file name '" + holder->file + "' is not a plain file name");
+  if (!is_safe_file_name(holder->file))
+    refuse_in_place("its segment file name '" + holder->file + "' is not a plain file name");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw SystemError("cannot open shared segment " + path, errno);
   FileDescriptor guard(fd);
