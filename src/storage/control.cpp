@@ -102,26 +102,14 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   auto c = std::make_unique<ControlSegment>();
   c->path_ = path;
   c->ranks_ = ranks;
-  // Written under a temporary name and linked into place when complete, so
-  // an analysis waiting for `path` never opens a half-written file; link()
-  // never replaces an existing file, never follows a symlink.
-  // (".seg" last: a leftover of a SIGKILL here is still collected by shm gc.)
-  const std::string temporary = unique_temporary_name(path) + ".seg";
-  int fd = ::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) throw SystemError("cannot create control segment " + temporary, errno);
-  c->fd_ = FileDescriptor(fd);
-  struct Unlink {
-    std::string path;
-    int slot;
-    ~Unlink() {
-      ::unlink(path.c_str());
-      exit_cleanup::remove(slot);
-    }
-  } temporary_guard{temporary, exit_cleanup::add(temporary)};
+  // Linked into place only when complete, so an analysis waiting for `path`
+  // never opens a half-written file, and a SIGKILL here leaves nothing.
+  NewSegmentFile file(path, mode);
+  const int fd = file.fd();
   ::fchmod(fd, mode);
   const std::uint64_t bytes = kHeaderBytes + sizeof(ControlBlock);
-  // The standard segment header first, so `tessera shm gc` knows the file
-  // and its creator even if this process dies before the block is written.
+  // The standard segment header, so `tessera shm gc` knows the file and its
+  // creator once it has its name.
   SegmentHeader h{};
   std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
   h.version = 1;
@@ -164,13 +152,10 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   // The magic last: an opener never sees a half-initialised block as valid.
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(b.magic, kBlockMagic, sizeof(b.magic));
-  c->cleanup_slot_ = exit_cleanup::add(path);
-  if (::link(temporary.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    exit_cleanup::remove(c->cleanup_slot_);
-    c->cleanup_slot_ = -1;
-    throw SystemError("cannot create control segment " + path, err);
-  }
+  c->cleanup_slot_ = file.publish(true);
+  c->fd_ = file.take();
+  c->mapping_ = Mapping::file(c->fd_.get(), bytes, true, path);  // by its name now (see publish)
+  c->block_ = reinterpret_cast<ControlBlock*>(c->mapping_.data() + kHeaderBytes);
   c->owner_ = true;
   return c;
 }

@@ -1,6 +1,8 @@
 #include "tessera/storage/segment.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <sstream>
 
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/storage/metadata.hpp"
 
 namespace tessera {
 
@@ -220,6 +224,55 @@ bool is_safe_file_name(const std::string& name) {
   for (char c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
   return true;
+}
+
+NewSegmentFile::NewSegmentFile(std::string path, mode_t mode) : path_(std::move(path)) {
+  auto slash = path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  // Linking an unnamed file goes through /proc/self/fd (AT_EMPTY_PATH needs
+  // a capability), so without /proc the named fallback is used.
+  if (::access("/proc/self/fd", X_OK) == 0)
+    fd_ = FileDescriptor(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode));
+  if (fd_) return;
+  temporary_ = unique_temporary_name(path_) + ".seg";
+  fd_ = FileDescriptor(::open(temporary_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd_) throw SystemError("cannot create " + path_, errno);
+  temporary_slot_ = exit_cleanup::add(temporary_);
+}
+
+NewSegmentFile::~NewSegmentFile() {
+  if (temporary_.empty()) return;
+  ::unlink(temporary_.c_str());
+  exit_cleanup::remove(temporary_slot_);
+}
+
+int NewSegmentFile::publish(bool remove_at_exit) {
+  int slot = remove_at_exit ? exit_cleanup::add(path_) : -1;
+  int rc = temporary_.empty()
+               ? ::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(fd_.get())).c_str(), AT_FDCWD,
+                          path_.c_str(), AT_SYMLINK_FOLLOW)
+               : ::link(temporary_.c_str(), path_.c_str());  // link(), not rename(): never replaces
+  if (rc != 0) {
+    int err = errno;
+    exit_cleanup::remove(slot);
+    throw SystemError("cannot create " + path_, err);
+  }
+  if (temporary_.empty()) {
+    // Opened again by its name: mappings made through the unnamed
+    // descriptor show "/dir/#inode (deleted)" in /proc/PID/maps, and `shm
+    // gc` and people find a file's users by its name there.
+    FileDescriptor named(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    struct stat a {}, b {};
+    if (!named || ::fstat(named.get(), &a) != 0 || ::fstat(fd_.get(), &b) != 0 || a.st_ino != b.st_ino ||
+        a.st_dev != b.st_dev) {
+      int err = named ? EEXIST : errno;
+      ::unlink(path_.c_str());
+      exit_cleanup::remove(slot);
+      throw SystemError("cannot open " + path_ + " again after creating it", err);
+    }
+    fd_ = std::move(named);
+  }
+  return slot;
 }
 
 }  // namespace tessera

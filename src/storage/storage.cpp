@@ -251,16 +251,13 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   std::uint64_t count = layout.offsets[r + 1] - layout.offsets[r];
   std::uint64_t bytes = header_bytes_ + count * layout.element.size;
   std::string path = segment_path(rt.rank());
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_);
-  if (fd < 0) throw SystemError("cannot create shared segment " + path, errno);
-  FileDescriptor guard(fd);
-  own_created_ = true;
-  if (!persist_) segment_slot_ = exit_cleanup::add(path);
+  // The file gets its name only when its header is written and its blocks
+  // reserved: a process killed before leaves nothing (see NewSegmentFile).
+  NewSegmentFile file(path, mode_);
+  const int fd = file.fd();
   give_to_group(fd, path);
   ::fchmod(fd, mode_);
 
-  // The header goes in before the file is sized, so even a process killed
-  // mid-creation leaves a file that `tessera shm gc` recognises as its own.
   SegmentHeader h{};
   std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
   h.version = 1;
@@ -290,7 +287,9 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   // Reserve the blocks now: a sparse file on a full file system would kill
   // the job with SIGBUS at the first write through the mapping.
   reserve_space(fd, bytes, path, dir_);
-  own_ = Mapping::file(fd, bytes, true, path);
+  segment_slot_ = file.publish(!persist_);
+  own_created_ = true;
+  own_ = Mapping::file(file.fd(), bytes, true, path);
   local_ = {own_.data() + header_bytes_, count * layout.element.size};
 }
 

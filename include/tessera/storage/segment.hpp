@@ -4,7 +4,10 @@
 // attaching process check the bytes before it trusts them.
 #pragma once
 #include <cstdint>
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 
 #include "tessera/storage/mapping.hpp"
 
@@ -86,6 +89,34 @@ std::uint32_t segment_header_bytes(const std::string& dir);
 // Reads and checks a segment header from an open file; throws FormatError
 // naming `path` when it is not a Tessera segment.
 SegmentHeader read_segment_header(int fd, const std::string& path);
+
+// A segment file that appears at `path` only once it is complete: made
+// without a name (O_TMPFILE) and linked into place by publish(), so a
+// process killed while writing its header, sizing it or reserving its
+// blocks leaves nothing behind (a file with no header yet is one `tessera
+// shm gc` could not attribute). Where the file system has no unnamed files,
+// it is made under a temporary name beside `path` ending in ".seg", which the
+// destructor removes.
+class NewSegmentFile {
+ public:
+  NewSegmentFile(std::string path, mode_t mode);  // SystemError naming `path`
+  ~NewSegmentFile();
+  NewSegmentFile(const NewSegmentFile&) = delete;
+  NewSegmentFile& operator=(const NewSegmentFile&) = delete;
+  int fd() const noexcept { return fd_.get(); }
+  // Links the file at `path`, never replacing one (SystemError, EEXIST),
+  // and from then fd() is the file opened by that name: map it after this
+  // call, so /proc/PID/maps names `path`. With `remove_at_exit`, registers
+  // `path` with exit_cleanup first and returns the slot (-1 otherwise).
+  int publish(bool remove_at_exit);
+  // The open file, for a caller that keeps it (after publish()).
+  FileDescriptor take() noexcept { return std::move(fd_); }
+
+ private:
+  std::string path_, temporary_;  // temporary_: empty when unnamed
+  int temporary_slot_ = -1;
+  FileDescriptor fd_;
+};
 
 // True for names that stay inside their directory: no '/', not "." or "..",
 // only [A-Za-z0-9._-].
