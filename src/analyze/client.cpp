@@ -1,5 +1,6 @@
 // The caller's side of an out-of-process analysis (include/tessera/analyze/client.hpp).
 #include "tessera/analyze/client.hpp"
+#include "tessera/runtime/wait.hpp"
 
 #include <signal.h>
 #include <spawn.h>
@@ -305,7 +306,10 @@ class Notices {
   std::optional<Notice> received() {
     if (receive_ == MPI_REQUEST_NULL) return std::nullopt;
     int done = 0;
-    TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
+    {
+      MpiPollScope quiet;
+      TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
+    }
     if (!done) return std::nullopt;
     Notice n;
     int head[2];

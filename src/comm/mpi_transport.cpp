@@ -1,4 +1,5 @@
 #include "tessera/comm/mpi_transport.hpp"
+#include "tessera/runtime/wait.hpp"
 
 #include <algorithm>
 
@@ -102,8 +103,11 @@ bool MpiTransport::poll(Receiver& receiver) {
   int n = 0;
   completed_.resize(std::max(recv_reqs_.size(), send_reqs_.size()));
   statuses_.resize(completed_.size());
-  TESSERA_MPI(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &n, completed_.data(),
-                           statuses_.data()));
+  {
+    MpiPollScope quiet;
+    TESSERA_MPI(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &n, completed_.data(),
+                             statuses_.data()));
+  }
   if (n != MPI_UNDEFINED && n > 0) {
     // Copied first: the receiver's handlers may serve, polling this transport again.
     const std::size_t base = done_.size();
@@ -124,8 +128,11 @@ bool MpiTransport::poll(Receiver& receiver) {
   }
   if (sending_ > 0) {
     completed_.resize(send_reqs_.size());  // the receiver may have sent (replies)
-    TESSERA_MPI(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &n, completed_.data(),
-                             MPI_STATUSES_IGNORE));
+    {
+      MpiPollScope quiet;
+      TESSERA_MPI(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &n, completed_.data(),
+                               MPI_STATUSES_IGNORE));
+    }
     for (int k = 0; k < n && n != MPI_UNDEFINED; ++k) {
       auto id = static_cast<std::uint32_t>(completed_[static_cast<std::size_t>(k)]);
       sends_[id].sending = false;

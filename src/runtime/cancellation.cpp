@@ -61,7 +61,10 @@ void CancellationNotice::poll() {
   }
   if (received_) return;
   int done = 0;
-  TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
+  {
+    MpiPollScope quiet;
+    TESSERA_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
+  }
   if (!done) return;
   received_ = true;
   if (flag_) cancelled();

@@ -1,4 +1,5 @@
 #include "tessera/runtime/progress.hpp"
+#include "tessera/runtime/wait.hpp"
 
 #include <algorithm>
 
@@ -29,7 +30,10 @@ void ProgressEngine::serve_once(Backoff& backoff, unsigned& idle_polls) {
 void ProgressEngine::wait_serving(MPI_Request& request) {
   int done = 0;
   serve_until([&] {
-    if (!done) TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (!done) {
+      MpiPollScope quiet;
+      TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    }
     return done != 0;
   });
 }

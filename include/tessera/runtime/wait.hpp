@@ -1,8 +1,11 @@
 // Waiting without stealing the core. Ranks are often oversubscribed (more ranks
 // than cores), so a loop that polls MPI must give the core away between polls:
-// first with sched_yield, then with short sleeps once the wait is long.
+// first with sched_yield, then with short sleeps once the wait is long, or at
+// once while another program keeps the cores busy (a yield comes back late).
 #pragma once
 #include <mpi.h>
+
+#include <cstdint>
 
 namespace tessera {
 
@@ -28,7 +31,28 @@ class Backoff {
  private:
   void end_note() noexcept;
   unsigned idle_polls_ = 0;
+  std::uint64_t idle_since_ = 0;  // CLOCK_MONOTONIC ns at the first idle poll
   bool noted_ = false;
+};
+
+// Open MPI's progress engine calls sched_yield in every poll that finds
+// nothing when mpi_yield_when_idle is on (mpirun turns it on for an
+// oversubscribed node, and Tessera's launchers ask for it, for the blocking
+// calls of Trilinos and of users' own MPI code). In Tessera's own polls that
+// yield only doubles Backoff's, and while another program keeps the cores
+// busy each one gives it a whole time slice: a test of one-record batches ran
+// 45 s instead of 0.1 s beside two busy loops. Every Tessera poll of MPI
+// (MPI_Test*) runs in one of these, which turns that yield off for its scope
+// where the MPI library exports the switch (a no-op elsewhere).
+class MpiPollScope {
+ public:
+  MpiPollScope() noexcept;
+  ~MpiPollScope();
+  MpiPollScope(const MpiPollScope&) = delete;
+  MpiPollScope& operator=(const MpiPollScope&) = delete;
+
+ private:
+  int saved_ = -1;  // MPI's setting before; -1: untouched
 };
 
 // Waits for a request, polling with back-off.

@@ -118,8 +118,11 @@ struct BuddyCopies {
     if (requests.empty()) return true;
     index.resize(requests.size());  // kept: a waiting rank polls this often
     int count = 0;
-    TESSERA_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count, index.data(),
-                             MPI_STATUSES_IGNORE));
+    {
+      MpiPollScope quiet;
+      TESSERA_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count, index.data(),
+                               MPI_STATUSES_IGNORE));
+    }
     if (progressed) *progressed = count > 0;
     if (count == MPI_UNDEFINED || std::all_of(requests.begin(), requests.end(),
                                               [](MPI_Request r) { return r == MPI_REQUEST_NULL; })) {
