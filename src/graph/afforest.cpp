@@ -58,6 +58,7 @@
 #include "tessera/graph/components.hpp"
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "afforest_node.hpp"
 #include "local_forest.hpp"
 
 namespace tessera::graph {
@@ -531,6 +532,7 @@ void Afforest<Id>::link_outside(const std::vector<std::uint8_t>& done) {
 
 template <class Id>
 Components afforest_at(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options) {
+  if (auto on_node = afforest_on_node(g, dst, options)) return std::move(*on_node);
   Afforest<Id> run(g, dst, options);
   if (g.directed())
     run.link_every_arc();  // an arc is stored at its source only (step 2 above)

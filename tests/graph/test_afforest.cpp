@@ -2,7 +2,8 @@
 // union-find (the smallest id of each component) at every rank count, on
 // Kronecker, uniform random and grid graphs with and without deleted edges,
 // directed graphs (weak components without a copy) and graphs so small that
-// some ranks own no vertex. The verifier (check_labels) must accept each.
+// some ranks own no vertex; Afforest both over one node-shared parent array
+// and distributed (as across nodes). The verifier (check_labels) must accept each.
 #include <gtest/gtest.h>
 
 #include "../test_util.hpp"
@@ -35,8 +36,11 @@ GraphSpec spec_of(int which) {
 // Every algorithm's labels against the union-find of the same edges.
 void expect_union_find_labels(const EdgeList& g, const std::string& what) {
   auto want = test::union_find_labels(g.vertices(), test::gather_edges(g));
-  for (const char* name : {"afforest", "lp", "fastsv"}) {
-    auto c = components_by(name, g);
+  ComponentsOptions distributed;
+  distributed.node_shared = false;
+  for (const char* name : {"afforest", "afforest distributed", "lp", "fastsv"}) {
+    const bool apart = std::string(name) == "afforest distributed";
+    auto c = components_by(apart ? "afforest" : name, g, apart ? distributed : ComponentsOptions{});
     EXPECT_EQ(test::gather_all(c.labels), want) << name << " on " << what;
     EXPECT_EQ(c.labels.distribution(), g.vertex_ranges()) << name;
     EXPECT_EQ(check_labels(g, c.labels), "") << name << " on " << what;
@@ -53,7 +57,21 @@ TEST_P(AfforestOn, MatchesUnionFind) {
   auto g = generate(rt, spec);
   auto want = test::union_find_labels(g.vertices(), test::gather_edges(g));
 
-  auto af = afforest(g);
+  // Every rank of these tests shares one node: Afforest over one
+  // node-shared parent array (above 1 rank), four rounds, its memory an
+  // id's width per vertex on the node's first rank.
+  auto shared = afforest(g);
+  EXPECT_EQ(test::gather_all(shared.labels), want) << spec.describe();
+  EXPECT_EQ(check_labels(g, shared.labels), "") << spec.describe();
+  if (rt.size() > 1) {
+    EXPECT_EQ(shared.rounds, 4);
+    EXPECT_EQ(shared.extra_bytes, g.id_bytes() * g.vertices());
+  }
+
+  // The distributed form, as across nodes.
+  ComponentsOptions apart;
+  apart.node_shared = false;
+  auto af = afforest(g, apart);
   EXPECT_EQ(test::gather_all(af.labels), want) << spec.describe();
   EXPECT_EQ(check_labels(g, af.labels), "") << spec.describe();
   EXPECT_GE(af.rounds, rt.size() > 1 ? 1 : 0);  // at 1 rank no edge crosses ranks
@@ -67,7 +85,7 @@ TEST_P(AfforestOn, MatchesUnionFind) {
 
   // Forced to hook across ranks round by round instead of solving the
   // contracted graph on rank 0: the same labels.
-  ComponentsOptions hooking;
+  ComponentsOptions hooking = apart;
   hooking.gather_limit = 1;
   auto hooked = afforest(g, hooking);
   EXPECT_EQ(test::gather_all(hooked.labels), want) << spec.describe();
@@ -124,6 +142,7 @@ TEST(Afforest, DirectedCutArcsTravelInChunks) {
   EXPECT_EQ(test::gather_all(c.labels), test::union_find_labels(full.vertices(), test::gather_edges(full)));
   ComponentsOptions hooking;
   hooking.gather_limit = 1;
+  hooking.node_shared = false;
   EXPECT_EQ(test::gather_all(afforest(directed, hooking).labels), test::gather_all(c.labels));
 }
 

@@ -27,6 +27,10 @@ struct ComponentsOptions {
   // count per rank, at least 65536 (rank 0's extra memory stays O(vertices
   // per rank)).
   std::uint64_t gather_limit = 0;
+  // Afforest, when every rank of the job shares one node: the ranks link
+  // into one parent array in node-shared memory (GAPBS's Afforest, ranks
+  // for threads) instead of exchanging cut arcs. Off: always distributed.
+  bool node_shared = true;
 };
 
 struct Components {
@@ -47,7 +51,9 @@ struct Components {
 // forest of root pairs, and rank 0 solves up to gather_limit pairs in one
 // round trip (min-hooking of roots with pointer jumping, Shiloach-Vishkin,
 // for more). Rounds: 2 when the contracted graph fits, else about log of
-// the number of local trees a component spans, not its diameter.
+// the number of local trees a component spans, not its diameter. When every
+// rank shares one node (and options.node_shared), Afforest itself over one
+// node-shared parent array instead: 4 rounds, each a barrier, no exchange.
 Components afforest(const EdgeList& g, const ComponentsOptions& options = {});
 // Label propagation with a frontier, local first: each global round starts
 // from the rank's local fixed point (the smallest label of each piece joined
