@@ -72,6 +72,10 @@ class SharedParents {
 
 }  // namespace
 
+bool afforest_on_one_node(const Runtime& rt, const ComponentsOptions& options) {
+  return options.node_shared && rt.size() > 1 && rt.node().count == 1;
+}
+
 template <class Id>
 std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id> dst,
                                            const ComponentsOptions& options) {
@@ -79,7 +83,7 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
   const auto t0 = std::chrono::steady_clock::now();
   const NodeGroup& node = rt.node();
   const std::uint64_t n = g.vertices();
-  if (!options.node_shared || rt.size() == 1 || node.count != 1 || n == 0) return std::nullopt;
+  if (!afforest_on_one_node(rt, options) || n == 0) return std::nullopt;
   const std::uint64_t bytes = n * sizeof(Id);
   NodeSegment segment(rt, node.rank == 0 ? bytes : 0, "cc", "the node-shared parents of connected components");
   std::span<std::byte> all = node.rank == 0 ? segment.own() : segment.peer(node.world_ranks[0]);

@@ -52,14 +52,17 @@ void check_options(const Options& o, bool analysis) {
 
 namespace {
 
-std::string algorithm_name(const std::string& algorithm) {
+std::string algorithm_name(const std::string& algorithm, const Runtime& rt) {
   if (algorithm == "scc") return "trimming and colouring";
-  if (algorithm == "afforest") return "Afforest (local union-find, sampling, hooking across ranks)";
+  if (algorithm == "afforest")
+    return graph::afforest_on_one_node(rt) ? "Afforest (the ranks link in one node-shared parent array, sampling)"
+                                           : "Afforest (local union-find, sampling, hooking across ranks)";
   return algorithm == "lp" ? "label propagation" : "FastSV";
 }
 
 graph::Components components_of(const graph::EdgeList& g, const std::string& algorithm, Progress& p) {
-  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " + algorithm_name(algorithm));
+  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " +
+         algorithm_name(algorithm, g.runtime()));
   graph::ComponentsOptions o;
   o.on_round = [&p](int round, std::uint64_t changed, double) {
     p.tick(changed == 0, "round %d: %" PRIu64 " labels changed", round, changed);

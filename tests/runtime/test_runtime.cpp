@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,4 +109,35 @@ TEST(Runtime, AgreeFailsOnEveryRankTogether) {
     EXPECT_EQ(std::string(e.what()), want);
   }
   EXPECT_NO_THROW(agree(rt.comm(), [] {}));
+}
+
+// Tessera's polls switch Open MPI's own idle yield off for their scope and
+// back after (a yield per empty MPI_Test gave a busy program a time slice
+// each: 45 s for a 0.1 s test beside two busy loops). Read from Open MPI's
+// exported flag; skipped with another MPI.
+TEST(Runtime, PollsSwitchMpisOwnYieldOffForTheirScope) {
+  auto* flag = static_cast<bool*>(::dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+  using SetYield = bool (*)(bool);
+  auto set = reinterpret_cast<SetYield>(::dlsym(RTLD_DEFAULT, "opal_progress_set_yield_when_idle"));
+  if (!flag || !set) GTEST_SKIP() << "not Open MPI: no yield switch to test";
+  const bool before = set(true);
+  {
+    MpiPollScope outer;
+    EXPECT_FALSE(*flag);
+    {
+      MpiPollScope inner;
+      EXPECT_FALSE(*flag);
+    }
+    EXPECT_FALSE(*flag) << "an inner scope turned the yield back on inside an outer one";
+  }
+  EXPECT_TRUE(*flag);
+  set(false);
+  { MpiPollScope off; }
+  EXPECT_FALSE(*flag) << "a scope turned on a yield that was off";
+  set(before);
+  // A wait through the scope still completes.
+  MPI_Request r;
+  ASSERT_EQ(MPI_Ibarrier(MPI_COMM_WORLD, &r), MPI_SUCCESS);
+  wait(r);
+  EXPECT_EQ(*flag, before);
 }

@@ -55,6 +55,10 @@ struct Components {
 // rank shares one node (and options.node_shared), Afforest itself over one
 // node-shared parent array instead: 4 rounds, each a barrier, no exchange.
 Components afforest(const EdgeList& g, const ComponentsOptions& options = {});
+// True when afforest() on a graph of `rt` links in one node-shared parent
+// array: more than one rank, all on one node, and options.node_shared
+// (unless a rank then cannot map the array: the distributed form runs).
+bool afforest_on_one_node(const Runtime& rt, const ComponentsOptions& options = {});
 // Label propagation with a frontier, local first: each global round starts
 // from the rank's local fixed point (the smallest label of each piece joined
 // by local edges), then only vertices whose label changed push it across cut
