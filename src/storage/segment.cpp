@@ -257,18 +257,21 @@ int NewSegmentFile::publish(bool remove_at_exit) {
     exit_cleanup::remove(slot);
     throw SystemError("cannot create " + path_, err);
   }
-  if (temporary_.empty()) {
-    // Opened again by its name: mappings made through the unnamed
-    // descriptor show "/dir/#inode (deleted)" in /proc/PID/maps, and `shm
-    // gc` and people find a file's users by its name there.
+  {
+    // Opened again by its name: mappings made through the unnamed (or the
+    // temporary) descriptor show "/dir/#inode (deleted)" in /proc/PID/maps,
+    // and `shm gc` and people find a file's users by its name there.
     FileDescriptor named(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-    struct stat a {}, b {};
-    if (!named || ::fstat(named.get(), &a) != 0 || ::fstat(fd_.get(), &b) != 0 || a.st_ino != b.st_ino ||
-        a.st_dev != b.st_dev) {
-      int err = named ? EEXIST : errno;
+    if (!named) {
+      int err = errno;
       ::unlink(path_.c_str());
       exit_cleanup::remove(slot);
       throw SystemError("cannot open " + path_ + " again after creating it", err);
+    }
+    struct stat a {}, b {};
+    if (::fstat(named.get(), &a) != 0 || ::fstat(fd_.get(), &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+      exit_cleanup::remove(slot);  // another file took the name meanwhile: not ours to remove
+      throw SystemError("cannot create " + path_ + ": another file replaced it as it was created", EEXIST);
     }
     fd_ = std::move(named);
   }
