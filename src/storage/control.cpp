@@ -15,7 +15,6 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
@@ -41,13 +40,6 @@ template <std::size_t N>
 void copy_string(char (&out)[N], const std::string& s) {
   std::memset(out, 0, N);
   std::memcpy(out, s.data(), std::min(s.size(), N - 1));
-}
-
-std::string read_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 long futex(std::uint32_t* addr, int op, std::uint32_t value, const timespec* timeout) {
@@ -77,12 +69,11 @@ PeerRecord self_record(const std::string& program) {
   PeerRecord p{};
   auto id = ProcessIdentity::self();
   copy_string(p.host, id.host);
-  copy_string(p.boot_id, read_line("/proc/sys/kernel/random/boot_id"));
+  copy_string(p.boot_id, id.boot_id);
   copy_string(p.program, program);
   p.pid = id.pid;
   p.start_time = id.start_time;
-  struct stat st {};
-  if (::stat("/proc/self/ns/pid", &st) == 0) p.pid_namespace = st.st_ino;
+  p.pid_namespace = id.pid_namespace;
   return p;
 }
 
@@ -105,41 +96,17 @@ std::unique_ptr<ControlSegment> ControlSegment::create(const std::string& path, 
   // Linked into place only when complete, so an analysis waiting for `path`
   // never opens a half-written file, and a SIGKILL here leaves nothing.
   NewSegmentFile file(path, mode);
-  const int fd = file.fd();
-  ::fchmod(fd, mode);
+  ::fchmod(file.fd(), mode);
   const std::uint64_t bytes = kHeaderBytes + sizeof(ControlBlock);
   // The standard segment header, so `tessera shm gc` knows the file and its
   // creator once it has its name.
-  SegmentHeader h{};
-  std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
-  h.version = 1;
+  auto slash = path.rfind('/');
+  SegmentHeader h = new_segment_header(slash == std::string::npos ? path : path.substr(slash + 1), kElementType);
   h.header_bytes = kHeaderBytes;
   h.element_size = 1;
   h.count = sizeof(ControlBlock);
-  auto self = ProcessIdentity::self();
-  h.creator_pid = self.pid;
-  h.creator_start_time = self.start_time;
-  copy_string(h.host, self.host);
-  auto slash = path.rfind('/');
-  copy_string(h.array_name, slash == std::string::npos ? path : path.substr(slash + 1));
-  copy_string(h.element_type, kElementType);
-  // The creator's PID namespace and boot id, when this SegmentHeader has
-  // them: without them gc could
-  // not prove a dead caller dead. Written through a generic lambda so this
-  // compiles with either header.
-  const PeerRecord creator = self_record("tessera");
-  [&](auto& header) {
-    if constexpr (requires { header.creator_pid_namespace; header.creator_boot_id; }) {
-      header.creator_pid_namespace = creator.pid_namespace;
-      copy_string(header.creator_boot_id, creator.boot_id);
-    }
-  }(h);
-  if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)))
-    throw SystemError("cannot write the header of control segment " + path, errno);
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
-    throw SystemError("cannot size control segment " + path, errno);
-  reserve_space(fd, bytes, path, slash == std::string::npos ? "." : path.substr(0, slash));
-  c->mapping_ = Mapping::file(fd, bytes, true, path);
+  file.fill(h, bytes, slash == std::string::npos ? "." : path.substr(0, slash));
+  c->mapping_ = Mapping::file(file.fd(), bytes, true, path);  // filled before it has a name
   c->block_ = reinterpret_cast<ControlBlock*>(c->mapping_.data() + kHeaderBytes);
   ControlBlock& b = *c->block_;
   b.version = kVersion;

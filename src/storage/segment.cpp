@@ -18,6 +18,7 @@
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/storage/metadata.hpp"
+#include "tessera/storage/storage.hpp"
 
 namespace tessera {
 
@@ -244,6 +245,32 @@ NewSegmentFile::~NewSegmentFile() {
   if (temporary_.empty()) return;
   ::unlink(temporary_.c_str());
   exit_cleanup::remove(temporary_slot_);
+}
+
+SegmentHeader new_segment_header(const std::string& name, const std::string& element_type) {
+  SegmentHeader h{};
+  std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
+  h.version = 1;
+  auto self = ProcessIdentity::self();
+  h.creator_pid = self.pid;
+  h.creator_start_time = self.start_time;
+  h.creator_pid_namespace = self.pid_namespace;
+  std::strncpy(h.creator_boot_id, self.boot_id.c_str(), sizeof(h.creator_boot_id) - 1);
+  std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
+  std::strncpy(h.array_name, name.c_str(), sizeof(h.array_name) - 1);
+  std::strncpy(h.element_type, element_type.c_str(), sizeof(h.element_type) - 1);
+  return h;
+}
+
+void NewSegmentFile::fill(const SegmentHeader& header, std::uint64_t bytes, const std::string& dir) {
+  // A file system already full fails at the header, before the reservation.
+  if (::pwrite(fd_.get(), &header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header)))
+    throw_write_failure("write the header of", path_, bytes, dir, errno);
+  if (::ftruncate(fd_.get(), static_cast<off_t>(bytes)) != 0)
+    throw_write_failure("size", path_, bytes, dir, errno);
+  // Reserved now: a sparse file on a full file system would kill the job
+  // with SIGBUS at the first write through the mapping.
+  reserve_space(fd_.get(), bytes, path_, dir);
 }
 
 int NewSegmentFile::publish(bool remove_at_exit) {

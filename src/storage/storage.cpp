@@ -125,6 +125,12 @@ void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const s
   throw SystemError("cannot reserve " + mebibytes(static_cast<double>(bytes)) + " for " + path, err);
 }
 
+void throw_write_failure(const std::string& what, const std::string& path, std::uint64_t bytes,
+                         const std::string& dir, int err) {
+  if (no_space(err)) throw_no_space(path, bytes, dir, err);
+  throw SystemError("cannot " + what + " " + path + " (" + std::to_string(bytes) + " bytes)", err);
+}
+
 namespace {
 
 class SharedStorage final : public Storage {
@@ -254,39 +260,16 @@ void SharedStorage::create_segment(const Runtime& rt, const ArrayLayout& layout)
   // The file gets its name only when its header is written and its blocks
   // reserved: a process killed before leaves nothing (see NewSegmentFile).
   NewSegmentFile file(path, mode_);
-  const int fd = file.fd();
-  give_to_group(fd, path);
-  ::fchmod(fd, mode_);
-
-  SegmentHeader h{};
-  std::memcpy(h.magic, SegmentHeader::kMagic, sizeof(h.magic));
-  h.version = 1;
+  give_to_group(file.fd(), path);
+  ::fchmod(file.fd(), mode_);
+  SegmentHeader h = new_segment_header(name_, layout.element.name);
   h.header_bytes = header_bytes_;
   h.element_size = layout.element.size;
   h.count = count;
   h.global_begin = layout.offsets[r];
   h.rank = rt.rank();
-  auto self = ProcessIdentity::self();
-  h.creator_pid = self.pid;
-  h.creator_start_time = self.start_time;
-  h.creator_pid_namespace = self.pid_namespace;
-  std::strncpy(h.creator_boot_id, self.boot_id.c_str(), sizeof(h.creator_boot_id) - 1);
   h.persist = persist_ ? 1 : 0;
-  std::strncpy(h.host, self.host.c_str(), sizeof(h.host) - 1);
-  std::strncpy(h.array_name, name_.c_str(), sizeof(h.array_name) - 1);
-  std::strncpy(h.element_type, layout.element.name.c_str(), sizeof(h.element_type) - 1);
-  // A file system already full fails here, before the reservation below.
-  if (::pwrite(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h))) {
-    if (no_space(errno)) throw_no_space(path, bytes, dir_, errno);
-    throw SystemError("cannot write the header of shared segment " + path, errno);
-  }
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    if (no_space(errno)) throw_no_space(path, bytes, dir_, errno);
-    throw SystemError("cannot size shared segment " + path + " to " + std::to_string(bytes) + " bytes", errno);
-  }
-  // Reserve the blocks now: a sparse file on a full file system would kill
-  // the job with SIGBUS at the first write through the mapping.
-  reserve_space(fd, bytes, path, dir_);
+  file.fill(h, bytes, dir_);
   segment_slot_ = file.publish(!persist_);
   own_created_ = true;
   own_ = Mapping::file(file.fd(), bytes, true, path);

@@ -82,6 +82,11 @@ struct SegmentHeader {
 };
 static_assert(sizeof(SegmentHeader) <= 4096);
 
+// A header naming this process as the creator (pid, start time, PID
+// namespace, boot id, host) of the array `name` of `element_type`; the
+// caller fills in the sizes and where the segment sits.
+SegmentHeader new_segment_header(const std::string& name, const std::string& element_type);
+
 // Bytes reserved for the header: one page of the file system holding `dir`
 // (4 KiB on tmpfs, the huge-page size on hugetlbfs, so data stays mappable).
 std::uint32_t segment_header_bytes(const std::string& dir);
@@ -104,6 +109,10 @@ class NewSegmentFile {
   NewSegmentFile(const NewSegmentFile&) = delete;
   NewSegmentFile& operator=(const NewSegmentFile&) = delete;
   int fd() const noexcept { return fd_.get(); }
+  // Writes `header`, sizes the file to `bytes` and reserves them (before
+  // publish): a full file system is "PATH needs N MiB in DIR, M MiB free"
+  // whichever step finds it.
+  void fill(const SegmentHeader& header, std::uint64_t bytes, const std::string& dir);
   // Links the file at `path`, never replacing one (SystemError, EEXIST),
   // and from then fd() is the file opened by that name: map it after this
   // call, so /proc/PID/maps names `path`. With `remove_at_exit`, registers

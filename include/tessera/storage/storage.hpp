@@ -128,6 +128,12 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
 // N MiB in DIR, M MiB free" when the file system is full.
 void reserve_space(int fd, std::uint64_t bytes, const std::string& path, const std::string& dir);
 
+// Throws the SystemError for a failed attempt to `what` (e.g. "size") `path`,
+// a file of `bytes` in `dir`: the "needs N MiB" message above when the file
+// system is full.
+[[noreturn]] void throw_write_failure(const std::string& what, const std::string& path, std::uint64_t bytes,
+                                      const std::string& dir, int err);
+
 // The group shared files are given: `name` (a group name or number), else
 // $TESSERA_SHM_GROUP; (gid_t)-1 when neither is set. Throws ConfigError for
 // an unknown group.
