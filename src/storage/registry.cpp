@@ -209,31 +209,52 @@ std::vector<std::string> paths_in_use(const std::string& dir, bool& complete) {
   }
   return used;
 }
+// The subdirectories of `dir` whose names start with `prefix`.
+std::vector<std::string> subdirectories(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return out;
+  while (dirent* e = ::readdir(d.get())) {
+    std::string name = e->d_name;
+    struct stat st {};
+    if (name == "." || name == ".." || name.rfind(prefix, 0) != 0) continue;
+    if (::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) out.push_back(dir + "/" + name);
+  }
+  return out;
+}
+
+// Where Open MPI's session directories may be: TMP itself (its default
+// base), and the bases of their own that scripts/mpirun.sh
+// (TMP/tessera-mpirun.UID.PIDNS/PID) and `tessera -n K` (TMP/tessera-run-X/mpiN)
+// give jobs on one node.
+std::vector<std::string> session_bases(const std::string& tmp, const std::string& uid) {
+  std::vector<std::string> bases = {tmp};
+  for (const auto& launches : subdirectories(tmp, "tessera-mpirun." + uid + "."))
+    for (const auto& base : subdirectories(launches, "")) bases.push_back(base);
+  for (const auto& run : subdirectories(tmp, "tessera-run-"))
+    for (const auto& base : subdirectories(run, "mpi")) bases.push_back(base);
+  return bases;
+}
+
 // The mpirun that started job `jobid` (the hex field of a vader_segment
 // name), from Open MPI 4's session directory: its PMIx store
-// TMP/ompi.HOST.UID/pid.PID/pmix_dstor_ds21_PID/ holds smseg-JOBID-*. Returns
+// BASE/ompi.HOST.UID/pid.PID/pmix_dstor_ds21_PID/ holds smseg-JOBID-*. Returns
 // 0 when no such directory names the job.
 int mpirun_of_job(const std::string& uid, std::uint64_t jobid) {
   const char* env = std::getenv("TMPDIR");
-  std::string tmp = env && *env ? env : "/tmp";
-  std::unique_ptr<DIR, int (*)(DIR*)> top(::opendir(tmp.c_str()), ::closedir);
-  if (!top) return 0;
+  const std::string tmp = env && *env ? env : "/tmp";
   const std::string want = "smseg-" + std::to_string(jobid) + "-";
-  while (dirent* s = ::readdir(top.get())) {
-    std::string session = s->d_name;
-    if (session.rfind("ompi.", 0) != 0 || !ends_with(session, "." + uid)) continue;
-    std::string session_dir = tmp + "/" + session;
-    std::unique_ptr<DIR, int (*)(DIR*)> pids(::opendir(session_dir.c_str()), ::closedir);
-    if (!pids) continue;
-    while (dirent* p = ::readdir(pids.get())) {
-      std::string name = p->d_name;
-      if (name.rfind("pid.", 0) != 0) continue;
-      std::string pid = name.substr(4);
-      std::string store = session_dir + "/" + name + "/pmix_dstor_ds21_" + pid;
-      std::unique_ptr<DIR, int (*)(DIR*)> files(::opendir(store.c_str()), ::closedir);
-      if (!files) continue;
-      while (dirent* f = ::readdir(files.get()))
-        if (std::string(f->d_name).rfind(want, 0) == 0) return std::atoi(pid.c_str());
+  for (const auto& base : session_bases(tmp, uid)) {
+    for (const auto& session_dir : subdirectories(base, "ompi.")) {
+      if (!ends_with(session_dir, "." + uid)) continue;
+      for (const auto& job_dir : subdirectories(session_dir, "pid.")) {
+        std::string pid = job_dir.substr(job_dir.rfind("/pid.") + 5);
+        std::unique_ptr<DIR, int (*)(DIR*)> files(::opendir((job_dir + "/pmix_dstor_ds21_" + pid).c_str()),
+                                                  ::closedir);
+        if (!files) continue;
+        while (dirent* f = ::readdir(files.get()))
+          if (std::string(f->d_name).rfind(want, 0) == 0) return std::atoi(pid.c_str());
+      }
     }
   }
   return 0;

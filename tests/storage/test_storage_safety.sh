@@ -161,7 +161,8 @@ if [ -f "$ready" ]; then
   xargs kill -KILL < "$ready"
   wait $job 2>/dev/null
   rm -f /dev/shm/"$name".*
-  trap 'cleanup; rm -rf "${TMPDIR:-/tmp}"/ompi.*/pid.'"$job"'' EXIT  # the killed mpirun's session directory
+  # The killed mpirun's session directory (scripts/mpirun.sh gives it a base of its own).
+  trap 'cleanup; rm -rf "${TMPDIR:-/tmp}"/ompi.*/pid.'"$job"' "${TMPDIR:-/tmp}"/tessera-mpirun.*/'"$job"'' EXIT
   if [ -z "$vader" ]; then
     skip "this Open MPI maps no vader_segment files: the MPI leftover part"
   else

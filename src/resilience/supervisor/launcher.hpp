@@ -148,9 +148,10 @@ struct StartedJob {
 // the user's ^C would end it, its ranks removing their own segments.
 void stop_started_job(const Job& job, bool own_group);
 // mpirun for attempt `attempt` on `ranks` ranks (on `hosts` when given),
-// its heartbeats in `hb_dir`; its stderr is the Job's err_fd (non-blocking).
+// its heartbeats in `hb_dir`, its own session directory tree under
+// `session_base` (see launch()); its stderr is the Job's err_fd (non-blocking).
 Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& hosts, int attempt,
-           const std::string& hb_dir);
+           const std::string& hb_dir, const std::string& session_base);
 // Reads what mpirun wrote so far into `out`.
 void drain(int fd, MpirunOutput& out);
 // Why the job's command could not be started, for people: one line.

@@ -95,6 +95,8 @@ class SupervisionScope {
     sigaction(SIGHUP, &old_hup_, nullptr);
   }
   std::string heartbeat_dir(int attempt) const { return root_ + "/attempt" + std::to_string(attempt); }
+  // mpirun's session directory base for an attempt (attempts may overlap).
+  std::string session_base(int attempt) const { return root_ + "/mpi" + std::to_string(attempt); }
 
  private:
   std::string root_;
@@ -159,13 +161,14 @@ class Supervision {
   StartedJob start(int attempt) {
     StartedJob s;
     std::error_code dir_error;
-    fs::create_directories(scope.heartbeat_dir(attempt), dir_error);
-    if (dir_error)
-      throw SystemError("cannot create the heartbeat directory " + scope.heartbeat_dir(attempt), dir_error.value());
+    for (const std::string& dir : {scope.heartbeat_dir(attempt), scope.session_base(attempt)}) {
+      fs::create_directories(dir, dir_error);
+      if (dir_error) throw SystemError("cannot create the job's directory " + dir, dir_error.value());
+    }
     s.started = now_seconds();
     const bool shrunk = hosts.size() != o.hosts.size();
     s.job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt,
-                   scope.heartbeat_dir(attempt));
+                   scope.heartbeat_dir(attempt), scope.session_base(attempt));
     return s;
   }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A job on one node gets an Open MPI session directory base of its own, from
+# scripts/mpirun.sh and from `tessera -n K`: Open MPI keeps every job's
+# directory under one top directory per user and host and removes it when a
+# job ends and finds it empty, and a job starting then failed ("ORTE_ERROR_LOG:
+# ... session_dir.c") in a fresh machine's `make test`. Checked: where each
+# launch's session directory is, that ended launches' bases are removed, that
+# a base the user chose and launches across hosts are left alone, jobs side by
+# side, and that nothing is left in TMPDIR.
+# Usage: test_session_dirs.sh BUILD_DIR SOURCE_DIR
+set -u
+bin=$1 src=$2
+mpirun_sh=$src/scripts/mpirun.sh
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+bases="$TMPDIR/tessera-mpirun.$(id -u).$(stat -Lc %i /proc/self/ns/pid)"
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+check() { if eval "$1"; then ok "$2"; else fail "$2"; fi; }
+top_of() { "$@" sh -c 'echo "$OMPI_MCA_orte_top_session_dir"' | sort -u; }
+
+top=$(top_of "$mpirun_sh" -n 2)
+base=${top%/ompi.*}
+check '[[ "$base" == "$bases"/[0-9]* && -d "$base" ]]' "mpirun.sh: both ranks' session directory is under a base of the job's own ($top)"
+check '[ ! -e "$TMPDIR/ompi.$(hostname).$(id -u)" ]' "mpirun.sh: nothing in Open MPI's shared top directory"
+"$mpirun_sh" -n 1 true
+check '[ ! -e "$base" ]' "mpirun.sh: the next launch removes the ended job's base"
+
+mkdir "$TMPDIR/mine"
+chosen=$(OMPI_MCA_orte_tmpdir_base="$TMPDIR/mine" top_of "$mpirun_sh" -n 2)
+check '[[ "$chosen" == "$TMPDIR/mine/ompi."* ]]' "mpirun.sh: a base the user chose stands ($chosen)"
+rm -rf "$TMPDIR/mine"
+
+across=$(top_of "$mpirun_sh" --host localhost:2 -n 2)
+check '[[ "$across" == "$TMPDIR/ompi."* ]]' "mpirun.sh --host: Open MPI's own base ($across)"
+
+# Side by side: 4 x 8 two-rank MPI jobs, each launch sweeping the others' ended bases.
+for j in 1 2 3 4; do
+  (for i in 1 2 3 4 5 6 7 8; do
+     "$mpirun_sh" -n 2 "$bin/tests/test_runtime" --gtest_filter='Runtime.*Rank*' >/dev/null 2>"$TMPDIR/err.$j" ||
+       { echo "job $j.$i failed: $(tail -3 "$TMPDIR/err.$j")"; }
+   done) &
+done > "$TMPDIR/side-by-side" 2>&1
+wait
+check '[ ! -s "$TMPDIR/side-by-side" ]' "32 jobs side by side all ran $(head -2 "$TMPDIR/side-by-side")"
+rm -f "$TMPDIR"/err.* "$TMPDIR/side-by-side"
+"$mpirun_sh" -n 1 true
+left=$(ls "$bases")
+check '[ "$(echo "$left" | wc -w)" -eq 1 ]' "one launch alone leaves only its own base ($left)"
+
+run_top=$(top_of "$bin/tessera" -n 2 run 2>/dev/null)
+check '[[ "$run_top" == "$TMPDIR"/tessera-run-*/mpi1/ompi.* ]]' "tessera -n 2 run: the attempt's own base ($run_top)"
+check '[ -z "$(ls "$TMPDIR" | grep -v "^tessera-mpirun\.")" ]' "tessera -n 2 run leaves nothing in TMPDIR ($(ls "$TMPDIR"))"
+
+if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
