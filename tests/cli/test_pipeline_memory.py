@@ -56,13 +56,17 @@ with tempfile.TemporaryDirectory() as tmp:
             # The relabelled graph drops the kron graph's isolated vertices
             # (a third of them), and with them a third of the budget's
             # per-vertex part, while the job's fixed costs stay: judged
-            # instead against the same file with dense ids, which it must
-            # not exceed (an edge list held while relabelling would add
-            # 16 bytes an arc).
+            # instead against the same file with dense ids, plus the
+            # relabelling's own maps (16 bytes a vertex: an old id and its
+            # place); an edge list held while relabelling would add 16
+            # bytes an arc, 30 times that at this degree. (A 3% margin
+            # alone failed once by 0.03%: the maps are 3% here.)
             dense = docs["text, one direction"]["memory"]["data_growth_bytes"]
-            h.check(m["data_growth_bytes"] <= 1.03 * dense,
-                    f"{name}: peak data growth {m['data_growth_bytes']} B is within 3% of the dense ids' {dense} B "
-                    f"(no edge list held while relabelling; {m['growth_to_budget']:.3f}x its own budget)")
+            maps = 16 * g["vertices"]
+            h.check(m["data_growth_bytes"] <= dense + maps,
+                    f"{name}: peak data growth {m['data_growth_bytes']} B is within the dense ids' {dense} B "
+                    f"+ 16 B a vertex ({maps} B) (no edge list held while relabelling; "
+                    f"{m['growth_to_budget']:.3f}x its own budget)")
             continue
         h.check(m["growth_to_budget"] <= 1.0,
                 f"{name}: peak data growth {m['data_growth_bytes']} B is {m['growth_to_budget']:.3f}x the budget "
