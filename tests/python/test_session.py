@@ -348,13 +348,19 @@ def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
         print(s.socket_path, s.job_id, *s._pids, flush=True)
         os.kill(os.getpid(), 9)
     """)
+    # Unkept first: how long its ranks took to stop bounds the wait that
+    # shows a kept session's ranks do not (twice that, at least 3 s; not
+    # the 20 s allowed for stopping, which the kept case spent idle).
+    stopped_after = 20.0
     for keep in ("", "keep"):
         p = subprocess.run([sys.executable, "-c", code, keep], env={**clean_env(), "PYTHONPATH": PACKAGE_PARENT},
                            capture_output=True, text=True, timeout=120)
         path, job, *pids = p.stdout.split()
-        deadline = time.monotonic() + 20
+        start = time.monotonic()
+        deadline = start + (max(3.0, 2 * stopped_after) if keep else 20)
         while any(os.path.exists(f"/proc/{q}") for q in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
+        stopped_after = time.monotonic() - start
         if keep:
             assert all(os.path.exists(f"/proc/{q}") for q in pids), "a kept session stopped with its client"
             s = tessera.connect(path)
