@@ -325,6 +325,31 @@ def test_a_dead_rank_raises_promptly_and_leaves_nothing(graph_file):
     assert not ours(s.job_id), ours(s.job_id)
 
 
+def test_a_session_has_its_own_mpi_session_directory_removed_at_stop(tmp_path):
+    # Open MPI's shared top directory, removed by whichever job ends and
+    # finds it empty, once failed a job starting beside it: a session on
+    # one node gets a base of its own, gone with the session; a base the
+    # user chose stands; a dead mpirun's base goes at the next start.
+    with tessera.start(ranks=2) as s:
+        with open(f"/proc/{s._process.pid}/environ", "rb") as f:
+            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        base = env[b"OMPI_MCA_orte_tmpdir_base"].decode()
+        assert base == s._mpi_base and os.path.dirname(os.path.dirname(base)) == protocol.runtime_dir()
+        assert glob.glob(os.path.join(base, "ompi.*")), "mpirun's session directory is under the base"
+        assert s.kron(scale=6).vertices == 64
+    assert not os.path.exists(base), "the base is removed when the session stops"
+    chosen = tmp_path / "mine"
+    chosen.mkdir()
+    with tessera.start(ranks=1, env={"OMPI_MCA_orte_tmpdir_base": str(chosen)}) as s:
+        assert s._mpi_base is None and glob.glob(str(chosen / "ompi.*")), "a base the user chose stands"
+    dead = os.path.join(os.path.dirname(base), "dead-mpirun")
+    os.makedirs(dead)
+    with open(os.path.join(dead, "mpirun.pid"), "w") as f:
+        f.write(str(2 ** 22 + 1))  # above the largest pid_max: no such process
+    with tessera.start(ranks=1) as s:
+        assert not os.path.exists(dead), "a start removes the base of an ended mpirun"
+
+
 def test_the_readme_flow_example_runs():
     """examples/python/session_flow.py, the README's lines: its printed
     answers against scipy on the same file."""

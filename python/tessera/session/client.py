@@ -17,6 +17,7 @@ import shutil
 import socket as _socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -120,6 +121,7 @@ class Session:
         self._process = None
         self._keep = True
         self._log = None
+        self._mpi_base = None  # the session's own Open MPI session directory base (start)
         self._lock = threading.Lock()
         # What a verbose command's progress lines go to: None shows them
         # as a progress block updated in place in a notebook, else as lines
@@ -290,6 +292,8 @@ class Session:
                     os.unlink(path)
                 except OSError:
                     pass
+            if self._mpi_base and (self._process is None or self._process.poll() is not None):
+                shutil.rmtree(self._mpi_base, ignore_errors=True)
 
     # -- lifetime ----------------------------------------------------------
     def close(self):
@@ -528,6 +532,46 @@ def server_environment(extra=None):
     return env
 
 
+_TMPDIR_BASES = ("OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_orte_local_tmpdir_base", "OMPI_MCA_orte_remote_tmpdir_base")
+
+
+def _own_mpi_base(environment, hosts):
+    """A session on this node alone gets an Open MPI session directory base
+    of its own, as scripts/mpirun.sh gives its jobs: Open MPI removes its
+    shared top directory ($TMPDIR/ompi.HOST.UID) when a job ends and finds
+    it empty, and a job starting then fails. Bases sit in this user's
+    runtime directory, one folder per PID namespace, and hold the mpirun's
+    PID once started; each start removes those of ended mpiruns (a kept
+    session's, a killed client's). Returns the base, set in `environment`,
+    or None where the user chose one or the session spans hosts."""
+    if hosts or environment.get("OMPI_MCA_orte_default_hostfile") or any(environment.get(k) for k in _TMPDIR_BASES):
+        return None
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    bases = protocol.private_dir(os.path.join(protocol.private_dir(protocol.runtime_dir()), f"mpi.{namespace}"))
+    for base in glob.glob(os.path.join(bases, "*")):
+        try:
+            with open(os.path.join(base, "mpirun.pid")) as f:
+                pid = int(f.read())
+        except FileNotFoundError:  # a start in progress writes it as soon as mpirun runs
+            if time.time() - os.path.getmtime(base) > 3600:
+                shutil.rmtree(base, ignore_errors=True)
+            continue
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(base, ignore_errors=True)
+        except PermissionError:
+            pass
+    base = tempfile.mkdtemp(dir=bases)
+    environment["OMPI_MCA_orte_tmpdir_base"] = base
+    return base
+
+
 def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120.0, env=None,
           max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False):
     """Starts a session of ``ranks`` ranks (mpirun, in a process group of its
@@ -545,10 +589,15 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
         socket = os.path.abspath(socket)
         protocol.private_dir(os.path.dirname(socket))
     log = socket + ".log"
+    environment = server_environment(env)
+    mpi_base = _own_mpi_base(environment, hosts)
     with open(log, "w") as out:
         process = subprocess.Popen(server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid()), stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=server_environment(env),
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
                                    start_new_session=True)
+    if mpi_base:
+        with open(os.path.join(mpi_base, "mpirun.pid"), "w") as f:
+            f.write(str(process.pid))
     deadline = time.monotonic() + timeout
     while not os.path.exists(socket):
         if process.poll() is not None:
@@ -561,5 +610,5 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
             raise _errors.SystemError(f"the session did not serve {socket} within {timeout:.0f} s; log: {log}")
         time.sleep(0.05)
     s = Session(socket, max_transfer_bytes=max_transfer_bytes, copy_results=copy_results, timeout=timeout)
-    s._process, s._keep, s._log = process, bool(keep), log
+    s._process, s._keep, s._log, s._mpi_base = process, bool(keep), log, mpi_base
     return s
