@@ -130,9 +130,7 @@ SymmetrySums weighted_symmetry_sums(std::span<const std::uint64_t> rows, std::sp
   return sums;
 }
 
-}  // namespace
-
-std::uint64_t arc_set_hash(const EdgeList& g) {
+std::uint64_t summed_arc_hash(const EdgeList& g) {
   auto w = g.local_weight();
   std::uint64_t sum = 0;
   if (w.empty()) {
@@ -145,6 +143,15 @@ std::uint64_t arc_set_hash(const EdgeList& g) {
     });
   }
   return all_reduce<std::uint64_t>(g.runtime().comm(), sum, MPI_SUM);
+}
+
+}  // namespace
+
+std::uint64_t arc_set_hash(const EdgeList& g) { return g.arc_hash(); }
+
+std::uint64_t EdgeList::arc_hash() const {
+  if (!arc_hash_) arc_hash_ = summed_arc_hash(*this);
+  return *arc_hash_;
 }
 
 SymmetrySums symmetry_sums(std::span<const std::uint64_t> rows, std::span<const std::uint32_t> dst,

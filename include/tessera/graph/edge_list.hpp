@@ -250,6 +250,10 @@ class EdgeList {
   DistArray<std::uint64_t> in_degrees() const;
   // The ranks' largest / mean local arc counts (1.0 is perfect balance).
   double edge_imbalance() const;
+  // Collective: arc_set_hash (arc_hash.hpp), computed once per graph: its
+  // arrays never change, and every document about it gives the hash (a
+  // pass over all arcs; a session asks again at each analysis).
+  std::uint64_t arc_hash() const;
 
  private:
   EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ranges, DistArray<std::uint64_t> offsets,
@@ -265,6 +269,7 @@ class EdgeList {
   DistArray<std::uint64_t> offsets_;
   IdArray dst_;
   std::optional<DistArray<double>> weight_;
+  mutable std::optional<std::uint64_t> arc_hash_;  // the same on every rank: set by a collective call
 };
 
 // Calls f(Id{}) with a value of the id type of `width`: a generic lambda is
