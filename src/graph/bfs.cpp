@@ -80,6 +80,9 @@ class FrontierBitmap {
     }
     me_ = g.runtime().rank();
     gathered_.resize(static_cast<std::size_t>(total));
+    own_begin_ = r.begin(me_);
+    own_end_ = own_begin_ + r.count(me_);
+    next_.assign(static_cast<std::size_t>(counts_[static_cast<std::size_t>(me_)] - 1), 0);
   }
   // Collective: the bitmap of every rank's `frontier` (its own vertices);
   // returns the frontiers' total size.
@@ -96,23 +99,59 @@ class FrontierBitmap {
     std::fill(mine, mine + n_words, 0);
     for (auto v : frontier) mine[(v >> 6) - first_[me]] |= 1ull << (v & 63);
     mine[n_words] = frontier.size();
+    return combine();
+  }
+  // The next frontier, built in place by a bottom-up step (GAPBS's `next`
+  // bitmap: no list of the vertices found).
+  void mark_next(std::uint64_t v) noexcept { next_[(v >> 6) - first_[static_cast<std::size_t>(me_)]] |= 1ull << (v & 63); }
+  // Collective: the marked vertices (`marked` of them here) become the
+  // frontier; returns its total size.
+  std::uint64_t publish_next(std::uint64_t marked) {
+    const std::size_t me = static_cast<std::size_t>(me_);
+    if (counts_.size() == 1) {
+      std::copy(next_.begin(), next_.end(), words_.begin());
+      std::fill(next_.begin(), next_.end(), 0);
+      return marked;
+    }
+    std::copy(next_.begin(), next_.end(), gathered_.begin() + displs_[me]);
+    gathered_[static_cast<std::size_t>(displs_[me] + counts_[me] - 1)] = marked;
+    std::fill(next_.begin(), next_.end(), 0);
+    return combine();
+  }
+  // This rank's vertices in the frontier, increasing (GAPBS's BitmapToQueue).
+  void list_own(std::vector<std::uint64_t>& out) const {
+    out.clear();
+    const std::uint64_t first = first_[static_cast<std::size_t>(me_)];
+    for (std::size_t k = 0; k < next_.size(); ++k)
+      for (std::uint64_t bits = words_[first + k]; bits; bits &= bits - 1) {
+        const std::uint64_t v = (first + k) * 64 + static_cast<std::uint64_t>(std::countr_zero(bits));
+        if (v >= own_begin_ && v < own_end_) out.push_back(v);
+      }
+  }
+  const std::uint64_t* words() const noexcept { return words_.data(); }
+  std::size_t memory_bytes() const noexcept {
+    return (words_.capacity() + gathered_.capacity() + next_.capacity()) * sizeof(std::uint64_t);
+  }
+
+ private:
+  // After the gather: every rank's words OR-ed into the bitmap (boundary
+  // words are shared); the frontiers' total size.
+  std::uint64_t combine() {
     all_gather_in_place<std::uint64_t>(comm_, gathered_, counts_, displs_);
     std::fill(words_.begin(), words_.end(), 0);
     std::uint64_t total = 0;
-    for (std::size_t p = 0; p < P; ++p) {
+    for (std::size_t p = 0; p < counts_.size(); ++p) {
       const int words = counts_[p] - 1;
       for (int k = 0; k < words; ++k) words_[first_[p] + static_cast<std::uint64_t>(k)] |= gathered_[displs_[p] + k];
       total += gathered_[displs_[p] + words];
     }
     return total;
   }
-  const std::uint64_t* words() const noexcept { return words_.data(); }
-  std::size_t memory_bytes() const noexcept { return (words_.capacity() + gathered_.capacity()) * sizeof(std::uint64_t); }
 
- private:
   MPI_Comm comm_;
   int me_ = 0;
-  std::vector<std::uint64_t> words_, gathered_, first_;
+  std::uint64_t own_begin_ = 0, own_end_ = 0;
+  std::vector<std::uint64_t> words_, gathered_, first_, next_;
   std::vector<int> counts_, displs_;
 };
 
@@ -206,6 +245,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
   if (rt.size() > 1) offers.emplace(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
   std::optional<FrontierBitmap> bitmap;
   bool bitmap_holds_frontier = false;
+  bool frontier_listed = true;  // false after a bottom-up step: the frontier is only in the bitmap
   // `found`: the new frontier's size over every rank.
   auto finish_step = [&](bool bottom_up, std::uint64_t found) {
     frontier.swap(next);
@@ -219,6 +259,8 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     return found;
   };
   auto top_down = [&] {
+    if (!frontier_listed) bitmap->list_own(frontier);
+    frontier_listed = true;
     for (auto u : frontier)
       // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
       for (std::uint64_t k = out_row[u - base], last = out_row[u - base + 1]; k < last; ++k) {
@@ -241,6 +283,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     if (!bitmap) bitmap.emplace(g);
     if (!bitmap_holds_frontier) bitmap->load(frontier);
     const std::uint64_t* front = bitmap->words();
+    std::uint64_t marked = 0;
     // The unfound vertices, a word of the bitmap at a time (the bits past
     // the last vertex are never searched).
     for (std::size_t w = 0; w < n_words; ++w) {
@@ -255,7 +298,8 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
             parent[i] = static_cast<std::int64_t>(u);
             depth[i] = level + 1;
             now_found |= unfound & -unfound;
-            next.push_back(base + i);
+            bitmap->mark_next(base + i);
+            ++marked;
             break;
           }
         }
@@ -263,9 +307,10 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
       found[w] |= now_found;
     }
     // The new frontier's bitmap, ready for a next bottom-up step, and its
-    // size in the same collective.
-    const std::uint64_t found = bitmap->load(next);
+    // size in the same collective; listed only if a top-down step follows.
+    const std::uint64_t found = bitmap->publish_next(marked);
     bitmap_holds_frontier = true;
+    frontier_listed = false;
     return finish_step(true, found);
   };
 
