@@ -105,16 +105,11 @@ PageRankOptions tight(PageRankMethod method) {
   return o;
 }
 
-// A row's sum in the kernel's order: whole groups of four arcs in four
-// lanes (arc k of a group into lane k), the lanes added pairwise, then the
-// remaining arcs in order.
+// A row's sum in the kernel's order: the arcs one after another, from 0.
 template <class Term>
-double lane_sum(const std::vector<std::uint64_t>& row, Term term) {
-  double lane[4] = {0, 0, 0, 0};
-  const std::size_t whole = row.size() / 4 * 4;
-  for (std::size_t k = 0; k < whole; ++k) lane[k % 4] += term(row[k]);
-  double sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-  for (std::size_t k = whole; k < row.size(); ++k) sum += term(row[k]);
+double row_sum(const std::vector<std::uint64_t>& row, Term term) {
+  double sum = 0;
+  for (auto u : row) sum += term(u);
   return sum;
 }
 
@@ -129,7 +124,7 @@ std::vector<double> serial_jacobi(const EdgeList& g, int iterations, bool single
   std::vector<double> x(g.vertices(), 1.0 / n), y(g.vertices());
   for (int it = 0; it < iterations; ++it) {
     for (std::size_t v = 0; v < x.size(); ++v) {
-      const double s = lane_sum(in[v], [&](std::uint64_t u) {
+      const double s = row_sum(in[v], [&](std::uint64_t u) {
         const double c = deg[u] ? x[u] / deg[u] : 0.0;
         return single ? static_cast<double>(static_cast<float>(c)) : c;
       });
@@ -213,9 +208,8 @@ TEST(PageRank, DefaultsStopAsGapbs) {
 }
 
 TEST(PageRank, JacobiGivesTheSameBitsAtEveryRankCount) {
-  // Each sum runs over a vertex's in-neighbours in id order (in the
-  // kernel's lanes) and the change is summed exactly, so a serial sweep in
-  // that order gives every bit.
+  // Each sum runs over a vertex's in-neighbours in id order and the change
+  // is summed exactly, so a serial sweep in that order gives every bit.
   Runtime& rt = Runtime::current();
   auto g = generate(rt, GraphSpec::kronecker(9, 8, 7));
   auto pr = pagerank(g, tight(PageRankMethod::jacobi));
