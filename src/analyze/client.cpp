@@ -23,6 +23,7 @@
 #include "tessera/runtime/child_process.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/launch.hpp"
 #include "tessera/runtime/runtime.hpp"
 #include "tessera/analyze/protocol.hpp"
 
@@ -125,6 +126,9 @@ class Child {
     for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     env_ = analysis_environment(sandbox, across_nodes);
+    // On one node, mpirun gets a session directory base of its own
+    // (runtime/launch.hpp). Not in a container: the sandbox's /tmp is its own.
+    if (sandbox == Sandbox::none && !across_nodes) env_.push_back(session_base_.emplace().environment_entry());
     for (auto& e : env_) envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -175,7 +179,10 @@ class Child {
   }
   // Left to end by itself, neither signalled nor waited for (reaped by init
   // once this process is gone).
-  void abandon() noexcept { pid_ = -1; }
+  void abandon() noexcept {
+    pid_ = -1;
+    if (session_base_) session_base_->keep();
+  }
   void stop() noexcept {
     if (pid_ <= 0) return;
     stop_child(pid_, 3.0);
@@ -183,6 +190,7 @@ class Child {
   }
 
  private:
+  std::optional<MpiSessionBase> session_base_;  // removed after stop() has reaped mpirun
   pid_t pid_ = -1;
   int status_ = -1;
   std::vector<std::string> env_;

@@ -1,6 +1,8 @@
 #include "tessera/runtime/launch.hpp"
 
 #include <hwloc.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/topology.hpp"
@@ -19,6 +22,45 @@ bool launched_by_mpi() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "PMI_RANK"})
     if (std::getenv(var)) return true;
   return false;
+}
+
+// ---- Open MPI session directories -------------------------------------------
+
+bool mpi_session_base_chosen() {
+  for (const char* var : {"OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_orte_local_tmpdir_base",
+                          "OMPI_MCA_orte_remote_tmpdir_base"})
+    if (std::getenv(var)) return true;
+  return false;
+}
+
+MpiSessionBase::MpiSessionBase() {
+  namespace fs = std::filesystem;
+  const char* tmp = std::getenv("TMPDIR");
+  struct stat ns {};
+  const auto pid_namespace = ::stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<unsigned long>(ns.st_ino) : 0ul;
+  const fs::path bases = fs::path(tmp && *tmp ? tmp : "/tmp") /
+                         ("tessera-mpirun." + std::to_string(::getuid()) + "." + std::to_string(pid_namespace));
+  if (::mkdir(bases.c_str(), 0700) != 0 && errno != EEXIST)
+    throw SystemError("cannot make the directory of Open MPI session bases " + bases.string(), errno);
+  // The bases of ended launches (named by their process, per user and PID
+  // namespace, where a PID means one process).
+  std::error_code ec;
+  for (fs::directory_iterator it(bases, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(name)), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+  path_ = (bases / std::to_string(::getpid())).string();
+  if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST)
+    throw SystemError("cannot make an Open MPI session directory base " + path_, errno);
+}
+
+MpiSessionBase::~MpiSessionBase() {
+  std::error_code ignored;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
 }
 
 // ---- co-locales -------------------------------------------------------------

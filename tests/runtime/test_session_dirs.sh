@@ -54,4 +54,22 @@ run_top=$(top_of "$bin/tessera" -n 2 run 2>/dev/null)
 check '[[ "$run_top" == "$TMPDIR"/tessera-run-*/mpi1/ompi.* ]]' "tessera -n 2 run: the attempt's own base ($run_top)"
 check '[ -z "$(ls "$TMPDIR" | grep -v "^tessera-mpirun\.")" ]' "tessera -n 2 run leaves nothing in TMPDIR ($(ls "$TMPDIR"))"
 
+# An out-of-process analysis: its mpirun (started by the caller's rank 0) gets
+# a base of its own too, removed when the analysis ends. The analysis ranks
+# are this wrapper, which records where their session directory is.
+cat > "$TMPDIR/analyze-wrapper" <<WRAPPER
+#!/bin/sh
+echo "\$OMPI_MCA_orte_top_session_dir" >> "$TMPDIR/analysis-top"
+exec "$bin/tessera-analyze" "\$@"
+WRAPPER
+chmod +x "$TMPDIR/analyze-wrapper"
+rm -rf "$TMPDIR"/tessera-mpirun.*
+TESSERA_ANALYZE="$TMPDIR/analyze-wrapper" "$bin/tessera" -n 2 pipeline --scale 7 --analysis process -q > "$TMPDIR/pipeline.out" 2>&1
+rc=$?
+check '[ "$rc" -eq 0 ]' "tessera -n 2 pipeline --analysis process runs (exit $rc$( [ "$rc" -eq 0 ] || tail -3 "$TMPDIR/pipeline.out"))"
+analysis_top=$(sort -u "$TMPDIR/analysis-top" 2>/dev/null)
+check '[[ "$(echo "$analysis_top" | wc -l)" -eq 1 && "$analysis_top" == "$bases"/[0-9]*/ompi.* ]]' "the analysis' session directory is under a base of its launch's own ($analysis_top)"
+check '[ -z "$(ls "$bases" 2>/dev/null)" ]' "the analysis' base is removed when it ends ($(ls "$bases" 2>/dev/null))"
+rm -f "$TMPDIR/analysis-top" "$TMPDIR/pipeline.out" "$TMPDIR/analyze-wrapper"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi

@@ -19,6 +19,44 @@ bool launched_by_mpi();
 // has exited.
 inline constexpr const char* kErrorReportVariable = "TESSERA_ERROR_REPORT";
 
+// ---- Open MPI session directories -------------------------------------------
+// Open MPI keeps every job's session directory under one top directory per
+// user and host (TMPDIR/ompi.HOST.UID) and removes it when a job ends and
+// finds it empty; a job starting at that moment cannot create its own
+// inside ("ORTE_ERROR_LOG: ... session_dir.c"). So a launch on this node
+// alone gives its mpirun a base of its own (OMPI_MCA_orte_tmpdir_base), as
+// scripts/mpirun.sh, `tessera -n K` and Python sessions do.
+
+// Whether the user chose where Open MPI keeps session directories
+// (OMPI_MCA_orte_tmpdir_base, orte_local_tmpdir_base or
+// orte_remote_tmpdir_base set): then a launch leaves that alone.
+bool mpi_session_base_chosen();
+
+// A base for one launch by this process: TMPDIR/tessera-mpirun.UID.PIDNS/PID
+// (PID this process's, PIDNS its PID namespace's inode), beside
+// scripts/mpirun.sh's, so either removes the other's bases once their
+// process has ended (as the constructor does) and `tessera shm gc` finds a
+// killed job's mpirun there. Removed by the destructor: destroy it after
+// the mpirun that used it has been reaped.
+class MpiSessionBase {
+ public:
+  MpiSessionBase();  // throws SystemError naming the directory it cannot make
+  MpiSessionBase(const MpiSessionBase&) = delete;
+  MpiSessionBase& operator=(const MpiSessionBase&) = delete;
+  ~MpiSessionBase();
+  const std::string& path() const noexcept { return path_; }
+  // Left in place (an mpirun still using it ends by itself): a later launch
+  // removes it once this process has ended.
+  void keep() noexcept { path_.clear(); }
+  // "OMPI_MCA_orte_tmpdir_base=PATH": the global base, not
+  // orte_local_tmpdir_base (mpirun sets the global one for its ranks, and
+  // Open MPI 4.1 refuses both in one process).
+  std::string environment_entry() const { return "OMPI_MCA_orte_tmpdir_base=" + path_; }
+
+ private:
+  std::string path_;
+};
+
 // ---- co-locales -----------------------------------------------------------
 
 enum class ColocaleKind { socket, numa, core };

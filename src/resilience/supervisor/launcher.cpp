@@ -76,17 +76,10 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
     // this supervisor cannot reach another node's.
     if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
     // A job on this node alone gets a session directory base of this
-    // attempt's own: Open MPI removes its shared top directory
-    // ($TMPDIR/ompi.HOST.UID) when a job ends and finds it empty, and a job
-    // starting then cannot create its own inside ("ORTE_ERROR_LOG: ...
-    // session_dir.c"), as jobs started side by side found. Left alone: a
-    // base the user chose and jobs across nodes (the base would be made on
-    // every node). The global base, not orte_local_tmpdir_base: mpirun sets
-    // the global one for its ranks, and Open MPI 4.1 refuses both in one
-    // process.
-    const bool chosen = std::getenv("OMPI_MCA_orte_tmpdir_base") || std::getenv("OMPI_MCA_orte_local_tmpdir_base") ||
-                        std::getenv("OMPI_MCA_orte_remote_tmpdir_base");
-    if (!chosen && hosts.empty() && o.hosts.empty() && !std::getenv("OMPI_MCA_orte_default_hostfile"))
+    // attempt's own (runtime/launch.hpp says why), removed with the attempt's
+    // root. Left alone: a base the user chose and jobs across nodes (the base
+    // would be made on every node, and only this one's removed).
+    if (!mpi_session_base_chosen() && hosts.empty() && o.hosts.empty() && !std::getenv("OMPI_MCA_orte_default_hostfile"))
       setenv("OMPI_MCA_orte_tmpdir_base", session_base.c_str(), 1);
     for (const auto& [k, v] : vars)
       setenv(k.c_str(), (k == kErrorReportVariable ? std::to_string(::getpid()) + v : v).c_str(), 1);
