@@ -169,6 +169,9 @@ struct PageRankIndex::Data {
   std::vector<std::uint64_t> asked64;
   std::uint64_t memory_bytes = 0;
   bool rows_are_out_arcs = false;         // an undirected graph's: a row's length is the out-degree
+  // One rank, undirected: the graph's own offsets and columns already are
+  // the rows and places, read from the graph at each run (nothing copied).
+  bool reads_graph = false;
 };
 
 namespace {
@@ -178,6 +181,7 @@ struct Sweep {
   Runtime& rt;
   const PageRankOptions& o;
   const PageRankIndex::Data& index;
+  const std::uint64_t* row;                  // the in-arc rows' offsets (the index's or the graph's)
   std::size_t n_local;
   const std::vector<double>& tele;           // (1 - d) p; empty when p is uniform
   double uniform_tele;                       // (1 - d) / n, when p is uniform
@@ -246,7 +250,7 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
   const double d = s.o.damping;
   const bool distributed = s.rt.size() > 1;
   std::vector<Value> c(n_local + s.index.ghosts);
-  const std::uint64_t* row = s.index.row.data();
+  const std::uint64_t* row = s.row;
   const double* degree = s.out_degree.empty() ? nullptr : s.out_degree.data();
   auto degree_of = [&](std::size_t i) { return degree ? degree[i] : static_cast<double>(row[i + 1] - row[i]); };
   for (std::size_t i = 0; i < n_local; ++i) c[i] = contribution<Value>(s.x[i], degree_of(i));
@@ -302,6 +306,10 @@ PageRankIndex::PageRankIndex(const EdgeList& g, const EdgeList* given_in_arcs) :
   d.rows_are_out_arcs = !g.directed();
   const std::uint64_t base = g.local_vertex_begin();
   const std::size_t n_local = g.local_vertices();
+  if (rt.size() == 1 && !g.directed()) {
+    d.reads_graph = true;  // memory_bytes stays 0
+    return;
+  }
   auto offsets = in.row_offsets();
   d.row.assign(offsets.begin(), offsets.end());
   const std::size_t arcs = in.local_arcs();
@@ -380,15 +388,16 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& o, const EdgeList* g
     out_degree.resize(n_local);
     for (std::size_t i = 0; i < n_local; ++i) out_degree[i] = static_cast<double>(out_offsets[i + 1] - out_offsets[i]);
   }
-  const Sweep sweep{rt, o, ix, n_local, tele, uniform_tele, out_degree, x, t0};
+  const Sweep sweep{rt, o, ix, ix.reads_graph ? g.row_offsets().data() : ix.row.data(), n_local, tele, uniform_tele,
+                    out_degree, x, t0};
   // The precision from the tolerance: the same on every rank.
-  if (o.tolerance >= kPageRankSinglePrecisionTolerance) {
-    if (ix.col32) iterate<std::uint32_t, float>(sweep, ix.col32.get(), ix.asked32, out);
-    else iterate<std::uint64_t, float>(sweep, ix.col64.get(), ix.asked64, out);
-  } else {
-    if (ix.col32) iterate<std::uint32_t, double>(sweep, ix.col32.get(), ix.asked32, out);
-    else iterate<std::uint64_t, double>(sweep, ix.col64.get(), ix.asked64, out);
-  }
+  auto run = [&]<class Index>(const Index* columns, std::span<const Index> asked) {
+    if (o.tolerance >= kPageRankSinglePrecisionTolerance) iterate<Index, float>(sweep, columns, asked, out);
+    else iterate<Index, double>(sweep, columns, asked, out);
+  };
+  if (ix.reads_graph) g.with_dst([&](auto dst) { run(dst.data(), decltype(dst)()); });
+  else if (ix.col32) run(ix.col32.get(), std::span<const std::uint32_t>(ix.asked32));
+  else run(ix.col64.get(), std::span<const std::uint64_t>(ix.asked64));
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
 }

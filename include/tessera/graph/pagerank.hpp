@@ -71,7 +71,9 @@ struct PageRank {
 // Made beforehand, it serves any number of runs on the same graph
 // (personalized PageRank for many sets, or timing the kernel alone as
 // GAPBS times its own after building its CSR). It keeps no reference to
-// the graph or its transpose.
+// the graph or its transpose. On one rank an undirected graph's own offsets
+// and columns already are the rows and places: the index then holds
+// nothing, and the runs read the graph they are given.
 class PageRankIndex {
  public:
   // Collective. `in_arcs` as for pagerank (made here when needed and not given).
