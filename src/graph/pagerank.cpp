@@ -210,33 +210,74 @@ inline Value contribution(double score, double degree) {
   return degree > 0 ? static_cast<Value>(score / degree) : Value{0};
 }
 
-// One sweep over the rows; the L1 change in fixed point. Gauss-Seidel
+// Every local row, in order: f(i, first, last) over its columns. Each
+// row's end is the next row's start: one offset read per row.
+struct AllRows {
+  std::size_t n_local;
+  const std::uint64_t* row;
+  template <class Index, class F>
+  void operator()(const Index* cl, F&& f) const {
+    if (n_local == 0) return;
+    const Index* first = cl + row[0];
+    for (std::size_t i = 0; i < n_local; ++i) {
+      const Index* last = cl + row[i + 1];
+      f(i, first, last);
+      first = last;
+    }
+  }
+};
+
+// The rows with in-arcs only. A row without any has the score of its
+// teleport from the first sweep on (and so the same contribution), and a
+// change of 0: later sweeps skip it, with the same bits as visiting it.
+// GAPBS's kron-20 has 38% such rows: the kernel took 5% less time (medians
+// of 9 interleaved runs, 0.339 against 0.356 s).
+struct BusyRows {
+  const std::vector<std::uint32_t>& busy;
+  const std::uint64_t* row;
+  template <class Index, class F>
+  void operator()(const Index* cl, F&& f) const {
+    for (std::uint32_t i : busy) f(std::size_t{i}, cl + row[i], cl + row[i + 1]);
+  }
+};
+
+// One sweep over `rows`; the L1 change in fixed point. Gauss-Seidel
 // writes each new score and contribution at once (later rows read it);
 // Jacobi writes the scores to `next` only. Uniform: every vertex's
 // teleport is `tele0` (no stream of it per vertex).
 // `degree`: each vertex's out-degree; null when the rows are out-arcs too
 // (an undirected graph), then the degree is the row's length, already read:
 // one stream less per vertex.
-template <bool GaussSeidel, bool Uniform, class Index, class Value>
-std::uint64_t sweep_rows(std::size_t n_local, const std::uint64_t* row, const Index* cl, Value* cv, double* x,
-                         double* next, const double* tele, double tele0, const double* degree, double d) {
+template <bool GaussSeidel, bool Uniform, class Rows, class Index, class Value>
+std::uint64_t sweep_rows(const Rows& rows, const Index* cl, Value* cv, double* x, double* next, const double* tele,
+                         double tele0, const double* degree, double d) {
   std::uint64_t change = 0;
-  if (n_local == 0) return change;
-  const Index* first = cl + row[0];
-  for (std::size_t i = 0; i < n_local; ++i) {
-    // Each row's end is the next row's start: one offset read per row.
-    const Index* last = cl + row[i + 1];
+  rows(cl, [&](std::size_t i, const Index* first, const Index* last) {
     const double score = (Uniform ? tele0 : tele[i]) + d * gather_sum(cv, first, last);
-    first = last;
     change += fixed(std::fabs(score - x[i]));
     if constexpr (GaussSeidel) {
       x[i] = score;
-      cv[i] = contribution<Value>(score, degree ? degree[i] : static_cast<double>(row[i + 1] - row[i]));
+      cv[i] = contribution<Value>(score, degree ? degree[i] : static_cast<double>(last - first));
     } else {
       next[i] = score;
     }
-  }
+  });
   return change;
+}
+
+// Rows with in-arcs, listed when rows without are at least 1/8 of them
+// (below that the list's second offset read a row costs more than it
+// saves) and every local row fits 32 bits; else empty.
+std::vector<std::uint32_t> busy_rows(std::size_t n_local, const std::uint64_t* row) {
+  std::vector<std::uint32_t> busy;
+  if (n_local == 0 || n_local > std::numeric_limits<std::uint32_t>::max()) return busy;
+  std::size_t empty = 0;
+  for (std::size_t i = 0; i < n_local; ++i) empty += row[i + 1] == row[i];
+  if (empty < n_local / 8) return busy;
+  busy.reserve(n_local - empty);
+  for (std::size_t i = 0; i < n_local; ++i)
+    if (row[i + 1] != row[i]) busy.push_back(static_cast<std::uint32_t>(i));
+  return busy;
 }
 
 // The iterations: a plain gather per row over the index's columns, with
@@ -256,11 +297,12 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
   for (std::size_t i = 0; i < n_local; ++i) c[i] = contribution<Value>(s.x[i], degree_of(i));
   std::vector<Value> answers(asked.size());
   std::vector<double> next(s.o.method == PageRankMethod::jacobi ? n_local : 0);
+  const std::vector<std::uint32_t> busy = busy_rows(n_local, row);
   out.single_precision = std::is_same_v<Value, float>;
   out.extra_bytes = all_reduce<std::uint64_t>(
       s.rt.comm(),
       s.index.memory_bytes + (c.size() + answers.size()) * sizeof(Value) +
-          (next.size() + s.tele.size() + s.out_degree.size()) * sizeof(double),
+          (next.size() + s.tele.size() + s.out_degree.size()) * sizeof(double) + busy.size() * sizeof(std::uint32_t),
       MPI_MAX);
 
   Value* cv = c.data();
@@ -276,8 +318,11 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
       s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));
     }
     auto sweep = [&]<bool GaussSeidel>(double* to) {
-      return uniform ? sweep_rows<GaussSeidel, true>(n_local, row, cl, cv, x, to, tele, tele0, degree, d)
-                     : sweep_rows<GaussSeidel, false>(n_local, row, cl, cv, x, to, tele, tele0, degree, d);
+      auto over = [&](const auto& rows) {
+        return uniform ? sweep_rows<GaussSeidel, true>(rows, cl, cv, x, to, tele, tele0, degree, d)
+                       : sweep_rows<GaussSeidel, false>(rows, cl, cv, x, to, tele, tele0, degree, d);
+      };
+      return out.iterations > 0 && !busy.empty() ? over(BusyRows{busy, row}) : over(AllRows{n_local, row});
     };
     std::uint64_t change = gauss_seidel ? sweep.template operator()<true>(x) : sweep.template operator()<false>(next.data());
     if (!gauss_seidel)
