@@ -350,6 +350,39 @@ def test_a_session_has_its_own_mpi_session_directory_removed_at_stop(tmp_path):
         assert not os.path.exists(dead), "a start removes the base of an ended mpirun"
 
 
+def test_shm_gc_cleans_up_after_a_whole_session_is_killed(graph_file):
+    # A crash that takes the session's mpirun and ranks at once (the client
+    # never learns of it): `tessera shm gc --include-mpi` proves them dead,
+    # the ranks by their segments' records and mpirun through its PMIx store
+    # under the session's own Open MPI base, and removes the session's
+    # segments and Open MPI's shared-memory files.
+    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    if not os.path.exists(program):
+        pytest.skip(f"no {program}")
+    s = tessera.start(ranks=2)
+    try:
+        g = s.read_graph(graph_file[0], undirected=True)
+        s.components(g).labels  # noqa: B018 - segments exist now
+        assert ours(s.job_id)
+        vader = set()
+        for pid in s._pids:
+            with open(f"/proc/{pid}/maps") as f:
+                vader |= {line.split()[-1] for line in f if "vader_segment." in line}
+        assert vader, "the ranks map Open MPI's shared-memory files"
+        for pid in [s._process.pid, *s._pids]:
+            os.kill(pid, signal.SIGKILL)
+        s._process.wait()
+        assert s._ranks_gone(10.0)
+        gc = subprocess.run([program, "shm", "gc", "--include-mpi"], env=clean_env(), capture_output=True, text=True,
+                            timeout=60)
+        assert gc.returncode == 0, gc.stderr
+        assert not ours(s.job_id), (ours(s.job_id), gc.stdout, gc.stderr)
+        assert not [v for v in vader if os.path.exists(v)], (gc.stdout, gc.stderr)
+    finally:
+        s._keep = False
+        s.close()
+
+
 def test_the_readme_flow_example_runs():
     """examples/python/session_flow.py, the README's lines: its printed
     answers against scipy on the same file."""
