@@ -16,42 +16,6 @@ namespace {
 
 TESSERA_INLINE std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }  // x is a copy: the step's output alone
 
-// The unweighted sum: each row's mix(u) spread over its arcs, then the arcs
-// of many rows hashed in one flat loop (vectorised), as most rows are a few
-// arcs, too short for a vector loop of their own.
-template <class Id>
-TESSERA_INLINE std::uint64_t unweighted_sum_of(std::span<const std::uint64_t> rows, const Id* dst, std::uint64_t lo) {
-  constexpr std::uint64_t kBlock = 4096;
-  std::array<std::uint64_t, kBlock> hu;
-  std::uint64_t sum = 0;
-  const std::size_t n = rows.size() - 1;
-  for (std::size_t i = 0; i < n;) {
-    const std::uint64_t first = rows[i];
-    const std::size_t j = row_block_end(rows, i, kBlock);
-    if (rows[j] - first > kBlock) {  // one long row
-      const std::uint64_t h = mix(lo + i);
-      for (std::uint64_t k = first; k < rows[j]; ++k) sum += mix(mix(h + dst[k]));
-      i = j;
-      continue;
-    }
-    for (; i < j; ++i) {
-      const std::uint64_t h = mix(lo + i);
-      for (std::uint64_t k = rows[i] - first; k < rows[i + 1] - first; ++k) hu[k] = h;
-    }
-    const std::uint64_t count = rows[j] - first;
-    for (std::uint64_t k = 0; k < count; ++k) sum += mix(mix(hu[k] + dst[first + k]));
-  }
-  return sum;
-}
-TESSERA_VECTOR_CLONES std::uint64_t unweighted_sum(std::span<const std::uint64_t> rows, const std::uint32_t* dst,
-                                                   std::uint64_t lo) {
-  return unweighted_sum_of(rows, dst, lo);
-}
-TESSERA_VECTOR_CLONES std::uint64_t unweighted_sum(std::span<const std::uint64_t> rows, const std::uint64_t* dst,
-                                                   std::uint64_t lo) {
-  return unweighted_sum_of(rows, dst, lo);
-}
-
 // The symmetry sums. Unweighted, an arc (u, v) adds A(u) R(v) to one sum and
 // A(v) R(u) to the other, with A a 64-bit hash and R = A rotated (any arc
 // without its reverse makes them differ, but with chance 2^-64): per row,
@@ -130,18 +94,11 @@ SymmetrySums weighted_symmetry_sums(std::span<const std::uint64_t> rows, std::sp
   return sums;
 }
 
+// The forward symmetry sum of every rank's arcs (arc_hash.hpp).
 std::uint64_t summed_arc_hash(const EdgeList& g) {
-  auto w = g.local_weight();
-  std::uint64_t sum = 0;
-  if (w.empty()) {
-    sum = g.with_dst([&](auto dst) { return unweighted_sum(g.row_offsets(), dst.data(), g.local_vertex_begin()); });
-  } else {
-    g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t k) {
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &w[k], sizeof(bits));
-      sum += mix(mix(mix(u) + v) + bits);
-    });
-  }
+  const std::uint64_t sum = g.with_dst([&](auto dst) {
+    return symmetry_sums(g.row_offsets(), dst, g.local_weight(), g.local_vertex_begin()).forward;
+  });
   return all_reduce<std::uint64_t>(g.runtime().comm(), sum, MPI_SUM);
 }
 

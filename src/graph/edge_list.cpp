@@ -608,7 +608,10 @@ EdgeList::EdgeList(std::uint64_t vertices, bool directed, Distribution vertex_ra
   std::uint64_t totals[3] = {loops, sums.forward, sums.backward};
   all_reduce(rt.comm(), totals, symmetric ? 3 : 1, MPI_SUM);
   self_loops_ = totals[0];
-  if (symmetric) *symmetric = totals[1] == totals[2];
+  if (symmetric) {
+    *symmetric = totals[1] == totals[2];
+    arc_hash_ = totals[1];  // the arc hash is the forward sum (arc_hash.hpp): no pass of its own
+  }
 }
 
 IdWidth id_width_for(std::uint64_t vertices) {

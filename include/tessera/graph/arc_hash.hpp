@@ -2,7 +2,10 @@
 // (source, destination, weight bits), so the same graph gives the same value
 // whatever the rank count, the vertex ranges and the id width. Runs that
 // must agree (1, 2 and 4 ranks; 32- and 64-bit ids) compare it without a
-// reference solver. Collective: one pass over the arcs and one all-reduce.
+// reference solver. It is the forward symmetry sum below, so reading an
+// undirected file, which checks the symmetry sums, gives it with no pass of
+// its own. Collective: one pass over the arcs and one all-reduce, once per
+// graph (EdgeList::arc_hash).
 #pragma once
 #include <cstdint>
 #include <span>
