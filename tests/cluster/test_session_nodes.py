@@ -13,6 +13,7 @@ Usage: test_session_nodes.py BUILD_DIR SOURCE_DIR. Exit 77 (skipped) where
 namespaces are not permitted."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,7 @@ def main():
         one_layout(cl, work, graph, expected, by_node=True)
     finally:
         cl.down()
+        shutil.rmtree(work, ignore_errors=True)
     finish()
 
 
