@@ -82,7 +82,7 @@ class FrontierBitmap {
     gathered_.resize(static_cast<std::size_t>(total));
     own_begin_ = r.begin(me_);
     own_end_ = own_begin_ + r.count(me_);
-    next_.assign(static_cast<std::size_t>(counts_[static_cast<std::size_t>(me_)] - 1), 0);
+    next_.assign(static_cast<std::size_t>(own_words()), 0);
   }
   // Collective: the bitmap of every rank's `frontier` (its own vertices);
   // returns the frontiers' total size.
@@ -95,7 +95,7 @@ class FrontierBitmap {
     }
     const std::size_t me = static_cast<std::size_t>(me_);
     std::uint64_t* mine = gathered_.data() + displs_[me];
-    const int n_words = counts_[me] - 1;
+    const int n_words = own_words();
     std::fill(mine, mine + n_words, 0);
     for (auto v : frontier) mine[(v >> 6) - first_[me]] |= 1ull << (v & 63);
     mine[n_words] = frontier.size();
@@ -114,7 +114,7 @@ class FrontierBitmap {
       return marked;
     }
     std::copy(next_.begin(), next_.end(), gathered_.begin() + displs_[me]);
-    gathered_[static_cast<std::size_t>(displs_[me] + counts_[me] - 1)] = marked;
+    gathered_[static_cast<std::size_t>(displs_[me] + own_words())] = marked;
     std::fill(next_.begin(), next_.end(), 0);
     return combine();
   }
@@ -122,7 +122,7 @@ class FrontierBitmap {
   void list_own(std::vector<std::uint64_t>& out) const {
     out.clear();
     const std::uint64_t first = first_[static_cast<std::size_t>(me_)];
-    for (std::size_t k = 0; k < next_.size(); ++k)
+    for (std::size_t k = 0; k < static_cast<std::size_t>(own_words()); ++k)
       for (std::uint64_t bits = words_[first + k]; bits; bits &= bits - 1) {
         const std::uint64_t v = (first + k) * 64 + static_cast<std::uint64_t>(std::countr_zero(bits));
         if (v >= own_begin_ && v < own_end_) out.push_back(v);
@@ -134,6 +134,8 @@ class FrontierBitmap {
   }
 
  private:
+  // The words this rank's vertices touch (its block of the gather, less the size at its end).
+  int own_words() const noexcept { return counts_[static_cast<std::size_t>(me_)] - 1; }
   // After the gather: every rank's words OR-ed into the bitmap (boundary
   // words are shared); the frontiers' total size.
   std::uint64_t combine() {
@@ -244,8 +246,9 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
   std::optional<MessageAggregator<Offer>> offers;
   if (rt.size() > 1) offers.emplace(rt, [&](int, const Offer& m) { offer(m.vertex, m.parent); }, o.aggregation);
   std::optional<FrontierBitmap> bitmap;
+  // After a bottom-up step the frontier is in the bitmap only (not listed);
+  // after a top-down step it is listed only.
   bool bitmap_holds_frontier = false;
-  bool frontier_listed = true;  // false after a bottom-up step: the frontier is only in the bitmap
   // `found`: the new frontier's size over every rank.
   auto finish_step = [&](bool bottom_up, std::uint64_t found) {
     frontier.swap(next);
@@ -259,8 +262,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     return found;
   };
   auto top_down = [&] {
-    if (!frontier_listed) bitmap->list_own(frontier);
-    frontier_listed = true;
+    if (bitmap_holds_frontier) bitmap->list_own(frontier);
     for (auto u : frontier)
       // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
       for (std::uint64_t k = out_row[u - base], last = out_row[u - base + 1]; k < last; ++k) {
@@ -310,7 +312,6 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     // size in the same collective; listed only if a top-down step follows.
     const std::uint64_t found = bitmap->publish_next(marked);
     bitmap_holds_frontier = true;
-    frontier_listed = false;
     return finish_step(true, found);
   };
 

@@ -27,7 +27,6 @@
 #include <span>
 #include <type_traits>
 
-
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
 #include "tessera/runtime/cancellation.hpp"
