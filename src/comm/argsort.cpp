@@ -2,8 +2,6 @@
 // algorithm and its sources).
 #include "tessera/comm/argsort.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -84,20 +82,6 @@ void scatter_pass(DistArray<T>& target, std::size_t count, std::vector<std::uint
   }
 }
 
-// Asks for transparent huge pages under a Heap array's part (before its first
-// touch): a 16-bit digit scatters to 65,536 places at once, spread over the
-// whole array, so with 4 KiB pages most stores need a page walk. A hint,
-// ignored where THP is off; Heap scratch with it sorts faster than Shared
-// scratch (tmpfs, 4 KiB pages) at 1 rank.
-template <class T>
-void prefer_huge_pages(DistArray<T>& array) {
-  if (array.storage_kind() != StorageKind::heap) return;
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  auto bytes = std::as_writable_bytes(array.local());
-  auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + kHuge - 1) & ~(kHuge - 1);
-  auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) & ~(kHuge - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 }  // namespace
 
@@ -181,7 +165,10 @@ ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64
   auto pairs = [&](int which) -> DistArray<KeyIndex>& {
     if (!scratch[which]) {
       scratch[which].emplace(keys.map(), options.scratch);
-      prefer_huge_pages(*scratch[which]);
+      // A 16-bit digit scatters to 65,536 places at once, spread over the
+      // whole array: with 4 KiB pages most stores need a page walk (Heap
+      // scratch with huge pages sorts faster than Shared, at 1 rank).
+      scratch[which]->prefer_huge_pages();
     }
     return *scratch[which];
   };

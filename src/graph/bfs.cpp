@@ -191,6 +191,10 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
   const Distribution& ranges = g.vertex_ranges();
 
   Bfs out{DistArray<std::int64_t>(g.vertex_map()), DistArray<std::int64_t>(g.vertex_map()), 0, 0, 0, 0, 0, 0};
+  // The outputs' first touch (their fill below) is part of the search's
+  // time: 2 MiB pages take a 512th of the faults (kron-20, 1 rank: 34 -> 26 ms).
+  out.parents.prefer_huge_pages();
+  out.depths.prefer_huge_pages();
   std::int64_t* parent = out.parents.local().data();
   std::int64_t* depth = out.depths.local().data();
   // The search tests two bitmaps of the local vertices, found (at any

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "tessera/runtime/error.hpp"
 
@@ -19,6 +20,13 @@ FileDescriptor& FileDescriptor::operator=(FileDescriptor&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
   }
   return *this;
+}
+
+void prefer_huge_pages(std::span<std::byte> bytes) noexcept {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto at = reinterpret_cast<std::uintptr_t>(bytes.data());
+  const std::uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1), end = (at + bytes.size()) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 Mapping::~Mapping() {

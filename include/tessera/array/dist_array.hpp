@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "tessera/array/map.hpp"
+#include "tessera/storage/mapping.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera {
@@ -67,6 +68,11 @@ class DistArray {
   }
 
   bool shrinkable() const noexcept { return storage_->shrinkable(); }
+  // Before the first touch of a Heap part: transparent huge pages under it
+  // (tessera::prefer_huge_pages in storage/mapping.hpp). Other kinds: nothing.
+  void prefer_huge_pages() noexcept {
+    if (storage_kind() == StorageKind::heap) tessera::prefer_huge_pages(std::as_writable_bytes(local_));
+  }
 
   const Storage& storage() const noexcept { return *storage_; }
   StorageKind storage_kind() const noexcept { return storage_->kind(); }
