@@ -293,6 +293,7 @@ class Afforest {
         parent_(out_.labels.local()),
         up_(n_),
         forest_(up_, 0) {
+    out_.labels.prefer_huge_pages();  // first touched inside the timed kernel
     for (std::size_t i = 0; i < n_; ++i) up_[i] = static_cast<Index>(i);
     run_.resident = n_ * sizeof(Index);
     run_.note(0);

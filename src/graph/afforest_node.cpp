@@ -118,7 +118,10 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
   if (g.directed()) {
     link_rows(0, kAll, kNone);
   } else {
-    for (std::size_t r = 0; r < kNeighbourRounds; ++r) link_rows(r, r + 1, kNone);
+    // Both sampled neighbours of a vertex in one pass, one compress after
+    // (as the distributed form's sampling): one walk of the rows and the
+    // arcs instead of two. kron-20 at 2 ranks: 40 -> 32 ms.
+    link_rows(0, kNeighbourRounds, kNone);
     // The same samples on every rank (a fixed stream over the whole array,
     // which no rank changes now), so each finds the same label.
     constexpr std::size_t kSamples = 1024;
@@ -136,6 +139,7 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
 
   // Rounds: the phases that end at a barrier; local rounds: the link passes.
   Components out{DistArray<std::uint64_t>(rt, g.vertex_ranges()), phases, phases - 1, 0, 0};
+  out.labels.prefer_huge_pages();  // first touched just below, inside the timed kernel
   auto labels = out.labels.local();
   for (std::size_t i = 0; i < local; ++i) labels[i] = p.get(base + i);
   // Also the last meeting: every rank has read its labels before the first
