@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
+#include <sstream>
+#include <string>
 
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
@@ -46,6 +49,42 @@ TEST(Runtime, ByteCountsWithEverySuffix) {
   EXPECT_EQ(format_bytes(64u << 20), "64M");
   EXPECT_EQ(format_bytes(1000), "1000");
   EXPECT_EQ(format_bytes(std::uint64_t{3} << 40), "3T");
+}
+
+// The reference: the Rss lines of /proc/self/smaps under each mapping of a
+// "*.so" or "*.so.N" file, which library_code_bytes() reads from the page
+// table of those mappings alone.
+std::uint64_t library_rss_in_smaps() {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  std::uint64_t kib = 0;
+  bool library = false;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string first, path;
+    fields >> first;
+    if (first.back() == ':') {
+      if (library && first == "Rss:") kib += std::stoull(line.substr(4));
+      continue;
+    }
+    for (std::string f; fields >> f;) path = f;  // a header; its last field is the path
+    const auto so = path.rfind(".so");
+    library = path.starts_with("/") && so != std::string::npos && (so + 3 == path.size() || path[so + 3] == '.');
+  }
+  return kib * 1024;
+}
+
+TEST(Runtime, LibraryCodeIsTheLibrariesResidentPages) {
+  library_rss_in_smaps();  // pages in the code both use, so neither call adds any
+  library_code_bytes();
+  for (int attempt = 0;; ++attempt) {
+    const std::uint64_t before = library_rss_in_smaps(), bytes = library_code_bytes(), after = library_rss_in_smaps();
+    if (before != after && attempt < 5) continue;  // a page came in meanwhile
+    EXPECT_GT(bytes, 0u);  // libmpi at least
+    EXPECT_GE(bytes, before);
+    EXPECT_LE(bytes, after);
+    break;
+  }
 }
 
 TEST(Runtime, OnlyOneRuntimePerProcess) { EXPECT_THROW(Runtime second, Error); }
