@@ -10,7 +10,9 @@ tmpfs on /dev/shm), sharing the network namespace: nodes talk TCP over `lo`.
     cluster.py down --dir D                    tear everything down; nothing is left
 
 `up` writes D/env.sh (the Open MPI settings: source it, then run `mpirun`
-inside node0), D/hostfile and D/nodes.json. It leaves a supervisor running
+inside node0), D/hostfile and D/nodes.json, and makes D/tmp, the nodes'
+Open MPI session directories (a node's own /tmp on a cluster: a lost node's
+stay there, and go with the cluster, not into the machine's /tmp). It leaves a supervisor running
 outside the namespaces: it owns the nodes, serves the rsh stand-in and tears
 the cluster down when its owner (the process that ran `up`, or --owner PID;
 0 = none) exits, so a test killed on a timeout leaves nothing. If the
@@ -26,6 +28,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -177,6 +180,7 @@ class Supervisor:
 
     def write_files(self):
         d = self.dir
+        os.makedirs(os.path.join(d, "tmp"), mode=0o700, exist_ok=True)
         with open(os.path.join(d, "hostfile"), "w") as f:
             for n in self.nodes:
                 f.write(f"{n['hostname']} slots={self.slots}\n")
@@ -328,6 +332,7 @@ def cluster_env(d):
         "OMPI_MCA_btl_tcp_if_include": "lo",
         "OMPI_MCA_btl": "self,vader,tcp",
         "OMPI_MCA_orte_default_hostfile": os.path.join(d, "hostfile"),
+        "OMPI_MCA_orte_tmpdir_base": os.path.join(d, "tmp"),
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         "OMPI_MCA_mpi_yield_when_idle": "1",
@@ -375,6 +380,7 @@ def supervise(d, nodes, shm_size, slots, owner_fd, cid, status_w):
                 os.unlink(os.path.join(d, name))
             except FileNotFoundError:
                 pass
+        shutil.rmtree(os.path.join(d, "tmp"), ignore_errors=True)
         sup.save()
         print(f"cluster {cid} down", flush=True)
     os._exit(0)
@@ -544,6 +550,7 @@ def cmd_down(a):
             os.unlink(os.path.join(d, name))
         except FileNotFoundError:
             pass
+    shutil.rmtree(os.path.join(d, "tmp"), ignore_errors=True)
     if left:
         fail(f"down: processes {left} were still in the cluster's namespaces; killed them")
 

@@ -284,6 +284,12 @@ def nothing_left(cl):
     check(not os.path.exists(os.path.join(cl.dir, "nodes.json")), "cluster.py down removed its state")
     host_shm = [f for f in os.listdir("/dev/shm") if any(h in f for h in cl.hosts)]
     check(host_shm == [], f"no segment of the nodes in the machine's /dev/shm ({host_shm})")
+    # A killed node's Open MPI session directory (ompi.HOST.UID) stays where
+    # its orted made it: in the cluster's D/tmp, removed with the cluster.
+    tmps = {"/tmp", tempfile.gettempdir()}
+    host_tmp = [f for t in tmps for f in os.listdir(t) if f.startswith("ompi.") and any(h in f for h in cl.hosts)]
+    check(host_tmp == [], f"no Open MPI session directory of the nodes in the machine's /tmp ({host_tmp})")
+    check(not os.path.exists(os.path.join(cl.dir, "tmp")), "cluster.py down removed the nodes' tmp directory")
 
 
 def _ns(pid):
