@@ -53,7 +53,18 @@ void Runtime::init(int* argc, char*** argv) {
     // Open MPI probes the PSM/PSM2 network layers first: 0.2 s of every
     // one-rank start. Name the PML it always ends with, unless the user did.
     if (!launched_by_mpi()) setenv("OMPI_MCA_pml", "ob1", 0);
-    TESSERA_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_));
+    // A singleton's session directory (jf.N under TMPDIR/ompi.HOST.UID) is
+    // left behind by Open MPI 4.1 at every run: give it a base of this
+    // process's own, removed after MPI_Finalize (or by a later launch once
+    // this process is gone). Only for MPI_Init: children choose their own.
+    const bool own_base = !launched_by_mpi() && !mpi_session_base_chosen();
+    if (own_base) {
+      singleton_session_base_ = std::make_unique<MpiSessionBase>();
+      setenv("OMPI_MCA_orte_tmpdir_base", singleton_session_base_->path().c_str(), 1);
+    }
+    const int status = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_);
+    if (own_base) unsetenv("OMPI_MCA_orte_tmpdir_base");
+    check_mpi(status, "MPI_Init_thread", __FILE__, __LINE__);
     owns_mpi_ = true;
   } else {
     TESSERA_MPI(MPI_Query_thread(&thread_level_));
@@ -123,7 +134,10 @@ Runtime::~Runtime() {
   g_current = nullptr;
   // Unwinding after an error: leave MPI running so abort_job can stop every
   // rank with MPI_Abort (finalizing here would hang or hide the other ranks).
-  if (std::uncaught_exceptions() > 0) return;
+  if (std::uncaught_exceptions() > 0) {
+    if (singleton_session_base_) singleton_session_base_->keep();  // MPI still runs; a later launch removes it
+    return;
+  }
   if (node_.comm != MPI_COMM_NULL) MPI_Comm_free(&node_.comm);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (owns_mpi_) {

@@ -6,7 +6,7 @@
 # ... session_dir.c") in a fresh machine's `make test`. Checked: where each
 # launch's session directory is, that ended launches' bases are removed, that
 # a base the user chose and launches across hosts are left alone, jobs side by
-# side, and that nothing is left in TMPDIR.
+# side, singletons, and that nothing is left in TMPDIR.
 # Usage: test_session_dirs.sh BUILD_DIR SOURCE_DIR
 set -u
 bin=$1 src=$2
@@ -71,5 +71,13 @@ analysis_top=$(sort -u "$TMPDIR/analysis-top" 2>/dev/null)
 check '[[ "$(echo "$analysis_top" | wc -l)" -eq 1 && "$analysis_top" == "$bases"/[0-9]*/ompi.* ]]' "the analysis' session directory is under a base of its launch's own ($analysis_top)"
 check '[ -z "$(ls "$bases" 2>/dev/null)" ]' "the analysis' base is removed when it ends ($(ls "$bases" 2>/dev/null))"
 rm -f "$TMPDIR/analysis-top" "$TMPDIR/pipeline.out" "$TMPDIR/analyze-wrapper"
+
+# A singleton (no launcher): Open MPI 4.1 leaves its jf.N directory under
+# TMPDIR/ompi.HOST.UID at every run, unless the process has a base of its own.
+rm -rf "$TMPDIR"/tessera-mpirun.*
+"$bin/tessera" info > /dev/null 2>&1
+"$bin/tessera" pipeline --scale 7 -q > /dev/null 2>&1
+check '[ -z "$(ls "$TMPDIR" | grep -v "^tessera-mpirun\.")" ]' "singletons leave nothing in TMPDIR ($(ls "$TMPDIR"))"
+check '[ -z "$(ls "$bases" 2>/dev/null)" ]' "a singleton's own base is removed when it ends ($(ls "$bases" 2>/dev/null))"
 
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi

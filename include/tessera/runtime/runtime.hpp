@@ -13,6 +13,8 @@
 
 namespace tessera {
 
+class MpiSessionBase;
+
 // Ranks that share a node (co-locales); they can map each other's memory.
 struct NodeGroup {
   MPI_Comm comm = MPI_COMM_NULL;  // the ranks of this node
@@ -97,6 +99,7 @@ class Runtime {
   std::string job_id_;
   mutable std::unique_ptr<Topology> topology_;
   ProgressEngine progress_;
+  std::unique_ptr<MpiSessionBase> singleton_session_base_;  // a singleton's Open MPI session files
 };
 
 // The MPI library's own version string.
