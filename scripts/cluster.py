@@ -11,12 +11,13 @@ tmpfs on /dev/shm), sharing the network namespace: nodes talk TCP over `lo`.
 
 `up` writes D/env.sh (the Open MPI settings: source it, then run `mpirun`
 inside node0), D/hostfile and D/nodes.json, and makes D/tmp, the nodes'
-Open MPI session directories (a node's own /tmp on a cluster: a lost node's
-stay there, and go with the cluster, not into the machine's /tmp). It leaves a supervisor running
-outside the namespaces: it owns the nodes, serves the rsh stand-in and tears
-the cluster down when its owner (the process that ran `up`, or --owner PID;
-0 = none) exits, so a test killed on a timeout leaves nothing. If the
-supervisor itself is killed, every node dies with it (PR_SET_PDEATHSIG).
+Open MPI session directories (a node's own /tmp on a cluster: a lost
+node's stay there, and go with the cluster, not into the machine's /tmp).
+It leaves a supervisor running outside the namespaces: it owns the nodes,
+serves the rsh stand-in and tears the cluster down when its owner (the
+process that ran `up`, or --owner PID; 0 = none) exits, so a test killed on
+a timeout leaves nothing. If the supervisor itself is killed, every node
+dies with it (PR_SET_PDEATHSIG).
 
 Where namespaces are not permitted, `up` exits 77 (the ctest skip code) with
 the reason. Python 3 standard library only.

@@ -82,7 +82,6 @@ void scatter_pass(DistArray<T>& target, std::size_t count, std::vector<std::uint
   }
 }
 
-
 }  // namespace
 
 AggregationOptions bulk_scatter_aggregation(const AggregationOptions& given, int ranks, std::uint64_t bytes_per_rank) {
