@@ -14,7 +14,9 @@
 #include "graph_object.hpp"
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/comm_counters.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"
 
@@ -165,6 +167,36 @@ PYBIND11_MODULE(_tessera, m) {
   m.def("_running", &runtime_exists);
   m.def("mpi_library_version", &mpi_library_version, "The MPI library Tessera was built with");
   m.def("_barrier", [] { barrier(runtime().comm()); });
+
+  // Tracing (tessera.trace, a session's trace=): collective start and stop,
+  // phases named from Python, and the communication counts.
+  m.def(
+      "_trace_start",
+      [](const std::string& path, std::size_t buffer_mb, const std::string& command) {
+        trace::Options o = trace::options_from_environment();
+        o.path = path;
+        if (buffer_mb > 0) o.buffer_bytes = buffer_mb << 20;
+        o.command = command;
+        trace::start(runtime(), o);
+      },
+      py::arg("path"), py::arg("buffer_mb") = 0, py::arg("command") = "");
+  m.def("_trace_stop", [] { return trace::stop(runtime()); });
+  m.def("_trace_active", [] { return trace::active(); });
+  m.def("_trace_name_thread", [](const std::string& name) { trace::name_thread(trace::intern(name)); });
+  // A phase from Python: begin returns a handle that end() records.
+  py::class_<trace::Span>(m, "_TracePhase")
+      .def(py::init([](const std::string& name) {
+             return std::make_unique<trace::Span>(trace::Category::phase,
+                                                  trace::recording() ? trace::intern(name) : nullptr);
+           }),
+           py::arg("name"))
+      .def("end", &trace::Span::end)
+      .def("__enter__", [](trace::Span& s) -> trace::Span& { return s; }, py::return_value_policy::reference)
+      .def("__exit__", [](trace::Span& s, py::args) { s.end(); });
+  m.def("_comm_stats", [] { return gather_comm_counters_json(runtime()); },
+        "Every rank's communication counts as JSON on rank 0 (collective); '' elsewhere");
+  m.def("_comm_stats_local", [] { return comm_counters_json(runtime()); });
+  m.def("_comm_stats_clear", [] { runtime().comm_counters().clear(); });
 
   // An analyst's session (tessera/session): every array made with default
   // storage is Shared, vertex ranges on 1024-element boundaries, so a client

@@ -124,6 +124,7 @@ void histo_fine(Runtime& rt, const RmaTable<std::int64_t>& counts, const std::ve
     if ((k + 1) % kLookAhead == 0) TESSERA_MPI(MPI_Win_flush_all(win));
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
+  rt.comm_counters().one_sided_accumulates(n);
   barrier(rt.comm());
 }
 

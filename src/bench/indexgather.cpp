@@ -94,6 +94,7 @@ void gather_fine(const RmaTable<std::uint64_t>& t, const std::vector<std::uint64
     TESSERA_MPI(MPI_Win_flush(owner, win));  // a read is complete before the next, as shmem_g
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
+  Runtime::current().comm_counters().one_sided_gets(n);
 }
 
 // Bulk: bucket requests by owner, exchange, look up, exchange back.

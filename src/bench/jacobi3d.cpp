@@ -19,6 +19,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 #include "tessera/runtime/splitmix64.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench::jacobi {
@@ -235,6 +236,8 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = thread_cpu_seconds();
   auto steady0 = t0;
+  const double idle0 = trace::idle_seconds();
+  double idle_steady0 = idle0;
   // Each chunk sends its new faces right after its sweep, while they are in
   // cache; the next step delivers them just before the neighbour's sweep.
   arr.for_each([&](std::uint64_t id, Block& b) {
@@ -243,6 +246,8 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   });
   arr.measurements().reset();  // start-up, not a step: the growing outboxes would weigh on the chunks that grew them
   for (int it = 1; it <= p.iterations; ++it) {
+    trace::Span traced(trace::Category::round, "Jacobi iteration");
+    traced.arg("iteration", it);
     arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) { iterate(b, p, face_buffers(arr, grid, id, b)); });
     arr.end_step();
     if (lb.print_measurements && it == lb.at_iteration)
@@ -253,6 +258,7 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
       if (lb.strategy != Strategy::none) o.balancing.push_back(arr.at_sync(lb.strategy, lb.hops));
       barrier(rt.comm());
       steady0 = std::chrono::steady_clock::now();
+      idle_steady0 = trace::idle_seconds();
     }
     if (lb.scramble_every > 0 && it % lb.scramble_every == 0) {
       Placement next(arr.size());
@@ -266,6 +272,9 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   const int after = lb.at_iteration >= 1 && lb.at_iteration < p.iterations ? p.iterations - lb.at_iteration : p.iterations;
   o.steady_seconds_per_iteration = all_reduce(rt.comm(), steady, MPI_MAX) / after;
   o.cpu_seconds_per_iteration = all_reduce(rt.comm(), thread_cpu_seconds() - cpu0, MPI_MAX) / p.iterations;
+  const double idle1 = trace::idle_seconds(), before = seconds - steady;
+  if (steady0 != t0 && before > 0) o.idle_share_before = all_gather(rt.comm(), (idle_steady0 - idle0) / before);
+  o.idle_share_after = all_gather(rt.comm(), steady > 0 ? (idle1 - idle_steady0) / steady : 0.0);
   finish(rt, p, arr, o);
   return o;
 }
@@ -308,6 +317,8 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
     for (int k = 1; k <= b.n[2]; ++k) pack_faces(b, b.u.data(), k, out);
   });
   for (int it = static_cast<int>(start) + 1; it <= p.iterations; ++it) {
+    trace::Span traced(trace::Category::round, "Jacobi iteration");
+    traced.arg("iteration", it);
     arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) { iterate(b, p, face_buffers(arr, grid, id, b)); });
     arr.end_step();
     if (recovery.every > 0 && it % recovery.every == 0 && it < p.iterations) {

@@ -46,6 +46,10 @@ struct Outcome {
   std::vector<chunks::BalanceReport> balancing;
   std::vector<double> chunk_loads;  // measured CPU seconds per step of each chunk before at_iteration's balancing
   chunks::Placement placement_before;  // where the chunks were then
+  // Each rank's share of its time spent waiting (trace::idle_seconds): over
+  // the iterations up to the balancing step, and over those after it (the
+  // whole run when there is no balancing step; then `before` is empty).
+  std::vector<double> idle_share_before, idle_share_after;
   // run_recoverable: each commit's stall (slowest rank), the bytes the
   // largest rank checkpoints, and latest() + restore + read (-1: no restore).
   std::vector<double> checkpoint_seconds;

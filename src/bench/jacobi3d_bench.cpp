@@ -216,9 +216,27 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
                           {"verified", r.verified}, {"balancing", report_json(c.last.balancing)}};
     if (o.imbalance)
       values["whole_run_seconds_per_iteration"] = *std::min_element(c.whole.begin(), c.whole.end());
+    // Projections' evidence: how long the ranks waited, before the balancing
+    // step and after it (the last repetition).
+    std::string idle_text;
+    auto mean_max = [](const std::vector<double>& v) {
+      double sum = 0, max = 0;
+      for (double x : v) sum += x, max = std::max(max, x);
+      return std::pair{sum / static_cast<double>(std::max<std::size_t>(1, v.size())), max};
+    };
+    for (auto [key, shares] : {std::pair{"idle_share_before_balancing", &c.last.idle_share_before},
+                               {"idle_share_after_balancing", &c.last.idle_share_after}}) {
+      if (shares->empty()) continue;
+      const auto [mean, max] = mean_max(*shares);
+      values[key] = {{"mean", mean}, {"max", max}, {"per_rank", *shares}};
+      char text[96];
+      std::snprintf(text, sizeof(text), "%sidle %.1f%% (most idle rank %.1f%%)%s", idle_text.empty() ? "; " : ", ",
+                    100 * mean, 100 * max, shares == &c.last.idle_share_before ? " before balancing" : " after");
+      idle_text += text;
+    }
     r.extra = values;
     report.add(r);
-    report.add_summary(label(c) + ": " + std::to_string(r.timing.best) + " s/iteration", values);
+    report.add_summary(label(c) + ": " + std::to_string(r.timing.best) + " s/iteration" + idle_text, values);
   }
   if (o.imbalance) {
     // What balancing can gain here, from the chunk loads measured in the

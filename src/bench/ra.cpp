@@ -127,6 +127,7 @@ void run_rma(const RaProblem& p, const RmaTable<std::uint64_t>& t, Runtime& rt, 
     if ((k + 1) % kLookAhead == 0) TESSERA_MPI(MPI_Win_flush_all(win));
   }
   TESSERA_MPI(MPI_Win_unlock_all(win));
+  rt.comm_counters().one_sided_accumulates(count);
   barrier(rt.comm());
 }
 }  // namespace

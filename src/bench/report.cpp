@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera::bench {
@@ -34,7 +35,21 @@ namespace {
 // One repetition of v, in seconds: rank 0 alone (the others wait for its
 // time in one yielding collective), the time the variant measured itself
 // (slowest rank), or the wall time from a barrier to a barrier.
-double time_repetition(Runtime& rt, const Variant& v) {
+// A variant's name in a trace: "VARIANT (STORAGE)", its preparation "prepare: ...".
+const char* traced_name(const Variant& v, const char* prefix = "") {
+  if (!trace::recording()) return nullptr;
+  return trace::intern(prefix + v.variant + (v.storage.empty() ? "" : " (" + v.storage + ")"));
+}
+
+// This rank's time waiting (collectives, barriers, flushes) during one
+// timed repetition, and the repetition's time here: the row's idle share.
+struct RepetitionIdle {
+  double idle = 0, wall = 0;
+};
+
+double time_repetition(Runtime& rt, const Variant& v, RepetitionIdle& idle) {
+  trace::Span traced(trace::Category::phase, traced_name(v));
+  idle = {};
   if (v.rank0_only) {
     double t = 0;
     if (rt.rank() == 0) {
@@ -45,11 +60,34 @@ double time_repetition(Runtime& rt, const Variant& v) {
     }
     return broadcast(rt.comm(), t, 0);
   }
-  if (v.prepare) v.prepare();
-  if (!v.measured_seconds) return time_once(rt, v.run);
+  if (v.prepare) {
+    trace::Span preparing(trace::Category::phase, traced_name(v, "prepare: "));
+    v.prepare();
+  }
+  // Barrier to barrier (see time_once); the closing barrier's wait is the
+  // idle time an imbalance costs, so it counts.
   barrier(rt.comm());
+  const double t0 = MPI_Wtime(), idle0 = trace::idle_seconds();
   v.run();
-  return all_reduce(rt.comm(), v.measured_seconds(), MPI_MAX);
+  if (!v.measured_seconds) barrier(rt.comm());
+  idle = {trace::idle_seconds() - idle0, MPI_Wtime() - t0};
+  return all_reduce(rt.comm(), v.measured_seconds ? v.measured_seconds() : idle.wall, MPI_MAX);
+}
+
+// The row's "idle" field: every rank's share of its last repetition spent
+// waiting (none for a one-process baseline). Collective.
+nlohmann::json idle_json(Runtime& rt, const RepetitionIdle& mine) {
+  const std::vector<double> idle = all_gather(rt.comm(), mine.idle), wall = all_gather(rt.comm(), mine.wall);
+  if (wall[0] <= 0) return nullptr;
+  std::vector<double> share(idle.size());
+  double sum = 0, max = 0;
+  for (std::size_t r = 0; r < idle.size(); ++r) {
+    share[r] = wall[r] > 0 ? idle[r] / wall[r] : 0;
+    sum += share[r];
+    max = std::max(max, share[r]);
+  }
+  return {{"share_mean", sum / static_cast<double>(share.size())}, {"share_max", max}, {"share_per_rank", share},
+          {"seconds_per_rank", idle}};
 }
 
 Timing timing_of(std::vector<double> samples) {
@@ -66,13 +104,15 @@ Timing timing_of(std::vector<double> samples) {
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
   const Variant v{.prepare = prepare, .run = run};
   std::vector<double> samples;
-  for (int r = 0; r < std::max(1, reps); ++r) samples.push_back(time_repetition(rt, v));
+  RepetitionIdle idle;
+  for (int r = 0; r < std::max(1, reps); ++r) samples.push_back(time_repetition(rt, v, idle));
   return timing_of(std::move(samples));
 }
 
 std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<Variant>& variants, double scale,
                                  const std::string& unit, RunOrder order) {
   std::vector<std::vector<double>> samples(variants.size());
+  std::vector<RepetitionIdle> idle(variants.size());  // each variant's last repetition
   if (order == RunOrder::interleaved) {
     // Round r runs repetition r of every variant that has one, so a drift of
     // the machine's speed falls on every variant alike. Always in the same
@@ -84,7 +124,7 @@ std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<
     for (int r = 0; r < rounds; ++r)
       for (std::size_t k = 0; k < variants.size(); ++k)
         if (variants[k].skipped.empty() && r < std::max(1, variants[k].reps))
-          samples[k].push_back(time_repetition(rt, variants[k]));
+          samples[k].push_back(time_repetition(rt, variants[k], idle[k]));
   }
   std::vector<Result> rows;
   for (std::size_t k = 0; k < variants.size(); ++k) {
@@ -102,11 +142,15 @@ std::vector<Result> run_variants(Runtime& rt, Report& report, const std::vector<
       continue;
     }
     if (order == RunOrder::one_after_another)
-      for (int r = 0; r < std::max(1, v.reps); ++r) samples[k].push_back(time_repetition(rt, v));
+      for (int r = 0; r < std::max(1, v.reps); ++r) samples[k].push_back(time_repetition(rt, v, idle[k]));
     Result r = rate_result(v.variant, v.storage, timing_of(std::move(samples[k])), v.work, scale, unit);
     r.group = v.group;
-    r.check = v.verify(r.verified);
+    {
+      trace::Span verifying(trace::Category::phase, traced_name(v, "verify: "));
+      r.check = v.verify(r.verified);
+    }
     if (v.details) r.extra = v.details();
+    if (nlohmann::json i = idle_json(rt, idle[k]); !i.is_null()) r.extra["idle"] = std::move(i);
     rows.push_back(r);
     report.add(std::move(r));
   }

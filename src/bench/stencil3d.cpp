@@ -62,6 +62,16 @@ bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o) {
                           {"verified", row.verified}};
     std::string text = "mapping " + mapping + ": " + std::to_string(row.timing.best) + " s/iteration, hop-bytes " +
                        std::to_string(hb) + " per iteration on " + topology->describe();
+    // Projections' evidence: the time the ranks spent waiting under this mapping.
+    if (row.extra.contains("idle")) {
+      const auto& idle = row.extra["idle"];
+      values["idle_share_mean"] = idle["share_mean"];
+      values["idle_share_max"] = idle["share_max"];
+      char share[96];
+      std::snprintf(share, sizeof(share), "; idle %.1f%% of the time on average, %.1f%% on the most idle rank",
+                    100 * idle["share_mean"].get<double>(), 100 * idle["share_max"].get<double>());
+      text += share;
+    }
     report.add_summary(text, values);
   }
   return report.print();

@@ -5,7 +5,9 @@
 
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/comm/options.hpp"
+#include "tessera/runtime/comm_counters.hpp"
 #include "tessera/runtime/runtime.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::cli {
 
@@ -44,6 +46,7 @@ void apply_common(const BenchOptions& o, bench::CommonOptions& c) {
 
 int run(BenchOptions o, const std::string& which) {
   Runtime rt;
+  trace::Span command(trace::Category::phase, trace::recording() ? trace::intern("tessera bench " + which) : nullptr);
   apply_common(o, o.stream);
   apply_common(o, o.ra);
   apply_common(o, o.gather);
@@ -81,6 +84,11 @@ int run(BenchOptions o, const std::string& which) {
   if (which == "pagerank") ok = bench::run_pagerank_bench(rt, o.pagerank) && ok;
   if (which == "bfs") ok = bench::run_bfs_bench(rt, o.bfs) && ok;
   if (which == "spectral") ok = bench::run_spectral_bench(rt, o.spectral) && ok;
+  if (o.format.json && comm_stats_requested()) {
+    // The counts of the whole run (every variant and repetition), one JSON line.
+    const std::string counts = gather_comm_counters_json(rt);
+    if (rt.rank() == 0) std::printf("{\"bench\":\"%s\",\"comm_stats\":%s}\n", which.c_str(), counts.c_str());
+  }
   if (rt.rank() == 0 && !ok) std::fprintf(stderr, "tessera bench: a result FAILED verification\n");
   return ok ? 0 : 2;
 }

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/pipeline/input.hpp"
 #include "tessera/pipeline/progress.hpp"
@@ -25,9 +27,21 @@ void add_checkpoint(CLI::App& app, Action& selected);  // tessera checkpoint (sr
 void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
 // tessera serve (src/cli/serve.cpp): an analyst's session, python/tessera/session.
 void add_serve(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
+// tessera trace summary|plot (src/cli/trace.cpp): python/tessera/tracefile.py on a trace file.
+void add_trace(CLI::App& app, Action& selected, const int& ranks, bool& launches_jobs);
+// Replaces this process by `PYTHON -m MODULE ARGS...` (serve, trace): the
+// Python package found beside this program (a build tree's build/python,
+// put first on PYTHONPATH) or installed; PYTHON is $TESSERA_PYTHON, else the
+// Python the package was built for. Throws SystemError naming `purpose` when
+// that Python cannot start (src/cli/python_package.cpp).
+[[noreturn]] void exec_python_module(const std::string& module, const std::vector<std::string>& args,
+                                     const std::string& purpose);
 // `tessera -n K CMD...` outside MPI: CMD on K ranks under the supervisor, not
 // relaunched; a dead, hung or lost rank is reported in one line and the dead
 // job's segments removed. Returns the exit code (src/cli/run.cpp).
+// The variables of this process that a job it launches must see on every
+// node (a trace file, the communication counts): mpirun names them with -x.
+std::vector<std::pair<std::string, std::string>> observability_environment();
 int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
             const std::vector<std::string>& mpirun_options);
 void add_spectral(CLI::App& app, Action& selected);    // tessera spectral (src/cli/spectral.cpp)

@@ -17,6 +17,8 @@
 #include "tessera/graph/generators.hpp"
 #include "tessera/linalg/cg.hpp"
 #include "tessera/pipeline/workflow.hpp"
+#include "tessera/runtime/comm_counters.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::cli {
 
@@ -89,8 +91,14 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
     ::setenv("TESSERA_SHM_DIR", args.shm_dir.c_str(), 1);
   }
   Runtime rt;
+  // The whole command is the trace's outermost phase; the stages nest in it.
+  trace::Span command(trace::Category::phase, trace::recording() ? trace::intern("tessera " + args.command) : nullptr);
   pipeline::Progress progress(pipeline::stderr_sink(rt.rank() == 0 && !args.quiet));
   auto result = workflow(rt, o, progress);
+  if (comm_stats_requested()) {
+    const std::string counts = gather_comm_counters_json(rt);
+    if (rt.rank() == 0) result.json["comm_stats"] = nlohmann::json::parse(counts);
+  }
   if (rt.rank() == 0) {
     if (result.hitting && !result.hitting->solve.succeeded())
       std::fprintf(stderr, "tessera: the hitting-time solve did not converge: %s\n",

@@ -8,18 +8,22 @@
 //   tessera bench NAME              the benchmark suite
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
 //   tessera -n K run --recover CMD  CMD under the recovery supervisor
+//   tessera trace summary|plot FILE where a traced run spent its time
 // -n K starts the job under mpirun with K ranks when not already under MPI,
 // watched by the supervisor (src/cli/run.cpp, run_job).
 #include "commands.hpp"
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "tessera/runtime/comm_counters.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace {
 // The arguments without "-n K" / "--ranks K" / "-nK" / "--ranks=K".
@@ -54,6 +58,16 @@ int main(int argc, char** argv) {
                  "Bind each node's ranks one per socket, NUMA domain or core (hwloc); arrays with default storage "
                  "then live in co-locale segments (node-shared memory; TESSERA_COLOCALE_SEGMENTS=0: on the Heap)")
       ->check(CLI::IsMember({"socket", "numa", "core"}));
+  // Seeing where the time goes: a trace file, and the communication counts.
+  std::string trace_file;
+  app.add_option("--trace", trace_file,
+                 "Record the job into FILE (Chrome Trace Event JSON: Perfetto, chrome://tracing, 'tessera trace "
+                 "summary FILE'); the same as TESSERA_TRACE=FILE")
+      ->type_name("FILE");
+  bool comm_stats = false;
+  app.add_flag("--comm-stats", comm_stats,
+               "At the end, print per rank the records, batches and bytes the aggregation engine sent and "
+               "received (same node and other nodes apart) and the one-sided operations (TESSERA_COMM_STATS=1)");
   tessera::cli::Action selected;
   tessera::cli::add_info(app, selected);
   tessera::cli::add_shm(app, selected);
@@ -66,12 +80,18 @@ int main(int argc, char** argv) {
   bool launches_jobs = false;  // run, bench faults: they start mpirun themselves
   tessera::cli::add_run(app, selected, ranks, launches_jobs);
   tessera::cli::add_serve(app, selected, ranks, launches_jobs);
+  tessera::cli::add_trace(app, selected, ranks, launches_jobs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    // The ranks read these when their Runtime starts (and run_job names them
+    // for ranks on other nodes).
+    if (!trace_file.empty())
+      ::setenv(tessera::trace::kTraceVariable, std::filesystem::absolute(trace_file).string().c_str(), 1);
+    if (comm_stats) ::setenv(tessera::kCommStatsVariable, "1", 1);
     std::vector<std::string> mpirun_options;
     if (!colocales.empty()) mpirun_options = {"--bind-to", "none"};  // the ranks bind themselves
     if (ranks > 0 && !tessera::launched_by_mpi() && !launches_jobs)

@@ -11,13 +11,14 @@
 
 #include "tessera/bench/faults.hpp"
 #include "commands.hpp"
+#include "tessera/comm/options.hpp"
 #include "tessera/resilience/checkpoint.hpp"
 #include "tessera/resilience/supervisor.hpp"
-#include "tessera/comm/options.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/runtime.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::cli {
 
@@ -38,6 +39,7 @@ struct RunOptions {
   bool quiet = false;
   std::string host, hostfile;
   double probe_timeout = 10;
+  std::string trace;  // --trace: the job's trace file (each attempt writes it anew)
 };
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
@@ -77,6 +79,8 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
   if (!o.host.empty() && !o.hostfile.empty()) throw ConfigError("run: give --host or --hostfile, not both");
   resilience::SuperviseOptions so;
   so.ranks = ranks;
+  if (!o.trace.empty()) ::setenv(trace::kTraceVariable, std::filesystem::absolute(o.trace).string().c_str(), 1);
+  so.environment = observability_environment();
   // The hosts: given, or mpirun's own default hostfile (which mpirun would
   // read anyway), so that a lost one can be left out of the relaunch.
   const char* default_hostfile = std::getenv("OMPI_MCA_orte_default_hostfile");
@@ -113,9 +117,17 @@ int run_supervised(const RunOptions& o, int ranks, std::vector<std::string> cmd)
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> observability_environment() {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const char* name : {trace::kTraceVariable, trace::kTraceBufferVariable, kCommStatsVariable})
+    if (const char* v = std::getenv(name); v && *v) vars.emplace_back(name, v);
+  return vars;
+}
+
 int run_job(int ranks, const std::string& program, const std::vector<std::string>& args,
             const std::vector<std::string>& mpirun_options) {
   resilience::SuperviseOptions so;
+  so.environment = observability_environment();
   so.ranks = ranks;
   so.program = program;
   so.args = args;
@@ -294,6 +306,9 @@ void add_run(CLI::App& app, Action& selected, const int& ranks, bool& launches_j
   auto o = std::make_shared<RunOptions>();
   auto* run = app.add_subcommand("run", "Run CMD under mpirun with K ranks (-n K), supervised: --recover relaunches "
                                         "it from its newest checkpoint when a rank dies or hangs");
+  run->add_option("--trace", o->trace,
+                  "Record the job into FILE (Chrome Trace Event JSON; with --recover, the last attempt's)")
+      ->type_name("FILE");
   run->add_flag("--recover", o->recover, "Relaunch after a failure (a dead or hung rank, a non-zero exit)");
   run->add_option("--retries", o->retries, "Relaunches before giving up (with --recover)")->check(CLI::Range(0, 1000));
   run->add_option("--kill-rank", o->kill_rank, "Failure injection: SIGKILL this rank ...")->check(CLI::NonNegativeNumber);

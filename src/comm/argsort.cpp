@@ -16,6 +16,7 @@
 #include "tessera/comm/bulk_access.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera {
 
@@ -174,6 +175,8 @@ ArgsortStats argsort(const DistArray<std::uint64_t>& keys, DistArray<std::uint64
   const std::size_t n = in.size();
   int from = -1;  // -1: the keys
   for (std::size_t d = 0; d < shifts.size(); ++d) {
+    trace::Span traced(trace::Category::round, "argsort pass");
+    traced.arg("digit", d + 1).arg("shift", shifts[d]);
     const int shift = shifts[d];
     const bool last = d + 1 == shifts.size();
     // This rank's counts of the digit among the pairs it holds now (pairs

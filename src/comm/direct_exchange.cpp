@@ -38,8 +38,7 @@ void DirectExchange::send_current(int dest) {
   // the rings, the peer's slot, so the records are there already).
   std::memcpy(batch.out.data, &h, kHeader);
   const std::size_t bytes = kHeader + count * shape_.record_bytes;
-  via_[d]->send(dest, Channel::request, batch.out, bytes, false);
-  stats_.bytes_sent += bytes;
+  send_batch(*via_[d], dest, Channel::request, batch.out, bytes, count, false);
   batch.out = {};
   if (shape_.reply_bytes) {
     batch.awaiting_reply = true;
@@ -102,8 +101,7 @@ bool DirectExchange::handle_request(const Arrival& a) {
   ++stats_.batches_received;
   on_request_(a.source, msg + kHeader, h.count, reply.data + kHeader);
   std::memcpy(reply.data, &h, kHeader);
-  back.send(a.source, Channel::reply, reply, kHeader + h.count * shape_.reply_bytes, false);
-  stats_.bytes_sent += kHeader + h.count * shape_.reply_bytes;
+  send_batch(back, a.source, Channel::reply, reply, kHeader + h.count * shape_.reply_bytes, h.count, false);
   return true;
 }
 

@@ -108,6 +108,11 @@ class ExchangeEngine : public Progressable, private Receiver {
   // every reply back (flush's collective rounds).
   virtual void settle() = 0;
 
+  // Every batch leaves through here: the transport's send, the exchange's
+  // stats, the runtime's CommCounters and, when tracing, a "send batch"
+  // event with its flow arrow.
+  void send_batch(Transport& via, int dest, Channel channel, Outbox box, std::size_t bytes, std::uint32_t records,
+                  bool keep);
   // A batch ticket in [first, end) that is not open, not kept and not awaiting its reply.
   int free_batch(int first, int end) const;
   bool idle() const;
@@ -133,6 +138,13 @@ class ExchangeEngine : public Progressable, private Receiver {
   std::uint64_t received_ = 0;        // request (final) batches handled since flush
   int awaiting_ = 0;                  // batches awaiting their reply
   Stats stats_;
+  CommCounters& counters_;  // the runtime's, for every exchange
+  // Trace flow ids: this exchange's number in the job (exchanges are made
+  // collectively, in the same order everywhere) and the batches sent to and
+  // received from each rank per channel (FIFO per pair and channel, so the
+  // k-th sent is the k-th received).
+  std::uint32_t trace_number_ = 0;
+  std::vector<std::uint64_t> sent_seq_, received_seq_;  // [channel * size_ + rank]
 
   // Transports: MPI for every rank, the same-node rings for the co-locales
   // they reach; via_ is the choice per destination (and for replies to it).

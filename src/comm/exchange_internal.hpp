@@ -20,8 +20,8 @@ void settle_round(ProgressEngine& engine, MPI_Comm comm, std::vector<int>& sent,
   int expected = 0;
   MPI_Request req;
   TESSERA_MPI(MPI_Ireduce_scatter_block(sent.data(), &expected, 1, MPI_INT, MPI_SUM, comm, &req));
-  engine.wait_serving(req);
-  engine.serve_until([&] { return received >= static_cast<std::uint64_t>(expected) && done(); });
+  engine.wait_serving(req, "flush");
+  engine.serve_until([&] { return received >= static_cast<std::uint64_t>(expected) && done(); }, "flush");
   received -= static_cast<std::uint64_t>(expected);
   std::fill(sent.begin(), sent.end(), 0);
 }

@@ -74,7 +74,10 @@ ExchangeEngine::ExchangeEngine(Runtime& rt, Shape shape, const AggregationOption
       shape_(shape),
       options_(options),
       on_request_(std::move(on_request)),
-      on_reply_(std::move(on_reply)) {
+      on_reply_(std::move(on_reply)),
+      counters_(rt.comm_counters()) {
+  static std::uint32_t exchanges_made = 0;  // this process's, alike on every rank
+  trace_number_ = exchanges_made++;
   if (shape_.record_bytes == 0) throw ConfigError("aggregation records must have at least one byte");
   if (shape_.reply_bytes > 0 && !on_reply_) throw ConfigError("an exchange with replies needs a reply handler");
   // Collective, and a peer may still be pushing into another exchange,
@@ -87,6 +90,8 @@ ExchangeEngine::ExchangeEngine(Runtime& rt, Shape shape, const AggregationOption
   stats_.batches_to.assign(static_cast<std::size_t>(size_), 0);
   lanes_.assign(static_cast<std::size_t>(size_), ExchangeLane{});  // cursor == end: the first push opens one
   sent_to_.assign(static_cast<std::size_t>(size_), 0);
+  sent_seq_.assign(static_cast<std::size_t>(kChannels * size_), 0);
+  received_seq_.assign(static_cast<std::size_t>(kChannels * size_), 0);
 
   buffer_bytes_ = options_.buffer_bytes;
   if (options_.buffer_bytes == AggregationOptions::kAutoBufferBytes) {
@@ -211,7 +216,37 @@ bool ExchangeEngine::accept_forward(const Arrival& a) {
   throw Error("aggregation: forward batch from rank " + std::to_string(a.source) + " in a direct exchange");
 }
 
+namespace {
+const char* const kChannelNames[kChannels] = {"request", "forward", "reply"};
+}
+
+void ExchangeEngine::send_batch(Transport& via, int dest, Channel channel, Outbox box, std::size_t bytes,
+                                std::uint32_t records, bool keep) {
+  trace::Span traced(trace::Category::comm, "send batch");
+  const auto c = static_cast<std::size_t>(channel);
+  const std::uint64_t k = sent_seq_[c * static_cast<std::size_t>(size_) + static_cast<std::size_t>(dest)]++;
+  if (traced.on()) [[unlikely]]
+    traced.arg("dst", dest).arg("records", records).arg("bytes", bytes).arg("channel", kChannelNames[c])
+        .flow_out(trace::batch_flow_id(trace_number_, static_cast<int>(c), rank_, dest, k));
+  via.send(dest, channel, box, bytes, keep);
+  stats_.bytes_sent += bytes;
+  counters_.sent(dest, records, bytes);
+  // The rank's aggregation traffic over time: its slope is the send rate.
+  if (traced.on()) [[unlikely]]
+    trace::counter("aggregation bytes sent", "MiB", static_cast<double>(counters_.bytes_sent()) / (1024.0 * 1024.0));
+}
+
 bool ExchangeEngine::arrived(const Arrival& a) {
+  // Every batch (request, forward or reply) starts with its Header.
+  Header h{0, 0};
+  if (a.data.size() >= kHeader) std::memcpy(&h, a.data.data(), kHeader);
+  counters_.received(a.source, h.count, a.data.size());
+  const auto c = static_cast<std::size_t>(a.channel);
+  const std::uint64_t k = received_seq_[c * static_cast<std::size_t>(size_) + static_cast<std::size_t>(a.source)]++;
+  trace::Span traced(trace::Category::comm, "handle batch");
+  if (traced.on()) [[unlikely]]
+    traced.arg("src", a.source).arg("records", h.count).arg("bytes", a.data.size()).arg("channel", kChannelNames[c])
+        .flow_in(trace::batch_flow_id(trace_number_, static_cast<int>(c), a.source, rank_, k));
   switch (a.channel) {
     case Channel::reply:
       handle_reply(a.data);

@@ -220,9 +220,8 @@ void RoutedExchange::send_routed(int slot) {
   // With replies the reply walks this batch's chunks: the transport keeps it.
   const bool keep = shape_.reply_bytes > 0;
   const auto bytes = static_cast<std::size_t>(o.tail - batch.out.data);
-  via_[static_cast<std::size_t>(to.rank)]->send(to.rank, to.forward ? Channel::forward : Channel::request, batch.out,
-                                                bytes, keep);
-  stats_.bytes_sent += bytes;
+  send_batch(*via_[static_cast<std::size_t>(to.rank)], to.rank, to.forward ? Channel::forward : Channel::request,
+             batch.out, bytes, o.count, keep);
   if (keep) {
     batch.awaiting_reply = true;
     ++awaiting_;
@@ -293,8 +292,7 @@ bool RoutedExchange::handle_request(const Arrival& a) {
   ++stats_.batches_received;
   if (qb) {
     std::memcpy(reply.data, &h, kHeader);
-    back.send(source, Channel::reply, reply, kHeader + h.count * qb, false);
-    stats_.bytes_sent += kHeader + h.count * qb;
+    send_batch(back, source, Channel::reply, reply, kHeader + h.count * qb, h.count, false);
   }
   return true;
 }
@@ -320,8 +318,8 @@ int RoutedExchange::start_assembly(int origin) {
 
 void RoutedExchange::finish_assembly(int i) {
   Assembly& a = assemblies_[static_cast<std::size_t>(i)];
-  a.via->send(a.origin, Channel::reply, a.out, a.bytes, false);
-  stats_.bytes_sent += a.bytes;
+  send_batch(*a.via, a.origin, Channel::reply, a.out, a.bytes,
+             static_cast<std::uint32_t>((a.bytes - kHeader) / shape_.reply_bytes), false);
   a = Assembly{};
   free_assemblies_.push_back(i);
 }

@@ -58,6 +58,7 @@
 #include "tessera/graph/components.hpp"
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "afforest_node.hpp"
 #include "local_forest.hpp"
 
@@ -86,11 +87,13 @@ struct Run {
   Clock::time_point t0;
   std::uint64_t gather_limit;
   int rounds = 0;
+  trace::RoundClock round_clock{"Afforest round"};
   std::size_t extra = 0;     // the most working memory seen, bytes
   std::size_t resident = 0;  // held through every phase (the local forest)
 
   void round_done(std::uint64_t pairs) {
     ++rounds;
+    round_clock.done({{"round", rounds}, {"pairs", static_cast<std::int64_t>(pairs)}});
     if (options.on_round)
       options.on_round(rounds, pairs, std::chrono::duration<double>(Clock::now() - t0).count());
     cancellation_point(rt.comm());

@@ -27,6 +27,7 @@
 
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/node_segment.hpp"
 
@@ -100,6 +101,9 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
   int phases = 1;
   constexpr std::size_t kNeighbourRounds = 2, kAll = static_cast<std::size_t>(-1);
   auto link_rows = [&](std::size_t first, std::size_t last, Id skip) {
+    // A round: link the rows' arcs [first, last), then compress.
+    trace::Span round(trace::Category::round, "Afforest round");
+    round.arg("round", phases).arg("first_arc", first).arg("arcs", last == kAll ? -1 : static_cast<std::int64_t>(last - first));
     for (std::size_t i = 0; i < local; ++i) {
       const std::uint64_t u = base + i;
       if (p.get(u) == skip) continue;

@@ -28,6 +28,7 @@
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::graph {
 
@@ -266,6 +267,8 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     return found;
   };
   auto top_down = [&] {
+    trace::Span step(trace::Category::round, "BFS level");
+    step.arg("level", level + 1).arg("direction", "top-down");
     if (bitmap_holds_frontier) bitmap->list_own(frontier);
     for (auto u : frontier)
       // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
@@ -283,9 +286,12 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     all_reduce(comm, sums, 2, MPI_SUM);
     scout = sums[0];
     bitmap_holds_frontier = false;
+    step.arg("found", sums[1]);
     return finish_step(false, sums[1]);
   };
   auto bottom_up = [&] {
+    trace::Span step(trace::Category::round, "BFS level");
+    step.arg("level", level + 1).arg("direction", "bottom-up");
     if (!bitmap) bitmap.emplace(g);
     if (!bitmap_holds_frontier) bitmap->load(frontier);
     const std::uint64_t* front = bitmap->words();
@@ -316,6 +322,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     // size in the same collective; listed only if a top-down step follows.
     const std::uint64_t found = bitmap->publish_next(marked);
     bitmap_holds_frontier = true;
+    step.arg("found", found);
     return finish_step(true, found);
   };
 

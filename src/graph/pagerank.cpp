@@ -32,6 +32,7 @@
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::graph {
 
@@ -312,6 +313,8 @@ void iterate(const Sweep& s, const Index* cl, std::span<const Index> asked, Page
   const double tele0 = s.uniform_tele;
   const bool gauss_seidel = s.o.method == PageRankMethod::gauss_seidel;
   for (;;) {
+    trace::Span traced(trace::Category::round, "PageRank sweep");
+    traced.arg("iteration", out.iterations + 1);
     if (distributed) {
       for (std::size_t k = 0; k < asked.size(); ++k) answers[k] = cv[asked[k]];
       s.index.plan.reply<Value>(answers, std::span<Value>(c).subspan(n_local));

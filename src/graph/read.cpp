@@ -25,11 +25,12 @@
 #include "tessera/graph/arc_hash.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
-#include "tessera/storage/disk_tier.hpp"
-#include "tessera/storage/metadata.hpp"
 #include "tessera/runtime/splitmix64.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/storage/attach.hpp"
+#include "tessera/storage/disk_tier.hpp"
 #include "tessera/storage/mapping.hpp"
+#include "tessera/storage/metadata.hpp"
 #include "binary_format.hpp"
 
 namespace tessera::graph {
@@ -688,6 +689,7 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
 }  // namespace
 
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options) {
+  trace::Span traced(trace::Category::io, "read graph");
   FileFormat f = format_of(path);
   if (options.symmetric && options.undirected)
     throw ConfigError("--symmetric (the file lists both directions) and --undirected (add the reverses) exclude each "

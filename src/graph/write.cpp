@@ -26,6 +26,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/attach.hpp"
 #include "tessera/storage/mapping.hpp"
@@ -123,6 +124,7 @@ void write_stream(Runtime& rt, const OutputPath& out, std::string_view mine) {
 // 0 renames into place only when all ranks succeeded (or hands to `pending`).
 void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
                      PendingOutputs* pending) {
+  trace::Span traced(trace::Category::io, "write file");
   const OutputPath out = resolve_on_rank0(rt, path);
   if (out.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
   if (out.stream()) {
@@ -405,6 +407,7 @@ std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_trian
 }  // namespace
 
 void write_graph(const EdgeList& g, const std::string& path, const WriteOptions& options) {
+  trace::Span traced(trace::Category::io, "write graph");
   Runtime& rt = g.runtime();
   FileFormat f = format_of(path);
   if (f == FileFormat::binary) return save_binary(g, path, options);

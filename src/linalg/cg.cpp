@@ -13,6 +13,7 @@
 
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::linalg {
 
@@ -61,6 +62,8 @@ class JacobiCg {
     double rz = r_.dot(z_);
     int done = 0;
     while (rel > tolerance && done < max_iterations) {
+      trace::Span traced(trace::Category::round, "CG iteration");
+      traced.arg("iteration", total_ + 1);
       a_.apply(p_, q_);
       const double pq = p_.dot(q_);
       if (!(pq > 0))

@@ -14,6 +14,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/storage/durable_file.hpp"
 #include "tessera/storage/metadata.hpp"
 #include "tessera/storage/storage.hpp"
@@ -401,6 +402,9 @@ void CheckpointWriter::commit() {
   Runtime& rt = ck.runtime();
   if (committed_) throw Error("checkpoint step " + std::to_string(step_) + ": commit() called twice");
   committed_ = true;
+  // The stall the application sees: the first level's write, the agreement,
+  // and the copies made before commit() returns.
+  trace::Span traced(trace::Category::checkpoint, "checkpoint");
   ck.finish_drain();
   const std::uint64_t epoch = ck.epoch_ + 1;
   std::vector<PieceRecord> records = place_pieces(pieces_, rt.rank());
@@ -417,6 +421,12 @@ void CheckpointWriter::commit() {
                                 &records};
   levels::CheckpointLevel& first = *ck.levels_.front();
   const auto later = std::span(ck.levels_).subspan(1);
+  if (traced.on()) {
+    static const char* const kLevelNames[] = {"unknown", "buddy", "node", "disk"};
+    std::string names;
+    for (const auto& l : ck.levels_) names += (names.empty() ? "" : "+") + std::string(kLevelNames[level_number(l->level())]);
+    traced.arg("step", step_).arg("bytes", file_bytes).arg("level", trace::intern(names));
+  }
   const std::string first_dir = first.dir_of(c);
 
   // 1. Every rank writes its file, with no collective before: the stall is

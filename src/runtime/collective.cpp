@@ -36,7 +36,7 @@ int comm_size(MPI_Comm comm) {
 void all_gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, void* all) {
   MPI_Request req;
   TESSERA_MPI(MPI_Iallgather(mine, to_int_count(bytes), MPI_BYTE, all, to_int_count(bytes), MPI_BYTE, comm, &req));
-  wait(req);
+  wait(req, "all_gather");
 }
 
 std::vector<std::byte> gather_bytes(MPI_Comm comm, const void* mine, std::size_t bytes, std::size_t unit, int root) {
@@ -53,7 +53,7 @@ std::vector<std::byte> gather_bytes(MPI_Comm comm, const void* mine, std::size_t
   std::vector<int> counts(rank == root ? static_cast<std::size_t>(size) : 0), displs(counts.size());
   MPI_Request req;
   TESSERA_MPI(MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm, &req));
-  wait(req);
+  wait(req, "gather");
   std::size_t total = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     displs[r] = to_int_count(total);
@@ -61,14 +61,14 @@ std::vector<std::byte> gather_bytes(MPI_Comm comm, const void* mine, std::size_t
   }
   std::vector<std::byte> out(total * unit);
   TESSERA_MPI(MPI_Igatherv(mine, count, type, out.data(), counts.data(), displs.data(), type, root, comm, &req));
-  wait(req);
+  wait(req, "gather");
   return out;
 }
 
 void broadcast_bytes(MPI_Comm comm, void* data, std::size_t bytes, int root) {
   MPI_Request req;
   TESSERA_MPI(MPI_Ibcast(data, to_int_count(bytes), MPI_BYTE, root, comm, &req));
-  wait(req);
+  wait(req, "broadcast");
 }
 
 }  // namespace detail
@@ -122,7 +122,7 @@ template <class T>
 void all_reduce(MPI_Comm comm, T* values, int count, MPI_Op op) {
   MPI_Request req;
   TESSERA_MPI(MPI_Iallreduce(MPI_IN_PLACE, values, count, mpi_type<T>(), op, comm, &req));
-  wait(req);
+  wait(req, "all_reduce");
 }
 template void all_reduce<double>(MPI_Comm, double*, int, MPI_Op);
 template void all_reduce<int>(MPI_Comm, int*, int, MPI_Op);
@@ -136,7 +136,7 @@ void all_gather_in_place(MPI_Comm comm, std::span<T> values, std::span<const int
   MPI_Request req;
   TESSERA_MPI(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), counts.data(), displs.data(),
                               mpi_type<T>(), comm, &req));
-  wait(req);
+  wait(req, "all_gather");
 }
 template void all_gather_in_place<double>(MPI_Comm, std::span<double>, std::span<const int>, std::span<const int>);
 template void all_gather_in_place<std::uint64_t>(MPI_Comm, std::span<std::uint64_t>, std::span<const int>, std::span<const int>);
@@ -145,7 +145,7 @@ template <class T>
 void reduce_scatter_sum(MPI_Comm comm, std::span<const T> values, std::span<T> mine, std::span<const int> counts) {
   MPI_Request req;
   TESSERA_MPI(MPI_Ireduce_scatter(values.data(), mine.data(), counts.data(), mpi_type<T>(), MPI_SUM, comm, &req));
-  wait(req);
+  wait(req, "reduce_scatter");
 }
 template void reduce_scatter_sum<double>(MPI_Comm, std::span<const double>, std::span<double>, std::span<const int>);
 
@@ -155,7 +155,7 @@ void all_to_all_v(MPI_Comm comm, const T* send, const int* send_counts, const in
   MPI_Request req;
   TESSERA_MPI(MPI_Ialltoallv(send, send_counts, send_displs, mpi_type<T>(), recv, recv_counts, recv_displs,
                              mpi_type<T>(), comm, &req));
-  wait(req);
+  wait(req, "all_to_all");
 }
 template void all_to_all_v<double>(MPI_Comm, const double*, const int*, const int*, double*, const int*, const int*);
 template void all_to_all_v<std::uint64_t>(MPI_Comm, const std::uint64_t*, const int*, const int*, std::uint64_t*,
@@ -165,7 +165,7 @@ std::uint64_t exclusive_prefix_sum(MPI_Comm comm, std::uint64_t value) {
   std::uint64_t before = 0;
   MPI_Request req;
   TESSERA_MPI(MPI_Iexscan(&value, &before, 1, MPI_UINT64_T, MPI_SUM, comm, &req));
-  wait(req);
+  wait(req, "prefix_sum");
   return rank_of(comm) == 0 ? 0 : before;  // MPI leaves rank 0's result undefined
 }
 

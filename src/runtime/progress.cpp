@@ -27,21 +27,23 @@ void ProgressEngine::serve_once(Backoff& backoff, unsigned& idle_polls) {
   backoff.idle();
 }
 
-void ProgressEngine::wait_serving(MPI_Request& request) {
+void ProgressEngine::wait_serving(MPI_Request& request, const char* what) {
   int done = 0;
-  serve_until([&] {
-    if (!done) {
-      MpiPollScope quiet;
-      TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    }
-    return done != 0;
-  });
+  serve_until(
+      [&] {
+        if (!done) {
+          MpiPollScope quiet;
+          TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+        }
+        return done != 0;
+      },
+      what);
 }
 
 void ProgressEngine::barrier_serving(MPI_Comm comm) {
   MPI_Request req;
   TESSERA_MPI(MPI_Ibarrier(comm, &req));
-  wait_serving(req);
+  wait_serving(req, "barrier");
 }
 
 }  // namespace tessera

@@ -13,6 +13,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/launch.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera {
 
@@ -128,6 +129,31 @@ void Runtime::setup() {
   all_reduce(comm_, on_off, 2, MPI_MAX);
   if (on_off[0] == 1 && on_off[1] == 1)
     throw ConfigError(std::string(kColocaleSegmentsVariable) + " differs between ranks; set it alike for the whole job");
+  comm_counters_.resize(size_);
+
+  // TESSERA_TRACE=FILE records this job from here to the destructor.
+  trace::Options trace_options;
+  agree(comm_, [&] { trace_options = trace::options_from_environment(); });
+  if (!trace_options.path.empty()) trace::start(*this, trace_options);
+}
+
+// What the job says at its end, before MPI goes: the trace file and the
+// communication counts. Collective; an error is printed, not thrown (a
+// destructor), and the job still ends.
+void Runtime::finish_reports() noexcept {
+  try {
+    if (trace::active()) {
+      const std::string path = trace::stop(*this);
+      if (rank_ == 0)
+        std::fprintf(stderr, "trace written to %s (tessera trace summary %s)\n", path.c_str(), path.c_str());
+    }
+    if (comm_stats_requested()) {
+      const std::string table = comm_counters_table(*this);
+      if (rank_ == 0) std::fputs(table.c_str(), stderr);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: at the end of the job: %s\n", e.what());
+  }
 }
 
 Runtime::~Runtime() {
@@ -138,6 +164,9 @@ Runtime::~Runtime() {
     if (singleton_session_base_) singleton_session_base_->keep();  // MPI still runs; a later launch removes it
     return;
   }
+  g_current = this;  // the reports are collectives of this runtime
+  finish_reports();
+  g_current = nullptr;
   if (node_.comm != MPI_COMM_NULL) MPI_Comm_free(&node_.comm);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (owns_mpi_) {

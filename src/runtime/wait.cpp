@@ -68,8 +68,9 @@ void Backoff::end_note() noexcept {
   FaultInjection::waiting(false);
 }
 
-void wait(MPI_Request& request) {
+void wait(MPI_Request& request, const char* what) {
   Backoff backoff;
+  trace::Wait traced(what);  // recorded only if the first poll finds it unfinished
   for (;;) {
     int done = 0;
     {
@@ -77,6 +78,7 @@ void wait(MPI_Request& request) {
       TESSERA_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     }
     if (done) return;
+    traced.started_waiting();
     backoff.idle();
   }
 }
@@ -84,7 +86,7 @@ void wait(MPI_Request& request) {
 void barrier(MPI_Comm comm) {
   MPI_Request req;
   TESSERA_MPI(MPI_Ibarrier(comm, &req));
-  wait(req);
+  wait(req, "barrier");
 }
 
 }  // namespace tessera

@@ -1,5 +1,5 @@
-#include "tessera/storage/storage.hpp"
 #include "tessera/storage/node_segment.hpp"
+#include "tessera/storage/storage.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -17,6 +17,7 @@
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/exit_cleanup.hpp"
 #include "tessera/runtime/topology.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera {
@@ -543,7 +544,15 @@ std::unique_ptr<Storage> make_storage(Runtime& rt, const ArrayLayout& layout, co
                        std::to_string(layout.element.size) + " bytes cannot be allocated (rank " + std::to_string(r) +
                        " would hold " + std::to_string(count) + ")");
   }
-  switch (resolved_storage_kind(rt, options)) {
+  const StorageKind kind = resolved_storage_kind(rt, options);
+  if (trace::recording()) {
+    const auto r = static_cast<std::size_t>(rt.rank());
+    trace::instant(trace::Category::storage, "allocate",
+                   {{"bytes", static_cast<std::int64_t>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size)},
+                    {"elements", static_cast<std::int64_t>(layout.length)}},
+                   "storage", storage_kind_name(kind));
+  }
+  switch (kind) {
     case StorageKind::heap: {
       auto r = static_cast<std::size_t>(rt.rank());
       return std::make_unique<HeapStorage>((layout.offsets[r + 1] - layout.offsets[r]) * layout.element.size);

@@ -26,6 +26,7 @@
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/memory.hpp"
 #include "tessera/runtime/splitmix64.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/trilinos/belos.hpp"
 #include "tessera/trilinos/spectral.hpp"
 
@@ -96,6 +97,9 @@ class TimedOperator final : public TpetraOperator {
     op_->apply(x, y, mode, alpha, beta);
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     products_ += x.getNumVectors();
+    // An eigensolver iteration applies the operator once (a block of vectors
+    // for LOBPCG): a trace's rounds run product to product.
+    iterations_.done({{"products", static_cast<std::int64_t>(products_)}});
   }
   double seconds() const noexcept { return seconds_; }
   std::uint64_t products() const noexcept { return products_; }
@@ -104,6 +108,7 @@ class TimedOperator final : public TpetraOperator {
   Teuchos::RCP<const TpetraOperator> op_;
   mutable double seconds_ = 0;
   mutable std::uint64_t products_ = 0;
+  mutable trace::RoundClock iterations_{"Anasazi iteration"};
 };
 
 std::vector<double> weighted_degrees(const graph::EdgeList& g) {

@@ -15,6 +15,7 @@
 #include "tessera/linalg/laplacian.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/memory.hpp"
+#include "tessera/runtime/trace.hpp"
 #include "tessera/trilinos/belos.hpp"
 #include "tessera/trilinos/hitting.hpp"
 
@@ -61,11 +62,15 @@ class ReportingOperator : public TpetraOperator {
   void apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp mode, Scalar alpha,
              Scalar beta) const override {
     a_->apply(x, y, mode, alpha, beta);
+    // CG makes one product an iteration: a trace's rounds run product to product.
+    iterations_.done({{"iteration", ++products_}});
     if (after_) after_();
   }
   std::function<void()> after_;
 
  private:
+  mutable trace::RoundClock iterations_{"Belos iteration"};
+  mutable std::int64_t products_ = 0;
   Teuchos::RCP<const TpetraRowMatrix> a_;
 };
 }  // namespace

@@ -33,6 +33,7 @@
 #include "tessera/chunks/measurement.hpp"
 #include "tessera/chunks/placement.hpp"
 #include "tessera/runtime/error.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::chunks {
 
@@ -244,12 +245,16 @@ class ChunkArray {
   // Collective: moves chunks so that chunk c lives on next[c] (every rank
   // passes the same table). Returns the bytes this rank sent.
   std::uint64_t migrate(const Placement& next) {
+    trace::Span traced(trace::Category::balance, "migrate chunks");
     router_.agree_placement(next, "migrate: the new placement");  // every rank throws together
     std::vector<ChunkRouter::Packed> leaving;
     for (std::size_t s = 0; s < ids_.size(); ++s)
       if (next[ids_[s]] != rank()) {
         leaving.push_back({ids_[s], {}});
         pack_chunk(*chunks_[s], leaving.back().bytes);
+        trace::instant(trace::Category::balance, "migrate chunk",
+                       {{"chunk", static_cast<std::int64_t>(ids_[s])}, {"from", rank()}, {"to", next[ids_[s]]},
+                        {"bytes", static_cast<std::int64_t>(leaving.back().bytes.size())}});
       }
     std::uint64_t bytes_moved = 0;
     auto arrived = router_.migrate(next, std::move(leaving), bytes_moved);
@@ -319,6 +324,7 @@ void finish_balance_report(MPI_Comm comm, const Placement& before, const Placeme
 
 template <Serializable C>
 BalanceReport ChunkArray<C>::at_sync(Strategy strategy, const HopDistance& hops, double tolerance) {
+  trace::Span traced(trace::Category::balance, "load balance");
   BalanceReport report;
   Placement before = placement();
   Placement next = decide_balance(comm(), measurements(), before, strategy, hops, tolerance, report);
@@ -327,6 +333,12 @@ BalanceReport ChunkArray<C>::at_sync(Strategy strategy, const HopDistance& hops,
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   finish_balance_report(comm(), before, next, sent, seconds, report);
   measurements().reset();
+  if (traced.on() && report.average_load > 0)
+    traced.arg("strategy", trace::intern(to_string(strategy)))
+        .arg("chunks_moved", report.chunks_moved)
+        .arg("bytes_moved", report.bytes_moved)
+        .arg("imbalance_before", report.max_load_before / report.average_load)
+        .arg("imbalance_after", report.max_load_after / report.average_load);
   return report;
 }
 

@@ -156,6 +156,11 @@ class SrcAggregator {
         direct_(detail::direct_targets(array, exchange_.options().same_node_direct)),
         me_(array.runtime().rank()),
         direct_any_(detail::reaches_a_colocale(direct_, me_)) {}
+  SrcAggregator(const SrcAggregator&) = delete;
+  SrcAggregator& operator=(const SrcAggregator&) = delete;
+  // The runtime's counters learn the reads served through the mapping here
+  // (once, not per read).
+  ~SrcAggregator() { array_.runtime().comm_counters().direct_reads(direct_records_); }
 
   void get(std::uint64_t i, T& dst) {
     int owner = array_.owner(i);
@@ -277,6 +282,10 @@ class UpdateAggregator {
     for (T* p : direct_) atomic_ = atomic_ || p != nullptr;
     direct_any_ = detail::reaches_a_colocale(direct_, me_);
   }
+
+  UpdateAggregator(const UpdateAggregator&) = delete;
+  UpdateAggregator& operator=(const UpdateAggregator&) = delete;
+  ~UpdateAggregator() { array_.runtime().comm_counters().direct_writes(direct_records_); }
 
   void update(std::uint64_t i, const T& value) {
     int owner = array_.owner(i);
@@ -447,6 +456,10 @@ class CountAggregator {
     direct_[static_cast<std::size_t>(array.runtime().rank())] = nullptr;
     direct_any_ = detail::reaches_a_colocale(direct_, array.runtime().rank());
   }
+
+  CountAggregator(const CountAggregator&) = delete;
+  CountAggregator& operator=(const CountAggregator&) = delete;
+  ~CountAggregator() { array_.runtime().comm_counters().direct_writes(direct_records_); }
 
   void count(std::uint64_t i) {
     int owner = array_.owner(i);

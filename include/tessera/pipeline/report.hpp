@@ -17,6 +17,7 @@
 
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/pipeline/progress.hpp"
+#include "tessera/runtime/trace.hpp"
 
 namespace tessera::pipeline {
 
@@ -40,6 +41,8 @@ class Report {
   // times: its times add up); returns what `step` returns.
   template <class F>
   decltype(auto) timed(const std::string& name, F&& step) {
+    // A stage of the workflow in a trace, under the name its report gives it.
+    trace::Span traced(trace::Category::phase, trace::recording() ? trace::intern(name) : nullptr);
     const auto t0 = std::chrono::steady_clock::now();
     struct Add {
       Report* report;

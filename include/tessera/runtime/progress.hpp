@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 
 namespace tessera {
@@ -36,14 +37,19 @@ class ProgressEngine {
   bool progress_all();
   // One poll by a rank that waits: backs off when nothing happened.
   void serve_once(Backoff& backoff, unsigned& idle_polls);
+  // `what` names the wait in a trace (static text); a wait whose condition
+  // holds at once is not recorded.
   template <class Done>
-  void serve_until(Done&& done) {
+  void serve_until(Done&& done, const char* what = "progress") {
+    if (done()) return;
+    trace::Wait traced(what);
+    traced.started_waiting();
     Backoff backoff;
     unsigned idle = 0;
     while (!done()) serve_once(backoff, idle);
   }
   // Waits for a non-blocking operation (a collective) while serving.
-  void wait_serving(MPI_Request& request);
+  void wait_serving(MPI_Request& request, const char* what = "collective");
   // A barrier over comm that keeps serving while it waits.
   void barrier_serving(MPI_Comm comm);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/runtime/comm_counters.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/progress.hpp"
 #include "tessera/runtime/topology.hpp"
@@ -79,6 +80,10 @@ class Runtime {
 
   // What a waiting rank serves: every live aggregation exchange of this runtime.
   ProgressEngine& progress() noexcept { return progress_; }
+  // What this rank's aggregation engine sent and received, per peer
+  // (`--comm-stats`, trace files, benchmarks' traffic).
+  CommCounters& comm_counters() noexcept { return comm_counters_; }
+  const CommCounters& comm_counters() const noexcept { return comm_counters_; }
 
   // The runtime of this process; throws when none exists.
   static Runtime& current();
@@ -86,6 +91,7 @@ class Runtime {
  private:
   void init(int* argc, char*** argv);
   void setup();
+  void finish_reports() noexcept;
 
   bool owns_mpi_ = false;
   int thread_level_ = 0;
@@ -99,6 +105,7 @@ class Runtime {
   std::string job_id_;
   mutable std::unique_ptr<Topology> topology_;
   ProgressEngine progress_;
+  CommCounters comm_counters_;
   std::unique_ptr<MpiSessionBase> singleton_session_base_;  // a singleton's Open MPI session files
 };
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "tessera/runtime/trace.hpp"
+
 namespace tessera {
 
 // A wait that lasts (past the switch to sleeps) is noted for a supervisor
@@ -55,15 +57,19 @@ class MpiPollScope {
   int saved_ = -1;  // MPI's setting before; -1: untouched
 };
 
-// Waits for a request, polling with back-off.
-void wait(MPI_Request& request);
+// Waits for a request, polling with back-off. `what` names the wait in a
+// trace (idle time), e.g. "all_reduce"; static text.
+void wait(MPI_Request& request, const char* what = "wait");
 // Collective barrier that yields the core while it waits.
 void barrier(MPI_Comm comm);
 
 // Waits until done() is true, calling progress() between checks (it returns
 // true when it did some work). Used by flush loops that must keep serving peers.
 template <class Done, class Progress>
-void wait_until(Done&& done, Progress&& progress) {
+void wait_until(Done&& done, Progress&& progress, const char* what = "progress") {
+  if (done()) return;
+  trace::Wait traced(what);
+  traced.started_waiting();
   Backoff backoff;
   while (!done()) {
     if (progress())

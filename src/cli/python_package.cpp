@@ -1,0 +1,47 @@
+// The Python package's programs run from the tessera program (`tessera
+// serve`: the session's server; `tessera trace`: the trace file tools), in a
+// Python of their own: the package found beside this program (a build tree)
+// or installed.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "tessera/runtime/error.hpp"
+
+namespace tessera::cli {
+
+void exec_python_module(const std::string& module, const std::vector<std::string>& module_args,
+                        const std::string& purpose) {
+  namespace fs = std::filesystem;
+  // A build tree: build/tessera beside build/python/tessera (the package's
+  // files linked there, with the extension built for this program).
+  const fs::path package = fs::read_symlink("/proc/self/exe").parent_path() / "python";
+  if (fs::exists(package / "tessera" / "__init__.py")) {
+    const char* old = std::getenv("PYTHONPATH");
+    std::string path = package.string() + (old && *old ? ":" + std::string(old) : "");
+    ::setenv("PYTHONPATH", path.c_str(), 1);
+  }
+  // The Python the package was built for (its extension is for that one).
+#ifdef TESSERA_PYTHON
+  const char* built_for = TESSERA_PYTHON;
+#else
+  const char* built_for = "python3";
+#endif
+  const char* python = std::getenv("TESSERA_PYTHON");
+  std::vector<std::string> args = {python && *python ? python : built_for, "-m", module};
+  args.insert(args.end(), module_args.begin(), module_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  throw SystemError("cannot start " + args[0] + " for " + purpose +
+                        " (set TESSERA_PYTHON to a Python with the tessera package)",
+                    errno);
+}
+
+}  // namespace tessera::cli
