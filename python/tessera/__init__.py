@@ -12,21 +12,15 @@ calls documented as collective must be made by every rank.
     print(a.gather(np.array([0, 999])))     # aggregated remote reads
 
 ``tessera.attach(metadata_path)`` maps a shared array from any Python process,
-without MPI.
+without MPI. ``with tessera.trace("t.json"):`` records where the enclosed code
+spends its time; ``tessera.tracefile`` reads such a file (pure Python: it
+works without the compiled extension, which nothing else here does).
 """
-from . import _tessera
+import importlib
+
 from ._errors import (CLASSES as _CLASSES, Cancelled, ConfigError, Error, FormatError,
                       MismatchError, MpiError, PeerError, RangeError, SystemError)
-from .arrays import DistArray, arange, argsort, from_local, zeros
-from .analyses import Bfs, PageRank, Spectrum, bfs, centrality, fiedler, pagerank, spectral
-from .attach import AttachedViews, attach
-from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
-                     largest_component, read_graph, urand)
-from .pipeline import PipelineResult, default_solver, pipeline, pipeline_defaults
-from .runtime import Runtime
-from .session import Session, SessionLost, connect, start
-
-_tessera._set_error_classes(_CLASSES)
+from .recording import Recording, trace
 
 __all__ = [
     "Runtime", "DistArray", "zeros", "arange", "from_local", "argsort", "attach", "AttachedViews",
@@ -37,12 +31,38 @@ __all__ = [
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
     "Cancelled",
     "mpi_library_version", "start", "connect", "Session", "SessionLost",
+    "trace", "Recording",
 ]
 
 __version__ = "0.1.0"  # as python/pyproject.toml
-mpi_library_version = _tessera.mpi_library_version
 
+try:
+    _tessera = importlib.import_module("tessera._tessera")  # its own error when missing, not a circular import's
+except ImportError as _extension_error:
+    # Reading traces (import tessera.tracefile; python3 -m tessera.tracefile)
+    # is pure Python and works without the compiled extension: from a source
+    # tree, or on a laptop with a trace copied from a cluster. Everything
+    # else needs the extension, and says why it is missing when first used.
+    _EXTENSION_ERROR = f"{type(_extension_error).__name__}: {_extension_error}"
 
-def trilinos_available():
-    """Whether this Tessera was built with Trilinos (``solver="belos"``, the default then)."""
-    return _tessera._trilinos_available()
+    def __getattr__(name):
+        if name in __all__:  # `from tessera import Runtime` reports this too
+            raise ImportError(f"tessera.{name} needs the compiled extension tessera._tessera, which did not import "
+                              f"({_EXTENSION_ERROR}); build Tessera (its build/python) or pip install ./python")
+        raise AttributeError(f"module 'tessera' has no attribute {name!r}")
+else:
+    from .arrays import DistArray, arange, argsort, from_local, zeros
+    from .analyses import Bfs, PageRank, Spectrum, bfs, centrality, fiedler, pagerank, spectral
+    from .attach import AttachedViews, attach
+    from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
+                         largest_component, read_graph, urand)
+    from .pipeline import PipelineResult, default_solver, pipeline, pipeline_defaults
+    from .runtime import Runtime
+    from .session import Session, SessionLost, connect, start
+
+    _tessera._set_error_classes(_CLASSES)
+    mpi_library_version = _tessera.mpi_library_version
+
+    def trilinos_available():
+        """Whether this Tessera was built with Trilinos (``solver="belos"``, the default then)."""
+        return _tessera._trilinos_available()
