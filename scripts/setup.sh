@@ -20,6 +20,10 @@ packages=(
   # The Python package (python/, issue 11): headers, NumPy, pip (fetches
   # pybind11 >= 2.12 into the build tree), pytest and mpi4py for its tests.
   python3-dev python3-numpy python3-pip python3-pytest python3-mpi4py
+
+  # For the tests only: a session's live page read in a real browser
+  # (tests/python/test_dashboard.py): headless Chromium, its WebDriver, Selenium.
+  chromium chromium-driver python3-selenium
 )
 # The trilinos/ layer (Tpetra, Belos, Ifpack2, Anasazi; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with

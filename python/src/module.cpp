@@ -183,13 +183,14 @@ PYBIND11_MODULE(_tessera, m) {
   m.def("_trace_stop", [] { return trace::stop(runtime()); });
   m.def("_trace_active", [] { return trace::active(); });
   m.def("_trace_name_thread", [](const std::string& name) { trace::name_thread(trace::intern(name)); });
-  // A phase from Python: begin returns a handle that end() records.
+  // A phase from Python (or, with wait=True, idle time: a session waiting
+  // for its next command); end() or the with-block's end records it.
   py::class_<trace::Span>(m, "_TracePhase")
-      .def(py::init([](const std::string& name) {
-             return std::make_unique<trace::Span>(trace::Category::phase,
+      .def(py::init([](const std::string& name, bool wait) {
+             return std::make_unique<trace::Span>(wait ? trace::Category::wait : trace::Category::phase,
                                                   trace::recording() ? trace::intern(name) : nullptr);
            }),
-           py::arg("name"))
+           py::arg("name"), py::arg("wait") = false)
       .def("end", &trace::Span::end)
       .def("__enter__", [](trace::Span& s) -> trace::Span& { return s; }, py::return_value_policy::reference)
       .def("__exit__", [](trace::Span& s, py::args) { s.end(); });
@@ -221,10 +222,12 @@ PYBIND11_MODULE(_tessera, m) {
       MPI_Request req;
       TESSERA_MPI(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, runtime().comm(), &req));
       long sleep_ns = 20'000;
+      trace::Wait idle("session: waiting for a command");  // the ranks between commands
       for (;;) {
         int done = 0;
         TESSERA_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
         if (done) break;
+        idle.started_waiting();
         timespec ts{0, sleep_ns};
         nanosleep(&ts, nullptr);
         sleep_ns = std::min(sleep_ns * 2, 5'000'000L);

@@ -1,6 +1,7 @@
-"""``python3 -m tessera.session serve -n K [--socket PATH] [--tcp [HOST:]PORT]``
+"""``python3 -m tessera.session serve -n K [--socket PATH] [--tcp [HOST:]PORT] [--dashboard]``
 (what ``tessera serve`` runs): starts a session and serves until Ctrl-C or
-until a client stops it, printing where it serves."""
+until a client stops it, printing where it serves (and, with
+``--dashboard``, the URL of its live page, token included)."""
 import argparse
 import signal
 import sys
@@ -15,11 +16,17 @@ def main(argv=None):
     parser.add_argument("--socket", default=None, help="its Unix socket (its directory is made mode 0700)")
     parser.add_argument("--tcp", default=None, help="also serve TCP at [HOST:]PORT, token in SOCKET.token")
     parser.add_argument("--host", default=None, help="mpirun --host list (ranks across nodes)")
+    parser.add_argument("--dashboard", action="store_true", help="serve a live page of the session on 127.0.0.1 "
+                        "(its URL printed, with its token)")
+    parser.add_argument("--dashboard-port", type=int, default=None, help="its port (default: any free one)")
     args = parser.parse_args(argv)
-    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True)
+    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True,
+                     dashboard=args.dashboard or bool(args.dashboard_port), dashboard_port=args.dashboard_port)
     print(f"tessera session: {s.ranks} ranks serving {s.socket_path}" +
           (f" (tcp {args.tcp}, token in {s.socket_path}.token)" if args.tcp else ""), flush=True)
     print(f"  from Python: s = tessera.connect({s.socket_path!r})", flush=True)
+    if s.dashboard_url:
+        print(f"  live page: {s.dashboard_url}", flush=True)
     s.close()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:

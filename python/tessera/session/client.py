@@ -9,6 +9,11 @@ copies through the socket when asked or elsewhere.
         c.labels                      # a read-only view: owndata False
         lcc = s.largest_component(g, c)
         h = s.hitting_times(lcc)
+
+``tessera.start(..., dashboard=True)`` also serves a live page of the
+session on 127.0.0.1 (``s.dashboard_url``, its token in it);
+``trace=FILE`` records the whole session, ``with s.trace(PATH):`` the
+commands run inside it.
 """
 import concurrent.futures
 import glob
@@ -137,6 +142,8 @@ class Session:
         self.client_id = hello["client"]
         self._pids = hello["pids"]
         self._shm_dir = hello["shm_dir"]
+        # The live page's URL with its token (tessera.start(dashboard=True)), else None.
+        self.dashboard_url = hello.get("dashboard")
         self.same_node = self.host == _socket.gethostname()
 
     # -- the wire ----------------------------------------------------------
@@ -204,10 +211,7 @@ class Session:
             sink = self.on_progress
             return types.SimpleNamespace(line=sink, finish=lambda outcome: None)
         if _progress.in_notebook():
-            tolerance = args.get("tolerance")
-            if tolerance is None:
-                tolerance = {"hitting_times": 1e-10, "pagerank": 1e-4}.get(args.get("name") or op)
-            return _progress.NotebookProgress(args.get("name") or op, tolerance)
+            return _progress.NotebookProgress(args.get("name") or op, _progress.default_tolerance(op, args))
         return types.SimpleNamespace(line=_progress.print_line, finish=lambda outcome: None)
 
     @staticmethod
@@ -351,6 +355,15 @@ class Session:
         """A resident object by name or id (after a kernel restart, say)."""
         return Remote(self, self._request("describe", {"ref": name}))
 
+    def trace(self, path, *, buffer_mb=None):
+        """Records the commands run inside ``with s.trace(PATH):`` into PATH
+        (a trace file, Chrome Trace Event JSON: Perfetto, ``tessera trace
+        summary|plot``), each command a phase ``session: OP``. Rank 0 of the
+        session writes PATH (on its node) when the block ends; the live page
+        then draws its timeline. ``buffer_mb``: the recorder's buffer per
+        thread (default: the recorder's). One recording at a time."""
+        return _Recording(self, path, buffer_mb)
+
     # -- commands (every rank) ---------------------------------------------
     def _make(self, op, **args):
         return Remote(self, self._request(op, {k: v for k, v in args.items() if v is not None}))
@@ -489,6 +502,34 @@ class Session:
         return f"tessera.Session({self.ranks} ranks at {self.socket_path or self._tcp}, job {self.job_id})"
 
 
+class _Recording:
+    """``with s.trace(PATH) as t:``; ``t.path`` is the file written at the end."""
+
+    def __init__(self, session, path, buffer_mb):
+        self.session = session
+        self.path = os.path.abspath(os.fspath(path))
+        self.buffer_mb = buffer_mb
+        self.written = None
+
+    def __enter__(self):
+        args = {"path": self.path}
+        if self.buffer_mb is not None:
+            args["buffer_mb"] = int(self.buffer_mb)
+        self.session._request("trace_start", args)
+        return self
+
+    def __exit__(self, kind, error, tb):
+        try:
+            self.written = self.session._request("trace_stop", {})["path"]
+        except SessionLost:
+            if kind is None:
+                raise
+        return False
+
+    def __repr__(self):
+        return f"tessera.session trace({self.path!r})"
+
+
 def connect(path=None, *, tcp=None, token=None, token_file=None, max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES,
             copy_results=False, timeout=30.0):
     """Joins a running session at its Unix socket ``path`` (or over TCP at
@@ -504,7 +545,8 @@ def _package_parent():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun="mpirun"):
+def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun="mpirun", dashboard=False,
+                   dashboard_port=None, trace=None, trace_buffer_mb=None):
     """The mpirun command that starts a session's ranks."""
     cmd = [shutil.which(mpirun) or mpirun, "--oversubscribe", "-n", str(int(ranks))]
     if hosts:
@@ -517,6 +559,14 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun=
         cmd += ["--tcp", tcp]
     if owner:
         cmd += ["--owner", f"{_socket.gethostname()}:{int(owner)}"]
+    if dashboard:
+        cmd += ["--dashboard", "--dashboard-quiet"]  # the URL's token goes to the client, not to the log
+        if dashboard_port:
+            cmd += ["--dashboard-port", str(int(dashboard_port))]
+    if trace:
+        cmd += ["--trace", os.path.abspath(os.fspath(trace))]
+        if trace_buffer_mb:
+            cmd += ["--trace-buffer-mb", str(int(trace_buffer_mb))]
     return cmd
 
 
@@ -573,7 +623,8 @@ def _own_mpi_base(environment, hosts):
 
 
 def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120.0, env=None,
-          max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False):
+          max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False, dashboard=False,
+          dashboard_port=None, trace=None, trace_buffer_mb=None):
     """Starts a session of ``ranks`` ranks (mpirun, in a process group of its
     own so a notebook's Ctrl-C does not reach it) and connects to it. A
     context manager: the ranks stop on exit unless ``keep``. ``socket``:
@@ -582,7 +633,13 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     serves TCP (127.0.0.1 unless a host is given) with a token in
     ``SOCKET.token``. Unless ``keep``, the ranks also stop (within a second
     or two) when this process ends without stopping them (a kernel killed
-    or restarted); a kept session serves until stopped."""
+    or restarted); a kept session serves until stopped.
+
+    ``dashboard=True``: rank 0 also serves the session's live page on
+    127.0.0.1 (port ``dashboard_port``, default any free one) with a token
+    in its URL, ``s.dashboard_url``; a request without the token is refused.
+    ``trace=FILE``: the ranks record the whole session into FILE (written by
+    rank 0 when the session stops)."""
     if socket is None:
         socket = protocol.new_socket_path()
     else:
@@ -592,7 +649,10 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     environment = server_environment(env)
     mpi_base = _own_mpi_base(environment, hosts)
     with open(log, "w") as out:
-        process = subprocess.Popen(server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid()), stdout=out,
+        command = server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid(),
+                                 dashboard=dashboard, dashboard_port=dashboard_port, trace=trace,
+                                 trace_buffer_mb=trace_buffer_mb)
+        process = subprocess.Popen(command, stdout=out,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
                                    start_new_session=True)
     if mpi_base:

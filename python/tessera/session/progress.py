@@ -6,6 +6,7 @@ than a stream of lines. Elsewhere: the lines on stderr, as the command line
 prints them. The bar is determinate where the progress can be measured: an
 iterative solve's residual (or PageRank's change) on a log scale from its
 first value to the tolerance asked for; otherwise it shows activity only.
+The session's live page (dashboard.py) reads the same lines with ``Progress``.
 """
 import html
 import math
@@ -37,12 +38,20 @@ def print_line(line):
     print(line, file=sys.stderr, flush=True)
 
 
-class NotebookProgress:
-    """One command's progress as a block a notebook updates in place."""
+def default_tolerance(op, args):
+    """The tolerance a command's measured progress runs down to: the one
+    asked for, else the command's default (None: not measurable)."""
+    tolerance = args.get("tolerance")
+    if tolerance is None:
+        tolerance = {"hitting_times": 1e-10, "pagerank": 1e-4}.get(args.get("name") or op)
+    return tolerance
+
+
+class Progress:
+    """One command's progress lines, read: the step it is in, its latest
+    detail, the seconds so far and, where measurable, the fraction done."""
 
     def __init__(self, op, tolerance=None):
-        from IPython.display import HTML, display
-        self._html = HTML
         self.op = op
         self.tolerance = tolerance
         self.step = ""
@@ -50,8 +59,6 @@ class NotebookProgress:
         self.seconds = 0.0
         self.fraction = None
         self._first = None
-        self._shown = 0.0
-        self._handle = display(HTML(self.render()), display_id=True)
 
     def line(self, text):
         m = _LINE.match(text)
@@ -64,10 +71,6 @@ class NotebookProgress:
                 self.step, self.detail, self.fraction, self._first = m.group(3), "", None, None
         else:
             self.detail = text
-        now = time.monotonic()
-        if now - self._shown > 0.1:  # at most ten updates a second
-            self._shown = now
-            self._handle.update(self._html(self.render()))
 
     def _measure(self, detail):
         m = _MEASURE.search(detail)
@@ -81,6 +84,24 @@ class NotebookProgress:
             self._first = max(value, self.tolerance * 10)
         span = math.log(self._first / self.tolerance)
         self.fraction = min(1.0, max(0.0, math.log(self._first / value) / span)) if span > 0 else None
+
+
+class NotebookProgress(Progress):
+    """One command's progress as a block a notebook updates in place."""
+
+    def __init__(self, op, tolerance=None):
+        from IPython.display import HTML, display
+        super().__init__(op, tolerance)
+        self._html = HTML
+        self._shown = 0.0
+        self._handle = display(HTML(self.render()), display_id=True)
+
+    def line(self, text):
+        super().line(text)
+        now = time.monotonic()
+        if now - self._shown > 0.1:  # at most ten updates a second
+            self._shown = now
+            self._handle.update(self._html(self.render()))
 
     def finish(self, outcome):
         self.detail = outcome

@@ -10,6 +10,13 @@ every rank keeps the same registry of objects. Between commands the ranks
 sleep in ``_session_broadcast`` (no spinning: the job may sit idle for hours
 beside a notebook).
 
+With ``--dashboard`` rank 0 also serves the session's live page on
+127.0.0.1 (dashboard.py); after each command every rank joins one small
+collective for its figures (memory, each object's bytes). With ``--trace
+FILE`` the ranks record the whole session into FILE, written when it stops;
+``trace_start``/``trace_stop`` record the commands between them (``s.trace``).
+Each command recorded is a "phase" named ``session: OP``.
+
 Every array is Shared storage (a file per rank under /dev/shm, mode 0600)
 and vertex ranges fall on 1024-vertex boundaries, so a client on this node
 maps any vertex array as one NumPy array at consecutive addresses, without
@@ -18,6 +25,7 @@ a copy (``AttachedArray::open_contiguous``).
     mpirun -n K python3 -m tessera.session.server --socket PATH
 """
 import argparse
+import contextlib
 import hmac
 import json
 import os
@@ -37,6 +45,7 @@ import tessera
 from tessera import _tessera
 from tessera.runtime import agreed
 
+from . import dashboard as _dashboard
 from . import protocol
 
 ALIGNMENT = 1024  # vertices: whole 4 KiB pages of 4- and 8-byte vertex arrays per rank
@@ -95,6 +104,27 @@ def _with_file_ids(graph, arrays):
     return arrays
 
 
+def _recording():
+    """Whether this rank records a trace now (a session's, or TESSERA_TRACE's)."""
+    return _tessera._trace_active()
+
+
+def _phase(name):
+    """A span of category "phase" on this rank (a context manager)."""
+    return _tessera._TracePhase(name)
+
+
+def _idle(name):
+    """Idle time on this rank (a "wait" span) while recording; else nothing."""
+    if not _recording():
+        return contextlib.nullcontext()
+    return _tessera._TracePhase(name, wait=True)
+
+
+def _phase_name(op, args):
+    return "session: " + (f"command {args.get('name')}" if op == "command" else op)
+
+
 def _document_fields(result, exclude=()):
     return {k: v for k, v in vars(result).items() if not k.startswith("_") and k not in exclude
             and not isinstance(v, (tessera.DistArray, tessera.Graph, np.ndarray))}
@@ -107,6 +137,8 @@ class Session:
         self.objects = {}  # id or name -> Held
         self.owner = {}    # id -> client id (unnamed objects only)
         self.counter = 0
+        self.tracing = None     # while the ranks record a trace: {"path", "client", "whole"}
+        self.last_trace = None  # rank 0: the trace file written last, {"path", "at"}
 
     # -- the registry ----------------------------------------------------
     def add(self, held, client):
@@ -140,7 +172,60 @@ class Session:
         method = getattr(self, "op_" + op, None)
         if method is None:
             raise tessera.ConfigError(f"unknown command {op!r}")
+        if not op.startswith("trace_") and _recording():
+            with _phase(_phase_name(op, args)):
+                return method(client, **args)
         return method(client, **args)
+
+    # -- traces (collective: the recorder starts and stops on every rank) -----
+    def start_trace(self, path, buffer_mb, client, whole=False):
+        path = os.path.abspath(path)
+
+        def check():
+            if self.tracing is not None:
+                raise tessera.ConfigError(
+                    f"the session already records a trace into {self.tracing['path']}" +
+                    (" (the whole session, tessera.start(trace=...)): it is written when the session stops"
+                     if self.tracing["whole"] else "; one at a time"))
+            if _tessera._trace_active():
+                raise tessera.ConfigError("the session's ranks already record a trace (TESSERA_TRACE, tessera "
+                                          "--trace): it is written when the session stops")
+            if buffer_mb is not None and int(buffer_mb) <= 0:
+                raise tessera.RangeError(f"a trace buffer of {buffer_mb} MiB")
+            if tessera.Runtime().rank == 0 and not os.path.isdir(os.path.dirname(path)):
+                raise tessera.ConfigError(f"cannot write a trace to {path}: no directory {os.path.dirname(path)}")
+        agreed(check)  # every rank passes before any enters the recorder's collective
+        what = f"tessera session ({tessera.Runtime().size} ranks)" + ("" if whole else ": s.trace")
+        mb = 0 if buffer_mb is None else int(buffer_mb)  # 0: the recorder's default
+        _tessera._trace_start(path, mb, what)
+        # The whole session is the trace's outermost phase (as a command is
+        # the CLI's): its commands and the waits between them nest in it.
+        phase = _tessera._TracePhase("tessera session") if whole else None
+        self.tracing = {"path": path, "client": client, "whole": bool(whole), "phase": phase}
+        return path
+
+    def stop_trace(self):
+        """Collective: the trace recorded written (by rank 0); its path."""
+        if self.tracing.get("phase") is not None:
+            self.tracing["phase"].end()
+        path = _tessera._trace_stop() or self.tracing["path"]
+        self.tracing = None
+        if tessera.Runtime().rank == 0:
+            self.last_trace = {"path": path, "at": time.time()}
+        return path
+
+    def op_trace_start(self, client, path, buffer_mb=None):
+        return {"path": self.start_trace(path, buffer_mb, client)}
+
+    def op_trace_stop(self, client):
+        if self.tracing is None:
+            raise tessera.ConfigError("the session records no trace (s.trace(PATH) starts one)")
+        if self.tracing["whole"]:
+            raise tessera.ConfigError(f"the session records itself whole into {self.tracing['path']}: "
+                                      "written when it stops")
+        if self.tracing["client"] != client:
+            raise tessera.PeerError("another client records this trace; only it stops it")
+        return {"path": self.stop_trace()}
 
     def op_noop(self, client):
         tessera.Runtime().barrier()
@@ -317,6 +402,8 @@ class Session:
         for key in [k for k, c in self.owner.items() if c == gone]:
             del self.objects[key]
             del self.owner[key]
+        if self.tracing is not None and not self.tracing["whole"] and self.tracing["client"] == gone:
+            self.stop_trace()  # its s.trace never ended: written now
         return {}
 
 
@@ -447,8 +534,10 @@ class Serving:
     library prints on stderr while a command with ``verbose`` runs also go
     to that command's client (its progress)."""
 
-    def __init__(self, session, endpoint, rt, pids):
+    def __init__(self, session, endpoint, rt, pids, dashboard=None, hosts=None):
         self.session, self.endpoint, self.rt = session, endpoint, rt
+        self.dashboard = dashboard  # the live page (None: not served)
+        self.hosts = hosts or [socket.gethostname()] * rt.size
         self.running = None
         self.running_lock = threading.Lock()  # a cancel never reaches the next command
         self.started = time.time()
@@ -481,23 +570,56 @@ class Serving:
         with self.running_lock:
             _tessera._session_cancel(False)
             self.running = {"op": message["op"], "client": message["client"], "since": time.time()}
+        if self.dashboard is not None:
+            self.dashboard.begin(message["op"], message["client"], message["args"])
         self.broadcast(message)
         try:
             args = dict(message["args"])
             if payload_args is not None:
                 args["payload"] = payload_args
             result = agreed(lambda: self.session.run(message["op"], args, message["client"]))
-            return _wire(result)
+            made = result.get("id") if isinstance(result, dict) else None
+            reply = _wire(result)
         except Exception as e:  # noqa: BLE001 - every failure goes back to the client
-            return _error_reply(e), b""
+            reply, made = (_error_reply(e), b""), None
         finally:
             with self.running_lock:
                 self.running = None
+        if self.dashboard is not None:
+            error = reply[0].get("error")
+            self.dashboard.end("ok" if error is None else f"{error['type']}: {error['message']}"[:300], made)
+            self.publish()
+        return reply
+
+    def publish(self):
+        """Collective (every rank joins ``gather_stats`` after each command):
+        the dashboard's snapshot of the session, made here on the main thread."""
+        rss, hwm, sizes = _dashboard.gather_stats(self.rt, self.session.objects)
+        objects = []
+        for (held, keys), size in zip(_dashboard.distinct(self.session.objects), sizes):
+            ids = [k for k in keys if k.startswith("#")]
+            names = [k for k in keys if not k.startswith("#")]
+            owner = next((self.session.owner[k] for k in ids if k in self.session.owner), None)
+            objects.append({"id": (ids or names)[0], "names": names, "kind": held.kind, "bytes": int(size),
+                            "what": _dashboard.describe_object(held), "owner": owner})
+        ranks = [{"rank": r, "host": self.hosts[r], "pid": self.pids[r], "rss": rss[r] if rss[r] >= 0 else None,
+                  "peak": hwm[r] if hwm[r] >= 0 else None, "measured": "after the last command"}
+                 for r in range(self.rt.size)]
+        tracing, last = self.session.tracing, self.session.last_trace
+        self.dashboard.publish({
+            "session": {"ranks": self.rt.size, "host": socket.gethostname(), "job_id": self.rt.job_id,
+                        "tessera": tessera.__version__, "started": self.started, "socket": self.endpoint.path},
+            "ranks": ranks, "objects": objects,
+            "trace": {"recording": tracing["path"] if tracing else None,
+                      "whole": bool(tracing and tracing["whole"]),
+                      "last": last["path"] if last else None, "last_at": last["at"] if last else None}})
 
     def run_commands(self):
         while not self.stop:
             try:
-                item = self.commands.get(timeout=1.0)
+                # Rank 0 between commands: idle time in a trace.
+                with _idle("session: waiting for a command"):
+                    item = self.commands.get(timeout=1.0)
             except queue.Empty:
                 self.stop = self.stop or self.owner_gone()
                 continue
@@ -570,9 +692,12 @@ class Serving:
             running = dict(self.running) if self.running else None
             if running:
                 running["seconds"] = time.time() - running.pop("since")
+            tracing = self.session.tracing
             return {"ok": True, "result": {"ranks": self.rt.size, "objects": len(self.session.objects),
                                            "clients": len(self.endpoint.clients), "running": running,
-                                           "queued": self.queued_commands(), "uptime": time.time() - self.started}}
+                                           "queued": self.queued_commands(), "uptime": time.time() - self.started,
+                                           "dashboard": self.dashboard.url if self.dashboard else None,
+                                           "trace": tracing["path"] if tracing else None}}
         if op == "list":
             return {"ok": True, "result": {"objects": self.session.listing()}}
         if op == "describe":
@@ -603,7 +728,9 @@ class Serving:
         self.send(conn, {"ok": True, "result": {
             "version": protocol.PROTOCOL_VERSION, "tessera": tessera.__version__, "ranks": self.rt.size,
             "host": socket.gethostname(), "job_id": self.rt.job_id, "client": info["id"],
-            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR", "/dev/shm")}})
+            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR", "/dev/shm"),
+            # Only here, after the peer proved itself (uid, or the TCP token).
+            "dashboard": self.dashboard.url if self.dashboard else None}})
         return True
 
     def take(self, conn):
@@ -657,6 +784,9 @@ class Serving:
                         self.send_locks[conn] = threading.Lock()
                 elif key.fileobj in self.endpoint.clients:
                     self.take(key.fileobj)
+            if self.dashboard is not None:
+                clients = {c["id"] for c in list(self.endpoint.clients.values()) if c["hello"]}
+                self.dashboard.counts(len(clients), self.queued_commands())
 
     def forward_stderr(self):
         """fd 2 becomes a pipe read here: each line goes on to the log (the
@@ -678,8 +808,11 @@ class Serving:
                     *lines, pending = pending.split(b"\n")
                     target = self.progress_to
                     for line in lines:
+                        text = line.decode(errors="replace")
                         if target is not None:
-                            self.send(target, {"progress": line.decode(errors="replace")})
+                            self.send(target, {"progress": text})
+                        if self.dashboard is not None:
+                            self.dashboard.line(text)  # shown only while a command runs
         threading.Thread(target=pump, daemon=True, name="stderr").start()
         return log
 
@@ -696,8 +829,9 @@ class Serving:
             os.dup2(log, 2)
 
 
-def follow(session):
-    """Ranks other than 0: run what rank 0 broadcasts until it says stop."""
+def follow(session, rt, stats=False):
+    """Ranks other than 0: run what rank 0 broadcasts until it says stop
+    (and, with a dashboard, join the figures' collective after each)."""
     while True:
         message = json.loads(_tessera._session_broadcast(b""))
         if message["op"] == "__stop__":
@@ -706,6 +840,8 @@ def follow(session):
             agreed(lambda: session.run(message["op"], dict(message["args"]), message["client"]))
         except Exception:  # noqa: BLE001 - rank 0 replies; this rank stays in step
             pass
+        if stats:
+            _dashboard.gather_stats(rt, session.objects)
 
 
 def main(argv=None):
@@ -717,40 +853,80 @@ def main(argv=None):
                         "with a token in SOCKET.token (mode 0600)")
     parser.add_argument("--owner", default="", help="HOST:PID: stop when this process ends (checked where rank 0 "
                         "runs on HOST): the client that started the session and did not ask to keep it")
+    parser.add_argument("--dashboard", action="store_true", help="serve the session's live page on 127.0.0.1 "
+                        "(its URL, with its token, printed; clients get it as s.dashboard_url)")
+    parser.add_argument("--dashboard-port", type=int, default=0, help="its port (default: any free one)")
+    parser.add_argument("--dashboard-quiet", action="store_true", help="print the page's URL without its token "
+                        "(tessera.start: the log is no place for it; the client has it)")
+    parser.add_argument("--trace", default=None, help="record the whole session into this trace file, written "
+                        "when the session stops")
+    parser.add_argument("--trace-buffer-mb", type=int, default=None, help="the recorder's buffer per thread "
+                        "(MiB; default: the recorder's)")
     args = parser.parse_args(argv)
     rt = tessera.Runtime()
     _tessera._session_layout(True, ALIGNMENT)
     _tessera._session_cancellation()
     session = Session()
     endpoint = None
+    board = None
     failure = None
     pids = rt.allgather(os.getpid())
+    hosts = _dashboard.allgather_text(rt, socket.gethostname()) if args.dashboard else None
+    if args.trace:
+        try:
+            session.start_trace(args.trace, args.trace_buffer_mb, None, whole=True)
+        except tessera.Error as e:  # agreed: every rank is here, before any socket exists
+            if rt.rank == 0:
+                print(f"tessera session: {e}", file=sys.stderr, flush=True)
+            return 2
     if rt.rank == 0:
         try:
             endpoint = Endpoint(args.socket or protocol.new_socket_path(), args.tcp, rt.size)
+            if args.dashboard:
+                board = _dashboard.Dashboard(args.dashboard_port)
         except Exception as e:  # noqa: BLE001 - said below, on every rank
             failure = e
     failed = rt.allreduce(1 if failure else 0, "max")
     if failed:
         if failure:
             print(f"tessera session: {failure}", file=sys.stderr, flush=True)
+        if endpoint is not None:
+            endpoint.close()
+        if session.tracing is not None:
+            session.stop_trace()
         return 2
     try:
         if rt.rank == 0:
             where = endpoint.path + (f" and tcp {endpoint.tcp_address()}" if endpoint.tcp else "")
             print(f"tessera session: {rt.size} ranks serving {where}", flush=True)
-            serving = Serving(session, endpoint, rt, pids)
+            serving = Serving(session, endpoint, rt, pids, board, hosts)
+            if board is not None:
+                serving.publish()  # the first snapshot (a collective the other ranks join below)
+                board.start()
+                url = board.url.split("?")[0] + " (its token: s.dashboard_url)" if args.dashboard_quiet else board.url
+                print(f"tessera session: live page at {url}", flush=True)
+            if session.tracing is not None:
+                print(f"tessera session: recording a trace into {session.tracing['path']} (written at the end)",
+                      flush=True)
             host, _, pid = args.owner.rpartition(":")
             serving.owner = int(pid) if pid and host == socket.gethostname() else 0
             serving.loop()
         else:
-            follow(session)
+            if args.dashboard:
+                _dashboard.gather_stats(rt, session.objects)
+            follow(session, rt, stats=args.dashboard)
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         raise
     finally:
+        if board is not None:
+            board.close()
         if endpoint is not None:
             endpoint.close()
+        if session.tracing is not None:
+            written = session.stop_trace()  # the whole session's (or an s.trace never ended)
+            if rt.rank == 0:
+                print(f"tessera session: trace written to {written}", flush=True)
         session.objects.clear()
         session.owner.clear()
         rt.barrier()
