@@ -20,6 +20,7 @@ struct ServeOptions {
   std::string socket;
   std::string tcp;
   std::string host;
+  std::vector<std::string> roots;  // --root: where requests' paths may lie (docs/security.md)
   bool dashboard = false;
   int dashboard_port = 0;
 };
@@ -35,6 +36,7 @@ int run_serve(const ServeOptions& o, int ranks) {
   if (!rank_of_a_job) args = {"serve", "-n", std::to_string(ranks > 0 ? ranks : 2)};
   for (const auto& [flag, value] : {std::pair{"--socket", o.socket}, {"--tcp", o.tcp}, {"--host", o.host}})
     if (!value.empty()) args.insert(args.end(), {flag, value});
+  for (const auto& root : o.roots) args.insert(args.end(), {"--root", root});
   if (o.dashboard || o.dashboard_port > 0) args.push_back("--dashboard");
   if (o.dashboard_port > 0) args.insert(args.end(), {"--dashboard-port", std::to_string(o.dashboard_port)});
   exec_python_module(rank_of_a_job ? "tessera.session.server" : "tessera.session", args, "the session");
@@ -48,6 +50,10 @@ void add_serve(CLI::App& app, Action& selected, const int& ranks, bool& launches
   serve->add_option("--socket", o->socket, "Its Unix socket (default: a new one in a private directory, printed)");
   serve->add_option("--tcp", o->tcp, "Also serve TCP at [HOST:]PORT (default host 127.0.0.1), token in SOCKET.token");
   serve->add_option("--host", o->host, "Hosts and their slots, HOST:N,... (as mpirun's --host)");
+  serve->add_option("--root", o->roots,
+                    "A directory the requests' paths must lie in (repeatable; bounds every client; default: this "
+                    "directory, for TCP clients only; docs/security.md)")
+      ->type_name("DIR");
   serve->add_flag("--dashboard", o->dashboard,
                   "Also serve a live page of the session on 127.0.0.1 (ranks, memory, objects, commands, the last "
                   "trace); its URL, with its token, is printed");

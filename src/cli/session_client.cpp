@@ -4,11 +4,15 @@
 // (pipeline::options_json); the session's ranks run the same workflow on the
 // resident graph (its caller's-graph form) and send back the document;
 // progress lines arrive while it runs. The wire is the session's: frames of
-// two big-endian 64-bit lengths, a JSON header, a payload.
+// two big-endian 64-bit lengths, a JSON header, a payload. The client checks
+// its server first (the socket's peer must be this user: SO_PEERCRED) and
+// refuses a frame past its limits before allocating anything for it
+// (docs/security.md).
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -28,8 +32,11 @@ namespace {
 
 // python/tessera/session/protocol.py's PROTOCOL_VERSION: a session of another
 // version refuses this client at hello.
-constexpr int kSessionProtocolVersion = 1;
+constexpr int kSessionProtocolVersion = 2;
 constexpr std::uint64_t kMaxHeaderBytes = 16 << 20;
+// No reply of the commands sent here carries an array: a payload announced
+// past this is not a session's, refused before reading it.
+constexpr std::uint64_t kMaxPayloadBytes = 1 << 20;
 
 class SessionConnection {
  public:
@@ -42,6 +49,15 @@ class SessionConnection {
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     if (::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
       throw SystemError("cannot connect to the session at " + path + " (is `tessera serve` running there?)", errno);
+    // Only a session of this user is told anything (its uid as the kernel
+    // recorded it at connect).
+    ucred peer{};
+    socklen_t size = sizeof(peer);
+    if (::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0)
+      throw SystemError("cannot check who serves " + path, errno);
+    if (peer.uid != ::getuid())
+      throw PeerError("the socket " + path + " is served by uid " + std::to_string(peer.uid) + ", not by you (uid " +
+                      std::to_string(::getuid()) + "): not your session; nothing was sent to it");
   }
 
   void send(const nlohmann::json& header) {
@@ -61,10 +77,17 @@ class SessionConnection {
       payload = payload << 8 | lengths[static_cast<std::size_t>(8 + i)];
     }
     if (head > kMaxHeaderBytes) throw FormatError("the session at " + path_ + " sent a frame of " + std::to_string(head) + " bytes");
+    if (payload > kMaxPayloadBytes)
+      throw FormatError("the session at " + path_ + " announced a payload of " + std::to_string(payload) +
+                        " bytes, more than the " + std::to_string(kMaxPayloadBytes) + " a command's reply may carry");
     std::string text(head, '\0');
     read_all(text.data(), text.size());
-    std::string skipped(payload, '\0');  // no command here returns an array
-    read_all(skipped.data(), skipped.size());
+    std::array<char, 4096> skipped{};  // no command here returns an array: read and dropped
+    for (std::uint64_t left = payload; left > 0;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, skipped.size()));
+      read_all(skipped.data(), n);
+      left -= n;
+    }
     try {
       return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
@@ -101,8 +124,11 @@ class SessionConnection {
 // The session's error as the exception a direct run would throw (an MPI
 // or system error, whose code stays in the session, as a plain Error).
 [[noreturn]] void rethrow(const nlohmann::json& error) {
-  const std::string type = error.value("type", "Error");
-  const std::string message = error.value("message", "the session reported an error");
+  auto text = [&](const char* key, const char* otherwise) {
+    return error.contains(key) && error[key].is_string() ? error[key].get<std::string>() : std::string(otherwise);
+  };
+  const std::string type = text("type", "Error");
+  const std::string message = text("message", "the session reported an error");
   if (type == "ConfigError") throw ConfigError(message);
   if (type == "FormatError") throw FormatError(message);
   if (type == "RangeError") throw RangeError(message);
@@ -115,12 +141,19 @@ class SessionConnection {
 nlohmann::json answer(SessionConnection& c, bool quiet) {
   for (;;) {
     auto reply = c.receive();
+    if (!reply.is_object()) throw FormatError("the session sent a reply that is not a JSON object");
     if (reply.contains("progress") && !reply.contains("ok")) {
-      if (!quiet) std::fprintf(stderr, "%s\n", reply["progress"].get<std::string>().c_str());
+      if (!quiet && reply["progress"].is_string())
+        std::fprintf(stderr, "%s\n", reply["progress"].get<std::string>().c_str());
       continue;
     }
-    if (!reply.value("ok", false)) rethrow(reply.value("error", nlohmann::json::object()));
-    return reply.value("result", nlohmann::json::object());
+    if (!reply.value("ok", false)) {
+      const auto error = reply.value("error", nlohmann::json::object());
+      rethrow(error.is_object() ? error : nlohmann::json::object());
+    }
+    const auto result = reply.value("result", nlohmann::json::object());
+    if (!result.is_object()) throw FormatError("the session sent a result that is not a JSON object");
+    return result;
   }
 }
 

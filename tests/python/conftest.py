@@ -34,3 +34,27 @@ def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if exitstatus == 0 and reporter is not None and reporter.stats.get("skipped"):
         session.exitstatus = 77
+
+
+def clean_env():
+    """This environment without the launcher's variables: a process started
+    with it is a fresh job of its own, not a rank of the test's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+
+
+def start_serve(tmp_path, ranks, *options):
+    """`tessera -n RANKS serve --socket PATH OPTIONS...` from the build
+    beside the package (skipped without it): (the process, its stdout a text
+    pipe with stderr merged; the socket path)."""
+    import subprocess
+    import tessera
+    program = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(tessera.__file__)))),
+                           "tessera")
+    if not os.path.exists(program):
+        pytest.skip(f"no {program}")
+    d = tmp_path / "sock"
+    d.mkdir(mode=0o700)
+    path = str(d / "s.sock")
+    serve = subprocess.Popen([program, "-n", str(ranks), "serve", "--socket", path, *options], env=clean_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return serve, path

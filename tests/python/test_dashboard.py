@@ -26,6 +26,7 @@ import urllib.request
 import pytest
 
 import tessera
+from conftest import clean_env, start_serve
 
 SOURCE = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 GRID = os.path.abspath(os.path.join(SOURCE, "examples", "grid.el"))
@@ -34,10 +35,6 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tessera.__file_
 SHM = os.environ.get("TESSERA_SHM_DIR", "/dev/shm")
 URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})$")
 
-
-
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
 def get(url, method="GET"):
@@ -314,14 +311,7 @@ def test_a_whole_session_trace_is_written_when_it_stops(tmp_path):
 
 
 def test_tessera_serve_dashboard_prints_the_url(tmp_path):
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
-    if not os.path.exists(program):
-        pytest.skip(f"no {program}")
-    d = tmp_path / "sock"
-    d.mkdir(mode=0o700)
-    path = str(d / "s.sock")
-    serve = subprocess.Popen([program, "-n", "1", "serve", "--socket", path, "--dashboard"], env=clean_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    serve, path = start_serve(tmp_path, 1, "--dashboard")
     try:
         lines = [serve.stdout.readline() for _ in range(3)]
         url = lines[2].split("live page: ")[-1].strip()

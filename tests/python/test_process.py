@@ -16,15 +16,12 @@ import numpy as np
 import pytest
 
 import tessera
+from conftest import clean_env
 
 SOURCE = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 MPIRUN = os.path.join(SOURCE, "scripts", "mpirun.sh")
 SHM = os.environ.get("TESSERA_SHM_DIR", "/dev/shm")
 
-
-def clean_env():
-    """This environment without an enclosing MPI job's variables."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
 def python(code, ranks=None, extra_env=None, **kwargs):

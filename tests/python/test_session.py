@@ -20,14 +20,11 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import spsolve
 
 import tessera
+from conftest import clean_env, start_serve
 from tessera.session import protocol
 
 SHM = os.environ.get("TESSERA_SHM_DIR", "/dev/shm")
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tessera.__file__)))
-
-
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
 def ours(job_id):
@@ -465,14 +462,7 @@ def test_a_command_stuck_when_its_owner_ends_ends_the_session_and_leaves_nothing
 
 
 def test_tessera_serve_keeps_a_session_until_stopped(tmp_path):
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
-    if not os.path.exists(program):
-        pytest.skip(f"no {program}")
-    d = tmp_path / "sock"
-    d.mkdir(mode=0o700)
-    path = str(d / "s.sock")
-    serve = subprocess.Popen([program, "-n", "2", "serve", "--socket", path], env=clean_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    serve, path = start_serve(tmp_path, 2)
     try:
         assert "serving " + path in serve.stdout.readline()
         s = tessera.connect(path)

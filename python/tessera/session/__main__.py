@@ -1,4 +1,4 @@
-"""``python3 -m tessera.session serve -n K [--socket PATH] [--tcp [HOST:]PORT] [--dashboard]``
+"""``python3 -m tessera.session serve -n K [--socket PATH] [--tcp [HOST:]PORT] [--root DIR] [--dashboard]``
 (what ``tessera serve`` runs): starts a session and serves until Ctrl-C or
 until a client stops it, printing where it serves (and, with
 ``--dashboard``, the URL of its live page, token included)."""
@@ -19,8 +19,11 @@ def main(argv=None):
     parser.add_argument("--dashboard", action="store_true", help="serve a live page of the session on 127.0.0.1 "
                         "(its URL printed, with its token)")
     parser.add_argument("--dashboard-port", type=int, default=None, help="its port (default: any free one)")
+    parser.add_argument("--root", action="append", default=None, help="a directory requests' paths must lie in "
+                        "(repeatable; bounds every client; default: this directory, for TCP clients only; "
+                        "docs/security.md)")
     args = parser.parse_args(argv)
-    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True,
+    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True, root=args.root,
                      dashboard=args.dashboard or bool(args.dashboard_port), dashboard_port=args.dashboard_port)
     print(f"tessera session: {s.ranks} ranks serving {s.socket_path}" +
           (f" (tcp {args.tcp}, token in {s.socket_path}.token)" if args.tcp else ""), flush=True)

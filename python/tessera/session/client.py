@@ -17,9 +17,12 @@ commands run inside it.
 """
 import concurrent.futures
 import glob
+import inspect
 import os
+import re
 import shutil
 import socket as _socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,6 +34,7 @@ import numpy as np
 
 from .. import _errors
 from .. import _tessera
+from . import operations
 from . import progress as _progress
 from . import protocol
 
@@ -95,6 +99,38 @@ class Remote:
         return f"tessera.session.{self.kind}({self.id}: {shown})"
 
 
+_JOB_ID = re.compile(r"^[0-9a-f]{1,16}-[0-9a-f]{1,16}-[0-9a-f]{1,32}$")
+
+
+def _removable_dir(path):
+    """Whether a client may remove its session's files in ``path``: an
+    absolute directory (no symlink) owned by this user and not writable by
+    others, or a root-owned sticky one (/dev/shm, /tmp), where only a
+    file's owner may remove it."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if st.st_uid not in (0, os.getuid()):
+        return False
+    return bool(st.st_mode & stat.S_ISVTX) or (st.st_uid == os.getuid() and not st.st_mode & 0o022)
+
+
+def _checked_facts(result):
+    """The hello reply's facts, each of the type it must have (a reply
+    that is not a session's is refused before anything uses it)."""
+    want = {"version": int, "ranks": int, "host": str, "job_id": str, "client": str, "pids": list, "shm_dir": str}
+    if not isinstance(result, dict) or any(not isinstance(result.get(k), t) for k, t in want.items()) or \
+            not all(isinstance(p, int) for p in result["pids"]) or not _JOB_ID.match(result["job_id"]) or \
+            not (result.get("secret") is None or protocol.is_nonce(result.get("secret"))):
+        raise _errors.PeerError("the session's greeting is not a Tessera session's; refused")
+    return result
+
+
 def _ref(obj):
     if isinstance(obj, Remote):
         return obj.id
@@ -134,12 +170,19 @@ class Session:
         self.on_progress = None
         # How long a Ctrl-C waits for the cancelled command to stop.
         self.cancel_wait = 60.0
+        self._timeout = float(timeout)
         self._sock = self._open(timeout)
-        hello = self._hello(self._sock, _join)
+        try:
+            hello = self._hello(self._sock, _join)
+        except BaseException:
+            self._sock.close()
+            raise
         self.ranks = hello["ranks"]
         self.host = hello["host"]
         self.job_id = hello["job_id"]
         self.client_id = hello["client"]
+        # What this client's other connections prove themselves with (join).
+        self._secret = hello["secret"] if _join is None else _join[1]
         self._pids = hello["pids"]
         self._shm_dir = hello["shm_dir"]
         # The live page's URL with its token (tessera.start(dashboard=True)), else None.
@@ -148,38 +191,65 @@ class Session:
 
     # -- the wire ----------------------------------------------------------
     def _open(self, timeout):
+        """A connection to the session; on the Unix socket, only to a
+        server of this user (SO_PEERCRED), checked before anything is sent."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 if self._tcp:
                     host, _, port = self._tcp.rpartition(":")
-                    return _socket.create_connection((host or "127.0.0.1", int(port)))
+                    return _socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
                 s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-                s.connect(self.socket_path)
+                try:
+                    s.connect(self.socket_path)
+                    _pid, uid = protocol.peer_credentials(s)
+                except BaseException:
+                    s.close()
+                    raise
+                if uid != os.getuid():
+                    s.close()
+                    raise _errors.PeerError(f"the socket {self.socket_path} is served by uid {uid}, not by you "
+                                            f"(uid {os.getuid()}): not your session; nothing was sent to it")
                 return s
             except (FileNotFoundError, ConnectionRefusedError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
 
+    def _path(self, path):
+        """A path as a request carries it: absolute here on the Unix socket
+        (the session resolves it against this process's working directory
+        anyway); as given on TCP (the session resolves it in its root)."""
+        path = os.fspath(path)
+        return path if self._tcp else os.path.abspath(path)
+
+    def _receive(self, sock, sent=0):
+        """A reply: limits checked before allocating (a payload at most
+        max_transfer_bytes, or what was sent), no deadline for the first
+        byte (a command may run for hours), the session's io limit after."""
+        return protocol.receive(sock, max(self.max_transfer_bytes, sent), timeout=max(self._timeout, 30.0))
+
     def _request(self, op, args, payload_arrays=()):
         header = {"op": op, "args": args}
         payload = b""
         if payload_arrays:
             header["payload"] = [{"dtype": a.dtype.name, "length": int(a.size)} for a in payload_arrays]
+            if sum(a.nbytes for a in payload_arrays) > self.max_transfer_bytes:
+                raise _errors.ConfigError(f"{op} would send {sum(a.nbytes for a in payload_arrays)} bytes, more than "
+                                          f"max_transfer_bytes={self.max_transfer_bytes}; send it in parts")
             payload = b"".join(np.ascontiguousarray(a).tobytes() for a in payload_arrays)
         with self._lock:
             if self._sock is None:
                 raise _errors.ConfigError("this session connection is closed")
             try:
                 protocol.send(self._sock, header, payload)
-                reply, data = protocol.receive(self._sock)
+                reply, data = self._receive(self._sock, len(payload))
                 shown = None
                 while "progress" in reply and "ok" not in reply:  # a verbose command's lines, as they come
                     if shown is None:
                         shown = self._progress_sink(op, args)
-                    shown.line(reply["progress"])
-                    reply, data = protocol.receive(self._sock)
+                    shown.line(str(reply["progress"]))
+                    reply, data = self._receive(self._sock, len(payload))
                 if shown is not None:
                     shown.finish("done" if reply.get("ok") else "failed")
             except KeyboardInterrupt:
@@ -219,7 +289,7 @@ class Session:
         """The session's answer to "cancel" on ``sock`` (a connection of this
         client): the name of the command it stops, or None."""
         protocol.send(sock, {"op": "cancel", "args": {}})
-        reply, _ = protocol.receive(sock)
+        reply, _ = protocol.receive(sock, 0, timeout=30.0, first_timeout=30.0)
         return (reply.get("result") or {}).get("cancelling")
 
     def _cancel_running(self, old):
@@ -233,7 +303,8 @@ class Session:
         old.settimeout(self.cancel_wait)
         try:
             while True:
-                reply, _ = protocol.receive(old)
+                reply, _ = protocol.receive(old, self.max_transfer_bytes, timeout=self.cancel_wait,
+                                            first_timeout=self.cancel_wait)
                 if "ok" in reply:
                     return
         except (OSError, protocol.ProtocolError):
@@ -241,19 +312,43 @@ class Session:
                   file=sys.stderr, flush=True)
 
     def _hello(self, sock, join):
-        """The greeting on a new connection (``join``: as that client): the
-        session's facts, or its refusal raised."""
-        protocol.send(sock, {"op": "hello", "args": {}, "version": protocol.PROTOCOL_VERSION, "token": self._token,
-                             "join": join})
-        reply, _ = protocol.receive(sock)
+        """The greeting on a new connection (``join``: (client id, secret),
+        as that client): the session's facts, checked, or its refusal
+        raised. On TCP the session first proves it holds the token (an HMAC
+        of this client's nonce); the token itself is never sent, and nothing
+        else is until the proof holds (protocol.py)."""
+        limits = dict(max_payload=0, max_header=1 << 20, timeout=self._timeout, first_timeout=self._timeout)
+        hello = {"op": "hello", "args": {}, "version": protocol.PROTOCOL_VERSION}
+        if join is not None:
+            hello["join"] = {"client": join[0], "secret": join[1]}
+        if self._tcp:
+            if not isinstance(self._token, str) or not self._token:
+                raise _errors.ConfigError("a TCP session needs its token (token= or token_file=)")
+            nonce = protocol.new_nonce()
+            first = {"op": "hello", "args": {}, "nonce": nonce}
+            protocol.send(sock, first)
+            reply, _ = protocol.receive(sock, **limits)
+            result = reply.get("result") if reply.get("ok") else None
+            if not isinstance(result, dict) or not protocol.is_nonce(result.get("nonce")) or \
+                    not protocol.proof_matches(protocol.proof(self._token, "server", nonce, result["nonce"]),
+                                               result.get("proof")):
+                if not reply.get("ok") and isinstance(reply.get("error"), dict):
+                    _raise(reply["error"])
+                raise _errors.PeerError(f"the listener at {self._tcp} did not prove it holds the session's token: "
+                                        "not this session (nothing was sent to it)")
+            protocol.send(sock, {"op": "auth", "proof": protocol.proof(self._token, "client", result["nonce"], nonce),
+                                 **{k: v for k, v in hello.items() if k != "op"}})
+        else:
+            protocol.send(sock, hello)
+        reply, _ = protocol.receive(sock, **limits)
         if not reply.get("ok"):
-            _raise(reply.get("error") or {})
-        return reply["result"]
+            _raise(reply.get("error") if isinstance(reply.get("error"), dict) else {})
+        return _checked_facts(reply.get("result"))
 
     def _reconnect(self):
         sock = self._open(5.0)
         self._sock = sock
-        self._hello(sock, self.client_id)
+        self._hello(sock, (self.client_id, self._secret))
 
     def _lost(self, op, cause):
         """The session went away under us: say so, and leave nothing behind."""
@@ -289,11 +384,25 @@ class Session:
 
     def _remove_segments(self):
         """The session's files in its shared-memory directory, once every
-        rank is proven gone (a killed rank cannot remove its own)."""
-        if self._ranks_gone(10.0):
-            for path in glob.glob(os.path.join(self._shm_dir, f"tessera-{self.job_id}-*")):
+        rank is proven gone (a killed rank cannot remove its own): only
+        regular files of this user named for this session's job, in a
+        directory that is this user's or sticky (/dev/shm)."""
+        if not self._ranks_gone(10.0):
+            pass
+        elif _removable_dir(self._shm_dir) and _JOB_ID.match(str(self.job_id)):
+            prefix = f"tessera-{self.job_id}-"
+            try:
+                names = os.listdir(self._shm_dir)
+            except OSError:
+                names = []
+            for name in names:
+                if not name.startswith(prefix):
+                    continue
+                path = os.path.join(self._shm_dir, name)
                 try:
-                    os.unlink(path)
+                    st = os.lstat(path)
+                    if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                        os.unlink(path)
                 except OSError:
                     pass
             if self._mpi_base and (self._process is None or self._process.poll() is not None):
@@ -365,48 +474,28 @@ class Session:
         return _Recording(self, path, buffer_mb)
 
     # -- commands (every rank) ---------------------------------------------
+    # read_graph, generate, components, largest_component, hitting_times,
+    # pagerank, bfs, spectral, argsort, persist and drop are made from their
+    # declaration (operations.py) below the class: their signatures,
+    # defaults and docstrings are the declaration's.
     def _make(self, op, **args):
         return Remote(self, self._request(op, {k: v for k, v in args.items() if v is not None}))
 
-    def read_graph(self, path, *, base=None, relabel=False, undirected=False, symmetric=False, pattern=False):
-        """Reads a graph file on every rank (as ``tessera.read_graph``)."""
-        return self._make("read_graph", path=os.path.abspath(str(path)), base=base, relabel=relabel,
-                          undirected=undirected, symmetric=symmetric, pattern=pattern)
+    def kron(self, scale=16, edge_factor=16, seed=1, *, delete_fraction=0.0, permute=False):
+        """A Graph500 Kronecker graph of 2**scale vertices (``generate("kron", ...)``)."""
+        return self.generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, delete_fraction=delete_fraction,
+                             permute=permute)
 
-    def generate(self, kind, **options):
-        return self._make("generate", kind=kind, **options)
+    def urand(self, scale=16, degree=16, seed=1, *, delete_fraction=0.0, permute=False):
+        """A uniform random graph of 2**scale vertices, ``degree`` edges per vertex."""
+        return self.generate("urand", scale=scale, edge_factor=degree, seed=seed, delete_fraction=delete_fraction,
+                             permute=permute)
 
-    def kron(self, scale=16, edge_factor=16, seed=1, **options):
-        return self.generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, **options)
-
-    def urand(self, scale=16, degree=16, seed=1, **options):
-        return self.generate("urand", scale=scale, edge_factor=degree, seed=seed, **options)
-
-    def grid(self, dims, seed=1, **options):
+    def grid(self, dims, seed=1, *, delete_fraction=0.0, permute=False):
+        """A 2D or 3D grid, ``dims`` as (rows, cols) or "RxC"."""
         if not isinstance(dims, str):
             dims = "x".join(str(int(d)) for d in dims)
-        return self.generate("grid", dims=dims, seed=seed, **options)
-
-    def components(self, graph, algorithm="afforest"):
-        return self._make("components", graph=_ref(graph), algorithm=algorithm)
-
-    def largest_component(self, graph, components=None, algorithm="afforest"):
-        return self._make("largest_component", graph=_ref(graph),
-                          components=_ref(components) if components is not None else None, algorithm=algorithm)
-
-    def hitting_times(self, graph, targets=None, **options):
-        if targets is not None:
-            targets = [int(t) for t in np.atleast_1d(targets)]
-        return self._make("hitting_times", graph=_ref(graph), targets=targets, **options)
-
-    def pagerank(self, graph, **options):
-        return self._make("pagerank", graph=_ref(graph), **options)
-
-    def bfs(self, graph, source, **options):
-        return self._make("bfs", graph=_ref(graph), source=int(source), **options)
-
-    def spectral(self, graph, what="fiedler", **options):
-        return self._make("spectral", graph=_ref(graph), what=what, **options)
+        return self.generate("grid", dims=dims, seed=seed, delete_fraction=delete_fraction, permute=permute)
 
     # -- distributed arrays ----------------------------------------------
     def zeros(self, n, dtype=np.float64):
@@ -430,19 +519,6 @@ class Session:
         vals = np.ascontiguousarray(np.broadcast_to(values, idx.shape) if np.ndim(values) == 0 else values)
         self._request("update", {"array": _array_ref(array), "op": op}, (idx, vals))
 
-    def argsort(self, array, digit_bits=16):
-        return self._make("argsort", array=_array_ref(array), digit_bits=int(digit_bits))
-
-    # -- names -----------------------------------------------------------------
-    def persist(self, obj, name):
-        """Names ``obj`` in the session: it outlives this client, and any
-        client (or ``tessera ... --session``) finds it by name."""
-        return Remote(self, self._request("persist", {"ref": _ref(obj), "name": str(name)}))
-
-    def drop(self, obj):
-        """Forgets a name or an unnamed object of this client; its memory goes
-        with the last name and the last view."""
-        self._request("drop", {"ref": _ref(obj)})
 
     # -- long work -----------------------------------------------------------
     def cancel(self):
@@ -453,7 +529,7 @@ class Session:
         command's name, or None when no command of this client runs."""
         sock = self._open(5.0)
         try:
-            self._hello(sock, self.client_id)
+            self._hello(sock, (self.client_id, self._secret))
             return self._ask_to_cancel(sock)
         finally:
             sock.close()
@@ -466,7 +542,8 @@ class Session:
         def run():
             try:
                 other = Session(self.socket_path, token=self._token, max_transfer_bytes=self.max_transfer_bytes,
-                                copy_results=self.copy_results, _join=self.client_id, _tcp=self._tcp)
+                                copy_results=self.copy_results, _join=(self.client_id, self._secret),
+                                _tcp=self._tcp)
                 other._pids, other._shm_dir = self._pids, self._shm_dir
                 result = getattr(other, command)(*args, **kwargs)
                 if isinstance(result, Remote):
@@ -502,12 +579,85 @@ class Session:
         return f"tessera.Session({self.ranks} ranks at {self.socket_path or self._tcp}, job {self.job_id})"
 
 
+def _wire_value(session, kind, value):
+    """A client-side value as its declared type carries it (a Remote as its
+    id, NumPy scalars as plain numbers, a path absolute on the Unix socket)."""
+    if isinstance(kind, operations.Optional):
+        return None if value is None else _wire_value(session, kind.inner, value)
+    if isinstance(kind, operations.Ref):
+        return _ref(value)
+    if isinstance(kind, operations.ArrayRef):
+        return _array_ref(value)
+    if isinstance(kind, operations.Path):
+        return session._path(value)
+    if isinstance(kind, operations.IntList):
+        return [int(t) for t in np.atleast_1d(value)]
+    if isinstance(kind, operations.Bool):
+        return bool(value)
+    if isinstance(kind, operations.Int):
+        return int(value)
+    if isinstance(kind, operations.Float):
+        return float(value)
+    if isinstance(kind, operations.Dtype):
+        return np.dtype(value).name
+    if isinstance(kind, (operations.Str, operations.Name)):
+        return str(value)
+    return value
+
+
+def _declared_method(name):
+    """Session.NAME made from operations.OPERATIONS[NAME]: its parameters
+    (names, order, defaults) and docstring are the declaration's. What the
+    caller gave is sent in the order given, then the other defaults (the
+    live page shows a command as sent)."""
+    op = operations.OPERATIONS[name]
+    names = [p.name for p in op.params]
+
+    def method(self, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"{name}() takes {len(names)} arguments, {len(args)} given")
+        given = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in op.by_name:
+                raise TypeError(f"{name}() got an unexpected keyword argument {key!r} (its parameters: "
+                                f"{', '.join(names)})")
+            if key in given:
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            given[key] = value
+        missing = [p.name for p in op.params if p.required and p.name not in given]
+        if missing:
+            raise TypeError(f"{name}() missing {', '.join(missing)}")
+        wire = {k: _wire_value(self, op.by_name[k].type, v) for k, v in given.items()}
+        for p in op.params:
+            if p.name not in wire and not p.required:
+                wire[p.name] = p.default
+        result = self._request(name, {k: v for k, v in wire.items() if v is not None})
+        if op.returns == operations.OBJECT:
+            return Remote(self, result)
+        return None if op.returns == "{}" else result
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                 default=inspect.Parameter.empty if p.required else p.default) for p in op.params]
+    method.__signature__ = inspect.Signature(params)
+    method.__name__ = name
+    method.__qualname__ = f"Session.{name}"
+    method.__doc__ = operations.docstring(op)
+    return method
+
+
+for _name in ("read_graph", "generate", "components", "largest_component", "hitting_times", "pagerank", "bfs",
+              "spectral", "argsort", "persist", "drop"):
+    setattr(Session, _name, _declared_method(_name))
+del _name
+
+
 class _Recording:
     """``with s.trace(PATH) as t:``; ``t.path`` is the file written at the end."""
 
     def __init__(self, session, path, buffer_mb):
         self.session = session
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = session._path(path)
         self.buffer_mb = buffer_mb
         self.written = None
 
@@ -546,7 +696,7 @@ def _package_parent():
 
 
 def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun="mpirun", dashboard=False,
-                   dashboard_port=None, trace=None, trace_buffer_mb=None):
+                   dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
     """The mpirun command that starts a session's ranks."""
     cmd = [shutil.which(mpirun) or mpirun, "--oversubscribe", "-n", str(int(ranks))]
     if hosts:
@@ -557,6 +707,8 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun=
     cmd += [sys.executable, "-m", "tessera.session.server", "--socket", socket_path]
     if tcp:
         cmd += ["--tcp", tcp]
+    for r in ([root] if isinstance(root, (str, os.PathLike)) else (root or [])):
+        cmd += ["--root", os.path.abspath(os.fspath(r))]
     if owner:
         cmd += ["--owner", f"{_socket.gethostname()}:{int(owner)}"]
     if dashboard:
@@ -624,7 +776,7 @@ def _own_mpi_base(environment, hosts):
 
 def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120.0, env=None,
           max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False, dashboard=False,
-          dashboard_port=None, trace=None, trace_buffer_mb=None):
+          dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
     """Starts a session of ``ranks`` ranks (mpirun, in a process group of its
     own so a notebook's Ctrl-C does not reach it) and connects to it. A
     context manager: the ranks stop on exit unless ``keep``. ``socket``:
@@ -639,19 +791,28 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     127.0.0.1 (port ``dashboard_port``, default any free one) with a token
     in its URL, ``s.dashboard_url``; a request without the token is refused.
     ``trace=FILE``: the ranks record the whole session into FILE (written by
-    rank 0 when the session stops)."""
+    rank 0 when the session stops).
+
+    ``root``: a directory (or a list) that requests' paths must lie in,
+    for every client; by default TCP clients (token holders) are bounded by
+    this process's working directory and Unix-socket clients (this user's
+    own processes) are not (docs/security.md)."""
+    environment = server_environment(env)
+    try:
+        protocol.check_shm_dir(environment)
+    except PermissionError as e:
+        raise _errors.ConfigError(str(e)) from None
     if socket is None:
         socket = protocol.new_socket_path()
     else:
         socket = os.path.abspath(socket)
         protocol.private_dir(os.path.dirname(socket))
     log = socket + ".log"
-    environment = server_environment(env)
     mpi_base = _own_mpi_base(environment, hosts)
-    with open(log, "w") as out:
+    with protocol.open_log(log) as out:
         command = server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid(),
                                  dashboard=dashboard, dashboard_port=dashboard_port, trace=trace,
-                                 trace_buffer_mb=trace_buffer_mb)
+                                 trace_buffer_mb=trace_buffer_mb, root=root)
         process = subprocess.Popen(command, stdout=out,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
                                    start_new_session=True)

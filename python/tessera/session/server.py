@@ -46,6 +46,7 @@ from tessera import _tessera
 from tessera.runtime import agreed
 
 from . import dashboard as _dashboard
+from . import operations
 from . import protocol
 
 ALIGNMENT = 1024  # vertices: whole 4 KiB pages of 4- and 8-byte vertex arrays per rank
@@ -169,9 +170,12 @@ class Session:
 
     # -- commands (collective: every rank runs each with the same request) --
     def run(self, op, args, client):
-        method = getattr(self, "op_" + op, None)
-        if method is None:
+        """Runs a declared operation (operations.py; rank 0 validated the
+        request before broadcasting it) by its handler."""
+        declared = operations.OPERATIONS.get(op)
+        if declared is None or declared.where == "rank0":
             raise tessera.ConfigError(f"unknown command {op!r}")
+        method = getattr(self, declared.handler_name)
         if not op.startswith("trace_") and _recording():
             with _phase(_phase_name(op, args)):
                 return method(client, **args)
@@ -248,8 +252,10 @@ class Session:
                                pattern=pattern)
         return self.describe(self.add(_graph(g), client))
 
-    def op_generate(self, client, kind, **options):
-        g = tessera.generate(kind, **options)
+    def op_generate(self, client, kind, scale=16, edge_factor=16, dims="", seed=1, delete_fraction=0.0,
+                    permute=False):
+        g = tessera.generate(kind, scale=scale, edge_factor=edge_factor, dims=dims, seed=seed,
+                             delete_fraction=delete_fraction, permute=permute)
         return self.describe(self.add(_graph(g), client))
 
     def op_components(self, client, graph, algorithm="afforest"):
@@ -269,37 +275,45 @@ class Session:
         del lcc
         return self.describe(self.add(_graph(aligned, {"component_of": graph}), client))
 
-    def op_hitting_times(self, client, graph, **options):
+    def op_hitting_times(self, client, graph, targets=None, solver=None, preconditioner=None, matrix=None,
+                         tolerance=None, max_iterations=None, verbose=False):
         g = self.get(graph, "Graph").obj
-        h = tessera.hitting_times(g, **options)
+        h = tessera.hitting_times(g, targets, solver=solver, preconditioner=preconditioner, matrix=matrix,
+                                  tolerance=tolerance, max_iterations=max_iterations, verbose=verbose)
         fields = _document_fields(h, exclude=("file_ids",))
         ids = h.file_ids
         return self.describe(self.add(Held("HittingTimes", h, fields,
                                            {"times": lambda: h.times, "file_ids": lambda: _local_array(ids)}),
                                       client))
 
-    def op_pagerank(self, client, graph, **options):
+    def op_pagerank(self, client, graph, damping=0.85, tolerance=1e-4, max_iterations=20, method="gauss-seidel",
+                    personalization=None, verbose=False):
         g = self.get(graph, "Graph").obj
-        p = tessera.pagerank(g, **options)
+        p = tessera.pagerank(g, damping=damping, tolerance=tolerance, max_iterations=max_iterations, method=method,
+                             personalization=personalization, verbose=verbose)
         return self.describe(self.add(Held("PageRank", p, _document_fields(p),
                                            _with_file_ids(g, {"scores": lambda: p.scores})), client))
 
-    def op_bfs(self, client, graph, source, **options):
+    def op_bfs(self, client, graph, source, direction="optimizing", max_depth=-1, verbose=False):
         g = self.get(graph, "Graph").obj
-        b = tessera.bfs(g, source, **options)
+        b = tessera.bfs(g, source, direction=direction, max_depth=max_depth, verbose=verbose)
         return self.describe(self.add(Held("Bfs", b, _document_fields(b),
                                            _with_file_ids(g, {"parents": lambda: b.parents,
                                                               "depths": lambda: b.depths})), client))
 
-    def op_spectral(self, client, graph, what="fiedler", **options):
+    def op_spectral(self, client, graph, what="fiedler", method="lobpcg", tolerance=1e-10, max_iterations=20000,
+                    matrix="edgelist", verbose=False):
         g = self.get(graph, "Graph").obj
-        sp = tessera.spectral(g, what, **options)
+        sp = tessera.spectral(g, what, method=method, tolerance=tolerance, max_iterations=max_iterations,
+                              matrix=matrix, verbose=verbose)
         return self.describe(self.add(Held("Spectrum", sp, _document_fields(sp),
                                            _with_file_ids(g, {"vector": lambda: sp.vector})), client))
 
     def op_command(self, client, graph, name, options, verbose=False):
         """``tessera NAME --session PATH @GRAPH``: the command's workflow, with
-        the options the command line parsed, on the resident graph."""
+        the options the command line parsed (its paths resolved against the
+        allowed root, no analysis program or launcher: operations.py), on
+        the resident graph."""
         g = self.get(graph, "Graph").obj
         document, code = _tessera._run_command(name, g._impl, options, bool(verbose))
         return {"document": json.loads(document), "exit_code": code}
@@ -407,8 +421,80 @@ class Session:
         return {}
 
 
+def _limit(name, default):
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return float(default)
+
+
+class Limits:
+    """What one peer may cost the session (docs/security.md)."""
+    # Seconds from accept for a peer to authenticate (hello, and auth on TCP).
+    hello = _limit("TESSERA_SESSION_HELLO_TIMEOUT", 5)
+    # Seconds a frame begun may wait for its next bytes, and a reply for the
+    # peer to read the next of it (a peer that stops reading is gone).
+    io = _limit("TESSERA_SESSION_IO_TIMEOUT", 30)
+    # Connections not yet authenticated: per uid (or per host for TCP from
+    # another node) and in all; authenticated ones in all.
+    pending_per_peer = int(_limit("TESSERA_SESSION_PENDING_PER_PEER", 8))
+    pending = int(_limit("TESSERA_SESSION_PENDING", 32))
+    connections = int(_limit("TESSERA_SESSION_CONNECTIONS", 256))
+
+
+class Conn:
+    """One accepted connection: its peer and, once authenticated, its client."""
+
+    def __init__(self, sock, tcp, peer, pid):
+        self.sock, self.tcp, self.peer, self.pid = sock, tcp, peer, pid
+        self.accepted = time.monotonic()
+        self.id = None          # the client id, once authenticated
+        self.authed = False
+        self.lock = threading.Lock()  # one frame at a time on the way out
+        self.closed = False
+
+
+class Roots:
+    """Where requests' paths may point (operations.Path): the allowed roots
+    (``--root``, default the working directory of whoever started the
+    session). A TCP client (a token holder) is bounded by them, and so is
+    every client when roots were given explicitly; a client on the Unix
+    socket (the session's own user, proved by SO_PEERCRED) otherwise names
+    any path its user may, relative ones resolved against its own working
+    directory (read from /proc here, not taken from the request)."""
+
+    def __init__(self, roots, explicit):
+        self.roots = [os.path.realpath(r) for r in roots]
+        self.explicit = explicit
+
+    def context(self, conn):
+        def resolve(path, write):
+            bounded = conn.tcp or self.explicit
+            base = None
+            if not conn.tcp and conn.pid:
+                try:
+                    base = os.readlink(f"/proc/{conn.pid}/cwd")
+                except OSError:
+                    base = None
+            if base is None:
+                base = self.roots[0]
+            full = os.path.normpath(os.path.join(base, path))
+            if not bounded:
+                return full
+            real = os.path.realpath(full)
+            if not any(real == r or real.startswith(r.rstrip("/") + "/") for r in self.roots):
+                raise operations.Invalid(
+                    f"{full!r} is outside the session's allowed root{'s' if len(self.roots) > 1 else ''} "
+                    f"({', '.join(self.roots)}): a session reads and writes files only there "
+                    "(tessera.start(root=...), tessera serve --root DIR; docs/security.md)")
+            return real
+        return operations.Context(resolve)
+
+
 class Endpoint:
-    """Rank 0's sockets: the Unix socket (and TCP when asked), the clients."""
+    """Rank 0's sockets: the Unix socket (and TCP when asked), and the
+    connections, each read by a thread of its own with deadlines and limits
+    (one slow or hostile peer never holds another up)."""
 
     def __init__(self, socket_path, tcp=None, ranks=1):
         self.path = os.path.abspath(socket_path)
@@ -422,22 +508,24 @@ class Endpoint:
             self.unix.bind(self.path)
         finally:
             os.umask(old)
-        self.unix.listen(16)
+        self.unix.listen(128)
         self.selector.register(self.unix, selectors.EVENT_READ, "accept")
         self.token = None
         self.token_path = None
         self.tcp = None
         if tcp:
             host, _, port = tcp.rpartition(":")
-            self.tcp = socket.create_server((host or "127.0.0.1", int(port)))
+            self.tcp = socket.create_server((host or "127.0.0.1", int(port)), backlog=128)
             self.token = protocol.new_token()
             self.token_path = self.path + ".token"
-            if os.path.exists(self.token_path):
+            if os.path.lexists(self.token_path):
                 os.unlink(self.token_path)
             protocol.write_private(self.token_path, self.token + "\n")
             self.selector.register(self.tcp, selectors.EVENT_READ, "accept")
-        self.clients = {}  # socket -> client id
+        self.conns = {}  # socket -> Conn
+        self.lock = threading.Lock()
         self.next_client = 0
+        self.secrets = {}  # client id -> the secret its other connections prove themselves with
         self.ranks = ranks
 
     @staticmethod
@@ -455,32 +543,76 @@ class Endpoint:
     def tcp_address(self):
         return "%s:%d" % self.tcp.getsockname()[:2] if self.tcp else None
 
+    @property
+    def clients(self):
+        """Authenticated connections: socket -> client id (a snapshot)."""
+        with self.lock:
+            return {c.sock: c.id for c in self.conns.values() if c.authed}
+
+    def client_ids(self):
+        with self.lock:
+            return {c.id for c in self.conns.values() if c.authed}
+
+    @staticmethod
+    def _refuse(sock, message):
+        try:
+            sock.setblocking(False)
+            protocol.send(sock, {"ok": False, "error": {"type": "PeerError", "rank": 0, "message": message}})
+        except (OSError, protocol.ProtocolError):
+            pass
+        finally:
+            sock.close()
+
     def accept(self, listener):
-        conn, _ = listener.accept()
-        if conn.family == socket.AF_UNIX:
-            uid = protocol.peer_uid(conn)
+        """A new connection checked and counted: its Conn, or None (refused)."""
+        try:
+            sock, address = listener.accept()
+        except OSError:
+            return None
+        pid = 0
+        if sock.family == socket.AF_UNIX:
+            pid, uid = protocol.peer_credentials(sock)
             if uid != os.getuid():
                 print(f"tessera session: refused a connection from uid {uid} (serving uid {os.getuid()} only)",
                       file=sys.stderr, flush=True)
-                try:
-                    protocol.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
-                                   "message": f"this session serves uid {os.getuid()} only, not uid {uid}"}})
-                finally:
-                    conn.close()
+                self._refuse(sock, f"this session serves uid {os.getuid()} only, not uid {uid}")
                 return None
-        self.next_client += 1
-        self.clients[conn] = {"id": f"c{self.next_client}", "hello": False, "tcp": conn.family != socket.AF_UNIX}
-        self.selector.register(conn, selectors.EVENT_READ, "client")
+            peer = f"uid {uid}"
+        else:
+            uid = protocol.tcp_peer_uid(sock)
+            peer = f"uid {uid}" if uid is not None else f"host {address[0]}"
+        with self.lock:
+            pending = [c for c in self.conns.values() if not c.authed]
+            refusal = None
+            if len(self.conns) >= Limits.connections:
+                refusal = f"the session has {len(self.conns)} connections, its most"
+            elif len(pending) >= Limits.pending:
+                refusal = "too many connections wait to authenticate; try again"
+            elif sum(1 for c in pending if c.peer == peer) >= Limits.pending_per_peer:
+                refusal = f"too many connections of {peer} wait to authenticate"
+            if refusal is None:
+                conn = Conn(sock, sock.family != socket.AF_UNIX, peer, pid)
+                self.conns[sock] = conn
+        if refusal is not None:
+            self._refuse(sock, refusal)
+            return None
         return conn
 
     def drop(self, conn):
-        self.selector.unregister(conn)
-        info = self.clients.pop(conn)
-        conn.close()
-        return info
+        """Closes a connection; True the first time."""
+        with self.lock:
+            if self.conns.pop(conn.sock, None) is None:
+                return False
+        conn.closed = True
+        try:
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.sock.close()
+        return True
 
     def close(self):
-        for conn in list(self.clients):
+        for conn in list(self.conns.values()):
             self.drop(conn)
         for s in (self.unix, self.tcp):
             if s is not None:
@@ -500,6 +632,10 @@ def _error_reply(e):
     return {"ok": False, "error": {"type": name, "message": message, "rank": rank}}
 
 
+def _error(kind, message):
+    return {"ok": False, "error": {"type": kind, "rank": 0, "message": message}}
+
+
 def _wire(result):
     """(header, payload) for a command's result; NumPy arrays travel as bytes."""
     payload = b""
@@ -510,22 +646,6 @@ def _wire(result):
     return {"ok": True, "result": result}, payload
 
 
-def _request_payload(header, payload):
-    """The arrays a request carries (indices, values), decoded on rank 0."""
-    spec = header.get("payload")
-    if not spec:
-        return None
-    arrays, offset = [], 0
-    for part in spec:
-        dt = np.dtype(part["dtype"])
-        n = int(part["length"])
-        arrays.append(np.frombuffer(payload, dtype=dt, count=n, offset=offset))
-        offset += n * dt.itemsize
-    if offset != len(payload):
-        raise protocol.ProtocolError(f"a payload of {len(payload)} bytes for arrays of {offset}")
-    return arrays[0] if len(arrays) == 1 else tuple(arrays)
-
-
 class Serving:
     """Rank 0: a socket thread takes clients and answers what needs no other
     rank (ping, status, list) at once, even while a command runs (the
@@ -534,8 +654,12 @@ class Serving:
     library prints on stderr while a command with ``verbose`` runs also go
     to that command's client (its progress)."""
 
-    def __init__(self, session, endpoint, rt, pids, dashboard=None, hosts=None):
+    def __init__(self, session, endpoint, rt, pids, dashboard=None, hosts=None, roots=None,
+                 max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES):
         self.session, self.endpoint, self.rt = session, endpoint, rt
+        self.roots = roots or Roots([os.getcwd()], False)
+        self.max_transfer_bytes = int(max_transfer_bytes)
+        self.testing = os.environ.get("TESSERA_SESSION_TESTING") == "1"
         self.dashboard = dashboard  # the live page (None: not served)
         self.hosts = hosts or [socket.gethostname()] * rt.size
         self.running = None
@@ -547,19 +671,19 @@ class Serving:
         self.owner_lost = None  # when the owner was found gone while a command ran
         self.log_fd = None      # the log (stderr before forward_stderr took it)
         self.commands = queue.Queue()
-        self.send_locks = {}
         self.progress_to = None
 
-    # -- both threads --------------------------------------------------------
+    # -- every thread ---------------------------------------------------------
     def send(self, conn, header, payload=b""):
-        lock = self.send_locks.get(conn)
-        if lock is None:
+        """One frame to ``conn`` (a Conn); a peer that does not read it
+        within Limits.io seconds is dropped (its thread then ends)."""
+        if conn is None or conn.closed:
             return
         try:
-            with lock:
-                protocol.send(conn, header, payload)
-        except OSError:
-            pass  # the client left; the socket thread notices
+            with conn.lock:
+                protocol.send(conn.sock, header, payload, timeout=Limits.io)
+        except (OSError, protocol.ProtocolError):
+            self.endpoint.drop(conn)  # the client left or stopped reading; its thread notices
 
     # -- the main thread (MPI) -------------------------------------------------
     def broadcast(self, message):
@@ -625,18 +749,14 @@ class Serving:
                 continue
             if item is None:
                 break
-            conn, client, header, payload = item
+            conn, client, op, args, payload_args = item
             if conn is None:  # a client left: its unnamed objects go
                 self.collective({"op": "client_gone", "args": {"gone": client}, "client": client})
                 continue
-            if conn not in self.endpoint.clients:  # its client hung up (a Ctrl-C while it queued)
+            if conn.closed:  # its client hung up (a Ctrl-C while it queued)
                 continue
-            try:
-                message = {"op": header.get("op"), "args": header.get("args") or {}, "client": client}
-                payload_args = _request_payload(header, payload)
-            except protocol.ProtocolError as e:
-                self.send(conn, {"ok": False, "error": {"type": "FormatError", "rank": 0, "message": str(e)}})
-                continue
+            # Validated by its connection's thread (operations.validate).
+            message = {"op": op, "args": args, "client": client}
             self.progress_to = conn if message["args"].get("verbose") else None
             reply, out = self.collective(message, payload_args)
             self.progress_to = None
@@ -649,8 +769,7 @@ class Serving:
         (skipped when their turn comes), nor the clean-ups of clients gone."""
         with self.commands.mutex:
             waiting = list(self.commands.queue)
-        return sum(1 for item in waiting
-                   if item is not None and item[0] is not None and item[0] in self.endpoint.clients)
+        return sum(1 for item in waiting if item is not None and item[0] is not None and not item[0].closed)
 
     def watch_owner(self):
         """Rank 0's socket thread, while a command runs (between commands
@@ -683,9 +802,9 @@ class Serving:
               file=sys.stderr, flush=True)
         return True
 
-    # -- the socket thread -------------------------------------------------------
-    def local_reply(self, op, args):
-        """Commands rank 0 answers alone (no rank waits for them)."""
+    # -- the socket side: an accepting thread, a thread per connection -----------
+    def local_reply(self, conn, op, args):
+        """What rank 0 answers alone (no rank waits for it)."""
         if op == "ping":
             return {"ok": True, "result": {}}
         if op == "status":
@@ -694,99 +813,159 @@ class Serving:
                 running["seconds"] = time.time() - running.pop("since")
             tracing = self.session.tracing
             return {"ok": True, "result": {"ranks": self.rt.size, "objects": len(self.session.objects),
-                                           "clients": len(self.endpoint.clients), "running": running,
+                                           "clients": len(self.endpoint.client_ids()), "running": running,
                                            "queued": self.queued_commands(), "uptime": time.time() - self.started,
                                            "dashboard": self.dashboard.url if self.dashboard else None,
                                            "trace": tracing["path"] if tracing else None}}
         if op == "list":
             return {"ok": True, "result": {"objects": self.session.listing()}}
         if op == "describe":
-            ref = args.get("ref")
+            ref = args["ref"]
             try:
                 return {"ok": True, "result": self.session.describe(ref)}
             except KeyError:
-                return {"ok": False, "error": {"type": "ConfigError", "rank": 0,
-                                               "message": f"no object {ref!r} in this session"}}
-        return None
+                return _error("ConfigError", f"no object {ref!r} in this session")
+        if op == "cancel":
+            return {"ok": True, "result": {"cancelling": self.cancel(conn.id)}}
+        if op == "shutdown":
+            self.stop = True
+            self.commands.put(None)
+            return {"ok": True, "result": {}}
+        raise AssertionError(f"no local answer for {op}")
 
-    def hello(self, conn, info, header):
+    def authenticate(self, conn):
+        """The greeting on a new connection, by Limits.hello seconds from
+        accept, in frames of at most MAX_HELLO_BYTES: on TCP the token proved
+        both ways (protocol.py), then the version compared, a join proved
+        with its client's secret. True when the connection may go on."""
+        deadline = conn.accepted + Limits.hello
+        limits = dict(max_header=protocol.MAX_HELLO_BYTES, max_payload=0, deadline=deadline, timeout=Limits.hello)
+        header, _ = protocol.receive(conn.sock, **limits)
+        if header.get("op") != "hello":
+            self.send(conn, _error("PeerError", "the first request on a connection is hello"))
+            return False
+        if conn.tcp:
+            nonce = header.get("nonce")
+            if not protocol.is_nonce(nonce) or not self.endpoint.token:
+                self.send(conn, _error("PeerError", "a TCP client needs the session's token (its hello carries "
+                                                    "a nonce; tessera.connect(tcp=..., token_file=...))"))
+                return False
+            mine = protocol.new_nonce()
+            self.send(conn, {"ok": True, "result": {
+                "proof": protocol.proof(self.endpoint.token, "server", nonce, mine), "nonce": mine}})
+            answer, _ = protocol.receive(conn.sock, **limits)
+            if answer.get("op") != "auth" or not protocol.proof_matches(
+                    protocol.proof(self.endpoint.token, "client", mine, nonce), answer.get("proof")):
+                self.send(conn, _error("PeerError", "a TCP client needs the session's token"))
+                return False
+            header = answer  # its version and join come with its proof, not before
+        # Authenticated from here (uid on the Unix socket, the token on TCP).
         version = header.get("version")
         if version != protocol.PROTOCOL_VERSION:
-            self.send(conn, {"ok": False, "error": {"type": "MismatchError", "rank": 0, "message":
-                             f"the client speaks session protocol {version}, this session "
-                             f"{protocol.PROTOCOL_VERSION} (tessera {tessera.__version__}): use the same "
-                             "Tessera on both sides"}})
+            self.send(conn, _error("MismatchError", f"the client speaks session protocol {str(version)[:20]}, this "
+                                   f"session {protocol.PROTOCOL_VERSION} (tessera {tessera.__version__}): use the "
+                                   "same Tessera on both sides"))
             return False
-        if info["tcp"] and not (isinstance(header.get("token"), str) and self.endpoint.token and
-                                hmac.compare_digest(header["token"], self.endpoint.token)):
-            self.send(conn, {"ok": False, "error": {"type": "PeerError", "rank": 0,
-                                                    "message": "a TCP client needs the session's token"}})
-            return False
-        if isinstance(header.get("join"), str):
-            info["id"] = header["join"]  # a second connection of the same client (s.submit)
-        info["hello"] = True
+        join = header.get("join")
+        secret = None
+        if join is not None:
+            client = join.get("client") if isinstance(join, dict) else None
+            with self.endpoint.lock:
+                expected = self.endpoint.secrets.get(client) if isinstance(client, str) else None
+            if expected is None or not protocol.proof_matches(expected, join.get("secret")):
+                self.send(conn, _error("PeerError", "a join must prove itself with its client's secret "
+                                                    "(only that client's own connections may act as it)"))
+                return False
+            conn.id = client
+        else:
+            secret = protocol.new_nonce()
+            with self.endpoint.lock:
+                self.endpoint.next_client += 1
+                conn.id = f"c{self.endpoint.next_client}"
+                self.endpoint.secrets[conn.id] = secret
+        conn.authed = True
         self.send(conn, {"ok": True, "result": {
             "version": protocol.PROTOCOL_VERSION, "tessera": tessera.__version__, "ranks": self.rt.size,
-            "host": socket.gethostname(), "job_id": self.rt.job_id, "client": info["id"],
-            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR", "/dev/shm"),
+            "host": socket.gethostname(), "job_id": self.rt.job_id, "client": conn.id, "secret": secret,
+            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR") or "/dev/shm",
+            "max_transfer_bytes": self.max_transfer_bytes, "roots": self.roots.roots,
+            "bounded": bool(conn.tcp or self.roots.explicit),
             # Only here, after the peer proved itself (uid, or the TCP token).
             "dashboard": self.dashboard.url if self.dashboard else None}})
         return True
 
-    def take(self, conn):
-        info = self.endpoint.clients[conn]
+    def take(self, conn, header, payload):
+        """One request of an authenticated client: validated against its
+        declaration (operations.py), then answered here or queued for
+        every rank. A request that does not validate is answered with its
+        error; the connection and the session go on."""
         try:
-            header, payload = protocol.receive(conn)
-        except (ConnectionError, OSError, protocol.ProtocolError):
-            self.client_left(conn)
+            op, args = operations.validate(header.get("op"), header.get("args"), self.roots.context(conn),
+                                           testing=self.testing)
+            payload_args = None
+            if op.where != "rank0":
+                payload_args = operations.payload_arrays(op, header.get("payload"), payload)
+            elif payload or header.get("payload"):
+                raise operations.Invalid(f"{op.name} takes no payload")
+        except operations.Invalid as e:
+            self.send(conn, _error("ConfigError", str(e)))
             return
-        if not info["hello"]:
-            if header.get("op") != "hello" or not self.hello(conn, info, header):
-                self.client_left(conn)
-            return
-        op = header.get("op")
-        if op == "cancel":
-            self.send(conn, {"ok": True, "result": {"cancelling": self.cancel(info["id"])}})
-            return
-        reply = self.local_reply(op, header.get("args") or {})
-        if reply is not None:
-            self.send(conn, reply)
-        elif op == "shutdown":
-            self.send(conn, {"ok": True, "result": {}})
-            self.stop = True
-            self.commands.put(None)
+        if op.where == "rank0":
+            self.send(conn, self.local_reply(conn, op.name, args))
         else:
-            self.commands.put((conn, info["id"], header, payload))
+            self.commands.put((conn, conn.id, op.name, args, payload_args))
+
+    def serve_connection(self, conn):
+        """A connection's thread: authenticate, then read requests until it
+        ends. Any frame that is not this protocol's within the limits gets an
+        error frame and the connection closed; nothing here stops the
+        session."""
+        try:
+            if self.authenticate(conn):
+                while not self.stop and not conn.closed:
+                    header, payload = protocol.receive(conn.sock, self.max_transfer_bytes, timeout=Limits.io)
+                    self.take(conn, header, payload)
+        except protocol.ProtocolError as e:
+            self.send(conn, _error("FormatError", str(e)))
+        except (ConnectionError, OSError):
+            pass
+        except Exception:  # noqa: BLE001 - a bug here ends this connection, never the session
+            traceback.print_exc()
+            self.send(conn, _error("Error", "the session could not read this request"))
+        finally:
+            self.client_left(conn)
 
     def cancel(self, client):
         """Stops the running command at its next cancellation point if it is
         ``client``'s (its Ctrl-C); the command's name, or None."""
         with self.running_lock:
-            if self.running is None or self.running["client"] != client:
+            if client is None or self.running is None or self.running["client"] != client:
                 return None
             _tessera._session_cancel(True)
             return self.running["op"]
 
     def client_left(self, conn):
-        info = self.endpoint.drop(conn)
-        self.send_locks.pop(conn, None)
-        if info["hello"] and not any(c["id"] == info["id"] for c in list(self.endpoint.clients.values())):
-            self.cancel(info["id"])  # nobody waits for its command any more
-            self.commands.put((None, info["id"], None, None))
+        """Once per connection, when its thread ends."""
+        self.endpoint.drop(conn)
+        if not conn.authed:
+            return
+        if conn.id not in self.endpoint.client_ids():
+            with self.endpoint.lock:
+                self.endpoint.secrets.pop(conn.id, None)
+            self.cancel(conn.id)  # nobody waits for its command any more
+            self.commands.put((None, conn.id, None, None, None))
 
     def serve_sockets(self):
         while not self.stop:
             self.watch_owner()
             for key, _ in self.endpoint.selector.select(timeout=0.5):
-                if key.data == "accept":
-                    conn = self.endpoint.accept(key.fileobj)
-                    if conn is not None:
-                        self.send_locks[conn] = threading.Lock()
-                elif key.fileobj in self.endpoint.clients:
-                    self.take(key.fileobj)
+                conn = self.endpoint.accept(key.fileobj)
+                if conn is not None:
+                    threading.Thread(target=self.serve_connection, args=(conn,), daemon=True,
+                                     name=f"connection {conn.peer}").start()
             if self.dashboard is not None:
-                clients = {c["id"] for c in list(self.endpoint.clients.values()) if c["hello"]}
-                self.dashboard.counts(len(clients), self.queued_commands())
+                self.dashboard.counts(len(self.endpoint.client_ids()), self.queued_commands())
+
 
     def forward_stderr(self):
         """fd 2 becomes a pipe read here: each line goes on to the log (the
@@ -862,7 +1041,13 @@ def main(argv=None):
                         "when the session stops")
     parser.add_argument("--trace-buffer-mb", type=int, default=None, help="the recorder's buffer per thread "
                         "(MiB; default: the recorder's)")
+    parser.add_argument("--root", action="append", default=None, help="a directory requests' paths may name "
+                        "(repeatable; given, it bounds every client; default: this working directory, bounding "
+                        "TCP clients only; docs/security.md)")
+    parser.add_argument("--max-transfer-bytes", type=int, default=protocol.DEFAULT_MAX_TRANSFER_BYTES,
+                        help="the largest payload a client may send")
     args = parser.parse_args(argv)
+    operations.check_handlers(Session)
     rt = tessera.Runtime()
     _tessera._session_layout(True, ALIGNMENT)
     _tessera._session_cancellation()
@@ -879,8 +1064,16 @@ def main(argv=None):
             if rt.rank == 0:
                 print(f"tessera session: {e}", file=sys.stderr, flush=True)
             return 2
-    if rt.rank == 0:
+    try:
+        protocol.check_shm_dir()  # every rank, on its node
+    except PermissionError as e:
+        failure = e
+    if rt.rank == 0 and failure is None:
         try:
+            roots = Roots([os.path.abspath(r) for r in args.root] if args.root else [os.getcwd()], bool(args.root))
+            for r in roots.roots:
+                if not os.path.isdir(r):
+                    raise tessera.ConfigError(f"--root {r}: no such directory")
             endpoint = Endpoint(args.socket or protocol.new_socket_path(), args.tcp, rt.size)
             if args.dashboard:
                 board = _dashboard.Dashboard(args.dashboard_port)
@@ -899,7 +1092,7 @@ def main(argv=None):
         if rt.rank == 0:
             where = endpoint.path + (f" and tcp {endpoint.tcp_address()}" if endpoint.tcp else "")
             print(f"tessera session: {rt.size} ranks serving {where}", flush=True)
-            serving = Serving(session, endpoint, rt, pids, board, hosts)
+            serving = Serving(session, endpoint, rt, pids, board, hosts, roots, args.max_transfer_bytes)
             if board is not None:
                 serving.publish()  # the first snapshot (a collective the other ranks join below)
                 board.start()
