@@ -4,7 +4,7 @@
 set -euo pipefail
 tessera=./build/tessera
 $tessera cc examples/grid.el                           # 2 components: the grid and the triangle
-$tessera pipeline examples/grid.el --target 0 -n 2 -o times.txt  # largest component -> hitting times to 0
+$tessera pipeline examples/grid.el --targets 0 -n 2 -o times.txt  # largest component -> hitting times to 0
 head -3 times.txt
 $tessera convert examples/grid.el -o g.tsg             # a .tsg directory: persistent arrays, one segment per rank
 ls g.tsg                                               # dst.json dst.r0.seg edgelist.json offsets.json offsets.r0.seg

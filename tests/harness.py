@@ -83,12 +83,15 @@ def numbers(path):
 
 def same_numbers(a, b, rel=1e-6):
     """The same vertices, every value the same word or within rel of the
-    other's (relative to the larger of 1 and the values)."""
+    other's (relative to the larger of 1 and the values); NaN (an
+    unreachable vertex) equals NaN."""
     def close(x, y):
         if x == y:
             return True
         if isinstance(x, str) or isinstance(y, str):
             return False
+        if x != x or y != y:
+            return x != x and y != y
         return abs(x - y) <= rel * max(1.0, abs(x), abs(y))
     return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
 

@@ -19,7 +19,8 @@ void add_analyses(CLI::App& app, Action& selected) {
     add_input_options(c, a->o.input);
     add_symmetric_option(c, a->o.input);
     c->add_option("-o,--output", a->o.output, output_help + kOutputNote);
-    c->add_flag("--verify", a->o.verify, "Check the answer (GAPBS's verifier, distributed); exit status 3 if wrong");
+    c->add_flag("--verify", a->o.verify,
+                "Check the answer (GAPBS's verifier, distributed) and print what it proved; exit status 3 if wrong");
     add_common(c, *a);
   };
 
@@ -36,7 +37,12 @@ void add_analyses(CLI::App& app, Action& selected) {
                  "gauss-seidel (GAPBS's pull: fewest iterations) or jacobi (the same bits at every rank count)")
       ->check(CLI::IsMember({"gauss-seidel", "jacobi"}))
       ->capture_default_str();
-  pr->add_option("--personalize", a->o.pagerank.personalize, "Personalized PageRank: teleport to these vertices (file ids), comma separated")
+  pr->add_option("--personalization", a->o.pagerank.personalize,
+                 "Personalized PageRank: teleport to these vertices (file ids), comma separated (default: every "
+                 "vertex; Python: personalization=)")
+      ->delimiter(',')
+      ->check(kVertexId);
+  add_old_spelling(pr, "--personalize", "--personalization", a->o.pagerank.personalize)
       ->delimiter(',')
       ->check(kVertexId);
   pr->callback(set(pipeline::run_pagerank));
@@ -48,13 +54,16 @@ void add_analyses(CLI::App& app, Action& selected) {
                   "optimizing (Beamer's top-down/bottom-up switch), top-down or bottom-up")
       ->check(CLI::IsMember({"optimizing", "top-down", "bottom-up"}))
       ->capture_default_str();
-  bfs->add_option("--hops", a->o.bfs.hops, "Stop at this depth: the k-hop neighbourhood of the source")
-      ->check(CLI::NonNegativeNumber);
+  bfs->add_option("--hops", a->o.bfs.hops, "Stop at this depth: the k-hop neighbourhood of the source (Python: max_depth=)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("none");
   bfs->add_option("--subgraph", a->o.bfs.subgraph,
-                  "With --hops: write the subgraph the neighbourhood induces (.el, .wel, .mtx or a .tsg directory)" +
-                      kOutputNote);
-  bfs->add_option("--subgraph-ids", a->o.bfs.subgraph_ids,
-                  "Also write 'subgraph_id file_id' lines (ids in the subgraph -> ids in GRAPH)" + kOutputNote);
+                  "With --hops: write the subgraph the neighbourhood induces, renumbered from 0 (.el, .wel, .mtx or a "
+                  ".tsg directory; its header says so)" + kOutputNote);
+  bfs->add_option("--ids", a->o.bfs.subgraph_ids,
+                  "Where the subgraph's id map goes: 'subgraph_id file_id' lines (ids in the subgraph -> ids in "
+                  "GRAPH); default OUT.ids beside the --subgraph OUT (none for a stream)" + kOutputNote);
+  add_old_spelling(bfs, "--subgraph-ids", "--ids", a->o.bfs.subgraph_ids);
   bfs->callback(set(pipeline::run_bfs));
 }
 

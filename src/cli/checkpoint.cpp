@@ -1,7 +1,9 @@
 // tessera checkpoint list|rm: a program's checkpoints in a directory, each
 // fully checked (resilience/checkpoint.hpp), without MPI. Checkpoint files are
 // persistent by design, so `shm gc` never removes them: this does.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -19,7 +21,46 @@ struct CheckpointCliOptions {
 
 std::string dir_of(const CheckpointCliOptions& o) { return o.dir.empty() ? default_shared_dir() : o.dir; }
 
+// The names with checkpoints in `dir` (NAME.ckpt directories), sorted.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string file = e.path().filename().string();
+    if (file.size() > 5 && file.compare(file.size() - 5, 5, ".ckpt") == 0 && e.is_directory(ec))
+      names.push_back(file.substr(0, file.size() - 5));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+int run_list_one(const CheckpointCliOptions& opts);
+
+// Without a NAME: every name's checkpoints in the directory.
 int run_list(const CheckpointCliOptions& opts) {
+  if (!opts.name.empty()) return run_list_one(opts);
+  const std::string dir = dir_of(opts);
+  const auto names = names_in(dir);
+  if (opts.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& name : names) all.push_back(name);
+    std::printf("%s\n", nlohmann::json{{"command", "checkpoint list"}, {"dir", dir}, {"names", all}}.dump().c_str());
+    return 0;
+  }
+  if (names.empty()) {
+    std::printf("no checkpoints in %s\n", dir.c_str());
+    return 0;
+  }
+  for (const auto& name : names) {
+    CheckpointCliOptions one = opts;
+    one.name = name;
+    std::printf("%s:\n", name.c_str());
+    run_list_one(one);
+  }
+  return 0;
+}
+
+int run_list_one(const CheckpointCliOptions& opts) {
   CheckpointCliOptions o = opts;
   o.dir = dir_of(opts);
   auto all = resilience::Checkpoint::inspect(o.dir, o.name);
@@ -66,12 +107,17 @@ void add_checkpoint(CLI::App& app, Action& selected) {
   auto* ck = app.add_subcommand("checkpoint", "List (fully checked) or remove a program's checkpoints");
   ck->require_subcommand(1);
   ck->fallthrough();
-  auto* list = ck->add_subcommand("list", "Every checkpoint of NAME in the directory, newest first, each checked");
+  auto* list = ck->add_subcommand("list", "Every checkpoint of NAME in the directory, newest first, each checked "
+                                          "(without NAME: every name's)");
   auto* rm = ck->add_subcommand("rm", "Remove every checkpoint of NAME in the directory");
-  for (auto* sub : {list, rm}) {
-    sub->add_option("name", o->name, "The program's checkpoint name (CheckpointOptions::name)")->required();
-    sub->add_option("--dir", o->dir, "The level's directory: node_dir (default $TESSERA_SHM_DIR or /dev/shm) or the disk dir");
-  }
+  const char* name_help = "The name the program gives its checkpoints (tessera pipeline's: pipeline; "
+                          "bench jacobi3d-recover's: its --name)";
+  list->add_option("name", o->name, std::string(name_help) + "; default: every name in the directory");
+  rm->add_option("name", o->name, name_help)->required();
+  for (auto* sub : {list, rm})
+    sub->add_option("--dir", o->dir,
+                    "The directory: the node level's ($TESSERA_SHM_DIR or /dev/shm, the default) or the disk "
+                    "level's (pipeline --checkpoint DIR)");
   list->add_flag("--json", o->json, "Print one JSON document on stdout (nothing else there)");
   list->callback([o, &selected] { selected = [o] { return run_list(*o); }; });
   rm->callback([o, &selected] { selected = [o] { return run_rm(*o); }; });

@@ -54,12 +54,20 @@ extern const std::string kOutputNote;    // appended to the help of every output
 void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required = true);
 void add_input_options(CLI::App* c, pipeline::Input& in);     // --base --relabel --undirected --pattern
 void add_symmetric_option(CLI::App* c, pipeline::Input& in);  // --symmetric
+// An option's older spelling, kept for one release: hidden from --help,
+// bound to the same variable, and a warning on stderr when used
+// (old_spellings_used(), printed by main once per command).
+template <class T>
+CLI::Option* add_old_spelling(CLI::App* c, const std::string& old_name, const std::string& new_name, T& variable);
+std::vector<std::string>& old_spellings_used();
+// Rank 0's "-v" (show every line, the memory report too).
+inline constexpr const char* kVerboseHelp = "Also the lines only a curious user needs: the memory report";
 
 // A graph command's settings: the workflow's options (every default is the
 // library's) and how the front end presents the result.
 struct GraphArgs {
   pipeline::Options o;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, verbose = false;
   std::string shm_dir;  // --shm-dir: TESSERA_SHM_DIR for this command
   // --session PATH: run in an analyst's session on its resident graph @NAME
   // (src/cli/session_client.cpp); `command` is the subcommand's name.
@@ -78,5 +86,20 @@ using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeli
 // --json. Returns the exit code.
 int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis);
 void add_common(CLI::App* c, GraphArgs& a);  // --json -q --shm-dir
+
+template <class T>
+CLI::Option* add_old_spelling(CLI::App* c, const std::string& old_name, const std::string& new_name, T& variable) {
+  auto* o = c->add_option(old_name, variable, "Old spelling of " + new_name);
+  o->group("");  // not shown: the new name is the one to learn
+  o->each([old_name, new_name](const std::string&) {
+    const std::string warning = old_name + " is the old spelling of " + new_name +
+                                "; it is accepted in this release only: write " + new_name;
+    auto& used = old_spellings_used();
+    for (const auto& w : used)
+      if (w == warning) return;
+    used.push_back(warning);
+  });
+  return o;
+}
 
 }  // namespace tessera::cli

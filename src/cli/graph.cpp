@@ -56,15 +56,25 @@ const char* const kVerifyComponents =
     "Prove the component labels (every edge inside one label, each label's vertices connected, the sizes summed "
     "to the vertex count; O(vertices) memory); exit status 3 if wrong";
 
+std::vector<std::string>& old_spellings_used() {
+  static std::vector<std::string> used;
+  return used;
+}
+
 void add_graph_input(CLI::App* c, pipeline::Input& in, const std::string& help, bool required) {
   auto* o = c->add_option("graph", in.path, help + " (- reads standard input)")->check(kGraphPath);
   if (required) o->required();
 }
 void add_input_options(CLI::App* c, pipeline::Input& in) {
-  c->add_option("--base", in.base, "First vertex id of a text file: 0 or 1 (default 1 for .mtx, else 0)")
-      ->check(CLI::IsMember({0, 1}));
+  c->add_option("--base", in.base,
+                "First vertex id of a text file: 0 or 1 (default: what a '# tessera graph:' header says, else 1 "
+                "for .mtx, else 0; an override of the header is printed)")
+      ->check(CLI::IsMember({0, 1}))
+      ->default_str("auto");
   c->add_flag("--relabel", in.relabel, "Number the ids that occur 0..n-1 (sparse SNAP ids)");
-  c->add_flag("--undirected", in.undirected, "Add the reverse of every edge");
+  c->add_flag("--undirected", in.undirected,
+              "Add the reverse of every edge (a file whose '# tessera graph:' header says undirected is read as "
+              "undirected without it)");
   c->add_flag("--pattern", in.pattern, "Ignore the weights (values of a structural matrix)");
 }
 // Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
@@ -93,7 +103,7 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
   Runtime rt;
   // The whole command is the trace's outermost phase; the stages nest in it.
   trace::Span command(trace::Category::phase, trace::recording() ? trace::intern("tessera " + args.command) : nullptr);
-  pipeline::Progress progress(pipeline::stderr_sink(rt.rank() == 0 && !args.quiet));
+  pipeline::Progress progress(pipeline::stderr_sink(rt.rank() == 0 && !args.quiet), args.verbose);
   auto result = workflow(rt, o, progress);
   if (comm_stats_requested()) {
     const std::string counts = gather_comm_counters_json(rt);
@@ -128,6 +138,7 @@ void add_common(CLI::App* c, GraphArgs& a) {
   c->add_flag("--json", a.json,
               "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
   c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
+  c->add_flag("-v,--verbose", a.verbose, kVerboseHelp);
   c->add_option("--shm-dir", a.shm_dir,
                 "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
                 "a directory on disk holds graphs larger than memory");
@@ -150,7 +161,7 @@ int run_write(const GraphArgs& a) {
 int run_cc(const GraphArgs& a) { return run_workflow(a, pipeline::run_components, false); }
 int run_lcc(const GraphArgs& a) { return run_workflow(a, pipeline::run_lcc, false); }
 int run_hitting(const GraphArgs& a) {
-  if (a.o.targets.empty()) throw ConfigError("name at least one --target vertex");
+  if (a.o.targets.empty()) throw ConfigError("name at least one --targets vertex");
   return run_workflow(a, pipeline::run_hitting, true);
 }
 int run_pipeline(const GraphArgs& a) { return run_workflow(a, pipeline::run_pipeline, true); }
@@ -253,7 +264,8 @@ void add_graph(CLI::App& app, Action& selected) {
   lcc->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   lcc->add_option("--ids", a->o.ids_output,
-                  "Also write 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH)" + kOutputNote);
+                  "Where the id map goes: 'lcc_id file_id' lines (ids in OUT -> ids in GRAPH); default OUT.ids "
+                  "beside OUT (none for a stream)" + kOutputNote);
   add_components_algorithm(lcc, *a, false);
   add_input_options(lcc, a->o.input);
   add_symmetric_option(lcc, a->o.input);
@@ -262,12 +274,14 @@ void add_graph(CLI::App& app, Action& selected) {
 
   auto* hit = app.add_subcommand("hitting", "Random-walk hitting times to a set of target vertices");
   add_graph_input(hit, a->o.input, "Input graph");
-  hit->add_option("--target", a->o.targets, "Target vertex ids (file ids), comma separated")
+  hit->add_option("--targets", a->o.targets, "Target vertex ids (file ids), comma separated (Python: targets=)")
       ->delimiter(',')
-      ->required()
       ->check(kVertexId);
-  hit->add_option("-o,--output", a->o.output, "Write 'vertex time' lines (file ids; 'unreachable')" + kOutputNote);
+  add_old_spelling(hit, "--target", "--targets", a->o.targets)->delimiter(',')->check(kVertexId);
+  hit->add_option("-o,--output", a->o.output,
+                  "Write 'vertex hitting_time' lines (file ids; nan: no walk reaches a target)" + kOutputNote);
   add_input_options(hit, a->o.input);
+  add_symmetric_option(hit, a->o.input);
   add_hitting_options(hit, *a);
   add_common(hit, *a);
   hit->callback(set(run_hitting));
@@ -282,11 +296,14 @@ void add_graph(CLI::App& app, Action& selected) {
                    "Input graph (default: generate --kind, kron scale 16; - reads standard input)");
   pipe->add_option("--kind", a->o.input.kind, "Generator when no GRAPH: kron | urand | grid")
       ->check(CLI::IsMember({"kron", "urand", "grid"}));
-  pipe->add_option("--target", a->o.targets, "Target vertex ids, file ids (default: the highest-degree vertex)")
+  pipe->add_option("--targets", a->o.targets,
+                   "Target vertex ids, file ids, comma separated (default: the largest component's highest-degree "
+                   "vertex; Python: targets=)")
       ->delimiter(',')
       ->check(kVertexId);
+  add_old_spelling(pipe, "--target", "--targets", a->o.targets)->delimiter(',')->check(kVertexId);
   pipe->add_option("-o,--output", a->o.output,
-                   "Write 'vertex value' lines for the largest component: hitting times ('unreachable'), or the "
+                   "Write 'vertex value' lines for the largest component: hitting times (nan: unreachable), or the "
                    "unit-norm Fiedler or centrality vector" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
   pipe->add_flag("--verify", a->o.verify, std::string(kVerifyComponents) + "; stop there when wrong");

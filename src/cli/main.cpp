@@ -14,9 +14,11 @@
 #include "commands.hpp"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   app.fallthrough();  // -n may follow the subcommand: `tessera bench all -n 4`
+  // Every option's default in --help (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   int ranks = 0;
   app.add_option("-n,--ranks", ranks, "Launch K ranks with mpirun (when not already under MPI)")
       ->check(CLI::Range(1, 4096));
@@ -81,6 +85,13 @@ int main(int argc, char** argv) {
   tessera::cli::add_run(app, selected, ranks, launches_jobs);
   tessera::cli::add_serve(app, selected, ranks, launches_jobs);
   tessera::cli::add_trace(app, selected, ranks, launches_jobs);
+  // A default that says nothing (an empty list, a required value) is not shown.
+  std::function<void(CLI::App*)> tidy = [&tidy](CLI::App* a) {
+    for (CLI::Option* o : a->get_options())
+      if (o->get_default_str() == "[]" || o->get_required()) o->default_str("");
+    for (CLI::App* sub : a->get_subcommands([](CLI::App*) { return true; })) tidy(sub);
+  };
+  tidy(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -94,7 +105,13 @@ int main(int argc, char** argv) {
     if (comm_stats) ::setenv(tessera::kCommStatsVariable, "1", 1);
     std::vector<std::string> mpirun_options;
     if (!colocales.empty()) mpirun_options = {"--bind-to", "none"};  // the ranks bind themselves
-    if (ranks > 0 && !tessera::launched_by_mpi() && !launches_jobs)
+    const bool relaunch = ranks > 0 && !tessera::launched_by_mpi() && !launches_jobs;
+    // Old spellings: said once, by the process the user sees (not by every rank).
+    const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (!relaunch && (!world_rank || std::strcmp(world_rank, "0") == 0))
+      for (const auto& warning : tessera::cli::old_spellings_used())
+        std::fprintf(stderr, "tessera: warning: %s\n", warning.c_str());
+    if (relaunch)
       return tessera::cli::run_job(ranks, std::filesystem::read_symlink("/proc/self/exe").string(),
                                    without_rank_option(argc, argv), mpirun_options);
     if (!colocales.empty()) tessera::bind_colocale(tessera::parse_colocale_kind(colocales));

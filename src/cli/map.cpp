@@ -37,7 +37,7 @@ int run_map(const MapArgs& a) {
   // Options first, before any work: every one names what is wrong.
   const chunks::ChunkGrid grid = chunks::ChunkGrid::parse(a.chunks);
   std::vector<std::string> names;
-  if (a.mapping == "all") names = {"rnd", "rr", "to"};
+  if (a.mapping == "all") names = {"rnd", "rr", "block", "to"};
   else names = {chunks::mapping_name(chunks::parse_mapping(a.mapping))};
   if (!a.output.empty()) {
     if (names.size() != 1) throw ConfigError("-o writes one mapping's placement; choose --mapping rnd, rr, block or to");
@@ -108,7 +108,7 @@ void add_map(CLI::App& app, Action& selected) {
   sub->add_option("--topology", a->topology,
                   "torus:AxBxC or mesh:AxB, optionally :T ranks per node (torus:8x8x8:4), or machine")
       ->required();
-  sub->add_option("--mapping", a->mapping, "rnd, rr, block, to, or all (rnd, rr and to)")->capture_default_str();
+  sub->add_option("--mapping", a->mapping, "rnd, rr, block, to, or all (the four)")->capture_default_str();
   sub->add_option("--face-bytes", a->face_bytes, "Bytes per face message between neighbouring chunks")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "Seed of the random mapping")->capture_default_str();

@@ -19,6 +19,20 @@ struct ShmOptions {
   bool quiet = false;  // gc: only the summary line
 };
 
+// A persistent file (a converted graph's .tsg, a kept array) outlives its
+// creator by design: "ended", not "dead", and why it stays.
+std::string creator_word(const ShmEntry& e) {
+  if (!e.problem.empty()) return "corrupt";
+  if (e.persist && e.liveness == ProcessIdentity::Liveness::dead) return "ended";
+  return liveness_name(e.liveness);
+}
+std::string creator_reason(const ShmEntry& e) {
+  if (e.persist && e.liveness == ProcessIdentity::Liveness::dead)
+    return "persistent: kept after the process that wrote it ended (a saved graph or array); shm gc leaves it, "
+           "--include-persistent removes it";
+  return e.liveness_reason;
+}
+
 int run_list(const ShmOptions& o) {
   std::string dir = o.dir.empty() ? default_shared_dir() : o.dir;
   auto entries = scan_shared_dir(dir);
@@ -32,9 +46,9 @@ int run_list(const ShmOptions& o) {
                        {"bytes", e.bytes},
                        {"host", e.creator.host},
                        {"pid", e.creator.pid},
-                       {"creator", e.problem.empty() ? liveness_name(e.liveness) : "corrupt"},
+                       {"creator", creator_word(e)},
                        {"persist", e.persist},
-                       {"reason", e.liveness_reason},
+                       {"reason", creator_reason(e)},
                        {"pid_namespace", e.creator.pid_namespace},
                        {"boot_id", e.creator.boot_id},
                        {"problem", e.problem}});
@@ -51,10 +65,9 @@ int run_list(const ShmOptions& o) {
     std::printf("%-52s %-8s %5s %12llu %-20s %8d %-10s %s\n", e.file.c_str(),
                 e.kind == ShmEntry::Kind::segment ? "segment" : "metadata",
                 e.rank >= 0 ? std::to_string(e.rank).c_str() : "-", static_cast<unsigned long long>(e.bytes),
-                e.creator.host.c_str(), e.creator.pid, e.problem.empty() ? liveness_name(e.liveness) : "corrupt",
-                e.persist ? "yes" : "no");
+                e.creator.host.c_str(), e.creator.pid, creator_word(e).c_str(), e.persist ? "yes" : "no");
     if (!e.problem.empty()) std::printf("    problem: %s\n", e.problem.c_str());
-    else if (!e.liveness_reason.empty()) std::printf("    %s: %s\n", liveness_name(e.liveness), e.liveness_reason.c_str());
+    else if (!creator_reason(e).empty()) std::printf("    %s: %s\n", creator_word(e).c_str(), creator_reason(e).c_str());
   }
   return 0;
 }

@@ -7,6 +7,8 @@
 // other graph commands.
 #include "commands.hpp"
 
+#include <memory>
+
 namespace tessera::cli {
 
 void add_spectral(CLI::App& app, Action& selected) {
@@ -22,8 +24,24 @@ void add_spectral(CLI::App& app, Action& selected) {
                                    "(largest eigenvalue of the adjacency)")
       ->check(CLI::IsMember({"fiedler", "centrality"}))
       ->capture_default_str();
-  c->add_option("-o,--output", a->o.output, "Write 'vertex value' lines: the unit-norm vector (file ids)" + kOutputNote);
-  c->add_option("--parts", a->o.spectral.parts, "fiedler: write 'vertex part' lines (0/1) of the bisection" + kOutputNote);
+  c->add_option("-o,--output", a->o.output,
+                "Write 'vertex value' lines: the unit-norm vector (file ids); with --parts 2 'vertex fiedler part' "
+                "lines" + kOutputNote);
+  auto parts = std::make_shared<std::string>();
+  c->add_option("--parts", *parts,
+                "fiedler: the number of parts, 2 (spectral bisection): -o then writes 'vertex fiedler part' lines "
+                "(part 0 or 1). An older form, --parts FILE, writes 'vertex part' lines to FILE (this release only)")
+      ->type_name("K")
+      ->each([a, parts](const std::string& value) {  // holds *parts, which CLI11 writes, alive
+        if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+          a->o.spectral.count = std::stoi(value.substr(0, 6));
+          a->o.spectral.parts.clear();
+          return;
+        }
+        a->o.spectral.parts = value;
+        old_spellings_used().push_back("--parts " + value + " (a file) is the old form: write --parts 2 -o " + value +
+                                       " (one file: 'vertex fiedler part'); accepted in this release only");
+      });
   c->add_option("--split", a->o.spectral.split, "fiedler: bisect at the median value (halves) or at zero (sign)")
       ->check(CLI::IsMember({"median", "sign"}))
       ->capture_default_str();

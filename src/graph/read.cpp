@@ -19,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "tessera/comm/aggregators.hpp"
 #include "tessera/comm/request_reply.hpp"
@@ -68,7 +69,38 @@ struct TextHeader {
   std::uint8_t has_first_line = 0;
   std::uint64_t first_line_number = 0;
   std::uint64_t first_line_offset = 0, first_line_end = 0;
+  // A "# tessera graph:" line (write.hpp): the kind the writer recorded.
+  std::uint8_t declared = 0, declared_directed = 0, declared_weighted = 0, declared_base = 0;
+  std::uint64_t declared_vertices = 0;
 };
+
+// Parses a Tessera edge-list header line (without its '#'): the current
+// form "tessera graph: undirected, unweighted, ids from 0; V vertices, E
+// edges (A arcs)" and the older "tessera undirected graph: V vertices, E
+// edges". False when the line is something else.
+bool parse_tessera_header(std::string_view line, TextHeader& h) {
+  auto at = line.find_first_not_of(" \t");
+  if (at == std::string_view::npos) return false;
+  line.remove_prefix(at);
+  const bool current = line.rfind("tessera graph:", 0) == 0;
+  const bool older = line.rfind("tessera directed graph:", 0) == 0 || line.rfind("tessera undirected graph:", 0) == 0;
+  if (!current && !older) return false;
+  std::string text(line);
+  auto has = [&](const char* word) { return text.find(word) != std::string::npos; };
+  h.declared = 1;
+  h.declared_directed = !has("undirected");
+  h.declared_weighted = current && has(" weighted");
+  h.declared_base = 0;
+  if (auto p = text.find("ids from "); p != std::string::npos && p + 9 < text.size()) h.declared_base = text[p + 9] == '1' ? 1 : 0;
+  if (auto p = text.find(" vertices"); p != std::string::npos) {
+    auto b = text.find_last_not_of("0123456789", p - 1);
+    b = b == std::string::npos ? 0 : b + 1;
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data() + b, text.data() + p, v);
+    if (ec == std::errc() && end == text.data() + p) h.declared_vertices = v;
+  }
+  return true;
+}
 
 // Compressed files start with a magic number; their bytes are never a graph.
 const char* compression_of(const unsigned char* b, std::size_t n) {
@@ -158,7 +190,6 @@ TextHeader read_text_header(const std::string& path, FileFormat format) {
   TextHeader h;
   if (format == FileFormat::weighted_edge_list) h.weighted = 1;
   if (has_utf8_bom(bytes, top.size())) h.data_offset = 3;
-  if (format != FileFormat::edge_list) return h;
   std::uint64_t line = 1;
   for (std::size_t p = h.data_offset; p < top.size(); ++line) {
     auto nl = top.find('\n', p);
@@ -168,9 +199,13 @@ TextHeader read_text_header(const std::string& path, FileFormat format) {
     }
     auto first = top.find_first_not_of(" \t\r", p);
     if (first >= nl || top[first] == '#' || top[first] == '%') {
+      if (first < nl && top[first] == '#' && !h.declared)
+        parse_tessera_header(std::string_view(top).substr(first + 1, nl - first - 1), h);
       p = nl + 1;
       continue;
     }
+    // A file that says what it is has no count header to guess at.
+    if (h.declared || format != FileFormat::edge_list) return h;
     h.has_first_line = 1;
     h.first_line_number = line;
     h.first_line_offset = p;
@@ -450,7 +485,8 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
     h = read_text_header(path, format);
   });
   broadcast(rt.comm(), &h, 1, 0);
-  const int base = t.base = options.base.value_or(mm ? 1 : 0);
+  const int base = t.base = options.base.value_or(h.declared ? h.declared_base : mm ? 1 : 0);
+  if (h.declared && h.declared_weighted && !mm) h.weighted = 1;  // "u v w" lines, whatever the name says
   if (base != 0 && base != 1) throw ConfigError("the first vertex id must be 0 or 1, not " + std::to_string(base));
   if (mm && base != 1) throw ConfigError("Matrix Market ids are 1-based; --base 0 does not apply to " + path);
 
@@ -547,18 +583,35 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   BuildOptions build;
   build.storage = options.storage;
   build.symmetrize = h.symmetric || options.undirected;
+  // A file whose header says "undirected" lists both directions of every
+  // edge, as --symmetric reads them; what an option overrides is said.
+  if (h.declared && options.note) {
+    std::string kind = std::string(h.declared_directed ? "directed" : "undirected") +
+                       (h.declared_weighted ? ", weighted" : "") + ", ids from " + std::to_string(h.declared_base);
+    options.note("the file's header says: " + kind + ", " + std::to_string(h.declared_vertices) + " vertices");
+    if (options.base && *options.base != h.declared_base)
+      options.note("--base " + std::to_string(*options.base) + " overrides the header's ids from " +
+                   std::to_string(h.declared_base));
+    if (h.declared_directed && (options.undirected || options.symmetric))
+      options.note(std::string(options.undirected ? "--undirected" : "--symmetric") +
+                   " overrides the header: read as undirected");
+    if (h.declared_weighted && options.pattern) options.note("--pattern overrides the header: the weights are ignored");
+  }
   // --symmetric: the file's arcs are the undirected graph's, as they are.
-  const bool listed_both_ways = options.symmetric && !build.symmetrize;
+  const bool listed_both_ways = (options.symmetric || (h.declared && !h.declared_directed)) && !build.symmetrize;
   build.drop_duplicates = listed_both_ways;
   const bool directed = !build.symmetrize && !listed_both_ways;
   auto checked = [&](EdgeList g) {
     if (listed_both_ways && !arcs_are_symmetric(g))
-      throw FormatError(path + " was read with --symmetric, but its arcs are not symmetric (some edge is listed in "
-                        "one direction only, or with another weight): drop --symmetric to read it as directed, or "
-                        "use --undirected to add the missing reverses");
+      throw FormatError(path + (options.symmetric ? " was read with --symmetric" : "'s header says undirected") +
+                        ", but its arcs are not symmetric (some edge is listed in one direction only, or with "
+                        "another weight): " + (options.symmetric ? "drop --symmetric to read it as directed" :
+                        "correct the '# tessera graph:' line") + ", or use --undirected to add the missing reverses");
     return g;
   };
   std::uint64_t n = mm ? h.rows : max_id + 1;
+  // Vertices without edges at the top of the id range: the header counts them.
+  if (h.declared && !mm && base == h.declared_base) n = std::max(n, h.declared_vertices);
   const auto file_base = static_cast<std::uint64_t>(base);
   // The file's edges as it lists them (ids less the base), parsed again at
   // every call; --pattern drops the weights.

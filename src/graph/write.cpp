@@ -361,7 +361,9 @@ void write_values(const IdMap& ids, std::span<const T> values, const std::string
     format(body, values[i]);
     body.push_back('\n');
   }
-  write_text_file(rt, path, "# " + options.id_column + " " + options.value_column + "\n", body, options.pending);
+  std::string header = "# " + options.id_column + " " + options.value_column + "\n";
+  if (!options.note.empty()) header += "# " + options.note + "\n";
+  write_text_file(rt, path, header, body, options.pending);
 }
 
 }  // namespace
@@ -404,7 +406,29 @@ std::string format_edges(const EdgeList& g, std::uint64_t base, bool lower_trian
   return out;
 }
 
+// A comment line (or nothing), each line of `text` after `mark`.
+std::string comment_line(const char* mark, const std::string& text) {
+  if (text.empty()) return {};
+  std::string out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    auto nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    out += std::string(mark) + " " + text.substr(at, nl - at) + "\n";
+    at = nl + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string edge_list_header(const EdgeList& g) {
+  std::string counts = std::to_string(g.vertices()) + " vertices, ";
+  if (g.directed()) counts += std::to_string(g.arcs()) + " arcs";
+  else counts += std::to_string(g.edges()) + " edges (" + std::to_string(g.arcs()) + " arcs)";
+  return std::string("# tessera graph: ") + (g.directed() ? "directed" : "undirected") + ", " +
+         (g.weighted() ? "weighted" : "unweighted") + ", ids from 0; " + counts + "\n";
+}
 
 void write_graph(const EdgeList& g, const std::string& path, const WriteOptions& options) {
   trace::Span traced(trace::Category::io, "write graph");
@@ -420,12 +444,12 @@ void write_graph(const EdgeList& g, const std::string& path, const WriteOptions&
     entries = all_reduce(rt.comm(), entries, MPI_SUM);
     std::string header = std::string("%%MatrixMarket matrix coordinate ") + (g.weighted() ? "real" : "pattern") +
                          (sym ? " symmetric" : " general") + "\n% written by tessera\n" +
+                         comment_line("%", options.comment) +
                          std::to_string(g.vertices()) + " " + std::to_string(g.vertices()) + " " +
                          std::to_string(entries) + "\n";
     return write_text_file(rt, path, header, body, options.pending);
   }
-  std::string header = "# tessera " + std::string(g.directed() ? "directed" : "undirected") + " graph: " +
-                       std::to_string(g.vertices()) + " vertices, " + std::to_string(g.edges()) + " edges\n";
+  std::string header = edge_list_header(g) + comment_line("#", options.comment);
   write_text_file(rt, path, header, format_edges(g, 0, false), options.pending);
 }
 
@@ -520,6 +544,7 @@ void save_binary(const EdgeList& g, const std::string& dir_in, const WriteOption
       j["vertex_offsets"] = g.vertex_ranges().offsets();
       j["arrays"] = {{"offsets", "offsets.json"}, {"dst", "dst.json"}};
       if (g.weighted()) j["arrays"]["weight"] = "weight.json";
+      if (!options.comment.empty()) j["note"] = options.comment;
       write_new_file(tmp + "/" + kGraphFile, j.dump(2) + "\n", options.group_access ? 0660 : 0600);
       if (options.pending) return;  // renamed at commit
       // rename() replaces only an empty directory: a graph that another job

@@ -239,9 +239,11 @@ void write_result(const graph::IdMap& ids, const Analyzed& a, const std::string&
                   graph::PendingOutputs& pending) {
   p.step("writing " + shown(output));
   if (a.hitting)
-    graph::write_vertex_values(ids, a.hitting->times.local(), output, {"vertex", "hitting_time", "unreachable", &pending});
+    graph::write_vertex_values(ids, a.hitting->times.local(), output,
+                               {"vertex", "hitting_time", "nan", &pending,
+                                "nan: unreachable (no walk from the vertex reaches a target)"});
   else
-    graph::write_vertex_values(ids, a.spectrum->vector.local(), output, {"vertex", a.kind, "nan", &pending});
+    graph::write_vertex_values(ids, a.spectrum->vector.local(), output, {"vertex", a.kind, "nan", &pending, ""});
 }
 
 namespace {

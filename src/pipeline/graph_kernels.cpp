@@ -141,13 +141,19 @@ void pagerank_phases(const graph::EdgeList& g, const graph::IdMap& ids, const gr
        {"top_score", top.value}};
   s.p.step(std::to_string(pr.iterations) + " iterations (" + std::to_string(pr.seconds) + " s), last L1 change " +
            shortest(pr.change));
-  if (a.verify)
+  if (a.verify) {
+    s.p.step("verifying the scores (one more iteration, pushed along out-arcs, must change them by less than the "
+             "tolerance)");
     verified(s, j, "PageRank", [&] { return graph::check_pagerank(g, pr.scores, o, o.tolerance); });
+    if (j.value("verified", false))
+      s.p.tick(true, "proved: the scores are a fixed point of PageRank to within the L1 tolerance %s",
+               shortest(o.tolerance).c_str());
+  }
   if (!a.output.empty())
     s.report.timed("write", [&] {
       s.p.step("writing " + shown(a.output));
       graph::write_vertex_values(ids, std::span<const double>(pr.scores.local()), a.output,
-                                 {"vertex", "score", "nan", &s.outputs});
+                                 {"vertex", "score", "nan", &s.outputs, ""});
     });
   s.result.pagerank.emplace(std::move(pr));
 }
@@ -162,7 +168,7 @@ graph::BfsOptions bfs_options(const Options& a) {
   if ((!a.bfs.subgraph.empty() || !a.bfs.subgraph_ids.empty()) && a.bfs.hops < 0)
     throw ConfigError("the subgraph and its ids are the k-hop neighbourhood's: give the hops (--hops K)");
   if (!a.bfs.subgraph_ids.empty() && a.bfs.subgraph.empty())
-    throw ConfigError("the subgraph's ids (--subgraph-ids) need the subgraph written (--subgraph OUT)");
+    throw ConfigError("the subgraph's id map (--ids) needs the subgraph written (--subgraph OUT)");
   return o;
 }
 
@@ -195,21 +201,28 @@ void write_neighbourhood(const graph::EdgeList& g, const graph::IdMap& ids, cons
   auto sub = s.report.timed("subgraph", [&] { return graph::induced_subgraph(g, keep); });
   s.doc()["subgraph"] = graph_json(sub.graph);
   s.doc()["subgraph"]["output"] = a.bfs.subgraph;
+  const std::string ids_output = id_map_path(a.bfs.subgraph, a.bfs.subgraph_ids);
+  if (!ids_output.empty()) s.doc()["subgraph"]["ids"] = ids_output;
   s.report.timed("write", [&] {
     s.p.step("writing the " + std::to_string(a.bfs.hops) + "-hop neighbourhood (" +
-             count_of(sub.graph.vertices(), "vertex", "vertices") + ", " + count_of(sub.graph.arcs(), "arc") +
-             ") to " + shown(a.bfs.subgraph));
+             count_of(sub.graph.vertices(), "vertex", "vertices") + ", " +
+             (sub.graph.directed() ? count_of(sub.graph.arcs(), "arc")
+                                   : count_of(sub.graph.edges(), "edge") + " (" + count_of(sub.graph.arcs(), "arc") + ")") +
+             ", renumbered from 0) to " + shown(a.bfs.subgraph) +
+             (ids_output.empty() ? std::string() : ", its id map to " + shown(ids_output)));
     graph::WriteOptions w;
     w.pending = &s.outputs;
     w.group_access = a.group_access;
+    w.comment = renumbered_note("the " + std::to_string(a.bfs.hops) + "-hop neighbourhood of vertex " +
+                                std::to_string(a.bfs.source));
     graph::write_graph(sub.graph, a.bfs.subgraph, w);
-    if (a.bfs.subgraph_ids.empty()) return;
+    if (ids_output.empty()) return;
     // The id in the subgraph's file (1-based in a .mtx) -> the id in the graph.
     auto file_ids = ids.compose(sub.original_ids).local_file_ids();
     const std::uint64_t out_base = graph::format_of(a.bfs.subgraph) == graph::FileFormat::matrix_market ? 1 : 0;
     auto out_ids = graph::IdMap::identity(g.runtime(), sub.graph.vertex_ranges(), out_base);
-    graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.bfs.subgraph_ids,
-                               {"subgraph_id", "file_id", "nan", &s.outputs});
+    graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), ids_output,
+                               {"subgraph_id", "file_id", "nan", &s.outputs, ""});
   });
 }
 
@@ -237,7 +250,14 @@ void bfs_phases(const graph::EdgeList& g, const graph::IdMap& ids, const graph::
        {"hops", a.bfs.hops >= 0 ? json(a.bfs.hops) : json(nullptr)}};
   s.p.step(count_of(b.reached, "vertex", "vertices") + " reached, " + std::to_string(b.levels) + " levels deep (" +
            std::to_string(b.seconds) + " s)");
-  if (a.verify) verified(s, j, "BFS", [&] { return graph::check_bfs(g, source, b.parents); });
+  if (a.verify) {
+    s.p.step("verifying the search (every parent arc exists, every chain reaches the source, depths differ by at "
+             "most one along every arc)");
+    verified(s, j, "BFS", [&] { return graph::check_bfs(g, source, b.parents); });
+    if (j.value("verified", false))
+      s.p.tick(true, "proved: a breadth-first tree of the %s reached, their depths shortest",
+               count_of(b.reached, "vertex", "vertices").c_str());
+  }
   if (!a.output.empty()) s.report.timed("write", [&] { write_bfs_tree(ids, b, a.output, s); });
   if (!a.bfs.subgraph.empty()) write_neighbourhood(g, ids, b, a, s);
   s.result.bfs.emplace(std::move(b));
@@ -249,7 +269,10 @@ void check_spectral(const Options& a) {
   if (a.analysis.analysis != "inprocess")
     throw ConfigError("the spectral command runs Anasazi in this process: use `tessera pipeline --analysis " +
                       a.analysis.analysis + " --analysis-kind " + a.analysis.kind + "` for a separate analysis");
-  if (!a.spectral.parts.empty() && a.analysis.kind != "fiedler")
+  if (a.spectral.count != 0 && a.spectral.count != 2)
+    throw ConfigError("spectral bisection makes 2 parts, not " + std::to_string(a.spectral.count) +
+                      " (--parts 2; recursive bisection is not offered)");
+  if ((!a.spectral.parts.empty() || a.spectral.count) && a.analysis.kind != "fiedler")
     throw ConfigError("the bisection (--parts) is by the Fiedler vector: use the fiedler analysis");
   if (a.spectral.split != "median" && a.spectral.split != "sign")
     throw ConfigError("the split must be median or sign, not '" + a.spectral.split + "'");
@@ -263,6 +286,7 @@ void check_spectral(const Options& a) {
 // fields (at its top level), the bisection, outputs.
 void spectral_phases(const graph::EdgeList& g, const graph::IdMap& ids, const Options& a, KernelRun& s) {
   const std::string& kind = a.analysis.kind;
+  std::vector<std::uint8_t> part;  // this rank's vertices' sides of the bisection
   auto h = s.report.timed(kind, [&] { return analysis_step(g, ids, {}, true, a.analysis, s.p); });
   h.json.erase("analysis");
   h.json.erase("handshake");
@@ -271,6 +295,7 @@ void spectral_phases(const graph::EdgeList& g, const graph::IdMap& ids, const Op
   if (kind == "fiedler") {
     const auto rule = a.spectral.split == "sign" ? trilinos::SplitRule::sign : trilinos::SplitRule::median;
     auto b = s.report.timed("bisection", [&] { return trilinos::bisect(g, h.spectrum->vector.local(), rule); });
+    part = b.part;
     s.p.step("bisection at the " + std::string(trilinos::to_string(rule)) + ": " + std::to_string(b.sizes[0]) +
              " + " + std::to_string(b.sizes[1]) + " vertices, " + std::to_string(b.cut_edges) + " edges cut");
     s.doc()["bisection"] = {{"split", trilinos::to_string(rule)},
@@ -282,10 +307,26 @@ void spectral_phases(const graph::EdgeList& g, const graph::IdMap& ids, const Op
         std::vector<std::uint64_t> parts(b.part.begin(), b.part.end());
         s.p.step("writing " + shown(a.spectral.parts));
         graph::write_vertex_values(ids, std::span<const std::uint64_t>(parts), a.spectral.parts,
-                                   {"vertex", "part", "nan", &s.outputs});
+                                   {"vertex", "part", "nan", &s.outputs, ""});
       });
   }
-  if (!a.output.empty()) s.report.timed("write", [&] { write_result(ids, h, a.output, s.p, s.outputs); });
+  if (!a.output.empty() && kind == "fiedler" && a.spectral.count == 2) {
+    // The vector and the part of each vertex in one file: "vertex fiedler part".
+    s.report.timed("write", [&] {
+      auto file_ids = ids.local_file_ids();
+      auto x = h.spectrum->vector.local();
+      std::string body;
+      char line[96];
+      for (std::size_t i = 0; i < file_ids.size(); ++i) {
+        int n = std::snprintf(line, sizeof line, "%" PRIu64 " %.17g %d\n", file_ids[i], x[i], static_cast<int>(part[i]));
+        body.append(line, static_cast<std::size_t>(n));
+      }
+      s.p.step("writing " + shown(a.output) + " (vertex fiedler part)");
+      graph::write_text_file(ids.runtime(), a.output, "# vertex fiedler part\n", body, &s.outputs);
+    });
+  } else if (!a.output.empty()) {
+    s.report.timed("write", [&] { write_result(ids, h, a.output, s.p, s.outputs); });
+  }
   s.result.file_ids = ids.local_file_ids();
   s.result.spectrum = std::move(h.spectrum);
 }
@@ -331,7 +372,7 @@ Result run_bfs(Runtime& rt, const Options& a, Progress& p) {
   Report report(rt, p);
   check_outputs(rt, a, {{a.output, "-o", graph::OutputKind::text_lines},
                         {a.bfs.subgraph, "--subgraph", graph::OutputKind::graph},
-                        {a.bfs.subgraph_ids, "--subgraph-ids", graph::OutputKind::text_lines}});
+                        {id_map_path(a.bfs.subgraph, a.bfs.subgraph_ids), "--ids", graph::OutputKind::text_lines}});
   auto loaded = read_input(rt, a, p, report);
   const std::string where_ = where(a.input);
   return kernel_on(loaded.graph, loaded.ids, input_name(a.input), "bfs", o.direction != graph::BfsDirection::top_down,
@@ -346,7 +387,7 @@ Result run_bfs(const graph::EdgeList& g, const graph::IdMap& ids, const Options&
   Report report(g.runtime(), p);
   check_outputs(g.runtime(), a, {{a.output, "-o", graph::OutputKind::text_lines},
                                  {a.bfs.subgraph, "--subgraph", graph::OutputKind::graph},
-                                 {a.bfs.subgraph_ids, "--subgraph-ids", graph::OutputKind::text_lines}});
+                                 {id_map_path(a.bfs.subgraph, a.bfs.subgraph_ids), "--ids", graph::OutputKind::text_lines}});
   return kernel_on(g, ids, kInMemory, "bfs", o.direction != graph::BfsDirection::top_down, a, p, report,
                    array_bytes(g), !a.output.empty() || !a.bfs.subgraph.empty(),
                    [&](const graph::EdgeList& gg, const graph::IdMap& ii, const graph::EdgeList* in, KernelRun& s) {

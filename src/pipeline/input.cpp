@@ -47,6 +47,7 @@ graph::LoadedGraph load(Runtime& rt, const Input& a, Progress& progress, const S
   o.symmetric = a.symmetric;
   o.pattern = a.pattern;
   o.storage = storage;
+  o.note = [&progress](const std::string& what) { progress.step(what); };
   return graph::read_graph(rt, a.path, o);
 }
 

@@ -19,7 +19,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CheckpointSettings, dir, levels,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PageRankSettings, damping, tolerance, max_iterations, method,
                                                 personalize)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BfsSettings, source, direction, hops, subgraph, subgraph_ids)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SpectralSettings, parts, split)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SpectralSettings, count, parts, split)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Options, input, analysis, algorithm, strong, targets, output,
                                                 ids_output, group_access, document_on_stdout, checkpoint, pagerank,
                                                 bfs, spectral, verify)

@@ -68,17 +68,21 @@ void Report::finish(nlohmann::json& document, const ArrayBytes& arrays) {
                                                                           static_cast<double>(arrays.growth_budget())
                                                                     : 0.0},
                         {"ranks", rt_.size()}};
+  // The memory line tells something only on a graph large enough for its
+  // arrays to dominate the process (below that, MPI and the libraries do),
+  // when the command used more than it should; -v shows it always.
+  const bool over = arrays.growth_budget() && data_growth > arrays.growth_budget();
+  if (!progress_.verbose() && !(over && arrays.edges >= kMemoryLineEdgeBytes)) return;
   const int ranks = rt_.size();
+  auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / 1048576.0; };
   std::snprintf(text, sizeof(text),
-                "peak memory: %.1f MiB resident summed over %d rank%s (largest rank %.1f MiB), %.1f MiB above the "
-                "%.1f MiB at start = %.2fx the edge arrays (%.1f MiB; vertex arrays %.1f MiB); less %.1f MiB of "
-                "library code, %.2fx the budget (1.2x the edge arrays + 96 B a vertex)",
-                static_cast<double>(peak_sum) / 1048576.0, ranks, ranks == 1 ? "" : "s",
-                static_cast<double>(peak_max) / 1048576.0, static_cast<double>(growth) / 1048576.0,
-                static_cast<double>(start_sum) / 1048576.0, ratio, static_cast<double>(arrays.edges) / 1048576.0,
-                static_cast<double>(arrays.vertices) / 1048576.0, static_cast<double>(library_growth) / 1048576.0,
-                arrays.growth_budget() ? static_cast<double>(data_growth) / static_cast<double>(arrays.growth_budget())
-                                       : 0.0);
+                "memory: %.1f MiB at the peak over %d rank%s (largest rank %.1f MiB); this command added %.1f MiB "
+                "of data (and %.1f MiB of library code) to hold a graph of %.1f MiB of edges and %.1f MiB of vertex "
+                "arrays: %s",
+                mib(peak_sum), ranks, ranks == 1 ? "" : "s", mib(peak_max), mib(data_growth), mib(library_growth),
+                mib(arrays.edges), mib(arrays.vertices),
+                over ? "more than the edges + 20% + 96 B a vertex it should need"
+                     : "within the edges + 20% + 96 B a vertex it should need");
   progress_.step(text);
 }
 

@@ -247,12 +247,21 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
   j["lcc"] = graph_json(lcc.graph);
   p.step("largest component: " + std::to_string(lcc.graph.vertices()) + " of " +
          count_of(j["graph"]["vertices"].get<std::uint64_t>(), "vertex", "vertices") + ", " +
-         count_of(lcc.graph.edges(), "edge") + ", in " + lcc.graph.dst_metadata_path());
+         count_of(lcc.graph.edges(), "edge"));
   const bool hitting = a.analysis.kind == "hitting";
   std::vector<std::uint64_t> targets;
-  if (hitting)
+  if (hitting) {
     targets = a.targets.empty() ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
                                 : find_targets(lcc_ids, a.targets, "the largest component");
+    std::vector<std::uint64_t> shown_ids(targets);
+    lcc_ids.translate(shown_ids);
+    std::string list;
+    for (auto t : shown_ids) list += (list.empty() ? "" : ", ") + std::to_string(t);
+    p.step((shown_ids.size() == 1 ? "target: vertex " : "targets: vertices ") + list +
+           (a.targets.empty() ? " (the largest component's highest-degree vertex, the smallest id among equals; "
+                                "--targets chooses)"
+                              : " (--targets)"));
+  }
   AnalysisOptions analysis = a.analysis;
   analysis.steps_before = kLargest;
   auto h = report.timed(step_name(a.analysis.kind),
@@ -334,21 +343,46 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
   graph::WriteOptions w;
   w.pending = &outputs;
   w.group_access = a.group_access;
+  const std::string ids_output = id_map_path(a.output, a.ids_output);
+  w.comment = renumbered_note("the largest component of " + where(a.input));
   graph::write_graph(lcc.graph, a.output, w);
-  if (!a.ids_output.empty()) {
+  if (!ids_output.empty()) {
     // "lcc_id file_id": the id in OUT (1-based in a .mtx) -> the id in GRAPH.
     auto lcc_ids = loaded.ids.compose(lcc.original_ids);
     const std::uint64_t out_base = graph::format_of(a.output) == graph::FileFormat::matrix_market ? 1 : 0;
     auto out_ids = graph::IdMap::identity(rt, lcc.graph.vertex_ranges(), out_base);
     auto file_ids = lcc_ids.local_file_ids();
-    p.step("writing " + shown(a.ids_output));
-    graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), a.ids_output,
-                               {"lcc_id", "file_id", "nan", &outputs});
+    p.step("writing " + shown(ids_output) + " (the id map: lcc_id file_id)");
+    graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), ids_output,
+                               {"lcc_id", "file_id", "nan", &outputs, ""});
   }
   outputs.commit();
 }
 
 }  // namespace
+
+std::string id_map_path(const std::string& output, const std::string& given) {
+  if (!given.empty() || output.empty()) return given;
+  // Beside a file or directory; a stream has no "beside".
+  if (output == "-" || graph::format_of(output) == graph::FileFormat::binary) {
+    if (output == "-") return {};
+    std::string dir = output;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir + ".ids";
+  }
+  try {
+    if (resolve_output_path(output).stream()) return {};
+  } catch (const Error&) {
+    return {};  // the output's own check names the problem
+  }
+  return output + ".ids";
+}
+
+std::string renumbered_note(const std::string& what) {
+  // The same words wherever the file goes (a stream gets what a file gets).
+  return "renumbered: " + what + ", its vertices numbered from 0 (1 in a .mtx); its id map (\"new_id file_id\" "
+         "lines) is written beside this file as FILE.ids, or where --ids says";
+}
 
 std::string load_step(const Input& input) { return input.path.empty() ? "generate" : "read"; }
 
@@ -423,7 +457,9 @@ Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, co
                    [&] { return components_of(undirected && alg != "afforest" ? *undirected : g, alg, p); });
     auto s = timed("summary", [&] { return graph::summarize(g, c.labels); });
     std::uint64_t largest = ids.file_id(s.largest_label);
-    p.step(count_of(s.count, "component") + " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") + " (" +
+    // Rounds only where there were some (one rank's Afforest needs none).
+    p.step(count_of(s.count, "component") +
+           (c.rounds > 0 ? " in " + count_of(static_cast<std::uint64_t>(c.rounds), "round") : std::string()) + " (" +
            std::to_string(c.seconds) + " s); the largest has " + count_of(s.largest_size, "vertex", "vertices") +
            ", smallest vertex " + std::to_string(largest));
     auto cj = components_json(c, s, alg, largest);
@@ -436,7 +472,7 @@ Result components_of_graph(const graph::EdgeList& g, const graph::IdMap& ids, co
         ids.translate(file_labels);
         p.step("writing " + shown(a.output));
         graph::write_vertex_values(ids, std::span<const std::uint64_t>(file_labels), a.output,
-                                   {"vertex", "component", "nan", &outputs});
+                                   {"vertex", "component", "nan", &outputs, ""});
       });
     }
   }
@@ -475,6 +511,8 @@ Result run_lcc(Runtime& rt, const Options& a, Progress& p) {
       out.standard_output())
     throw ConfigError("-o " + a.output + " and --ids " + a.ids_output +
                       " both write to standard output; send one of them to a file");
+  if (a.ids_output.empty() && !id_map_path(a.output, "").empty())
+    check_output(rt, a, id_map_path(a.output, ""), graph::OutputKind::text_lines, "the id map beside -o");
   auto loaded = report.timed(load_step(a.input), [&] { return load(rt, a.input, p); });
   describe(p, loaded.graph);
   graph::check_graph_format(a.output, loaded.graph.weighted());
@@ -545,7 +583,8 @@ graph::LoadedGraph load_stage(Runtime& rt, const Options& a, Progress& p, Report
   const double read_seconds = seconds_since(t0);
   describe(p, loaded.graph);
   arrays = array_bytes(loaded.graph);
-  p.step("loaded into Shared storage: " + loaded.graph.dst_metadata_path());
+  p.step("loaded into Shared storage (" + std::filesystem::path(loaded.graph.dst_metadata_path()).parent_path().string() +
+         ", one segment per rank; removed when the command ends)");
   find_targets(loaded.ids, a.targets, where(a.input));
   double symmetrize_seconds = 0;
   if (loaded.graph.directed()) {
@@ -586,7 +625,8 @@ graph::LoadedGraph restore_loaded(Runtime& rt, StageStore& store, std::uint64_t 
   });
   store.release();
   arrays = store.saved().at("arrays").get<ArrayBytes>();
-  p.step("restored into Shared storage: " + loaded.graph.dst_metadata_path());
+  p.step("restored into Shared storage (" + std::filesystem::path(loaded.graph.dst_metadata_path()).parent_path().string() +
+         ")");
   describe(p, loaded.graph);
   stage_done(rt, from);
   return loaded;

@@ -21,6 +21,12 @@ Result document_only(nlohmann::json document);
 OutputPath check_output(Runtime& rt, const Options& options, const std::string& path, graph::OutputKind kind,
                         const char* option);
 
+// Where a renumbered graph's id map goes: `given` (--ids), else beside the
+// output (OUT.ids; nothing for a stream).
+std::string id_map_path(const std::string& output, const std::string& given);
+// The comment line a renumbered graph's file carries.
+std::string renumbered_note(const std::string& what);
+
 // The name of the loading step in the report: "generate" or "read".
 std::string load_step(const Input& input);
 

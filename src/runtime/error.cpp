@@ -99,8 +99,11 @@ void abort_job(const std::exception& e, int exit_code) {
   // killed by that abort instead of repeating the message (or, under
   // `tessera -n K`, to leave the report to the lowest rank).
   if (rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300 + 20 * std::min(rank, 50)));
-  std::string line = size > 1 ? "tessera: error (rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                                    "): " + e.what() + "\n"
+  // The rank is named only when it matters: rank 0 reports a cause every
+  // rank shares (a bad file, an option); another rank reporting first
+  // failed on its own (its node, its memory, its part of the data).
+  std::string line = rank > 0 ? "tessera: error on rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                                    ": " + e.what() + "\n"
                               : std::string("tessera: error: ") + e.what() + "\n";
   bool claimed = claim_error_report(line);
   if (!claimed) {

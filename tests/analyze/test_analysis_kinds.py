@@ -96,7 +96,7 @@ with ThreadPoolExecutor(max_workers=3) as pool:
     refused = {
         "unknown kind": pool.submit(run, "pipeline", graph, "--symmetric", "--analysis-kind", "magic",
                                     expect_ok=False),
-        "targets": pool.submit(run, "pipeline", graph, "--symmetric", "--analysis-kind", "fiedler", "--target", "0",
+        "targets": pool.submit(run, "pipeline", graph, "--symmetric", "--analysis-kind", "fiedler", "--targets", "0",
                                expect_ok=False),
     }
     for kind in ("fiedler", "centrality"):

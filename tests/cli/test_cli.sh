@@ -24,7 +24,7 @@ check "the error names the variable once" \
 # An error under -n K: one line on stderr, no Open MPI abort banner.
 printf '0 1\n1 2\n' > "$scratch/p.el"
 for ranks in 2 3; do
-  err=$("$tessera" hitting -n $ranks "$scratch/p.el" --target 7 -q 2>&1 >/dev/null); rc=$?
+  err=$("$tessera" hitting -n $ranks "$scratch/p.el" --targets 7 -q 2>&1 >/dev/null); rc=$?
   check "an error at $ranks ranks fails the job" '[ $rc -ne 0 ]'
   check "an error at $ranks ranks prints exactly one line" \
     '[ "$(wc -l <<<"$err")" -eq 1 ] && grep -q "target vertex 7 is outside" <<<"$err" || { echo "$err"; false; }'

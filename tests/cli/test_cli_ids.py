@@ -5,7 +5,7 @@ file text here:
 
 * hitting --relabel on a DIRECTED graph with sparse ids (issue 8 item 1:
   values landed on the wrong vertices, or the heap broke, at 2+ ranks);
-* 1-based files (item 3): --base 1 --relabel --target 10, --target 1 on a
+* 1-based files (item 3): --base 1 --relabel --targets 10, --targets 1 on a
   .mtx, lcc --ids and cc's largest_label;
 * cc -o LABELS (item 15): "vertex component" lines in file ids;
 * pipeline on a directed sparse-id graph: its LCC, target and times in file ids.
@@ -84,7 +84,7 @@ with tempfile.TemporaryDirectory() as tmp:
     want = {ids[i]: h[i] for i in range(len(ids))}
     def hitting_relabel_at(k):
         out = os.path.join(tmp, f"h{k}.txt")
-        p = tessera("hitting", directed, "--relabel", "--target", ",".join(map(str, targets)), "--tolerance", "1e-13",
+        p = tessera("hitting", directed, "--relabel", "--targets", ",".join(map(str, targets)), "--tolerance", "1e-13",
                     "-o", out, "--json", ranks=k)
         if p.returncode != 0:
             return
@@ -100,7 +100,7 @@ with tempfile.TemporaryDirectory() as tmp:
     shifted = write(os.path.join(tmp, "shifted.el"), "".join(f"{u + 1} {v + 1}\n" for u, v in edges))
     def hitting_base1_at(k):
         out = os.path.join(tmp, f"s{k}.txt")
-        p = tessera("hitting", shifted, "--base", "1", "--relabel", "--target", ",".join(str(t + 1) for t in targets),
+        p = tessera("hitting", shifted, "--base", "1", "--relabel", "--targets", ",".join(str(t + 1) for t in targets),
                     "--tolerance", "1e-13", "-o", out, ranks=k)
         if p.returncode == 0:
             ok, how = same_times(read_vertex_values(out), {v + 1: t for v, t in want.items()})
@@ -111,20 +111,20 @@ with tempfile.TemporaryDirectory() as tmp:
     r_el = write(os.path.join(tmp, "r.el"), "10 20\n20 30\n")
     def hitting_r_el_at(k):
         out = os.path.join(tmp, f"r{k}.txt")
-        p = tessera("hitting", r_el, "--base", "1", "--relabel", "--target", "10", "-o", out, ranks=k)
+        p = tessera("hitting", r_el, "--base", "1", "--relabel", "--targets", "10", "-o", out, ranks=k)
         check(p.returncode == 0 and read_vertex_values(out) == {10: 0.0, 20: 3.0, 30: 4.0},
-              f"hitting r.el --base 1 --relabel --target 10 at {k} ranks")
+              f"hitting r.el --base 1 --relabel --targets 10 at {k} ranks")
     harness.each(RANKS, hitting_r_el_at)
     mtx = write(os.path.join(tmp, "p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n")
     def hitting_mtx_at(k):
         out = os.path.join(tmp, f"m{k}.txt")
-        p = tessera("hitting", mtx, "--target", "1", "-o", out, ranks=k)
+        p = tessera("hitting", mtx, "--targets", "1", "-o", out, ranks=k)
         check(p.returncode == 0 and read_vertex_values(out) == {1: 0.0, 2: 3.0, 3: 4.0},
-              f"hitting --target 1 on a 3-vertex .mtx path targets file vertex 1 at {k} ranks")
+              f"hitting --targets 1 on a 3-vertex .mtx path targets file vertex 1 at {k} ranks")
     harness.each(RANKS, hitting_mtx_at)
-    p = tessera("hitting", mtx, "--target", "0", ranks=2, expect_ok=False)
+    p = tessera("hitting", mtx, "--targets", "0", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "target vertex 0 is outside" in p.stderr and "1..3" in p.stderr,
-          "hitting --target 0 on a .mtx names the file's id range")
+          "hitting --targets 0 on a .mtx names the file's id range")
 
     # cc and lcc on a 1-based .mtx with two components: largest_label, -o
     # labels and --ids in file ids.
@@ -166,7 +166,7 @@ with tempfile.TemporaryDirectory() as tmp:
     default_target = lcc_ids[int(np.argmax(deg))]
     def pipeline_at(k):
         out = os.path.join(tmp, f"p{k}.txt")
-        p = tessera("pipeline", directed, "--relabel", "--target", str(big[77]), "--tolerance", "1e-13", "-o", out,
+        p = tessera("pipeline", directed, "--relabel", "--targets", str(big[77]), "--tolerance", "1e-13", "-o", out,
                     "--json", ranks=k)
         if p.returncode == 0:
             ok, how = same_times(read_vertex_values(out), want_lcc)
@@ -178,7 +178,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"pipeline default target is the highest-degree vertex {default_target} in file ids at {k} ranks "
                   f"(got {j['hitting'].get('target_file_ids')})")
     harness.each(RANKS, pipeline_at)
-    p = tessera("pipeline", directed, "--relabel", "--target", "5000000003", ranks=2, expect_ok=False)
+    p = tessera("pipeline", directed, "--relabel", "--targets", "5000000003", ranks=2, expect_ok=False)
     check(p.returncode != 0 and "5000000003" in p.stderr and "largest component" in p.stderr,
           "pipeline names a target outside the largest component")
 

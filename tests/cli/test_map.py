@@ -53,7 +53,7 @@ for n in (1, 2):
 no_time = [[{k: v for k, v in m.items() if k != "seconds"} for m in d["mappings"]] for d in docs]
 h.check(no_time[0] == no_time[1], "the same mappings at 1 and 2 ranks")
 by = {m["mapping"]: m for m in docs[0]["mappings"]}
-h.check(list(by) == ["rnd", "rr", "to"], f"--mapping all gives rnd, rr, to in order: {list(by)}")
+h.check(list(by) == ["rnd", "rr", "block", "to"], f"--mapping all gives rnd, rr, block, to in order: {list(by)}")
 h.check(by["to"]["hop_bytes"] < by["rr"]["hop_bytes"] < by["rnd"]["hop_bytes"],
         f"TO < RR < RND: {by['to']['hop_bytes']} {by['rr']['hop_bytes']} {by['rnd']['hop_bytes']}")
 rr = [c % ranks for c in range(chunks)]

@@ -42,8 +42,8 @@ def commands(tmp):
         "cc -o": ["cc", g, "-o", "OUT"],
         "lcc -o": ["lcc", g, "-o", "OUT"],
         "lcc --ids": ["lcc", g, "-o", os.path.join(tmp, "lcc-beside.el"), "--ids", "OUT"],
-        "hitting -o": ["hitting", g, "--target", "0", "--solver", "tessera", "-o", "OUT"],
-        "pipeline -o": ["pipeline", g, "--target", "0", "--solver", "tessera", "-o", "OUT"],
+        "hitting -o": ["hitting", g, "--targets", "0", "--solver", "tessera", "-o", "OUT"],
+        "pipeline -o": ["pipeline", g, "--targets", "0", "--solver", "tessera", "-o", "OUT"],
     }
 
 

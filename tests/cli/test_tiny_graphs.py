@@ -54,14 +54,14 @@ with tempfile.TemporaryDirectory() as tmp:
         if p.returncode == 0:
             h.check(json.loads(p.stdout)["lcc"]["vertices"] == lcc_size, f"lcc {where}")
         out = os.path.join(tmp, f"{name}{k}-h.txt")
-        p = h.tessera("hitting", path, "--target", target, "-o", out, ranks=k)
+        p = h.tessera("hitting", path, "--targets", target, "-o", out, ranks=k)
         if p.returncode == 0:
             got = read_vertex_values(out)
             same = got.keys() == times.keys() and all(
                 (got[v] != got[v] and times[v] != times[v]) or abs(got[v] - times[v]) < 1e-8 for v in times)
             h.check(same, f"hitting {where}: {got}")
         out = os.path.join(tmp, f"{name}{k}-p.txt")
-        p = h.tessera("pipeline", path, "--target", target, "-o", out, "--verify", "--json", ranks=k)
+        p = h.tessera("pipeline", path, "--targets", target, "-o", out, "--verify", "--json", ranks=k)
         if p.returncode == 0:
             h.check(json.loads(p.stdout)["components"].get("verified") is True, f"pipeline --verify {where}")
             got = read_vertex_values(out)

@@ -73,7 +73,7 @@ def commands_agree(cl, work):
         "cc": (["cc", g, "-o", "{d}/cc.txt"], [("cc.txt", "lines")]),
         "cc.colocales": (["cc", g, "--colocales", "core", "-o", "{d}/ccc.txt"], [("ccc.txt", "lines")]),
         "lcc": (["lcc", g, "-o", "{d}/lcc.el", "--ids", "{d}/lcc.ids"], [("lcc.el", "lines"), ("lcc.ids", "lines")]),
-        "hitting": (["hitting", g, "--target", "0", "-o", "{d}/h.txt"], [("h.txt", "numbers")]),
+        "hitting": (["hitting", g, "--targets", "0", "-o", "{d}/h.txt"], [("h.txt", "numbers")]),
         "pipeline": (["pipeline", "--scale", "10", "--analysis", "inprocess", "-o", "{d}/p.txt"], [("p.txt", "numbers")]),
     }
     for name, (args, _) in cases.items():

@@ -177,7 +177,7 @@ TEST(VertexValues, WritesFileIdsInVertexOrder) {
   auto g = read_graph(rt, path, o);
   std::vector<double> values;
   for (auto id : g.ids.local_file_ids()) values.push_back(id == 30 ? std::nan("") : static_cast<double>(id) / 4);
-  write_vertex_values(g.ids, values, dir.path() + "/h.txt", {"vertex", "time", "unreachable", nullptr});
+  write_vertex_values(g.ids, values, dir.path() + "/h.txt", {"vertex", "time", "unreachable", nullptr, ""});
   std::vector<std::uint64_t> labels(g.ids.local_file_ids());
   write_vertex_values(g.ids, std::span<const std::uint64_t>(labels), dir.path() + "/l.txt", {});
   barrier(rt.comm());

@@ -118,7 +118,7 @@ def check_graph(case):
             ([("personal", "jacobi")] if ranks in (1, 3) else [])
         for kind, method in runs:
             out = os.path.join(tmp, f"{name}-{kind}-{method}-{ranks}.txt")
-            extra = ["--personalize", ",".join(map(str, personal))] if kind == "personal" else []
+            extra = ["--personalization", ",".join(map(str, personal))] if kind == "personal" else []
             p = h.tessera("pagerank", path, *opts, "--tolerance", "1e-13", "--max-iterations", "2000", "--method",
                           method, *extra, "-o", out, "--json", "--verify", ranks=ranks)
             what = f"pagerank {name} {kind} {method} at {ranks} ranks"
@@ -204,7 +204,7 @@ def check_graph(case):
         for ranks, hops in ((1, 2), (3, 1), (4, 3)):
             sub, ids = (os.path.join(tmp, f"{name}-sub-{source}-{ranks}.{x}") for x in ("el", "ids"))
             p = h.tessera("bfs", path, *opts, "--source", str(source), "--hops", str(hops), "--subgraph", sub,
-                          "--subgraph-ids", ids, ranks=ranks)
+                          "--ids", ids, ranks=ranks)
             what = f"bfs {name} from {source}, {hops} hops, subgraph at {ranks} ranks"
             if p.returncode:
                 continue
@@ -223,9 +223,9 @@ h.each(graphs, check_graph)
 p = h.tessera("bfs", awkward, "--source", "60", ranks=2, expect_ok=False)
 check(p.returncode != 0 and "source vertex 60 is outside the vertex ids of " + awkward + ", 0..59" in p.stderr,
       f"bfs --source 60: names the vertex and the range ({p.stderr.strip()[-200:]})")
-p = h.tessera("pagerank", awkward, "--personalize", "3,61", ranks=3, expect_ok=False)
+p = h.tessera("pagerank", awkward, "--personalization", "3,61", ranks=3, expect_ok=False)
 check(p.returncode != 0 and "personalization vertex 61 is outside" in p.stderr,
-      f"pagerank --personalize 61: names the vertex ({p.stderr.strip()[-200:]})")
+      f"pagerank --personalization 61: names the vertex ({p.stderr.strip()[-200:]})")
 p = h.tessera("bfs", awkward, "--source", "-1", ranks=1, expect_ok=False)
 check(p.returncode != 0 and "non-negative" in p.stderr, "bfs --source -1: refused by the option check")
 p = h.tessera("bfs", os.path.join(tmp, "path3.el"), "--source", "0", "--relabel", ranks=1)

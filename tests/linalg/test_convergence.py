@@ -118,7 +118,7 @@ with tempfile.TemporaryDirectory() as d:
             verdicts = {}
             for solver in ("tessera", "belos"):
                 out = os.path.join(d, f"times-{solver}.txt")
-                p = h.tessera("hitting", path, "--target", "0", "--solver", solver, "--tolerance", str(tolerance), "-o", out,
+                p = h.tessera("hitting", path, "--targets", "0", "--solver", solver, "--tolerance", str(tolerance), "-o", out,
                               "--json",
                               ranks=ranks)
                 what = f"{name}, {ranks} rank(s), {solver}"
@@ -153,7 +153,7 @@ with tempfile.TemporaryDirectory() as d:
     for mode, solver in runs:
         if mode in modes:
             out = os.path.join(d, f"pipe-{mode}-{solver}.txt")
-            p = h.tessera("pipeline", mesh2, "--target", "0", "--solver", solver, "--tolerance", str(MESH_TOLERANCE),
+            p = h.tessera("pipeline", mesh2, "--targets", "0", "--solver", solver, "--tolerance", str(MESH_TOLERANCE),
                           "--analysis", mode, "-o", out, "--json", ranks=2)
             what = f"pipeline --analysis {mode} --solver {solver}, 2 ranks"
             h.check(p.returncode == 0, f"{what}: exit 0 (got {p.returncode}) {p.stderr.strip()[-300:]}")
@@ -163,7 +163,7 @@ with tempfile.TemporaryDirectory() as d:
 
     # Not converged: says why and what to try, exits 3.
     for solver in ("tessera", "belos"):
-        p = h.tessera("hitting", mesh2, "--target", "0", "--solver", solver, "--max-iterations", "50", "--json",
+        p = h.tessera("hitting", mesh2, "--targets", "0", "--solver", solver, "--max-iterations", "50", "--json",
                       ranks=2, expect_ok=False)
         what = f"--max-iterations 50, {solver}"
         h.check(p.returncode == 3, f"{what}: exit 3 (got {p.returncode})")

@@ -146,7 +146,7 @@ def test_both_solvers_and_a_given_graph_file(rt, reference):
         result = tessera.pipeline(scale=SCALE, solver=solver, targets=[5], tolerance=1e-12)
         assert result["hitting"]["solver"] == solver and result["hitting"]["target_file_ids"] == [5]
         check_times_match_scipy(rt, result, reference)
-        command = cli_json(rt, "pipeline", "--scale", str(SCALE), "--solver", solver, "--target", "5",
+        command = cli_json(rt, "pipeline", "--scale", str(SCALE), "--solver", solver, "--targets", "5",
                            "--tolerance", "1e-12")
         if rt.rank == 0:
             assert comparable(dict(result)) == comparable(command)
@@ -199,7 +199,7 @@ def test_a_graph_in_memory_and_a_file(rt, source_dir, tmp_path_factory):
     assert np.array_equal(in_memory.times.local, from_file.times.local)
     assert np.array_equal(in_memory.file_ids, from_file.file_ids)
     assert from_file["hitting"]["mean"] == pytest.approx(68.913939, abs=1e-5)  # the README's walkthrough
-    command = cli_json(rt, "pipeline", path, "--target", "0")
+    command = cli_json(rt, "pipeline", path, "--targets", "0")
     if rt.rank == 0:
         assert comparable(dict(from_file)) == comparable(command)
     out = f"/tmp/tessera-pytest-{rt.job_id}-times.txt"
@@ -219,7 +219,7 @@ def test_hitting_times_default_solver_and_document_equal_the_command(rt, source_
     h = tessera.hitting_times(tessera.read_graph(path), [0])
     assert h.solver == tessera.default_solver() and h.converged
     assert h.document["command"] == "hitting" and h.targets == [0]
-    command = cli_json(rt, "hitting", path, "--target", "0")
+    command = cli_json(rt, "hitting", path, "--targets", "0")
     if rt.rank == 0:
         assert comparable(h.document) == comparable(command)
 

@@ -32,7 +32,7 @@ with tempfile.TemporaryDirectory() as d:
     graph = os.path.join(d, "grid.el")
     run(1, "gen", "grid", "--dims", "12x9", "-o", graph)
     ref = os.path.join(d, "ref.txt")
-    run(1, "hitting", graph, "--target", "0,50", "--tolerance", "1e-12", "-o", ref)
+    run(1, "hitting", graph, "--targets", "0,50", "--tolerance", "1e-12", "-o", ref)
     want = times(ref)
     # The independent reference: scipy's direct solve on the same edges.
     edges = np.loadtxt(graph, comments="#", dtype=np.int64, ndmin=2)
@@ -44,7 +44,7 @@ with tempfile.TemporaryDirectory() as d:
     for ranks in (1, 2, 3, 4):
         for matrix, pre in (("edgelist", "diagonal"), ("edgelist", "relaxation"), ("crs", "diagonal")):
             out = os.path.join(d, f"belos-{ranks}-{matrix}-{pre}.txt")
-            j = json.loads(run(ranks, "hitting", graph, "--target", "0,50", "--tolerance", "1e-12", "--solver", "belos",
+            j = json.loads(run(ranks, "hitting", graph, "--targets", "0,50", "--tolerance", "1e-12", "--solver", "belos",
                                "--matrix", matrix, "--preconditioner", pre, "-o", out, "--json"))
             assert j["hitting"]["solver"] == "belos" and j["hitting"]["converged"], j
             assert j["hitting"]["preconditioner"] == pre, j

@@ -3,6 +3,7 @@
 // and the binary format is a directory of Shared-storage segments, so loading
 // it with the same rank count is an mmap.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,9 @@ struct ReadOptions {
   bool symmetric = false;
   bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
   StorageOptions storage;    // where the loaded arrays live
+  // Called (on every rank) with what the reader learned from a file's
+  // "# tessera graph:" header, and with each option that overrides it.
+  std::function<void(const std::string&)> note;
 };
 
 // Bytes of vertex arrays a graph command keeps per vertex (degree, labels,

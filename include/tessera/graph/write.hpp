@@ -70,6 +70,9 @@ struct WriteOptions {
   bool group_access = false;
   // When set, the output is committed with the command's other outputs.
   PendingOutputs* pending = nullptr;
+  // Text formats: one more comment line after the header saying what the
+  // file is (a renumbered subgraph says so and names its id map).
+  std::string comment;
 };
 
 // Collective (rank 0 looks): throws ConfigError naming the path and the
@@ -94,8 +97,13 @@ void check_graph_format(const std::string& path, bool weighted);
 // or concurrent write leaves nothing half-written; a stream in place (see
 // the top). Refuses to overwrite an existing binary directory.
 // Text ids are written 0-based (.el/.wel) or 1-based (.mtx); an undirected
-// graph is written to .mtx as "symmetric" (lower triangle).
+// graph is written to .mtx as "symmetric" (lower triangle). An edge list
+// starts with its kind, which read_graph honours:
+//   # tessera graph: undirected, unweighted, ids from 0; 4096 vertices, 48380 edges (96760 arcs)
+//   # tessera graph: directed, weighted, ids from 0; 28 vertices, 43 arcs
 void write_graph(const EdgeList& graph, const std::string& path, const WriteOptions& options = {});
+// That first line of an edge list, with its newline.
+std::string edge_list_header(const EdgeList& graph);
 
 // Collective: rank 0's `header`, then every rank's `body` in rank order, into
 // one file written through a temporary renamed at the end, or into a stream.
@@ -108,8 +116,10 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
 struct VertexValuesOptions {
   std::string id_column = "vertex";
   std::string value_column = "value";
-  std::string nan_text = "nan";  // written for a NaN value ("unreachable" for hitting times)
+  std::string nan_text = "nan";  // written for a NaN value (a number NumPy reads: nan, inf)
   PendingOutputs* pending = nullptr;
+  // A second comment line saying what a special value means ("nan: ...").
+  std::string note;
 };
 // Collective. `local_values`: this rank's vertices of `ids`, in order.
 void write_vertex_values(const IdMap& ids, std::span<const double> local_values, const std::string& path,

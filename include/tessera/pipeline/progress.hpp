@@ -21,7 +21,9 @@ ProgressSink stderr_sink(bool enabled);
 class Progress {
  public:
   // Without a sink nothing is shown (the timing still runs).
-  explicit Progress(ProgressSink sink = {}) : sink_(std::move(sink)) {}
+  // `verbose`: also the lines only a curious user wants (-v: the memory report).
+  explicit Progress(ProgressSink sink = {}, bool verbose = false) : sink_(std::move(sink)), verbose_(verbose) {}
+  bool verbose() const noexcept { return verbose_; }
 
   void step(const std::string& what) const;
   // A detail line, at most four a second unless `last` (or the first since
@@ -33,6 +35,7 @@ class Progress {
   ProgressSink sink_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   mutable double last_tick_ = -1;
+  bool verbose_ = false;
 };
 
 // "1 component", "2 components"; "1 vertex", "2 vertices".

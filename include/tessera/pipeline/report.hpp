@@ -2,9 +2,10 @@
 // each step the user waits for, on the slowest rank, and the job's peak
 // resident memory (VmHWM) summed over the ranks (its footprint) and of the
 // largest rank, with the sum's growth over the start (runtime and MPI) as a
-// multiple of the edge arrays. Printed as one "time:" line and one "peak
-// memory:" line, and added to the result document as "step_seconds" and
-// "memory".
+// multiple of the edge arrays. Printed as one "time:" line and, with -v
+// (Progress::verbose) or when a graph of kMemoryLineEdgeBytes of edges or
+// more went over its budget, one "memory:" line in plain words; always in
+// the result document as "step_seconds" and "memory".
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -31,6 +32,8 @@ struct ArrayBytes {
   std::uint64_t growth_budget() const noexcept { return edges + edges / 5 + 96 * vertex_count; }
 };
 ArrayBytes array_bytes(const graph::EdgeList& g);
+// Edge arrays from which a command over its budget says so without -v.
+inline constexpr std::uint64_t kMemoryLineEdgeBytes = std::uint64_t{64} << 20;
 
 class Report {
  public:

@@ -51,7 +51,8 @@ struct BfsSettings {
 // run_spectral's bisection by the Fiedler vector (the kind and the solver
 // are Options::analysis's).
 struct SpectralSettings {
-  std::string parts;  // "vertex part" lines (0/1) written here
+  int count = 0;  // 2 (--parts 2): the output holds "vertex fiedler part" lines, the bisection beside the vector
+  std::string parts;  // the older form: "vertex part" lines (0/1) written here
   std::string split = "median";  // or sign
 };
 
