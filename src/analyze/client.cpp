@@ -19,13 +19,14 @@
 #include <sstream>
 #include <thread>
 
+#include "tessera/analyze/protocol.hpp"
 #include "tessera/linalg/vector.hpp"
 #include "tessera/runtime/child_process.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/launch.hpp"
 #include "tessera/runtime/runtime.hpp"
-#include "tessera/analyze/protocol.hpp"
+#include "tessera/runtime/trace.hpp"
 
 extern char** environ;
 
@@ -93,7 +94,11 @@ std::vector<std::string> analysis_environment(Sandbox sandbox, bool across_nodes
       if (name.rfind("OMPI_MCA_", 0) == 0) mpi = job_specific_mca(name.substr(9));
       else if (name == "OPAL_PREFIX") mpi = false;
     }
-    if (!mpi) env.push_back(v);
+    if (mpi) continue;
+    // A traced job's analysis records a trace of its own beside the job's.
+    const std::string traced = std::string(trace::kTraceVariable) + "=";
+    if (v.rfind(traced, 0) == 0) v = traced + trace::companion_path(v.substr(traced.size()), "analysis");
+    env.push_back(v);
   }
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
   env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");

@@ -307,6 +307,20 @@ void write_file(const std::string& path, const std::string& text) {
   }
 }
 
+// The event's next argument, or null when it has kMaxArgs already.
+Arg* next_arg(Event& e, const char* key, Arg::Type type) noexcept {
+  if (e.args >= kMaxArgs) return nullptr;
+  Arg& a = e.arg[e.args++];
+  a.key = key;
+  a.type = type;
+  return &a;
+}
+
+void add_integers(Event& e, std::initializer_list<std::pair<const char*, std::int64_t>> args) noexcept {
+  for (const auto& [key, value] : args)
+    if (Arg* a = next_arg(e, key, Arg::Type::integer)) a->integer = value;
+}
+
 }  // namespace
 
 const char* category_name(Category c) noexcept {
@@ -372,27 +386,15 @@ void Span::end() noexcept {
 }
 
 void Span::add_integer(const char* key, std::int64_t value) noexcept {
-  if (event_.args >= kMaxArgs) return;
-  Arg& a = event_.arg[event_.args++];
-  a.key = key;
-  a.type = Arg::Type::integer;
-  a.integer = value;
+  if (Arg* a = next_arg(event_, key, Arg::Type::integer)) a->integer = value;
 }
 
 void Span::add_real(const char* key, double value) noexcept {
-  if (event_.args >= kMaxArgs) return;
-  Arg& a = event_.arg[event_.args++];
-  a.key = key;
-  a.type = Arg::Type::real;
-  a.real = value;
+  if (Arg* a = next_arg(event_, key, Arg::Type::real)) a->real = value;
 }
 
 void Span::add_text(const char* key, const char* text) noexcept {
-  if (event_.args >= kMaxArgs) return;
-  Arg& a = event_.arg[event_.args++];
-  a.key = key;
-  a.type = Arg::Type::text;
-  a.text = text;
+  if (Arg* a = next_arg(event_, key, Arg::Type::text)) a->text = text;
 }
 
 void Span::set_flow(char phase, std::uint64_t id) noexcept {
@@ -408,13 +410,7 @@ void RoundClock::record_round(std::initializer_list<std::pair<const char*, std::
   // Recording began after this clock was made: the round starts then.
   e.start_ns = last_ns_ != 0 ? last_ns_ : now;
   e.duration_ns = now - e.start_ns;
-  for (const auto& [key, value] : args) {
-    if (e.args >= kMaxArgs) break;
-    Arg& a = e.arg[e.args++];
-    a.key = key;
-    a.type = Arg::Type::integer;
-    a.integer = value;
-  }
+  add_integers(e, args);
   record(e);
   last_ns_ = now;
 }
@@ -452,19 +448,9 @@ void instant(Category category, const char* name, std::initializer_list<std::pai
   e.category = category;
   e.phase = 'i';
   e.start_ns = now_ns();
-  for (const auto& [key, value] : args) {
-    if (e.args >= kMaxArgs) break;
-    Arg& a = e.arg[e.args++];
-    a.key = key;
-    a.type = Arg::Type::integer;
-    a.integer = value;
-  }
-  if (text_key && e.args < kMaxArgs) {
-    Arg& a = e.arg[e.args++];
-    a.key = text_key;
-    a.type = Arg::Type::text;
-    a.text = text;
-  }
+  add_integers(e, args);
+  if (text_key)
+    if (Arg* a = next_arg(e, text_key, Arg::Type::text)) a->text = text;
   record(e);
 }
 
@@ -474,10 +460,7 @@ void counter(const char* name, const char* key, double value) noexcept {
   e.name = name;
   e.phase = 'C';
   e.start_ns = now_ns();
-  e.args = 1;
-  e.arg[0].key = key;
-  e.arg[0].type = Arg::Type::real;
-  e.arg[0].real = value;
+  next_arg(e, key, Arg::Type::real)->real = value;
   record(e);
 }
 
@@ -526,6 +509,14 @@ Options options_from_environment() {
     o.buffer_bytes = static_cast<std::size_t>(v) << 20;
   }
   return o;
+}
+
+std::string companion_path(const std::string& path, const std::string& role) {
+  const std::size_t slash = path.rfind('/');
+  const std::size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1)
+    return path + "." + role;
+  return path.substr(0, dot) + "." + role + path.substr(dot);
 }
 
 bool active() noexcept { return recorder().active; }

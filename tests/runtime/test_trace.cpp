@@ -281,3 +281,11 @@ TEST(Trace, TheBufferVariableIsChecked) {
   EXPECT_EQ(trace::options_from_environment().buffer_bytes, std::size_t{8} << 20);
   unsetenv(trace::kTraceBufferVariable);
 }
+
+// A launched analysis job records beside the job's file, never over it.
+TEST(Trace, ALaunchedJobsFileIsBesideTheJobs) {
+  EXPECT_EQ(trace::companion_path("/tmp/t.json", "analysis"), "/tmp/t.analysis.json");
+  EXPECT_EQ(trace::companion_path("run/trace", "analysis"), "run/trace.analysis");
+  EXPECT_EQ(trace::companion_path("a.b/trace", "analysis"), "a.b/trace.analysis");
+  EXPECT_EQ(trace::companion_path("/tmp/.hidden", "analysis"), "/tmp/.hidden.analysis");
+}

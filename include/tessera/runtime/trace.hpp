@@ -19,10 +19,13 @@
 // storage/ its allocations.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace tessera {
 
@@ -214,6 +217,10 @@ inline constexpr const char* kTraceVariable = "TESSERA_TRACE";
 inline constexpr const char* kTraceBufferVariable = "TESSERA_TRACE_BUFFER_MB";
 // Options from the environment; empty path when TESSERA_TRACE is unset.
 Options options_from_environment();
+// The trace file of a job this job launches (an out-of-process analysis):
+// beside FILE, the role before its extension ("t.json" -> "t.analysis.json"),
+// so neither job's file replaces the other's.
+std::string companion_path(const std::string& path, const std::string& role);
 
 }  // namespace trace
 }  // namespace tessera
