@@ -5,6 +5,7 @@ bfs`` and ``tessera spectral`` run them. Each result holds DistArrays on the
 graph's vertex ranges: ``.local`` is this rank's part as a NumPy view of the
 library's memory, no copy."""
 import json
+import warnings
 
 from . import _tessera
 from .arrays import DistArray
@@ -108,14 +109,18 @@ def pagerank(graph, *, damping=0.85, tolerance=1e-4, max_iterations=20, method="
     return PageRank(DistArray(None, 0, _impl=scores), json.loads(document))
 
 
-def bfs(graph, source, *, direction="optimizing", max_depth=-1, verbose=False):
+def bfs(graph, source, *, direction="optimizing", hops=-1, verbose=False, max_depth=None):
     """Collective: breadth-first search from ``source`` (a file id) along the
     arcs (``tessera bfs``): "optimizing" (GAPBS's top-down / bottom-up
-    switch), "top-down" or "bottom-up"; ``max_depth`` >= 0 stops at that
-    depth (the k-hop neighbourhood). ``verbose``: progress lines on rank 0's
-    stderr."""
+    switch), "top-down" or "bottom-up"; ``hops`` >= 0 stops at that depth
+    (the k-hop neighbourhood, as ``tessera bfs --hops``). ``verbose``:
+    progress lines on rank 0's stderr. ``max_depth`` is the old name of
+    ``hops`` (a warning; it goes in the next release)."""
     current()
-    parents, depths, document = _tessera._bfs(graph._impl, _file_ids(source)[0], direction, int(max_depth),
+    if max_depth is not None:
+        warnings.warn("tessera.bfs(max_depth=) is now hops= (as tessera bfs --hops)", FutureWarning, stacklevel=2)
+        hops = max_depth
+    parents, depths, document = _tessera._bfs(graph._impl, _file_ids(source)[0], direction, int(hops),
                                               bool(verbose))
     return Bfs(DistArray(None, 0, _impl=parents), DistArray(None, 0, _impl=depths), json.loads(document))
 

@@ -279,7 +279,8 @@ def python_names():
              ("pagerank", "--personalization", "pagerank", "personalization"),
              ("hitting", "--symmetric", "read_graph", "symmetric"), ("pipeline", "--symmetric", "pipeline", "symmetric"),
              ("cc", "--symmetric", "read_graph", "symmetric"), ("pagerank", "--max-iterations", "pagerank",
-                                                                "max_iterations")]
+                                                                "max_iterations"),
+             ("bfs", "--hops", "bfs", "hops")]
     for command, option, function, keyword in pairs:
         text = tessera(command, "--help").stdout
         h.check(re.search(re.escape(option) + r"\b", text) is not None and keyword in kwargs.get(function, ()),

@@ -89,8 +89,11 @@ def test_bfs_equals_scipy(rt, kron, direction):
     assert np.array_equal(b.depths.local, mine(g, depth))
     assert np.array_equal(b.parents.local, mine(g, parent))
     assert b.reached == int((depth >= 0).sum()) and b.levels == depth.max() and b.source == source
-    hop = tessera.bfs(g, source, max_depth=1)
+    hop = tessera.bfs(g, source, hops=1)
     assert np.array_equal(hop.depths.local, mine(g, np.where(depth <= 1, depth, -1)))
+    with pytest.warns(FutureWarning, match="now hops="):  # the old name, for one release
+        old = tessera.bfs(g, source, max_depth=1)
+    assert np.array_equal(old.depths.local, hop.depths.local)
 
 
 def test_bfs_bad_source(rt, kron):

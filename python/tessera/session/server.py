@@ -294,9 +294,10 @@ class Session:
         return self.describe(self.add(Held("PageRank", p, _document_fields(p),
                                            _with_file_ids(g, {"scores": lambda: p.scores})), client))
 
-    def op_bfs(self, client, graph, source, direction="optimizing", max_depth=-1, verbose=False):
+    def op_bfs(self, client, graph, source, direction="optimizing", hops=-1, verbose=False, max_depth=None):
         g = self.get(graph, "Graph").obj
-        b = tessera.bfs(g, source, direction=direction, max_depth=max_depth, verbose=verbose)
+        b = tessera.bfs(g, source, direction=direction, hops=hops if max_depth is None else max_depth,
+                        verbose=verbose)
         return self.describe(self.add(Held("Bfs", b, _document_fields(b),
                                            _with_file_ids(g, {"parents": lambda: b.parents,
                                                               "depths": lambda: b.depths})), client))
