@@ -54,6 +54,7 @@ class Slice:
 
     @property
     def end_us(self):
+        """When the slice ends, microseconds on the job's clock."""
         return self.start_us + self.duration_us
 
     def __repr__(self):
@@ -125,6 +126,7 @@ class _Checker:
         self.path = path
 
     def fail(self, where, what):
+        """Raises FormatError naming the file, where in it, and what is wrong."""
         raise FormatError(f"{self.path}: {where}: {what}" if where else f"{self.path}: {what}")
 
     def per_rank_list(self, owner, key, ranks, item_ok, item_kind, required=True, where="otherData.tessera"):
@@ -389,6 +391,7 @@ def rank_times(trace, rank):
     idle_us = _length(idle)
 
     def outside_idle(categories):
+        """Microseconds in these categories' events that are not also idle."""
         return _length(_rank_intervals(trace, rank, categories) + idle) - idle_us
 
     wall_us = trace.end_us[rank] - trace.start_us[rank]

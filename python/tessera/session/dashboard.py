@@ -180,11 +180,13 @@ class Dashboard:
         self._thread = None
 
     def start(self):
+        """Serves the page from a daemon thread (after the first publish)."""
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.25},
                                         daemon=True, name="dashboard")
         self._thread.start()
 
     def close(self):
+        """Stops serving and closes the listening socket."""
         if self._thread is not None:
             self._http.shutdown()
         self._http.server_close()
@@ -207,6 +209,7 @@ class Dashboard:
                 self._timeline = timeline
 
     def begin(self, op, client, args):
+        """A command starts: the page shows it running, with its progress."""
         label = command_label(op, args)
         tracker = _progress.Progress(label, _progress.default_tolerance(op, args))
         with self._lock:
@@ -215,12 +218,14 @@ class Dashboard:
                              "lines": collections.deque(maxlen=PROGRESS_LINES)}
 
     def line(self, text):
+        """One progress line of the running command."""
         with self._lock:
             if self._running is not None:
                 self._running["progress"].line(text)
                 self._running["lines"].append(text)
 
     def end(self, outcome, result=None):
+        """The running command ended: it goes to the history with its seconds."""
         with self._lock:
             r, self._running = self._running, None
             if r is not None and r["op"] != "client_gone":
@@ -229,6 +234,7 @@ class Dashboard:
                                           "result": result})
 
     def counts(self, clients, queued):
+        """The connected clients and the commands waiting their turn."""
         with self._lock:
             self._counts = {"clients": int(clients), "queued": int(queued)}
 
@@ -376,6 +382,8 @@ def load_timeline(path):
 
 
 def draw_timeline(events, meta, width=960):
+    """The trace's main-thread spans as an inline SVG: a row per rank, a bar
+    per phase or round, waits in red; with each rank's idle share."""
     spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in DRAWN
              and e.get("tid", 0) == 0 and isinstance(e.get("ts"), (int, float))
              and isinstance(e.get("dur"), (int, float))]
