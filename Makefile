@@ -13,7 +13,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCH := $(shell command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
 
-.PHONY: all setup build build-san demo test test-release test-san clean
+.PHONY: all setup build build-san demo test test-release test-san clean wheel
 
 all: build
 
@@ -37,6 +37,15 @@ build: setup $(BUILD)/CMakeCache.txt
 
 build-san: setup $(BUILD_SAN)/CMakeCache.txt
 	@cmake --build $(BUILD_SAN) -j $(JOBS)
+
+# $(BUILD)/dist/tessera-*.whl: the Python package made from this build tree,
+# as `pip install ./python` does after `make build` (its targets brought up
+# to date, `cmake --install --component python`, zipped:
+# python/build_backend/tessera_wheel.py). For the Python the tree builds for.
+PYTHON ?= /usr/bin/python3
+wheel: setup $(BUILD)/CMakeCache.txt
+	@TESSERA_BUILD_DIR=$(abspath $(BUILD)) CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+	  $(PYTHON) python/build_backend/tessera_wheel.py $(BUILD)/dist
 
 demo: setup $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j $(JOBS) --target tessera_cli  # only what the demo runs
