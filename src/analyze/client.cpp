@@ -100,9 +100,8 @@ std::vector<std::string> analysis_environment(Sandbox sandbox, bool across_nodes
     if (v.rfind(traced, 0) == 0) v = traced + trace::companion_path(v.substr(traced.size()), "analysis");
     env.push_back(v);
   }
-  env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
-  env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
-  env.push_back("OMPI_MCA_mpi_yield_when_idle=1");
+  // The caller's OMPI_ variables are gone, so the defaults are set as they are.
+  for (const auto& [name, value] : mpirun_defaults(!across_nodes)) env.push_back(name + "=" + value);
   if (sandbox == Sandbox::around_mpirun) env.push_back("OMPI_MCA_btl_vader_backing_directory=/tmp");
   if (sandbox == Sandbox::per_rank) {
     // Each rank in a sandbox of its own: ranks of one node do not share a
@@ -578,20 +577,18 @@ class OutOfProcessRun {
 
   // Rank 0 only.
   void start_analysis() {
-    std::vector<std::string> command = {"mpirun", "--quiet"};
+    std::vector<std::string> args = {"--quiet"}, words;
     Sandbox sandbox = Sandbox::none;
     if (!across_nodes_) {
       // One node: mpirun on this node, inside the launcher when contained.
       std::string control_path = hs_.control_path;
-      std::vector<std::string> words;
       if (options_.isolation == Isolation::container) {
         words = launcher_words(options_, dir_, program_, &control_path, false);
         sandbox = Sandbox::around_mpirun;
       }
-      command.insert(command.end(), {"-n", std::to_string(rt_.size()), "--oversubscribe"});
+      args.insert(args.end(), {"-n", std::to_string(rt_.size())});
       auto app = app_context({}, control_path);
-      command.insert(command.end(), app.begin(), app.end());
-      command.insert(command.begin(), words.begin(), words.end());
+      args.insert(args.end(), app.begin(), app.end());
     } else {
       // Across nodes the launcher wraps each analysis rank, not mpirun: the
       // sandbox must hold what runs on every node, and mpirun starts the
@@ -600,15 +597,18 @@ class OutOfProcessRun {
       // themselves. mpirun and its daemons stay outside and start each rank
       // through the launcher on its node.
       std::string control_path = hs_.control_path;
-      std::vector<std::string> words;
+      std::vector<std::string> rank_words;
       if (options_.isolation == Isolation::container) {
-        words = launcher_words(options_, dir_, program_, &control_path, true);
+        rank_words = launcher_words(options_, dir_, program_, &control_path, true);
         sandbox = Sandbox::per_rank;
       }
-      command.push_back("--oversubscribe");
-      auto contexts = mpmd(words, control_path);
-      command.insert(command.end(), contexts.begin(), contexts.end());
+      auto contexts = mpmd(rank_words, control_path);
+      args.insert(args.end(), contexts.begin(), contexts.end());
     }
+    // mpirun's words (runtime/launch.hpp), inside the launcher when contained.
+    std::vector<std::string> command = words;
+    const auto mpirun = mpirun_argv(args);
+    command.insert(command.end(), mpirun.begin(), mpirun.end());
     hs_.command = joined(command);
     child_.start(command, sandbox, across_nodes_);
   }

@@ -9,6 +9,8 @@
 //   tessera map                     hop-bytes of chunk mappings on a simulated torus
 //   tessera -n K run --recover CMD  CMD under the recovery supervisor
 //   tessera trace summary|plot FILE where a traced run spent its time
+//   tessera mpirun ARGS             mpirun as Tessera starts every job (plumbing:
+//                                   Python sessions and scripts/mpirun.sh run it)
 // -n K starts the job under mpirun with K ranks when not already under MPI,
 // watched by the supervisor (src/cli/run.cpp, run_job).
 #include "commands.hpp"
@@ -47,6 +49,16 @@ std::vector<std::string> without_rank_option(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `tessera mpirun ARGS`: every argument is mpirun's, so none is parsed
+  // here; mpirun gets the launch environment of runtime/launch.hpp.
+  if (argc >= 2 && std::strcmp(argv[1], "mpirun") == 0) {
+    try {
+      tessera::exec_mpirun(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera: error: %s\n", e.what());
+      return 127;
+    }
+  }
   CLI::App app{"Tessera: distributed graph and array analytics on MPI, zero-copy and aggregated", "tessera"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);

@@ -24,6 +24,59 @@ bool launched_by_mpi() {
   return false;
 }
 
+// ---- mpirun, built in one place ----------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> mpirun_defaults(bool single_node) {
+  std::vector<std::pair<std::string, std::string>> v = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                                        {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                                                        {"OMPI_MCA_mpi_yield_when_idle", "1"}};
+  if (single_node) v.emplace_back("OMPI_MCA_pml", "ob1");
+  return v;
+}
+
+bool mpirun_single_node(const std::vector<std::string>& mpirun_args) {
+  if (const char* f = std::getenv("OMPI_MCA_orte_default_hostfile"); f && *f) return false;
+  for (const auto& a : mpirun_args) {
+    if (a == "--host" || a == "-host" || a == "-H" || a == "--hostfile" || a == "-hostfile" || a == "--machinefile" ||
+        a == "-machinefile" || a == "--default-hostfile" || a.rfind("--host=", 0) == 0 || a.rfind("--hostfile=", 0) == 0)
+      return false;
+  }
+  return true;
+}
+
+std::vector<std::string> mpirun_argv(const std::vector<std::string>& mpirun_args,
+                                     const std::vector<std::string>& forward) {
+  std::vector<std::string> argv = {"mpirun", "--oversubscribe"};
+  std::vector<std::string> names = forward;
+  if (std::getenv("PYTHONPATH")) names.emplace_back("PYTHONPATH");
+  for (char** e = ::environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("TESSERA_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const auto& name : names) argv.insert(argv.end(), {"-x", name});
+  argv.insert(argv.end(), mpirun_args.begin(), mpirun_args.end());
+  return argv;
+}
+
+void exec_mpirun(const std::vector<std::string>& mpirun_args) {
+  const bool single_node = mpirun_single_node(mpirun_args);
+  for (const auto& [name, value] : mpirun_defaults(single_node)) ::setenv(name.c_str(), value.c_str(), 0);
+  if (single_node && !mpi_session_base_chosen()) {
+    MpiSessionBase base;  // named by this PID, mpirun's after the exec
+    ::setenv(MpiSessionBase::kVariable, base.path().c_str(), 1);
+    base.keep();  // removed by a later launch once mpirun has ended
+  }
+  auto words = mpirun_argv(mpirun_args);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execvp("mpirun", argv.data());
+  throw SystemError("cannot start mpirun (is openmpi-bin installed? run scripts/setup.sh)", errno);
+}
+
 // ---- Open MPI session directories -------------------------------------------
 
 bool mpi_session_base_chosen() {
@@ -33,27 +86,32 @@ bool mpi_session_base_chosen() {
   return false;
 }
 
-MpiSessionBase::MpiSessionBase() {
-  namespace fs = std::filesystem;
+std::string mpi_session_bases_dir() {
   const char* tmp = std::getenv("TMPDIR");
   struct stat ns {};
   const auto pid_namespace = ::stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<unsigned long>(ns.st_ino) : 0ul;
-  const fs::path bases = fs::path(tmp && *tmp ? tmp : "/tmp") /
-                         ("tessera-mpirun." + std::to_string(::getuid()) + "." + std::to_string(pid_namespace));
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-mpirun." + std::to_string(::getuid()) + "." +
+         std::to_string(pid_namespace);
+}
+
+MpiSessionBase::MpiSessionBase(const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path bases = mpi_session_bases_dir();
   if (::mkdir(bases.c_str(), 0700) != 0 && errno != EEXIST)
     throw SystemError("cannot make the directory of Open MPI session bases " + bases.string(), errno);
-  // The bases of ended launches (named by their process, per user and PID
-  // namespace, where a PID means one process).
+  // The bases of ended launches: PID or PID.TAG, PID the process whose life
+  // bounds the base's mpirun.
   std::error_code ec;
   for (fs::directory_iterator it(bases, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
-    if (::kill(static_cast<pid_t>(std::stol(name)), 0) != 0 && errno == ESRCH) {
+    const std::string pid = name.substr(0, name.find('.'));
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
       std::error_code ignored;
       fs::remove_all(it->path(), ignored);
     }
   }
-  path_ = (bases / std::to_string(::getpid())).string();
+  path_ = (bases / (std::to_string(::getpid()) + (tag.empty() ? "" : "." + tag))).string();
   if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST)
     throw SystemError("cannot make an Open MPI session directory base " + path_, errno);
 }

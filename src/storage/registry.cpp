@@ -224,23 +224,13 @@ std::vector<std::string> subdirectories(const std::string& dir, const std::strin
 }
 
 // Where Open MPI's session directories may be: TMP itself (its default
-// base), and the bases of their own that scripts/mpirun.sh
-// (TMP/tessera-mpirun.UID.PIDNS/PID), `tessera -n K` (TMP/tessera-run-X/mpiN)
-// and Python's tessera.start (RUNTIME/mpi.PIDNS/X, RUNTIME being
-// $XDG_RUNTIME_DIR/tessera or /tmp/tessera-UID) give jobs on one node.
+// base), and the bases every Tessera launch on one node gives its mpirun
+// (runtime/launch.hpp: TMP/tessera-mpirun.UID.PIDNS/PID[.TAG], any PID
+// namespace's).
 std::vector<std::string> session_bases(const std::string& tmp, const std::string& uid) {
   std::vector<std::string> bases = {tmp};
-  // The bases in DIR/PREFIX*/INNER*.
-  auto add_bases_in = [&](const std::string& dir, const std::string& prefix, const std::string& inner) {
-    for (const auto& launches : subdirectories(dir, prefix))
-      for (const auto& base : subdirectories(launches, inner)) bases.push_back(base);
-  };
-  add_bases_in(tmp, "tessera-mpirun." + uid + ".", "");
-  add_bases_in(tmp, "tessera-run-", "mpi");
-  // Python's runtime directory ($XDG_RUNTIME_DIR/tessera where that is a
-  // directory, else /tmp/tessera-UID): both looked in.
-  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg) add_bases_in(std::string(xdg) + "/tessera", "mpi.", "");
-  add_bases_in("/tmp/tessera-" + uid, "mpi.", "");
+  for (const auto& launches : subdirectories(tmp, "tessera-mpirun." + uid + "."))
+    for (const auto& base : subdirectories(launches, "")) bases.push_back(base);
   return bases;
 }
 

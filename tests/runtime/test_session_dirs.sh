@@ -51,8 +51,9 @@ left=$(ls "$bases")
 check '[ "$(echo "$left" | wc -w)" -eq 1 ]' "one launch alone leaves only its own base ($left)"
 
 run_top=$(top_of "$bin/tessera" -n 2 run 2>/dev/null)
-check '[[ "$run_top" == "$TMPDIR"/tessera-run-*/mpi1/ompi.* ]]' "tessera -n 2 run: the attempt's own base ($run_top)"
+check '[[ "$run_top" == "$bases"/[0-9]*.attempt1/ompi.* ]]' "tessera -n 2 run: the attempt's own base, beside the others ($run_top)"
 check '[ -z "$(ls "$TMPDIR" | grep -v "^tessera-mpirun\.")" ]' "tessera -n 2 run leaves nothing in TMPDIR ($(ls "$TMPDIR"))"
+check '[ -z "$(ls "$bases" | grep attempt)" ]' "tessera -n 2 run removes its attempt's base ($(ls "$bases"))"
 
 # An out-of-process analysis: its mpirun (started by the caller's rank 0) gets
 # a base of its own too, removed when the analysis ends. The analysis ranks

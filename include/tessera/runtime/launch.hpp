@@ -5,6 +5,7 @@
 // domain), so co-located ranks share a node's memory but not its cores.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -19,28 +20,65 @@ bool launched_by_mpi();
 // has exited.
 inline constexpr const char* kErrorReportVariable = "TESSERA_ERROR_REPORT";
 
+// ---- mpirun, built in one place ----------------------------------------------
+// Every mpirun Tessera starts gets its arguments, environment and session
+// directory base here (src/runtime/launch.cpp, the one source file that sets
+// Open MPI's launch environment): `tessera -n K` and `tessera run` (through
+// the supervisor), the out-of-process analysis, and `tessera mpirun ARGS`,
+// which Python sessions (python/tessera/session/launch.py) and
+// scripts/mpirun.sh run.
+
+// Variables mpirun gets unless the user set them: root allowed (CI and
+// containers run as root), idle ranks yield the core (ranks oversubscribe
+// it), and, for a job on this node alone, the ob1 PML: Open MPI's path on one
+// node anyway, and naming it spares every rank the probe of cm's network MTLs
+// (PSM/PSM2 look for Omni-Path hardware), which doubles a short job's start.
+// Across nodes the user's or the site's choice of PML stands.
+std::vector<std::pair<std::string, std::string>> mpirun_defaults(bool single_node);
+
+// Whether a job with these mpirun arguments runs on this node alone: no
+// --host, --hostfile or default hostfile (OMPI_MCA_orte_default_hostfile).
+bool mpirun_single_node(const std::vector<std::string>& mpirun_args);
+
+// mpirun's argv: "mpirun --oversubscribe", then "-x NAME" for each variable
+// the ranks on other nodes need too (PYTHONPATH and every TESSERA_* set in
+// this process, and `forward`; each once), then `mpirun_args` (options,
+// program and its arguments, or app contexts).
+std::vector<std::string> mpirun_argv(const std::vector<std::string>& mpirun_args,
+                                     const std::vector<std::string>& forward = {});
+
+// `tessera mpirun ARGS`: the defaults set, a session directory base of this
+// process's own (named by its PID, which the exec keeps: mpirun's), then
+// mpirun_argv(ARGS) exec'd. Returns only by throwing SystemError.
+[[noreturn]] void exec_mpirun(const std::vector<std::string>& mpirun_args);
+
 // ---- Open MPI session directories -------------------------------------------
 // Open MPI keeps every job's session directory under one top directory per
 // user and host (TMPDIR/ompi.HOST.UID) and removes it when a job ends and
 // finds it empty; a job starting at that moment cannot create its own
 // inside ("ORTE_ERROR_LOG: ... session_dir.c"). So a launch on this node
-// alone gives its mpirun a base of its own (OMPI_MCA_orte_tmpdir_base), as
-// scripts/mpirun.sh, `tessera -n K` and Python sessions do.
+// alone gives its mpirun a base of its own (OMPI_MCA_orte_tmpdir_base).
 
 // Whether the user chose where Open MPI keeps session directories
 // (OMPI_MCA_orte_tmpdir_base, orte_local_tmpdir_base or
 // orte_remote_tmpdir_base set): then a launch leaves that alone.
 bool mpi_session_base_chosen();
 
-// A base for one launch by this process: TMPDIR/tessera-mpirun.UID.PIDNS/PID
-// (PID this process's, PIDNS its PID namespace's inode), beside
-// scripts/mpirun.sh's, so either removes the other's bases once their
-// process has ended (as the constructor does) and `tessera shm gc` finds a
-// killed job's mpirun there. Removed by the destructor: destroy it after
-// the mpirun that used it has been reaped.
+// The one directory holding every launch's base:
+// TMPDIR/tessera-mpirun.UID.PIDNS (PIDNS the inode of this PID namespace,
+// where a PID means one process). `tessera shm gc` looks there for a killed
+// job's mpirun.
+std::string mpi_session_bases_dir();
+
+// A base for one launch: mpi_session_bases_dir()/PID, or PID.TAG when one
+// process makes several (the supervisor's attempts). PID is a process that
+// outlives the mpirun using the base: this one, or mpirun itself when this
+// process execs it. The constructor removes the bases whose PID has ended
+// (whoever made them); the destructor removes this one: destroy it after the
+// mpirun that used it has been reaped.
 class MpiSessionBase {
  public:
-  MpiSessionBase();  // throws SystemError naming the directory it cannot make
+  explicit MpiSessionBase(const std::string& tag = "");  // throws SystemError naming the directory it cannot make
   MpiSessionBase(const MpiSessionBase&) = delete;
   MpiSessionBase& operator=(const MpiSessionBase&) = delete;
   ~MpiSessionBase();
@@ -51,7 +89,8 @@ class MpiSessionBase {
   // "OMPI_MCA_orte_tmpdir_base=PATH": the global base, not
   // orte_local_tmpdir_base (mpirun sets the global one for its ranks, and
   // Open MPI 4.1 refuses both in one process).
-  std::string environment_entry() const { return "OMPI_MCA_orte_tmpdir_base=" + path_; }
+  std::string environment_entry() const { return std::string(kVariable) + "=" + path_; }
+  static constexpr const char* kVariable = "OMPI_MCA_orte_tmpdir_base";
 
  private:
   std::string path_;

@@ -43,13 +43,15 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
   if (!o.faults.empty()) vars.emplace_back(FaultInjection::kFaults, FaultInjection::format(o.faults));
   if (!o.kill_file.empty()) vars.emplace_back(FaultInjection::kKillFile, o.kill_file);
   vars.insert(vars.end(), o.environment.begin(), o.environment.end());
-  std::vector<std::string> argv_s = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe",
-                                     "-x", "OMPI_MCA_orte_execute_quiet=1"};
-  if (!hosts.empty()) argv_s.insert(argv_s.end(), {"--host", format_host_list(hosts)});
-  for (const auto& [k, v] : vars) argv_s.insert(argv_s.end(), {"-x", k});
-  argv_s.insert(argv_s.end(), o.mpirun_options.begin(), o.mpirun_options.end());
-  argv_s.push_back(o.program);
-  argv_s.insert(argv_s.end(), o.args.begin(), o.args.end());
+  std::vector<std::string> args = {"-n", std::to_string(ranks), "-x", "OMPI_MCA_orte_execute_quiet=1"};
+  if (!hosts.empty()) args.insert(args.end(), {"--host", format_host_list(hosts)});
+  args.insert(args.end(), o.mpirun_options.begin(), o.mpirun_options.end());
+  args.push_back(o.program);
+  args.insert(args.end(), o.args.begin(), o.args.end());
+  std::vector<std::string> names;
+  for (const auto& [k, v] : vars) names.push_back(k);
+  const bool single_node = o.hosts.empty() && mpirun_single_node(args);
+  std::vector<std::string> argv_s = mpirun_argv(args, names);
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -61,26 +63,18 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
   if (child == 0) {
     if (o.own_process_group) ::setpgid(0, 0);  // the job is one process group: stopped as one
     ::dup2(fds[1], STDERR_FILENO);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-    // On one node ob1 (with the vader shared-memory BTL) is Open MPI's path
-    // anyway; naming it spares every rank the probe of cm's network MTLs
-    // (PSM/PSM2 look for Omni-Path hardware), which doubles a short job's
-    // start. Across nodes the user's or the site's choice stands.
-    if (o.hosts.empty()) setenv("OMPI_MCA_pml", "ob1", 0);
+    for (const auto& [name, value] : mpirun_defaults(single_node)) setenv(name.c_str(), value.c_str(), 0);
     // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
     // SIGKILL; with a relaunch to come their state is in the checkpoint and
     // their segments are collected here, so it need not wait. Without one
     // (tessera -n K) they keep that second to remove their own segments:
     // this supervisor cannot reach another node's.
     if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
-    // A job on this node alone gets a session directory base of this
-    // attempt's own (runtime/launch.hpp says why), removed with the attempt's
-    // root. Left alone: a base the user chose and jobs across nodes (the base
-    // would be made on every node, and only this one's removed).
-    if (!mpi_session_base_chosen() && hosts.empty() && o.hosts.empty() && !std::getenv("OMPI_MCA_orte_default_hostfile"))
-      setenv("OMPI_MCA_orte_tmpdir_base", session_base.c_str(), 1);
+    // A job on this node alone gets the attempt's session directory base
+    // (runtime/launch.hpp says why). Left alone: a base the user chose, and
+    // jobs across nodes (the base would be made on every node, and only this
+    // one's removed).
+    if (single_node && !session_base.empty() && !mpi_session_base_chosen()) setenv(MpiSessionBase::kVariable, session_base.c_str(), 1);
     for (const auto& [k, v] : vars)
       setenv(k.c_str(), (k == kErrorReportVariable ? std::to_string(::getpid()) + v : v).c_str(), 1);
     execvp("mpirun", argv.data());

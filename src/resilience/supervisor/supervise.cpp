@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "cleanup.hpp"
@@ -30,6 +31,7 @@
 #include "tessera/runtime/child_process.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/heartbeat_files.hpp"
+#include "tessera/runtime/launch.hpp"
 #include "tessera/storage/storage.hpp"
 
 namespace tessera::resilience {
@@ -95,8 +97,6 @@ class SupervisionScope {
     sigaction(SIGHUP, &old_hup_, nullptr);
   }
   std::string heartbeat_dir(int attempt) const { return root_ + "/attempt" + std::to_string(attempt); }
-  // mpirun's session directory base for an attempt (attempts may overlap).
-  std::string session_base(int attempt) const { return root_ + "/mpi" + std::to_string(attempt); }
 
  private:
   std::string root_;
@@ -161,14 +161,16 @@ class Supervision {
   StartedJob start(int attempt) {
     StartedJob s;
     std::error_code dir_error;
-    for (const std::string& dir : {scope.heartbeat_dir(attempt), scope.session_base(attempt)}) {
-      fs::create_directories(dir, dir_error);
-      if (dir_error) throw SystemError("cannot create the job's directory " + dir, dir_error.value());
-    }
+    fs::create_directories(scope.heartbeat_dir(attempt), dir_error);
+    if (dir_error)
+      throw SystemError("cannot create the job's directory " + scope.heartbeat_dir(attempt), dir_error.value());
+    // mpirun's session directory base for the attempt (attempts may overlap),
+    // removed when the supervision ends, after every mpirun was reaped.
+    bases.push_back(std::make_unique<MpiSessionBase>("attempt" + std::to_string(attempt)));
     s.started = now_seconds();
     const bool shrunk = hosts.size() != o.hosts.size();
     s.job = launch(o, ranks, o.pass_hosts || shrunk ? hosts : std::vector<HostSlots>{}, attempt,
-                   scope.heartbeat_dir(attempt), scope.session_base(attempt));
+                   scope.heartbeat_dir(attempt), bases.back()->path());
     return s;
   }
 
@@ -578,6 +580,7 @@ class Supervision {
   const std::string shm_dir;
   const int attempts;
   SupervisionScope scope;
+  std::vector<std::unique_ptr<MpiSessionBase>> bases;  // the attempts' mpirun session directory bases
   SuperviseResult result;
   double previous_detection = -1;
   std::optional<StartedJob> next;  // the next attempt when it was started during this one's teardown
