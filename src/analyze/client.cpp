@@ -102,15 +102,13 @@ std::vector<std::string> analysis_environment(Sandbox sandbox, bool across_nodes
   }
   // The caller's OMPI_ variables are gone, so the defaults are set as they are.
   for (const auto& [name, value] : mpirun_defaults(!across_nodes)) env.push_back(name + "=" + value);
-  if (sandbox == Sandbox::around_mpirun) env.push_back("OMPI_MCA_btl_vader_backing_directory=/tmp");
-  if (sandbox == Sandbox::per_rank) {
-    // Each rank in a sandbox of its own: ranks of one node do not share a
-    // /tmp (vader's segments) nor see the session directory where the local
-    // daemon keeps PMIx's shared-memory store. So ranks talk TCP (the
-    // sandbox shares the network namespace) and PMIx answers over its socket.
-    std::erase_if(env, [](const std::string& v) { return v.rfind("OMPI_MCA_btl=", 0) == 0; });
-    env.push_back("OMPI_MCA_btl=self,tcp");
-    env.push_back("PMIX_MCA_gds=hash");
+  if (sandbox != Sandbox::none) {
+    // In a sandbox (runtime/launch.hpp says what changes, and why); the
+    // sandbox's values replace the caller's.
+    for (const auto& [name, value] : mpirun_sandbox_environment(sandbox == Sandbox::per_rank)) {
+      std::erase_if(env, [&name](const std::string& v) { return v.rfind(name + "=", 0) == 0; });
+      env.push_back(name + "=" + value);
+    }
   }
   return env;
 }

@@ -60,6 +60,24 @@ std::vector<std::string> mpirun_argv(const std::vector<std::string>& mpirun_args
   return argv;
 }
 
+std::vector<std::pair<std::string, std::string>> mpirun_relaunch_environment() {
+  return {{"OMPI_MCA_odls_base_sigkill_timeout", "0"}};
+}
+
+std::vector<std::pair<std::string, std::string>> mpirun_sandbox_environment(bool per_rank) {
+  if (!per_rank) return {{"OMPI_MCA_btl_vader_backing_directory", "/tmp"}};
+  return {{"OMPI_MCA_btl", "self,tcp"}, {"PMIX_MCA_gds", "hash"}};
+}
+
+std::unique_ptr<MpiSessionBase> prepare_singleton_mpi() {
+  if (launched_by_mpi()) return nullptr;
+  ::setenv("OMPI_MCA_pml", "ob1", 0);
+  if (mpi_session_base_chosen()) return nullptr;
+  auto base = std::make_unique<MpiSessionBase>();
+  ::setenv(MpiSessionBase::kVariable, base->path().c_str(), 1);
+  return base;
+}
+
 void exec_mpirun(const std::vector<std::string>& mpirun_args) {
   const bool single_node = mpirun_single_node(mpirun_args);
   for (const auto& [name, value] : mpirun_defaults(single_node)) ::setenv(name.c_str(), value.c_str(), 0);

@@ -50,21 +50,13 @@ void Runtime::init(int* argc, char*** argv) {
   int initialized = 0;
   TESSERA_MPI(MPI_Initialized(&initialized));
   if (!initialized) {
-    // A singleton (no launcher) is one process talking only to itself, yet
-    // Open MPI probes the PSM/PSM2 network layers first: 0.2 s of every
-    // one-rank start. Name the PML it always ends with, unless the user did.
-    if (!launched_by_mpi()) setenv("OMPI_MCA_pml", "ob1", 0);
-    // A singleton's session directory (jf.N under TMPDIR/ompi.HOST.UID) is
-    // left behind by Open MPI 4.1 at every run: give it a base of this
-    // process's own, removed after MPI_Finalize (or by a later launch once
-    // this process is gone). Only for MPI_Init: children choose their own.
-    const bool own_base = !launched_by_mpi() && !mpi_session_base_chosen();
-    if (own_base) {
-      singleton_session_base_ = std::make_unique<MpiSessionBase>();
-      setenv("OMPI_MCA_orte_tmpdir_base", singleton_session_base_->path().c_str(), 1);
-    }
+    // A singleton's launch environment and session directory base
+    // (runtime/launch.hpp); the base is removed after MPI_Finalize (or by a
+    // later launch once this process is gone).
+    singleton_session_base_ = prepare_singleton_mpi();
+    const bool own_base = singleton_session_base_ != nullptr;
     const int status = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_);
-    if (own_base) unsetenv("OMPI_MCA_orte_tmpdir_base");
+    if (own_base) unsetenv(MpiSessionBase::kVariable);
     check_mpi(status, "MPI_Init_thread", __FILE__, __LINE__);
     owns_mpi_ = true;
   } else {

@@ -4,6 +4,7 @@
 // hwloc view of it (Chapel 1.32's co-locales: one process per socket or NUMA
 // domain), so co-located ranks share a node's memory but not its cores.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,29 @@ bool mpirun_single_node(const std::vector<std::string>& mpirun_args);
 // program and its arguments, or app contexts).
 std::vector<std::string> mpirun_argv(const std::vector<std::string>& mpirun_args,
                                      const std::vector<std::string>& forward = {});
+
+// Set for a job that will be relaunched on failure (the supervisor's
+// --recover): mpirun gives the survivors of a dead rank 1 s between SIGTERM
+// and SIGKILL; with a relaunch to come their state is in the checkpoint and
+// their segments are collected by the supervisor, so it need not wait.
+std::vector<std::pair<std::string, std::string>> mpirun_relaunch_environment();
+
+// Set for an mpirun in a sandbox (the contained out-of-process analysis):
+// around mpirun, vader's segments go to the sandbox's private /tmp (two
+// sandboxed jobs share a PID namespace's numbering, hence job ids, and would
+// open each other's segments in a shared /dev/shm); per rank (across
+// nodes), ranks of one node share neither /tmp nor the daemon's session
+// directory, so they talk TCP and PMIx answers over its socket.
+std::vector<std::pair<std::string, std::string>> mpirun_sandbox_environment(bool per_rank);
+
+// A process no launcher started (a singleton) before MPI_Init: the ob1 PML
+// named (Open MPI probes the PSM/PSM2 network layers first: 0.2 s of every
+// one-rank start), and, unless the user chose one, a session directory base
+// of its own (Open MPI 4.1 leaves a singleton's jf.N directory behind at
+// every run), set in OMPI_MCA_orte_tmpdir_base. Returns the base (null when
+// none); unset the variable after MPI_Init (children choose their own).
+class MpiSessionBase;
+std::unique_ptr<MpiSessionBase> prepare_singleton_mpi();
 
 // `tessera mpirun ARGS`: the defaults set, a session directory base of this
 // process's own (named by its PID, which the exec keeps: mpirun's), then

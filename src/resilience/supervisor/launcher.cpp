@@ -64,12 +64,11 @@ Job launch(const SuperviseOptions& o, int ranks, const std::vector<HostSlots>& h
     if (o.own_process_group) ::setpgid(0, 0);  // the job is one process group: stopped as one
     ::dup2(fds[1], STDERR_FILENO);
     for (const auto& [name, value] : mpirun_defaults(single_node)) setenv(name.c_str(), value.c_str(), 0);
-    // mpirun gives the survivors of a dead rank 1 s between SIGTERM and
-    // SIGKILL; with a relaunch to come their state is in the checkpoint and
-    // their segments are collected here, so it need not wait. Without one
-    // (tessera -n K) they keep that second to remove their own segments:
-    // this supervisor cannot reach another node's.
-    if (o.retries > 0) setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+    // A relaunch to come: the survivors of a dead rank need not wait. Without
+    // one (tessera -n K) they keep mpirun's second to remove their own
+    // segments: this supervisor cannot reach another node's.
+    if (o.retries > 0)
+      for (const auto& [name, value] : mpirun_relaunch_environment()) setenv(name.c_str(), value.c_str(), 0);
     // A job on this node alone gets the attempt's session directory base
     // (runtime/launch.hpp says why). Left alone: a base the user chose, and
     // jobs across nodes (the base would be made on every node, and only this
