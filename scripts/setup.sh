@@ -24,6 +24,9 @@ packages=(
   # For the tests only: a session's live page read in a real browser
   # (tests/python/test_dashboard.py): headless Chromium, its WebDriver, Selenium.
   chromium chromium-driver python3-selenium
+  # Graphs in and out of NetworkX and pandas (s.from_networkx, s.from_pandas,
+  # results' to_pandas): optional for users, checked by the tests.
+  python3-networkx python3-pandas
 )
 # The trilinos/ layer (Tpetra, Belos, Ifpack2, Anasazi; ~170 MB). The last three must
 # be named: the -dev packages above do not pull them in. Skip with

@@ -2,6 +2,7 @@
 // largest component, every array a NumPy view of the library's own memory.
 // Hitting times and the whole pipeline: pipeline.cpp.
 #include <optional>
+#include <span>
 
 #include "graph_object.hpp"
 #include "tessera/graph/components.hpp"
@@ -126,6 +127,32 @@ void bind_graphs(py::module_& m) {
       },
       py::arg("path"), py::arg("base"), py::arg("relabel"), py::arg("undirected"), py::arg("symmetric"),
       py::arg("pattern"), py::arg("storage"), py::arg("name"), py::arg("dir"));
+
+  m.def(
+      "_from_edges",
+      [](py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast> src,
+         py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast> dst, py::object weights,
+         bool undirected, bool symmetric, bool relabel, std::int64_t vertices, const std::string& storage,
+         const std::string& name, const std::string& dir) {
+        std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> w;
+        if (!weights.is_none()) w = weights.cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
+        graph::EdgeBatch local{{src.data(), static_cast<std::size_t>(src.size())},
+                               {dst.data(), static_cast<std::size_t>(dst.size())},
+                               w ? std::span<const double>(w->data(), static_cast<std::size_t>(w->size()))
+                                 : std::span<const double>{}};
+        graph::FromEdgesOptions o;
+        o.undirected = undirected;
+        o.symmetric = symmetric;
+        o.relabel = relabel;
+        if (vertices >= 0) o.vertices = static_cast<std::uint64_t>(vertices);
+        o.storage = storage_options(storage, name, dir);
+        Runtime& rt = runtime();
+        py::gil_scoped_release other_threads_may_run;  // the build touches no Python object
+        auto loaded = graph::from_edges(rt, local, o);
+        return wrap(std::move(loaded.graph), std::move(loaded.ids));
+      },
+      py::arg("src"), py::arg("dst"), py::arg("weights"), py::arg("undirected"), py::arg("symmetric"),
+      py::arg("relabel"), py::arg("vertices"), py::arg("storage"), py::arg("name"), py::arg("dir"));
 
   m.def(
       "_generate",

@@ -25,7 +25,7 @@ from .recording import Recording, trace
 __all__ = [
     "Runtime", "DistArray", "zeros", "arange", "from_local", "argsort", "attach", "AttachedViews",
     "Graph", "Components", "HittingTimes", "read_graph", "generate", "kron", "urand", "grid", "components",
-    "largest_component", "hitting_times", "trilinos_available",
+    "largest_component", "hitting_times", "trilinos_available", "from_edges",
     "pagerank", "PageRank", "bfs", "Bfs", "spectral", "fiedler", "centrality", "Spectrum",
     "pipeline", "PipelineResult", "pipeline_defaults", "default_solver",
     "Error", "MpiError", "SystemError", "FormatError", "MismatchError", "RangeError", "ConfigError", "PeerError",
@@ -56,13 +56,45 @@ else:
     from .attach import AttachedViews, attach
     from .graphs import (Components, Graph, HittingTimes, components, generate, grid, hitting_times, kron,
                          largest_component, read_graph, urand)
+    from .interop import from_edges
     from .pipeline import PipelineResult, default_solver, pipeline, pipeline_defaults
     from .runtime import Runtime
     from .session import Session, SessionLost, connect, start
 
     _tessera._set_error_classes(_CLASSES)
-    mpi_library_version = _tessera.mpi_library_version
+
+    def mpi_library_version():
+        """The MPI library Tessera was built with (``MPI_Get_library_version``).
+
+        Needs no Runtime. mpi4py must use the same library for
+        ``Runtime(comm)``.
+
+        Returns
+        -------
+        str
+            The library's own version text, e.g. "Open MPI v4.1.4, ...".
+
+        Examples
+        --------
+        >>> tessera.mpi_library_version().split(",")[0]
+        'Open MPI v4.1.4'
+        """
+        return _tessera.mpi_library_version()
 
     def trilinos_available():
-        """Whether this Tessera was built with Trilinos (``solver="belos"``, the default then)."""
+        """Whether this Tessera was built with Trilinos.
+
+        With it, ``solver="belos"`` is the default solver of hitting times,
+        and ``spectral``, ``fiedler`` and ``centrality`` work.
+
+        Returns
+        -------
+        bool
+            True when built with Trilinos (Tpetra, Belos, Ifpack2, Anasazi).
+
+        Examples
+        --------
+        >>> tessera.trilinos_available()
+        True
+        """
         return _tessera._trilinos_available()

@@ -3,9 +3,25 @@ components, largest component and random-walk hitting times. Every array is
 a NumPy view of the library's own memory (read-only for the edge arrays)."""
 import numpy as np
 
-from . import _tessera
+from . import _display, _tessera
 from .arrays import DistArray
 from .runtime import current
+
+_STORAGE_DOC = """storage : {"default", "heap", "colocale", "shared"}, default "default"
+        Where the graph's arrays live, as ``DistArray``'s ``storage``:
+        "shared" puts them in shared-memory segments other processes can map
+        (``metadata_paths``).
+    name : str, optional
+        Shared storage: the segments' name (default: one made up).
+    dir : str, optional
+        Shared storage: their directory (default ``$TESSERA_SHM_DIR`` or
+        ``/dev/shm``)."""
+
+
+def _doc(text):
+    """A docstring with the storage parameters' shared text filled in
+    (None under ``python -OO``, which drops docstrings)."""
+    return None if text is None else text.replace("{STORAGE}", _STORAGE_DOC)
 
 
 class Graph:
@@ -14,13 +30,42 @@ class Graph:
     destination); an undirected graph holds both arcs of every edge. Vertex
     ids are uint32 while they fit (``dst.dtype`` says), uint64 beyond.
 
-    Local views (this rank's part, no copy, read-only): ``dst``, ``weight``
-    (None when unweighted), ``row_offsets`` (CSR offsets of the local
-    vertices into the local arcs). ``src`` is each local arc's source, made
-    from the row offsets on first use (a copy: the graph stores no sources). ``file_ids``: the file's id of each
-    local vertex (a NumPy array). A largest component also has
-    ``original_ids``: a DistArray mapping each of its vertices to the id in
-    the graph it came from (internal ids of that graph).
+    Made by :func:`read_graph`, :func:`generate` (:func:`kron`,
+    :func:`urand`, :func:`grid`), :func:`largest_component` or
+    :meth:`symmetrized`, not by hand.
+
+    Parameters
+    ----------
+    impl : object
+        The extension's graph.
+    original_ids : DistArray, optional
+        A largest component's map to the graph it came from.
+
+    Attributes
+    ----------
+    dst : numpy.ndarray
+        This rank's arcs' destination vertices (internal ids), a read-only
+        view of the library's array, no copy.
+    weight : numpy.ndarray or None
+        This rank's arcs' weights (a read-only view), None when unweighted.
+    row_offsets : numpy.ndarray
+        CSR offsets of this rank's vertices into its arcs (read-only view):
+        vertex ``lo + i``'s arcs are ``dst[row_offsets[i]:row_offsets[i + 1]]``.
+    original_ids : DistArray or None
+        A largest component: each of its vertices' internal id in the graph
+        it came from; else None.
+    summary : dict
+        A largest component only: ``count``, ``largest_size``,
+        ``largest_label`` and ``isolated`` of the components it was taken from.
+
+    Examples
+    --------
+    >>> g = tessera.grid((5, 5))
+    >>> g
+    tessera.Graph(25 vertices, 40 edges, 80 arcs, undirected)
+    >>> lo, hi = g.local_vertex_range
+    >>> g.dst[g.row_offsets[0]:g.row_offsets[1]]      # the neighbours of vertex lo
+    array([1, 5], dtype=uint32)
     """
 
     def __init__(self, impl, original_ids=None):
@@ -30,45 +75,132 @@ class Graph:
         self.weight = impl.weight()
         self.row_offsets = impl.row_offsets()
 
-    vertices = property(lambda self: self._impl.vertices, doc="Number of vertices (whole graph).")
-    edges = property(lambda self: self._impl.edges,
-                     doc="Number of edges (whole graph), as GAPBS and networkx count: an undirected "
-                         "graph's undirected edges, a self loop once.")
-    arcs = property(lambda self: self._impl.arcs, doc="Number of stored arcs (whole graph).")
-    self_loops = property(lambda self: self._impl.self_loops)
-    edge_array_bytes = property(lambda self: self._impl.edge_array_bytes,
-                                doc="Bytes of the arc arrays (destinations, weights) over all ranks.")
+    @property
+    def vertices(self):
+        """Number of vertices (whole graph)."""
+        return self._impl.vertices
+
+    @property
+    def edges(self):
+        """Number of edges (whole graph), as GAPBS and networkx count: an
+        undirected graph's undirected edges, a self loop once."""
+        return self._impl.edges
+
+    @property
+    def arcs(self):
+        """Number of stored arcs (whole graph): both directions of an
+        undirected edge count."""
+        return self._impl.arcs
+
+    @property
+    def self_loops(self):
+        """Number of self loops (arcs from a vertex to itself, whole graph)."""
+        return self._impl.self_loops
+
+    @property
+    def edge_array_bytes(self):
+        """Bytes of the arc arrays (destinations, weights) over all ranks."""
+        return self._impl.edge_array_bytes
 
     @property
     def src(self):
-        """Each local arc's source vertex (read-only; a copy made once)."""
+        """Each local arc's source vertex (read-only; a copy made once from
+        the row offsets: the graph stores no sources)."""
         if getattr(self, "_src", None) is None:
             lo, hi = self.local_vertex_range
             src = np.repeat(np.arange(lo, hi, dtype=self.dst.dtype), np.diff(self.row_offsets).astype(np.int64))
             src.flags.writeable = False
             self._src = src
         return self._src
-    directed = property(lambda self: self._impl.directed)
-    weighted = property(lambda self: self._impl.weighted)
-    local_vertex_range = property(lambda self: self._impl.local_vertex_range,
-                                  doc="(lo, hi): the vertices this rank owns.")
-    vertex_offsets = property(lambda self: np.asarray(self._impl.vertex_offsets, dtype=np.uint64),
-                              doc="Rank r owns vertices [vertex_offsets[r], vertex_offsets[r + 1]).")
-    metadata_paths = property(lambda self: self._impl.metadata_paths,
-                              doc="Shared storage: the metadata files of offsets, dst (and weight).")
+
+    @property
+    def directed(self):
+        """Whether the graph is directed (an undirected one stores both arcs)."""
+        return self._impl.directed
+
+    @property
+    def weighted(self):
+        """Whether the arcs have weights (``weight`` is then not None)."""
+        return self._impl.weighted
+
+    @property
+    def local_vertex_range(self):
+        """(lo, hi): the vertices this rank owns, [lo, hi) in internal ids."""
+        return self._impl.local_vertex_range
+
+    @property
+    def vertex_offsets(self):
+        """Rank r owns vertices [vertex_offsets[r], vertex_offsets[r + 1]) (a uint64 array)."""
+        return np.asarray(self._impl.vertex_offsets, dtype=np.uint64)
+
+    @property
+    def metadata_paths(self):
+        """Shared storage: the metadata files of ``offsets``, ``dst`` (and
+        ``weight``), a dict ("" for other storage); ``tessera.attach`` maps them."""
+        return self._impl.metadata_paths
 
     @property
     def file_ids(self):
-        """The file's id of each of this rank's vertices (a NumPy array)."""
+        """The file's id of each of this rank's vertices (a NumPy array, a
+        copy made at each access): vertex ``lo + i`` is ``file_ids[i]``."""
         return self._impl.file_ids()
 
     def symmetrized(self, storage="default", name=None, dir=None):
-        """Collective: the undirected graph with both arcs of every edge."""
+        """The undirected graph with both arcs of every edge. Collective.
+
+        Parameters
+        ----------
+        storage : {"default", "heap", "colocale", "shared"}, default "default"
+            Where the new graph's arrays live (as ``read_graph``'s).
+        name : str, optional
+            Shared storage: the segments' name.
+        dir : str, optional
+            Shared storage: their directory (default ``$TESSERA_SHM_DIR`` or
+            ``/dev/shm``).
+
+        Returns
+        -------
+        Graph
+            A new graph (a copy; the same vertex ids and file ids).
+
+        Examples
+        --------
+        >>> u = g.symmetrized()
+        >>> u.directed
+        False
+        """
         return Graph(self._impl.symmetrized(storage, name or "", dir or ""))
 
     def out_degrees(self):
-        """Collective: out-degree of every vertex, a uint64 DistArray on the vertex ranges."""
+        """The out-degree of every vertex. Collective.
+
+        Returns
+        -------
+        DistArray
+            uint64 on the graph's vertex ranges (``.local``: this rank's vertices).
+
+        Examples
+        --------
+        >>> tessera.grid((3, 3)).out_degrees().local      # at one rank
+        array([2, 3, 2, 3, 4, 3, 2, 3, 2], dtype=uint64)
+        """
         return DistArray(None, 0, _impl=self._impl.out_degrees())
+
+    def _repr_html_(self):
+        rows = [("vertices", self.vertices), ("edges", self.edges), ("arcs", self.arcs),
+                ("directed", self.directed), ("weighted", self.weighted), ("self_loops", self.self_loops),
+                ("vertex ids", str(self.dst.dtype)), ("edge_array_bytes", self.edge_array_bytes),
+                ("local_vertex_range", self.local_vertex_range), ("row_offsets", self.row_offsets),
+                ("dst", self.dst)]
+        if self.weight is not None:
+            rows.append(("weight", self.weight))
+        if self.original_ids is not None:
+            rows.append(("original_ids", self.original_ids))
+        if getattr(self, "summary", None) is not None:
+            rows.append(("summary", self.summary))
+        if any(self.metadata_paths.values()):
+            rows.append(("metadata_paths", self.metadata_paths))
+        return _display.html_table("tessera.Graph", rows)
 
     def __repr__(self):
         kind = "directed" if self.directed else "undirected"
@@ -77,13 +209,44 @@ class Graph:
 
 def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=False, pattern=False,
                storage="default", name=None, dir=None):
-    """Collective: reads a graph file as the ``tessera`` commands do (``.mtx``,
-    ``.el``/``.wel``/SNAP edge lists, a ``.tsg`` directory), every rank its own
-    byte range. ``base``: the first vertex id (default 1 for .mtx, else 0);
-    ``relabel``: number sparse ids densely (``file_ids`` gives them back);
-    ``undirected``: add reverses; ``symmetric``: the file lists both
-    directions (verified); ``pattern``: ignore weights. A malformed file
-    raises ``tessera.FormatError`` naming file and line, on every rank."""
+    """Reads a graph file as the ``tessera`` commands do, every rank its own
+    byte range. Collective.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.mtx`` (Matrix Market), ``.el``/``.wel``/SNAP edge list, or a
+        ``.tsg`` directory; the kind its header says.
+    base : int, optional
+        The first vertex id in the file (default 1 for .mtx, else 0).
+    relabel : bool, default False
+        Number sparse ids densely (``file_ids`` gives them back).
+    undirected : bool, default False
+        Add the reverse of every arc.
+    symmetric : bool, default False
+        The file lists both directions of every edge (verified).
+    pattern : bool, default False
+        Ignore weights.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        The graph, its arcs with their source vertex's rank.
+
+    Raises
+    ------
+    tessera.FormatError
+        A malformed file, naming file and line (on every rank).
+    tessera.SystemError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> g = tessera.read_graph("examples/grid.el", undirected=True)
+    >>> g.vertices, g.edges
+    (28, 43)
+    """
     current()
     return Graph(_tessera._read_graph(str(path), -1 if base is None else int(base), bool(relabel),
                                       bool(undirected), bool(symmetric), bool(pattern), storage, name or "",
@@ -92,9 +255,46 @@ def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=Fa
 
 def generate(kind, *, scale=16, edge_factor=16, dims="", seed=1, delete_fraction=0.0, permute=False,
              storage="default", name=None, dir=None):
-    """Collective: a generated undirected graph, the same for any rank count
-    (``tessera gen``): kind "kron" (Graph500 Kronecker, 2**scale vertices),
-    "urand" or "grid" (``dims="RxC"`` or ``"XxYxZ"``)."""
+    """A generated undirected graph, the same for any rank count (``tessera
+    gen``). Collective.
+
+    Parameters
+    ----------
+    kind : {"kron", "urand", "grid"}
+        "kron": Graph500 Kronecker; "urand": uniform random; "grid": a 2D
+        or 3D grid.
+    scale : int, default 16
+        kron, urand: 2**scale vertices (1..40).
+    edge_factor : int, default 16
+        kron, urand: edges per vertex.
+    dims : str or sequence of int, default ""
+        grid: "RxC" or "XxYxZ", or (rows, cols[, layers]).
+    seed : int, default 1
+        The generator's seed.
+    delete_fraction : float, default 0.0
+        The fraction of edges deleted at random (0 to 1).
+    permute : bool, default False
+        Permute the vertex ids at random.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        An undirected, unweighted graph.
+
+    Raises
+    ------
+    tessera.ConfigError
+        An unknown ``kind``, a ``scale`` outside 1..40, ``dims`` that are
+        not RxC or XxYxZ.
+
+    Examples
+    --------
+    >>> tessera.generate("kron", scale=10, edge_factor=8).vertices
+    1024
+    >>> tessera.generate("grid", dims="3x4").edges
+    17
+    """
     current()
     if not isinstance(dims, str):
         dims = "x".join(str(int(d)) for d in dims)
@@ -102,50 +302,278 @@ def generate(kind, *, scale=16, edge_factor=16, dims="", seed=1, delete_fraction
                                     bool(permute), storage, name or "", dir or ""))
 
 
-def kron(scale=16, edge_factor=16, seed=1, **options):
-    """Collective: a Graph500 Kronecker graph (see generate)."""
-    return generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, **options)
+def kron(scale=16, edge_factor=16, seed=1, *, delete_fraction=0.0, permute=False, storage="default", name=None,
+         dir=None):
+    """A Graph500 Kronecker graph of 2**scale vertices: ``generate("kron",
+    ...)``. Collective.
+
+    Parameters
+    ----------
+    scale : int, default 16
+        2**scale vertices (1..40).
+    edge_factor : int, default 16
+        Edges per vertex.
+    seed : int, default 1
+        The generator's seed (the same graph at any rank count).
+    delete_fraction : float, default 0.0
+        The fraction of edges deleted at random.
+    permute : bool, default False
+        Permute the vertex ids at random.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        An undirected, unweighted graph.
+
+    Raises
+    ------
+    tessera.ConfigError
+        A ``scale`` outside 1..40.
+
+    Examples
+    --------
+    >>> g = tessera.kron(scale=12)
+    >>> g.vertices
+    4096
+    """
+    return generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, delete_fraction=delete_fraction,
+                    permute=permute, storage=storage, name=name, dir=dir)
 
 
-def urand(scale=16, degree=16, seed=1, **options):
-    """Collective: a uniform random graph (see generate)."""
-    return generate("urand", scale=scale, edge_factor=degree, seed=seed, **options)
+def urand(scale=16, degree=16, seed=1, *, delete_fraction=0.0, permute=False, storage="default", name=None,
+          dir=None):
+    """A uniform random graph of 2**scale vertices: ``generate("urand",
+    ...)``. Collective.
+
+    Parameters
+    ----------
+    scale : int, default 16
+        2**scale vertices (1..40).
+    degree : int, default 16
+        Edges per vertex (``generate``'s ``edge_factor``).
+    seed : int, default 1
+        The generator's seed (the same graph at any rank count).
+    delete_fraction : float, default 0.0
+        The fraction of edges deleted at random.
+    permute : bool, default False
+        Permute the vertex ids at random.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        An undirected, unweighted graph.
+
+    Raises
+    ------
+    tessera.ConfigError
+        A ``scale`` outside 1..40.
+
+    Examples
+    --------
+    >>> tessera.urand(scale=10, degree=4).vertices
+    1024
+    """
+    return generate("urand", scale=scale, edge_factor=degree, seed=seed, delete_fraction=delete_fraction,
+                    permute=permute, storage=storage, name=name, dir=dir)
 
 
-def grid(dims, seed=1, **options):
-    """Collective: a 2D or 3D grid, ``dims`` as (rows, cols) or "RxC" (see generate)."""
-    return generate("grid", dims=dims, seed=seed, **options)
+def grid(dims, seed=1, *, delete_fraction=0.0, permute=False, storage="default", name=None, dir=None):
+    """A 2D or 3D grid graph: ``generate("grid", dims=...)``. Collective.
+
+    Parameters
+    ----------
+    dims : str or sequence of int
+        (rows, cols) or (x, y, z), or "RxC" / "XxYxZ".
+    seed : int, default 1
+        The seed of ``delete_fraction`` and ``permute``.
+    delete_fraction : float, default 0.0
+        The fraction of edges deleted at random (a holey grid).
+    permute : bool, default False
+        Permute the vertex ids at random.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        An undirected, unweighted graph; vertex ``r * cols + c`` is row r,
+        column c.
+
+    Raises
+    ------
+    tessera.ConfigError
+        ``dims`` that are not RxC or XxYxZ.
+
+    Examples
+    --------
+    >>> g = tessera.grid((5, 5))
+    >>> g.vertices, g.edges
+    (25, 40)
+    """
+    return generate("grid", dims=dims, seed=seed, delete_fraction=delete_fraction, permute=permute, storage=storage,
+                    name=name, dir=dir)
+
+
+for _f in (read_graph, generate, kron, urand, grid):
+    _f.__doc__ = _doc(_f.__doc__)
+del _f
 
 
 class Components:
-    """Connected components (weak, for a directed graph): ``labels`` is a
-    uint64 DistArray on the graph's vertex ranges holding, for each vertex,
-    the smallest internal vertex id of its component (the same whatever the
-    algorithm or rank count). ``count``, ``largest_size``, ``largest_label``
-    (a file id), ``isolated``, ``rounds``, ``seconds``, ``algorithm``."""
+    """Connected components (weak, for a directed graph): the result of
+    :func:`tessera.components`.
+
+    Made by :func:`components`, not by hand.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    labels : DistArray
+        The labels (uint64, on the graph's vertex ranges).
+    info : dict
+        The fields below but ``labels`` and ``graph``.
+
+    Attributes
+    ----------
+    labels : DistArray
+        For each vertex, the smallest internal vertex id of its component
+        (the same whatever the algorithm or rank count).
+    graph : Graph
+        The graph.
+    count : int
+        Number of components.
+    largest_size : int
+        Vertices of the largest component; ``largest_label`` its label (a file id).
+    isolated : int
+        Vertices without any neighbour.
+    rounds : int
+        The algorithm's rounds.
+    seconds : float
+        Time of the algorithm (seconds).
+    algorithm : str
+        "afforest", "fastsv" or "lp".
+
+    Examples
+    --------
+    >>> c = tessera.components(tessera.grid((10, 10), delete_fraction=0.5, seed=3))
+    >>> c.count > 1, c.largest_size <= 100
+    (True, True)
+    """
 
     def __init__(self, graph, labels, info):
         self.graph = graph
         self.labels = labels
         for k, v in info.items():
             setattr(self, k, v)
+        self._fields = tuple(info)
+
+    def _repr_html_(self):
+        rows = [(k, getattr(self, k)) for k in self._fields] + [("labels", self.labels), ("graph", self.graph)]
+        return _display.html_table("tessera.Components", rows)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._fields) | {"labels", "graph"})
+
+    def to_pandas(self):
+        """This rank's vertices with their component labels as a
+        ``pandas.DataFrame`` (pandas imported here; a copy).
+
+        Columns: ``file_id`` (the graph file's id of each of this rank's
+        vertices) and ``labels`` (internal ids, as ``labels.local``). At one
+        rank, every vertex; under ``mpirun``, this rank's part.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per vertex of this rank.
+
+        Raises
+        ------
+        tessera.ConfigError
+            pandas is not installed.
+
+        Examples
+        --------
+        >>> df = tessera.components(g).to_pandas()
+        >>> df.groupby("labels").size().max()           # the largest component's size (at one rank)
+        """
+        return _display.data_frame("tessera.Components", {"file_id": self.graph.file_ids,
+                                                          "labels": self.labels.local})
 
     def __repr__(self):
         return f"tessera.Components(count={self.count}, largest_size={self.largest_size})"
 
 
 def components(graph, algorithm="afforest"):
-    """Collective: connected components by "afforest" (default), "fastsv" or "lp"."""
+    """Connected components of ``graph`` (weak components of a directed
+    one), as ``tessera cc`` finds them. Collective.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    algorithm : {"afforest", "fastsv", "lp"}, default "afforest"
+        Afforest (sampling, then linking), FastSV, or label propagation:
+        the same labels whichever.
+
+    Returns
+    -------
+    Components
+        ``labels`` (a uint64 DistArray: the smallest vertex id of each
+        vertex's component), ``count``, ``largest_size``, ...
+
+    Raises
+    ------
+    tessera.ConfigError
+        An unknown ``algorithm``.
+
+    Examples
+    --------
+    >>> c = tessera.components(tessera.read_graph("examples/grid.el", undirected=True))
+    >>> c.count, c.largest_size
+    (2, 25)
+    """
     labels, info = _tessera._components(graph._impl, algorithm)
     return Components(graph, DistArray(None, 0, _impl=labels), info)
 
 
 def largest_component(graph, components_=None, *, algorithm="afforest", storage="default", name=None, dir=None):
-    """Collective: the subgraph induced by the largest component, vertices
-    renumbered 0..size-1 in order. Its ``original_ids`` (DistArray) maps each
-    vertex to its internal id in ``graph``; its ``file_ids`` give the file's
-    ids. ``components_``: a Components of ``graph`` already computed (else
-    computed here with ``algorithm``)."""
+    """The subgraph induced by the largest connected component, its vertices
+    renumbered 0..size-1 in order. Collective.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    components_ : Components, optional
+        ``graph``'s components already computed (else computed here).
+    algorithm : {"afforest", "fastsv", "lp"}, default "afforest"
+        The components algorithm when ``components_`` is None.
+    {STORAGE}
+
+    Returns
+    -------
+    Graph
+        The component, with ``original_ids`` (a DistArray: each vertex's
+        internal id in ``graph``), ``file_ids`` (the file's ids) and
+        ``summary`` (the components' count, largest size and label).
+
+    Raises
+    ------
+    tessera.MismatchError
+        ``components_`` are not ``graph``'s.
+    tessera.ConfigError
+        An unknown ``algorithm``.
+
+    Examples
+    --------
+    >>> g = tessera.read_graph("examples/grid.el", undirected=True)
+    >>> lcc = tessera.largest_component(g)
+    >>> lcc.vertices, lcc.summary["count"]
+    (25, 2)
+    """
     if components_ is None:
         components_ = components(graph, algorithm)
     impl, original, info = _tessera._largest_component(graph._impl, components_.labels._impl, storage, name or "",
@@ -155,17 +583,59 @@ def largest_component(graph, components_=None, *, algorithm="afforest", storage=
     return g
 
 
+largest_component.__doc__ = _doc(largest_component.__doc__)
+
+
 class HittingTimes:
-    """Expected random-walk steps from every vertex to the target set.
-    ``times``: a float64 DistArray on the solved graph's vertex ranges (NaN:
-    no target in the vertex's component); ``file_ids``: the file id of each
-    entry of ``times.local``; ``document``: the result document ``tessera
-    hitting --json`` prints. Its ``"hitting"`` object is also here as
-    attributes: ``iterations``, ``converged``, ``status``,
-    ``relative_residual``, ``backward_error``, ``reason``, ``reachable``,
-    ``unreachable``, ``min``, ``mean``, ``max``, ``solver``,
-    ``preconditioner``, ``analysis``, ..., with ``targets`` the target file
-    ids and ``farthest`` the file id of the largest time."""
+    """Expected random-walk steps from every vertex to the target set: the
+    result of :func:`tessera.hitting_times` (``tessera hitting``).
+
+    Made by :func:`hitting_times`, not by hand.
+
+    Parameters
+    ----------
+    times : DistArray
+        The times (float64, on the solved graph's vertex ranges).
+    file_ids : numpy.ndarray
+        The file id of each entry of ``times.local``.
+    document : dict
+        The command's whole JSON document.
+
+    Attributes
+    ----------
+    times : DistArray
+        float64: each vertex's expected steps (NaN: no target in its
+        component; 0 at a target).
+    file_ids : numpy.ndarray
+        The file id of each entry of ``times.local``.
+    targets : list of int
+        The targets' file ids.
+    farthest : int
+        The file id of the largest time.
+    iterations : int
+        Solver iterations.
+    converged : bool
+        Whether the solve reached its tolerance; ``status`` and ``reason`` say more.
+    relative_residual, backward_error : float
+        The true relative residual and backward error of the solution.
+    reachable, unreachable : int
+        Vertices with and without a target in their component.
+    min, mean, max : float
+        Of the reachable vertices' times (steps).
+    solver, preconditioner, matrix, analysis : str
+        What solved it.
+    setup_seconds, solve_seconds : float
+        Seconds of the setup and the solve.
+    document : dict
+        The whole ``--json`` document; its ``"hitting"`` object holds the
+        fields above.
+
+    Examples
+    --------
+    >>> h = tessera.hitting_times(tessera.grid((5, 5)), targets=[12])
+    >>> h.converged, h.farthest
+    (True, 0)
+    """
 
     def __init__(self, times, file_ids, document):
         self.times = times
@@ -175,6 +645,39 @@ class HittingTimes:
             setattr(self, k, v)
         self.targets = document["hitting"]["target_file_ids"]
         self.farthest = document["hitting"]["farthest_vertex"]
+        self._fields = tuple(dict.fromkeys(("targets", "farthest") + tuple(document["hitting"])))
+
+    def _repr_html_(self):
+        rows = [(k, getattr(self, k)) for k in self._fields] + [("times", self.times), ("file_ids", self.file_ids)]
+        return _display.html_table("tessera.HittingTimes", rows)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._fields) | {"times", "file_ids", "document"})
+
+    def to_pandas(self):
+        """This rank's vertices with their hitting times as a
+        ``pandas.DataFrame`` (pandas imported here; a copy).
+
+        Columns: ``file_id`` (``file_ids``) and ``times`` (``times.local``;
+        NaN where no target is reachable). At one rank, every vertex of the
+        solved graph; under ``mpirun``, this rank's part.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per vertex of this rank.
+
+        Raises
+        ------
+        tessera.ConfigError
+            pandas is not installed.
+
+        Examples
+        --------
+        >>> h = tessera.hitting_times(tessera.grid((5, 5)), targets=[12])
+        >>> h.to_pandas().sort_values("times").tail(2)
+        """
+        return _display.data_frame("tessera.HittingTimes", {"file_id": self.file_ids, "times": self.times.local})
 
     def __repr__(self):
         return (f"tessera.HittingTimes(iterations={self.iterations}, converged={self.converged}, "
@@ -183,14 +686,54 @@ class HittingTimes:
 
 def hitting_times(graph, targets=None, *, solver=None, preconditioner=None, matrix=None, tolerance=None,
                   max_iterations=None, verbose=False):
-    """Collective: hitting times to ``targets`` (file ids, the same on every
-    rank; default: the vertex of highest degree), as ``tessera hitting``
-    computes them and with its defaults (None: the library's): ``solver``
-    None is the default solver (``tessera.default_solver()``: Belos when
-    built with Trilinos, else Tessera's Jacobi-preconditioned CG on the
-    grounded Laplacian read from the edge arrays, no copy), "tessera" or
-    "belos". A directed graph is symmetrized first (a copy). Weights must be
-    positive."""
+    """Expected random-walk steps from every vertex to ``targets``, as
+    ``tessera hitting`` computes them and with its defaults. Collective.
+
+    The conjugate gradient on the grounded Laplacian, read from the edge
+    arrays (no copy). A directed graph is symmetrized first (a copy);
+    weights must be positive. Every None is the library's default
+    (``tessera.pipeline_defaults()``).
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    targets : int or sequence of int, optional
+        Target file ids, the same on every rank (default: the vertex of
+        highest degree, the smallest id among equals).
+    solver : {"belos", "tessera"}, optional
+        None: ``tessera.default_solver()`` (Belos when built with Trilinos,
+        else Tessera's Jacobi-preconditioned CG).
+    preconditioner : {"diagonal", "relaxation"}, optional
+        Belos' preconditioner (Ifpack2).
+    matrix : {"edgelist", "crs"}, optional
+        The operator: the edge arrays in place, or a CrsMatrix copy.
+    tolerance : float, optional
+        The relative residual to stop at (library default 1e-10).
+    max_iterations : int, optional
+        The solver's iterations at most.
+    verbose : bool, default False
+        Progress lines (the residual as it falls) on rank 0's stderr.
+
+    Returns
+    -------
+    HittingTimes
+        ``times`` (float64 DistArray; NaN where no target is reachable),
+        ``file_ids``, the solve's fields and ``document``.
+
+    Raises
+    ------
+    tessera.RangeError
+        A target that does not occur in the graph.
+    tessera.ConfigError
+        An unknown solver, preconditioner or matrix; nonpositive weights.
+
+    Examples
+    --------
+    >>> h = tessera.hitting_times(tessera.grid((5, 5)), targets=[12])
+    >>> h.converged, round(h.max, 3)
+    (True, 27.2)
+    """
     from .pipeline import _given, _run
     if targets is None:
         targets = [_tessera._highest_degree_vertex(graph._impl)]

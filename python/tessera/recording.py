@@ -11,8 +11,29 @@ from ._errors import ConfigError
 
 
 class Recording:
-    """A trace being recorded between __enter__ and __exit__ (collective:
-    every rank enters and leaves together); rank 0 writes `path` at the end."""
+    """A trace being recorded while the ``with`` block runs (collective:
+    every rank enters and leaves together); rank 0 writes ``path`` at the
+    end. Made by :func:`tessera.trace`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The trace file rank 0 writes.
+    buffer_mb : int, optional
+        Each thread's event buffer (MiB; default: the recorder's).
+
+    Raises
+    ------
+    tessera.ConfigError
+        On entering: the extension has no trace recorder.
+
+    Examples
+    --------
+    >>> with tessera.trace("t.json") as recording:
+    ...     tessera.pagerank(tessera.kron(scale=14))
+    >>> recording.path
+    't.json'
+    """
 
     def __init__(self, path, buffer_mb=None):
         self.path = os.fspath(path)
@@ -37,8 +58,36 @@ class Recording:
 
 
 def trace(path, buffer_mb=None):
-    """A trace of the enclosed code, written to `path` (Chrome Trace Event
-    JSON; docs/trace.md): ``with tessera.trace("t.json"): ...``. buffer_mb
-    bounds each thread's event buffer (when full, the oldest events are
-    dropped and counted). Collective."""
+    """A trace of the enclosed code: ``with tessera.trace("t.json"): ...``.
+    Collective (every rank enters and leaves the block together).
+
+    Rank 0 writes one file for the job (Chrome Trace Event JSON,
+    docs/trace.md) when the block ends: it opens in Perfetto, and
+    ``tessera.tracefile`` (``tessera trace summary|plot``) reads it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The trace file.
+    buffer_mb : int, optional
+        Bounds each thread's event buffer (MiB; default: the recorder's);
+        when full, the oldest events are dropped and counted.
+
+    Returns
+    -------
+    Recording
+        A context manager; ``path`` is the file written.
+
+    Raises
+    ------
+    tessera.ConfigError
+        On entering: a build of the extension without the recorder.
+
+    Examples
+    --------
+    >>> with tessera.trace("t.json"):
+    ...     c = tessera.components(tessera.kron(scale=16))
+    >>> import tessera.tracefile as tf
+    >>> print(tf.format_summary(tf.summary(tf.load("t.json"))))
+    """
     return Recording(path, buffer_mb)

@@ -9,12 +9,41 @@ class Runtime:
     """This process's place in the Tessera job (one per process).
 
     ``Runtime()`` initialises MPI unless it already runs (mpi4py imported
-    first, for instance) and then only borrows it. ``Runtime(comm)`` takes an
-    mpi4py communicator: it must hold every rank of ``MPI.COMM_WORLD`` in
-    order (``MPI.COMM_WORLD`` or a duplicate), and mpi4py must use the MPI
-    library Tessera was built with. Calling ``Runtime()`` again returns the
-    same runtime. MPI ends (when Tessera started it) at interpreter exit.
-    Collective on first use.
+    first, for instance) and then only borrows it. Calling it again returns
+    the same runtime. MPI ends (when Tessera started it) at interpreter
+    exit. Collective on first use.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm, optional
+        A communicator holding every rank of ``MPI.COMM_WORLD`` in order
+        (``MPI.COMM_WORLD`` or a duplicate); mpi4py must use the MPI library
+        Tessera was built with.
+
+    Attributes
+    ----------
+    rank, size : int
+        This process's rank and the number of ranks.
+    job_id : str
+        The job's id (names its shared-memory segments).
+    node_size : int
+        Ranks on this node.
+    nodes : int
+        Nodes of the job.
+
+    Raises
+    ------
+    tessera.MismatchError
+        ``comm`` is not all of ``MPI.COMM_WORLD`` in order, or mpi4py's MPI
+        library is not Tessera's.
+    tessera.MpiError
+        MPI failed to start.
+
+    Examples
+    --------
+    >>> rt = tessera.Runtime()
+    >>> rt.rank, rt.size                  # run by `mpirun -n 2 python3 script.py`: (0, 2) and (1, 2)
+    (0, 1)
     """
 
     _instance = None
@@ -40,17 +69,57 @@ class Runtime:
         return cls._instance
 
     def barrier(self):
-        """Collective: waits (yielding the core) until every rank arrives."""
+        """Waits (yielding the core) until every rank arrives. Collective.
+
+        Examples
+        --------
+        >>> rt.barrier()
+        """
         _tessera._barrier()
 
     def allreduce(self, value, op="sum"):
-        """Collective: the sum (or "min", "max") of one number per rank."""
+        """One number per rank reduced over the ranks. Collective.
+
+        Parameters
+        ----------
+        value : int or float
+            This rank's number (an int reduces as a 64-bit integer, else as
+            a float64).
+        op : {"sum", "min", "max"}, default "sum"
+            The reduction.
+
+        Returns
+        -------
+        int or float
+            The result, on every rank.
+
+        Examples
+        --------
+        >>> rt.allreduce(rt.rank, "max") == rt.size - 1
+        True
+        """
         if isinstance(value, int):
             return _tessera._allreduce_int(value, op)
         return _tessera._allreduce_float(float(value), op)
 
     def allgather(self, value):
-        """Collective: one int from every rank, as a list in rank order."""
+        """One int from every rank, as a list in rank order. Collective.
+
+        Parameters
+        ----------
+        value : int
+            This rank's number (64-bit).
+
+        Returns
+        -------
+        list of int
+            Every rank's value, on every rank.
+
+        Examples
+        --------
+        >>> rt.allgather(rt.rank * 10)          # at 3 ranks
+        [0, 10, 20]
+        """
         return list(_tessera._allgather_int(int(value)))
 
     def __repr__(self):

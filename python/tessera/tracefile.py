@@ -44,7 +44,33 @@ TIME_KINDS = ("wall", "busy", "idle", "communication", "checkpoint", "untracked"
 
 
 class Slice:
-    """One complete ("X") event: a named interval on a rank's thread."""
+    """One complete ("X") event: a named interval on a rank's thread.
+
+    Made by :func:`load`, not by hand.
+
+    Parameters
+    ----------
+    name : str
+        The event's name ("pagerank", "send batch", ...).
+    category : str
+        One of ``CATEGORIES``: "phase", "round", "wait", "comm",
+        "checkpoint", "balance" or "io".
+    rank, thread : int
+        Where it happened (``MAIN_THREAD`` is 0).
+    start_us, duration_us : float
+        When it started and how long it took (microseconds, the job's clock).
+    args : dict
+        The event's arguments (a batch's ``dst``, ``bytes``, ``records``).
+    depth : int, default 0
+        How many slices of its thread enclose it.
+
+    Examples
+    --------
+    >>> t = tessera.tracefile.load("t.json")       # tessera -n 2 --trace t.json pipeline ...
+    >>> s = t.lane(0)[0]
+    >>> s.name, s.category, s.depth
+    ('tessera pipeline', 'phase', 0)
+    """
 
     __slots__ = ("name", "category", "rank", "thread", "start_us", "duration_us", "args", "depth")
 
@@ -65,12 +91,49 @@ class Slice:
 class Trace:
     """A checked trace file. Times are microseconds on the job's clock.
 
-    slices         every X event, by (rank, thread, start); depth = how many enclose it
-    instants       the "i" events (allocations), as read
-    counters       the "C" events (resident memory, aggregation bytes sent), as read
-    flows          {id: (start event, finish event or None)}: one per aggregation batch
-    thread_names   {(rank, thread): name}
-    metadata       otherData.tessera as read; the fields below are taken from it
+    Made by :func:`load`, not by hand; the parameters are its attributes.
+
+    Parameters
+    ----------
+    path : str
+        The file read.
+    metadata : dict
+        ``otherData.tessera`` as read; ``ranks``, ``command``, ``hosts``,
+        ``nodes``, ``start_us``, ``end_us``, ``dropped_events``, ``clock``
+        and ``comm_stats`` are taken from it.
+    slices : list of Slice
+        Every X event, by (rank, thread, start); ``depth``: how many enclose it.
+    instants : list of dict
+        The "i" events (allocations), as read.
+    counters : list of dict
+        The "C" events (resident memory, aggregation bytes sent), as read.
+    flows : dict
+        {id: (start event, finish event or None)}: one per aggregation batch.
+    thread_names : dict
+        {(rank, thread): name}.
+
+    Attributes
+    ----------
+    ranks : int
+        Ranks of the job.
+    command : str
+        The command line recorded ("" when none).
+    hosts, nodes : list
+        Each rank's host name and node number.
+    start_us, end_us : list of float
+        Each rank's first and last moment recorded.
+    dropped_events : list of int
+        Events each rank dropped (its buffer was full).
+    clock : dict
+        How the ranks' clocks were aligned (``method``, ``max_skew_us``, ...).
+    comm_stats : list or None
+        Exact per-destination traffic counters, when recorded.
+
+    Examples
+    --------
+    >>> t = tessera.tracefile.load("t.json")       # tessera -n 2 --trace t.json pipeline ...
+    >>> t.ranks, t.hosts, t.threads()
+    (2, ['vm', 'vm'], [(0, 0), (1, 0)])
     """
 
     def __init__(self, path, metadata, slices, instants, counters, flows, thread_names):
@@ -95,11 +158,41 @@ class Trace:
             self._lanes[(s.rank, s.thread)].append(s)
 
     def lane(self, rank, thread=MAIN_THREAD):
-        """The slices of one thread of a rank, by start."""
+        """The slices of one thread of a rank, by start.
+
+        Parameters
+        ----------
+        rank : int
+            The rank.
+        thread : int, default MAIN_THREAD (0)
+            The thread (``threads()`` lists those with events).
+
+        Returns
+        -------
+        list of Slice
+            In order of start; empty for a thread without slices.
+
+        Examples
+        --------
+        >>> [s.name for s in t.lane(0) if s.depth == 1 and s.category == "phase"][:3]   # pipeline's steps
+        ['read', 'symmetrize', 'components']
+        """
         return self._lanes.get((rank, thread), [])
 
     def threads(self):
-        """Every (rank, thread) with events or a name, each rank's main thread included."""
+        """Every (rank, thread) with events or a name, each rank's main
+        thread included.
+
+        Returns
+        -------
+        list of tuple
+            (rank, thread) pairs, sorted.
+
+        Examples
+        --------
+        >>> t.threads()                     # 2 ranks, main threads only
+        [(0, 0), (1, 0)]
+        """
         found = {(s.rank, s.thread) for s in self.slices} | set(self.thread_names)
         found |= {(r, MAIN_THREAD) for r in range(self.ranks)}
         return sorted(found)
@@ -268,13 +361,35 @@ def _check_nesting(check, slices):
 
 
 def load(path):
-    """The trace file at `path`, checked against format 1 (docs/trace.md).
+    """Reads a trace file, checked against format 1 (docs/trace.md).
 
-    Raises tessera.FormatError naming the file and the first fault (not
-    JSON, no traceEvents, an event without a field it needs, a pid that is
-    not a rank, two events of one thread that overlap without nesting, a flow
-    that ends without starting, ...), tessera.SystemError when it cannot be
-    read."""
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A trace written by ``tessera --trace FILE`` or ``tessera.trace``.
+
+    Returns
+    -------
+    Trace
+        The file's events and metadata.
+
+    Raises
+    ------
+    tessera.FormatError
+        Naming the file and the first fault: not JSON, no traceEvents, an
+        event without a field it needs, a pid that is not a rank, two
+        events of one thread that overlap without nesting, a flow that ends
+        without starting, ...
+    tessera.SystemError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import tessera.tracefile as tf
+    >>> t = tf.load("t.json")
+    >>> t
+    Trace('t.json': 2 ranks, 458 slices)
+    """
     path = os.fspath(path)
     check = _Checker(path)
     try:
@@ -384,9 +499,30 @@ def _rank_intervals(trace, rank, categories, thread=MAIN_THREAD):
 
 
 def rank_times(trace, rank):
-    """The rank's main-thread seconds, as the summary defines them, plus
-    `computation` (busy outside communication and checkpoints: the plot's
-    utilization panel)."""
+    """The rank's main-thread seconds, as the summary defines them
+    (docs/trace.md, "Summary definitions").
+
+    Parameters
+    ----------
+    trace : Trace
+        A loaded trace.
+    rank : int
+        The rank.
+
+    Returns
+    -------
+    dict
+        Seconds for each of ``TIME_KINDS`` ("wall", "busy", "idle",
+        "communication", "checkpoint", "untracked") plus "computation"
+        (busy outside communication and checkpoints: the plot's utilization
+        panel).
+
+    Examples
+    --------
+    >>> times = tf.rank_times(tf.load("t.json"), 0)
+    >>> sorted(times)
+    ['busy', 'checkpoint', 'communication', 'computation', 'idle', 'untracked', 'wall']
+    """
     idle = _rank_intervals(trace, rank, ("wait",))
     idle_us = _length(idle)
 
@@ -430,9 +566,31 @@ def _phase_rows(trace):
 
 
 def traffic(trace):
-    """The rank-to-rank traffic: comm_stats' exact counters when the file
-    has them, else the "send batch" events (all threads; short when events
-    were dropped). Matrices indexed [source][destination]."""
+    """The rank-to-rank traffic of the aggregators.
+
+    From comm_stats' exact counters when the file has them (``tessera
+    --comm-stats``), else from the "send batch" events (all threads; short
+    when events were dropped).
+
+    Parameters
+    ----------
+    trace : Trace
+        A loaded trace.
+
+    Returns
+    -------
+    dict
+        ``bytes``, ``batches`` and ``records``: matrices indexed
+        [source][destination]; ``same_node``: whether each pair shares a
+        node; ``totals`` per "same_node" / "other_node"; ``source``:
+        "comm_stats" or "send batch events".
+
+    Examples
+    --------
+    >>> m = tf.traffic(tf.load("t.json"))
+    >>> m["source"], m["bytes"]                    # rank 0 sent 220 bytes to rank 1
+    ('comm_stats', [[0, 220], [364, 0]])
+    """
     n = trace.ranks
     matrix = {key: [[0] * n for _ in range(n)] for key in ("bytes", "batches", "records")}
     if trace.comm_stats is not None:
@@ -459,17 +617,31 @@ def traffic(trace):
 
 def summary(trace):
     """What the trace says, as a JSON-ready dict (docs/trace.md, "Summary
-    definitions"):
+    definitions"); ``tessera trace summary --json`` prints it.
 
-    ranks     per rank: rank, host, node, KIND_s seconds and KIND_share of
-              wall for KIND in TIME_KINDS (main thread), events, dropped_events
-    phases    phase and round names, slowest rank first: name, category,
-              events, per_rank_s, mean_s, max_s, slowest_rank, imbalance
-              (max / mean)
-    traffic   bytes, batches, records as [source][destination] matrices,
-              same_node flags, totals, and their source (comm_stats or events)
-    clock     method, max_skew_us, max_uncertainty_us; and file, command,
-              hosts, nodes, wall_s (the job's), dropped_events, events"""
+    Parameters
+    ----------
+    trace : Trace
+        A loaded trace.
+
+    Returns
+    -------
+    dict
+        ``ranks``: per rank: rank, host, node, KIND_s seconds and
+        KIND_share of wall for KIND in ``TIME_KINDS`` (main thread),
+        events, dropped_events. ``phases``: phase and round names, slowest
+        rank first: name, category, events, per_rank_s, mean_s, max_s,
+        slowest_rank, imbalance (max / mean). ``traffic``: as
+        :func:`traffic`. ``clock``: method, max_skew_us,
+        max_uncertainty_us. And ``file``, ``command``, ``hosts``,
+        ``nodes``, ``wall_s`` (the job's), ``dropped_events``, ``events``.
+
+    Examples
+    --------
+    >>> s = tf.summary(tf.load("t.json"))
+    >>> [p["name"] for p in s["phases"][:3]]       # the slowest first
+    ['tessera pipeline', 'hitting times', 'symmetrize']
+    """
     rows = []
     events = collections.Counter(s.rank for s in trace.slices)
     for rank in range(trace.ranks):
@@ -540,7 +712,27 @@ def _table(header, rows, left=()):
 
 
 def format_summary(s, max_phases=15, max_matrix_ranks=16):
-    """The summary as text tables for a terminal."""
+    """The summary as text tables for a terminal (what ``tessera trace
+    summary`` prints).
+
+    Parameters
+    ----------
+    s : dict
+        A :func:`summary`.
+    max_phases : int, default 15
+        Phases listed at most (the slowest first).
+    max_matrix_ranks : int, default 16
+        Ranks up to which the traffic matrix is printed whole.
+
+    Returns
+    -------
+    str
+        The tables, lines joined by newlines.
+
+    Examples
+    --------
+    >>> print(tf.format_summary(tf.summary(tf.load("t.json"))))
+    """
     lines = []
     hosts = sorted(set(s["hosts"]))
     lines.append(f"{s['file']}: {s['command'] or '(no command recorded)'}")
@@ -773,10 +965,35 @@ def _draw_traffic(fig, ax, trace):
 
 
 def plot(trace, out_path):
-    """Draws the trace into out_path (.png or .svg): the timeline (a row per
-    rank and per other thread; named work in colours, waiting hatched red,
-    kernel rounds as thin bars, batches as ticks), each rank's utilization
-    and the traffic matrix. `trace`: a Trace or a path. Needs matplotlib."""
+    """Draws the trace into a picture: the timeline (a row per rank and per
+    other thread; named work in colours, waiting hatched red, kernel rounds
+    as thin bars, batches as ticks), each rank's utilization and the
+    traffic matrix. Needs matplotlib (imported here).
+
+    Parameters
+    ----------
+    trace : Trace, str or os.PathLike
+        A loaded trace, or a trace file's path.
+    out_path : str or os.PathLike
+        The picture: a .png or .svg path.
+
+    Returns
+    -------
+    str
+        ``out_path``.
+
+    Raises
+    ------
+    tessera.ConfigError
+        ``out_path`` is not .png or .svg, or matplotlib is missing.
+    tessera.FormatError, tessera.SystemError
+        As :func:`load`, when ``trace`` is a path.
+
+    Examples
+    --------
+    >>> tf.plot("t.json", "t.png")
+    't.png'
+    """
     out_path = os.fspath(out_path)
     extension = os.path.splitext(out_path)[1].lower()
     if extension not in (".png", ".svg"):
@@ -822,8 +1039,25 @@ def plot(trace, out_path):
 # ---------------------------------------------------------------------------------------------------- command
 
 def main(argv=None):
-    """`summary FILE [--json]` | `plot FILE -o OUT.png|.svg`; exit 1 with a
-    one-line message on an error, as the tessera program does."""
+    """``python3 -m tessera.tracefile`` (what ``tessera trace`` runs):
+    ``summary FILE [--json]`` or ``plot FILE -o OUT.png|.svg``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 with a one-line message on stderr on an
+        error (as the tessera program does).
+
+    Examples
+    --------
+    >>> tf.main(["summary", "t.json", "--json"])
+    0
+    """
     parser = argparse.ArgumentParser(prog="tessera trace", description="Where a traced run spent its time.")
     commands = parser.add_subparsers(dest="command", required=True)
     summary_parser = commands.add_parser("summary", help="busy, idle, communication per rank; phases; traffic")

@@ -18,13 +18,17 @@ namespace tessera::cli {
 void exec_python_module(const std::string& module, const std::vector<std::string>& module_args,
                         const std::string& purpose) {
   namespace fs = std::filesystem;
-  // A build tree: build/tessera beside build/python/tessera (the package's
-  // files linked there, with the extension built for this program).
-  const fs::path package = fs::read_symlink("/proc/self/exe").parent_path() / "python";
-  if (fs::exists(package / "tessera" / "__init__.py")) {
+  // The package: beside this program in a build tree (build/tessera and
+  // build/python/tessera, the package's files linked there with the
+  // extension built for this program), or around it where pip installed it
+  // (SITE/tessera/bin/tessera).
+  const fs::path exe = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const fs::path& parent : {exe / "python", exe.parent_path().parent_path()}) {
+    if (!fs::exists(parent / "tessera" / "__init__.py")) continue;
     const char* old = std::getenv("PYTHONPATH");
-    std::string path = package.string() + (old && *old ? ":" + std::string(old) : "");
+    std::string path = parent.string() + (old && *old ? ":" + std::string(old) : "");
     ::setenv("PYTHONPATH", path.c_str(), 1);
+    break;
   }
   // The Python the package was built for (its extension is for that one).
 #ifdef TESSERA_PYTHON

@@ -5,6 +5,7 @@
 // own mpirun of K ranks, or, when srun or mpirun started this process as a
 // rank, this rank's part of the session. With --dashboard the session also
 // serves its live page on 127.0.0.1, and the URL (a token in it) is printed.
+// tessera sessions: the user's running sessions, found by their connection files.
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,21 @@ void add_serve(CLI::App& app, Action& selected, const int& ranks, bool& launches
   serve->callback([o, &selected, &ranks, &launches_jobs] {
     launches_jobs = true;  // the session starts its own mpirun
     selected = [o, &ranks] { return run_serve(*o, ranks); };
+  });
+
+  // tessera sessions: this user's running sessions, from their connection
+  // files (python/tessera/session/sessions.py), with residents and memory.
+  auto json = std::make_shared<bool>(false);
+  auto* sessions = app.add_subcommand("sessions", "List your running sessions (their sockets, ranks, hosts, "
+                                                  "residents and memory); tessera.connect() joins the only one");
+  sessions->add_flag("--json", *json, "One JSON document (a list of sessions) instead of the table");
+  sessions->callback([json, &selected] {
+    selected = [json] {
+      exec_python_module("tessera.session.sessions", *json ? std::vector<std::string>{"--json"}
+                                                            : std::vector<std::string>{},
+                         "the session list");
+      return 1;
+    };
   });
 }
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
@@ -552,6 +553,48 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
   return t;
 }
 
+// The graph of `lines` (this rank's edges, ids less the file's base, given
+// again at every call) on `n` vertices, or, relabelled, on the ids that occur
+// (numbered in their order, each vertex remembering its id); `checked` sees
+// the graph before it is returned.
+LoadedGraph build_graph(Runtime& rt, std::uint64_t n, bool directed, const EdgeSource& lines,
+                        const BuildOptions& build, bool relabel, std::uint64_t file_base,
+                        const std::function<EdgeList(EdgeList)>& checked) {
+  if (!relabel) {
+    auto g = checked(EdgeList::build(rt, n, directed, lines, build));
+    auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
+    return {std::move(g), std::move(ids)};
+  }
+  // Relabelled: this rank's distinct ids, numbered over all ranks; each
+  // build pass renumbers its batches.
+  std::vector<std::uint64_t> ids;
+  agree(rt.comm(), [&] { ids = local_distinct_ids(lines); });  // a changed file fails on every rank
+  std::vector<std::uint64_t> old_of_new, new_of_id;
+  n = number_ids(rt, ids, old_of_new, new_of_id);
+  auto renumber = [&](std::uint64_t id) {
+    return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
+  };
+  const EdgeSource renumbered = [&](const EdgeSink& take) {
+    std::vector<std::uint64_t> src, dst;
+    lines([&](const EdgeBatch& b) {
+      src.resize(b.src.size());
+      dst.resize(b.dst.size());
+      std::transform(b.src.begin(), b.src.end(), src.begin(), renumber);
+      std::transform(b.dst.begin(), b.dst.end(), dst.begin(), renumber);
+      take(EdgeBatch{src, dst, b.weight});
+    });
+  };
+  auto g = checked(EdgeList::build(rt, n, directed, renumbered, build));
+  DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
+  {
+    DstAggregator<std::uint64_t> put(file_ids);
+    std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
+    for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
+  }
+  auto ids_map = IdMap::relabelled(std::move(file_ids), file_base);
+  return {std::move(g), std::move(ids_map)};
+}
+
 LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
   const bool mm = format == FileFormat::matrix_market;
   // The file is counted first, then parsed again by each pass of a streamed
@@ -622,39 +665,7 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
       take(EdgeBatch{t.first_edge.src, t.first_edge.dst, options.pattern ? std::span<const double>{}
                                                                          : std::span<const double>(t.first_edge.weight)});
   };
-  if (!options.relabel) {
-    auto g = checked(EdgeList::build(rt, n, directed, lines, build));
-    auto ids = IdMap::identity(rt, g.vertex_ranges(), file_base);
-    return {std::move(g), std::move(ids)};
-  }
-  // Relabelled: this rank's distinct ids, numbered over all ranks; each
-  // build pass renumbers its batches.
-  std::vector<std::uint64_t> ids;
-  agree(rt.comm(), [&] { ids = local_distinct_ids(lines); });  // a changed file fails on every rank
-  std::vector<std::uint64_t> old_of_new, new_of_id;
-  n = number_ids(rt, ids, old_of_new, new_of_id);
-  auto renumber = [&](std::uint64_t id) {
-    return new_of_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin())];
-  };
-  const EdgeSource renumbered = [&](const EdgeSink& take) {
-    std::vector<std::uint64_t> src, dst;
-    lines([&](const EdgeBatch& b) {
-      src.resize(b.src.size());
-      dst.resize(b.dst.size());
-      std::transform(b.src.begin(), b.src.end(), src.begin(), renumber);
-      std::transform(b.dst.begin(), b.dst.end(), dst.begin(), renumber);
-      take(EdgeBatch{src, dst, b.weight});
-    });
-  };
-  auto g = checked(EdgeList::build(rt, n, directed, renumbered, build));
-  DistArray<std::uint64_t> file_ids(rt, g.vertex_ranges());
-  {
-    DstAggregator<std::uint64_t> put(file_ids);
-    std::uint64_t first_new = exclusive_prefix_sum(rt.comm(), old_of_new.size());
-    for (std::size_t k = 0; k < old_of_new.size(); ++k) put.put(first_new + k, old_of_new[k]);
-  }
-  auto ids_map = IdMap::relabelled(std::move(file_ids), file_base);
-  return {std::move(g), std::move(ids_map)};
+  return build_graph(rt, n, directed, lines, build, options.relabel, file_base, checked);
 }
 
 // A stream copied to a temporary file (created exclusively, removed on
@@ -1081,6 +1092,48 @@ EdgeList load_binary_arrays(Runtime& rt, const std::string& dir, const StorageOp
 
 EdgeList load_binary(Runtime& rt, const std::string& dir, const StorageOptions& storage) {
   return load_binary_arrays(rt, dir, storage, true);
+}
+
+LoadedGraph from_edges(Runtime& rt, const EdgeBatch& local, const FromEdgesOptions& options) {
+  const bool weighted = all_reduce(rt.comm(), static_cast<int>(!local.weight.empty()), MPI_MAX) != 0;
+  agree(rt.comm(), [&] {  // a fault on one rank is every rank's
+    if (local.src.size() != local.dst.size() || (!local.weight.empty() && local.weight.size() != local.src.size()))
+      throw MismatchError("from_edges: " + std::to_string(local.src.size()) + " sources, " +
+                          std::to_string(local.dst.size()) + " destinations and " +
+                          std::to_string(local.weight.size()) + " weights; give as many of each (or no weights)");
+    if (weighted && local.weight.empty() && !local.src.empty())
+      throw MismatchError("from_edges: some ranks gave weights and this one did not");
+    for (double w : local.weight)
+      if (!std::isfinite(w)) throw RangeError("from_edges: a weight is not a finite number (NaN or infinite)");
+  });
+  const EdgeSource edges = [&](const EdgeSink& take) {
+    if (!local.src.empty()) take(local);
+  };
+  std::uint64_t largest = 0;
+  for (std::size_t k = 0; k < local.src.size(); ++k) largest = std::max({largest, local.src[k] + 1, local.dst[k] + 1});
+  largest = all_reduce(rt.comm(), largest, MPI_MAX);
+  std::uint64_t n = options.relabel ? 0 : options.vertices.value_or(largest);
+  if (!options.relabel) {
+    if (largest > n)
+      throw RangeError("from_edges: vertex id " + std::to_string(largest - 1) + " is out of range for a graph of " +
+                       std::to_string(n) + " vertices");
+    if (auto why = vertex_arrays_problem(n, all_reduce(rt.comm(), std::uint64_t{local.src.size()}, MPI_SUM));
+        !why.empty())
+      throw RangeError("from_edges: vertex id " + std::to_string(n - 1) + " needs " + why + "; relabel");
+  }
+  BuildOptions build;
+  build.storage = options.storage;
+  build.symmetrize = options.undirected;
+  build.drop_duplicates = options.symmetric && !options.undirected;
+  const bool listed_both_ways = build.drop_duplicates;
+  const bool directed = !options.undirected && !options.symmetric;
+  auto checked = [&](EdgeList g) {
+    if (listed_both_ways && !arcs_are_symmetric(g))
+      throw FormatError("from_edges: the edges were given as symmetric, but some edge is given in one direction "
+                        "only, or with another weight; pass undirected to add the missing reverses");
+    return g;
+  };
+  return build_graph(rt, n, directed, edges, build, options.relabel, 0, checked);
 }
 
 }  // namespace tessera::graph

@@ -136,3 +136,25 @@ def test_spectral_bad_input(rt, kron):
         tessera.fiedler(g)  # the whole graph: several components
     with pytest.raises(tessera.ConfigError, match="must be fiedler or centrality, not 'pagerank'"):
         tessera.spectral(g, "pagerank")
+
+
+def test_results_to_pandas_hold_this_ranks_vertices(rt, kron, monkeypatch):
+    """to_pandas() at any rank count: this rank's vertices, labelled by the
+    graph's file ids, the values of .local (pandas stubbed: only the columns
+    it is given matter); every rank shows its result as HTML."""
+    import sys
+    import types
+    pandas = types.ModuleType("pandas")
+    pandas.DataFrame = lambda columns, **options: dict(columns)
+    monkeypatch.setitem(sys.modules, "pandas", pandas)
+    g, _ = kron
+    lo, hi = g.local_vertex_range
+    for result, arrays in ((tessera.pagerank(g), ("scores",)), (tessera.bfs(g, 0), ("parents", "depths")),
+                           (tessera.components(g), ("labels",)), (tessera.hitting_times(g), ("times",))):
+        df = result.to_pandas()
+        assert list(df) == ["file_id", *arrays]
+        assert np.array_equal(df["file_id"], g.file_ids if arrays != ("times",) else result.file_ids)
+        for name in arrays:
+            assert len(df[name]) == (hi - lo if arrays != ("times",) else result.times.local.size)
+            assert np.array_equal(df[name], getattr(result, name).local, equal_nan=True)
+        assert result._repr_html_().startswith("<table")

@@ -114,7 +114,7 @@ def test_the_url_has_a_256_bit_token_and_the_page_listens_on_loopback_only(sessi
     other = tessera.connect(s.socket_path)
     assert other.dashboard_url == s.dashboard_url
     other.close()
-    log = open(s._log).read()
+    log = open(s._launched.log).read()
     assert token not in log and f"127.0.0.1:{port}" in log, log
 
 

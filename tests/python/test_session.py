@@ -4,12 +4,15 @@ against scipy at 1-4 ranks, results as read-only views (not copies: the
 client's private memory measured), bad commands, killed clients and ranks,
 another OS user, TCP with a token, and nothing left in /dev/shm."""
 import glob
+import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -302,8 +305,8 @@ def test_tcp_needs_the_token(tmp_path):
         t.close()
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
         assert f"0.0.0.0:{port}" not in listening
-    log = open(s._log).read()
-    assert token not in log
+        log = open(s._launched.log).read()  # (removed when the session ends cleanly)
+        assert token not in log
 
 
 def test_a_dead_rank_raises_promptly_and_leaves_nothing(graph_file):
@@ -325,24 +328,28 @@ def test_a_dead_rank_raises_promptly_and_leaves_nothing(graph_file):
 def test_a_session_has_its_own_mpi_session_directory_removed_at_stop(tmp_path):
     # Open MPI's shared top directory, removed by whichever job ends and
     # finds it empty, once failed a job starting beside it: a session on
-    # one node gets a base of its own, gone with the session; a base the
-    # user chose stands; a dead mpirun's base goes at the next start.
+    # one node gets a base of its own from the library's launch (tessera
+    # mpirun), beside every other launch's, gone with the session, and its
+    # log too when it ends cleanly; a base the user chose stands; a dead
+    # mpirun's base goes at the next start.
+    bases = os.path.join(tempfile.gettempdir(), f"tessera-mpirun.{os.getuid()}.{os.stat('/proc/self/ns/pid').st_ino}")
     with tessera.start(ranks=2) as s:
         with open(f"/proc/{s._process.pid}/environ", "rb") as f:
             env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
         base = env[b"OMPI_MCA_orte_tmpdir_base"].decode()
-        assert base == s._mpi_base and os.path.dirname(os.path.dirname(base)) == protocol.runtime_dir()
+        assert base == s._launched.mpi_base and base == os.path.join(bases, str(s._process.pid))
         assert glob.glob(os.path.join(base, "ompi.*")), "mpirun's session directory is under the base"
         assert s.kron(scale=6).vertices == 64
+        log = s._launched.log
+        assert os.path.exists(log)
     assert not os.path.exists(base), "the base is removed when the session stops"
+    assert not os.path.exists(log), "a session that ended cleanly leaves no log"
     chosen = tmp_path / "mine"
     chosen.mkdir()
     with tessera.start(ranks=1, env={"OMPI_MCA_orte_tmpdir_base": str(chosen)}) as s:
-        assert s._mpi_base is None and glob.glob(str(chosen / "ompi.*")), "a base the user chose stands"
-    dead = os.path.join(os.path.dirname(base), "dead-mpirun")
+        assert s._launched.mpi_base is None and glob.glob(str(chosen / "ompi.*")), "a base the user chose stands"
+    dead = os.path.join(bases, str(2 ** 22 + 1))  # above the largest pid_max: no such process
     os.makedirs(dead)
-    with open(os.path.join(dead, "mpirun.pid"), "w") as f:
-        f.write(str(2 ** 22 + 1))  # above the largest pid_max: no such process
     with tessera.start(ranks=1) as s:
         assert not os.path.exists(dead), "a start removes the base of an ended mpirun"
 
@@ -393,6 +400,19 @@ def test_the_readme_flow_example_runs():
     assert out.stdout == f"{count} components; the largest: {len(big)} vertices; hitting times to 0: max {longest:.1f}\n"
 
 
+def test_the_interop_example_runs():
+    """examples/python/interop.py (docs/python.md): SciPy in and out, NetworkX
+    and pandas in, a result as a frame; its answers against scipy."""
+    source = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(PACKAGE_PARENT, "..", ".."))
+    example = os.path.join(source, "examples", "python", "interop.py")
+    edges = np.loadtxt(os.path.join(source, "examples", "grid.el"), dtype=np.int64, comments="#")
+    a, count, _, big = reference(int(edges.max()) + 1, edges)
+    longest = max(scipy_hitting(a, big, 0).values())
+    out = subprocess.run([sys.executable, example], env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (f"{count} components; {min(big) + 100}..{max(big) + 100}: max {longest:.1f} steps\n")
+
+
 def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
     code = textwrap.dedent("""
         import os, sys, time, tessera
@@ -441,7 +461,7 @@ def test_a_command_stuck_when_its_owner_ends_ends_the_session_and_leaves_nothing
         s.submit("_request", "stuck", {"graph": g.id})
         time.sleep(1.0)
         assert s.status()["running"]["op"] == "stuck"
-        print(s.job_id, s._log, *s._pids, flush=True)
+        print(s.job_id, s._launched.log, *s._pids, flush=True)
         os.kill(os.getpid(), 9)
     """)
     p = subprocess.run([sys.executable, "-c", code], env={**clean_env(), "PYTHONPATH": PACKAGE_PARENT},
@@ -617,3 +637,152 @@ def test_distributed_arrays_gather_scatter_update_argsort_like_numpy(session):
     assert np.array_equal(session.gather((c, "labels"), np.arange(400)), np.zeros(400))
     with pytest.raises(tessera.RangeError):
         session.gather(a, [n])
+
+
+# -- graphs in and out: SciPy, NetworkX, pandas (issue 60) ------------------------------------
+def test_from_scipy_and_to_scipy_round_trip_exactly(session):
+    import scipy.sparse as sp
+    A = sp.random(400, 400, density=0.02, format="csr", random_state=3)  # directed, weighted
+    A[5, 5] = 2.5  # a self loop
+    g = session.from_scipy(A)
+    assert (g.vertices, g.arcs, g.directed, g.weighted) == (400, A.nnz, True, True)
+    B = g.to_scipy()
+    assert B.shape == A.shape and (B != A).nnz == 0 and np.array_equal(B.indptr, A.indptr)
+    assert np.array_equal(B.indices, A.indices) and np.array_equal(B.data, A.data)
+    S = sp.csr_array(A + A.T)  # symmetric: an undirected graph, verified
+    u = session.from_scipy(S, symmetric=True)
+    assert not u.directed and (u.to_scipy() != S).nnz == 0
+    with pytest.raises(tessera.FormatError, match="symmetric"):
+        session.from_scipy(A, symmetric=True)
+    with pytest.raises(tessera.MismatchError, match="square"):
+        session.from_scipy(sp.random(3, 4, density=0.5, format="csr"))
+    # An unweighted graph gives ones; chunked and whole sends give one graph.
+    src, dst = A.nonzero()
+    whole = session.from_edges(src, dst, vertices=400).to_scipy()
+    parts = session.from_edges(src, dst, vertices=400, chunk_edges=97).to_scipy()
+    assert (whole != (A != 0).astype(np.float64)).nnz == 0 and (parts != whole).nnz == 0
+
+
+def test_from_networkx_and_from_pandas_give_networkx_s_components(session):
+    import networkx as nx
+    import pandas as pd
+    G = nx.gnm_random_graph(700, 500, seed=4)
+    G.add_node(10 ** 6)  # an isolated node of another name
+    g = session.from_networkx(G)
+    assert (g.vertices, g.edges, g.directed) == (G.number_of_nodes(), G.number_of_edges(), False)
+    c = session.components(g)
+    want = sorted(sorted(map(str, comp)) for comp in nx.connected_components(G))
+    labels = c.labels
+    got = {}
+    for k, node in enumerate(g.nodes):  # vertex k is node k; file id k
+        got.setdefault(labels[k], []).append(str(node))
+    assert c.count == nx.number_connected_components(G)
+    assert sorted(sorted(v) for v in got.values()) == want
+    # pandas: integer ids kept as file ids; string labels numbered, in nodes.
+    edges = list(G.edges)
+    df = pd.DataFrame({"a": [7 * u + 3 for u, _ in edges], "b": [7 * v + 3 for _, v in edges]})
+    p = session.from_pandas(df, source="a", target="b", undirected=True)
+    frame = session.components(p).to_pandas()
+    assert list(frame.columns[:2]) == ["file_id", "labels"]
+    assert set(frame.file_id) == set(df.a) | set(df.b)
+    H = nx.Graph([(7 * u + 3, 7 * v + 3) for u, v in edges])
+    assert frame.labels.nunique() == nx.number_connected_components(H)
+    names = pd.DataFrame({"s": ["x", "y", "z"], "t": ["y", "x", "w"]})
+    q = session.from_pandas(names, source="s", target="t")
+    assert q.nodes == ["x", "y", "z", "w"] and q.vertices == 4 and q.directed
+    with pytest.raises(tessera.ConfigError, match="no column"):
+        session.from_pandas(names, source="nope", target="t")
+
+
+def test_a_hitting_time_result_converts_to_pandas_with_file_ids(session, graph_file):
+    path, n, edges = graph_file
+    g = session.read_graph(path, undirected=True)
+    lcc = session.largest_component(g)
+    target = int(lcc.file_ids[0])
+    h = session.hitting_times(lcc, targets=[target])
+    frame = h.to_pandas()
+    assert list(frame.columns) == ["file_id", "times"]
+    assert np.array_equal(frame.file_id.to_numpy(), lcc.file_ids)
+    assert np.array_equal(frame.times.to_numpy(), h.times, equal_nan=True)
+    assert frame.loc[frame.file_id == target, "times"].item() == 0.0
+
+
+def test_from_edges_refuses_bad_edges_and_the_session_serves_on(session):
+    with pytest.raises(tessera.MismatchError, match="destinations"):
+        session.from_edges([0, 1, 2], [1, 2])
+    with pytest.raises(tessera.RangeError, match="negative"):
+        session.from_edges([0, -1], [1, 2])
+    with pytest.raises(tessera.RangeError, match="out of range"):
+        session.from_edges([0, 1], [1, 9], vertices=5)
+    with pytest.raises(tessera.RangeError, match="finite"):
+        session.from_edges([0, 1], [1, 2], [1.0, float("nan")])
+    with pytest.raises(tessera.MismatchError, match="weights"):
+        session.from_edges([0, 1], [1, 2], [1.0])
+    assert session.from_edges([0, 1], [1, 2], vertices=5).vertices == 5
+
+
+# -- a session found again, and nothing left behind (issue 58) ------------------------------
+def test_a_session_is_found_again_and_a_killed_one_is_forgotten(tmp_path, monkeypatch):
+    # A runtime directory of this test's own: sessions of tests running beside it stay out of it.
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    from tessera.session import sessions
+    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    with pytest.raises(tessera.ConfigError, match="no running session"):
+        tessera.connect()
+    s = tessera.start(ranks=2, keep=True)
+    try:
+        g = s.kron(scale=8)
+        s.persist(g, "web")
+        live = sessions.running()
+        assert [f["socket"] for f in live] == [s.socket_path]
+        facts = live[0]
+        assert facts["ranks"] == 2 and facts["pids"] == s._pids and facts["job_id"] == s.job_id
+        assert stat.S_IMODE(os.stat(facts["file"]).st_mode) == 0o600
+        t = tessera.connect()  # the only one
+        assert "web" in {o["id"] for o in t.list()}
+        t.close()
+        listed = json.loads(subprocess.run([program, "sessions", "--json"], env=clean_env(), capture_output=True,
+                                           text=True, timeout=60, check=True).stdout)
+        assert [r["socket"] for r in listed] == [s.socket_path]
+        assert listed[0]["residents"] == ["web"] and listed[0]["memory_bytes"] > 0
+        other = tessera.start(ranks=1)
+        try:
+            with pytest.raises(tessera.ConfigError, match="several running sessions") as e:
+                tessera.connect()
+            assert s.socket_path in str(e.value) and other.socket_path in str(e.value)
+        finally:
+            other.stop()
+        assert not os.path.exists(other.socket_path), "a stopped session leaves no socket"
+    finally:
+        # Killed from outside: mpirun's process group and the ranks, no goodbye.
+        os.killpg(s._process.pid, signal.SIGKILL)
+        for pid in s._pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        s._process.wait()
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{p}") for p in s._pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(facts["file"]) and os.path.exists(s.socket_path)
+    assert sessions.running() == [], "a killed session is not listed"
+    assert not os.path.exists(facts["file"]) and not os.path.exists(s.socket_path), "its file and socket go"
+    assert os.path.exists(s._launched.log), "a failed session's log stays"
+    with pytest.raises(tessera.ConfigError, match="no running session"):
+        tessera.connect()
+    gc = subprocess.run([program, "shm", "gc", "--include-mpi"], env=clean_env(), capture_output=True, timeout=60)
+    assert gc.returncode == 0 and not ours(s.job_id), gc.stderr
+
+
+def test_a_session_stopped_normally_leaves_nothing_in_its_runtime_directory(tmp_path, monkeypatch):
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    with tessera.start(ranks=2, tcp=f"127.0.0.1:{free_port()}") as s:
+        assert s.kron(scale=6).vertices == 64
+        assert os.listdir(runtime / "tessera")
+    left = [os.path.join(d, f) for d, _, files in os.walk(runtime) for f in files]
+    assert left == [], f"left behind: {left}"

@@ -70,6 +70,24 @@ struct ParsedText {
 };
 ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOptions& options = {});
 
+// A graph of edges held in memory: `local` is this rank's share (any
+// split; sources, destinations and, when weighted, weights, as many of
+// each). Collective. Ids are the caller's: 0..vertices-1 (default: the
+// largest id + 1), or, with relabel, any numbers, the graph's vertices being
+// the ids that occur, in their order, each remembering its id (IdMap).
+// undirected adds the reverse of every edge (dropping duplicates, as
+// ReadOptions::undirected); symmetric takes edges listed both ways as they
+// are (verified). Throws MismatchError for arrays of unequal lengths,
+// RangeError for an id past `vertices` or a weight that is not finite.
+struct FromEdgesOptions {
+  bool undirected = false;
+  bool symmetric = false;
+  bool relabel = false;
+  std::optional<std::uint64_t> vertices;
+  StorageOptions storage;
+};
+LoadedGraph from_edges(Runtime& rt, const EdgeBatch& local, const FromEdgesOptions& options = {});
+
 // The binary format on its own (read_graph dispatches here; save_binary in
 // write.hpp writes it). Maps the segments in place, read-only, when the rank count matches the
 // writer's; with another rank count it attaches, copies this rank's share and

@@ -6,10 +6,38 @@ import argparse
 import signal
 import sys
 
-from . import client
+from . import client, launch
 
 
 def main(argv=None):
+    """``tessera serve``: starts a session and serves until Ctrl-C, SIGTERM
+    or a client's ``s.stop()``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``serve -n K [--socket PATH] [--tcp [HOST:]PORT] [--host LIST]
+        [--root DIR ...] [--dashboard] [--dashboard-port P]`` (default:
+        ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when the session ended cleanly, 1 when its ranks
+        failed.
+
+    Raises
+    ------
+    tessera.SystemError
+        The ranks did not start (their log's end in the message).
+    tessera.ConfigError
+        The shared-memory directory cannot be used.
+
+    Examples
+    --------
+    >>> from tessera.session.__main__ import main
+    >>> main(["serve", "-n", "2", "--socket", "/tmp/s/s.sock"])     # blocks until stopped
+    """
     parser = argparse.ArgumentParser(prog="tessera serve", description="Start a session of resident ranks.")
     parser.add_argument("command", choices=["serve"])
     parser.add_argument("-n", "--ranks", type=int, default=2)
@@ -23,7 +51,7 @@ def main(argv=None):
                         "(repeatable; bounds every client; default: this directory, for TCP clients only; "
                         "docs/security.md)")
     args = parser.parse_args(argv)
-    s = client.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True, root=args.root,
+    s = launch.start(args.ranks, socket=args.socket, tcp=args.tcp, hosts=args.host, keep=True, root=args.root,
                      dashboard=args.dashboard or bool(args.dashboard_port), dashboard_port=args.dashboard_port)
     print(f"tessera session: {s.ranks} ranks serving {s.socket_path}" +
           (f" (tcp {args.tcp}, token in {s.socket_path}.token)" if args.tcp else ""), flush=True)
@@ -37,7 +65,7 @@ def main(argv=None):
         return 0 if code == 0 else 1
     except (KeyboardInterrupt, SystemExit):
         stopper = client.connect(s.socket_path)
-        stopper._process, stopper._log = s._process, s._log
+        stopper._launched = s._launched
         stopper.stop()
         return 0
 

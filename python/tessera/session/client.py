@@ -16,24 +16,22 @@ session on 127.0.0.1 (``s.dashboard_url``, its token in it);
 commands run inside it.
 """
 import concurrent.futures
-import glob
 import inspect
 import os
 import re
-import shutil
 import socket as _socket
 import stat
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import types
 
 import numpy as np
 
+from .. import _display
 from .. import _errors
 from .. import _tessera
+from .. import interop
 from . import operations
 from . import progress as _progress
 from . import protocol
@@ -44,7 +42,15 @@ _CLASSES = {cls.__name__: cls for cls in _errors.CLASSES.values()}
 class SessionLost(_errors.PeerError):
     """The session ended (a rank died, or it was stopped) while this client
     used it. Its shared-memory segments are removed when this client can
-    prove its ranks are gone."""
+    prove its ranks are gone. A ``tessera.PeerError``.
+
+    Examples
+    --------
+    >>> try:
+    ...     s.pagerank(g)
+    ... except tessera.SessionLost as e:
+    ...     print(e)                 # names the command and the ranks' log's end
+    """
 
 
 def _raise(error):
@@ -63,7 +69,25 @@ class Remote:
     times, ...). Its scalar fields are attributes; its arrays (``labels``,
     ``times``, ``file_ids``, ...) are read-only NumPy arrays on first access:
     views of the session's memory on its node, else copies. ``id`` names it
-    in the session (``#N``, or the name given by ``s.persist``)."""
+    in the session (``#N``, or the name given by ``s.persist``).
+
+    Made by the session's commands, not by hand.
+
+    Parameters
+    ----------
+    session : Session
+        The connection its arrays are read through.
+    description : dict
+        The session's description: ``id``, ``kind``, ``arrays``, ``fields``.
+
+    Examples
+    --------
+    >>> c = s.components(g)
+    >>> c.count, c.arrays
+    (2, ('file_ids', 'labels'))
+    >>> c.labels.flags.owndata          # a view of the session's memory
+    False
+    """
 
     def __init__(self, session, description):
         self.__dict__["_session"] = session
@@ -84,13 +108,108 @@ class Remote:
 
     def array(self, name, copy=False):
         """The array ``name``: a view (no copy) where the session's memory can
-        be mapped, else (or with ``copy=True``) a copy through the socket."""
+        be mapped, else (or with ``copy=True``) a copy through the socket.
+
+        Parameters
+        ----------
+        name : str
+            One of ``arrays``.
+        copy : bool, default False
+            Copy it through the socket even where it could be mapped.
+
+        Returns
+        -------
+        numpy.ndarray
+            Read-only.
+
+        Examples
+        --------
+        >>> h.array("times", copy=True).flags.owndata
+        True
+        """
         if copy:
             return self._session._fetch(self, name)
         return getattr(self, name)
 
+    def to_scipy(self):
+        """A graph as a ``scipy.sparse.csr_array`` (n x n, arc ``i -> j`` of
+        weight ``w`` at ``(i, j)``; ones for an unweighted graph). The
+        destinations and weights are the session's own arrays where they map
+        on this node as one (one rank, or parts on page boundaries: see
+        ``is_view("dst")``), else one copy through the socket; the row
+        pointer is made here from the out-degrees.
+
+        Returns
+        -------
+        scipy.sparse.csr_array
+
+        Raises
+        ------
+        tessera.MismatchError
+            This object is not a graph.
+
+        Examples
+        --------
+        >>> A = s.from_scipy(B).to_scipy()
+        >>> (A != B).nnz
+        0
+        """
+        if self.kind != "Graph":
+            raise _errors.MismatchError(f"{self.id} is a {self.kind}, not a Graph: only graphs convert to SciPy")
+        weights = self.weight if self.fields.get("weighted") else None
+        return interop.csr_of(int(self.vertices), self.out_degrees, self.dst, weights)
+
+    def to_pandas(self):
+        """This object's per-vertex arrays as a pandas DataFrame: a column
+        ``file_id`` (the vertex's id in its file or input) first, then one
+        column per array of that length (``labels``, ``times``, ``scores``,
+        ``depths``, ...). The columns are this client's views or copies.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        tessera.ConfigError
+            pandas is not installed.
+        tessera.MismatchError
+            The object has no per-vertex arrays.
+
+        Examples
+        --------
+        >>> s.hitting_times(lcc, targets=[0]).to_pandas().head()
+        """
+        names = [n for n in self.arrays if n not in ("dst", "weight", "out_degrees")]
+        if "file_ids" not in names:
+            raise _errors.MismatchError(f"{self.id} (a {self.kind}) has no per-vertex arrays with file ids")
+        ids = self.file_ids
+        columns = {"file_id": ids}
+        for name in names:
+            if name != "file_ids":
+                values = getattr(self, name)
+                if len(values) == len(ids):
+                    columns[name] = values
+        return _display.data_frame(f"{self.kind} {self.id}", columns)
+
     def is_view(self, name):
-        """Whether ``name`` (once accessed) is a view of the session's memory."""
+        """Whether the array ``name`` (read here if not yet) is a view of the
+        session's memory rather than a copy.
+
+        Parameters
+        ----------
+        name : str
+            One of ``arrays``.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> c.is_view("labels")
+        True
+        """
         getattr(self, name)
         return self._how[name] == "view"
 
@@ -150,7 +269,27 @@ class Session:
     """A connection to a session's ranks. Made by ``tessera.start`` (which
     also starts the ranks) or ``tessera.connect``; a context manager that
     stops the ranks on exit when it started them (unless ``keep``), else only
-    disconnects."""
+    disconnects.
+
+    Parameters
+    ----------
+    path : str
+        The session's Unix socket (None with TCP).
+    token : str, optional
+        TCP: the session's token.
+    max_transfer_bytes : int, default 1 GiB
+        The most bytes one reply may carry (a copied array).
+    copy_results : bool, default False
+        Copy arrays through the socket even where they could be mapped.
+    timeout : float, default 30.0
+        Seconds to wait for the connection and the greeting.
+
+    Examples
+    --------
+    >>> with tessera.start(ranks=2) as s:
+    ...     s.ranks
+    2
+    """
 
     def __init__(self, path, *, token=None, max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES,
                  copy_results=False, timeout=30.0, _join=None, _tcp=None):
@@ -159,10 +298,7 @@ class Session:
         self.copy_results = bool(copy_results)
         self._token = token
         self._tcp = _tcp
-        self._process = None
-        self._keep = True
-        self._log = None
-        self._mpi_base = None  # the session's own Open MPI session directory base (start)
+        self._launched = None  # the ranks' process when this client started them (launch.SessionProcess)
         self._lock = threading.Lock()
         # What a verbose command's progress lines go to: None shows them
         # as a progress block updated in place in a notebook, else as lines
@@ -353,24 +489,17 @@ class Session:
     def _lost(self, op, cause):
         """The session went away under us: say so, and leave nothing behind."""
         detail = ""
-        if self._process is not None:
-            try:
-                code = self._process.wait(timeout=10)
-                detail = f" (its mpirun exited with {code})"
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            detail += self._log_tail()
+        if self._launched is not None:
+            detail = f" (its mpirun exited with {self._launched.ended(timeout=10)})" + self._launched.log_tail()
         self._remove_segments()
         raise SessionLost(f"the session at {self.socket_path or self._tcp} ended while running {op!r}{detail}: "
                           f"{cause}") from None
 
-    def _log_tail(self, lines=8):
-        if not self._log or not os.path.exists(self._log):
-            return ""
-        with open(self._log, errors="replace") as f:
-            tail = f.read().splitlines()[-lines:]
-        return ("; its log " + self._log + " ends:\n  " + "\n  ".join(tail)) if tail else ""
+    @property
+    def _process(self):
+        """The ranks' ``tessera mpirun`` process (a ``subprocess.Popen``)
+        when this client started them, else None."""
+        return self._launched.process if self._launched is not None else None
 
     def _ranks_gone(self, wait):
         if self.host != _socket.gethostname():
@@ -405,8 +534,6 @@ class Session:
                         os.unlink(path)
                 except OSError:
                     pass
-            if self._mpi_base and (self._process is None or self._process.poll() is not None):
-                shutil.rmtree(self._mpi_base, ignore_errors=True)
 
     # -- lifetime ----------------------------------------------------------
     def close(self):
@@ -419,25 +546,33 @@ class Session:
 
     def stop(self, timeout=60):
         """Stops the session's ranks (every object goes; views held here stay
-        valid until dropped)."""
+        valid until dropped), waits for them, and removes what they left:
+        their shared-memory segments, their Open MPI session directory, and
+        their log when they ended cleanly.
+
+        Parameters
+        ----------
+        timeout : float, default 60
+            Seconds the ranks have to end before they are killed.
+
+        Examples
+        --------
+        >>> s.stop()
+        """
         try:
             self._request("shutdown", {})
         except SessionLost:
             pass
         self.close()
-        if self._process is not None:
-            try:
-                self._process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._launched is not None:
+            self._launched.ended(timeout)
         self._remove_segments()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if self._process is not None and not self._keep:
+        if self._launched is not None and not self._launched.keep:
             self.stop()
         else:
             self.close()
@@ -461,16 +596,48 @@ class Session:
         return self._request("list", {})["objects"]
 
     def get(self, name):
-        """A resident object by name or id (after a kernel restart, say)."""
+        """The resident object ``name`` (a name given by ``persist``, or an id ``#N``).
+
+        Parameters
+        ----------
+        name : str
+            Its name or id.
+
+        Returns
+        -------
+        Remote
+
+        Raises
+        ------
+        tessera.ConfigError
+            No such object in the session.
+
+        Examples
+        --------
+        >>> g = s.get("web")
+        """
         return Remote(self, self._request("describe", {"ref": name}))
 
     def trace(self, path, *, buffer_mb=None):
         """Records the commands run inside ``with s.trace(PATH):`` into PATH
-        (a trace file, Chrome Trace Event JSON: Perfetto, ``tessera trace
-        summary|plot``), each command a phase ``session: OP``. Rank 0 of the
-        session writes PATH (on its node) when the block ends; the live page
-        then draws its timeline. ``buffer_mb``: the recorder's buffer per
-        thread (default: the recorder's). One recording at a time."""
+        (a Chrome Trace Event file: ``tessera trace summary PATH``).
+
+        Parameters
+        ----------
+        path : str
+            The trace file, written by rank 0 when the block ends.
+        buffer_mb : int, optional
+            Each rank's event buffer in MiB (default the recorder's, 64).
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> with s.trace("run.json"):
+        ...     s.components(g)
+        """
         return _Recording(self, path, buffer_mb)
 
     # -- commands (every rank) ---------------------------------------------
@@ -482,43 +649,369 @@ class Session:
         return Remote(self, self._request(op, {k: v for k, v in args.items() if v is not None}))
 
     def kron(self, scale=16, edge_factor=16, seed=1, *, delete_fraction=0.0, permute=False):
-        """A Graph500 Kronecker graph of 2**scale vertices (``generate("kron", ...)``)."""
+        """A Kronecker (Graph500) graph generated in the session.
+
+        Parameters
+        ----------
+        scale : int, default 16
+            2**scale vertices.
+        edge_factor : int, default 16
+            Edges per vertex.
+        seed : int, default 1
+        delete_fraction : float, default 0.0
+            The share of edges deleted at random.
+        permute : bool, default False
+            Permute the vertex ids.
+
+        Returns
+        -------
+        Remote
+
+        Examples
+        --------
+        >>> s.kron(scale=10).vertices
+        1024
+        """
         return self.generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, delete_fraction=delete_fraction,
                              permute=permute)
 
     def urand(self, scale=16, degree=16, seed=1, *, delete_fraction=0.0, permute=False):
-        """A uniform random graph of 2**scale vertices, ``degree`` edges per vertex."""
+        """A uniform random graph generated in the session.
+
+        Parameters
+        ----------
+        scale : int, default 16
+            2**scale vertices.
+        degree : int, default 16
+            Edges per vertex.
+        seed : int, default 1
+        delete_fraction : float, default 0.0
+        permute : bool, default False
+
+        Returns
+        -------
+        Remote
+
+        Examples
+        --------
+        >>> s.urand(scale=10).vertices
+        1024
+        """
         return self.generate("urand", scale=scale, edge_factor=degree, seed=seed, delete_fraction=delete_fraction,
                              permute=permute)
 
     def grid(self, dims, seed=1, *, delete_fraction=0.0, permute=False):
-        """A 2D or 3D grid, ``dims`` as (rows, cols) or "RxC"."""
+        """A grid graph (a long-diameter graph) generated in the session.
+
+        Parameters
+        ----------
+        dims : str or sequence of int
+            Its sides, ``"100x100"`` or ``(100, 100)``.
+        seed : int, default 1
+        delete_fraction : float, default 0.0
+        permute : bool, default False
+
+        Returns
+        -------
+        Remote
+
+        Examples
+        --------
+        >>> s.grid("10x10").vertices
+        100
+        """
         if not isinstance(dims, str):
             dims = "x".join(str(int(d)) for d in dims)
         return self.generate("grid", dims=dims, seed=seed, delete_fraction=delete_fraction, permute=permute)
 
     # -- distributed arrays ----------------------------------------------
     def zeros(self, n, dtype=np.float64):
+        """A new DistArray of ``n`` zeros in the session.
+
+        Parameters
+        ----------
+        n : int
+            Global length.
+        dtype : numpy dtype, default numpy.float64
+            A plain numeric dtype.
+
+        Returns
+        -------
+        Remote
+            A session DistArray: ``size``, ``dtype``; its ``values`` array.
+
+        Examples
+        --------
+        >>> counts = s.zeros(10, np.int64)
+        """
         return self._make("array", n=int(n), dtype=np.dtype(dtype).name, fill="zeros")
 
     def arange(self, n, dtype=np.int64):
+        """A new DistArray holding 0, 1, ..., n-1 in the session.
+
+        Parameters
+        ----------
+        n : int
+            Global length.
+        dtype : numpy dtype, default numpy.int64
+            A plain numeric dtype.
+
+        Returns
+        -------
+        Remote
+            A session DistArray (``values``).
+
+        Examples
+        --------
+        >>> s.arange(5).values
+        array([0, 1, 2, 3, 4])
+        """
         return self._make("array", n=int(n), dtype=np.dtype(dtype).name, fill="arange")
 
     def gather(self, array, indices):
-        """array[indices] (a copy, through the aggregators and the socket).
-        ``array``: a session DistArray, or (object, "field")."""
+        """``array[indices]``: a copy, through the aggregators and the socket.
+
+        Parameters
+        ----------
+        array : Remote or (Remote, str)
+            A session DistArray, or (object, "field"), e.g. ``(c, "labels")``.
+        indices : array_like of int
+            Global indices.
+
+        Returns
+        -------
+        numpy.ndarray
+            The values.
+
+        Raises
+        ------
+        tessera.RangeError
+            An index out of range.
+
+        Examples
+        --------
+        >>> s.gather((c, "labels"), [0, 5])
+        """
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         return self._request("gather", {"array": _array_ref(array)}, (idx,))["values"]
 
     def scatter(self, array, indices, values):
+        """``array[indices] = values`` on the session's ranks (with duplicate
+        indices one of the values is kept).
+
+        Parameters
+        ----------
+        array : Remote or (Remote, str)
+            A session DistArray, or (object, "field").
+        indices : array_like of int
+            Global indices.
+        values : array_like
+            One per index, of a dtype the array holds without loss.
+
+        Raises
+        ------
+        tessera.RangeError, tessera.MismatchError
+            As ``DistArray.scatter``.
+
+        Examples
+        --------
+        >>> s.scatter(a, [1, 3], [10.0, 30.0])
+        """
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         self._request("scatter", {"array": _array_ref(array)}, (idx, np.ascontiguousarray(values)))
 
     def update(self, array, indices, values, op="add"):
+        """``array[indices] = op(array[indices], values)``, every value folded in.
+
+        Parameters
+        ----------
+        array : Remote or (Remote, str)
+            A session DistArray, or (object, "field").
+        indices : array_like of int
+            Global indices.
+        values : array_like or scalar
+            One per index, or one for all (``s.update(a, idx, 1)``: a histogram).
+        op : {"add", "min", "max", "xor"}, default "add"
+            How a value folds in.
+
+        Examples
+        --------
+        >>> s.update(counts, np.array([3, 3, 7]), 1)
+        """
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         vals = np.ascontiguousarray(np.broadcast_to(values, idx.shape) if np.ndim(values) == 0 else values)
         self._request("update", {"array": _array_ref(array), "op": op}, (idx, vals))
 
+
+    # -- graphs in from the client's arrays ------------------------------------
+    def from_edges(self, src, dst, weights=None, *, undirected=False, symmetric=False, relabel=False, vertices=None,
+                   chunk_edges=None):
+        """A graph in the session from edges held here (as ``tessera.from_edges``).
+
+        The edges travel in parts of ``chunk_edges`` (default: as many as fit
+        ``max_transfer_bytes``), with progress for more than one part; rank
+        0 keeps the parts until the last arrives (refused past half the
+        memory its node has available), then every rank builds its share.
+
+        Parameters
+        ----------
+        src, dst : array_like of int
+            Each edge's source and destination ids, non-negative.
+        weights : array_like of float, optional
+            One per edge; None for an unweighted graph.
+        undirected : bool, default False
+            Add the reverse of every edge (duplicates dropped).
+        symmetric : bool, default False
+            The edges are listed in both directions already (verified).
+        relabel : bool, default False
+            Ids are any non-negative numbers; the vertices are the ids that
+            occur, and ``file_ids`` gives each one's id.
+        vertices : int, optional
+            The vertex count without relabel (default the largest id + 1).
+        chunk_edges : int, optional
+            Edges per part sent.
+
+        Returns
+        -------
+        Remote
+            The graph (``vertices``, ``edges``, ``arcs``, ``directed``, ...).
+
+        Raises
+        ------
+        tessera.MismatchError
+            Arrays of different lengths.
+        tessera.RangeError
+            A negative id, an id past ``vertices``, a weight that is not
+            finite, or more edges than rank 0's node can hold.
+
+        Examples
+        --------
+        >>> g = s.from_edges([0, 1, 2], [1, 2, 0], undirected=True)
+        >>> s.components(g).count
+        1
+        """
+        src, dst, weights = interop.checked_edges(src, dst, weights)
+        n = int(src.size)
+        per = int(chunk_edges) if chunk_edges else max(1, self.max_transfer_bytes // 24)
+        no_weights = np.empty(0, np.float64)
+        parts = range(0, max(n, 1), per)
+        shown = self._progress_sink("from_edges", {}) if len(parts) > 1 else None
+        for k, lo in enumerate(parts):
+            hi = min(n, lo + per)
+            arrays = (src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else no_weights)
+            if k < len(parts) - 1:
+                self._request("edges_chunk", {}, arrays)
+                shown.line(f"sent {hi} of {n} edges")
+                continue
+            if shown is not None:
+                shown.line(f"sent {n} of {n} edges; building the graph")
+                shown.finish("done")
+            return self._make_with("from_edges", arrays, undirected=bool(undirected), symmetric=bool(symmetric),
+                                   relabel=bool(relabel), vertices=None if vertices is None else int(vertices))
+
+    def from_scipy(self, matrix, *, symmetric=False):
+        """A graph in the session from a square SciPy sparse matrix: entry
+        ``(i, j)`` of value ``v`` is the arc ``i -> j`` of weight ``v``;
+        vertex ``i`` is row ``i`` (all ``n`` of them, isolated ones too).
+        ``g.to_scipy()`` gives the matrix back (duplicates summed, as SciPy's
+        canonical form).
+
+        Parameters
+        ----------
+        matrix : scipy.sparse matrix or array, n x n
+        symmetric : bool, default False
+            The matrix is symmetric: an undirected graph (verified).
+
+        Returns
+        -------
+        Remote
+            The graph.
+
+        Raises
+        ------
+        tessera.MismatchError
+            Not a sparse matrix, not square, or (``symmetric``) not symmetric.
+
+        Examples
+        --------
+        >>> g = s.from_scipy(scipy.sparse.random(100, 100, density=0.05, format="csr"))
+        >>> (g.to_scipy() != A).nnz
+        0
+        """
+        src, dst, weights, n = interop.edges_of_scipy(matrix)
+        return self.from_edges(src, dst, weights, symmetric=symmetric, vertices=n)
+
+    def from_networkx(self, graph, *, weight="weight"):
+        """A graph in the session from a NetworkX graph: node ``k`` of
+        ``list(graph.nodes)`` is vertex (and file id) ``k``, isolated nodes
+        included; an undirected ``nx.Graph`` gives an undirected graph.
+        The result's ``nodes`` lists the NetworkX nodes in that order, so
+        ``nodes[file_id]`` names a result's vertex.
+
+        Parameters
+        ----------
+        graph : networkx.Graph or networkx.DiGraph
+        weight : str or None, default "weight"
+            The edge attribute holding weights (None: unweighted).
+
+        Returns
+        -------
+        Remote
+            The graph, with ``nodes``.
+
+        Examples
+        --------
+        >>> g = s.from_networkx(nx.karate_club_graph())
+        >>> s.components(g).count
+        1
+        """
+        src, dst, weights, nodes, directed = interop.edges_of_networkx(graph, weight)
+        g = self.from_edges(src, dst, weights, undirected=not directed, vertices=len(nodes))
+        g.__dict__["nodes"] = nodes
+        return g
+
+    def from_pandas(self, frame, source="source", target="target", weight=None, *, undirected=False):
+        """A graph in the session from two columns of a pandas DataFrame
+        (an edge per row). Integer ids are kept as the vertices' file ids
+        (any non-negative numbers; the vertices are those that occur);
+        other labels are numbered in order of first appearance, and the
+        result's ``nodes`` lists them (``nodes[file_id]``).
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+        source, target : str, default "source", "target"
+            The columns holding each edge's ends.
+        weight : str, optional
+            The column holding weights.
+        undirected : bool, default False
+            Add the reverse of every edge.
+
+        Returns
+        -------
+        Remote
+            The graph.
+
+        Raises
+        ------
+        tessera.ConfigError
+            A column that is not in the frame.
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"source": [10, 20], "target": [20, 30]})
+        >>> s.from_pandas(df, undirected=True).vertices
+        3
+        """
+        src, dst, weights, labels = interop.edges_of_pandas(frame, source, target, weight)
+        g = self.from_edges(src, dst, weights, undirected=undirected, relabel=labels is None,
+                            vertices=len(labels) if labels is not None else None)
+        if labels is not None:
+            g.__dict__["nodes"] = labels
+        return g
+
+    def _make_with(self, op, arrays, **args):
+        return Remote(self, self._request(op, args, arrays))
 
     # -- long work -----------------------------------------------------------
     def cancel(self):
@@ -536,7 +1029,25 @@ class Session:
 
     def submit(self, command, /, *args, **kwargs):
         """Runs ``s.<command>(*args, **kwargs)`` on a connection of its own
-        (the same client) and returns a ``concurrent.futures.Future``."""
+        (the same client) and returns a ``concurrent.futures.Future``; the
+        arguments are the command's own (forwarded as they are).
+
+        Parameters
+        ----------
+        command : str
+            A session method's name (``"hitting_times"``, ...).
+        *args, **kwargs
+            That method's arguments.
+
+        Returns
+        -------
+        concurrent.futures.Future
+
+        Examples
+        --------
+        >>> f = s.submit("pagerank", g)
+        >>> f.result().iterations
+        """
         future = concurrent.futures.Future()
 
         def run():
@@ -682,154 +1193,48 @@ class _Recording:
 
 def connect(path=None, *, tcp=None, token=None, token_file=None, max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES,
             copy_results=False, timeout=30.0):
-    """Joins a running session at its Unix socket ``path`` (or over TCP at
-    ``tcp="HOST:PORT"`` with its token, read from ``token_file``)."""
+    """Joins a running session (``tessera serve``, or ``tessera.start(keep=True)``).
+
+    Parameters
+    ----------
+    path : str, optional
+        Its Unix socket (printed by ``tessera serve``); default: the socket
+        of your only running session (``tessera sessions`` lists them; with
+        several, the error lists them too).
+    tcp : str, optional
+        ``"HOST:PORT"`` instead of the socket (with the session's token).
+    token : str, optional
+        The TCP token.
+    token_file : str, optional
+        A file holding the token (``SOCKET.token``).
+    max_transfer_bytes : int, default 1 GiB
+        The most bytes one array copied through the connection may have.
+    copy_results : bool, default False
+        Copy result arrays through the socket even where they could be mapped.
+    timeout : float, default 30
+        Seconds to wait for the session to answer.
+
+    Returns
+    -------
+    Session
+
+    Raises
+    ------
+    tessera.PeerError
+        The socket is another user's, or the token is wrong.
+    tessera.ConfigError
+        A session of another protocol version.
+
+    Examples
+    --------
+    >>> s = tessera.connect("/run/user/1000/tessera/session-1234-ab12cd34.sock")
+    >>> s.list()
+    """
+    if path is None and tcp is None:
+        from . import sessions  # the user's only running session, by its connection file
+        path = sessions.only_socket()
     if tcp and token is None and token_file:
         with open(token_file) as f:
             token = f.read().strip()
     return Session(path, token=token, max_transfer_bytes=max_transfer_bytes, copy_results=copy_results,
                    timeout=timeout, _tcp=tcp)
-
-
-def _package_parent():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, mpirun="mpirun", dashboard=False,
-                   dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
-    """The mpirun command that starts a session's ranks."""
-    cmd = [shutil.which(mpirun) or mpirun, "--oversubscribe", "-n", str(int(ranks))]
-    if hosts:
-        cmd += ["--host", hosts]
-    # Ranks on other nodes get the package and Tessera's settings too.
-    for name in ["PYTHONPATH"] + sorted(k for k in os.environ if k.startswith("TESSERA_")):
-        cmd += ["-x", name]
-    cmd += [sys.executable, "-m", "tessera.session.server", "--socket", socket_path]
-    if tcp:
-        cmd += ["--tcp", tcp]
-    for r in ([root] if isinstance(root, (str, os.PathLike)) else (root or [])):
-        cmd += ["--root", os.path.abspath(os.fspath(r))]
-    if owner:
-        cmd += ["--owner", f"{_socket.gethostname()}:{int(owner)}"]
-    if dashboard:
-        cmd += ["--dashboard", "--dashboard-quiet"]  # the URL's token goes to the client, not to the log
-        if dashboard_port:
-            cmd += ["--dashboard-port", str(int(dashboard_port))]
-    if trace:
-        cmd += ["--trace", os.path.abspath(os.fspath(trace))]
-        if trace_buffer_mb:
-            cmd += ["--trace-buffer-mb", str(int(trace_buffer_mb))]
-    return cmd
-
-
-def server_environment(extra=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH")) if p)
-    # As scripts/mpirun.sh: root allowed (containers, CI), idle ranks yield.
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
-    env.setdefault("OMPI_MCA_pml", "ob1")
-    env.update(extra or {})
-    return env
-
-
-_TMPDIR_BASES = ("OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_orte_local_tmpdir_base", "OMPI_MCA_orte_remote_tmpdir_base")
-
-
-def _own_mpi_base(environment, hosts):
-    """A session on this node alone gets an Open MPI session directory base
-    of its own, as scripts/mpirun.sh gives its jobs: Open MPI removes its
-    shared top directory ($TMPDIR/ompi.HOST.UID) when a job ends and finds
-    it empty, and a job starting then fails. Bases sit in this user's
-    runtime directory, one folder per PID namespace, and hold the mpirun's
-    PID once started; each start removes those of ended mpiruns (a kept
-    session's, a killed client's). Returns the base, set in `environment`,
-    or None where the user chose one or the session spans hosts."""
-    if hosts or environment.get("OMPI_MCA_orte_default_hostfile") or any(environment.get(k) for k in _TMPDIR_BASES):
-        return None
-    try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        namespace = 0
-    bases = protocol.private_dir(os.path.join(protocol.private_dir(protocol.runtime_dir()), f"mpi.{namespace}"))
-    for base in glob.glob(os.path.join(bases, "*")):
-        try:
-            with open(os.path.join(base, "mpirun.pid")) as f:
-                pid = int(f.read())
-        except FileNotFoundError:  # a start in progress writes it as soon as mpirun runs
-            if time.time() - os.path.getmtime(base) > 3600:
-                shutil.rmtree(base, ignore_errors=True)
-            continue
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(base, ignore_errors=True)
-        except PermissionError:
-            pass
-    base = tempfile.mkdtemp(dir=bases)
-    environment["OMPI_MCA_orte_tmpdir_base"] = base
-    return base
-
-
-def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120.0, env=None,
-          max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False, dashboard=False,
-          dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
-    """Starts a session of ``ranks`` ranks (mpirun, in a process group of its
-    own so a notebook's Ctrl-C does not reach it) and connects to it. A
-    context manager: the ranks stop on exit unless ``keep``. ``socket``:
-    its Unix socket (default: a new one in a private directory,
-    ``tessera.session.protocol.runtime_dir()``); ``tcp="[HOST:]PORT"`` also
-    serves TCP (127.0.0.1 unless a host is given) with a token in
-    ``SOCKET.token``. Unless ``keep``, the ranks also stop (within a second
-    or two) when this process ends without stopping them (a kernel killed
-    or restarted); a kept session serves until stopped.
-
-    ``dashboard=True``: rank 0 also serves the session's live page on
-    127.0.0.1 (port ``dashboard_port``, default any free one) with a token
-    in its URL, ``s.dashboard_url``; a request without the token is refused.
-    ``trace=FILE``: the ranks record the whole session into FILE (written by
-    rank 0 when the session stops).
-
-    ``root``: a directory (or a list) that requests' paths must lie in,
-    for every client; by default TCP clients (token holders) are bounded by
-    this process's working directory and Unix-socket clients (this user's
-    own processes) are not (docs/security.md)."""
-    environment = server_environment(env)
-    try:
-        protocol.check_shm_dir(environment)
-    except PermissionError as e:
-        raise _errors.ConfigError(str(e)) from None
-    if socket is None:
-        socket = protocol.new_socket_path()
-    else:
-        socket = os.path.abspath(socket)
-        protocol.private_dir(os.path.dirname(socket))
-    log = socket + ".log"
-    mpi_base = _own_mpi_base(environment, hosts)
-    with protocol.open_log(log) as out:
-        command = server_command(ranks, socket, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid(),
-                                 dashboard=dashboard, dashboard_port=dashboard_port, trace=trace,
-                                 trace_buffer_mb=trace_buffer_mb, root=root)
-        process = subprocess.Popen(command, stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
-                                   start_new_session=True)
-    if mpi_base:
-        with open(os.path.join(mpi_base, "mpirun.pid"), "w") as f:
-            f.write(str(process.pid))
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(socket):
-        if process.poll() is not None:
-            with open(log, errors="replace") as f:
-                tail = f.read()[-3000:]
-            raise _errors.SystemError(f"the session's ranks exited with {process.returncode} before serving "
-                                      f"{socket}; its log ({log}):\n{tail}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise _errors.SystemError(f"the session did not serve {socket} within {timeout:.0f} s; log: {log}")
-        time.sleep(0.05)
-    s = Session(socket, max_transfer_bytes=max_transfer_bytes, copy_results=copy_results, timeout=timeout)
-    s._process, s._keep, s._log, s._mpi_base = process, bool(keep), log, mpi_base
-    return s

@@ -49,7 +49,24 @@ DRAWN = ("phase", "round", "wait", "checkpoint", "balance", "io")
 
 # -- what every rank measures ---------------------------------------------------
 def memory(pid="self"):
-    """(VmRSS, VmHWM) of a process of this host in bytes; None where unknown."""
+    """The resident memory and its peak of a process of this host.
+
+    Parameters
+    ----------
+    pid : int or str, default "self"
+        The process (its /proc entry).
+
+    Returns
+    -------
+    tuple
+        (VmRSS, VmHWM) in bytes, each None where unknown (no such process).
+
+    Examples
+    --------
+    >>> rss, peak = memory()
+    >>> rss <= peak
+    True
+    """
     found = {}
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -63,8 +80,28 @@ def memory(pid="self"):
 
 
 def allgather_text(rt, text, limit=255):
-    """Collective: every rank's ``text`` (at most ``limit`` bytes of it), in
-    rank order, through the runtime's int allgather (8 bytes a call)."""
+    """Every rank's ``text``, in rank order, through the runtime's int
+    allgather (8 bytes a call). Collective.
+
+    Parameters
+    ----------
+    rt : tessera.Runtime
+        The runtime.
+    text : str
+        This rank's text.
+    limit : int, default 255
+        Bytes of it sent at most (UTF-8; a cut character is replaced).
+
+    Returns
+    -------
+    list of str
+        Every rank's text, on every rank.
+
+    Examples
+    --------
+    >>> allgather_text(rt, socket.gethostname())       # at 2 ranks
+    ['node1', 'node2']
+    """
     data = text.encode()[:limit]
     lengths = rt.allgather(len(data))
     words = [rt.allgather(int.from_bytes(data[i:i + 8].ljust(8, b"\0"), "little", signed=True))
@@ -75,7 +112,23 @@ def allgather_text(rt, text, limit=255):
 
 def distinct(objects):
     """The session's resident objects, each once (a named object is also
-    still known by its id), in the order they were made: [(held, keys)]."""
+    still known by its id), in the order they were made.
+
+    Parameters
+    ----------
+    objects : dict
+        Id or name -> the server's ``Held`` object.
+
+    Returns
+    -------
+    list of tuple
+        (held, [its keys]) for each object.
+
+    Examples
+    --------
+    >>> distinct({"#1": g, "web": g, "#2": c})
+    [(g, ['#1', 'web']), (c, ['#2'])]
+    """
     seen = collections.OrderedDict()
     for key, held in list(objects.items()):
         seen.setdefault(id(held), (held, []))[1].append(key)
@@ -108,8 +161,27 @@ def _local_bytes(held):
 
 
 def gather_stats(rt, objects):
-    """Collective, after each command (every rank, the same objects): each
-    rank's resident memory and peak, and each object's bytes over all ranks."""
+    """Each rank's resident memory and peak, and each object's bytes over
+    all ranks. Collective: every rank after each command, with the same
+    objects (two allgathers and one allreduce per object).
+
+    Parameters
+    ----------
+    rt : tessera.Runtime
+        The runtime.
+    objects : dict
+        Id or name -> the server's ``Held`` object, the same on every rank.
+
+    Returns
+    -------
+    tuple
+        (resident bytes per rank, peak bytes per rank (-1: unknown), bytes
+        of each of ``distinct(objects)`` over all ranks).
+
+    Examples
+    --------
+    >>> rss, peaks, sizes = gather_stats(rt, session.objects)
+    """
     rss, hwm = memory()
     rss_all = rt.allgather(-1 if rss is None else rss)
     hwm_all = rt.allgather(-1 if hwm is None else hwm)
@@ -135,7 +207,25 @@ def _short(value):
 
 
 def command_label(op, args):
-    """A command as the page names it: ``components(graph=#1)``."""
+    """A command as the page names it (at most 120 characters).
+
+    Parameters
+    ----------
+    op : str
+        The operation.
+    args : dict
+        Its arguments (None, False and payloads left out).
+
+    Returns
+    -------
+    str
+        E.g. ``components(graph=#1)``.
+
+    Examples
+    --------
+    >>> command_label("pagerank", {"graph": "#1", "damping": 0.85, "verbose": False})
+    'pagerank(graph=#1, damping=0.85)'
+    """
     if op == "command":
         return f"command {args.get('name')} @{args.get('graph')}"
     shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()
@@ -145,7 +235,23 @@ def command_label(op, args):
 
 
 def describe_object(held):
-    """One line of what a resident object is."""
+    """One line of what a resident object is.
+
+    Parameters
+    ----------
+    held : object
+        The server's ``Held`` object (``kind``, ``fields``).
+
+    Returns
+    -------
+    str
+        E.g. "25 vertices, 40 edges, undirected".
+
+    Examples
+    --------
+    >>> describe_object(session.objects["#1"])
+    '25 vertices, 40 edges, undirected'
+    """
     f = held.fields
     if held.kind == "Graph":
         text = (f"{f.get('vertices')} vertices, {f.get('edges')} edges, "
@@ -162,7 +268,31 @@ def describe_object(held):
 
 
 class Dashboard:
-    """Rank 0's page: its HTTP server and the state it shows."""
+    """Rank 0's page: its HTTP server and the state it shows.
+
+    Parameters
+    ----------
+    port : int, default 0
+        The port on 127.0.0.1 (0: any free one).
+
+    Attributes
+    ----------
+    token : str
+        The token every request must carry (``?token=``).
+    port : int
+        The port served.
+    url : str
+        The page's URL, token included.
+
+    Examples
+    --------
+    >>> d = Dashboard()
+    >>> d.publish({"session": {}, "ranks": [], "objects": []})
+    >>> d.start()
+    >>> d.url
+    'http://127.0.0.1:40123/?token=...'
+    >>> d.close()
+    """
 
     def __init__(self, port=0):
         self.token = protocol.new_token()
@@ -180,20 +310,42 @@ class Dashboard:
         self._thread = None
 
     def start(self):
-        """Serves the page from a daemon thread (after the first publish)."""
+        """Serves the page from a daemon thread (after the first publish).
+
+        Examples
+        --------
+        >>> d.start()
+        """
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.25},
                                         daemon=True, name="dashboard")
         self._thread.start()
 
     def close(self):
-        """Stops serving and closes the listening socket."""
+        """Stops serving and closes the listening socket.
+
+        Examples
+        --------
+        >>> d.close()
+        """
         if self._thread is not None:
             self._http.shutdown()
         self._http.server_close()
 
     # -- writers (main thread, stderr pump, socket thread) -----------------------
     def publish(self, snapshot):
-        """The main thread's state after a command (JSON-able; not changed after)."""
+        """The main thread's state after a command; a newly written trace is
+        drawn (in a thread of its own).
+
+        Parameters
+        ----------
+        snapshot : dict
+            JSON-able: ``session``, ``ranks``, ``objects``, ``trace``; not
+            changed after.
+
+        Examples
+        --------
+        >>> d.publish({"session": {"host": "vm"}, "ranks": [], "objects": []})
+        """
         with self._lock:
             self._base = snapshot
         trace = snapshot.get("trace") or {}
@@ -209,7 +361,21 @@ class Dashboard:
                 self._timeline = timeline
 
     def begin(self, op, client, args):
-        """A command starts: the page shows it running, with its progress."""
+        """A command starts: the page shows it running, with its progress.
+
+        Parameters
+        ----------
+        op : str
+            The operation.
+        client : str
+            The client that asked.
+        args : dict
+            Its arguments.
+
+        Examples
+        --------
+        >>> d.begin("pagerank", "c1", {"graph": "#1"})
+        """
         label = command_label(op, args)
         tracker = _progress.Progress(label, _progress.default_tolerance(op, args))
         with self._lock:
@@ -218,14 +384,36 @@ class Dashboard:
                              "lines": collections.deque(maxlen=PROGRESS_LINES)}
 
     def line(self, text):
-        """One progress line of the running command."""
+        """One progress line of the running command.
+
+        Parameters
+        ----------
+        text : str
+            The line ("[  1.00 s]   iteration 3 ...").
+
+        Examples
+        --------
+        >>> d.line("[   0.20 s]   iteration 1: L1 change 0.1")
+        """
         with self._lock:
             if self._running is not None:
                 self._running["progress"].line(text)
                 self._running["lines"].append(text)
 
     def end(self, outcome, result=None):
-        """The running command ended: it goes to the history with its seconds."""
+        """The running command ended: it goes to the history with its seconds.
+
+        Parameters
+        ----------
+        outcome : str
+            "ok", "error", "cancelled", ...
+        result : str, optional
+            A short description of what it made.
+
+        Examples
+        --------
+        >>> d.end("ok", "#2")
+        """
         with self._lock:
             r, self._running = self._running, None
             if r is not None and r["op"] != "client_gone":
@@ -234,14 +422,36 @@ class Dashboard:
                                           "result": result})
 
     def counts(self, clients, queued):
-        """The connected clients and the commands waiting their turn."""
+        """The connected clients and the commands waiting their turn.
+
+        Parameters
+        ----------
+        clients, queued : int
+            The counts shown.
+
+        Examples
+        --------
+        >>> d.counts(2, 0)
+        """
         with self._lock:
             self._counts = {"clients": int(clients), "queued": int(queued)}
 
     # -- the reader (HTTP threads) ----------------------------------------------
     def state(self):
         """What /state.json answers: copies taken under the lock, then each
-        rank's memory read afresh from /proc where it runs on this host."""
+        rank's memory read afresh from /proc where it runs on this host.
+
+        Returns
+        -------
+        dict
+            ``session``, ``ranks``, ``objects``, ``running``, ``history``,
+            ``trace`` (with its drawn ``timeline``).
+
+        Examples
+        --------
+        >>> sorted(d.state())
+        ['history', 'objects', 'ranks', 'running', 'session', 'trace']
+        """
         with self._lock:
             base = self._base
             counts = dict(self._counts)
@@ -360,9 +570,27 @@ def _time(us):
 
 
 def load_timeline(path):
-    """The page's picture of a trace file (format 1, trace-spec): an SVG,
-    one row per rank, a bar per phase, round or other span of its main
-    thread (nested spans one lane lower), waits in red; with what it left out."""
+    """The page's picture of a trace file (format 1, docs/trace.md): an
+    SVG, one row per rank, a bar per phase, round or other span of its main
+    thread (nested spans one lane lower), waits in red; with what it left
+    out. Never raises: a file it cannot draw gets a note.
+
+    Parameters
+    ----------
+    path : str
+        The trace file (at most ``MAX_TRACE_BYTES``).
+
+    Returns
+    -------
+    dict
+        ``path``, ``written`` (its mtime), ``svg``, ``note`` and what
+        :func:`draw_timeline` returns.
+
+    Examples
+    --------
+    >>> load_timeline("t.json")["svg"].startswith("<svg")
+    True
+    """
     out = {"path": path, "written": None, "svg": "", "note": ""}
     try:
         st = os.stat(path)
@@ -383,7 +611,29 @@ def load_timeline(path):
 
 def draw_timeline(events, meta, width=960):
     """The trace's main-thread spans as an inline SVG: a row per rank, a bar
-    per phase or round, waits in red; with each rank's idle share."""
+    per phase or round, waits in red; with each rank's idle share.
+
+    Parameters
+    ----------
+    events : list of dict
+        The trace's ``traceEvents``.
+    meta : dict
+        Its ``otherData.tessera`` (ranks, hosts, start_us, end_us).
+    width : int, default 960
+        The picture's width (pixels).
+
+    Returns
+    -------
+    dict
+        ``svg`` (every text escaped), ``ranks``, ``span_us``, ``events``,
+        ``shown``, ``left_out``, ``idle`` (per rank), ``dropped``, ``max_skew_us``.
+
+    Examples
+    --------
+    >>> doc = json.load(open("t.json"))
+    >>> draw_timeline(doc["traceEvents"], doc["otherData"]["tessera"])["ranks"]
+    2
+    """
     spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in DRAWN
              and e.get("tid", 0) == 0 and isinstance(e.get("ts"), (int, float))
              and isinstance(e.get("dur"), (int, float))]

@@ -295,6 +295,17 @@ OPERATIONS = {op.name: op for op in [
         P("delete_fraction", Float(0.0, 1.0), 0.0, "grid: the fraction of edges deleted"),
         P("permute", Bool(), False, "permute the vertex ids")],
        _OBJECT, "A generated undirected graph (as tessera.generate).", client=["generate", "kron", "urand", "grid"]),
+    Op("edges_chunk", "collective", [], "{staged}",
+       "A part of a graph's edges, kept on rank 0 for this client's next from_edges.",
+       payload=[("src", "int64"), ("dst", "int64"), ("weights", "float64")]),
+    Op("from_edges", "collective",
+       [P("undirected", Bool(), False, "add the reverse of every edge (duplicates dropped)"),
+        P("symmetric", Bool(), False, "the edges are listed both ways already (verified)"),
+        P("relabel", Bool(), False, "ids are any non-negative numbers; the vertices are the ids that occur"),
+        P("vertices", Optional(Int(0, 1 << 48)), None, "the vertex count (default the largest id + 1)")],
+       _OBJECT, "A graph of the edges sent (as tessera.from_edges), with the parts edges_chunk kept.",
+       payload=[("src", "int64"), ("dst", "int64"), ("weights", "float64")],
+       client=["from_edges", "from_scipy", "from_networkx", "from_pandas"]),
     Op("components", "collective", [_GRAPH, _ALGORITHM], _OBJECT, "Connected components.", client=["components"]),
     Op("largest_component", "collective",
        [_GRAPH, P("components", Optional(Ref()), None, "components of the graph already computed"), _ALGORITHM],
@@ -459,18 +470,24 @@ def check_handlers(cls):
 
 
 def docstring(op):
-    """The client method's docstring, from the declaration."""
-    lines = [op.doc, "", "Parameters:"]
-    for p in op.params:
-        default = "required" if p.required else f"default {p.default!r}"
-        lines.append(f"    {p.name} ({p.type.text}; {default}): {p.doc}")
-    if not op.params:
-        lines.append("    none")
-    lines += ["", f"Returns: {op.returns}.", "",
-              "Raises: tessera.ConfigError for a request that does not match this declaration (nothing runs), "
-              "or the error of the operation on the session's ranks (tessera.Error subclasses); SessionLost "
-              "when the session ends meanwhile."]
+    """The client method's docstring, from the declaration (numpy style)."""
+    lines = [op.doc, ""]
+    if op.params:
+        lines += ["Parameters", "----------"]
+        for p in op.params:
+            default = "" if p.required else f", default {p.default!r}"
+            lines += [f"{p.name} : {p.type.text}{default}", f"    {p.doc[:1].upper() + p.doc[1:]}."]
+        lines.append("")
+    lines += ["Returns", "-------", op.returns, "",
+              "Raises", "------",
+              "tessera.ConfigError",
+              "    A request that does not match this declaration (nothing runs).",
+              "tessera.Error",
+              "    The operation's own error on the session's ranks (its subclass, \"on rank k: \" first).",
+              "tessera.SessionLost",
+              "    The session ended meanwhile."]
     return "\n".join(lines)
+
 
 
 def signature_text(op):

@@ -48,6 +48,7 @@ from tessera.runtime import agreed
 from . import dashboard as _dashboard
 from . import operations
 from . import protocol
+from . import sessions as _sessions
 
 ALIGNMENT = 1024  # vertices: whole 4 KiB pages of 4- and 8-byte vertex arrays per rank
 # Seconds a command may run on after its owner ended and it was cancelled
@@ -91,12 +92,46 @@ def _local_array(block):
     return tessera.from_local(tessera.Runtime(), np.ascontiguousarray(block))
 
 
+class _ArcArray:
+    """A graph's arc array (``dst`` or ``weight``) as ``view`` and ``fetch``
+    read one: its metadata is the graph's own Shared storage (a client on
+    the node maps it where its parts fall on page boundaries); ``fetch``
+    gathers from a copy made on first use."""
+
+    def __init__(self, g, field):
+        self.g, self.field = g, field
+        self.dtype = (g.dst if field == "dst" else g.weight).dtype
+        self.size = g.arcs
+        self._copy = None
+
+    @property
+    def metadata_path(self):
+        return self.g.metadata_paths[self.field]
+
+    def gather(self, indices):
+        if self._copy is None:
+            self._copy = _local_array(self.g.dst if self.field == "dst" else self.g.weight)
+        return self._copy.gather(indices)
+
+
+def _available_memory():
+    """MemAvailable of this node (bytes), from /proc/meminfo."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def _graph(g, extra=None):
     fields = dict(vertices=g.vertices, edges=g.edges, arcs=g.arcs, directed=g.directed, weighted=g.weighted,
                   self_loops=g.self_loops, edge_array_bytes=g.edge_array_bytes, id_type=g.dst.dtype.name)
     fields.update(extra or {})
-    return Held("Graph", g, fields, {"file_ids": lambda: _local_array(g.file_ids),
-                                     "out_degrees": g.out_degrees})
+    arrays = {"file_ids": lambda: _local_array(g.file_ids), "out_degrees": g.out_degrees,
+              "dst": lambda: _ArcArray(g, "dst")}
+    if g.weighted:
+        arrays["weight"] = lambda: _ArcArray(g, "weight")
+    return Held("Graph", g, fields, arrays)
 
 
 def _with_file_ids(graph, arrays):
@@ -137,6 +172,7 @@ class Session:
     def __init__(self):
         self.objects = {}  # id or name -> Held
         self.owner = {}    # id -> client id (unnamed objects only)
+        self.staged = {}   # client id -> [(src, dst, weights)]: edges sent for its next from_edges (rank 0)
         self.counter = 0
         self.tracing = None     # while the ranks record a trace: {"path", "client", "whole"}
         self.last_trace = None  # rank 0: the trace file written last, {"path", "at"}
@@ -319,6 +355,40 @@ class Session:
         document, code = _tessera._run_command(name, g._impl, options, bool(verbose))
         return {"document": json.loads(document), "exit_code": code}
 
+    # -- graphs from the client's arrays ------------------------------------
+    def op_edges_chunk(self, client, payload=None):
+        """Rank 0 keeps a part of a graph's edges until the client's
+        from_edges; refused when they would take more than half the memory
+        the node has available."""
+        if tessera.Runtime().rank != 0:
+            return {}
+        chunks = self.staged.setdefault(client, [])
+        held = sum(a.nbytes for chunk in chunks for a in chunk)
+        room = _available_memory() // 2
+        if held + sum(a.nbytes for a in payload) > room:
+            self.staged.pop(client, None)
+            raise tessera.RangeError(f"the edges sent for from_edges would hold {held + sum(a.nbytes for a in payload)} "
+                                     f"bytes on rank 0, more than half the {2 * room} bytes available on its node; "
+                                     "the parts sent so far are dropped (write the edges to a file and read_graph it)")
+        chunks.append(payload)
+        return {"staged": sum(len(c[0]) for c in chunks)}
+
+    def op_from_edges(self, client, undirected=False, symmetric=False, relabel=False, vertices=None, payload=None):
+        if tessera.Runtime().rank == 0:
+            chunks = self.staged.pop(client, []) + [payload]
+            src = np.concatenate([c[0] for c in chunks])
+            dst = np.concatenate([c[1] for c in chunks])
+            weights = [c[2] for c in chunks]
+            # Weights on some parts only: as many as given, refused (agreed) by from_edges.
+            w = np.concatenate(weights) if any(len(x) for x in weights) else None
+        else:
+            src = dst = np.empty(0, np.int64)
+            w = None
+        g = tessera.from_edges(src, dst, w, undirected=undirected, symmetric=symmetric, relabel=relabel,
+                               vertices=vertices)
+        del src, dst, w
+        return self.describe(self.add(_graph(g), client))
+
     # -- distributed arrays ----------------------------------------------
     def _array(self, a):
         return Held("DistArray", a, {"size": a.size, "dtype": a.dtype.name}, {"values": lambda: a})
@@ -414,6 +484,7 @@ class Session:
         return {}
 
     def op_client_gone(self, client, gone):
+        self.staged.pop(gone, None)
         for key in [k for k, c in self.owner.items() if c == gone]:
             del self.objects[key]
             del self.owner[key]
@@ -513,6 +584,7 @@ class Endpoint:
         self.selector.register(self.unix, selectors.EVENT_READ, "accept")
         self.token = None
         self.token_path = None
+        self.connection_file = None  # sessions.write's, once serving
         self.tcp = None
         if tcp:
             host, _, port = tcp.rpartition(":")
@@ -621,6 +693,8 @@ class Endpoint:
         for p in (self.path, self.token_path):
             if p and os.path.exists(p):
                 os.unlink(p)
+        if self.connection_file:
+            _sessions.remove(self.connection_file)
 
 
 def _error_reply(e):
@@ -1057,7 +1131,7 @@ def main(argv=None):
     board = None
     failure = None
     pids = rt.allgather(os.getpid())
-    hosts = _dashboard.allgather_text(rt, socket.gethostname()) if args.dashboard else None
+    hosts = _dashboard.allgather_text(rt, socket.gethostname())  # the live page's, and the connection file's
     if args.trace:
         try:
             session.start_trace(args.trace, args.trace_buffer_mb, None, whole=True)
@@ -1104,6 +1178,13 @@ def main(argv=None):
                       flush=True)
             host, _, pid = args.owner.rpartition(":")
             serving.owner = int(pid) if pid and host == socket.gethostname() else 0
+            # Found again by tessera.connect() and `tessera sessions` (removed at close).
+            endpoint.connection_file = _sessions.write({
+                "socket": endpoint.path, "tcp": endpoint.tcp_address(), "token_file": endpoint.token_path,
+                "host": socket.gethostname(), "pid": os.getpid(), "pids": [int(p) for p in pids],
+                "ranks": rt.size, "hosts": sorted(set(hosts)), "started": serving.started, "job_id": rt.job_id,
+                "version": tessera.__version__, "protocol": protocol.PROTOCOL_VERSION,
+                "owner": serving.owner or None})
             serving.loop()
         else:
             if args.dashboard:
