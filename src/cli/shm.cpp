@@ -2,8 +2,10 @@
 #include "commands.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tessera/runtime/launch.hpp"
 #include "tessera/storage/registry.hpp"
 #include "tessera/storage/storage.hpp"
 
@@ -82,13 +84,25 @@ int run_gc(const ShmOptions& o) {
   for (const auto& e : scan_shared_dir(dir))
     kept_unknown += e.problem.empty() && e.liveness == ProcessIdentity::Liveness::unknown ? 1 : 0;
   // Open MPI's vader_segment.* files of killed jobs: named by job id, not
-  // pid, so "dead" means no process on this host maps or holds them.
-  std::vector<std::string> mpi;
+  // pid, so "dead" means no process on this host maps or holds them. They
+  // are where Open MPI keeps them (/dev/shm unless set), which need not be
+  // where Tessera's segments are (TESSERA_SHM_DIR, --dir): both are looked in.
+  std::vector<std::string> mpi_dirs = {dir};
+  {
+    std::error_code ec;
+    const std::string vader = mpi_shared_memory_dir();
+    if (std::filesystem::is_directory(vader, ec) && !std::filesystem::equivalent(vader, dir, ec))
+      mpi_dirs.push_back(vader);
+  }
+  std::vector<std::string> mpi;  // names in dir, paths elsewhere
   std::size_t mpi_unused = 0;
-  if (o.include_mpi) {
-    mpi = remove_mpi_leftovers(dir, o.dry_run, &failed);
-  } else {
-    for (const auto& f : scan_mpi_files(dir)) mpi_unused += f.in_use ? 0 : 1;
+  for (const auto& d : mpi_dirs) {
+    auto in = [&](const std::string& name) { return d == dir ? name : d + "/" + name; };
+    if (o.include_mpi) {
+      for (const auto& name : remove_mpi_leftovers(d, o.dry_run, &failed)) mpi.push_back(in(name));
+    } else {
+      for (const auto& f : scan_mpi_files(d)) mpi_unused += f.in_use ? 0 : 1;
+    }
   }
   const char* verb = o.dry_run ? "would remove" : "removed";
   if (o.json) {
@@ -113,13 +127,14 @@ int run_gc(const ShmOptions& o) {
                   kept_unknown);
     if (o.include_mpi) {
       if (!o.quiet)
-        for (const auto& f : mpi) std::printf("%s %s/%s\n", verb, dir.c_str(), f.c_str());
+        for (const auto& f : mpi)
+          std::printf("%s %s\n", verb, (f.find('/') == std::string::npos ? dir + "/" + f : f).c_str());
       std::printf("%zu Open MPI shared-memory file(s) no process uses %s in %s\n", mpi.size(),
-                  o.dry_run ? "found" : "removed", dir.c_str());
+                  o.dry_run ? "found" : "removed", (mpi_dirs.size() > 1 ? dir + " and " + mpi_dirs[1] : dir).c_str());
     } else if (mpi_unused > 0 && !o.quiet) {
       std::printf("%zu Open MPI shared-memory file(s) (vader_segment.*) in %s are used by no process (left by a "
                   "killed mpirun); remove them with --include-mpi\n",
-                  mpi_unused, dir.c_str());
+                  mpi_unused, (mpi_dirs.size() > 1 ? dir + " and " + mpi_dirs[1] : dir).c_str());
     }
     for (const auto& f : failed) std::printf("skipped %s/%s: %s\n", dir.c_str(), f.file.c_str(), f.reason.c_str());
   }

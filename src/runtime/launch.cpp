@@ -104,6 +104,11 @@ bool mpi_session_base_chosen() {
   return false;
 }
 
+std::string mpi_shared_memory_dir() {
+  const char* dir = std::getenv("OMPI_MCA_btl_vader_backing_directory");
+  return dir && *dir ? dir : "/dev/shm";
+}
+
 std::string mpi_session_bases_dir() {
   const char* tmp = std::getenv("TMPDIR");
   struct stat ns {};

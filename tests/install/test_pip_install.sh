@@ -3,7 +3,8 @@
 # NumPy) by the fast path (python/build_backend/tessera_wheel.py reusing this
 # build tree), then, from a directory outside the source and build trees and
 # without PYTHONPATH, the installed package on its own: the module, its
-# libtessera, the programs in tessera/bin, and a 2-rank session.
+# libtessera, the programs in tessera/bin, a 2-rank session, and the session
+# tests (tests/python/test_session.py).
 set -uo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 python=${3:-/usr/bin/python3}
@@ -59,5 +60,11 @@ EOF
 rc=$?
 check "a 2-rank session from the installed package" '[ $rc -eq 0 ] || { cat "$tmp/session.log"; false; }'
 check "the session leaves no segments behind" '[ -z "$(ls -A "$TESSERA_SHM_DIR")" ] || { ls "$TESSERA_SHM_DIR"; false; }'
+# The session tests, on the installed package alone (its own tessera/bin programs).
+run timeout 400 "$tmp/venv/bin/python" -m pytest -p no:cacheprovider -q --color=no \
+  "$src/tests/python/test_session.py" >"$tmp/session-tests.log" 2>&1
+rc=$?
+check "the session tests pass on the installed package ($(tail -1 "$tmp/session-tests.log"))" \
+  '[ $rc -eq 0 ] || { tail -30 "$tmp/session-tests.log"; false; }'
 [ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
 exit $fail

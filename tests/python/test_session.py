@@ -360,7 +360,7 @@ def test_shm_gc_cleans_up_after_a_whole_session_is_killed(graph_file):
     # the ranks by their segments' records and mpirun through its PMIx store
     # under the session's own Open MPI base, and removes the session's
     # segments and Open MPI's shared-memory files.
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    program = os.path.join(PACKAGE_PARENT, "tessera", "bin", "tessera")
     if not os.path.exists(program):
         pytest.skip(f"no {program}")
     s = tessera.start(ranks=2)
@@ -583,7 +583,7 @@ def test_ctrl_c_cancels_the_running_command_and_the_session_stays_usable(session
 def test_the_command_line_runs_on_a_resident_graph_by_name(session, graph_file, tmp_path):
     """tessera CMD --session PATH @NAME: the session's ranks run the command's
     workflow on the graph they hold; the document is the command's."""
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    program = os.path.join(PACKAGE_PARENT, "tessera", "bin", "tessera")
     if not os.path.exists(program):
         pytest.skip(f"no {program}")
     path = graph_file[0]
@@ -728,7 +728,7 @@ def test_a_session_is_found_again_and_a_killed_one_is_forgotten(tmp_path, monkey
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     from tessera.session import sessions
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    program = os.path.join(PACKAGE_PARENT, "tessera", "bin", "tessera")
     with pytest.raises(tessera.ConfigError, match="no running session"):
         tessera.connect()
     s = tessera.start(ranks=2, keep=True)

@@ -535,7 +535,7 @@ def test_a_fake_unix_listener_of_another_user_is_told_nothing(served, tmp_path):
     d = tempfile.mkdtemp(prefix="tessera-fake-", dir="/tmp")  # where nobody can make a socket
     os.chmod(d, 0o777)
     path = os.path.join(d, "s.sock")
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    program = os.path.join(PACKAGE_PARENT, "tessera", "bin", "tessera")
     cli = os.path.exists(program)
     fake = subprocess.Popen(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", sys.executable,
                              "-c", FAKE_UNIX, path, "2" if cli else "1"], stdout=subprocess.PIPE, text=True)
@@ -555,7 +555,7 @@ def test_a_fake_unix_listener_of_another_user_is_told_nothing(served, tmp_path):
 
 
 def test_the_command_line_refuses_an_absurd_payload_before_allocating(tmp_path):
-    program = os.path.join(os.path.dirname(PACKAGE_PARENT), "tessera")
+    program = os.path.join(PACKAGE_PARENT, "tessera", "bin", "tessera")
     if not os.path.exists(program):
         pytest.skip(f"no {program}")
     d = tmp_path / "s"

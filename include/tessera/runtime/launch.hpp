@@ -83,6 +83,11 @@ std::unique_ptr<MpiSessionBase> prepare_singleton_mpi();
 // inside ("ORTE_ERROR_LOG: ... session_dir.c"). So a launch on this node
 // alone gives its mpirun a base of its own (OMPI_MCA_orte_tmpdir_base).
 
+// Where Open MPI's shared-memory BTL (vader) keeps its files on this node:
+// OMPI_MCA_btl_vader_backing_directory, else /dev/shm (Open MPI's default),
+// whatever TESSERA_SHM_DIR says about Tessera's own segments.
+std::string mpi_shared_memory_dir();
+
 // Whether the user chose where Open MPI keeps session directories
 // (OMPI_MCA_orte_tmpdir_base, orte_local_tmpdir_base or
 // orte_remote_tmpdir_base set): then a launch leaves that alone.

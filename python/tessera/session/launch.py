@@ -14,6 +14,7 @@ import time
 from .. import _errors
 from . import client
 from . import protocol
+from . import sessions
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -183,6 +184,7 @@ def launch(ranks, socket_path, *, keep=False, hosts=None, tcp=None, timeout=120.
         The ranks exited before serving (the log's end is in the message),
         or did not serve within ``timeout`` seconds.
     """
+    sessions.running()  # forgets the connection files and sockets of sessions killed since
     environment = server_environment(env)
     try:
         protocol.check_shm_dir(environment)
