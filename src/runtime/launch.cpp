@@ -120,8 +120,17 @@ std::string mpi_session_bases_dir() {
 MpiSessionBase::MpiSessionBase(const std::string& tag) {
   namespace fs = std::filesystem;
   const fs::path bases = mpi_session_bases_dir();
-  if (::mkdir(bases.c_str(), 0700) != 0 && errno != EEXIST)
-    throw SystemError("cannot make the directory of Open MPI session bases " + bases.string(), errno);
+  path_ = (bases / (std::to_string(::getpid()) + (tag.empty() ? "" : "." + tag))).string();
+  // The directory of bases goes with its last base (nothing is left in
+  // TMPDIR): a launch beside may remove it between our two mkdirs, so the
+  // pair is tried again.
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(bases.c_str(), 0700) != 0 && errno != EEXIST)
+      throw SystemError("cannot make the directory of Open MPI session bases " + bases.string(), errno);
+    if (::mkdir(path_.c_str(), 0700) == 0 || errno == EEXIST) break;
+    if (errno != ENOENT || attempt == 100)
+      throw SystemError("cannot make an Open MPI session directory base " + path_, errno);
+  }
   // The bases of ended launches: PID or PID.TAG, PID the process whose life
   // bounds the base's mpirun.
   std::error_code ec;
@@ -134,14 +143,13 @@ MpiSessionBase::MpiSessionBase(const std::string& tag) {
       fs::remove_all(it->path(), ignored);
     }
   }
-  path_ = (bases / (std::to_string(::getpid()) + (tag.empty() ? "" : "." + tag))).string();
-  if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST)
-    throw SystemError("cannot make an Open MPI session directory base " + path_, errno);
 }
 
 MpiSessionBase::~MpiSessionBase() {
+  if (path_.empty()) return;
   std::error_code ignored;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  std::filesystem::remove_all(path_, ignored);
+  ::rmdir(std::filesystem::path(path_).parent_path().c_str());  // only when empty: the last base
 }
 
 // ---- co-locales -------------------------------------------------------------

@@ -243,6 +243,22 @@ def newcomer(tmp, p):
     # (python.session, analyze.*); here only their --help.
     tessera("serve", "--help")
     covered.update({"serve", "tessera-analyze"})
+    # tessera sessions with none running (in a runtime directory of its own): says so; a list is
+    # python.session's test.
+    with tempfile.TemporaryDirectory() as run:
+        os.chmod(run, 0o700)
+        before = os.environ.get("XDG_RUNTIME_DIR")
+        os.environ["XDG_RUNTIME_DIR"] = run
+        try:
+            r = tessera("sessions")
+            h.check("no running sessions" in r.stdout, "tessera sessions with none running says so", r.stdout)
+            r = tessera("sessions", "--json")
+            h.check(r.stdout.strip() == "[]", "tessera sessions --json with none running: []", r.stdout)
+        finally:
+            if before is None:
+                del os.environ["XDG_RUNTIME_DIR"]
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = before
     missing = sorted(synopsis_commands() - covered)
     h.check(not missing, "every command of the synopses was run", f"not run: {missing}")
 

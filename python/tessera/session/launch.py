@@ -152,6 +152,10 @@ class SessionProcess:
             return
         if self.mpi_base:
             shutil.rmtree(self.mpi_base, ignore_errors=True)
+            try:
+                os.rmdir(os.path.dirname(self.mpi_base))  # the directory of bases, with its last base
+            except OSError:
+                pass
             self.mpi_base = None
         if clean and self.log:
             try:
