@@ -387,30 +387,32 @@ def test_shm_gc_cleans_up_after_a_whole_session_is_killed(graph_file):
         s.close()
 
 
-def test_the_readme_flow_example_runs():
-    """examples/python/session_flow.py, the README's lines: its printed
-    answers against scipy on the same file."""
+def run_example(name):
+    """examples/python/NAME run as a user runs it; (its stdout, and scipy's
+    answers on examples/grid.el: the component count, the largest
+    component's vertices, its longest hitting time to vertex 0)."""
     source = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(PACKAGE_PARENT, "..", ".."))
-    example = os.path.join(source, "examples", "python", "session_flow.py")
+    example = os.path.join(source, "examples", "python", name)
     edges = np.loadtxt(os.path.join(source, "examples", "grid.el"), dtype=np.int64, comments="#")
     a, count, _, big = reference(int(edges.max()) + 1, edges)
     longest = max(scipy_hitting(a, big, 0).values())
     out = subprocess.run([sys.executable, example], env=clean_env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == f"{count} components; the largest: {len(big)} vertices; hitting times to 0: max {longest:.1f}\n"
+    return out.stdout, count, big, longest
+
+
+def test_the_readme_flow_example_runs():
+    """examples/python/session_flow.py, the README's lines: its printed
+    answers against scipy on the same file."""
+    out, count, big, longest = run_example("session_flow.py")
+    assert out == f"{count} components; the largest: {len(big)} vertices; hitting times to 0: max {longest:.1f}\n"
 
 
 def test_the_interop_example_runs():
     """examples/python/interop.py (docs/python.md): SciPy in and out, NetworkX
     and pandas in, a result as a frame; its answers against scipy."""
-    source = os.environ.get("TESSERA_SOURCE_DIR", os.path.join(PACKAGE_PARENT, "..", ".."))
-    example = os.path.join(source, "examples", "python", "interop.py")
-    edges = np.loadtxt(os.path.join(source, "examples", "grid.el"), dtype=np.int64, comments="#")
-    a, count, _, big = reference(int(edges.max()) + 1, edges)
-    longest = max(scipy_hitting(a, big, 0).values())
-    out = subprocess.run([sys.executable, example], env=clean_env(), capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == (f"{count} components; {min(big) + 100}..{max(big) + 100}: max {longest:.1f} steps\n")
+    out, count, big, longest = run_example("interop.py")
+    assert out == f"{count} components; {min(big) + 100}..{max(big) + 100}: max {longest:.1f} steps\n"
 
 
 def test_a_session_ends_with_the_client_that_started_it_unless_kept(tmp_path):
