@@ -186,7 +186,11 @@ std::vector<std::string> paths_in_use(const std::string& dir, bool& complete) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream maps("/proc/" + pid + "/maps");
     if (!maps) {
-      if (::access(("/proc/" + pid).c_str(), F_OK) == 0) complete = false;
+      // Hidden from us (another user's, or the namespace's init, which even
+      // root may not read in a container): the scan cannot vouch for it.
+      // Init (PID 1) is no rank of an mpirun (ranks are its or its daemons'
+      // children), so it does not count against completeness.
+      if (pid != "1" && ::access(("/proc/" + pid).c_str(), F_OK) == 0) complete = false;
       continue;
     }
     std::string line;
@@ -197,7 +201,9 @@ std::vector<std::string> paths_in_use(const std::string& dir, bool& complete) {
     std::string fd_dir = "/proc/" + pid + "/fd";
     std::unique_ptr<DIR, int (*)(DIR*)> fds(::opendir(fd_dir.c_str()), ::closedir);
     if (!fds) {
-      complete = false;
+      // Gone since its maps were read (a busy machine starts and ends
+      // processes all the time): it holds nothing. Else it is hidden from us.
+      if (::access(("/proc/" + pid).c_str(), F_OK) == 0) complete = false;
       continue;
     }
     while (dirent* f = ::readdir(fds.get())) {
