@@ -51,6 +51,11 @@ void bind_graphs(py::module_& m) {
       .def_property_readonly("edges", [](const PyGraph& g) { return g.graph.edges(); })
       .def_property_readonly("arcs", [](const PyGraph& g) { return g.graph.arcs(); })
       .def_property_readonly("self_loops", [](const PyGraph& g) { return g.graph.self_loops(); })
+      .def_property_readonly("_cleaning",
+                             [](const PyGraph& g) {
+                               const auto& c = g.graph.cleaning();
+                               return py::make_tuple(c.duplicates, c.self_loops, c.kept);
+                             })
       .def_property_readonly("id_bytes", [](const PyGraph& g) { return g.graph.id_bytes(); })
       .def_property_readonly("edge_array_bytes", [](const PyGraph& g) { return g.graph.edge_array_bytes(); })
       .def_property_readonly("directed", [](const PyGraph& g) { return g.graph.directed(); })
@@ -112,13 +117,14 @@ void bind_graphs(py::module_& m) {
   m.def(
       "_read_graph",
       [](const std::string& path, int base, bool relabel, bool undirected, bool symmetric, bool pattern,
-         const std::string& storage, const std::string& name, const std::string& dir) {
+         const std::string& storage, const std::string& name, const std::string& dir, bool multigraph) {
         graph::ReadOptions o;
         if (base >= 0) o.base = base;
         o.relabel = relabel;
         o.undirected = undirected;
         o.symmetric = symmetric;
         o.pattern = pattern;
+        o.multigraph = multigraph;
         o.storage = storage_options(storage, name, dir);
         Runtime& rt = runtime();
         py::gil_scoped_release other_threads_may_run;  // parsing and building touch no Python object
@@ -126,7 +132,7 @@ void bind_graphs(py::module_& m) {
         return wrap(std::move(loaded.graph), std::move(loaded.ids));
       },
       py::arg("path"), py::arg("base"), py::arg("relabel"), py::arg("undirected"), py::arg("symmetric"),
-      py::arg("pattern"), py::arg("storage"), py::arg("name"), py::arg("dir"));
+      py::arg("pattern"), py::arg("storage"), py::arg("name"), py::arg("dir"), py::arg("multigraph") = false);
 
   m.def(
       "_from_edges",

@@ -98,6 +98,15 @@ class Graph:
         return self._impl.self_loops
 
     @property
+    def dropped(self):
+        """What reading the file dropped to make the graph simple, as a dict
+        ``{"duplicates": N, "self_loops": M}``: the lines that repeated an
+        edge, and the self loops (zeros for a graph not read from a file,
+        or read with ``multigraph=True``)."""
+        duplicates, loops, kept = self._impl._cleaning
+        return {"duplicates": 0 if kept else duplicates, "self_loops": 0 if kept else loops}
+
+    @property
     def edge_array_bytes(self):
         """Bytes of the arc arrays (destinations, weights) over all ranks."""
         return self._impl.edge_array_bytes
@@ -208,14 +217,17 @@ class Graph:
 
 
 def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=False, pattern=False,
-               storage="default", name=None, dir=None):
+               multigraph=False, storage="default", name=None, dir=None):
     """Reads a graph file as the ``tessera`` commands do, every rank its own
-    byte range. Collective.
+    byte range. Collective. The graph is simple, as GAPBS and networkx count
+    edges: the file's duplicate edges and self loops are dropped and counted
+    (``Graph.dropped``) unless ``multigraph``.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.mtx`` (Matrix Market), ``.el``/``.wel``/SNAP edge list, or a
+        A ``.mtx`` (Matrix Market), ``.el``/``.wel``/SNAP edge list, ``.gr``
+        (DIMACS), ``.graph`` (METIS), GAPBS's ``.sg``/``.wsg``, or a
         ``.tsg`` directory; the kind its header says.
     base : int, optional
         The first vertex id in the file (default 1 for .mtx, else 0).
@@ -227,6 +239,8 @@ def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=Fa
         The file lists both directions of every edge (verified).
     pattern : bool, default False
         Ignore weights.
+    multigraph : bool, default False
+        Keep every line's edge: duplicates and self loops included.
     {STORAGE}
 
     Returns
@@ -250,7 +264,7 @@ def read_graph(path, *, base=None, relabel=False, undirected=False, symmetric=Fa
     current()
     return Graph(_tessera._read_graph(str(path), -1 if base is None else int(base), bool(relabel),
                                       bool(undirected), bool(symmetric), bool(pattern), storage, name or "",
-                                      dir or ""))
+                                      dir or "", bool(multigraph)))
 
 
 def generate(kind, *, scale=16, edge_factor=16, dims="", seed=1, delete_fraction=0.0, permute=False,

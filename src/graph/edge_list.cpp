@@ -119,12 +119,13 @@ void run_pass(Runtime& rt, const EdgeSource& source, std::optional<Aggregator>& 
 
 // Sorts each row by (destination, weight), drops what `opt` drops, and
 // compacts the rows to the front of the arrays; the offsets are rewritten.
-// Returns the arcs kept.
+// Returns the arcs kept; counts the repeated arcs (dropped or not) into
+// `repeats` ({u != v, loops}).
 // `release`: the arrays are on disk; pages both the reading and the writing
 // position have passed leave the resident set as the pass goes.
 template <class Id>
 std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::span<double> weight, std::uint64_t lo,
-                         bool drop_loops, bool dedupe, bool release) {
+                         bool drop_loops, bool dedupe, bool release, std::uint64_t (&repeats)[2]) {
   const bool weighted = !weight.empty();
   std::vector<std::pair<Id, double>> scratch;
   std::uint64_t kept = 0, first = row[0], released = 0;
@@ -149,7 +150,10 @@ std::uint64_t clean_rows(std::span<std::uint64_t> row, std::span<Id> dst, std::s
     for (std::uint64_t k = first; k < last; ++k) {
       const Id v = dst[k];
       if (drop_loops && v == lo + i) continue;
-      if (dedupe && kept > row_start && dst[kept - 1] == v) continue;  // the smallest weight stays
+      if (kept > row_start && dst[kept - 1] == v) {
+        ++repeats[v == lo + i];
+        if (dedupe) continue;  // the smallest weight stays
+      }
       dst[kept] = v;
       if (weighted) weight[kept] = weight[k];
       ++kept;
@@ -266,6 +270,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
   std::optional<DistArray<std::uint64_t>> degree;
   degree.emplace(rt, n, StorageOptions::heap());
   int with_weights = 0, without_weights = 0;
+  std::uint64_t loops_seen = 0;
   {
     std::optional<CountAggregator<std::uint64_t>> count;
     count.emplace(*degree);
@@ -278,6 +283,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
           throw RangeError("edge (" + std::to_string(u) + ", " + std::to_string(v) + ") names a vertex outside [0, " +
                            std::to_string(n) + ")");
         if (u == v) {
+          ++loops_seen;
           if (!drop_loops) count->count(u);
         } else {
           count->count(u);
@@ -422,7 +428,14 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
     });
     release(cursor);
     if (opt.on_phase) opt.on_phase("sorting and cleaning the rows");
-    const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops, opt.drop_duplicates || sym, disk);
+    std::uint64_t repeats[2] = {0, 0};
+    const std::uint64_t kept = clean_rows<Id>(row, out, w, lo, drop_loops,
+                                              opt.drop_duplicates || (sym && !opt.keep_duplicates), disk, repeats);
+    if (opt.counts) {
+      std::uint64_t totals[3] = {loops_seen, repeats[0], repeats[1]};
+      all_reduce(rt.comm(), totals, 3, MPI_SUM);
+      *opt.counts = {totals[0], totals[1], totals[2]};
+    }
     auto final_ranges = Distribution::weighted_block(all_gather(rt.comm(), kept));
     dst.shrink(final_ranges);
     if (weight_array) weight_array->shrink(final_ranges);

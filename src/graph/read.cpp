@@ -73,6 +73,11 @@ struct TextHeader {
   // A "# tessera graph:" line (write.hpp): the kind the writer recorded.
   std::uint8_t declared = 0, declared_directed = 0, declared_weighted = 0, declared_base = 0;
   std::uint64_t declared_vertices = 0;
+  // DIMACS (.gr): rows = the problem line's vertices, entries its arcs.
+  // METIS (.graph): rows = n, entries = m (edges); metis_skip vertex
+  // weights open each vertex line; `weighted`: each neighbour has a weight.
+  std::uint8_t dimacs = 0, metis = 0;
+  std::uint64_t metis_skip = 0;
 };
 
 // Parses a Tessera edge-list header line (without its '#'): the current
@@ -168,6 +173,106 @@ TextHeader read_matrix_market_header(const std::string& path) {
   throw FormatError(path + ": the Matrix Market size line is missing");
 }
 
+// The byte after the header line just read from `in` (the file's size at
+// its end).
+std::uint64_t offset_after(std::ifstream& in, const std::string& path) {
+  if (!in.eof()) return static_cast<std::uint64_t>(in.tellg());
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+bool blank_char(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// DIMACS shortest paths (.gr): 'c' comment lines, then "p sp VERTICES ARCS".
+TextHeader read_dimacs_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SystemError("cannot open " + path, errno);
+  TextHeader h;
+  h.dimacs = 1;
+  h.weighted = 1;
+  std::string line;
+  auto fail = [&](const std::string& what) {
+    throw FormatError(path + ":" + std::to_string(h.lines_before) + ": " + what);
+  };
+  while (std::getline(in, line)) {
+    ++h.lines_before;
+    if (h.lines_before == 1 && has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size()))
+      line.erase(0, 3);
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == 'c') continue;
+    std::istringstream fields(line);
+    std::string tag, problem, extra;
+    long long n = -1, m = -1;
+    fields >> tag;
+    if (tag != "p")
+      fail("expected the problem line 'p sp VERTICES ARCS' before the arcs, found '" + line.substr(0, 80) + "'");
+    fields >> problem;
+    if (problem != "sp")
+      fail("DIMACS problem '" + problem + "' is not supported (only 'sp', shortest paths: 'p sp VERTICES ARCS')");
+    if (!(fields >> n >> m) || (fields >> extra) || n < 0 || m < 0)
+      fail("expected the problem line 'p sp VERTICES ARCS', found '" + line.substr(0, 80) + "'");
+    h.rows = h.cols = static_cast<std::uint64_t>(n);
+    h.entries = static_cast<std::uint64_t>(m);
+    h.data_offset = offset_after(in, path);
+    return h;
+  }
+  throw FormatError(path + ": the DIMACS problem line 'p sp VERTICES ARCS' is missing");
+}
+
+// METIS (.graph): '%' comment lines, then "n m [fmt [ncon]]".
+TextHeader read_metis_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SystemError("cannot open " + path, errno);
+  TextHeader h;
+  h.metis = 1;
+  std::string line;
+  auto fail = [&](const std::string& what) {
+    throw FormatError(path + ":" + std::to_string(h.lines_before) + ": " + what);
+  };
+  while (std::getline(in, line)) {
+    ++h.lines_before;
+    if (h.lines_before == 1 && has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size()))
+      line.erase(0, 3);
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '%') continue;
+    std::istringstream fields(line);
+    std::string n_text, m_text, fmt = "000", given, extra;
+    long long ncon = 0;
+    fields >> n_text >> m_text;
+    std::uint64_t n = 0, m = 0;
+    auto number = [](const std::string& t, std::uint64_t& v) {
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+    };
+    if (!number(n_text, n) || !number(m_text, m))
+      fail("expected the METIS header 'VERTICES EDGES [FMT [NCON]]', found '" + line.substr(0, 80) + "'");
+    if (fields >> given) {
+      if (given.size() > 3 || given.find_first_not_of("01") != std::string::npos)
+        fail("METIS fmt '" + given + "' is not 0, 1, 10, 11 (or 100, as GAPBS reads it)");
+      fmt = std::string(3 - given.size(), '0') + given;
+      if (fmt[0] == '1' && fmt != "100")
+        fail("METIS fmt " + fmt + ": vertex sizes are not supported (fmt 100 alone is read as GAPBS reads it: "
+             "every number on a vertex line is a neighbour)");
+      if (fields >> extra) {
+        std::uint64_t c = 0;
+        if (!number(extra, c) || c == 0) fail("METIS ncon '" + extra + "' is not a positive number");
+        ncon = static_cast<long long>(c);
+        if (fields >> extra) fail("the METIS header has more than 4 fields: '" + line.substr(0, 80) + "'");
+      }
+    }
+    h.rows = h.cols = n;
+    h.entries = m;
+    h.weighted = fmt[2] == '1';
+    h.metis_skip = fmt[1] == '1' ? static_cast<std::uint64_t>(ncon ? ncon : 1) : 0;
+    h.data_offset = offset_after(in, path);
+    return h;
+  }
+  throw FormatError(path + ": the METIS header line 'VERTICES EDGES [FMT [NCON]]' is missing");
+}
+
 // Rank 0's look at the top of the file: refuses compressed input, skips a
 // UTF-8 byte-order mark, and sets aside a first data line of two fields
 // that may be a count header.
@@ -188,6 +293,8 @@ TextHeader read_text_header(const std::string& path, FileFormat format) {
     throw FormatError(path + ": compressed input is not supported (this is a " + std::string(kind) +
                       " file; decompress it first)");
   if (format == FileFormat::matrix_market) return read_matrix_market_header(path);
+  if (format == FileFormat::dimacs) return read_dimacs_header(path);
+  if (format == FileFormat::metis) return read_metis_header(path);
   TextHeader h;
   if (format == FileFormat::weighted_edge_list) h.weighted = 1;
   if (has_utf8_bom(bytes, top.size())) h.data_offset = 3;
@@ -232,13 +339,28 @@ struct LineParser {
   std::uint64_t line;
   std::size_t fields;  // 2 or 3
   std::uint64_t base;
-  std::uint64_t limit;  // ids must be < limit after subtracting base (0: no limit)
+  std::uint64_t limit;  // ids must be < limit after subtracting base (0: no limit, unless `limited`)
   bool keep_weight = true;  // false (ReadOptions::pattern): the third field is skipped unread
+  bool limited = false;     // a header gave `limit` (it may be 0)
+  bool dimacs = false;      // lines "a u v w", 'c' comments
+  // METIS: vertex weights opening each vertex line; each neighbour weighted.
+  std::uint64_t metis_skip = 0;
+  bool metis_weights = false;
 
   // Parses [p, e); returns false (and sets error) when malformed.
   bool parse(const char* p, const char* e, ParsedRange& out) {
     while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
     if (p == e || *p == '#' || *p == '%') return true;
+    if (dimacs) {
+      if (*p == 'c') return true;
+      if (*p != 'a' || p + 1 == e || (p[1] != ' ' && p[1] != '\t')) {
+        const std::string text(p, static_cast<std::size_t>(std::min<std::ptrdiff_t>(e - p, 60)));
+        if (*p == 'p')
+          return fail(out, "a second problem line '" + text + "' (a DIMACS file has one, before its arcs)");
+        return fail(out, "expected an arc line 'a u v w' (or a 'c' comment), found '" + text + "'");
+      }
+      ++p;
+    }
     std::uint64_t id[2];
     double w = 1.0;
     for (std::size_t f = 0; f < fields; ++f) {
@@ -256,7 +378,7 @@ struct LineParser {
         if (id[f] < base)
           return fail(out, "vertex id " + std::string(tok) + " is below the first id " + std::to_string(base));
         id[f] -= base;
-        if (limit && id[f] >= limit)
+        if ((limit || limited) && id[f] >= limit)
           return fail(out, "vertex id " + std::string(tok) + " is out of range (the header says " +
                                std::to_string(limit) + " vertices)");
       } else if (keep_weight) {
@@ -276,6 +398,59 @@ struct LineParser {
     ++out.entries;
     return true;
   }
+  // A METIS vertex line [p, e): `vertex` (0-based) is the next vertex's,
+  // advanced past this line unless it is a '%' comment. Lines past the
+  // header's `limit` vertices must be blank.
+  bool parse_metis(const char* p, const char* e, std::uint64_t& vertex, ParsedRange& out) {
+    while (p < e && blank_char(*p)) ++p;
+    if (p < e && *p == '%') return true;
+    const std::uint64_t u = vertex++;
+    if (u >= limit) {
+      if (p == e) return true;  // blank lines after the last vertex's
+      return fail(out, "a vertex line past the header's " + std::to_string(limit) + " vertices");
+    }
+    auto token = [&]() -> std::string_view {
+      while (p < e && blank_char(*p)) ++p;
+      const char* start = p;
+      while (p < e && !blank_char(*p)) ++p;
+      return {start, static_cast<std::size_t>(p - start)};
+    };
+    for (std::uint64_t k = 0; k < metis_skip; ++k)
+      if (token().empty())
+        return fail(out, "vertex " + std::to_string(u + 1) + "'s line lacks its " + std::to_string(metis_skip) +
+                             " vertex weight" + (metis_skip > 1 ? "s" : "") + " (the header's fmt says they open it)");
+    for (std::string_view tok = token(); !tok.empty(); tok = token()) {
+      if (tok[0] == '-') return fail(out, "negative neighbour " + std::string(tok));
+      std::uint64_t v = 0;
+      auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+      if (ec == std::errc::result_out_of_range) return fail(out, "neighbour " + std::string(tok) + " is too large");
+      if (ec != std::errc() || end != tok.data() + tok.size())
+        return fail(out, "'" + std::string(tok) + "' is not a neighbour id");
+      if (v == 0) return fail(out, "neighbour 0: METIS ids start at 1");
+      if (v > limit)
+        return fail(out, "neighbour " + std::string(tok) + " is out of range (the header says " +
+                             std::to_string(limit) + " vertices)");
+      double w = 1.0;
+      if (metis_weights) {
+        std::string_view wt = token();
+        if (wt.empty())
+          return fail(out, "neighbour " + std::string(tok) + " has no weight (the header's fmt says each has one)");
+        if (keep_weight) {
+          auto [wend, wec] = std::from_chars(wt.data(), wt.data() + wt.size(), w);
+          if (wec != std::errc() || wend != wt.data() + wt.size())
+            return fail(out, "'" + std::string(wt) + "' is not a weight");
+          if (!std::isfinite(w)) return fail(out, "weight " + std::string(wt) + " is not a finite number");
+        }
+      }
+      if (metis_weights && keep_weight)
+        out.edges.add(u, v - 1, w);
+      else
+        out.edges.add(u, v - 1);
+      out.max_id = std::max({out.max_id, u, v - 1});
+      ++out.entries;
+    }
+    return true;
+  }
   bool fail(ParsedRange& out, const std::string& what) {
     out.error = path + ":" + std::to_string(line) + ": " + what;
     return false;
@@ -288,7 +463,15 @@ struct LineParser {
 struct TextRange {
   bool known = false;
   std::uint64_t start = 0, end = 0, first_line = 0, newlines = 0;
+  // METIS: the rank's vertex lines (not '%' comments), and the vertex of the first.
+  std::uint64_t vertex_lines = 0, first_vertex = 0;
 };
+
+// A METIS line [p, e) that is a '%' comment (no vertex).
+bool metis_comment(const char* p, const char* e) {
+  while (p < e && blank_char(*p)) ++p;
+  return p < e && *p == '%';
+}
 
 // `sink` null: the edges are kept in the result. Otherwise they go to the
 // sink in batches and are not kept, and the parsed part of the file leaves
@@ -318,13 +501,29 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
       while (start < size && data[start - 1] != '\n') ++start;
     std::vector<std::uint64_t> starts = all_gather(rt.comm(), start);
     const std::uint64_t end = r + 1 < P ? starts[r + 1] : size;
-    std::uint64_t newlines = 0;
-    for (std::uint64_t p = start; p < end; p += kWindow) {
-      const std::uint64_t q = std::min(end, p + kWindow);
-      newlines += static_cast<std::uint64_t>(std::count(data + p, data + q, '\n'));
-      if (sink) release_file_pages(file.data(), p, q);  // the page cache keeps them
+    std::uint64_t newlines = 0, vertex_lines = 0;
+    if (h.metis) {
+      // Each line that is no comment is the next vertex's.
+      for (std::uint64_t p = start, released = start; p < end;) {
+        const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
+        const std::uint64_t e = nl ? static_cast<std::uint64_t>(nl - data) : end;
+        newlines += nl != nullptr;
+        vertex_lines += !metis_comment(data + p, data + e);
+        p = e + 1;
+        if (sink && p - released >= kWindow) {
+          release_file_pages(file.data(), released, std::min(p, end));
+          released = p;
+        }
+      }
+    } else {
+      for (std::uint64_t p = start; p < end; p += kWindow) {
+        const std::uint64_t q = std::min(end, p + kWindow);
+        newlines += static_cast<std::uint64_t>(std::count(data + p, data + q, '\n'));
+        if (sink) release_file_pages(file.data(), p, q);  // the page cache keeps them
+      }
     }
-    at = {true, start, end, h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1, newlines};
+    at = {true, start, end, h.lines_before + exclusive_prefix_sum(rt.comm(), newlines) + 1, newlines, vertex_lines, 0};
+    if (h.metis) at.first_vertex = exclusive_prefix_sum(rt.comm(), vertex_lines);
   }
   const std::uint64_t start = at.start, end = at.end, newlines = at.newlines, first_line = at.first_line;
 
@@ -341,14 +540,19 @@ ParsedRange parse_range(Runtime& rt, const std::string& path, const TextHeader& 
     out.edges.src.clear(), out.edges.dst.clear(), out.edges.weight.clear();
   };
   std::uint64_t released = start;
-  LineParser parser{path, first_line, fields, base, h.matrix_market ? h.rows : 0, keep_weight};
+  LineParser parser{path, first_line, fields, base, h.matrix_market || h.dimacs || h.metis ? h.rows : 0, keep_weight};
+  parser.limited = h.matrix_market || h.dimacs || h.metis;
+  parser.dimacs = h.dimacs != 0;
+  parser.metis_skip = h.metis_skip;
+  parser.metis_weights = h.metis && h.weighted;
+  std::uint64_t vertex = at.first_vertex;
   for (std::uint64_t p = start; p < end;) {
     const char* nl = static_cast<const char*>(std::memchr(data + p, '\n', end - p));
     std::uint64_t e = nl ? static_cast<std::uint64_t>(nl - data) : end;
-    if (!parser.parse(data + p, data + e, out)) break;
+    if (!(h.metis ? parser.parse_metis(data + p, data + e, vertex, out) : parser.parse(data + p, data + e, out))) break;
     ++parser.line;
     p = e + 1;
-    if (sink && out.edges.size() == kBatch) {
+    if (sink && out.edges.size() >= kBatch) {  // a METIS line may add many
       pass_on();
       if (p - released >= kWindow) {
         release_file_pages(file.data(), released, p);
@@ -471,6 +675,7 @@ struct TextParse {
   // Counted only: the first data line, when it is an edge after all (rank 0).
   LocalEdges first_edge;
   TextRange range;  // this rank's lines
+  bool metis_undirected = false;  // a METIS file listing each of its m edges at both ends
 };
 
 // `count_only`: the edges are parsed and checked but not kept (a streamed
@@ -486,10 +691,13 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
     h = read_text_header(path, format);
   });
   broadcast(rt.comm(), &h, 1, 0);
-  const int base = t.base = options.base.value_or(h.declared ? h.declared_base : mm ? 1 : 0);
+  const bool one_based = mm || h.dimacs || h.metis;
+  const int base = t.base = options.base.value_or(h.declared ? h.declared_base : one_based ? 1 : 0);
   if (h.declared && h.declared_weighted && !mm) h.weighted = 1;  // "u v w" lines, whatever the name says
   if (base != 0 && base != 1) throw ConfigError("the first vertex id must be 0 or 1, not " + std::to_string(base));
-  if (mm && base != 1) throw ConfigError("Matrix Market ids are 1-based; --base 0 does not apply to " + path);
+  if (one_based && base != 1)
+    throw ConfigError(std::string(mm ? "Matrix Market" : h.dimacs ? "DIMACS" : "METIS") +
+                      " ids are 1-based; --base 0 does not apply to " + path);
 
   ParsedRange first;
   std::uint64_t claimed_vertices = 0, claimed_edges = 0;
@@ -548,6 +756,27 @@ TextParse parse_text(Runtime& rt, const std::string& path, FileFormat format, co
   if (mm && entries != h.entries)
     throw FormatError(path + ": the header promises " + std::to_string(h.entries) + " entries but the file has " +
                       std::to_string(entries));
+  if (h.dimacs && entries != h.entries)
+    throw FormatError(path + ":" + std::to_string(h.lines_before) + ": the problem line promises " +
+                      std::to_string(h.entries) + " arcs but the file has " + std::to_string(entries));
+  if (h.metis) {
+    const std::uint64_t lines = all_reduce(rt.comm(), t.range.vertex_lines, MPI_SUM);
+    if (lines < h.rows)
+      throw FormatError(path + ":" + std::to_string(h.lines_before) + ": the header says " + std::to_string(h.rows) +
+                        " vertices but the file has " + std::to_string(lines) +
+                        " vertex lines (one a vertex, empty for a vertex without neighbours)");
+    // m edges: each listed at both ends (METIS), or once (GAPBS's test
+    // graphs, read as GAPBS reads them: line i lists i's out-neighbours).
+    const unsigned __int128 both = static_cast<unsigned __int128>(h.entries) * 2;
+    if (entries == both && entries > 0) t.metis_undirected = true;
+    else if (entries != h.entries)
+      throw FormatError(path + ":" + std::to_string(h.lines_before) + ": the header says " +
+                        std::to_string(h.entries) + " edges, which its vertex lines list " +
+                        (both <= ~std::uint64_t{0} ? std::to_string(static_cast<std::uint64_t>(both)) : "2m") +
+                        " times (each edge at both ends; or " + std::to_string(h.entries) +
+                        " times, one arc each, as GAPBS's test graphs do), but they list " + std::to_string(entries) +
+                        " neighbours");
+  }
   if (entries == 0) throw FormatError(path + " has no edges");
   t.entries = entries, t.max_id = max_id;
   return t;
@@ -595,8 +824,40 @@ LoadedGraph build_graph(Runtime& rt, std::uint64_t n, bool directed, const EdgeS
   return {std::move(g), std::move(ids_map)};
 }
 
+// A file's graph is simple unless ReadOptions::multigraph: the build drops
+// self loops and repeated arcs, and counts them either way.
+void clean_as_asked(BuildOptions& build, const ReadOptions& options, BuildCounts& counts) {
+  build.drop_self_loops = build.drop_duplicates = !options.multigraph;
+  build.keep_duplicates = options.multigraph;
+  build.counts = &counts;
+}
+
+std::string plural(std::uint64_t n, const std::string& one) {
+  return std::to_string(n) + " " + one + (n == 1 ? "" : "s");
+}
+
+// What the build found, in the file's entries (a symmetrized entry made two
+// arcs), recorded on the graph and said through options.note. A self loop
+// counts as one, however often repeated: duplicates are the other entries
+// that repeat an edge, so entries = kept edges + duplicates + self loops.
+void record_cleaning(EdgeList& g, const BuildCounts& c, bool symmetrized, const ReadOptions& options) {
+  EdgeList::Cleaning cleaning;
+  cleaning.self_loops = c.self_loops;
+  cleaning.duplicates = symmetrized ? c.duplicate_arcs / 2 : c.duplicate_arcs;
+  cleaning.kept = options.multigraph;
+  g.set_cleaning(cleaning);
+  if (!options.note || (!cleaning.duplicates && !cleaning.self_loops)) return;
+  std::string what;
+  if (cleaning.duplicates) what = plural(cleaning.duplicates, symmetrized ? "duplicate edge" : "duplicate arc");
+  if (cleaning.self_loops) what += (what.empty() ? "" : " and ") + plural(cleaning.self_loops, "self loop");
+  options.note(options.multigraph ? "kept " + what + " (--multigraph)"
+                                  : "dropped " + what + ": a simple graph, as GAPBS and networkx count it "
+                                                        "(--multigraph keeps them)");
+}
+
 LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
   const bool mm = format == FileFormat::matrix_market;
+  const bool counted = mm || format == FileFormat::dimacs || format == FileFormat::metis;  // the header's vertices
   // The file is counted first, then parsed again by each pass of a streamed
   // build, so no list of its edges is ever held (a file larger than memory
   // builds in the graph's own arrays). Relabelling adds one pass that
@@ -606,7 +867,7 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
   const int base = t.base;
   const std::uint64_t entries = t.entries, max_id = t.max_id;
 
-  if (!options.relabel && !mm) {
+  if (!options.relabel && !counted) {
     agree(rt.comm(), [&] {
       if (rt.rank() != 0) return;
       if (max_id == ~std::uint64_t{0})
@@ -617,10 +878,11 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
                          " needs " + why + "; use --relabel");
     });
   }
-  if (mm) {
+  if (counted) {
     agree(rt.comm(), [&] {
       if (auto why = vertex_arrays_problem(h.rows, entries); rt.rank() == 0 && !why.empty())
-        throw RangeError(path + ": the header's " + std::to_string(h.rows) + " rows need " + why);
+        throw RangeError(path + ": the header's " + std::to_string(h.rows) + (mm ? " rows" : " vertices") + " need " +
+                         why);
     });
   }
   BuildOptions build;
@@ -640,21 +902,37 @@ LoadedGraph load_text(Runtime& rt, const std::string& path, FileFormat format, c
                    " overrides the header: read as undirected");
     if (h.declared_weighted && options.pattern) options.note("--pattern overrides the header: the weights are ignored");
   }
+  if (h.metis && options.note) {
+    const std::string counts =
+        "METIS: " + std::to_string(entries) + " neighbours for the header's " + std::to_string(h.entries) + " edges, ";
+    options.note(counts + (t.metis_undirected ? "each listed at both ends: undirected"
+                                              : "one arc each (line i lists vertex i's out-neighbours, as GAPBS reads "
+                                                "it): directed"));
+  }
   // --symmetric: the file's arcs are the undirected graph's, as they are.
-  const bool listed_both_ways = (options.symmetric || (h.declared && !h.declared_directed)) && !build.symmetrize;
-  build.drop_duplicates = listed_both_ways;
+  const bool declared_undirected = (h.declared && !h.declared_directed) || t.metis_undirected;
+  const bool listed_both_ways = (options.symmetric || declared_undirected) && !build.symmetrize;
+  BuildCounts counts;
+  clean_as_asked(build, options, counts);
   const bool directed = !build.symmetrize && !listed_both_ways;
   auto checked = [&](EdgeList g) {
-    if (listed_both_ways && !arcs_are_symmetric(g))
+    if (listed_both_ways && !arcs_are_symmetric(g)) {
+      if (!options.symmetric && t.metis_undirected)
+        throw FormatError(path + ": its " + std::to_string(entries) + " neighbours for the header's " +
+                          std::to_string(h.entries) + " edges say each edge is listed at both ends, but some is "
+                          "listed at one end only (or with two weights): correct the file, or use --undirected to "
+                          "add the missing reverses");
       throw FormatError(path + (options.symmetric ? " was read with --symmetric" : "'s header says undirected") +
                         ", but its arcs are not symmetric (some edge is listed in one direction only, or with "
                         "another weight): " + (options.symmetric ? "drop --symmetric to read it as directed" :
                         "correct the '# tessera graph:' line") + ", or use --undirected to add the missing reverses");
+    }
+    record_cleaning(g, counts, build.symmetrize, options);
     return g;
   };
-  std::uint64_t n = mm ? h.rows : max_id + 1;
+  std::uint64_t n = counted ? h.rows : max_id + 1;
   // Vertices without edges at the top of the id range: the header counts them.
-  if (h.declared && !mm && base == h.declared_base) n = std::max(n, h.declared_vertices);
+  if (h.declared && !counted && base == h.declared_base) n = std::max(n, h.declared_vertices);
   const auto file_base = static_cast<std::uint64_t>(base);
   // The file's edges as it lists them (ids less the base), parsed again at
   // every call; --pattern drops the weights.
@@ -745,6 +1023,268 @@ struct SpooledInput {
   }
 };
 
+
+// GAPBS's serialized graph (its writer.h, WriteSerializedGraph; reader.h
+// reads it back): a bool `directed` (one byte), int64 arcs stored (an
+// undirected graph's both directions), int64 vertices, int64 offsets[n+1],
+// the neighbours (int32; .wsg: int32 neighbour then int32 weight), and for a
+// directed graph the in-arcs' offsets and neighbours (the transpose). No
+// padding: the offsets start at byte 17.
+constexpr std::uint64_t kSerializedHeaderBytes = 17;
+
+struct SerializedHeader {
+  std::uint64_t arcs = 0, vertices = 0;
+  std::uint8_t directed = 0;
+};
+
+// Where each section of a serialized graph starts (and the file ends).
+struct SerializedLayout {
+  std::uint64_t offsets, neighbours, in_offsets, in_neighbours, end;
+  SerializedLayout(const SerializedHeader& h, std::uint64_t entry_bytes) {
+    offsets = kSerializedHeaderBytes;
+    neighbours = offsets + 8 * (h.vertices + 1);
+    in_offsets = neighbours + entry_bytes * h.arcs;
+    in_neighbours = in_offsets + (h.directed ? 8 * (h.vertices + 1) : 0);
+    end = in_neighbours + (h.directed ? entry_bytes * h.arcs : 0);
+  }
+  std::string section_at(std::uint64_t byte) const {
+    if (byte < offsets) return "header";
+    if (byte < neighbours) return "row offsets";
+    if (byte < in_offsets) return "neighbours";
+    if (byte < in_neighbours) return "in-arc row offsets";
+    return "in-arc neighbours";
+  }
+};
+
+template <class T>
+T unaligned(const std::byte* at) {
+  T v;
+  std::memcpy(&v, at, sizeof(T));
+  return v;
+}
+
+// Rank 0: the header, checked against the file's length.
+SerializedHeader read_serialized_header(const std::string& path, bool weighted) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw SystemError("cannot open graph file " + path, errno);
+  FileDescriptor guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw SystemError("cannot stat graph file " + path, errno);
+  if (!S_ISREG(st.st_mode)) throw FormatError(path + " is not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size == 0) throw FormatError(path + " is empty");
+  unsigned char top[kSerializedHeaderBytes] = {};
+  const ssize_t got = ::pread(fd, top, sizeof(top), 0);
+  if (got < 0) throw SystemError("cannot read graph file " + path, errno);
+  if (const char* kind = compression_of(top, static_cast<std::size_t>(got)))
+    throw FormatError(path + ": compressed input is not supported (this is a " + std::string(kind) +
+                      " file; decompress it first)");
+  if (size < kSerializedHeaderBytes)
+    throw FormatError(path + ": truncated at byte offset " + std::to_string(size) + ", inside the " +
+                      std::to_string(kSerializedHeaderBytes) +
+                      "-byte GAPBS header (bool directed, int64 arcs, int64 vertices)");
+  if (top[0] > 1)
+    throw FormatError(path + ": byte offset 0: the directed flag is " + std::to_string(top[0]) +
+                      ", not 0 or 1: not a GAPBS serialized graph");
+  const auto arcs = unaligned<std::int64_t>(reinterpret_cast<const std::byte*>(top + 1));
+  const auto vertices = unaligned<std::int64_t>(reinterpret_cast<const std::byte*>(top + 9));
+  if (arcs < 0) throw FormatError(path + ": byte offset 1: the arc count " + std::to_string(arcs) + " is negative");
+  if (vertices < 0)
+    throw FormatError(path + ": byte offset 9: the vertex count " + std::to_string(vertices) + " is negative");
+  if (vertices > (std::int64_t{1} << 31))
+    throw FormatError(path + ": byte offset 9: " + std::to_string(vertices) +
+                      " vertices do not fit GAPBS's 32-bit serialized ids");
+  SerializedHeader h{static_cast<std::uint64_t>(arcs), static_cast<std::uint64_t>(vertices), top[0]};
+  const std::uint64_t entry = weighted ? 8 : 4;
+  // The length the header implies (no overflow: arcs past 2^59 are no file).
+  if (h.arcs > (std::uint64_t{1} << 59))
+    throw FormatError(path + ": byte offset 1: " + std::to_string(h.arcs) + " arcs cannot be in a file");
+  const SerializedLayout at(h, entry), other(h, weighted ? 4 : 8);
+  const std::string kind = std::string(h.directed ? "directed" : "undirected") + ", " + std::to_string(h.arcs) +
+                           " arcs, " + std::to_string(h.vertices) + " vertices";
+  // The length of the other kind: a weighted file named .sg, or the reverse.
+  const std::string misnamed =
+      size == other.end ? std::string(" (the length of a GAPBS ") + (weighted ? ".sg" : ".wsg") + " file: " +
+                              (weighted ? "an .sg named .wsg?)" : "a .wsg named .sg?)")
+                        : "";
+  if (size < at.end)
+    throw FormatError(path + ": truncated at byte offset " + std::to_string(size) + ", inside its " +
+                      at.section_at(size) + ": its header (" + kind + ") needs " + std::to_string(at.end) + " bytes" +
+                      misnamed);
+  if (size > at.end)
+    throw FormatError(path + ": " + plural(size - at.end, "byte") + " past byte offset " + std::to_string(at.end) +
+                      ", where the graph its header describes (" + kind + ") ends" + misnamed);
+  return h;
+}
+
+// Checks one CSR's row offsets (offsets[0] = 0, never decreasing, offsets[n]
+// = arcs), each rank a block of them; FormatError naming the first bad byte.
+void check_serialized_offsets(Runtime& rt, const std::string& path, const std::byte* data, std::uint64_t first_byte,
+                              const SerializedHeader& h, const char* what) {
+  agree(rt.comm(), [&] {
+    auto block = Distribution::block(h.vertices + 1, rt.size());
+    const std::uint64_t lo = block.begin(rt.rank()), hi = block.end(rt.rank());
+    auto offset = [&](std::uint64_t v) { return unaligned<std::int64_t>(data + first_byte + 8 * v); };
+    auto where = [&](std::uint64_t v) {
+      return path + ": byte offset " + std::to_string(first_byte + 8 * v) + ": the " + what + " of vertex " +
+             std::to_string(v);
+    };
+    for (std::uint64_t v = lo; v < hi; ++v) {
+      const std::int64_t o = offset(v);
+      if (v == 0 && o != 0) throw FormatError(where(v) + " is " + std::to_string(o) + ", not 0");
+      if (o < 0 || static_cast<std::uint64_t>(o) > h.arcs)
+        throw FormatError(where(v) + " is " + std::to_string(o) + ", outside the header's " + std::to_string(h.arcs) +
+                          " arcs");
+      if (v > 0 && o < offset(v - 1))
+        throw FormatError(where(v) + " is " + std::to_string(o) + ", less than the previous row's " +
+                          std::to_string(offset(v - 1)) + " (offsets never decrease)");
+      if (v == h.vertices && static_cast<std::uint64_t>(o) != h.arcs)
+        throw FormatError(path + ": byte offset " + std::to_string(first_byte + 8 * v) + ": the " + what +
+                          " end at arc " + std::to_string(o) + ", but the header says " + std::to_string(h.arcs) +
+                          " arcs");
+    }
+  });
+}
+
+LoadedGraph load_serialized(Runtime& rt, const std::string& path, bool weighted, const ReadOptions& options) {
+  if (options.symmetric)
+    throw ConfigError("--symmetric applies to text files; the GAPBS graph " + path + " records its direction");
+  if (options.relabel || options.base)
+    throw ConfigError("--relabel and --base apply to text files, not to the GAPBS graph " + path +
+                      " (its ids are 0-based)");
+  SerializedHeader h;
+  agree(rt.comm(), [&] {
+    if (rt.rank() == 0) h = read_serialized_header(path, weighted);
+  });
+  broadcast(rt.comm(), &h, 1, 0);
+  if (h.arcs == 0) throw FormatError(path + " has no edges");
+  agree(rt.comm(), [&] {
+    if (auto why = vertex_arrays_problem(h.vertices, h.arcs); rt.rank() == 0 && !why.empty())
+      throw RangeError(path + ": the header's " + std::to_string(h.vertices) + " vertices need " + why);
+  });
+  const std::uint64_t entry = weighted ? 8 : 4;
+  const SerializedLayout layout(h, entry);
+  std::optional<Mapping> file;
+  agree(rt.comm(), [&] {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw SystemError("cannot open " + path, errno);
+    FileDescriptor guard(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw SystemError("cannot stat " + path, errno);
+    if (static_cast<std::uint64_t>(st.st_size) != layout.end)
+      throw FormatError(path + " changed while it was read (" + std::to_string(st.st_size) + " bytes, " +
+                        std::to_string(layout.end) + " a moment ago)");
+    file.emplace(Mapping::file(fd, layout.end, false, path));
+  });
+  const std::byte* data = file->data();
+  check_serialized_offsets(rt, path, data, layout.offsets, h, "row offset");
+  if (h.directed) check_serialized_offsets(rt, path, data, layout.in_offsets, h, "in-arc row offset");
+  auto row_start = [&](std::uint64_t first_byte, std::uint64_t v) {
+    return static_cast<std::uint64_t>(unaligned<std::int64_t>(data + first_byte + 8 * v));
+  };
+  // This rank's rows: about arcs / P arcs each (boundary k: the first vertex
+  // whose row starts at or after arc ceil(kE/P)), as a build balances them.
+  const int P = rt.size();
+  auto boundary = [&](int k) {
+    if (k == 0) return std::uint64_t{0};
+    if (k == P) return h.vertices;
+    const auto arc = static_cast<std::uint64_t>((static_cast<unsigned __int128>(k) * h.arcs + P - 1) / P);
+    std::uint64_t lo = 0, hi = h.vertices;
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (row_start(layout.offsets, mid) < arc) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const std::uint64_t vlo = boundary(rt.rank()), vhi = std::max(vlo, boundary(rt.rank() + 1));
+  const bool with_weights = weighted && !options.pattern;
+  // The neighbours of rows [vlo, vhi) in batches: ids (and weights) checked.
+  auto neighbour_of = [&](std::uint64_t first_byte, std::uint64_t k, std::uint64_t row) {
+    const std::uint64_t byte = first_byte + entry * k;
+    const std::int32_t v = unaligned<std::int32_t>(data + byte);
+    if (v < 0 || static_cast<std::uint64_t>(v) >= h.vertices)
+      throw FormatError(path + ": byte offset " + std::to_string(byte) + ": neighbour " + std::to_string(v) +
+                        " of vertex " + std::to_string(row) + " is outside [0, " + std::to_string(h.vertices) + ")");
+    return static_cast<std::uint64_t>(v);
+  };
+  auto weight_of = [&](std::uint64_t first_byte, std::uint64_t k) {
+    return static_cast<double>(unaligned<std::int32_t>(data + first_byte + entry * k + 4));
+  };
+  constexpr std::size_t kBatch = 1 << 16;
+  // Rows [vlo, vhi) of one CSR, batch by batch, as (row, neighbour, weight).
+  auto rows_of = [&](std::uint64_t offsets_byte, std::uint64_t neighbours_byte, bool weights, const auto& take) {
+    std::vector<std::uint64_t> src, dst;
+    std::vector<double> w;
+    src.reserve(kBatch), dst.reserve(kBatch);
+    for (std::uint64_t u = vlo; u < vhi; ++u) {
+      const std::uint64_t end = row_start(offsets_byte, u + 1);
+      for (std::uint64_t k = row_start(offsets_byte, u); k < end; ++k) {
+        src.push_back(u);
+        dst.push_back(neighbour_of(neighbours_byte, k, u));
+        if (weights) w.push_back(weight_of(neighbours_byte, k));
+        if (src.size() == kBatch) {
+          take(src, dst, w);
+          src.clear(), dst.clear(), w.clear();
+        }
+      }
+    }
+    if (!src.empty()) take(src, dst, w);
+  };
+  // A directed file's in-arcs must be its out-arcs reversed: the sums of a
+  // hash over both (arc_hash.hpp's symmetry sums) must agree.
+  if (h.directed) {
+    SymmetrySums out_sums, in_sums;
+    agree(rt.comm(), [&] {
+      // A batch's arcs are whole or cut rows of consecutive vertices: its
+      // row offsets from the sources, then the sums of those rows.
+      std::vector<std::uint64_t> rows;
+      auto sum = [&rows](SymmetrySums& into) {
+        return [&into, &rows](const std::vector<std::uint64_t>& src, const std::vector<std::uint64_t>& dst,
+                              const std::vector<double>& w) {
+          const std::uint64_t lo = src.front();
+          rows.assign(src.back() - lo + 2, 0);
+          for (auto u : src) ++rows[u - lo + 1];
+          std::partial_sum(rows.begin(), rows.end(), rows.begin());
+          into += symmetry_sums(rows, std::span<const std::uint64_t>(dst), std::span<const double>(w), lo);
+        };
+      };
+      rows_of(layout.offsets, layout.neighbours, weighted, sum(out_sums));
+      rows_of(layout.in_offsets, layout.in_neighbours, weighted, sum(in_sums));
+    });
+    std::uint64_t both[2] = {out_sums.forward, in_sums.backward};
+    all_reduce(rt.comm(), both, 2, MPI_SUM);
+    if (both[0] != both[1])
+      throw FormatError(path + ": its in-arcs (from byte offset " + std::to_string(layout.in_offsets) +
+                        ") are not its out-arcs reversed: the file is corrupt (write it again with GAPBS's converter)");
+  }
+  const EdgeSource arcs = [&](const EdgeSink& take) {
+    rows_of(layout.offsets, layout.neighbours, with_weights,
+            [&](const std::vector<std::uint64_t>& src, const std::vector<std::uint64_t>& dst,
+                const std::vector<double>& w) { take(EdgeBatch{src, dst, w}); });
+  };
+  BuildOptions build;
+  build.storage = options.storage;
+  build.symmetrize = options.undirected && h.directed;
+  BuildCounts counts;
+  clean_as_asked(build, options, counts);
+  const bool listed_both_ways = !h.directed;
+  auto checked = [&](EdgeList g) {
+    if (listed_both_ways && !arcs_are_symmetric(g))
+      throw FormatError(path + ": its header says undirected (byte offset 0), but its arcs are not symmetric (some "
+                        "arc lacks its reverse, or has another weight): the file is corrupt");
+    record_cleaning(g, counts, build.symmetrize, options);
+    return g;
+  };
+  return build_graph(rt, h.vertices, h.directed && !build.symmetrize, arcs, build, false, 0, checked);
+}
+
+LoadedGraph load_file(Runtime& rt, const std::string& path, FileFormat format, const ReadOptions& options) {
+  if (format == FileFormat::gapbs_serialized || format == FileFormat::gapbs_weighted_serialized)
+    return load_serialized(rt, path, format == FileFormat::gapbs_weighted_serialized, options);
+  return load_text(rt, path, format, options);
+}
+
 }  // namespace
 
 namespace {
@@ -782,11 +1322,11 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
     if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
       throw FormatError(path + " is a device, not a graph file");
   });
-  if (!broadcast(rt.comm(), stream, 0)) return load_text(rt, path, f, options);
+  if (!broadcast(rt.comm(), stream, 0)) return load_file(rt, path, f, options);
   SpooledInput spool(rt, path);
   if (path == "-" || spool.matrix_market) f = spool.matrix_market ? FileFormat::matrix_market : spool.format;
   try {
-    return load_text(rt, spool.path, f, options);
+    return load_file(rt, spool.path, f, options);
   } catch (const FormatError& e) {
     throw FormatError(spool.rename(e.what()));
   } catch (const RangeError& e) {
@@ -796,12 +1336,13 @@ LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& 
 
 ParsedText parse_text_edges(Runtime& rt, const std::string& path, const ReadOptions& options) {
   const FileFormat f = format_of(path);
-  if (f == FileFormat::binary) throw ConfigError(path + " is a binary graph, not a text file to parse");
+  if (f == FileFormat::binary || f == FileFormat::gapbs_serialized || f == FileFormat::gapbs_weighted_serialized)
+    throw ConfigError(path + " is a binary graph, not a text file to parse");
   TextParse t = parse_text(rt, path, f, options);
   ParsedText out;
   out.edges = std::move(t.parsed.edges);
   if (options.pattern) out.edges.weight.clear();
-  out.vertices = f == FileFormat::matrix_market ? t.h.rows : t.max_id + 1;
+  out.vertices = f == FileFormat::matrix_market || t.h.dimacs || t.h.metis ? t.h.rows : t.max_id + 1;
   out.bytes = t.parsed.bytes;
   return out;
 }

@@ -313,6 +313,10 @@ void check_graph_format(const std::string& path, bool weighted) {
     throw ConfigError(path + ": a .wel file needs a weighted graph; use .el");
   if (f == FileFormat::edge_list && weighted && !free_edge_list(path))
     throw ConfigError(path + ": a .el file would drop the weights; use .wel or .mtx");
+  if (f == FileFormat::gapbs_weighted_serialized && !weighted)
+    throw ConfigError(path + ": a .wsg file needs a weighted graph; use .sg");
+  if (f == FileFormat::gapbs_serialized && weighted)
+    throw ConfigError(path + ": a .sg file would drop the weights; use .wsg (GAPBS's weighted form, int32 weights)");
 }
 
 OutputPath check_output_path(Runtime& rt, const std::string& path, OutputKind kind) {
@@ -430,12 +434,187 @@ std::string edge_list_header(const EdgeList& g) {
          (g.weighted() ? "weighted" : "unweighted") + ", ids from 0; " + counts + "\n";
 }
 
+namespace {
+
+// DIMACS shortest paths: "p sp N M", then an arc line "a u v w" (1-based)
+// for every stored arc (an undirected edge's two arcs; weight 1 unweighted).
+void write_dimacs(const EdgeList& g, const std::string& path, const WriteOptions& options) {
+  std::string body;
+  auto w = g.local_weight();
+  body.reserve(g.local_arcs() * 20);
+  char buf[96];
+  g.for_each_arc([&](std::uint64_t u, std::uint64_t v, std::size_t k) {
+    const double weight = w.empty() ? 1.0 : w[k];
+    int len = std::snprintf(buf, sizeof(buf), "a %" PRIu64 " %" PRIu64 " %.17g\n", u + 1, v + 1, weight);
+    body.append(buf, static_cast<std::size_t>(len));
+  });
+  std::string header = "c written by tessera: " +
+                       std::string(g.directed() ? "directed" : "undirected (both arcs of every edge)") +
+                       (g.weighted() ? "" : ", unweighted (weight 1)") + "\n" + comment_line("c", options.comment) +
+                       "p sp " + std::to_string(g.vertices()) + " " + std::to_string(g.arcs()) + "\n";
+  write_text_file(g.runtime(), path, header, body, options.pending);
+}
+
+// METIS: "n m [1]", then vertex i's neighbours on line i (1-based, each
+// followed by its weight when weighted, and by a space: GAPBS's reader
+// drops a line's last number without one). An undirected graph lists its
+// m edges at both ends; a directed one its m arcs once each, as GAPBS's
+// test graphs do (read_graph tells them apart by the count).
+void write_metis(const EdgeList& g, const std::string& path, const WriteOptions& options) {
+  Runtime& rt = g.runtime();
+  agree(rt.comm(), [&] {
+    if (!g.directed() && g.self_loops() > 0)
+      throw ConfigError(path + ": METIS lists no self loops, and this undirected graph has " +
+                        std::to_string(g.self_loops()) + " (read it without --multigraph, or write .el or .mtx)");
+  });
+  std::string body;
+  auto w = g.local_weight();
+  auto rows = g.row_offsets();
+  body.reserve(g.local_arcs() * 12 + g.local_vertices());
+  char buf[64];
+  g.with_dst([&](auto dst) {
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+      for (std::uint64_t k = rows[i]; k < rows[i + 1]; ++k) {
+        int len = w.empty() ? std::snprintf(buf, sizeof(buf), "%" PRIu64 " ", static_cast<std::uint64_t>(dst[k]) + 1)
+                            : std::snprintf(buf, sizeof(buf), "%" PRIu64 " %.17g ",
+                                            static_cast<std::uint64_t>(dst[k]) + 1, w[k]);
+        body.append(buf, static_cast<std::size_t>(len));
+      }
+      body.push_back('\n');
+    }
+  });
+  std::string header = "% written by tessera: " +
+                       std::string(g.directed() ? "directed, line i lists vertex i's out-neighbours (GAPBS's reading)"
+                                                : "undirected, each edge at both ends") +
+                       "\n" + comment_line("%", options.comment) + std::to_string(g.vertices()) + " " +
+                       std::to_string(g.edges()) + (g.weighted() ? " 1" : "") + "\n";
+  write_text_file(rt, path, header, body, options.pending);
+}
+
+// Appends `value`'s bytes (little-endian, as GAPBS writes them on x86).
+template <class T>
+void put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// Collective: rank 0's `header`, then section 0 of every rank in rank order,
+// then section 1 of every rank, ...: one file, written through a temporary
+// renamed at the end (or handed to `pending`). Not to a stream.
+void write_sections(Runtime& rt, const std::string& path, const std::string& header,
+                    const std::vector<std::string>& sections, PendingOutputs* pending) {
+  const OutputPath out = resolve_on_rank0(rt, path);
+  if (out.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
+  if (out.stream())
+    throw ConfigError(path + " is a stream; a GAPBS serialized graph (.sg, .wsg) is written to a file (or write .el "
+                      "text to the stream)");
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t at = header.size();
+  for (const auto& part : sections) {
+    offsets.push_back(at + exclusive_prefix_sum(rt.comm(), part.size()));
+    at += all_reduce<std::uint64_t>(rt.comm(), part.size(), MPI_SUM);
+  }
+  const std::string& destination = out.path;
+  std::string tmp;
+  if (rt.rank() == 0) tmp = unique_temporary_name(destination);
+  tmp = broadcast(rt.comm(), tmp, 0);
+  bool created = false;
+  int slot = -1;
+  try {
+    agree(rt.comm(), [&] {
+      if (rt.rank() != 0) return;
+      int fd = create_exclusive(tmp, 0644);
+      if (fd < 0) throw SystemError("cannot create " + tmp, errno);
+      created = true;
+      slot = exit_cleanup::add(tmp);
+      ::close(fd);
+    });
+    agree(rt.comm(), [&] {
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) throw SystemError("cannot open " + tmp, errno);
+      FileDescriptor guard(fd);
+      auto write_at = [&](const std::string& data, std::uint64_t offset) {
+        for (std::size_t done = 0; done < data.size();) {
+          ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) throw SystemError("cannot write " + tmp, n < 0 ? errno : ENOSPC);
+          done += static_cast<std::size_t>(n);
+        }
+      };
+      if (rt.rank() == 0) write_at(header, 0);
+      for (std::size_t k = 0; k < sections.size(); ++k) write_at(sections[k], offsets[k]);
+    });
+    if (pending) {
+      pending->add(tmp, destination, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
+      return;
+    }
+    agree(rt.comm(), [&] {
+      if (rt.rank() == 0 && std::rename(tmp.c_str(), destination.c_str()) != 0)
+        throw SystemError("cannot rename " + tmp + " to " + destination, errno);
+    });
+    if (slot >= 0) exit_cleanup::remove(slot);
+  } catch (...) {
+    if (created) ::unlink(tmp.c_str());
+    if (slot >= 0) exit_cleanup::remove(slot);
+    throw;
+  }
+}
+
+// GAPBS's serialized graph (its writer.h): bool directed, int64 arcs, int64
+// vertices, int64 offsets[n+1], the neighbours (int32; .wsg: int32 neighbour,
+// int32 weight), and for a directed graph the in-arcs' offsets and
+// neighbours. 32-bit ids, int32 weights: anything else is refused.
+void write_serialized(const EdgeList& g, const std::string& path, const WriteOptions& options) {
+  Runtime& rt = g.runtime();
+  const bool weighted = g.weighted();
+  agree(rt.comm(), [&] {
+    if (g.vertices() > (std::uint64_t{1} << 31))
+      throw ConfigError(path + ": GAPBS's serialized graphs hold 32-bit ids; " + std::to_string(g.vertices()) +
+                        " vertices do not fit");
+    for (double w : g.local_weight())
+      if (w != std::floor(w) || w < -2147483648.0 || w > 2147483647.0)
+        throw ConfigError(path + ": GAPBS's .wsg holds int32 weights, and this graph has the weight " +
+                          std::to_string(w) + " (write .wel or .mtx)");
+  });
+  std::string header;
+  put<std::uint8_t>(header, g.directed() ? 1 : 0);
+  put<std::int64_t>(header, static_cast<std::int64_t>(g.arcs()));
+  put<std::int64_t>(header, static_cast<std::int64_t>(g.vertices()));
+  std::vector<std::string> sections;
+  auto csr = [&](const EdgeList& h) {
+    std::string offsets, neighbours;
+    const std::uint64_t first = exclusive_prefix_sum(rt.comm(), h.local_arcs());
+    auto rows = h.row_offsets();
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+      put<std::int64_t>(offsets, static_cast<std::int64_t>(first + rows[i]));
+    if (rt.rank() == rt.size() - 1) put<std::int64_t>(offsets, static_cast<std::int64_t>(h.arcs()));
+    auto w = h.local_weight();
+    h.with_dst([&](auto dst) {
+      neighbours.reserve(dst.size() * (weighted ? 8 : 4));
+      for (std::size_t k = 0; k < dst.size(); ++k) {
+        put<std::int32_t>(neighbours, static_cast<std::int32_t>(dst[k]));
+        if (weighted) put<std::int32_t>(neighbours, static_cast<std::int32_t>(w[k]));
+      }
+    });
+    sections.push_back(std::move(offsets));
+    sections.push_back(std::move(neighbours));
+  };
+  csr(g);
+  if (g.directed()) csr(g.transposed({}, true));  // the in-arcs, as GAPBS's reader expects them
+  write_sections(rt, path, header, sections, options.pending);
+}
+
+}  // namespace
+
 void write_graph(const EdgeList& g, const std::string& path, const WriteOptions& options) {
   trace::Span traced(trace::Category::io, "write graph");
   Runtime& rt = g.runtime();
   FileFormat f = format_of(path);
   if (f == FileFormat::binary) return save_binary(g, path, options);
   check_graph_format(path, g.weighted());
+  if (f == FileFormat::dimacs) return write_dimacs(g, path, options);
+  if (f == FileFormat::metis) return write_metis(g, path, options);
+  if (f == FileFormat::gapbs_serialized || f == FileFormat::gapbs_weighted_serialized)
+    return write_serialized(g, path, options);
   if (f == FileFormat::matrix_market) {
     bool sym = !g.directed();
     std::string body = format_edges(g, 1, sym);

@@ -217,9 +217,9 @@ void write_neighbourhood(const graph::EdgeList& g, const graph::IdMap& ids, cons
                                 std::to_string(a.bfs.source));
     graph::write_graph(sub.graph, a.bfs.subgraph, w);
     if (ids_output.empty()) return;
-    // The id in the subgraph's file (1-based in a .mtx) -> the id in the graph.
+    // The id in the subgraph's file (1-based in a .mtx, .gr, .graph) -> the id in the graph.
     auto file_ids = ids.compose(sub.original_ids).local_file_ids();
-    const std::uint64_t out_base = graph::format_of(a.bfs.subgraph) == graph::FileFormat::matrix_market ? 1 : 0;
+    const std::uint64_t out_base = graph::first_id_of(graph::format_of(a.bfs.subgraph));
     auto out_ids = graph::IdMap::identity(g.runtime(), sub.graph.vertex_ranges(), out_base);
     graph::write_vertex_values(out_ids, std::span<const std::uint64_t>(file_ids), ids_output,
                                {"subgraph_id", "file_id", "nan", &s.outputs, ""});

@@ -46,6 +46,7 @@ graph::LoadedGraph load(Runtime& rt, const Input& a, Progress& progress, const S
   o.undirected = a.undirected;
   o.symmetric = a.symmetric;
   o.pattern = a.pattern;
+  o.multigraph = a.multigraph;
   o.storage = storage;
   o.note = [&progress](const std::string& what) { progress.step(what); };
   return graph::read_graph(rt, a.path, o);
@@ -54,7 +55,9 @@ graph::LoadedGraph load(Runtime& rt, const Input& a, Progress& progress, const S
 void make_undirected(graph::LoadedGraph& g, Progress& progress, const std::string& why, const StorageOptions& storage) {
   if (!g.graph.directed()) return;
   progress.step("symmetrizing (" + why + ")");
+  const auto read = g.graph.cleaning();  // what the read dropped stays said
   g.graph = g.graph.symmetrized(storage);
+  g.graph.set_cleaning(read);
   g.ids = g.ids.redistributed(g.graph.vertex_ranges());
 }
 
@@ -92,6 +95,9 @@ nlohmann::json graph_json(const graph::EdgeList& g) {
           {"edges", g.edges()},
           {"arcs", g.arcs()},
           {"self_loops", g.self_loops()},
+          // What the read dropped to make the file's graph simple (--multigraph: kept).
+          {"dropped", {{"duplicates", g.cleaning().kept ? 0 : g.cleaning().duplicates},
+                       {"self_loops", g.cleaning().kept ? 0 : g.cleaning().self_loops}}},
           {"directed", g.directed()},
           {"weighted", g.weighted()},
           {"id_type", graph::id_width_name(g.id_width())},

@@ -129,7 +129,7 @@ json job_identity(const Input& in, const std::string& algorithm) {
                         "file instead of -");
     j["input"] = file_identity(in.path);
     j["read"] = {{"base", in.base},         {"relabel", in.relabel}, {"undirected", in.undirected},
-                 {"pattern", in.pattern},   {"symmetric", in.symmetric}};
+                 {"pattern", in.pattern},   {"symmetric", in.symmetric}, {"multigraph", in.multigraph}};
   }
   j["algorithm"] = algorithm;
   return j;

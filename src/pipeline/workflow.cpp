@@ -347,9 +347,9 @@ void write_lcc(Runtime& rt, const Options& a, const graph::LoadedGraph& loaded, 
   w.comment = renumbered_note("the largest component of " + where(a.input));
   graph::write_graph(lcc.graph, a.output, w);
   if (!ids_output.empty()) {
-    // "lcc_id file_id": the id in OUT (1-based in a .mtx) -> the id in GRAPH.
+    // "lcc_id file_id": the id in OUT (1-based in a .mtx, .gr, .graph) -> the id in GRAPH.
     auto lcc_ids = loaded.ids.compose(lcc.original_ids);
-    const std::uint64_t out_base = graph::format_of(a.output) == graph::FileFormat::matrix_market ? 1 : 0;
+    const std::uint64_t out_base = graph::first_id_of(graph::format_of(a.output));
     auto out_ids = graph::IdMap::identity(rt, lcc.graph.vertex_ranges(), out_base);
     auto file_ids = lcc_ids.local_file_ids();
     p.step("writing " + shown(ids_output) + " (the id map: lcc_id file_id)");

@@ -108,7 +108,8 @@ def main():
             extra = ["--source", "0"] if KERNEL == "bfs" else []
             rows, summary = bench(["--graph", directed, "--reps", "2", "-n", "2", *extra], env)
             row = tessera_row(rows, "read")
-            assert row["config"]["directed"] is True and row["config"]["arcs"] == len(edges), row
+            # A simple graph, as GAPBS counts it: the chord (12, 13) repeats a cycle arc.
+            assert row["config"]["directed"] is True and row["config"]["arcs"] == len(set(edges)), row
             assert row["extra"]["step_seconds"]["build"] > 0, row
             if KERNEL == "bfs":
                 reached, levels = bfs_reference(edges, 0)

@@ -113,13 +113,20 @@ done
 err=$("$tessera" hitting nan.wel --targets 0 2>&1); rc=$?
 check "hitting: a NaN weight is refused at FILE:LINE" '[ $rc -ne 0 ] && grep -q "nan.wel:2" <<<"$err"'
 
-# A self loop is a lazy step (README): triangle 0-1-2 with a loop at 1, target
-# 0: h1 = 1 + h1/3 + h2/3, h2 = 1 + h1/2, so h1 = 8/3 and h2 = 7/3.
+# A self loop kept (--multigraph) is a lazy step (docs/cli.md): triangle 0-1-2
+# with a loop at 1, target 0: h1 = 1 + h1/3 + h2/3, h2 = 1 + h1/2, so h1 = 8/3
+# and h2 = 7/3. Read by default the loop is dropped (a simple graph): h1 = h2 = 2.
 printf '0 1\n1 2\n2 0\n1 1\n' > loop.el
+times_are() {  # FILE H1 H2
+  python3 -c "import sys; t={int(a): float(b) for a, b in (l.split() for l in open(sys.argv[1]) if l[0] != \"#\")}; sys.exit(0 if abs(t[1]-eval(sys.argv[2])) < 1e-8 and abs(t[2]-eval(sys.argv[3])) < 1e-8 else 1)" "$@"
+}
 for ranks in 1 2; do
-  "$tessera" hitting -n $ranks loop.el --targets 0 -o loop$ranks.txt -q; rc=$?
-  check "a self loop is a lazy step in the walk ($ranks ranks)" \
-    '[ $rc -eq 0 ] && python3 -c "import sys; t={int(a): float(b) for a, b in (l.split() for l in open(sys.argv[1]) if l[0] != \"#\")}; sys.exit(0 if abs(t[1]-8/3) < 1e-8 and abs(t[2]-7/3) < 1e-8 else 1)" loop$ranks.txt'
+  "$tessera" hitting -n $ranks loop.el --multigraph --targets 0 -o loop$ranks.txt -q; rc=$?
+  check "a self loop kept by --multigraph is a lazy step in the walk ($ranks ranks)" \
+    '[ $rc -eq 0 ] && times_are loop$ranks.txt 8/3 7/3'
+  err=$("$tessera" hitting -n $ranks loop.el --targets 0 -o simple$ranks.txt 2>&1); rc=$?
+  check "by default the self loop is dropped, and a line says so ($ranks ranks)" \
+    '[ $rc -eq 0 ] && times_are simple$ranks.txt 2 2 && grep -q "dropped 1 self loop: a simple graph" <<<"$err"'
 done
 
 # --- item 4's CLI part: --pattern ----------------------------------------------------

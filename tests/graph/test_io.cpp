@@ -95,7 +95,12 @@ TEST(Readers, MatrixMarketKinds) {
   auto g = read_graph(rt, sym).graph;
   EXPECT_FALSE(g.directed());
   EXPECT_EQ(g.vertices(), 4u);
-  EXPECT_EQ(test::gather_edges(g), edges_of({{1, 0}, {0, 1}, {2, 1}, {1, 2}, {3, 3}}));
+  // The diagonal entry is a self loop: dropped (a simple graph), kept with multigraph.
+  EXPECT_EQ(test::gather_edges(g), edges_of({{1, 0}, {0, 1}, {2, 1}, {1, 2}}));
+  EXPECT_EQ(g.cleaning().self_loops, 1u);
+  ReadOptions multi;
+  multi.multigraph = true;
+  EXPECT_EQ(test::gather_edges(read_graph(rt, sym, multi).graph), edges_of({{1, 0}, {0, 1}, {2, 1}, {1, 2}, {3, 3}}));
 
   auto real = write_file(rt, dir.path(), "real.mtx",
                          "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n3 1 -2e3\n");
@@ -167,10 +172,13 @@ TEST(Readers, NonFiniteWeightsAreRefusedNegativeKept) {
   auto neg = write_file(rt, dir.path(), "neg.wel", "0 1 -0.4\n1 2 0\n");
   EXPECT_EQ(test::gather_edges(read_graph(rt, neg).graph),
             (std::vector<EdgeTuple>{{0, 1, -0.4}, {1, 2, 0.0}}));
-  // Duplicates: a directed read keeps every line; an undirected one keeps
-  // one arc per (u, v), the one with the smallest weight.
+  // Duplicates: one arc per (u, v) stays, the one with the smallest weight
+  // (multigraph keeps every line, each an arc).
   auto dup = write_file(rt, dir.path(), "dup.wel", "0 1 5\n0 1 2\n0 1 3\n");
-  EXPECT_EQ(test::gather_edges(read_graph(rt, dup).graph).size(), 3u);
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup).graph), (std::vector<EdgeTuple>{{0, 1, 2.0}}));
+  ReadOptions multi;
+  multi.multigraph = true;
+  EXPECT_EQ(test::gather_edges(read_graph(rt, dup, multi).graph).size(), 3u);
   ReadOptions undirected;
   undirected.undirected = true;
   EXPECT_EQ(test::gather_edges(read_graph(rt, dup, undirected).graph),

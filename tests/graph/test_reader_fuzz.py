@@ -9,7 +9,10 @@ lines, hostile tokens (NaN, inf, ids near 2^63 and 2^64, negative numbers, a
 byte-order mark, NUL bytes, gzip magic, a huge Matrix Market header, lies in
 edgelist.json and the array metadata). Each file is read by `tessera cc` at
 1 rank (every eleventh, which walks through all six seed kinds, also at 2
-ranks) with a timeout. Every run must end with
+ranks) with a timeout. A second corpus (its own seed, a third as many files)
+mutates the formats GAPBS reads: DIMACS .gr, METIS .graph, and GAPBS's
+serialized .sg/.wsg written by `tessera convert` (every seventh also at 3
+ranks). Every run must end with
 exit code 0 or 1 -- never a signal, never a hang -- print "tessera: error"
 when it fails, and leave no file in its private TESSERA_SHM_DIR.
 """
@@ -151,6 +154,32 @@ def run(tessera, path, ranks, shm_dir, stderr=None):
     return None
 
 
+def gapbs_seeds(tessera, work):
+    """Seeds in the formats GAPBS reads: .gr and .graph text, and .sg/.wsg
+    (directed and undirected) written by tessera convert from a .wel."""
+    gr = b"c a small graph\np sp 30 40\n" + b"".join(b"a %d %d %d\n" % (i % 30 + 1, (i * 7 + 3) % 30 + 1, i + 1)
+                                                   for i in range(40))
+    rows = [[] for _ in range(20)]
+    for i in range(20):  # a ring with chords, each edge at both ends
+        for j in ((i + 1) % 20, (i * 3 + 7) % 20):
+            if j != i and j not in rows[i]:
+                rows[i].append(j)
+                rows[j].append(i)
+    metis = (b"%% comment\n%d %d\n" % (20, sum(map(len, rows)) // 2) +
+             b"".join(b"".join(b"%d " % (j + 1) for j in r) + b"\n" for r in rows))
+    seeds = {"gr": gr, "graph": metis}
+    wel = os.path.join(work, "seed-gapbs.wel")
+    with open(wel, "wb") as f:
+        f.write(b"".join(b"%d %d %d\n" % (i, (i * 5 + 2) % 25, i % 7 + 1) for i in range(50)))
+    for name, extra in (("sg", ["--pattern"]), ("wsg", []), ("u.sg", ["--pattern", "--undirected"])):
+        out = os.path.join(work, "seed." + name)
+        if subprocess.run([tessera, "convert", wel, "-o", out, "-q", *extra]).returncode != 0:
+            raise SystemExit("FAIL: cannot write the %s seed graph with tessera convert" % name)
+        with open(out, "rb") as f:
+            seeds[name] = f.read()
+    return seeds
+
+
 def make_binary_seed(tessera, work):
     src = os.path.join(work, "seed-bin.el")
     with open(src, "wb") as f:
@@ -227,6 +256,19 @@ def main():
                     f.write(data)
             for ranks in ([1, 2] if i % 11 == 0 else [1]):
                 shm = os.path.join(work, "shm-%03d-%d" % (i, ranks))
+                os.mkdir(shm)
+                jobs.append((path, ranks, shm))
+        # The formats GAPBS reads, from their own random sequence (the corpus
+        # above stays as it was).
+        gapbs = gapbs_seeds(tessera, work)
+        grng = random.Random(SEED + 1)
+        for i in range(count // 3):
+            name = list(gapbs)[i % len(gapbs)]
+            path = os.path.join(work, "g%03d.%s" % (i, name))
+            with open(path, "wb") as f:
+                f.write(mutate(gapbs[name], grng))
+            for ranks in ([1, 3] if i % 7 == 0 else [1]):
+                shm = os.path.join(work, "shm-g%03d-%d" % (i, ranks))
                 os.mkdir(shm)
                 jobs.append((path, ranks, shm))
         failures = corrupt_data_checks(tessera, binary, work)

@@ -68,11 +68,26 @@ std::string id_width_name(IdWidth w);  // "uint32" or "uint64"
 // The destination array at either width.
 using IdArray = std::variant<DistArray<std::uint32_t>, DistArray<std::uint64_t>>;
 
+// What a build found in its source (BuildOptions::counts), over all ranks:
+// arcs (u, u) the source gave, and arcs that repeated a (u, v) already in
+// their row after symmetrizing (self loops among them apart), whether the
+// build dropped them or not.
+struct BuildCounts {
+  std::uint64_t self_loops = 0;
+  std::uint64_t duplicate_arcs = 0;   // repeats of an arc (u, v), u != v
+  std::uint64_t duplicate_loops = 0;  // repeats of a kept self loop (u, u)
+};
+
 // What to clean while building.
 struct BuildOptions {
   bool symmetrize = false;          // add (v, u) for every (u, v); the result is undirected
   bool drop_self_loops = false;
   bool drop_duplicates = false;     // keeps the smallest weight of equal (u, v)
+  // Symmetrizing drops duplicates unless this is set: every arc is kept (an
+  // undirected multigraph: each line an edge, its reverse added).
+  bool keep_duplicates = false;
+  // When set, filled on every rank with what the build found (BuildCounts).
+  BuildCounts* counts = nullptr;
   std::optional<IdWidth> id_width;  // default: id_width_for(vertices)
   // The result's vertex ranges (so vertex arrays of another graph fit it);
   // default: ranges that give ranks equal numbers of arcs.
@@ -117,6 +132,16 @@ class EdgeList {
   // arcs; an undirected graph's undirected edges, a self loop counting once.
   std::uint64_t edges() const noexcept { return directed_ ? arcs_ : (arcs_ + self_loops_) / 2; }
   std::uint64_t self_loops() const noexcept { return self_loops_; }
+  // What a reader did to make a file's graph simple (ReadOptions::multigraph):
+  // the file's entries that repeated an edge already given, and its self
+  // loops (a repeated loop counts as a loop), dropped or (a multigraph)
+  // kept. All zero for a graph not read from a text or GAPBS file.
+  struct Cleaning {
+    std::uint64_t duplicates = 0, self_loops = 0;
+    bool kept = false;
+  };
+  const Cleaning& cleaning() const noexcept { return cleaning_; }
+  void set_cleaning(const Cleaning& c) noexcept { cleaning_ = c; }
   bool directed() const noexcept { return directed_; }
   bool weighted() const noexcept { return weight_.has_value(); }
   IdWidth id_width() const noexcept { return dst_.index() == 0 ? IdWidth::narrow : IdWidth::wide; }
@@ -269,6 +294,7 @@ class EdgeList {
   DistArray<std::uint64_t> offsets_;
   IdArray dst_;
   std::optional<DistArray<double>> weight_;
+  Cleaning cleaning_;
   mutable std::optional<std::uint64_t> arc_hash_;  // the same on every rank: set by a collective call
 };
 

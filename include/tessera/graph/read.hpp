@@ -22,9 +22,17 @@ struct ReadOptions {
   // (every arc has its reverse, with its weight) else a FormatError names the file.
   bool symmetric = false;
   bool pattern = false;      // ignore the weights, unread (a structural matrix whose values are no weights)
+  // A simple graph by default, as GAPBS and networkx count edges: the
+  // file's self loops and the entries that repeat an edge already given
+  // are dropped (of duplicates, the smallest weight stays) and counted
+  // (EdgeList::cleaning, and a note). multigraph keeps every entry as the
+  // file lists it (an undirected read then keeps each line's edge too).
+  // The binary .tsg format is read as it was written.
+  bool multigraph = false;
   StorageOptions storage;    // where the loaded arrays live
   // Called (on every rank) with what the reader learned from a file's
-  // "# tessera graph:" header, and with each option that overrides it.
+  // "# tessera graph:" header, with each option that overrides it, with
+  // the direction a METIS file's counts give, and with what it dropped.
   std::function<void(const std::string&)> note;
 };
 
@@ -55,9 +63,14 @@ struct LoadedGraph {
 // Without relabel, ids so large (or so sparse) that the vertex arrays would
 // not fit (see vertex_arrays_problem) are refused with a hint to relabel;
 // relabel costs O(distinct ids), whatever the largest id.
-// Duplicate edges: a directed graph keeps every line (each is an arc); an
-// undirected one (symmetric .mtx, --undirected) keeps one arc per (u, v),
-// the one with the smallest weight.
+// Duplicates and self loops: dropped and counted (ReadOptions::multigraph
+// keeps them); of equal arcs (u, v) the one with the smallest weight stays.
+// DIMACS (.gr) and METIS (.graph) headers are checked against the content
+// (arc count, vertex lines, the entries of m edges), ids against the
+// header's vertex count. GAPBS's .sg/.wsg: the file's length must be what
+// its header says, the offsets must rise from 0 to the arc count, the
+// neighbours lie inside the graph, and a directed file's in-arcs must be
+// its out-arcs reversed; errors name the byte offset.
 LoadedGraph read_graph(Runtime& rt, const std::string& path, const ReadOptions& options = {});
 
 // The parse step of read_graph alone, for a regular text file (no build,

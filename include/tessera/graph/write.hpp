@@ -96,8 +96,13 @@ void check_graph_format(const std::string& path, bool weighted);
 // directory) created exclusively and renamed at the end, so a failed, killed
 // or concurrent write leaves nothing half-written; a stream in place (see
 // the top). Refuses to overwrite an existing binary directory.
-// Text ids are written 0-based (.el/.wel) or 1-based (.mtx); an undirected
-// graph is written to .mtx as "symmetric" (lower triangle). An edge list
+// Text ids are written 0-based (.el/.wel) or 1-based (.mtx, .gr, .graph); an
+// undirected graph is written to .mtx as "symmetric" (lower triangle), to
+// .graph with its edges at both ends (a directed one: its arcs once, as
+// GAPBS's test graphs; ConfigError for an undirected graph with self loops),
+// to .gr as its arcs. .sg/.wsg: GAPBS's serialized graph (read.hpp), in
+// place at each rank's offsets, never to a stream; ConfigError past 2^31
+// vertices or (.wsg) for a weight that is no int32. An edge list
 // starts with its kind, which read_graph honours:
 //   # tessera graph: undirected, unweighted, ids from 0; 4096 vertices, 48380 edges (96760 arcs)
 //   # tessera graph: directed, weighted, ids from 0; 28 vertices, 43 arcs

@@ -20,6 +20,7 @@ struct Input {
   int base = -1;  // first vertex id of a text file; -1: 1 for .mtx, else 0
   bool relabel = false, undirected = false, pattern = false;
   bool symmetric = false;  // the file lists both directions of every edge
+  bool multigraph = false;  // keep the file's duplicate edges and self loops (graph::ReadOptions::multigraph)
   // Generating (when `path` is empty).
   std::string kind = "kron";  // kron | urand | grid
   int scale = 16, edge_factor = 16;
@@ -58,7 +59,7 @@ std::vector<std::uint64_t> find_vertices(const graph::IdMap& ids, const std::vec
 std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vector<std::uint64_t>& file_ids,
                                         const std::string& where);
 
-// {"vertices", "edges", "directed", "weighted", "edge_imbalance"}.
+// {"vertices", "edges", "directed", "weighted", "edge_imbalance", "dropped": {"duplicates", "self_loops"}, ...}.
 nlohmann::json graph_json(const graph::EdgeList& g);
 // "N vertices, M edges (undirected, weighted)" as a step.
 void describe(Progress& progress, const graph::EdgeList& g);
