@@ -76,6 +76,7 @@ struct PyArray {
 
 void bind_arrays(py::module_& m);
 void bind_graphs(py::module_& m);
+void bind_store(py::module_& m);  // store.cpp: a session's residents saved and restored
 // Opens the process's Trilinos session (Kokkos and Tpetra start once per
 // process) unless it is open; ends it (if one was opened) before MPI ends.
 void open_trilinos_session();

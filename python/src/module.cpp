@@ -304,4 +304,5 @@ PYBIND11_MODULE(_tessera, m) {
   bind_graphs(m);
   bind_pipeline(m);
   bind_analyses(m);
+  bind_store(m);
 }

@@ -2,10 +2,14 @@
 // call the pipeline/ layer, as `tessera pipeline` and `tessera hitting` do:
 // the same defaults (pipeline::Options), the same backends and the same
 // result document (returned as JSON text, which Python parses into a dict).
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <optional>
 
 #include "graph_object.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/pipeline/memory.hpp"
 #include "tessera/pipeline/workflow.hpp"
 #include "tessera/trilinos/hitting.hpp"
 
@@ -35,6 +39,7 @@ void each_option(pipeline::Options& o, F&& f) {
   f("undirected", o.input.undirected);
   f("symmetric", o.input.symmetric);
   f("pattern", o.input.pattern);
+  f("multigraph", o.input.multigraph);
   f("algorithm", o.algorithm);
   f("targets", o.targets);
   f("output", o.output);
@@ -107,6 +112,41 @@ py::tuple returned(pipeline::Result r) {
   return py::make_tuple(r.json.dump(), times, ids, r.exit_code());
 }
 
+// -- memory guardrails (pipeline/memory.hpp; issue 58) --------------------------
+// The estimate of `command` with `options` (pipeline::options_json's
+// document): on the graph `sizes` describes (pipeline::size_of_graph's
+// document) when given; for from_edges, of `edges` edges among
+// sizes["vertices"] (0: unknown); else on the graph the options' input
+// names (a generator or a file).
+pipeline::MemoryEstimate memory_estimate(const std::string& command, const std::string& options,
+                                         const std::string& sizes, std::uint64_t edges,
+                                         const pipeline::MemoryContext& where) {
+  const pipeline::Options o = options.empty() ? pipeline::Options{} : pipeline::options_from_json(options);
+  const nlohmann::json s = sizes.empty() ? nlohmann::json::object() : nlohmann::json::parse(sizes);
+  if (command == "from_edges")
+    return pipeline::estimate_on(command,
+                                 pipeline::size_of_edges(edges, s.value("vertices", std::uint64_t{0}), o.input.undirected,
+                                                         s.value("weighted", false), o.input.relabel),
+                                 o, where);
+  if (s.contains("vertices")) return pipeline::estimate_on(command, pipeline::size_of_graph(s), o, where);
+  if (command == "generate" || command == "read_graph") {
+    std::optional<pipeline::GraphSize> size;
+    try {
+      size = pipeline::size_of_input(o.input);
+    } catch (const Error&) {
+      // A file that cannot be sized (missing, unreadable, not a graph) is
+      // the reader's to refuse, in its own words: nothing estimated.
+      if (command != "read_graph") throw;
+      pipeline::MemoryEstimate none;
+      none.command = command;
+      none.what = o.input.path;
+      return none;
+    }
+    return pipeline::estimate_on(command, *size, o, where);
+  }
+  return pipeline::estimate_command(command, o, where);
+}
+
 }  // namespace
 
 void open_trilinos_session() {
@@ -173,6 +213,52 @@ void bind_pipeline(py::module_& m) {
         return py::make_tuple(r->json.dump(), r->exit_code());
       },
       py::arg("name"), py::arg("graph"), py::arg("options"), py::arg("verbose"));
+  // -- memory guardrails (issue 58) --------------------------------------------------
+  // What a command would need on a node (JSON text), without MPI: `ranks`
+  // in the job, `ranks_on_node` on the node; `session`: an analyst's
+  // session's layout (every array Shared; the ranks' own memory measured).
+  m.def(
+      "_memory_estimate",
+      [](const std::string& command, const std::string& options, const std::string& sizes, std::uint64_t edges,
+         int ranks, int ranks_on_node, bool session) {
+        pipeline::MemoryContext where;
+        where.ranks = ranks;
+        where.ranks_on_node = ranks_on_node;
+        where.session = session;
+        return memory_estimate(command, options, sizes, edges, where).to_json().dump();
+      },
+      py::arg("command"), py::arg("options") = "", py::arg("sizes") = "", py::arg("edges") = 0, py::arg("ranks") = 1,
+      py::arg("ranks_on_node") = 1, py::arg("session") = true);
+  // Collective: the estimate for this job (from_edges: `local_edges` summed
+  // over the ranks), checked against each node's memory, Shared directory
+  // and `limit` (with the ranks' memory in use when `count_in_use`):
+  // RangeError on every rank when it does not fit. The estimate and the
+  // node's figures as JSON text.
+  m.def(
+      "_memory_check",
+      [](const std::string& command, const std::string& options, const std::string& sizes, std::uint64_t local_edges,
+         const std::string& limit, bool count_in_use) {
+        Runtime& rt = runtime();
+        py::gil_scoped_release other_threads_may_run;
+        const std::uint64_t edges = all_reduce<std::uint64_t>(rt.comm(), local_edges, MPI_SUM);
+        pipeline::MemoryContext where;
+        where.ranks = rt.size();
+        where.ranks_on_node = rt.node().size;
+        where.session = count_in_use;
+        std::optional<pipeline::MemoryEstimate> e;
+        agree(rt.comm(), [&] { e.emplace(memory_estimate(command, options, sizes, edges, where)); });
+        return pipeline::check_memory(rt, *e, limit, count_in_use).dump();
+      },
+      py::arg("command"), py::arg("options"), py::arg("sizes"), py::arg("local_edges"), py::arg("limit"),
+      py::arg("count_in_use"));
+  m.def("_parse_memory_limit", [](const std::string& text) {
+    const auto l = pipeline::parse_memory_limit(text);
+    py::dict d;
+    d["fraction"] = l.fraction;
+    d["bytes"] = l.bytes;
+    d["none"] = l.none;
+    return d;
+  });
   m.def("_default_solver", &pipeline::default_solver);
   m.def("_trilinos_available", [] { return trilinos::available(); });
   m.def("_trilinos_description", [] { return trilinos::description(); });

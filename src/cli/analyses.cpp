@@ -58,8 +58,8 @@ void add_analyses(CLI::App& app, Action& selected) {
       ->check(CLI::NonNegativeNumber)
       ->default_str("none");
   bfs->add_option("--subgraph", a->o.bfs.subgraph,
-                  "With --hops: write the subgraph the neighbourhood induces, renumbered from 0 (.el, .wel, .mtx or a "
-                  ".tsg directory; its header says so)" + kOutputNote);
+                  "With --hops: write the subgraph the neighbourhood induces, renumbered from 0 (.el, .wel, .mtx, .gr, "
+                  ".graph, .sg, .wsg or a .tsg directory; its header says so)" + kOutputNote);
   bfs->add_option("--ids", a->o.bfs.subgraph_ids,
                   "Where the subgraph's id map goes: 'subgraph_id file_id' lines (ids in the subgraph -> ids in "
                   "GRAPH); default OUT.ids beside the --subgraph OUT (none for a stream)" + kOutputNote);

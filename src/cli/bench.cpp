@@ -168,7 +168,8 @@ void add_bench(CLI::App& app, Action& selected) {
   // GAPBS's kernels and the spectral analysis, on a Kronecker graph or a file.
   auto graph_input = [](CLI::App* sub, int& scale, std::string& graph, bool& symmetric, bool& undirected) {
     sub->add_option("--scale", scale, "Kronecker scale")->check(CLI::Range(4, 32))->capture_default_str();
-    sub->add_option("--graph", graph, "A graph file (.el, .wel, .mtx, .tsg) instead of the Kronecker graph")
+    sub->add_option("--graph", graph,
+                    "A graph file (.el, .wel, .mtx, .gr, .graph, .sg, .wsg, .tsg) instead of the Kronecker graph")
         ->check(CLI::ExistingPath);
     sub->add_flag("--symmetric", symmetric, "The text file lists both directions of every edge");
     sub->add_flag("--undirected", undirected, "Add the reverse of every edge of the file");

@@ -11,11 +11,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "tessera/analyze/client.hpp"
 #include "tessera/graph/generators.hpp"
 #include "tessera/linalg/cg.hpp"
+#include "tessera/pipeline/memory.hpp"
+#include "tessera/runtime/collective.hpp"
+#include "tessera/runtime/error.hpp"
 #include "tessera/pipeline/workflow.hpp"
 #include "tessera/runtime/comm_counters.hpp"
 #include "tessera/runtime/trace.hpp"
@@ -76,12 +80,42 @@ void add_input_options(CLI::App* c, pipeline::Input& in) {
               "Add the reverse of every edge (a file whose '# tessera graph:' header says undirected is read as "
               "undirected without it)");
   c->add_flag("--pattern", in.pattern, "Ignore the weights (values of a structural matrix)");
+  c->add_flag("--multigraph", in.multigraph,
+              "Keep a file's duplicate edges and self loops (default: dropped and counted, a simple graph as GAPBS "
+              "and networkx count it; .tsg is read as written)");
 }
 // Edge lists that already list both directions (GAPBS, SNAP): no reverses added.
 void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
   c->add_flag("--symmetric", in.symmetric,
               "The text file lists both directions of every edge: read it as undirected without adding reverses "
               "(verified; duplicates dropped)");
+}
+
+// The memory guardrail of a graph command: null when there is nothing to
+// size (standard input, an input a checkpoint replaces).
+nlohmann::json check_command_memory(Runtime& rt, const std::string& command, const pipeline::Options& o,
+                                    pipeline::Progress& progress) {
+  const std::string& path = o.input.path;
+  if (path == "-" || (!path.empty() && !std::filesystem::exists(path))) return nullptr;
+  pipeline::MemoryContext where;
+  where.ranks = rt.size();
+  where.ranks_on_node = rt.node().size;
+  // A file that cannot be sized (not a graph, unreadable) is the reader's
+  // to refuse, in its own words: no rank checks unless every rank could size it.
+  std::optional<pipeline::MemoryEstimate> sized;
+  try {
+    sized = pipeline::estimate_command(command, o, where);
+  } catch (const FormatError&) {
+  } catch (const SystemError&) {
+  }
+  if (all_reduce<int>(rt.comm(), sized ? 1 : 0, MPI_MIN) == 0) return nullptr;
+  const auto& estimate = *sized;
+  auto checked = pipeline::check_memory(rt, estimate, o.memory_limit, false);
+  if (progress.verbose())
+    progress.step("memory estimate: " + pipeline::human_bytes(static_cast<double>(estimate.total())) + " on node " +
+                  checked["node"]["host"].get<std::string>() + " at its peak (" + estimate.peak_phase + "), at most " +
+                  pipeline::human_bytes(static_cast<double>(estimate.shared_bytes)) + " of Shared storage");
+  return checked;
 }
 
 int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
@@ -104,7 +138,12 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
   // The whole command is the trace's outermost phase; the stages nest in it.
   trace::Span command(trace::Category::phase, trace::recording() ? trace::intern("tessera " + args.command) : nullptr);
   pipeline::Progress progress(pipeline::stderr_sink(rt.rank() == 0 && !args.quiet), args.verbose);
+  // Memory guardrails (pipeline/memory.hpp): the command's peak on each
+  // node estimated and checked before anything is allocated; refused on
+  // every rank, naming the numbers and the ways out, when it does not fit.
+  const nlohmann::json memory_estimate = check_command_memory(rt, args.command, o, progress);
   auto result = workflow(rt, o, progress);
+  if (!memory_estimate.is_null()) result.json["memory_estimate"] = memory_estimate;
   if (comm_stats_requested()) {
     const std::string counts = gather_comm_counters_json(rt);
     if (rt.rank() == 0) result.json["comm_stats"] = nlohmann::json::parse(counts);
@@ -139,6 +178,11 @@ void add_common(CLI::App* c, GraphArgs& a) {
               "Print the results as one JSON document on stdout (nothing else there; so not with -o -)");
   c->add_flag("-q,--quiet", a.quiet, "No progress lines on stderr");
   c->add_flag("-v,--verbose", a.verbose, kVerboseHelp);
+  c->add_option("--memory-limit", a.o.memory_limit,
+                "Refuse the command before it allocates when its estimated peak on a node is over this: a fraction "
+                "of the node's memory (0.9, 90%), bytes (20G) or none (the node's free memory and Shared directory "
+                "still bound it; docs/memory.md)")
+      ->default_str("90%");
   c->add_option("--shm-dir", a.shm_dir,
                 "Directory of the Shared arrays (the graph's edge arrays): default $TESSERA_SHM_DIR, else /dev/shm; "
                 "a directory on disk holds graphs larger than memory");
@@ -155,7 +199,8 @@ void add_common(CLI::App* c, GraphArgs& a) {
 namespace {
 
 int run_write(const GraphArgs& a) {
-  if (a.o.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx, a .tsg directory, or - for standard output)");
+  if (a.o.output.empty()) throw ConfigError("name the output with -o OUT (.el, .wel, .mtx, .gr, .graph, .sg, .wsg, a .tsg directory, or - for "
+                      "standard output)");
   return run_workflow(a, pipeline::run_write, false);
 }
 int run_cc(const GraphArgs& a) { return run_workflow(a, pipeline::run_components, false); }
@@ -232,10 +277,12 @@ void add_graph(CLI::App& app, Action& selected) {
   add_common(gen, *a);
   gen->callback(set(run_write));
 
-  auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx and the binary format");
+  auto* conv = app.add_subcommand("convert", "Convert between .el/.wel, .mtx, .gr (DIMACS), .graph (METIS), GAPBS's "
+                                            ".sg/.wsg and the binary format");
   add_graph_input(conv, a->o.input, "Input graph");
   conv->add_option("-o,--output", a->o.output,
-                   "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote);
+                   "Output graph: .el, .wel, .mtx, .gr, .graph, .sg, .wsg or a binary directory (.tsg)" +
+                       kGraphOutputNote);
   conv->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");
   conv->add_option("output", a->o.output, "Output graph (older positional form of -o)");
@@ -259,7 +306,8 @@ void add_graph(CLI::App& app, Action& selected) {
   auto* lcc = app.add_subcommand("lcc", "Extract the largest connected component");
   add_graph_input(lcc, a->o.input, "Input graph");
   lcc->add_option("-o,--output", a->o.output,
-                  "Output graph: .el, .wel, .mtx or a binary directory (.tsg)" + kGraphOutputNote)
+                  "Output graph: .el, .wel, .mtx, .gr, .graph, .sg, .wsg or a binary directory (.tsg)" +
+                      kGraphOutputNote)
       ->required();
   lcc->add_flag("--group", a->o.group_access, "A binary (.tsg) output is group-readable and -writable (0770/0660), "
                                              "for a directory shared by a team");

@@ -9,8 +9,8 @@
 
 namespace tessera::pipeline {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Input, path, base, relabel, undirected, pattern, symmetric, kind, scale,
-                                                edge_factor, dims, seed, delete_fraction, permute)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Input, path, base, relabel, undirected, pattern, symmetric, multigraph,
+                                                kind, scale, edge_factor, dims, seed, delete_fraction, permute)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AnalysisOptions, kind, analysis, solver, preconditioner, matrix,
                                                 tolerance, max_iterations, eigensolver, max_restarts, subspace,
                                                 program, launcher, control, attach_timeout, timeout, quiet,
@@ -22,7 +22,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BfsSettings, source, direction, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SpectralSettings, count, parts, split)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Options, input, analysis, algorithm, strong, targets, output,
                                                 ids_output, group_access, document_on_stdout, checkpoint, pagerank,
-                                                bfs, spectral, verify)
+                                                bfs, spectral, verify, memory_limit)
 
 std::string options_json(const Options& options) { return nlohmann::json(options).dump(); }
 

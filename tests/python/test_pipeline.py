@@ -31,7 +31,8 @@ CLI = os.path.join(BUILD, "tessera")
 SCALE = 8  # a Kronecker graph of 256 vertices: small enough for oversubscribed ranks, with a few components
 # What differs between two runs of the same work: times, memory, the handshake's paths and latencies.
 VARYING = {"step_seconds", "memory", "anonymous_memory_growth_bytes", "seconds", "solve_seconds", "setup_seconds",
-           "seconds_per_iteration", "matrix_measured_bytes"}
+           "seconds_per_iteration", "matrix_measured_bytes",
+           "memory_estimate"}  # the command line's check against the node's free memory at the time (docs/memory.md)
 
 
 def comparable(document):

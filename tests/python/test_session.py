@@ -723,6 +723,17 @@ def test_from_edges_refuses_bad_edges_and_the_session_serves_on(session):
     assert session.from_edges([0, 1], [1, 2], vertices=5).vertices == 5
 
 
+def kill_whole_session(s):
+    """Kills a session from outside: mpirun's process group and the ranks, no goodbye."""
+    os.killpg(s._process.pid, signal.SIGKILL)
+    for pid in s._pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    s._process.wait()
+
+
 # -- a session found again, and nothing left behind (issue 58) ------------------------------
 def test_a_session_is_found_again_and_a_killed_one_is_forgotten(tmp_path, monkeypatch):
     # A runtime directory of this test's own: sessions of tests running beside it stay out of it.
@@ -758,14 +769,7 @@ def test_a_session_is_found_again_and_a_killed_one_is_forgotten(tmp_path, monkey
             other.stop()
         assert not os.path.exists(other.socket_path), "a stopped session leaves no socket"
     finally:
-        # Killed from outside: mpirun's process group and the ranks, no goodbye.
-        os.killpg(s._process.pid, signal.SIGKILL)
-        for pid in s._pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        s._process.wait()
+        kill_whole_session(s)
     deadline = time.monotonic() + 10
     while any(os.path.exists(f"/proc/{p}") for p in s._pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -788,3 +792,112 @@ def test_a_session_stopped_normally_leaves_nothing_in_its_runtime_directory(tmp_
         assert os.listdir(runtime / "tessera")
     left = [os.path.join(d, f) for d, _, files in os.walk(runtime) for f in files]
     assert left == [], f"left behind: {left}"
+
+
+# -- residents that survive: saved, the session killed, restored at another rank count (issue 58) --
+def partition(file_ids, labels):
+    groups = {}
+    for f, label in zip(file_ids.tolist(), labels.tolist()):
+        groups.setdefault(label, set()).add(f)
+    return sorted(sorted(v) for v in groups.values())
+
+
+def test_residents_are_saved_survive_a_kill_and_come_back_at_another_rank_count(tmp_path, graph_file):
+    path, n, edges = graph_file
+    save = tmp_path / "save"
+    s = tessera.start(ranks=2)
+    try:
+        g = s.read_graph(path, undirected=True)
+        c = s.components(g)
+        lcc = s.largest_component(g, c)
+        target = int(lcc.file_ids[0])
+        h = s.hitting_times(lcc, targets=[target])
+        for obj, name in ((g, "web"), (c, "labels"), (lcc, "lcc"), (h, "times")):
+            s.persist(obj, name)
+        want = {"web": (g.vertices, g.edges, g.arcs), "lcc": (lcc.vertices, lcc.edges),
+                "labels": partition(c.file_ids, c.labels), "count": c.count,
+                "times": dict(zip(h.file_ids.tolist(), h.times.tolist()))}
+        assert sorted(s.save_all(str(save))["names"]) == ["labels", "lcc", "times", "web"]
+    finally:
+        kill_whole_session(s)
+    with tessera.start(ranks=3, restore=str(save)) as r:
+        assert {"labels", "lcc", "times", "web"} <= {o["id"] for o in r.list()}
+        web, lcc2 = r.get("web"), r.get("lcc")
+        assert (web.vertices, web.edges, web.arcs) == want["web"] and (lcc2.vertices, lcc2.edges) == want["lcc"]
+        labels = r.get("labels")
+        assert partition(labels.file_ids, labels.labels) == want["labels"] and labels.count == want["count"]
+        again = r.components(web)  # the restored graph is a graph: every command takes it
+        assert again.count == want["count"] and partition(again.file_ids, again.labels) == want["labels"]
+        times = r.get("times")
+        assert dict(zip(times.file_ids.tolist(), times.times.tolist())) == want["times"]
+        fresh = r.hitting_times(lcc2, targets=[target])
+        got = dict(zip(fresh.file_ids.tolist(), fresh.times.tolist()))
+        assert got.keys() == want["times"].keys()
+        assert all(abs(got[k] - v) <= 1e-6 * max(1.0, abs(v)) for k, v in want["times"].items())
+        with pytest.raises(tessera.ConfigError, match="already holds"):
+            r.restore(str(save))
+    # A flipped byte anywhere in the data: detected, named, nothing loaded.
+    data = max((p for p in save.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    data.write_bytes(bytes(raw))
+    with pytest.raises(tessera.FormatError) as e:
+        tessera.start(ranks=2, restore=str(save))
+    assert "save" in str(e.value) and str(save) in str(e.value), str(e.value)
+
+
+def test_a_lost_rank_is_named_and_the_session_restarts_with_its_residents(tmp_path, graph_file):
+    save = tmp_path / "auto"
+    s = tessera.start(ranks=2, autosave=str(save), restart="auto")
+    try:
+        g = s.read_graph(graph_file[0], undirected=True)
+        s.persist(g, "web")
+        count = s.components(g).count
+        s.save_all(str(save))
+        old_pids = list(s._pids)
+        os.kill(old_pids[1], signal.SIGKILL)
+        with pytest.raises(tessera.SessionLost) as e:
+            for _ in range(100):
+                s.noop()
+                time.sleep(0.1)
+        said = str(e.value)
+        assert "rank 1" in said and "signal 9" in said, said
+        assert "restarted" in said and "web" in said, said
+        assert set(s._pids).isdisjoint(old_pids), "new ranks"
+        assert s.components(s.get("web")).count == count, "usable again, its graph back"
+        assert s.restart() == ["web"] and s.components(s.get("web")).count == count  # and when asked
+    finally:
+        s.stop()
+    assert not ours(s.job_id)
+
+
+def test_a_second_client_reads_residents_while_a_command_runs_and_sees_its_place(session, graph_file):
+    g = session.read_graph(graph_file[0], undirected=True)
+    c = session.components(g)
+    session.persist(c, "shared_labels")
+    first = session.get("shared_labels").labels  # mapped once: later reads need no rank
+    target = int(g.file_ids[0])
+    other = tessera.connect(session.socket_path)
+    try:
+        running = session.submit("pagerank", g, method="jacobi", tolerance=0.0, max_iterations=10 ** 8)
+        deadline = time.monotonic() + 30
+        while session.status()["running"] is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert session.status()["running"]["op"] == "pagerank"
+        t0 = time.monotonic()
+        again = other.get("shared_labels").labels
+        assert time.monotonic() - t0 < 5 and np.array_equal(again, first), "a read did not wait for the command"
+        lines = []
+        other.on_progress = lines.append
+        queued = other.submit("hitting_times", g, targets=[target], verbose=True)
+        deadline = time.monotonic() + 30
+        while not any("queued" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("queued: 1 command" in line for line in lines), lines
+        assert session.cancel() == "pagerank"
+        with pytest.raises(tessera.Cancelled):
+            running.result(timeout=120)
+        assert queued.result(timeout=300).times is not None  # then it ran
+    finally:
+        other.close()
+        session.drop("shared_labels")

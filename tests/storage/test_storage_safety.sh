@@ -50,8 +50,9 @@ if mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
 
   for n in 1 2; do
     TESSERA_SHM_DIR=$mnt "$tessera" -n $n pipeline --scale 14 >/dev/null 2>"$work/err"; rc=$?
+    # Refused before anything is allocated (the memory guardrail, docs/memory.md).
     expect_clean_failure "pipeline -n $n with TESSERA_SHM_DIR on a full tmpfs" $rc "$work/err" \
-      "needs [0-9.]+ MiB in $mnt, [0-9.]+ MiB free"
+      "needs [0-9.]+ MiB of Shared storage on node .* \\([0-9.]+ MiB free in $mnt\\)"
     [ -z "$(ls -A "$mnt")" ] || { fail "pipeline -n $n left in the tmpfs: $(ls -A "$mnt")"; rm -f "${mnt:?}"/*; }
   done
   umount "$mnt"

@@ -86,6 +86,10 @@ struct Options {
   // vertex count (the pipeline stops there when they are wrong). A wrong
   // answer makes exit_code() 3.
   bool verify = false;
+  // The memory limit the command is checked against before it allocates
+  // (pipeline/memory.hpp): a fraction of the node's memory ("0.9", "90%"),
+  // bytes ("20G") or "none"; "" = 90%. --memory-limit, memory_limit=.
+  std::string memory_limit;
 };
 
 // What a workflow returns: its result document and, after an analysis,

@@ -299,6 +299,8 @@ class Session:
         self._token = token
         self._tcp = _tcp
         self._launched = None  # the ranks' process when this client started them (launch.SessionProcess)
+        self._restart_auto = False  # tessera.start(restart="auto")
+        self._last_save = None      # where restart() restores from: the last save, else autosave's
         self._lock = threading.Lock()
         # What a verbose command's progress lines go to: None shows them
         # as a progress block updated in place in a notebook, else as lines
@@ -402,7 +404,11 @@ class Session:
                 raise
             except (ConnectionError, OSError, protocol.ProtocolError) as e:
                 self._sock = None
-                self._lost(op, e)
+                lost = e
+            else:
+                lost = None
+        if lost is not None:  # outside the lock: a restart sends requests of its own
+            self._lost(op, lost)
         if not reply.get("ok"):
             _raise(reply.get("error") or {})
         result = reply.get("result") or {}
@@ -490,10 +496,79 @@ class Session:
         """The session went away under us: say so, and leave nothing behind."""
         detail = ""
         if self._launched is not None:
-            detail = f" (its mpirun exited with {self._launched.ended(timeout=10)})" + self._launched.log_tail()
+            code = self._launched.ended(timeout=10)
+            death = self._launched.death()
+            detail = (f": {death}" if death else "") + f" (its mpirun exited with {code})" + self._launched.log_tail()
         self._remove_segments()
-        raise SessionLost(f"the session at {self.socket_path or self._tcp} ended while running {op!r}{detail}: "
-                          f"{cause}") from None
+        message = f"the session at {self.socket_path or self._tcp} ended while running {op!r}{detail}: {cause}"
+        if self._restart_auto and self._launched is not None:
+            try:
+                restored = self.restart()
+            except _errors.Error as e:
+                raise SessionLost(f"{message}\nrestarting it failed: {e}") from None
+            raise SessionLost(f"{message}\nthe session was restarted ({self.ranks} ranks) and "
+                              + (f"restored {', '.join(restored) or 'nothing'} from {self._last_save}"
+                                 if self._last_save else "holds nothing (no save to restore)")
+                              + f"; run {op!r} again") from None
+        raise SessionLost(message) from None
+
+    def restart(self, from_save=None):
+        """Relaunches the ranks of a session this client started (after a
+        rank died, or to start afresh) and restores the last save.
+
+        Parameters
+        ----------
+        from_save : str, optional
+            The save to restore (default: the last ``save_all``/``save``
+            directory of this client, else ``autosave``'s; none: an empty
+            session).
+
+        Returns
+        -------
+        list of str
+            The names restored.
+
+        Raises
+        ------
+        tessera.ConfigError
+            This client did not start the session (``tessera.connect``).
+        tessera.FormatError
+            The save is damaged or partial (the session is up, empty).
+
+        Examples
+        --------
+        >>> try:
+        ...     s.pagerank(g)
+        ... except tessera.SessionLost:
+        ...     s.restart()                       # back with the saved residents
+        """
+        from . import launch as _launch  # launching is launch.py's
+        if self._launched is None or self._launched.relaunch is None:
+            raise _errors.ConfigError("only the client that started a session restarts it (tessera.start); "
+                                      "this one joined it (tessera.connect)")
+        old = self._launched
+        if old.process.poll() is None:  # still running: stopped first
+            try:
+                self._request("shutdown", {})
+            except (SessionLost, _errors.Error):
+                pass
+            old.ended(timeout=30)
+        self._remove_segments()
+        if self._sock is not None:
+            self._sock.close()
+        launched = _launch.launch(**old.relaunch)
+        fresh = Session(old.relaunch["socket_path"], max_transfer_bytes=self.max_transfer_bytes,
+                        copy_results=self.copy_results, timeout=self._timeout)
+        keep = {k: self.__dict__[k] for k in ("on_progress", "cancel_wait", "_restart_auto", "_last_save")
+                if k in self.__dict__}
+        self.__dict__.update(fresh.__dict__)
+        self.__dict__.update(keep)
+        fresh.__dict__["_sock"] = None  # the connection is this object's now
+        self._launched = launched
+        source = from_save or self._last_save
+        if source is None:
+            return []
+        return self.restore(source)["names"]
 
     @property
     def _process(self):
@@ -648,7 +723,7 @@ class Session:
     def _make(self, op, **args):
         return Remote(self, self._request(op, {k: v for k, v in args.items() if v is not None}))
 
-    def kron(self, scale=16, edge_factor=16, seed=1, *, delete_fraction=0.0, permute=False):
+    def kron(self, scale=16, edge_factor=16, seed=1, *, delete_fraction=0.0, permute=False, memory_limit=None):
         """A Kronecker (Graph500) graph generated in the session.
 
         Parameters
@@ -662,6 +737,11 @@ class Session:
             The share of edges deleted at random.
         permute : bool, default False
             Permute the vertex ids.
+        memory_limit : float, int or str, optional
+            Refuse it at once when its estimated peak on a node, with what
+            the session holds there, is over this: a fraction of the node's
+            memory, bytes, or "none" (default: the session's, 90%;
+            docs/memory.md).
 
         Returns
         -------
@@ -673,9 +753,9 @@ class Session:
         1024
         """
         return self.generate("kron", scale=scale, edge_factor=edge_factor, seed=seed, delete_fraction=delete_fraction,
-                             permute=permute)
+                             permute=permute, memory_limit=memory_limit)
 
-    def urand(self, scale=16, degree=16, seed=1, *, delete_fraction=0.0, permute=False):
+    def urand(self, scale=16, degree=16, seed=1, *, delete_fraction=0.0, permute=False, memory_limit=None):
         """A uniform random graph generated in the session.
 
         Parameters
@@ -687,6 +767,11 @@ class Session:
         seed : int, default 1
         delete_fraction : float, default 0.0
         permute : bool, default False
+        memory_limit : float, int or str, optional
+            Refuse it at once when its estimated peak on a node, with what
+            the session holds there, is over this: a fraction of the node's
+            memory, bytes, or "none" (default: the session's, 90%;
+            docs/memory.md).
 
         Returns
         -------
@@ -698,9 +783,9 @@ class Session:
         1024
         """
         return self.generate("urand", scale=scale, edge_factor=degree, seed=seed, delete_fraction=delete_fraction,
-                             permute=permute)
+                             permute=permute, memory_limit=memory_limit)
 
-    def grid(self, dims, seed=1, *, delete_fraction=0.0, permute=False):
+    def grid(self, dims, seed=1, *, delete_fraction=0.0, permute=False, memory_limit=None):
         """A grid graph (a long-diameter graph) generated in the session.
 
         Parameters
@@ -710,6 +795,11 @@ class Session:
         seed : int, default 1
         delete_fraction : float, default 0.0
         permute : bool, default False
+        memory_limit : float, int or str, optional
+            Refuse it at once when its estimated peak on a node, with what
+            the session holds there, is over this: a fraction of the node's
+            memory, bytes, or "none" (default: the session's, 90%;
+            docs/memory.md).
 
         Returns
         -------
@@ -722,7 +812,8 @@ class Session:
         """
         if not isinstance(dims, str):
             dims = "x".join(str(int(d)) for d in dims)
-        return self.generate("grid", dims=dims, seed=seed, delete_fraction=delete_fraction, permute=permute)
+        return self.generate("grid", dims=dims, seed=seed, delete_fraction=delete_fraction, permute=permute,
+                             memory_limit=memory_limit)
 
     # -- distributed arrays ----------------------------------------------
     def zeros(self, n, dtype=np.float64):
@@ -843,9 +934,89 @@ class Session:
         self._request("update", {"array": _array_ref(array), "op": op}, (idx, vals))
 
 
+    # -- residents saved and restored ----------------------------------------------
+    def save(self, name, dir):
+        """Writes one resident to ``dir`` through the resilience store:
+        checksummed, complete or not at all, readable at any rank count.
+
+        Parameters
+        ----------
+        name : str or Remote
+            The resident (a name given by ``persist``, or the object).
+        dir : str
+            The save's directory (made if absent; a save there before is
+            replaced once this one is whole).
+
+        Returns
+        -------
+        dict
+            ``{"dir", "names"}``.
+
+        Examples
+        --------
+        >>> s.save("web", "saves/web")
+        """
+        return self._save(dir, _ref(name))
+
+    def save_all(self, dir):
+        """Writes every named resident to ``dir`` (graphs with their id maps,
+        component labels, hitting times and other results, arrays): what
+        ``tessera.start(restore=dir)`` brings back, at any rank count.
+
+        Parameters
+        ----------
+        dir : str
+            The save's directory.
+
+        Returns
+        -------
+        dict
+            ``{"dir", "names"}``.
+
+        Examples
+        --------
+        >>> s.persist(g, "web"); s.save_all("saves/today")
+        """
+        return self._save(dir, None)
+
+    def _save(self, dir, name):
+        result = self._request("save", {"dir": self._path(dir), "name": name})
+        self._last_save = result["dir"]  # what restart() restores
+        return result
+
+    def restore(self, dir):
+        """Brings a save's residents back under their names. Graphs come back
+        as graphs (every command takes them); other results as their fields
+        and arrays.
+
+        Parameters
+        ----------
+        dir : str
+            A directory ``save``, ``save_all`` or autosave wrote.
+
+        Returns
+        -------
+        dict
+            ``{"names", "ranks_saved"}``.
+
+        Raises
+        ------
+        tessera.FormatError
+            The save is damaged or partial (which piece, and why, is said);
+            nothing of it is loaded.
+        tessera.ConfigError
+            The session already holds one of its names.
+
+        Examples
+        --------
+        >>> s.restore("saves/today")["names"]
+        ['labels', 'web']
+        """
+        return self._request("restore", {"dir": self._path(dir)})
+
     # -- graphs in from the client's arrays ------------------------------------
     def from_edges(self, src, dst, weights=None, *, undirected=False, symmetric=False, relabel=False, vertices=None,
-                   chunk_edges=None):
+                   chunk_edges=None, memory_limit=None):
         """A graph in the session from edges held here (as ``tessera.from_edges``).
 
         The edges travel in parts of ``chunk_edges`` (default: as many as fit
@@ -870,6 +1041,11 @@ class Session:
             The vertex count without relabel (default the largest id + 1).
         chunk_edges : int, optional
             Edges per part sent.
+        memory_limit : float, int or str, optional
+            Refuse it at once when its estimated peak on a node, with what
+            the session holds there, is over this: a fraction of the node's
+            memory, bytes, or "none" (default: the session's, 90%;
+            docs/memory.md).
 
         Returns
         -------
@@ -907,7 +1083,8 @@ class Session:
                 shown.line(f"sent {n} of {n} edges; building the graph")
                 shown.finish("done")
             return self._make_with("from_edges", arrays, undirected=bool(undirected), symmetric=bool(symmetric),
-                                   relabel=bool(relabel), vertices=None if vertices is None else int(vertices))
+                                   relabel=bool(relabel), vertices=None if vertices is None else int(vertices),
+                                   memory_limit=memory_limit)
 
     def from_scipy(self, matrix, *, symmetric=False):
         """A graph in the session from a square SciPy sparse matrix: entry
@@ -1056,6 +1233,7 @@ class Session:
                                 copy_results=self.copy_results, _join=(self.client_id, self._secret),
                                 _tcp=self._tcp)
                 other._pids, other._shm_dir = self._pids, self._shm_dir
+                other.on_progress = self.on_progress  # a verbose command's lines go where this client's go
                 result = getattr(other, command)(*args, **kwargs)
                 if isinstance(result, Remote):
                     result.__dict__["_session"] = self  # its arrays come through this connection

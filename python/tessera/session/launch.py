@@ -6,6 +6,7 @@ program and its options, watches the start, and after the end removes what
 the ranks could not (client.py only connects).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def program():
 
 
 def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, dashboard=False, dashboard_port=None,
-                   trace=None, trace_buffer_mb=None, root=None):
+                   trace=None, trace_buffer_mb=None, root=None, autosave=None, autosave_minutes=10.0):
     """The command that starts a session's ranks: ``tessera mpirun`` (the
     library's launch) running ``python -m tessera.session.server`` on
     ``ranks`` ranks.
@@ -56,7 +57,7 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, dashboa
         The session's Unix socket.
     hosts : str, optional
         mpirun's ``--host`` list (``HOST:N,...``); default this node.
-    tcp, owner, dashboard, dashboard_port, trace, trace_buffer_mb, root
+    tcp, owner, dashboard, dashboard_port, trace, trace_buffer_mb, root, autosave, autosave_minutes
         As ``tessera.start`` (``owner``: the PID whose end stops an unkept
         session, 0 for none).
 
@@ -83,6 +84,8 @@ def server_command(ranks, socket_path, *, hosts=None, tcp=None, owner=0, dashboa
         cmd += ["--trace", os.path.abspath(os.fspath(trace))]
         if trace_buffer_mb:
             cmd += ["--trace-buffer-mb", str(int(trace_buffer_mb))]
+    if autosave:
+        cmd += ["--autosave", os.path.abspath(os.fspath(autosave)), "--autosave-minutes", str(float(autosave_minutes))]
     return cmd
 
 
@@ -121,6 +124,24 @@ class SessionProcess:
         self.process, self.log, self.keep = process, log, bool(keep)
         self._chosen_base = chosen_base  # the user's OMPI_MCA_orte_tmpdir_base: never removed
         self.mpi_base = None
+        self.relaunch = None  # launch()'s arguments, for Session.restart
+
+    def death(self):
+        """What mpirun said of the rank that ended the session: "rank R (pid
+        P) on node H: signal S (Name)", or "" when its log says nothing."""
+        if not self.log or not os.path.exists(self.log):
+            return ""
+        with open(self.log, errors="replace") as f:
+            text = f.read()
+        m = re.search(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+) \(([^)]*)\)", text)
+        if m:
+            return f"rank {m[1]} (pid {m[2]}) on node {m[3]} was killed by signal {m[4]} ({m[5]})"
+        m = re.search(r"process rank (\d+) with PID (\d+) on node (\S+) exited with(?: a)? status (\d+)", text) or \
+            re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited.*?status (\d+)", text, re.S)
+        if m:
+            return f"rank {m[1]} (pid {m[2]}) on node {m[3]} exited with status {m[4]}"
+        m = re.search(r"lost (?:communication|contact) with .*? node (\S+)", text)
+        return f"node {m[1]} was lost" if m else ""
 
     def note_base(self):
         """Reads the session directory base ``tessera mpirun`` gave mpirun
@@ -173,7 +194,7 @@ class SessionProcess:
 
 
 def launch(ranks, socket_path, *, keep=False, hosts=None, tcp=None, timeout=120.0, env=None, dashboard=False,
-           dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
+           dashboard_port=None, trace=None, trace_buffer_mb=None, root=None, autosave=None, autosave_minutes=10.0):
     """Starts a session's ranks and waits until they serve ``socket_path``.
 
     Returns
@@ -197,11 +218,15 @@ def launch(ranks, socket_path, *, keep=False, hosts=None, tcp=None, timeout=120.
     log = socket_path + ".log"
     command = server_command(ranks, socket_path, hosts=hosts, tcp=tcp, owner=0 if keep else os.getpid(),
                              dashboard=dashboard, dashboard_port=dashboard_port, trace=trace,
-                             trace_buffer_mb=trace_buffer_mb, root=root)
+                             trace_buffer_mb=trace_buffer_mb, root=root, autosave=autosave,
+                             autosave_minutes=autosave_minutes)
     with protocol.open_log(log) as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=environment, start_new_session=True)
     started = SessionProcess(process, log, keep, environment.get("OMPI_MCA_orte_tmpdir_base"))
+    started.relaunch = dict(ranks=ranks, socket_path=socket_path, keep=keep, hosts=hosts, tcp=tcp, timeout=timeout,
+                            env=env, dashboard=dashboard, dashboard_port=dashboard_port, trace=None,
+                            trace_buffer_mb=None, root=root, autosave=autosave, autosave_minutes=autosave_minutes)
     deadline = time.monotonic() + timeout
     while not os.path.exists(socket_path):
         if process.poll() is not None:
@@ -220,7 +245,8 @@ def launch(ranks, socket_path, *, keep=False, hosts=None, tcp=None, timeout=120.
 
 def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120.0, env=None,
           max_transfer_bytes=protocol.DEFAULT_MAX_TRANSFER_BYTES, copy_results=False, dashboard=False,
-          dashboard_port=None, trace=None, trace_buffer_mb=None, root=None):
+          dashboard_port=None, trace=None, trace_buffer_mb=None, root=None, memory_limit=None, restore=None,
+          autosave=None, autosave_minutes=10.0, restart=None):
     """Starts a session of resident ranks and connects to it.
 
     The ranks run under ``tessera mpirun`` in a process group of their own
@@ -265,6 +291,26 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
         Directories requests' paths must lie in, for every client (by
         default TCP clients are bounded by this working directory, Unix
         socket clients are not: docs/security.md).
+    memory_limit : float, int or str, optional
+        The session's memory limit (docs/memory.md): a command whose
+        estimated peak on a node, with what the session holds there, is over
+        it is refused at once. A fraction of the node's memory (0.8), bytes,
+        or a text such as "90%", "20G", "none"; default 90%.
+
+    restore : str, optional
+        A save's directory (``s.save_all``, autosave): its residents come
+        back under their names, at any rank count.
+    autosave : str, optional
+        Save the named residents into this directory when the session stops
+        (not when it is killed) and after ``autosave_minutes`` without
+        commands.
+    autosave_minutes : float, default 10
+        Idle minutes before an autosave.
+    restart : None or "auto", default None
+        "auto": when a rank dies, the session relaunches itself and restores
+        the last save (``autosave`` or ``s.save_all``); the command that
+        was running raises ``SessionLost`` saying so, and the session is
+        usable again. Otherwise ``s.restart()`` does it when asked.
 
     Returns
     -------
@@ -274,6 +320,8 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     ------
     tessera.ConfigError
         A ``TESSERA_SHM_DIR`` others may write, or no tessera program.
+    tessera.FormatError
+        ``restore`` names a damaged or partial save (the session is stopped).
     tessera.SystemError
         The ranks exited before serving (the log's end in the message), or
         did not serve within ``timeout``.
@@ -289,9 +337,17 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
     else:
         socket = os.path.abspath(socket)
         protocol.private_dir(os.path.dirname(socket))
+    if memory_limit is not None:  # memory guardrail (issue 58): the ranks' TESSERA_MEMORY_LIMIT (session/memory.py)
+        from . import memory, operations
+        try:
+            limit = operations.MemoryLimit().check(memory_limit, None)
+        except operations.Invalid as e:
+            raise _errors.ConfigError(f"memory_limit {e}") from None
+        env = dict(env or {}, **{memory.ENV: memory.limit_text(limit)})
     launched = launch(ranks, socket, keep=keep, hosts=hosts, tcp=tcp, timeout=timeout, env=env,
                               dashboard=dashboard, dashboard_port=dashboard_port, trace=trace,
-                              trace_buffer_mb=trace_buffer_mb, root=root)
+                              trace_buffer_mb=trace_buffer_mb, root=root, autosave=autosave,
+                              autosave_minutes=autosave_minutes)
     try:
         s = client.Session(socket, max_transfer_bytes=max_transfer_bytes, copy_results=copy_results, timeout=timeout)
     except BaseException:
@@ -299,4 +355,15 @@ def start(ranks=2, *, socket=None, keep=False, hosts=None, tcp=None, timeout=120
         launched.ended(timeout=10)
         raise
     s._launched = launched
+    if restart not in (None, "auto"):
+        s.stop()
+        raise _errors.ConfigError(f'restart must be None or "auto", not {restart!r}')
+    s._restart_auto = restart == "auto"
+    s._last_save = os.path.abspath(autosave) if autosave else None
+    if restore is not None:
+        try:
+            s.restore(restore)
+        except BaseException:
+            s.stop()
+            raise
     return s

@@ -181,6 +181,31 @@ class Path(Type):
         return where.resolve(value, self.write)
 
 
+class MemoryLimit(Type):
+    """A memory limit (issue 58, docs/memory.md): a fraction of the node's
+    memory (0 < f <= 1), bytes (an integer above 1), or the text
+    ``--memory-limit`` takes ("90%", "0.9", "20G", "none")."""
+    text = "fraction (0.9), bytes (int), or \"90%\" | \"20G\" | \"none\""
+    _TEXT = re.compile(r"^\s*(none|off|default|[0-9]+(\.[0-9]+)?%|0?\.[0-9]+|1(\.0*)?|[0-9]+\s*[KMGT]?(i?B)?)\s*$",
+                       re.IGNORECASE)
+
+    def check(self, value, where):
+        if isinstance(value, bool):
+            raise Invalid(f"must be a fraction, bytes or a text such as \"90%\", not {_what(value)}")
+        if isinstance(value, (int, float)):
+            if not (value > 0 and math.isfinite(value)):
+                raise Invalid(f"must be above 0, not {value}")
+            if value <= 1:
+                return float(value)
+            if float(value) != int(value):
+                raise Invalid(f"is bytes above 1: a whole number, not {value}")
+            return int(value)
+        if isinstance(value, str) and len(value) <= 32 and self._TEXT.match(value):
+            return value.strip()
+        raise Invalid(f"must be a fraction of the node's memory (0.9), bytes (an integer) or a text such as \"90%\", "
+                      f"\"20G\" or \"none\", not {_what(value)}")
+
+
 # The workflow options of ``tessera CMD --session``: fields naming files
 # (resolved like Path), fields that start programs (never from the wire: the
 # server's own configuration decides), and those that must stay empty.
@@ -227,8 +252,11 @@ class Param:
     request must give it) and what it means."""
     REQUIRED = object()
 
-    def __init__(self, name, type_, default=REQUIRED, doc=""):
+    def __init__(self, name, type_, default=REQUIRED, doc="", dispatched=False):
         self.name, self.type, self.default, self.doc = name, type_, default, doc
+        # Taken by the dispatch before the handler runs (Session.run's
+        # hooks: memory_limit goes to session/memory.py), not the handler's.
+        self.dispatched = dispatched
 
     @property
     def required(self):
@@ -256,6 +284,12 @@ P = Param
 _GRAPH = P("graph", Ref(), doc="the graph: its id or name")
 _VERBOSE = P("verbose", Bool(), False, "progress lines to the client as the command runs")
 _ALGORITHM = P("algorithm", Str(("afforest", "lp", "fastsv")), "afforest", "the components algorithm")
+# Memory guardrails (issue 58; session/memory.py): a command that makes a graph
+# or runs an analysis is estimated first and refused when it does not fit.
+_MEMORY_LIMIT = P("memory_limit", Optional(MemoryLimit()), None,
+                  "refuse it at once when its estimated peak on a node, with what the session holds there, is over "
+                  "this (a fraction of the node's memory, bytes, or \"none\"; default the session's, 90%); the node's "
+                  "available memory and free Shared space bound it anyway", dispatched=True)
 OBJECT = "a resident object (Remote: its fields as attributes, its arrays as read-only NumPy arrays)"
 _OBJECT = OBJECT
 
@@ -284,7 +318,7 @@ OPERATIONS = {op.name: op for op in [
         P("relabel", Bool(), False, "number sparse ids densely"),
         P("undirected", Bool(), False, "add the reverse of every arc"),
         P("symmetric", Bool(), False, "the file lists both directions (verified)"),
-        P("pattern", Bool(), False, "ignore weights")],
+        P("pattern", Bool(), False, "ignore weights"), _MEMORY_LIMIT],
        _OBJECT, "Reads a graph file on every rank (as tessera.read_graph).", client=["read_graph"]),
     Op("generate", "collective",
        [P("kind", Str(("kron", "urand", "grid")), doc="the generator"),
@@ -293,8 +327,17 @@ OPERATIONS = {op.name: op for op in [
         P("dims", Str(max_len=64), "", "grid: \"RxC\" or \"XxYxZ\""),
         P("seed", Int(*UINT64), 1, "the generator's seed"),
         P("delete_fraction", Float(0.0, 1.0), 0.0, "grid: the fraction of edges deleted"),
-        P("permute", Bool(), False, "permute the vertex ids")],
+        P("permute", Bool(), False, "permute the vertex ids"), _MEMORY_LIMIT],
        _OBJECT, "A generated undirected graph (as tessera.generate).", client=["generate", "kron", "urand", "grid"]),
+    Op("save", "collective",
+       [P("dir", Path(write=True), doc="the save's directory (made if absent; a save there before is replaced)"),
+        P("name", Optional(Ref()), None, "one resident (default: every named resident)")],
+       "{dir, names}", "Residents written through the resilience store (checksummed, any rank count).",
+       client=["save", "save_all"]),
+    Op("restore", "collective",
+       [P("dir", Path(write=False), doc="a directory s.save or autosave wrote")],
+       "{names, ranks_saved}", "The residents of a save, back under their names (a damaged save is refused).",
+       client=["restore", "restart"]),
     Op("edges_chunk", "collective", [], "{staged}",
        "A part of a graph's edges, kept on rank 0 for this client's next from_edges.",
        payload=[("src", "int64"), ("dst", "int64"), ("weights", "float64")]),
@@ -302,13 +345,16 @@ OPERATIONS = {op.name: op for op in [
        [P("undirected", Bool(), False, "add the reverse of every edge (duplicates dropped)"),
         P("symmetric", Bool(), False, "the edges are listed both ways already (verified)"),
         P("relabel", Bool(), False, "ids are any non-negative numbers; the vertices are the ids that occur"),
-        P("vertices", Optional(Int(0, 1 << 48)), None, "the vertex count (default the largest id + 1)")],
+        P("vertices", Optional(Int(0, 1 << 48)), None, "the vertex count (default the largest id + 1)"),
+        _MEMORY_LIMIT],
        _OBJECT, "A graph of the edges sent (as tessera.from_edges), with the parts edges_chunk kept.",
        payload=[("src", "int64"), ("dst", "int64"), ("weights", "float64")],
        client=["from_edges", "from_scipy", "from_networkx", "from_pandas"]),
-    Op("components", "collective", [_GRAPH, _ALGORITHM], _OBJECT, "Connected components.", client=["components"]),
+    Op("components", "collective", [_GRAPH, _ALGORITHM, _MEMORY_LIMIT], _OBJECT, "Connected components.",
+       client=["components"]),
     Op("largest_component", "collective",
-       [_GRAPH, P("components", Optional(Ref()), None, "components of the graph already computed"), _ALGORITHM],
+       [_GRAPH, P("components", Optional(Ref()), None, "components of the graph already computed"), _ALGORITHM,
+        _MEMORY_LIMIT],
        _OBJECT, "The subgraph induced by the largest component.", client=["largest_component"]),
     Op("hitting_times", "collective",
        [_GRAPH, P("targets", Optional(IntList()), None, "target file ids (default: the highest-degree vertex)"),
@@ -317,7 +363,7 @@ OPERATIONS = {op.name: op for op in [
         P("matrix", Optional(Str(("edgelist", "crs"))), None, "the operator"),
         P("tolerance", Optional(Float(0.0, 1.0)), None, "relative residual to stop at"),
         P("max_iterations", Optional(Int(0, 1 << 40)), None, "the solver's iterations"),
-        _VERBOSE],
+        _VERBOSE, _MEMORY_LIMIT],
        _OBJECT, "Hitting times to the targets (as tessera.hitting_times).", client=["hitting_times"]),
     Op("pagerank", "collective",
        [_GRAPH, P("damping", Float(0.0, 1.0), 0.85, "the damping factor"),
@@ -325,14 +371,15 @@ OPERATIONS = {op.name: op for op in [
         P("max_iterations", Int(0, 1 << 40), 20, "at most this many iterations"),
         P("method", Str(("gauss-seidel", "jacobi")), "gauss-seidel", "the iteration"),
         P("personalization", Optional(IntList()), None, "file ids to teleport to"),
-        _VERBOSE],
+        _VERBOSE, _MEMORY_LIMIT],
        _OBJECT, "PageRank (as tessera.pagerank).", client=["pagerank"]),
     Op("bfs", "collective",
        [_GRAPH, P("source", Int(), doc="the source's file id"),
         P("direction", Str(("optimizing", "top-down", "bottom-up")), "optimizing", "the traversal"),
         P("hops", Int(-1, 1 << 40), -1, ">= 0: stop at this depth (as tessera bfs --hops)"),
         _VERBOSE,
-        P("max_depth", Optional(Int(-1, 1 << 40)), None, "the old name of hops (a warning; goes in the next release)")],
+        P("max_depth", Optional(Int(-1, 1 << 40)), None, "the old name of hops (a warning; goes in the next release)"),
+        _MEMORY_LIMIT],
        _OBJECT, "Breadth-first search (as tessera.bfs).", client=["bfs"]),
     Op("spectral", "collective",
        [_GRAPH, P("what", Str(("fiedler", "centrality")), "fiedler", "which eigenpair"),
@@ -340,7 +387,7 @@ OPERATIONS = {op.name: op for op in [
         P("tolerance", Float(0.0, 1.0), 1e-10, "the Ritz residual to stop at"),
         P("max_iterations", Int(0, 1 << 40), 20000, "the eigensolver's iterations"),
         P("matrix", Str(("edgelist", "crs")), "edgelist", "the operator"),
-        _VERBOSE],
+        _VERBOSE, _MEMORY_LIMIT],
        _OBJECT, "An eigenpair of the Laplacian or adjacency (as tessera.spectral).", client=["spectral"]),
     Op("command", "collective",
        [_GRAPH, P("name", Str(("cc", "hitting", "pagerank", "bfs", "spectral")), doc="the CLI command"),
@@ -464,7 +511,7 @@ def check_handlers(cls):
         sig = inspect.signature(getattr(cls, op.handler_name))
         params = [p for p in sig.parameters.values() if p.name not in ("self", "client", "payload")]
         got = [(p.name, Param.REQUIRED if p.default is inspect.Parameter.empty else p.default) for p in params]
-        want = [(p.name, p.default) for p in op.params]
+        want = [(p.name, p.default) for p in op.params if not p.dispatched]
         if got != want:
             raise AssertionError(f"{op.handler_name}{sig} disagrees with operations.py: {want}")
 

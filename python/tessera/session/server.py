@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from tessera import _tessera
 from tessera.runtime import agreed
 
 from . import dashboard as _dashboard
+from . import memory as _memory  # memory guardrails (issue 58): Session.run's hook
 from . import operations
 from . import protocol
 from . import sessions as _sessions
@@ -64,6 +66,7 @@ class Held:
     def __init__(self, kind, obj, fields, arrays):
         self.kind, self.obj, self.fields, self.arrays = kind, obj, fields, arrays
         self.made = {}  # array field -> DistArray, kept while the object lives
+        self.views = {}  # array field -> where it lives (op_view), read again without queueing
 
     def array(self, field):
         if field not in self.arrays:
@@ -212,6 +215,10 @@ class Session:
         if declared is None or declared.where == "rank0":
             raise tessera.ConfigError(f"unknown command {op!r}")
         method = getattr(self, declared.handler_name)
+        # -- memory guardrail (issue 58, session/memory.py): a command that makes a graph or
+        # runs an analysis is estimated and refused here, before its handler allocates; it
+        # takes the request's memory_limit (declared dispatched in operations.py). --
+        args = _memory.guard(self, op, args, client)
         if not op.startswith("trace_") and _recording():
             with _phase(_phase_name(op, args)):
                 return method(client, **args)
@@ -355,6 +362,67 @@ class Session:
         document, code = _tessera._run_command(name, g._impl, options, bool(verbose))
         return {"document": json.loads(document), "exit_code": code}
 
+    # -- residents saved and restored (the resilience store: python/src/store.cpp) --
+    # Kept apart from a graph's own pieces: its arc arrays and the arrays made from it.
+    _GRAPH_DERIVED = ("dst", "weight", "file_ids", "out_degrees")
+
+    def op_save(self, client, dir, name=None):
+        """Collective: the named residents (or one) written to ``dir``, each
+        graph with its id map, each other resident as its fields and arrays;
+        the save before in ``dir`` is replaced only once this one is whole."""
+        names = [name] if name is not None else sorted(k for k in self.objects if not k.startswith("#"))
+        held = {n: self.get(n) for n in names}
+        writer = _tessera._store_begin(dir)  # (the store makes the directory)
+        entries = []
+        for n, h in held.items():
+            entry = {"name": n, "kind": h.kind, "fields": _plain(h.fields), "arrays": {}}
+            if h.kind == "Graph":
+                entry["ids"] = writer.add_graph(f"graph/{n}", h.obj._impl)
+            for field in sorted(h.arrays):
+                if h.kind == "Graph" and field in self._GRAPH_DERIVED:
+                    continue
+                a = h.array(field)
+                writer.add_array(f"array/{n}/{field}", a._impl)
+                entry["arrays"][field] = a.dtype.name
+            entries.append(entry)
+        writer.commit(json.dumps({"format": 1, "tessera": tessera.__version__, "ranks": tessera.Runtime().size,
+                                  "saved": time.time(), "objects": entries}))
+        return {"dir": dir, "names": names}
+
+    def op_restore(self, client, dir):
+        """Collective: a save's residents back under their names (named, so
+        no client owns them), at this session's rank count."""
+        reader = _tessera._store_open(dir)  # refuses a damaged or partial save, saying why
+        try:
+            manifest = json.loads(reader.manifest)
+            entries = manifest["objects"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise tessera.FormatError(f"the save in {dir} has no readable manifest ({e})") from None
+        taken = [e["name"] for e in entries if e["name"] in self.objects]
+        if taken:
+            raise tessera.ConfigError(f"the session already holds {', '.join(taken)}: drop them before restoring "
+                                      f"{dir}")
+        restored = {}
+        for e in entries:
+            n, kind = e["name"], e["kind"]
+            arrays = {f: tessera.DistArray(None, 0, _impl=reader.read_array(f"array/{n}/{f}", np.dtype(dt), None))
+                      for f, dt in e["arrays"].items()}
+            if kind == "Graph":
+                ids = e["ids"]
+                g = tessera.Graph(reader.read_graph(f"graph/{n}", bool(ids["relabelled"]), int(ids["base"]),
+                                                    bool(ids["connected"])))
+                extra = {k: v for k, v in e["fields"].items() if k == "component_of"}
+                restored[n] = _graph(g, extra)
+            elif kind == "DistArray":
+                restored[n] = self._array(arrays["values"])
+            else:
+                # A result comes back as its data: its fields and arrays (read, viewed, converted);
+                # computing on it again starts from its restored graph.
+                restored[n] = Held(kind, types.SimpleNamespace(**arrays), e["fields"],
+                                   {f: (lambda a=a: a) for f, a in arrays.items()})
+        self.objects.update(restored)
+        return {"names": sorted(restored), "ranks_saved": int(manifest.get("ranks", 0))}
+
     # -- graphs from the client's arrays ------------------------------------
     def op_edges_chunk(self, client, payload=None):
         """Rank 0 keeps a part of a graph's edges until the client's
@@ -442,9 +510,13 @@ class Session:
         return self.describe(self.add(self._array(perm), client))
 
     def op_view(self, client, ref, field):
-        """Where an array lives (made on first request): its metadata file."""
-        a = self.get(ref).array(field)
-        return {"metadata": a.metadata_path, "dtype": a.dtype.name, "length": a.size}
+        """Where an array lives (made on first request): its metadata file;
+        remembered, so later reads of it are answered at once."""
+        held = self.get(ref)
+        a = held.array(field)
+        where = {"metadata": a.metadata_path, "dtype": a.dtype.name, "length": a.size}
+        held.views[field] = where
+        return where
 
     def op_fetch(self, client, ref, field, limit):
         """The array copied to rank 0 (for the socket): refused past ``limit`` bytes."""
@@ -478,6 +550,7 @@ class Session:
             raise tessera.PeerError(f"{ref} belongs to another client; only its maker drops it")
         held = self.objects.pop(ref)
         self.owner.pop(ref, None)
+
         # Other names of the same object keep it alive; its memory goes with
         # the last name (and the last client view of it).
         del held
@@ -737,6 +810,10 @@ class Serving:
         self.testing = os.environ.get("TESSERA_SESSION_TESTING") == "1"
         self.dashboard = dashboard  # the live page (None: not served)
         self.hosts = hosts or [socket.gethostname()] * rt.size
+        self.autosave = None        # --autosave DIR: named residents saved at stop and when idle
+        self.autosave_seconds = 600.0
+        self.dirty = False          # a command ran since the last save
+        self.last_command = time.monotonic()
         self.running = None
         self.running_lock = threading.Lock()  # a cancel never reaches the next command
         self.started = time.time()
@@ -821,6 +898,9 @@ class Serving:
                     item = self.commands.get(timeout=1.0)
             except queue.Empty:
                 self.stop = self.stop or self.owner_gone()
+                if (self.autosave and self.dirty and not self.stop
+                        and time.monotonic() - self.last_command > self.autosave_seconds):
+                    self.save_named()
                 continue
             if item is None:
                 break
@@ -836,8 +916,25 @@ class Serving:
             reply, out = self.collective(message, payload_args)
             self.progress_to = None
             self.send(conn, reply, out)
+            self.dirty = self.dirty or op not in ("save", "noop", "view", "fetch", "gather", "trace_start",
+                                                  "trace_stop")
+            self.last_command = time.monotonic()
         self.stop = True
+        if self.autosave and self.dirty:
+            self.save_named()
         self.broadcast({"op": "__stop__"})
+
+    def save_named(self):
+        """Autosave: the named residents written to the autosave directory
+        (a collective, as a command); a failure is said in the log."""
+        reply, _ = self.collective({"op": "save", "args": {"dir": self.autosave, "name": None}, "client": "autosave"})
+        if reply.get("ok"):
+            self.dirty = False
+            print(f"tessera session: saved {', '.join(reply['result']['names']) or 'nothing'} into {self.autosave}",
+                  file=sys.stderr, flush=True)
+        else:
+            print(f"tessera session: autosave into {self.autosave} failed: {reply.get('error')}", file=sys.stderr,
+                  flush=True)
 
     def queued_commands(self):
         """Commands waiting that will run: not those of clients that hung up
@@ -987,8 +1084,19 @@ class Serving:
             return
         if op.where == "rank0":
             self.send(conn, self.local_reply(conn, op.name, args))
-        else:
-            self.commands.put((conn, conn.id, op.name, args, payload_args))
+            return
+        # Reading a resident does not wait behind another client's command:
+        # where its array was mapped before, rank 0 answers alone.
+        held = self.session.objects.get(args.get("ref")) if op.name == "view" else None
+        known = held.views.get(args.get("field")) if held is not None else None
+        if known is not None:
+            self.send(conn, {"ok": True, "result": known})
+            return
+        ahead = self.queued_commands() + (1 if self.running else 0)
+        self.commands.put((conn, conn.id, op.name, args, payload_args))
+        if ahead and header.get("args", {}).get("verbose"):
+            # A verbose command learns its place: it runs once those before it have.
+            self.send(conn, {"progress": f"queued: {ahead} command(s) of the session run before {op.name}"})
 
     def serve_connection(self, conn):
         """A connection's thread: authenticate, then read requests until it
@@ -1119,6 +1227,13 @@ def main(argv=None):
     parser.add_argument("--root", action="append", default=None, help="a directory requests' paths may name "
                         "(repeatable; given, it bounds every client; default: this working directory, bounding "
                         "TCP clients only; docs/security.md)")
+    # -- memory guardrail (issue 58): the session's memory limit (session/memory.py) --
+    parser.add_argument("--memory-limit", default=None, help="refuse a command whose estimated peak on a node, with "
+                        "what the session holds there, is over this: a fraction of the node's memory (0.9, 90%%), "
+                        "bytes (20G) or none (default: $TESSERA_MEMORY_LIMIT, else 90%%; docs/memory.md)")
+    parser.add_argument("--autosave", default=None, help="save the named residents into this directory when the "
+                        "session stops and after --autosave-minutes without commands (s.save_all's format)")
+    parser.add_argument("--autosave-minutes", type=float, default=10.0, help="idle minutes before an autosave")
     parser.add_argument("--max-transfer-bytes", type=int, default=protocol.DEFAULT_MAX_TRANSFER_BYTES,
                         help="the largest payload a client may send")
     args = parser.parse_args(argv)
@@ -1127,6 +1242,7 @@ def main(argv=None):
     _tessera._session_layout(True, ALIGNMENT)
     _tessera._session_cancellation()
     session = Session()
+    session.memory_limit = args.memory_limit  # memory guardrail (issue 58); None: TESSERA_MEMORY_LIMIT, else 90%
     endpoint = None
     board = None
     failure = None
@@ -1178,6 +1294,9 @@ def main(argv=None):
                       flush=True)
             host, _, pid = args.owner.rpartition(":")
             serving.owner = int(pid) if pid and host == socket.gethostname() else 0
+            if args.autosave:
+                serving.autosave = os.path.abspath(args.autosave)
+                serving.autosave_seconds = 60.0 * args.autosave_minutes
             # Found again by tessera.connect() and `tessera sessions` (removed at close).
             endpoint.connection_file = _sessions.write({
                 "socket": endpoint.path, "tcp": endpoint.tcp_address(), "token_file": endpoint.token_path,
