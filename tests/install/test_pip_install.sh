@@ -64,7 +64,8 @@ check "the session leaves no segments behind" '[ -z "$(ls -A "$TESSERA_SHM_DIR")
 run timeout 400 "$tmp/venv/bin/python" -m pytest -p no:cacheprovider -q --color=no \
   "$src/tests/python/test_session.py" >"$tmp/session-tests.log" 2>&1
 rc=$?
+# (77: passed, some skipped themselves, as tests/python/conftest.py reports it)
 check "the session tests pass on the installed package ($(tail -1 "$tmp/session-tests.log"))" \
-  '[ $rc -eq 0 ] || { tail -30 "$tmp/session-tests.log"; false; }'
+  '[ $rc -eq 0 ] || [ $rc -eq 77 ] || { tail -30 "$tmp/session-tests.log"; false; }'
 [ $fail -eq 0 ] && echo "PASS" || echo "FAILED"
 exit $fail
