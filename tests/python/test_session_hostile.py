@@ -10,6 +10,7 @@ within 5 s and a command runs. Also: the operations' declaration
 The session's limits are shortened for the test (hello within 2 s, frames
 and replies stalled at most 2 s) so that what they end, ends quickly."""
 import concurrent.futures
+import contextlib
 import inspect
 import json
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import types
 
@@ -712,3 +714,55 @@ def test_validation_names_what_is_wrong():
     arrays = operations.payload_arrays(operations.OPERATIONS["gather"], [{"dtype": "int64", "length": 2}],
                                        np.arange(2, dtype=np.int64).tobytes())
     assert arrays.tolist() == [0, 1]
+
+
+def test_a_reply_sent_beside_a_read_does_not_cut_the_reader_s_wait():
+    """The server's connection thread waits (no deadline) for its client's
+    next request while the command thread sends that client replies, with
+    a deadline, on the same socket: the sender's deadline must not become
+    the reader's (an idle owner would be dropped as "too slow", and its
+    session lost). So sends and reads with deadlines leave the socket's own
+    timeout alone: a watcher thread sees it unchanged through 300 of each,
+    and a read with no deadline outlasts the senders' deadlines."""
+    server_end, client_end = socket.socketpair()
+    done = threading.Event()
+    seen, errors = set(), []
+
+    def watch():
+        while not done.is_set():
+            seen.add(server_end.gettimeout())
+
+    def read():
+        try:
+            errors.append(protocol.receive(server_end, 1 << 20)[0])
+        except Exception as e:  # noqa: BLE001 - said by the assertion below
+            errors.append(e)
+
+    watcher = threading.Thread(target=watch)
+    switch = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(1e-5)  # the watcher looks between any two steps of a send
+        watcher.start()
+        for n in range(300):
+            protocol.send(server_end, {"progress": n}, timeout=0.05)
+            protocol.receive(client_end, 0, timeout=1, first_timeout=1)
+            protocol.send(client_end, {"n": n})
+            protocol.receive(server_end, 0, timeout=0.05, first_timeout=1)
+        done.set()
+        watcher.join()
+        sys.setswitchinterval(switch)
+        assert seen == {None}, f"a send or read with a deadline set the socket's own timeout: {seen}"
+        reader = threading.Thread(target=read)
+        reader.start()
+        until = time.monotonic() + 0.5  # ten times the senders' deadline, with replies going out
+        while time.monotonic() < until:
+            protocol.send(server_end, {"progress": 0}, timeout=0.05)
+            protocol.receive(client_end, 0, timeout=1, first_timeout=1)
+        protocol.send(client_end, {"op": "ping", "args": {}})
+        reader.join(timeout=10)
+        assert errors == [{"op": "ping", "args": {}}], f"the reader's wait was cut short: {errors}"
+    finally:
+        done.set()
+        sys.setswitchinterval(switch)
+        server_end.close()
+        client_end.close()

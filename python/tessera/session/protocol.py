@@ -29,6 +29,7 @@ import hmac
 import json
 import os
 import secrets
+import select
 import socket
 import stat
 import struct
@@ -54,23 +55,34 @@ class ProtocolError(Exception):
     took too long to send it)."""
 
 
+def _ready(sock, events, wait):
+    """Waits up to ``wait`` seconds (None: no limit) for ``events`` on
+    ``sock``; False when the time ran out. The wait is a poll of its own,
+    never the socket's timeout: a server socket is read by its connection's
+    thread while the command thread sends it a reply, and a timeout set by
+    one of them would be the other's too (a reader would then take an idle
+    client for a slow one and drop it)."""
+    poller = select.poll()
+    poller.register(sock, events)
+    if wait is None:
+        while not poller.poll():
+            pass
+        return True
+    return bool(poller.poll(max(0, int(wait * 1000))))
+
+
 def _send_all(sock, data, timeout):
     """Sends ``data``; each send may wait at most ``timeout`` seconds (a
     peer that stops reading is a dead peer), None: no limit."""
     view = memoryview(data)
-    old = sock.gettimeout()
-    if timeout is not None:
-        sock.settimeout(timeout)
-    try:
-        while view:
-            try:
-                k = sock.send(view[:1 << 20])
-            except socket.timeout:
-                raise ProtocolError(f"the peer read nothing for {timeout:g} s") from None
-            view = view[k:]
-    finally:
-        if timeout is not None:
-            sock.settimeout(old)
+    while view:
+        if not _ready(sock, select.POLLOUT, timeout):
+            raise ProtocolError(f"the peer read nothing for {timeout:g} s")
+        try:
+            k = sock.send(view[:1 << 20], socket.MSG_DONTWAIT)
+        except (BlockingIOError, socket.timeout):
+            continue
+        view = view[k:]
 
 
 def send(sock, header, payload=b"", timeout=None):
@@ -85,16 +97,14 @@ def _read_exactly(sock, n, deadline=None, timeout=None):
     view = memoryview(bytearray(n))
     got = 0
     while got < n:
-        if deadline is not None or timeout is not None:
-            left = [t for t in (timeout, None if deadline is None else deadline - time.monotonic()) if t is not None]
-            wait = min(left)
-            if wait <= 0:
-                raise ProtocolError("the peer is too slow: a frame did not arrive in time")
-            sock.settimeout(wait)
+        left = [t for t in (timeout, None if deadline is None else deadline - time.monotonic()) if t is not None]
+        wait = min(left) if left else None
+        if wait is not None and wait <= 0 or not _ready(sock, select.POLLIN, wait):
+            raise ProtocolError("the peer is too slow: a frame did not arrive in time")
         try:
-            k = sock.recv_into(view[got:], n - got)
-        except socket.timeout:
-            raise ProtocolError("the peer is too slow: a frame did not arrive in time") from None
+            k = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+        except (BlockingIOError, socket.timeout):
+            continue
         if k == 0:
             raise ConnectionResetError("the peer closed the connection")
         got += k
@@ -108,33 +118,22 @@ def receive(sock, max_payload=None, *, max_header=MAX_HEADER_BYTES, timeout=None
     checked before allocating) and the time allowed: ``first_timeout`` for
     the frame's first byte (None: wait), ``timeout`` for each later wait,
     ``deadline`` (monotonic) for the whole frame."""
-    old = sock.gettimeout()
+    first = _read_exactly(sock, 1, deadline, first_timeout)
+    rest = _read_exactly(sock, _LENGTHS.size - 1, deadline, timeout)
+    head_len, payload_len = _LENGTHS.unpack(bytes(first) + bytes(rest))
+    if head_len > max_header:
+        raise ProtocolError(f"a frame header of {head_len} bytes, more than the {max_header} allowed "
+                            "(not a Tessera session peer?)")
+    if max_payload is not None and payload_len > max_payload:
+        raise ProtocolError(f"a payload of {payload_len} bytes, more than the {max_payload} allowed")
     try:
-        if first_timeout is not None or deadline is not None:
-            first = _read_exactly(sock, 1, deadline, first_timeout)
-        else:
-            sock.settimeout(None)
-            first = _read_exactly(sock, 1)
-        rest = _read_exactly(sock, _LENGTHS.size - 1, deadline, timeout)
-        head_len, payload_len = _LENGTHS.unpack(bytes(first) + bytes(rest))
-        if head_len > max_header:
-            raise ProtocolError(f"a frame header of {head_len} bytes, more than the {max_header} allowed "
-                                "(not a Tessera session peer?)")
-        if max_payload is not None and payload_len > max_payload:
-            raise ProtocolError(f"a payload of {payload_len} bytes, more than the {max_payload} allowed")
-        try:
-            header = json.loads(bytes(_read_exactly(sock, head_len, deadline, timeout)).decode())
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise ProtocolError(f"a frame header that is not JSON ({type(e).__name__})") from None
-        if not isinstance(header, dict):
-            raise ProtocolError("a frame header that is not a JSON object")
-        payload = bytes(_read_exactly(sock, payload_len, deadline, timeout)) if payload_len else b""
-        return header, payload
-    finally:
-        try:
-            sock.settimeout(old)
-        except OSError:
-            pass
+        header = json.loads(bytes(_read_exactly(sock, head_len, deadline, timeout)).decode())
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ProtocolError(f"a frame header that is not JSON ({type(e).__name__})") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("a frame header that is not a JSON object")
+    payload = bytes(_read_exactly(sock, payload_len, deadline, timeout)) if payload_len else b""
+    return header, payload
 
 
 # -- authentication --------------------------------------------------------------
@@ -248,16 +247,17 @@ def tcp_peer_uid(conn):
         else:
             text = "".join("%08X" % struct.unpack("<I", packed[i:i + 4])[0] for i in range(0, 16, 4))
         return f"{text}:{port:04X}"
-    want_local, want_remote = key(theirs), key(mine)
+    # One search of the whole table, not a split per line: a flood of
+    # connections makes the table long, and each accept looks once.
+    wanted = f" {key(theirs)} {key(mine)} "
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[1] == want_local and fields[2] == want_remote:
-                        return int(fields[7])
-        except (OSError, StopIteration, IndexError, ValueError):
+                text = f.read()
+            at = text.find(wanted)
+            if at >= 0:
+                return int(text[at:text.find("\n", at)].split()[6])
+        except (OSError, IndexError, ValueError):
             continue
     return None
 
