@@ -128,6 +128,8 @@ pipeline::MemoryEstimate memory_estimate(const std::string& command, const std::
                                  pipeline::size_of_edges(edges, s.value("vertices", std::uint64_t{0}), o.input.undirected,
                                                          s.value("weighted", false), o.input.relabel),
                                  o, where);
+  if (command == "restore")
+    return pipeline::estimate_restore(pipeline::size_of_graph(s), s.value("array_bytes", 0.0), where);
   if (s.contains("vertices")) return pipeline::estimate_on(command, pipeline::size_of_graph(s), o, where);
   if (command == "generate" || command == "read_graph") {
     std::optional<pipeline::GraphSize> size;

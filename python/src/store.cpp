@@ -104,6 +104,12 @@ void bind_store(py::module_& m) {
              }();
              return std::make_unique<PyGraph>(PyGraph{std::move(g), std::move(ids), connected});
            })
+      .def("length",  // collective: an array's elements, before reading it (restore's memory guardrail)
+           [](PyStoreReader& s, const std::string& name) {
+             std::uint64_t n = 0;
+             agree(runtime().comm(), [&] { n = s.reader->length(name); });
+             return n;
+           })
       .def("read_array",
            [](PyStoreReader& s, const std::string& name, const py::dtype& dtype, py::object on_graph) {
              Runtime& rt = runtime();

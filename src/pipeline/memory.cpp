@@ -822,6 +822,18 @@ MemoryEstimate estimate_command(const std::string& command, const Options& o, co
   throw ConfigError("no memory estimate for the command " + command);
 }
 
+MemoryEstimate estimate_restore(const GraphSize& graphs, double other_bytes, const MemoryContext& c) {
+  const Model m(c);
+  MemoryEstimate e;
+  e.command = "restore";
+  e.graph = graphs;
+  e.what = "the save";
+  MemoryPhase p{"restore", graphs.vertices ? loaded(m, graphs, m.graph_place()) : std::vector<MemoryItem>{}};
+  if (other_bytes > 0) p.items.push_back({"the saved results' arrays", other_bytes, 0, 0, m.array_place()});
+  e.phases.push_back(std::move(p));
+  return finish(e, c, m);
+}
+
 MemoryEstimate estimate_on(const std::string& command, const GraphSize& given, const Options& o,
                            const MemoryContext& c) {
   GraphSize g = given;

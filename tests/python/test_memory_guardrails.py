@@ -173,3 +173,20 @@ def gen(program, tmp_path, env):
     out = str(tmp_path / "k.el")
     subprocess.run([program, "gen", "kron", "--scale", "12", "-o", out, "-q"], check=True, timeout=120, env=env)
     return out
+
+
+def test_a_restore_that_does_not_fit_is_refused_before_reading(tmp_path):
+    save = tmp_path / "save"
+    with tessera.start(ranks=2) as s:
+        g = s.kron(scale=12)
+        s.persist(g, "web")
+        s.persist(s.components(g), "labels")
+        s.save_all(str(save))
+    with tessera.start(ranks=2) as s:
+        with pytest.raises(tessera.RangeError, match="restore") as e:
+            s.restore(str(save), memory_limit="64K")
+        assert "64.0 KiB" in str(e.value) or "memory limit" in str(e.value), str(e.value)
+        assert s.list() == [], "nothing of the save was loaded"
+        checked = s.restore(str(save))
+        assert checked["names"] == ["labels", "web"]
+        assert s.get("web").vertices == 4096 and s.components(s.get("web")).count == s.get("labels").count

@@ -654,7 +654,7 @@ def test_the_log_is_private(served):
 RENAMED = {("urand", "degree"): "edge_factor", ("get", "name"): "ref"}
 CLIENT_ONLY = {"stop": {"timeout"}, "trace": {"path", "buffer_mb"}, "from_edges": {"chunk_edges"},
                "from_scipy": {"matrix"}, "from_networkx": {"graph", "weight"},
-               "from_pandas": {"frame", "source", "target", "weight"}, "restart": {"from_save"}}
+               "from_pandas": {"frame", "source", "target", "weight"}, "restart": {"from_save", "hosts"}}
 
 
 def test_the_client_methods_match_the_declaration():

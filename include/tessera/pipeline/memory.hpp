@@ -135,6 +135,12 @@ MemoryEstimate estimate_command(const std::string& command, const Options& optio
 MemoryEstimate estimate_on(const std::string& command, const GraphSize& size, const Options& options,
                            const MemoryContext& where);
 
+// A save read back by a session's restore: the graphs' arrays as loaded
+// (no build: a save holds them as built; `graphs`: their sizes summed, as
+// one graph of that many vertices and arcs), and `other_bytes` of other
+// arrays (labels, scores) spread over the ranks, all in Shared storage.
+MemoryEstimate estimate_restore(const GraphSize& graphs, double other_bytes, const MemoryContext& where);
+
 // What a node has.
 struct NodeResources {
   std::string host;

@@ -247,6 +247,12 @@ def _checked_facts(result):
             not all(isinstance(p, int) for p in result["pids"]) or not _JOB_ID.match(result["job_id"]) or \
             not (result.get("secret") is None or protocol.is_nonce(result.get("secret"))):
         raise _errors.PeerError("the session's greeting is not a Tessera session's; refused")
+    hosts = result.get("hosts")  # each rank's node (sessions before it: rank 0's for all)
+    if hosts is None:
+        result["hosts"] = [result["host"]] * len(result["pids"])
+    elif not isinstance(hosts, list) or len(hosts) != len(result["pids"]) or \
+            not all(isinstance(h, str) for h in hosts):
+        raise _errors.PeerError("the session's greeting is not a Tessera session's; refused")
     return result
 
 
@@ -322,6 +328,7 @@ class Session:
         # What this client's other connections prove themselves with (join).
         self._secret = hello["secret"] if _join is None else _join[1]
         self._pids = hello["pids"]
+        self.hosts = hello["hosts"]  # each rank's node
         self._shm_dir = hello["shm_dir"]
         # The live page's URL with its token (tessera.start(dashboard=True)), else None.
         self.dashboard_url = hello.get("dashboard")
@@ -497,7 +504,7 @@ class Session:
         detail = ""
         if self._launched is not None:
             code = self._launched.ended(timeout=10)
-            death = self._launched.death()
+            death = self._launched.death(self.hosts)
             detail = (f": {death}" if death else "") + f" (its mpirun exited with {code})" + self._launched.log_tail()
         self._remove_segments()
         message = f"the session at {self.socket_path or self._tcp} ended while running {op!r}{detail}: {cause}"
@@ -512,7 +519,7 @@ class Session:
                               + f"; run {op!r} again") from None
         raise SessionLost(message) from None
 
-    def restart(self, from_save=None):
+    def restart(self, from_save=None, hosts=None):
         """Relaunches the ranks of a session this client started (after a
         rank died, or to start afresh) and restores the last save.
 
@@ -522,6 +529,11 @@ class Session:
             The save to restore (default: the last ``save_all``/``save``
             directory of this client, else ``autosave``'s; none: an empty
             session).
+        hosts : str, optional
+            mpirun's ``--host`` list for the new ranks (``HOST:N,...``).
+            Default: where the session ran; when it spanned nodes, a node
+            that no longer answers is left out and its ranks go to the
+            others (the same number of ranks, on the survivors).
 
         Returns
         -------
@@ -556,7 +568,16 @@ class Session:
         self._remove_segments()
         if self._sock is not None:
             self._sock.close()
-        launched = _launch.launch(**old.relaunch)
+        relaunch = dict(old.relaunch)
+        if hosts is not None:
+            relaunch["hosts"] = hosts
+        else:
+            survivors, lost = _launch.surviving_hosts(self.hosts, old, relaunch.get("env"))
+            if lost:
+                relaunch["hosts"] = survivors
+                print(f"tessera: {', '.join(lost)} no longer answer{'s' if len(lost) == 1 else ''}; "
+                      f"restarting the session's {self.ranks} ranks on {survivors}", file=sys.stderr, flush=True)
+        launched = _launch.launch(**relaunch)
         fresh = Session(old.relaunch["socket_path"], max_transfer_bytes=self.max_transfer_bytes,
                         copy_results=self.copy_results, timeout=self._timeout)
         keep = {k: self.__dict__[k] for k in ("on_progress", "cancel_wait", "_restart_auto", "_last_save")
@@ -577,11 +598,16 @@ class Session:
         return self._launched.process if self._launched is not None else None
 
     def _ranks_gone(self, wait):
-        if self.host != _socket.gethostname():
+        """Whether this node's ranks have all ended (within ``wait`` s);
+        only they can be seen from here (another node's pids name other
+        processes here, or none)."""
+        here = _socket.gethostname()
+        mine = [p for p, h in zip(self._pids, self.hosts) if h == here]
+        if not mine:
             return False
         deadline = time.monotonic() + wait
         while True:
-            alive = [p for p in self._pids if os.path.exists(f"/proc/{p}")]
+            alive = [p for p in mine if os.path.exists(f"/proc/{p}")]
             if not alive or time.monotonic() > deadline:
                 return not alive
             time.sleep(0.05)
@@ -984,15 +1010,19 @@ class Session:
         self._last_save = result["dir"]  # what restart() restores
         return result
 
-    def restore(self, dir):
+    def restore(self, dir, *, memory_limit=None):
         """Brings a save's residents back under their names. Graphs come back
         as graphs (every command takes them); other results as their fields
-        and arrays.
+        and arrays. Before anything is read, what they will take on each
+        node is checked against it, as a command's estimate (docs/memory.md).
 
         Parameters
         ----------
         dir : str
             A directory ``save``, ``save_all`` or autosave wrote.
+        memory_limit : float, int or str, optional
+            As a command's: refuse the restore when it would take a node
+            past this (default: the session's limit).
 
         Returns
         -------
@@ -1006,13 +1036,16 @@ class Session:
             nothing of it is loaded.
         tessera.ConfigError
             The session already holds one of its names.
+        tessera.RangeError
+            Its residents would not fit a node (the numbers are said);
+            nothing of it is loaded.
 
         Examples
         --------
         >>> s.restore("saves/today")["names"]
         ['labels', 'web']
         """
-        return self._request("restore", {"dir": self._path(dir)})
+        return self._request("restore", {"dir": self._path(dir), "memory_limit": memory_limit})
 
     # -- graphs in from the client's arrays ------------------------------------
     def from_edges(self, src, dst, weights=None, *, undirected=False, symmetric=False, relabel=False, vertices=None,

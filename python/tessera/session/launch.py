@@ -8,6 +8,7 @@ the ranks could not (client.py only connects).
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -126,9 +127,11 @@ class SessionProcess:
         self.mpi_base = None
         self.relaunch = None  # launch()'s arguments, for Session.restart
 
-    def death(self):
+    def death(self, rank_hosts=None):
         """What mpirun said of the rank that ended the session: "rank R (pid
-        P) on node H: signal S (Name)", or "" when its log says nothing."""
+        P) on node H: signal S (Name)", or that node H was lost (naming the
+        ranks that ran there, given each rank's node), or "" when its log
+        says nothing."""
         if not self.log or not os.path.exists(self.log):
             return ""
         with open(self.log, errors="replace") as f:
@@ -140,8 +143,13 @@ class SessionProcess:
             re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited.*?status (\d+)", text, re.S)
         if m:
             return f"rank {m[1]} (pid {m[2]}) on node {m[3]} exited with status {m[4]}"
-        m = re.search(r"lost (?:communication|contact) with .*? node (\S+)", text)
-        return f"node {m[1]} was lost" if m else ""
+        m = re.search(r"lost (?:communication|contact) with .*? node (\S+)", text) or \
+            re.search(r"lost communication with a remote daemon.*?Remote daemon\s*:\s*\S+ on node (\S+)", text, re.S)
+        if not m:
+            return ""
+        ranks = [str(r) for r, h in enumerate(rank_hosts or []) if h == m[1]]
+        on = f" (rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)} ran there)" if ranks else ""
+        return f"node {m[1]} was lost{on}: its Open MPI daemon stopped answering"
 
     def note_base(self):
         """Reads the session directory base ``tessera mpirun`` gave mpirun
@@ -191,6 +199,50 @@ class SessionProcess:
         with open(self.log, errors="replace") as f:
             tail = f.read().splitlines()[-lines:]
         return ("; its log " + self.log + " ends:\n  " + "\n  ".join(tail)) if tail else ""
+
+
+def node_answers(host, env=None, timeout=30.0):
+    """Whether one rank can be started on ``host`` (by mpirun, as the
+    session's ranks are), within ``timeout`` seconds."""
+    try:
+        p = subprocess.run([program(), "mpirun", "-n", "1", "--host", f"{host}:1", "true"], env=server_environment(env),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return False
+    return p.returncode == 0
+
+
+def surviving_hosts(rank_hosts, ended, env=None):
+    """Where a session's ranks go again after it ended: ``(hosts, lost)``,
+    ``hosts`` an mpirun ``--host`` list of the nodes that still answer with
+    the same number of ranks (a lost node's ranks dealt to the others in
+    turn), ``lost`` the nodes left out ([] when every node answers; ``hosts``
+    is then None: where it ran before). This node always counts: the
+    client runs here. ``ended`` (a SessionProcess) names a node mpirun
+    said it lost; the others are asked (``node_answers``).
+
+    Raises
+    ------
+    tessera.SystemError
+        No node of the session answers.
+    """
+    here = socket.gethostname()
+    nodes = list(dict.fromkeys(rank_hosts))
+    if nodes == [here]:
+        return None, []
+    said = ended.death() if ended is not None else ""
+    gone = re.match(r"node (\S+) was lost", said)  # death()'s words
+    lost = [h for h in nodes if h != here and ((gone and h == gone[1]) or not node_answers(h, env))]
+    if not lost:
+        return None, []
+    survivors = [h for h in nodes if h not in lost]
+    if not survivors:
+        raise _errors.SystemError(f"no node of the session answers ({', '.join(nodes)}); nowhere to restart it")
+    counts = {h: sum(1 for r in rank_hosts if r == h) for h in survivors}
+    for k in range(len(rank_hosts) - sum(counts.values())):
+        counts[survivors[k % len(survivors)]] += 1
+    return ",".join(f"{h}:{n}" for h, n in counts.items()), lost
 
 
 def launch(ranks, socket_path, *, keep=False, hosts=None, tcp=None, timeout=120.0, env=None, dashboard=False,

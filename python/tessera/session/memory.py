@@ -19,11 +19,13 @@ as they were.
 import json
 import os
 
+import numpy as np
+
 from tessera import _tessera
 
 ENV = "TESSERA_MEMORY_LIMIT"
 GUARDED = ("read_graph", "generate", "from_edges", "components", "largest_component", "hitting_times", "pagerank",
-           "bfs", "spectral", "command")
+           "bfs", "spectral", "command", "restore")
 # tessera CMD --session: the estimate's name of each command's work.
 _COMMANDS = {"cc": "components", "hitting": "hitting_times", "pagerank": "pagerank", "bfs": "bfs",
              "spectral": "spectral"}
@@ -113,6 +115,9 @@ def guard(session, op, args, client):
     if op not in GUARDED:
         return args
     args = {k: v for k, v in args.items() if k != "memory_limit"}
+    if op == "restore":  # its sizes are the save's: checked by check_restore once its manifest is read
+        session.restore_limit = limit_text(given) or getattr(session, "memory_limit", None) or default_limit()
+        return args
     command, options, sizes, edges = _request(session, op, args, client)
     limit = limit_text(given)
     if op == "command" and limit is None:
@@ -123,3 +128,29 @@ def guard(session, op, args, client):
                                      limit, True)
     session.memory_checked = json.loads(checked)
     return args
+
+
+def check_restore(session, entries, reader):
+    """Collective, in restore before anything is read: the save's graphs
+    (their sizes summed: the arrays they are loaded into, no build) and its
+    other arrays (their lengths from the store) against every node, as a
+    command's estimate; tessera.RangeError on every rank when they do not
+    fit (nothing read yet, the session as it was)."""
+    graphs = {"vertices": 0, "arcs": 0, "directed": False, "weighted": False, "id_bytes": 4}
+    other = 0
+    for e in entries:
+        f = e.get("fields") or {}
+        if e["kind"] == "Graph":
+            graphs["vertices"] += int(f.get("vertices") or 0)
+            graphs["arcs"] += int(f.get("arcs") or 0)
+            graphs["directed"] = graphs["directed"] or bool(f.get("directed"))
+            graphs["weighted"] = graphs["weighted"] or bool(f.get("weighted"))
+            if f.get("id_type") == "uint64":
+                graphs["id_bytes"] = 8
+            if (e.get("ids") or {}).get("relabelled"):
+                other += 8 * int(f.get("vertices") or 0)  # the file ids
+        for field, dtype in (e.get("arrays") or {}).items():
+            other += reader.length(f"array/{e['name']}/{field}") * np.dtype(dtype).itemsize
+    graphs["array_bytes"] = other
+    checked = _tessera._memory_check("restore", "", json.dumps(graphs), 0, session.restore_limit, True)
+    session.memory_checked = json.loads(checked)

@@ -335,7 +335,7 @@ OPERATIONS = {op.name: op for op in [
        "{dir, names}", "Residents written through the resilience store (checksummed, any rank count).",
        client=["save", "save_all"]),
     Op("restore", "collective",
-       [P("dir", Path(write=False), doc="a directory s.save or autosave wrote")],
+       [P("dir", Path(write=False), doc="a directory s.save or autosave wrote"), _MEMORY_LIMIT],
        "{names, ranks_saved}", "The residents of a save, back under their names (a damaged save is refused).",
        client=["restore", "restart"]),
     Op("edges_chunk", "collective", [], "{staged}",

@@ -402,6 +402,7 @@ class Session:
         if taken:
             raise tessera.ConfigError(f"the session already holds {', '.join(taken)}: drop them before restoring "
                                       f"{dir}")
+        _memory.check_restore(self, entries, reader)  # memory guardrail (issue 58): before anything is read
         restored = {}
         for e in entries:
             n, kind = e["name"], e["kind"]
@@ -1059,7 +1060,7 @@ class Serving:
         self.send(conn, {"ok": True, "result": {
             "version": protocol.PROTOCOL_VERSION, "tessera": tessera.__version__, "ranks": self.rt.size,
             "host": socket.gethostname(), "job_id": self.rt.job_id, "client": conn.id, "secret": secret,
-            "pids": self.pids, "shm_dir": os.environ.get("TESSERA_SHM_DIR") or "/dev/shm",
+            "pids": self.pids, "hosts": self.hosts, "shm_dir": os.environ.get("TESSERA_SHM_DIR") or "/dev/shm",
             "max_transfer_bytes": self.max_transfer_bytes, "roots": self.roots.roots,
             "bounded": bool(conn.tcp or self.roots.explicit),
             # Only here, after the peer proved itself (uid, or the TCP token).
