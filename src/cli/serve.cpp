@@ -73,7 +73,7 @@ void add_serve(CLI::App& app, Action& selected, const int& ranks, bool& launches
   sessions->add_flag("--json", *json, "One JSON document (a list of sessions) instead of the table");
   sessions->callback([json, &selected] {
     selected = [json] {
-      exec_python_module("tessera.session.sessions", *json ? std::vector<std::string>{"--json"}
+      exec_python_module("tessera.session.list_sessions", *json ? std::vector<std::string>{"--json"}
                                                             : std::vector<std::string>{},
                          "the session list");
       return 1;
