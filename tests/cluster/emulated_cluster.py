@@ -4,6 +4,7 @@ test with 77 (skipped, reason printed) where namespaces are not permitted."""
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import check, run  # noqa: E402
@@ -41,6 +42,21 @@ class Cluster:
         if self.checked and ok and p.returncode != 0:
             check(False, f"{' '.join(cmd)} on {node} exited {p.returncode}: {p.stderr.strip()[-600:]}")
         return p
+
+    def shm_files(self, node):
+        """Tessera's files in the node's /dev/shm (segments, metadata, control)."""
+        p = self.exec(node, ["ls", "-A", "/dev/shm"], ok=False)
+        return [f for f in p.stdout.split() if f.startswith("tessera") or f.endswith((".seg", ".json"))]
+
+    def shm_left(self, nodes, within=10.0):
+        """Each node's Tessera files once none is left, or after ``within``
+        seconds (a rank's exit may still be removing its own)."""
+        deadline = time.monotonic() + within
+        while True:
+            files = {n: self.shm_files(n) for n in nodes}
+            if not any(files.values()) or time.monotonic() > deadline:
+                return files
+            time.sleep(0.2)
 
     def kill(self, node):
         """The whole node at once: its processes and its /dev/shm."""

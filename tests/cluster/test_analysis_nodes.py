@@ -57,12 +57,6 @@ def same_times(a, b, rel=1e-9):
     return a.keys() == b.keys() and len(a) > 0 and all(abs(a[k] - b[k]) <= rel * max(1.0, abs(b[k])) for k in a)
 
 
-def tessera_files(cl, node):
-    """Tessera's files in the node's /dev/shm (segments, metadata, control)."""
-    p = cl.exec(node, ["ls", "-A", "/dev/shm"])
-    return [f for f in p.stdout.split() if f.startswith("tessera") or f.endswith((".seg", ".json"))]
-
-
 def node_processes(cl, node):
     """Live processes in the node other than its init and this listing."""
     p = cl.exec(node, ["ps", "-eo", "pid=,stat=,comm="])
@@ -78,7 +72,7 @@ def clean(cl, what):
     # The analysis and the caller's ranks may need a moment to be reaped.
     deadline = time.monotonic() + 10
     while True:
-        files = {n: tessera_files(cl, n) for n in ("node0", "node1")}
+        files = {n: cl.shm_files(n) for n in ("node0", "node1")}
         procs = {n: node_processes(cl, n) for n in ("node0", "node1")}
         if (not any(files.values()) and not any(procs.values())) or time.monotonic() > deadline:
             break

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import numpy as np
 
@@ -77,11 +76,6 @@ def env(by_node):
     return e
 
 
-def tessera_files(cl, node):
-    p = cl.exec(node, ["ls", "-A", "/dev/shm"])
-    return [f for f in p.stdout.split() if f.startswith("tessera")]
-
-
 def one_layout(cl, work, graph, expected, by_node):
     layout = "2 ranks over node0 and node1" if by_node else "2 ranks on node0"
     sock_dir = tempfile.mkdtemp(dir=work)
@@ -119,12 +113,7 @@ def one_layout(cl, work, graph, expected, by_node):
         except subprocess.TimeoutExpired:
             owner.kill()
     check(owner.returncode == 0, f"{layout}: the session stopped cleanly ({owner.stderr.read()[-800:]})")
-    deadline = time.monotonic() + 10
-    while True:
-        files = {n: tessera_files(cl, n) for n in ("node0", "node1")}
-        if not any(files.values()) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    files = cl.shm_left(("node0", "node1"))
     check(not any(files.values()), f"{layout}: no Tessera file left in any node's /dev/shm ({files})")
 
 
