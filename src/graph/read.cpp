@@ -184,6 +184,22 @@ std::uint64_t offset_after(std::ifstream& in, const std::string& path) {
 
 bool blank_char(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+// The header line of a format with comment lines (DIMACS's 'c', METIS's
+// '%'): the first line neither blank nor a comment, a byte-order mark and
+// trailing CRs removed, h.lines_before counting the lines read. False at
+// the end of the file.
+bool header_line(std::istream& in, char comment, TextHeader& h, std::string& line) {
+  while (std::getline(in, line)) {
+    ++h.lines_before;
+    if (h.lines_before == 1 && has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size()))
+      line.erase(0, 3);
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != comment) return true;
+  }
+  return false;
+}
+
 // DIMACS shortest paths (.gr): 'c' comment lines, then "p sp VERTICES ARCS".
 TextHeader read_dimacs_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -195,13 +211,7 @@ TextHeader read_dimacs_header(const std::string& path) {
   auto fail = [&](const std::string& what) {
     throw FormatError(path + ":" + std::to_string(h.lines_before) + ": " + what);
   };
-  while (std::getline(in, line)) {
-    ++h.lines_before;
-    if (h.lines_before == 1 && has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size()))
-      line.erase(0, 3);
-    while (!line.empty() && line.back() == '\r') line.pop_back();
-    auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == 'c') continue;
+  if (header_line(in, 'c', h, line)) {
     std::istringstream fields(line);
     std::string tag, problem, extra;
     long long n = -1, m = -1;
@@ -231,13 +241,7 @@ TextHeader read_metis_header(const std::string& path) {
   auto fail = [&](const std::string& what) {
     throw FormatError(path + ":" + std::to_string(h.lines_before) + ": " + what);
   };
-  while (std::getline(in, line)) {
-    ++h.lines_before;
-    if (h.lines_before == 1 && has_utf8_bom(reinterpret_cast<const unsigned char*>(line.data()), line.size()))
-      line.erase(0, 3);
-    while (!line.empty() && line.back() == '\r') line.pop_back();
-    auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '%') continue;
+  if (header_line(in, '%', h, line)) {
     std::istringstream fields(line);
     std::string n_text, m_text, fmt = "000", given, extra;
     long long ncon = 0;
