@@ -118,26 +118,22 @@ void write_stream(Runtime& rt, const OutputPath& out, std::string_view mine) {
   });
 }
 
-}  // namespace
-
-// Every rank writes its text at its offset of one temporary file, which rank
-// 0 renames into place only when all ranks succeeded (or hands to `pending`).
-void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
-                     PendingOutputs* pending) {
-  trace::Span traced(trace::Category::io, "write file");
-  const OutputPath out = resolve_on_rank0(rt, path);
-  if (out.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
-  if (out.stream()) {
-    std::string data = rt.rank() == 0 ? header + body : body;
-    if (pending) return pending->add_stream(out, std::move(data));
-    return write_stream(rt, out, data);
+// Collective: rank 0's `header`, then section 0 of every rank in rank order,
+// then section 1 of every rank, ...: one file, written through a temporary
+// renamed at the end (or handed to `pending`), every rank writing its
+// sections at their offsets. `out` a file (resolve_on_rank0's).
+void write_sections_to(Runtime& rt, const OutputPath& out, const std::string& header,
+                       const std::vector<std::string>& sections, PendingOutputs* pending) {
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t at = header.size();
+  for (const auto& part : sections) {
+    offsets.push_back(at + exclusive_prefix_sum(rt.comm(), part.size()));
+    at += all_reduce<std::uint64_t>(rt.comm(), part.size(), MPI_SUM);
   }
-  const std::string& destination = out.path;  // a symbolic link's target: the link stays
+  const std::string& destination = out.path;
   std::string tmp;
   if (rt.rank() == 0) tmp = unique_temporary_name(destination);
   tmp = broadcast(rt.comm(), tmp, 0);
-  std::uint64_t mine = body.size() + (rt.rank() == 0 ? header.size() : 0);
-  std::uint64_t offset = exclusive_prefix_sum(rt.comm(), mine);
   bool created = false;
   int slot = -1;
   try {
@@ -153,14 +149,16 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
       int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0) throw SystemError("cannot open " + tmp, errno);
       FileDescriptor guard(fd);
-      std::string data = rt.rank() == 0 ? header + body : body;
-      std::size_t done = 0;
-      while (done < data.size()) {
-        ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw SystemError("cannot write " + tmp, n < 0 ? errno : ENOSPC);
-        done += static_cast<std::size_t>(n);
-      }
+      auto write_at = [&](const std::string& data, std::uint64_t offset) {
+        for (std::size_t done = 0; done < data.size();) {
+          ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) throw SystemError("cannot write " + tmp, n < 0 ? errno : ENOSPC);
+          done += static_cast<std::size_t>(n);
+        }
+      };
+      if (rt.rank() == 0) write_at(header, 0);
+      for (std::size_t k = 0; k < sections.size(); ++k) write_at(sections[k], offsets[k]);
     });
     if (pending) {
       pending->add(tmp, destination, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
@@ -176,6 +174,23 @@ void write_text_file(Runtime& rt, const std::string& path, const std::string& he
     if (slot >= 0) exit_cleanup::remove(slot);
     throw;
   }
+}
+
+}  // namespace
+
+// Every rank writes its text at its offset of one temporary file, which rank
+// 0 renames into place only when all ranks succeeded (or hands to `pending`).
+void write_text_file(Runtime& rt, const std::string& path, const std::string& header, const std::string& body,
+                     PendingOutputs* pending) {
+  trace::Span traced(trace::Category::io, "write file");
+  const OutputPath out = resolve_on_rank0(rt, path);
+  if (out.kind == OutputPath::Kind::directory) throw ConfigError(path + " is a directory; name a file");
+  if (out.stream()) {
+    std::string data = rt.rank() == 0 ? header + body : body;
+    if (pending) return pending->add_stream(out, std::move(data));
+    return write_stream(rt, out, data);
+  }
+  write_sections_to(rt, out, header, {body}, pending);
 }
 
 PendingOutputs::~PendingOutputs() { discard(); }
@@ -498,8 +513,7 @@ void put(std::string& out, T value) {
 }
 
 // Collective: rank 0's `header`, then section 0 of every rank in rank order,
-// then section 1 of every rank, ...: one file, written through a temporary
-// renamed at the end (or handed to `pending`). Not to a stream.
+// then section 1 of every rank, ...: one file (not a stream).
 void write_sections(Runtime& rt, const std::string& path, const std::string& header,
                     const std::vector<std::string>& sections, PendingOutputs* pending) {
   const OutputPath out = resolve_on_rank0(rt, path);
@@ -507,56 +521,7 @@ void write_sections(Runtime& rt, const std::string& path, const std::string& hea
   if (out.stream())
     throw ConfigError(path + " is a stream; a GAPBS serialized graph (.sg, .wsg) is written to a file (or write .el "
                       "text to the stream)");
-  std::vector<std::uint64_t> offsets;
-  std::uint64_t at = header.size();
-  for (const auto& part : sections) {
-    offsets.push_back(at + exclusive_prefix_sum(rt.comm(), part.size()));
-    at += all_reduce<std::uint64_t>(rt.comm(), part.size(), MPI_SUM);
-  }
-  const std::string& destination = out.path;
-  std::string tmp;
-  if (rt.rank() == 0) tmp = unique_temporary_name(destination);
-  tmp = broadcast(rt.comm(), tmp, 0);
-  bool created = false;
-  int slot = -1;
-  try {
-    agree(rt.comm(), [&] {
-      if (rt.rank() != 0) return;
-      int fd = create_exclusive(tmp, 0644);
-      if (fd < 0) throw SystemError("cannot create " + tmp, errno);
-      created = true;
-      slot = exit_cleanup::add(tmp);
-      ::close(fd);
-    });
-    agree(rt.comm(), [&] {
-      int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) throw SystemError("cannot open " + tmp, errno);
-      FileDescriptor guard(fd);
-      auto write_at = [&](const std::string& data, std::uint64_t offset) {
-        for (std::size_t done = 0; done < data.size();) {
-          ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) throw SystemError("cannot write " + tmp, n < 0 ? errno : ENOSPC);
-          done += static_cast<std::size_t>(n);
-        }
-      };
-      if (rt.rank() == 0) write_at(header, 0);
-      for (std::size_t k = 0; k < sections.size(); ++k) write_at(sections[k], offsets[k]);
-    });
-    if (pending) {
-      pending->add(tmp, destination, false, slot >= 0 ? std::vector<int>{slot} : std::vector<int>{});
-      return;
-    }
-    agree(rt.comm(), [&] {
-      if (rt.rank() == 0 && std::rename(tmp.c_str(), destination.c_str()) != 0)
-        throw SystemError("cannot rename " + tmp + " to " + destination, errno);
-    });
-    if (slot >= 0) exit_cleanup::remove(slot);
-  } catch (...) {
-    if (created) ::unlink(tmp.c_str());
-    if (slot >= 0) exit_cleanup::remove(slot);
-    throw;
-  }
+  write_sections_to(rt, out, header, sections, pending);
 }
 
 // GAPBS's serialized graph (its writer.h): bool directed, int64 arcs, int64
