@@ -50,6 +50,83 @@ std::vector<graph::Edge> candidate_edges(const graph::GraphSpec& spec) {
 }
 }  // namespace
 
+namespace {
+const char* const kNames[3] = {"Afforest", "label propagation", "FastSV"};
+const char* const kAlgorithm[3] = {"afforest", "lp", "fastsv"};
+
+// One input's rows: the graph, and on rank 0 its edges, their CSR and the
+// union-find labels (the reference).
+struct CcGroup {
+  CcGroup(Runtime& rt, const ComponentsBenchOptions& o, std::string group, const graph::GraphSpec& spec)
+      : rt(rt), o(o), group(std::move(group)), spec(spec), g(graph::generate(rt, spec)),
+        edges(static_cast<double>(g.edges())) {
+    if (rt.rank() == 0) candidates = candidate_edges(spec);
+    if (rt.rank() == 0) csr = symmetric_csr(spec.vertices(), candidates);
+  }
+  Runtime& rt;
+  const ComponentsBenchOptions& o;
+  const std::string group;
+  const graph::GraphSpec spec;
+  graph::EdgeList g;
+  const double edges;  // undirected, as the serial baselines count them
+  std::vector<graph::Edge> candidates{};
+  Csr csr{};
+  std::vector<std::uint64_t> reference{}, afforest_labels{};
+  std::optional<graph::Components> last[3]{};
+};
+
+// The baselines and the reference, on rank 0 alone.
+std::vector<Variant> serial_variants(CcGroup& x) {
+  return {{.group = x.group, .variant = "serial union-find", .storage = "1 rank", .reps = x.o.reps, .work = x.edges,
+           .run = [&x] {
+             UnionFind uf(x.spec.vertices());
+             for (const auto& e : x.candidates) uf.unite(e.src, e.dst);
+             x.reference = std::move(uf).labels();
+           },
+           .verify = [](bool& ok) {
+             ok = true;
+             return std::string("the reference");
+           },
+           .rank0_only = true},
+          {.group = x.group, .variant = "serial Afforest", .storage = "1 rank", .reps = x.o.reps, .work = x.edges,
+           .run = [&x] { x.afforest_labels = serial_afforest(x.csr); },
+           .verify = [&x](bool& ok) {
+             ok = x.afforest_labels == x.reference;
+             return std::string(ok ? "labels = union-find" : "labels differ from union-find");
+           },
+           .rank0_only = true}};
+}
+
+nlohmann::json components_details(const CcGroup& x, const graph::Components& c) {
+  auto summary = graph::summarize(x.g, c.labels);
+  return nlohmann::json{{"rounds", c.rounds},
+                        {"local_rounds", c.local_rounds},
+                        {"extra_bytes", c.extra_bytes},
+                        {"extra_bytes_per_vertex", static_cast<double>(c.extra_bytes) * x.rt.size() /
+                                                       static_cast<double>(std::max<std::uint64_t>(x.g.vertices(), 1))},
+                        {"components", summary.count},
+                        {"largest", summary.largest_size},
+                        {"vertices", x.g.vertices()},
+                        {"edges", x.g.edges()}};
+}
+
+// Algorithm a (kNames) on the distributed graph; the grid's rounds go to grid_rounds.
+Variant distributed_variant(CcGroup& x, int a, std::uint64_t* grid_rounds) {
+  return {.group = x.group, .variant = kNames[a], .storage = "heap", .reps = x.o.reps, .work = x.edges,
+          .prepare = [&x, a] { x.last[a].reset(); },
+          .run = [&x, a] { x.last[a] = graph::components_by(kAlgorithm[a], x.g); },
+          .verify = [&x, a](bool& ok) {
+            Verdict v = check_components(x.rt, x.last[a]->labels.local(), x.reference);
+            ok = v.ok;
+            return v.found + ", " + std::to_string(x.last[a]->rounds) + " rounds";
+          },
+          .details = [&x, a, grid_rounds] {
+            if (x.group == "grid") grid_rounds[a] = static_cast<std::uint64_t>(x.last[a]->rounds);
+            return components_details(x, *x.last[a]);
+          }};
+}
+}  // namespace
+
 bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
   auto kron = graph::GraphSpec::kronecker(o.kron_scale);
   auto grid = graph::GraphSpec::grid({o.grid_side, o.grid_side});
@@ -57,87 +134,23 @@ bool run_components_bench(Runtime& rt, const ComponentsBenchOptions& o) {
   Report report(rt, "cc", {{"kron_scale", o.kron_scale}, {"grid_side", o.grid_side}, {"reps", o.reps}}, o.format);
   report.set_baselines({"serial Afforest", "serial union-find"});
   std::uint64_t grid_rounds[3] = {0, 0, 0};  // Afforest, label propagation, FastSV
-
   for (auto [group, spec] : {std::pair{std::string("kron"), kron}, std::pair{std::string("grid"), grid}}) {
     progress(rt, o.format, "cc: " + spec.describe() + ", generating...");
-    auto g = graph::generate(rt, spec);
-    const double edges = static_cast<double>(g.edges());  // undirected, as the serial baselines count them
-
-    // The baseline and the reference, on rank 0 alone.
-    std::vector<graph::Edge> candidates;
-    if (rt.rank() == 0) candidates = candidate_edges(spec);
-    std::vector<std::uint64_t> reference;
-    std::vector<Variant> variants{{.group = group,
-                                   .variant = "serial union-find",
-                                   .storage = "1 rank",
-                                   .reps = o.reps,
-                                   .work = edges,
-                                   .run = [&] {
-                                     UnionFind uf(spec.vertices());
-                                     for (const auto& e : candidates) uf.unite(e.src, e.dst);
-                                     reference = std::move(uf).labels();
-                                   },
-                                   .verify = [](bool& ok) {
-                                     ok = true;
-                                     return std::string("the reference");
-                                   },
-                                   .rank0_only = true}};
-    Csr csr;
-    if (rt.rank() == 0) csr = symmetric_csr(spec.vertices(), candidates);
-    std::vector<std::uint64_t> afforest_labels;
-    variants.push_back({.group = group,
-                        .variant = "serial Afforest",
-                        .storage = "1 rank",
-                        .reps = o.reps,
-                        .work = edges,
-                        .run = [&] { afforest_labels = serial_afforest(csr); },
-                        .verify = [&](bool& ok) {
-                          ok = afforest_labels == reference;
-                          return std::string(ok ? "labels = union-find" : "labels differ from union-find");
-                        },
-                        .rank0_only = true});
-    std::optional<graph::Components> last[3];
-    const char* names[3] = {"Afforest", "label propagation", "FastSV"};
-    const char* algorithm[3] = {"afforest", "lp", "fastsv"};
-    for (int a = 0; a < 3; ++a)
-      variants.push_back({.group = group,
-                          .variant = names[a],
-                          .storage = "heap",
-                          .reps = o.reps,
-                          .work = edges,
-                          .prepare = [&last, a] { last[a].reset(); },
-                          .run = [&, a] { last[a] = graph::components_by(algorithm[a], g); },
-                          .verify = [&, a](bool& ok) {
-                            Verdict v = check_components(rt, last[a]->labels.local(), reference);
-                            ok = v.ok;
-                            return v.found + ", " + std::to_string(last[a]->rounds) + " rounds";
-                          },
-                          .details = [&, a] {
-                            auto summary = graph::summarize(g, last[a]->labels);
-                            if (group == "grid") grid_rounds[a] = static_cast<std::uint64_t>(last[a]->rounds);
-                            return nlohmann::json{{"rounds", last[a]->rounds},
-                                                  {"local_rounds", last[a]->local_rounds},
-                                                  {"extra_bytes", last[a]->extra_bytes},
-                                                  {"extra_bytes_per_vertex",
-                                                   static_cast<double>(last[a]->extra_bytes) * rt.size() /
-                                                       static_cast<double>(std::max<std::uint64_t>(g.vertices(), 1))},
-                                                  {"components", summary.count},
-                                                  {"largest", summary.largest_size},
-                                                  {"vertices", g.vertices()},
-                                                  {"edges", g.edges()}};
-                          }});
+    CcGroup x(rt, o, group, spec);
+    std::vector<Variant> variants = serial_variants(x);
+    for (int a = 0; a < 3; ++a) variants.push_back(distributed_variant(x, a, grid_rounds));
     run_variants(rt, report, variants, 1e6, "M edges/s");
   }
   // A ratio, not a verdict: the acceptance target lives in the README and its checks.
   double ratio = grid_rounds[2] ? static_cast<double>(grid_rounds[1]) / static_cast<double>(grid_rounds[2]) : 0;
-  char text[200];
-  std::snprintf(text, sizeof(text), "grid global rounds: Afforest %llu, label propagation %llu, FastSV %llu",
-                static_cast<unsigned long long>(grid_rounds[0]), static_cast<unsigned long long>(grid_rounds[1]),
-                static_cast<unsigned long long>(grid_rounds[2]));
-  report.add_summary(text, {{"afforest_rounds", grid_rounds[0]},
-                            {"lp_rounds", grid_rounds[1]},
-                            {"fastsv_rounds", grid_rounds[2]},
-                            {"rounds_ratio", ratio}});
+  report.add_summary(strprintf("grid global rounds: Afforest %llu, label propagation %llu, FastSV %llu",
+                               static_cast<unsigned long long>(grid_rounds[0]),
+                               static_cast<unsigned long long>(grid_rounds[1]),
+                               static_cast<unsigned long long>(grid_rounds[2])),
+                     {{"afforest_rounds", grid_rounds[0]},
+                      {"lp_rounds", grid_rounds[1]},
+                      {"fastsv_rounds", grid_rounds[2]},
+                      {"rounds_ratio", ratio}});
   return report.print();
 }
 

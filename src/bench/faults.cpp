@@ -223,22 +223,22 @@ struct CostVariant {
   bool async;
 };
 
-// One row of checkpoint-cost: `reps` checkpoints of `data` at one variant,
-// their stalls against `bound` (the slowest rank's), each restore compared
-// byte for byte.
-json checkpoint_cost_row(Runtime& rt, const CheckpointCostOptions& o, CostVariant v, const std::string& disk_dir,
-                         const std::vector<std::uint64_t>& data, double bound) {
+// Where and how variant v checkpoints.
+resilience::CheckpointOptions cost_options(const CheckpointCostOptions& o, CostVariant v, const std::string& disk_dir) {
   using resilience::Level;
-  const Level level = v.level;
   resilience::CheckpointOptions co;
-  co.levels = level == Level::disk ? (Level::node | Level::disk) : resilience::Levels(level);
+  co.levels = v.level == Level::disk ? (Level::node | Level::disk) : resilience::Levels(v.level);
   co.node_dir = o.node_dir;
   co.dir = disk_dir;
   co.async_drain = v.async;
-  co.name = "checkpoint-cost-l" + std::to_string(resilience::level_number(level)) + (v.async ? "a" : "");
-  resilience::Checkpoint ck(rt, co);
-  std::vector<double> stalls, drains;
-  for (int rep = 0; rep < std::max(1, o.reps); ++rep) {
+  co.name = "checkpoint-cost-l" + std::to_string(resilience::level_number(v.level)) + (v.async ? "a" : "");
+  return co;
+}
+
+// `reps` checkpoints of `data`: each commit's stall and (async) drain, slowest rank.
+void time_checkpoints(Runtime& rt, resilience::Checkpoint& ck, int reps, bool async,
+                      const std::vector<std::uint64_t>& data, std::vector<double>& stalls, std::vector<double>& drains) {
+  for (int rep = 0; rep < std::max(1, reps); ++rep) {
     barrier(rt.comm());
     auto t0 = std::chrono::steady_clock::now();
     auto w = ck.begin(static_cast<std::uint64_t>(rep + 1));
@@ -248,12 +248,25 @@ json checkpoint_cost_row(Runtime& rt, const CheckpointCostOptions& o, CostVarian
     // The supervisor takes a rank silent for heartbeat_timeout as hung: a
     // gigabyte checkpoint, its drain and its restore each take seconds.
     FaultInjection::heartbeat(rt.rank());
-    if (v.async) {
+    if (async) {
       auto t1 = std::chrono::steady_clock::now();
       ck.finish_drain();
       drains.push_back(all_reduce(rt.comm(), seconds_since(t1), MPI_MAX));
     }
   }
+}
+
+// One row of checkpoint-cost: `reps` checkpoints of `data` at one variant,
+// their stalls against `bound` (the slowest rank's), each restore compared
+// byte for byte.
+json checkpoint_cost_row(Runtime& rt, const CheckpointCostOptions& o, CostVariant v, const std::string& disk_dir,
+                         const std::vector<std::uint64_t>& data, double bound) {
+  using resilience::Level;
+  const Level level = v.level;
+  const resilience::CheckpointOptions co = cost_options(o, v, disk_dir);
+  resilience::Checkpoint ck(rt, co);
+  std::vector<double> stalls, drains;
+  time_checkpoints(rt, ck, o.reps, v.async, data, stalls, drains);
   double restore_seconds = 0, disk_restore_seconds = 0;
   bool same = restored_equal(rt, ck, data, restore_seconds);
   if (level == Level::disk) {  // the disk copy alone, as after losing the node

@@ -85,33 +85,23 @@ struct TemporaryGraphFile {
   }
 };
 
-// GAPBS's kernel on `g` through the driver script, on rank 0 while the
-// other ranks wait in a yielding barrier; the row, the same on every rank.
-Result gapbs_row(Runtime& rt, const GraphKernelBenchOptions& o, const graph::EdgeList& g, const std::string& kernel,
-                 std::int64_t source) {
-  Result row;
-  row.variant = "GAPBS " + kernel;
-  row.storage = std::to_string(rt.size()) + (rt.size() == 1 ? " thread" : " threads");
-  row.unit = "M arcs/s";
-  row.work = static_cast<double>(g.arcs());
-  const std::string script = gapbs_script();
-  if (o.peer_gapbs.empty()) {
-    // How to get a tree, from the script (it says it once for both ways in).
-    std::string how;
-    if (rt.rank() == 0 && !script.empty())
-      how = capture("python3 " + shell_quoted(script) + " --how-to " + (kernel == "pr" ? "pagerank" : "bfs")).first;
-    how = broadcast(rt.comm(), how, 0);
-    if (rt.rank() == 0 && !o.format.quiet && !how.empty()) std::fprintf(stderr, "%s", how.c_str());
-    row.skipped = "no GAPBS tree (--peer-gapbs DIR); how to get one: on stderr, and in the summary's gapbs_how_to";
-    row.extra = {{"how_to", how}};
-    return row;
-  }
-  if (script.empty())
-    throw ConfigError("--peer-gapbs: scripts/bench_vs_gapbs.py is not found above " +
-                      std::filesystem::read_symlink("/proc/self/exe").parent_path().string() +
-                      "; set TESSERA_BENCH_VS_GAPBS to its path");
-  progress(rt, o.format, "GAPBS " + kernel + " with " + std::to_string(rt.size()) + " thread(s), " +
-                             std::to_string(o.reps) + " runs (writing the graph for it, untimed)...");
+// Without a tree: the row says it was skipped, and how to get one (from the
+// script, which says it once for both ways in) goes to stderr and the row.
+void gapbs_how_to(Runtime& rt, const GraphKernelBenchOptions& o, const std::string& script, const std::string& kernel,
+                  Result& row) {
+  std::string how;
+  if (rt.rank() == 0 && !script.empty())
+    how = capture("python3 " + shell_quoted(script) + " --how-to " + (kernel == "pr" ? "pagerank" : "bfs")).first;
+  how = broadcast(rt.comm(), how, 0);
+  if (rt.rank() == 0 && !o.format.quiet && !how.empty()) std::fprintf(stderr, "%s", how.c_str());
+  row.skipped = "no GAPBS tree (--peer-gapbs DIR); how to get one: on stderr, and in the summary's gapbs_how_to";
+  row.extra = {{"how_to", how}};
+}
+
+// The driver's first output line (JSON, or null) and its exit status, on
+// every rank: GAPBS run on rank 0 on `g` written as an edge list (untimed).
+std::pair<nlohmann::json, int> run_gapbs(Runtime& rt, const GraphKernelBenchOptions& o, const graph::EdgeList& g,
+                                         const std::string& script, const std::string& kernel, std::int64_t source) {
   TemporaryGraphFile file(rt);
   graph::write_graph(g, file.path);
   std::string out;
@@ -131,17 +121,36 @@ Result gapbs_row(Runtime& rt, const GraphKernelBenchOptions& o, const graph::Edg
     line = nlohmann::json::parse(out.substr(0, out.find('\n')));
   } catch (const nlohmann::json::exception&) {
   }
+  return {line, status};
+}
+
+// GAPBS's kernel on `g` through the driver script, on rank 0 while the
+// other ranks wait in a yielding barrier; the row, the same on every rank.
+Result gapbs_row(Runtime& rt, const GraphKernelBenchOptions& o, const graph::EdgeList& g, const std::string& kernel,
+                 std::int64_t source) {
+  Result row;
+  row.variant = "GAPBS " + kernel;
+  row.storage = std::to_string(rt.size()) + (rt.size() == 1 ? " thread" : " threads");
+  row.unit = "M arcs/s";
+  row.work = static_cast<double>(g.arcs());
+  const std::string script = gapbs_script();
+  if (o.peer_gapbs.empty()) {
+    gapbs_how_to(rt, o, script, kernel, row);
+    return row;
+  }
+  if (script.empty())
+    throw ConfigError("--peer-gapbs: scripts/bench_vs_gapbs.py is not found above " +
+                      std::filesystem::read_symlink("/proc/self/exe").parent_path().string() +
+                      "; set TESSERA_BENCH_VS_GAPBS to its path");
+  progress(rt, o.format, "GAPBS " + kernel + " with " + std::to_string(rt.size()) + " thread(s), " +
+                             std::to_string(o.reps) + " runs (writing the graph for it, untimed)...");
+  const auto [line, status] = run_gapbs(rt, o, g, script, kernel, source);
   if (status != 0 || !line.is_object() || !line.contains("trials")) {
     row.check = "GAPBS did not run (bench_vs_gapbs.py --peer exited " + std::to_string(status) +
                 "; its message is above)";
     return row;
   }
-  std::vector<double> trials = line["trials"].get<std::vector<double>>();
-  row.timing.samples = trials;
-  row.timing.reps = static_cast<int>(trials.size());
-  std::sort(trials.begin(), trials.end());
-  row.timing.best = trials.front();
-  row.timing.median = trials[trials.size() / 2];
+  row.timing = timing_of(line["trials"].get<std::vector<double>>());
   row.rate = row.work / row.timing.best / 1e6;
   // The same graph: edges() counts as GAPBS does (an undirected edge once,
   // a directed graph's arcs); GAPBS cannot know isolated vertices past the

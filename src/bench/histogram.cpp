@@ -138,82 +138,94 @@ void histo_alltoallv(DistArray<std::int64_t>& counts, const std::vector<std::uin
 }
 }  // namespace
 
+namespace {
+// The updates and what every variant shares.
+struct HistoRun {
+  HistoRun(Runtime& rt, const HistogramOptions& o)
+      : rt(rt), o(o), table(o.counts_per_rank * static_cast<std::uint64_t>(rt.size())),
+        idx(histogram_indices(rt.rank(), o.updates_per_rank, table)),
+        fine(static_cast<std::size_t>(std::min(o.fine_updates_per_rank, o.updates_per_rank))),
+        agg(o.aggregation.resolved()) {}
+  Runtime& rt;
+  const HistogramOptions& o;
+  const std::uint64_t table;
+  const std::vector<std::uint64_t> idx;
+  const std::size_t fine;
+  const AggregationOptions agg;
+  double all = 0;            // updates of one repetition, whole job
+  std::uint64_t remote = 0;  // this rank's updates another rank owns (the same for every table)
+  Counted counted[8]{};      // the aggregated rows, in order
+
+  template <class Counts>
+  static std::function<void()> zero(Counts& c) {
+    return [&c] { std::fill(c.local().begin(), c.local().end(), 0); };
+  }
+  template <class Counts>
+  std::function<std::string(bool&)> check(const Counts& c, std::uint64_t per_rank) {
+    return verify_by([this, &c, per_rank] { return check_histogram(rt, c.local(), c.local_begin(), table, per_rank); });
+  }
+  // Counting into `c` with `a` (CountAggregator, or with `updates` the general
+  // update aggregator), row k of counted.
+  Variant aggregated(const std::string& storage, DistArray<std::int64_t>& c, AggregationOptions a, int k,
+                     bool updates = false) {
+    Variant v{.variant = "aggregated", .storage = storage, .reps = o.reps, .work = all, .prepare = zero(c),
+              .verify = check(c, idx.size())};
+    return counted_variant(rt, std::move(v), counted[k], [this, &c, a, updates](Traffic& traffic) {
+      return updates ? histo_updates(c, idx, a, traffic, remote) : histo_aggregated(c, idx, a, traffic, remote);
+    });
+  }
+};
+}  // namespace
+
 bool run_histogram(Runtime& rt, const HistogramOptions& o) {
-  std::uint64_t table = o.counts_per_rank * static_cast<std::uint64_t>(rt.size());
-  auto idx = histogram_indices(rt.rank(), o.updates_per_rank, table);
-  std::size_t fine = static_cast<std::size_t>(std::min(o.fine_updates_per_rank, o.updates_per_rank));
-  AggregationOptions agg = o.aggregation.resolved();
+  HistoRun x(rt, o);
+  const std::string agg_text = x.agg.describe(rt.size());
   nlohmann::json config{{"counts_per_rank", o.counts_per_rank},
                         {"updates_per_rank", o.updates_per_rank},
-                        {"fine_updates_per_rank", fine},
+                        {"fine_updates_per_rank", x.fine},
                         {"reps", o.reps},
-                        {"aggregation", agg.describe(rt.size())}};
+                        {"aggregation", agg_text}};
   progress(rt, o.format,
-           "histogram: " + std::to_string(table) + " counts, " + std::to_string(o.updates_per_rank) +
-               " updates per rank; aggregation: " + agg.describe(rt.size()));
+           "histogram: " + std::to_string(x.table) + " counts, " + std::to_string(o.updates_per_rank) +
+               " updates per rank; aggregation: " + agg_text);
   Report report(rt, "histogram", config, o.format);
   report.set_baselines({"fine-grained", "alltoallv"});
-
-  auto zero = [](auto& c) { return [&c] { std::fill(c.local().begin(), c.local().end(), 0); }; };
-  auto check = [&](const auto& c, std::uint64_t per_rank) {
-    return verify_by([&rt, &c, table, per_rank] { return check_histogram(rt, c.local(), c.local_begin(), table, per_rank); });
-  };
   const double ranks = static_cast<double>(rt.size());
-  DistArray<std::int64_t> heap(rt, table, StorageOptions::heap());
-  DistArray<std::int64_t> shared(rt, table, StorageOptions::shared());
-  DistArray<std::int64_t> colocale(rt, table, StorageOptions::colocale());
+  DistArray<std::int64_t> heap(rt, x.table, StorageOptions::heap());
+  DistArray<std::int64_t> shared(rt, x.table, StorageOptions::shared());
+  DistArray<std::int64_t> colocale(rt, x.table, StorageOptions::colocale());
   RmaTable<std::int64_t> rma(rt, heap.distribution());
-  const double all = static_cast<double>(idx.size()) * ranks;
-  const std::uint64_t remote = remote_operations(heap, idx);  // the same distribution for every table
-  Traffic traffic[8];  // the aggregated rows, in order
-  double seconds[8] = {};  // their last repetition, as each measured it
-  auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
-  auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
-  std::vector<std::int64_t> local(table, 0);
+  x.all = static_cast<double>(x.idx.size()) * ranks;
+  x.remote = remote_operations(heap, x.idx);
+  std::vector<std::int64_t> local(x.table, 0);
+  const AggregationOptions direct0 = x.agg.with_same_node_direct(0);
   auto rows = run_variants(rt, report,
-               {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
-                 .work = static_cast<double>(fine) * ranks, .prepare = zero(rma),
-                 .run = [&] { histo_fine(rt, rma, idx, fine); }, .verify = check(rma, fine), .skipped = rma.unavailable()},
-                {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { histo_alltoallv(heap, idx); }, .verify = check(heap, idx.size())},
-                {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[0] = histo_aggregated(heap, idx, agg.with_same_node_direct(0), traffic[0], remote); },
-                 .verify = check(heap, idx.size()), .measured_seconds = timed(0), .details = counted(0)},
-                // Right after its direct counterpart: the ratio compares rows measured close in time.
-                {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[1] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
-                                                          traffic[1], remote); },
-                 .verify = check(heap, idx.size()), .measured_seconds = timed(1), .details = counted(1)},
-                // Counting with the general update aggregator: each record also carries the value 1.
-                {.variant = "aggregated", .storage = kUpdateRecordsRow, .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[7] = histo_updates(heap, idx, agg.with_same_node_direct(0), traffic[7], remote); },
-                 .verify = check(heap, idx.size()), .measured_seconds = timed(7), .details = counted(7)},
-                // The same exchange with batches to co-locales through MPI, and with node-first routing.
-                {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[5] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5], remote); },
-                 .verify = check(heap, idx.size()), .measured_seconds = timed(5), .details = counted(5)},
-                {.variant = "aggregated", .storage = kNodeFirstRow, .reps = o.reps, .work = all, .prepare = zero(heap),
-                 .run = [&] { seconds[6] = histo_aggregated(heap, idx, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6], remote); },
-                 .verify = check(heap, idx.size()), .measured_seconds = timed(6), .details = counted(6)},
-                {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = zero(shared),
-                 .run = [&] { seconds[2] = histo_aggregated(shared, idx, agg.with_same_node_direct(0), traffic[2], remote); },
-                 .verify = check(shared, idx.size()), .measured_seconds = timed(2), .details = counted(2)},
-                {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all,
-                 .prepare = zero(shared), .run = [&] { seconds[3] = histo_aggregated(shared, idx, agg.with_same_node_direct(1), traffic[3], remote); },
-                 .verify = check(shared, idx.size()), .measured_seconds = timed(3), .details = counted(3)},
-                {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all,
-                 .prepare = zero(colocale), .run = [&] { seconds[4] = histo_aggregated(colocale, idx, agg.with_same_node_direct(1), traffic[4], remote); },
-                 .verify = check(colocale, idx.size()), .measured_seconds = timed(4), .details = counted(4)},
-                {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all,
-                 .prepare = [&] { std::fill(local.begin(), local.end(), 0); }, .run = [&] { histo_local(local, idx); },
-                 .verify = verify_by([&] {
-                   return check_histogram_private(rt, local, heap.local_begin(), heap.local().size(), idx.size());
-                 })}},
-               1e6, "M upd/s");
-  std::vector<std::uint64_t> copy(idx.size());
-  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
+      {{.variant = "fine-grained MPI_Accumulate", .storage = "MPI window", .reps = 1,
+        .work = static_cast<double>(x.fine) * ranks, .prepare = HistoRun::zero(rma),
+        .run = [&] { histo_fine(rt, rma, x.idx, x.fine); }, .verify = x.check(rma, x.fine), .skipped = rma.unavailable()},
+       {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = x.all, .prepare = HistoRun::zero(heap),
+        .run = [&] { histo_alltoallv(heap, x.idx); }, .verify = x.check(heap, x.idx.size())},
+       x.aggregated("heap", heap, direct0, 0),
+       // Right after its direct counterpart: the ratio compares rows measured close in time.
+       x.aggregated("heap multi-hop", heap, direct0.with_routing(AggregationRouting::grid), 1),
+       // Counting with the general update aggregator: each record also carries the value 1.
+       x.aggregated(kUpdateRecordsRow, heap, direct0, 7, true),
+       // The same exchange with batches to co-locales through MPI, and with node-first routing.
+       x.aggregated(kMpiTransportRow, heap, direct0.with_same_node_rings(0), 5),
+       x.aggregated(kNodeFirstRow, heap, direct0.with_routing(AggregationRouting::node_first), 6),
+       x.aggregated("shared", shared, direct0, 2),
+       x.aggregated("shared+direct", shared, x.agg.with_same_node_direct(1), 3),
+       x.aggregated(kColocaleRow, colocale, x.agg.with_same_node_direct(1), 4),
+       {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = x.all,
+        .prepare = [&] { std::fill(local.begin(), local.end(), 0); }, .run = [&] { histo_local(local, x.idx); },
+        .verify = verify_by([&] {
+          return check_histogram_private(rt, local, heap.local_begin(), heap.local().size(), x.idx.size());
+        })}},
+      1e6, "M upd/s");
+  std::vector<std::uint64_t> copy(x.idx.size());
+  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, x.idx, copy, o.reps)}, 1e9, "GB/s");
   add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
-  add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  add_multi_hop_summary(report, x.agg, rows, "heap", "heap multi-hop");
   add_transport_summary(report, rows);
   add_colocale_summary(report, rt, rows);
   add_bytes_summary(report, rows, "heap", "update");

@@ -62,199 +62,210 @@ Verdict check_hitting_times(const graph::EdgeList& graph, std::span<const double
   return {diff <= 1e-6 * scale && residual <= 10 * tolerance, found};
 }
 
+namespace {
+// What every variant shares: the largest component, the solve's options and
+// the edge arrays' bytes (the memory figures' denominator).
+struct HittingRun {
+  const HittingBenchOptions& o;
+  const graph::EdgeList& graph;
+  double edge_bytes;
+  std::vector<std::uint64_t> target{0};
+  linalg::HittingOptions ho{};
+};
+
+// Each matrix, with the anonymous memory its construction and first apply
+// added (an EdgeListMatrix is built under the CRS copy too, as it reads it).
+struct Built {
+  std::unique_ptr<linalg::EdgeListMatrix> edge_list;
+  std::unique_ptr<linalg::CrsMatrix> crs;
+  const linalg::RowMatrix* matrix = nullptr;
+  double build_seconds = 0;
+  std::uint64_t measured = 0, accounted = 0;
+  std::optional<linalg::HittingTimes> last;  // the last solve's answer
+  std::vector<double> times;
+};
+
+Built build_matrix(Runtime& rt, const graph::EdgeList& graph, bool crs) {
+  Built b;
+  linalg::Vector x(rt, graph.vertex_ranges()), y(rt, graph.vertex_ranges());
+  x.fill(1.0);
+  y.fill(0.0);
+  barrier(rt.comm());
+  std::uint64_t before = anonymous_memory_bytes();
+  double t0 = MPI_Wtime();
+  b.edge_list = std::make_unique<linalg::EdgeListMatrix>(graph);
+  if (crs) b.crs = std::make_unique<linalg::CrsMatrix>(*b.edge_list);
+  b.matrix = crs ? static_cast<const linalg::RowMatrix*>(b.crs.get()) : b.edge_list.get();
+  b.build_seconds = all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
+  b.matrix->apply(x, y);  // touch everything the matrix uses once, then measure
+  std::uint64_t after = anonymous_memory_bytes();
+  b.measured = all_reduce<std::uint64_t>(rt.comm(), after > before ? after - before : 0, MPI_SUM);
+  std::uint64_t acc = b.edge_list->extra_memory_bytes() + (crs ? b.crs->extra_memory_bytes() : 0);
+  b.accounted = all_reduce<std::uint64_t>(rt.comm(), acc, MPI_SUM);
+  return b;
+}
+
+// The verify text: iterations, the check against the CRS answer (which runs
+// first and is the reference: its own difference is zero), the memory added.
+std::string hitting_check(const HittingRun& h, const std::string& iterations, std::span<const double> times,
+                          const Built& crs, double measured, bool& ok) {
+  Verdict v = check_hitting_times(h.graph, times, crs.times, h.o.tolerance);
+  ok = v.ok;
+  return iterations + "; " + v.found + strprintf("; adds %.1f%% of edge arrays", 100.0 * measured / h.edge_bytes);
+}
+
+Variant tessera_variant(const HittingRun& h, const std::string& name, const std::string& storage, Built& b,
+                        const Built& crs) {
+  return Variant{
+      .variant = name,
+      .storage = storage,
+      .reps = h.o.reps,
+      .work = 1.0,  // rate: CG iterations per second
+      .run = [&h, &b] { b.last.emplace(linalg::hitting_times(h.graph, *b.matrix, h.target, h.ho)); },
+      .verify = [&h, &b, &crs](bool& ok) {
+        b.times.assign(b.last->times.local().begin(), b.last->times.local().end());
+        return hitting_check(h, strprintf("%d iterations", b.last->solve.iterations), b.times, crs,
+                             static_cast<double>(b.measured), ok);
+      },
+      .measured_seconds = [&b] { return b.last->solve.seconds_per_iteration(); },
+      .details = [&h, &b] {
+        return nlohmann::json{{"iterations", b.last->solve.iterations},
+                              {"build_seconds", b.build_seconds},
+                              {"memory_added_bytes", b.measured},
+                              {"memory_accounted_bytes", b.accounted},
+                              {"edge_array_bytes", h.edge_bytes},
+                              {"memory_fraction_of_edges", static_cast<double>(b.measured) / h.edge_bytes}};
+      }};
+}
+
+// Belos + Ifpack2 on the same arrays (EdgeListRowMatrix) and on a Tpetra
+// copy. Each solve builds its operator; the row's time is Belos' own
+// seconds per iteration, the operator's memory its accounted bytes.
+struct BelosRun {
+  trilinos::MatrixKind kind;
+  std::optional<trilinos::BelosHittingTimes> last{};
+  std::vector<double> times{};
+};
+
+Variant belos_variant(const HittingRun& h, const std::string& name, const std::string& storage, BelosRun& b,
+                      const Built& crs) {
+  return Variant{
+      .variant = name,
+      .storage = storage,
+      .reps = h.o.reps,
+      .work = 1.0,
+      .run = [&h, &b] {
+        trilinos::BelosHittingOptions bo;
+        bo.hitting = h.ho;
+        bo.matrix = b.kind;
+        b.last.emplace(trilinos::belos_hitting_times(h.graph, h.target, bo));
+      },
+      .verify = [&h, &b, &crs](bool& ok) {
+        b.times.assign(b.last->result.times.local().begin(), b.last->result.times.local().end());
+        return hitting_check(h,
+                             strprintf("%d iterations (%d Belos solves)", b.last->result.solve.iterations,
+                                       b.last->belos_solves),
+                             b.times, crs, static_cast<double>(b.last->matrix_measured_bytes), ok);
+      },
+      .measured_seconds = [&b] { return b.last->result.solve.seconds_per_iteration(); },
+      .details = [&h, &b] {
+        const auto measured = static_cast<double>(b.last->matrix_measured_bytes);
+        return nlohmann::json{{"iterations", b.last->result.solve.iterations},
+                              {"preconditioner", trilinos::to_string(trilinos::BelosHittingOptions{}.preconditioner)},
+                              {"belos_solves", b.last->belos_solves},
+                              {"memory_added_bytes", b.last->matrix_measured_bytes},
+                              {"memory_accounted_bytes", b.last->matrix_extra_bytes},
+                              {"matrix_extra_bytes", b.last->matrix_extra_bytes},
+                              {"edge_array_bytes", h.edge_bytes},
+                              {"memory_fraction_of_edges", measured / h.edge_bytes}};
+      }};
+}
+
+// Ratios, not verdicts: the acceptance targets live in the README and its checks.
+void tessera_summary(Report& report, const std::vector<Result>& rows, const Built& el, const Built& crs,
+                     double edge_bytes) {
+  const double ratio = median_paired_ratio(rows[1].timing, rows[0].timing);
+  const double el_mem = static_cast<double>(el.measured) / edge_bytes;
+  const double crs_mem = static_cast<double>(crs.measured) / edge_bytes;
+  report.add_summary(
+      strprintf("time per CG iteration (best): EdgeListMatrix %.3f ms, CrsMatrix %.3f ms; median of paired rounds %.2fx\n"
+                "memory added (edge arrays %.1f MiB): EdgeListMatrix %.1f MiB = %.1f%%, CrsMatrix %.1f MiB = %.0f%%",
+                rows[1].timing.best * 1e3, rows[0].timing.best * 1e3, ratio, edge_bytes / 1048576,
+                static_cast<double>(el.measured) / 1048576, 100 * el_mem, static_cast<double>(crs.measured) / 1048576,
+                100 * crs_mem),
+      {{"time_ratio", ratio}, {"edgelist_memory_fraction", el_mem}, {"crs_memory_fraction", crs_mem}});
+}
+
+void belos_summaries(Report& report, const std::vector<Result>& rows, const HittingRun& h, const BelosRun& belos_el,
+                     const BelosRun& belos_crs) {
+  const double vs_crs = median_paired_ratio(rows[3].timing, rows[2].timing);
+  const double vs_tessera = median_paired_ratio(rows[3].timing, rows[1].timing);
+  report.add_summary(
+      strprintf("Belos per iteration (best): EdgeListRowMatrix %.3f ms, CrsMatrix %.3f ms; median of paired rounds %.2fx; "
+                "EdgeListRowMatrix vs Tessera's CG on EdgeListMatrix: %.2fx",
+                rows[3].timing.best * 1e3, rows[2].timing.best * 1e3, vs_crs, vs_tessera),
+      {{"belos_rowmatrix_vs_crs", vs_crs}, {"belos_rowmatrix_vs_tessera_cg", vs_tessera}});
+  // Memory the Tpetra operators add (measured anonymous memory, summed over
+  // the ranks) on the solver's path (Ifpack2 Diagonal: no Tpetra column Map
+  // or Import), against the CrsMatrix copy.
+  const double e = h.edge_bytes;
+  const double row_mem = static_cast<double>(belos_el.last->matrix_measured_bytes) / e;
+  const double crs_copy_mem = static_cast<double>(belos_crs.last->matrix_measured_bytes) / e;
+  report.add_summary(
+      strprintf("Tpetra memory added (edge arrays %.1f MiB): EdgeListRowMatrix %.1f MiB = %.1f%%, CrsMatrix %.1f MiB = %.0f%%",
+                e / 1048576, row_mem * e / 1048576, 100 * row_mem, crs_copy_mem * e / 1048576, 100 * crs_copy_mem),
+      {{"belos_rowmatrix_memory_fraction", row_mem}, {"belos_crs_memory_fraction", crs_copy_mem}});
+  // The matrix alone, with Tpetra's column Map and Import (what Ifpack2's
+  // Relaxation asks for) and without (Ifpack2 Diagonal's path): Tpetra's
+  // part measured alone, the rest the RowMatrix's own.
+  const auto split = trilinos::row_matrix_memory(h.graph);
+  const double total = static_cast<double>(split.total_bytes) / e, tpetra = static_cast<double>(split.tpetra_bytes) / e;
+  const double own = std::max(0.0, total - tpetra), omitted = static_cast<double>(split.omitted_total_bytes) / e;
+  report.add_summary(strprintf("EdgeListRowMatrix (%s columns) alone: %.1f%% of edge arrays without Tpetra's column Map "
+                               "and Import (Ifpack2 Diagonal); with them (Ifpack2 Relaxation) %.1f%% = Tpetra's %.1f%% + "
+                               "its own %.1f%%",
+                               split.layout.c_str(), 100 * omitted, 100 * total, 100 * tpetra, 100 * own),
+                     {{"rowmatrix_column_layout", split.layout},
+                      {"rowmatrix_without_tpetra_columns_fraction", omitted},
+                      {"rowmatrix_memory_fraction", total},
+                      {"rowmatrix_tpetra_required_fraction", tpetra},
+                      {"rowmatrix_own_fraction", own}});
+}
+}  // namespace
+
 bool run_hitting_bench(Runtime& rt, const HittingBenchOptions& o) {
   auto spec = o.grid_side ? graph::GraphSpec::grid({o.grid_side, o.grid_side, o.grid_side})
                          : graph::GraphSpec::kronecker(o.kron_scale);
   const std::string name = "tessera-bench-hitting-" + rt.job_id();
-  char note[160];
-  std::snprintf(note, sizeof(note), "hitting: %s, largest component, CG tolerance %.1e", spec.describe().c_str(),
-                o.tolerance);
-  progress(rt, o.format, note);
+  progress(rt, o.format,
+           strprintf("hitting: %s, largest component, CG tolerance %.1e", spec.describe().c_str(), o.tolerance));
   auto g = graph::generate(rt, spec, StorageOptions::shared(name));
   auto comps = graph::fastsv(g);
   auto lcc = graph::largest_component(g, comps.labels, StorageOptions::shared(name + "-lcc"));
-  const graph::EdgeList& graph = lcc.graph;
   // The destination (and weight) arrays over all ranks, at the graph's id width.
-  const double edge_bytes = static_cast<double>(graph.edge_array_bytes());
-  std::vector<std::uint64_t> target{0};
-  linalg::HittingOptions ho;
-  ho.cg.tolerance = o.tolerance;
-
+  HittingRun h{o, lcc.graph, static_cast<double>(lcc.graph.edge_array_bytes())};
+  h.ho.cg.tolerance = o.tolerance;
   Report report(rt, "hitting", {{"graph", o.grid_side ? "mesh" : "kron"}, {"kron_scale", o.kron_scale},
-                                {"grid_side", o.grid_side}, {"lcc_vertices", graph.vertices()},
-                                {"lcc_edges", graph.edges()}, {"tolerance", o.tolerance}, {"reps", o.reps}}, o.format);
+                                {"grid_side", o.grid_side}, {"lcc_vertices", h.graph.vertices()},
+                                {"lcc_edges", h.graph.edges()}, {"tolerance", o.tolerance}, {"reps", o.reps}}, o.format);
   report.set_baselines({"CrsMatrix"});
-
-  // Each matrix, with the anonymous memory its construction and first apply
-  // added (an EdgeListMatrix is built under the CRS copy too, as it reads it).
-  struct Built {
-    std::unique_ptr<linalg::EdgeListMatrix> edge_list;
-    std::unique_ptr<linalg::CrsMatrix> crs;
-    const linalg::RowMatrix* matrix = nullptr;
-    double build_seconds = 0;
-    std::uint64_t measured = 0, accounted = 0;
-    std::optional<linalg::HittingTimes> last;  // the last solve's answer
-    std::vector<double> times;
-  };
-  auto build = [&](bool crs) {
-    Built b;
-    linalg::Vector x(rt, graph.vertex_ranges()), y(rt, graph.vertex_ranges());
-    x.fill(1.0);
-    y.fill(0.0);
-    barrier(rt.comm());
-    std::uint64_t before = anonymous_memory_bytes();
-    double t0 = MPI_Wtime();
-    b.edge_list = std::make_unique<linalg::EdgeListMatrix>(graph);
-    if (crs) b.crs = std::make_unique<linalg::CrsMatrix>(*b.edge_list);
-    b.matrix = crs ? static_cast<const linalg::RowMatrix*>(b.crs.get()) : b.edge_list.get();
-    b.build_seconds = all_reduce(rt.comm(), MPI_Wtime() - t0, MPI_MAX);
-    b.matrix->apply(x, y);  // touch everything the matrix uses once, then measure
-    std::uint64_t after = anonymous_memory_bytes();
-    b.measured = all_reduce<std::uint64_t>(rt.comm(), after > before ? after - before : 0, MPI_SUM);
-    std::uint64_t acc = b.edge_list->extra_memory_bytes() + (crs ? b.crs->extra_memory_bytes() : 0);
-    b.accounted = all_reduce<std::uint64_t>(rt.comm(), acc, MPI_SUM);
-    return b;
-  };
-  Built el = build(false);
-  Built crs = build(true);
-
-  auto variant = [&](const std::string& name, const std::string& storage, Built& b) {
-    return Variant{
-        .variant = name,
-        .storage = storage,
-        .reps = o.reps,
-        .work = 1.0,  // rate: CG iterations per second
-        .run = [&] { b.last.emplace(linalg::hitting_times(graph, *b.matrix, target, ho)); },
-        .verify = [&](bool& ok) {
-          // The CRS answer runs first and is the reference (its own difference is zero).
-          b.times.assign(b.last->times.local().begin(), b.last->times.local().end());
-          Verdict v = check_hitting_times(graph, b.times, crs.times, o.tolerance);
-          ok = v.ok;
-          char buf[120];
-          std::snprintf(buf, sizeof(buf), "%d iterations; ", b.last->solve.iterations);
-          std::string found = buf + v.found;
-          std::snprintf(buf, sizeof(buf), "; adds %.1f%% of edge arrays",
-                        100.0 * static_cast<double>(b.measured) / edge_bytes);
-          return found + buf;
-        },
-        .measured_seconds = [&] { return b.last->solve.seconds_per_iteration(); },
-        .details = [&] {
-          return nlohmann::json{{"iterations", b.last->solve.iterations},
-                                {"build_seconds", b.build_seconds},
-                                {"memory_added_bytes", b.measured},
-                                {"memory_accounted_bytes", b.accounted},
-                                {"edge_array_bytes", edge_bytes},
-                                {"memory_fraction_of_edges", static_cast<double>(b.measured) / edge_bytes}};
-        }};
-  };
-  std::vector<Variant> variants{variant("CrsMatrix", "heap copy", crs), variant("EdgeListMatrix", "shared", el)};
-
-  // Belos + Ifpack2 on the same arrays (EdgeListRowMatrix) and on a Tpetra
-  // copy. Each solve builds its operator; the row's time is Belos' own
-  // seconds per iteration, the operator's memory its accounted bytes.
+  Built el = build_matrix(rt, h.graph, false);
+  Built crs = build_matrix(rt, h.graph, true);
+  std::vector<Variant> variants{tessera_variant(h, "CrsMatrix", "heap copy", crs, crs),
+                                tessera_variant(h, "EdgeListMatrix", "shared", el, crs)};
   std::optional<trilinos::Session> session;
-  struct BelosRun {
-    trilinos::MatrixKind kind;
-    std::optional<trilinos::BelosHittingTimes> last;
-    std::vector<double> times;
-  };
-  BelosRun belos_crs{trilinos::MatrixKind::crs, {}, {}}, belos_el{trilinos::MatrixKind::edge_list, {}, {}};
-  auto belos_variant = [&](const std::string& name, const std::string& storage, BelosRun& b) {
-    return Variant{
-        .variant = name,
-        .storage = storage,
-        .reps = o.reps,
-        .work = 1.0,
-        .run = [&] {
-          trilinos::BelosHittingOptions bo;
-          bo.hitting = ho;
-          bo.matrix = b.kind;
-          b.last.emplace(trilinos::belos_hitting_times(graph, target, bo));
-        },
-        .verify = [&](bool& ok) {
-          b.times.assign(b.last->result.times.local().begin(), b.last->result.times.local().end());
-          Verdict v = check_hitting_times(graph, b.times, crs.times, o.tolerance);
-          ok = v.ok;
-          char buf[160];
-          std::snprintf(buf, sizeof(buf), "%d iterations (%d Belos solves); ", b.last->result.solve.iterations,
-                        b.last->belos_solves);
-          std::string found = buf + v.found;
-          std::snprintf(buf, sizeof(buf), "; adds %.1f%% of edge arrays",
-                        100.0 * static_cast<double>(b.last->matrix_measured_bytes) / edge_bytes);
-          return found + buf;
-        },
-        .measured_seconds = [&] { return b.last->result.solve.seconds_per_iteration(); },
-        .details = [&] {
-          const auto measured = static_cast<double>(b.last->matrix_measured_bytes);
-          return nlohmann::json{{"iterations", b.last->result.solve.iterations},
-                                {"preconditioner", trilinos::to_string(trilinos::BelosHittingOptions{}.preconditioner)},
-                                {"belos_solves", b.last->belos_solves},
-                                {"memory_added_bytes", b.last->matrix_measured_bytes},
-                                {"memory_accounted_bytes", b.last->matrix_extra_bytes},
-                                {"matrix_extra_bytes", b.last->matrix_extra_bytes},
-                                {"edge_array_bytes", edge_bytes},
-                                {"memory_fraction_of_edges", measured / edge_bytes}};
-        }};
-  };
+  BelosRun belos_crs{trilinos::MatrixKind::crs}, belos_el{trilinos::MatrixKind::edge_list};
   if (trilinos::available()) {
     if (!trilinos::Session::active()) session.emplace(rt);
-    variants.push_back(belos_variant("Belos/CrsMatrix", "heap copy", belos_crs));
-    variants.push_back(belos_variant("Belos/EdgeListRowMatrix", "shared", belos_el));
+    variants.push_back(belos_variant(h, "Belos/CrsMatrix", "heap copy", belos_crs, crs));
+    variants.push_back(belos_variant(h, "Belos/EdgeListRowMatrix", "shared", belos_el, crs));
   }
-
   // The row's time is the best seconds per CG iteration. In rounds, and the
   // ratios are the median of the rounds' paired ratios: the machine's speed
   // drifts over the seconds between one variant's runs and the next's.
   auto rows = run_variants(rt, report, variants, 1.0, "CG it/s", RunOrder::interleaved);
-  const double crs_per_iteration = rows[0].timing.best, el_per_iteration = rows[1].timing.best;
-  // Ratios, not verdicts: the acceptance targets live in the README and its checks.
-  double ratio = median_paired_ratio(rows[1].timing, rows[0].timing);
-  double el_mem = static_cast<double>(el.measured) / edge_bytes, crs_mem = static_cast<double>(crs.measured) / edge_bytes;
-  char text[320];
-  std::snprintf(text, sizeof(text),
-                "time per CG iteration (best): EdgeListMatrix %.3f ms, CrsMatrix %.3f ms; median of paired rounds %.2fx\n"
-                "memory added (edge arrays %.1f MiB): EdgeListMatrix %.1f MiB = %.1f%%, CrsMatrix %.1f MiB = %.0f%%",
-                el_per_iteration * 1e3, crs_per_iteration * 1e3, ratio, edge_bytes / 1048576,
-                static_cast<double>(el.measured) / 1048576, 100 * el_mem, static_cast<double>(crs.measured) / 1048576,
-                100 * crs_mem);
-  report.add_summary(text, {{"time_ratio", ratio}, {"edgelist_memory_fraction", el_mem}, {"crs_memory_fraction", crs_mem}});
-  if (rows.size() == 4) {
-    const double belos_crs_it = rows[2].timing.best, belos_el_it = rows[3].timing.best;
-    const double vs_crs = median_paired_ratio(rows[3].timing, rows[2].timing);
-    const double vs_tessera = median_paired_ratio(rows[3].timing, rows[1].timing);
-    std::snprintf(text, sizeof(text),
-                  "Belos per iteration (best): EdgeListRowMatrix %.3f ms, CrsMatrix %.3f ms; median of paired rounds %.2fx; "
-                  "EdgeListRowMatrix vs Tessera's CG on EdgeListMatrix: %.2fx",
-                  belos_el_it * 1e3, belos_crs_it * 1e3, vs_crs, vs_tessera);
-    report.add_summary(text, {{"belos_rowmatrix_vs_crs", vs_crs}, {"belos_rowmatrix_vs_tessera_cg", vs_tessera}});
-    // Memory the Tpetra operators add (measured anonymous memory, summed over
-    // the ranks) on the solver's path (Ifpack2 Diagonal: no Tpetra column Map
-    // or Import), against the CrsMatrix copy.
-    const double row_mem = static_cast<double>(belos_el.last->matrix_measured_bytes) / edge_bytes;
-    const double crs_copy_mem = static_cast<double>(belos_crs.last->matrix_measured_bytes) / edge_bytes;
-    std::snprintf(text, sizeof(text),
-                  "Tpetra memory added (edge arrays %.1f MiB): EdgeListRowMatrix %.1f MiB = %.1f%%, CrsMatrix %.1f MiB = %.0f%%",
-                  edge_bytes / 1048576, row_mem * edge_bytes / 1048576, 100 * row_mem, crs_copy_mem * edge_bytes / 1048576,
-                  100 * crs_copy_mem);
-    report.add_summary(text, {{"belos_rowmatrix_memory_fraction", row_mem}, {"belos_crs_memory_fraction", crs_copy_mem}});
-    // The matrix alone, with Tpetra's column Map and Import (what Ifpack2's
-    // Relaxation asks for) and without (Ifpack2 Diagonal's path): Tpetra's
-    // part measured alone, the rest the RowMatrix's own.
-    const auto split = trilinos::row_matrix_memory(graph);
-    const double total = static_cast<double>(split.total_bytes) / edge_bytes;
-    const double tpetra = static_cast<double>(split.tpetra_bytes) / edge_bytes;
-    const double own = std::max(0.0, total - tpetra);
-    const double omitted = static_cast<double>(split.omitted_total_bytes) / edge_bytes;
-    std::snprintf(text, sizeof(text),
-                  "EdgeListRowMatrix (%s columns) alone: %.1f%% of edge arrays without Tpetra's column Map and Import "
-                  "(Ifpack2 Diagonal); with them (Ifpack2 Relaxation) %.1f%% = Tpetra's %.1f%% + its own %.1f%%",
-                  split.layout.c_str(), 100 * omitted, 100 * total, 100 * tpetra, 100 * own);
-    report.add_summary(text, {{"rowmatrix_column_layout", split.layout},
-                              {"rowmatrix_without_tpetra_columns_fraction", omitted},
-                              {"rowmatrix_memory_fraction", total},
-                              {"rowmatrix_tpetra_required_fraction", tpetra},
-                              {"rowmatrix_own_fraction", own}});
-  }
+  tessera_summary(report, rows, el, crs, h.edge_bytes);
+  if (rows.size() == 4) belos_summaries(report, rows, h, belos_el, belos_crs);
   return report.print();
 }
 

@@ -110,83 +110,95 @@ void gather_alltoallv(const DistArray<std::uint64_t>& t, const std::vector<std::
 
 bool run_indexgather_sweep(Runtime& rt, const GatherOptions& o);
 
-bool run_indexgather(Runtime& rt, const GatherOptions& o) {
-  if (o.sweep) return run_indexgather_sweep(rt, o);
-  std::uint64_t table = o.table_per_rank * static_cast<std::uint64_t>(rt.size());
-  auto idx = indexgather_indices(rt.rank(), o.requests_per_rank, table);
-  std::vector<std::uint64_t> tgt(idx.size());
-  std::size_t fine = static_cast<std::size_t>(std::min(o.fine_requests_per_rank, o.requests_per_rank));
-  AggregationOptions agg = o.aggregation.resolved();
-  nlohmann::json config{{"table_per_rank", o.table_per_rank},
-                        {"requests_per_rank", o.requests_per_rank},
-                        {"fine_requests_per_rank", fine},
-                        {"reps", o.reps},
-                        {"aggregation", agg.describe(rt.size())}};
-  progress(rt, o.format,
-           "indexgather: " + std::to_string(table) + " table entries, " + std::to_string(o.requests_per_rank) +
-               " reads per rank; aggregation: " + agg.describe(rt.size()));
-  Report report(rt, "indexgather", config, o.format);
-  report.set_baselines({"fine-grained", "alltoallv"});
+namespace {
+// The tables (one per storage, all filled alike), the reads and their
+// results, shared by every variant.
+struct GatherRun {
+  GatherRun(Runtime& rt, const GatherOptions& o)
+      : rt(rt), o(o), table(o.table_per_rank * static_cast<std::uint64_t>(rt.size())),
+        idx(indexgather_indices(rt.rank(), o.requests_per_rank, table)), tgt(idx.size()),
+        fine(static_cast<std::size_t>(std::min(o.fine_requests_per_rank, o.requests_per_rank))),
+        agg(o.aggregation.resolved()) {}
+  Runtime& rt;
+  const GatherOptions& o;
+  const std::uint64_t table;
+  const std::vector<std::uint64_t> idx;
+  std::vector<std::uint64_t> tgt;
+  const std::size_t fine;
+  const AggregationOptions agg;
+  double all = 0;          // reads of one repetition, whole job
+  std::uint64_t remote = 0;  // this rank's reads another rank owns (the same for every table)
+  Counted counted[7]{};    // the aggregated rows, in order
 
-  auto reset = [&] { std::fill(tgt.begin(), tgt.end(), kUnset); };
-  auto check = [&](std::size_t reads) {
-    return verify_by([&rt, &idx, &tgt, reads] {
+  std::function<void()> reset() {
+    return [this] { std::fill(tgt.begin(), tgt.end(), kUnset); };
+  }
+  std::function<std::string(bool&)> check(std::size_t reads) {
+    return verify_by([this, reads] {
       return check_indexgather(rt, std::span(idx).first(reads), std::span(tgt).first(reads));
     });
-  };
-  DistArray<std::uint64_t> heap(rt, table, StorageOptions::heap());
+  }
+  // An aggregated read of `t` with `a`, row k of counted.
+  Variant aggregated(const std::string& storage, const DistArray<std::uint64_t>& t, AggregationOptions a, int k) {
+    Variant v{.variant = "aggregated", .storage = storage, .reps = o.reps, .work = all, .prepare = reset(),
+              .verify = check(idx.size())};
+    return counted_variant(rt, std::move(v), counted[k], [this, &t, a](Traffic& traffic) {
+      return gather_counted(t, idx, tgt, a, traffic, remote);
+    });
+  }
+};
+}  // namespace
+
+bool run_indexgather(Runtime& rt, const GatherOptions& o) {
+  if (o.sweep) return run_indexgather_sweep(rt, o);
+  GatherRun x(rt, o);
+  const std::string agg_text = x.agg.describe(rt.size());
+  nlohmann::json config{{"table_per_rank", o.table_per_rank},
+                        {"requests_per_rank", o.requests_per_rank},
+                        {"fine_requests_per_rank", x.fine},
+                        {"reps", o.reps},
+                        {"aggregation", agg_text}};
+  progress(rt, o.format,
+           "indexgather: " + std::to_string(x.table) + " table entries, " + std::to_string(o.requests_per_rank) +
+               " reads per rank; aggregation: " + agg_text);
+  Report report(rt, "indexgather", config, o.format);
+  report.set_baselines({"fine-grained", "alltoallv"});
+  DistArray<std::uint64_t> heap(rt, x.table, StorageOptions::heap());
   fill_table(heap);
-  DistArray<std::uint64_t> shared(rt, table, StorageOptions::shared());
+  DistArray<std::uint64_t> shared(rt, x.table, StorageOptions::shared());
   fill_table(shared);
-  DistArray<std::uint64_t> colocale(rt, table, StorageOptions::colocale());
+  DistArray<std::uint64_t> colocale(rt, x.table, StorageOptions::colocale());
   fill_table(colocale);
   RmaTable<std::uint64_t> rma(rt, heap.distribution());
   fill_table(rma);
-  const double ranks = static_cast<double>(rt.size()), all = static_cast<double>(idx.size()) * ranks;
-  const std::uint64_t remote = remote_operations(heap, idx);  // the same distribution for every table
-  Traffic traffic[7];  // the aggregated rows, in order
-  double seconds[7] = {};  // their last repetition, as each measured it
-  auto counted = [&](int k) { return [&rt, &traffic, k] { return traffic[k].json(rt); }; };
-  auto timed = [&](int k) { return [&seconds, k] { return seconds[k]; }; };
-  std::vector<std::uint64_t> private_table(table);
-  for (std::uint64_t i = 0; i < table; ++i) private_table[i] = indexgather_value(i);
+  const double ranks = static_cast<double>(rt.size());
+  x.all = static_cast<double>(x.idx.size()) * ranks;
+  x.remote = remote_operations(heap, x.idx);
+  std::vector<std::uint64_t> private_table(x.table);
+  for (std::uint64_t i = 0; i < x.table; ++i) private_table[i] = indexgather_value(i);
+  const AggregationOptions direct0 = x.agg.with_same_node_direct(0);
   auto rows = run_variants(rt, report,
-               {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
-                 .work = static_cast<double>(fine) * ranks, .prepare = reset,
-                 .run = [&] { gather_fine(rma, idx, tgt, fine); }, .verify = check(fine), .skipped = rma.unavailable()},
-                {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_alltoallv(heap, idx, tgt); }, .verify = check(idx.size())},
-                {.variant = "aggregated", .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[0] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0), traffic[0], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(0), .details = counted(0)},
-                // Right after its direct counterpart: the ratio compares rows measured close in time.
-                {.variant = "aggregated", .storage = "heap multi-hop", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[1] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::grid),
-                                                         traffic[1], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(1), .details = counted(1)},
-                // The same exchange with batches to co-locales through MPI, and with node-first routing.
-                {.variant = "aggregated", .storage = kMpiTransportRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[5] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_same_node_rings(0), traffic[5], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(5), .details = counted(5)},
-                {.variant = "aggregated", .storage = kNodeFirstRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[6] = gather_counted(heap, idx, tgt, agg.with_same_node_direct(0).with_routing(AggregationRouting::node_first), traffic[6], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(6), .details = counted(6)},
-                {.variant = "aggregated", .storage = "shared", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[2] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(0), traffic[2], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(2), .details = counted(2)},
-                {.variant = "aggregated", .storage = "shared+direct", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[3] = gather_counted(shared, idx, tgt, agg.with_same_node_direct(1), traffic[3], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(3), .details = counted(3)},
-                {.variant = "aggregated", .storage = kColocaleRow, .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { seconds[4] = gather_counted(colocale, idx, tgt, agg.with_same_node_direct(1), traffic[4], remote); },
-                 .verify = check(idx.size()), .measured_seconds = timed(4), .details = counted(4)},
-                {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = all, .prepare = reset,
-                 .run = [&] { gather_local(private_table, idx, tgt); }, .verify = check(idx.size())}},
-               1e6, "M reads/s");
-  std::vector<std::uint64_t> copy(idx.size());
-  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, idx, copy, o.reps)}, 1e9, "GB/s");
+      {{.variant = "fine-grained MPI_Get", .storage = "MPI window", .reps = 1,
+        .work = static_cast<double>(x.fine) * ranks, .prepare = x.reset(),
+        .run = [&] { gather_fine(rma, x.idx, x.tgt, x.fine); }, .verify = x.check(x.fine), .skipped = rma.unavailable()},
+       {.variant = "alltoallv", .storage = "heap", .reps = o.reps, .work = x.all, .prepare = x.reset(),
+        .run = [&] { gather_alltoallv(heap, x.idx, x.tgt); }, .verify = x.check(x.idx.size())},
+       x.aggregated("heap", heap, direct0, 0),
+       // Right after its direct counterpart: the ratio compares rows measured close in time.
+       x.aggregated("heap multi-hop", heap, direct0.with_routing(AggregationRouting::grid), 1),
+       // The same exchange with batches to co-locales through MPI, and with node-first routing.
+       x.aggregated(kMpiTransportRow, heap, direct0.with_same_node_rings(0), 5),
+       x.aggregated(kNodeFirstRow, heap, direct0.with_routing(AggregationRouting::node_first), 6),
+       x.aggregated("shared", shared, direct0, 2),
+       x.aggregated("shared+direct", shared, x.agg.with_same_node_direct(1), 3),
+       x.aggregated(kColocaleRow, colocale, x.agg.with_same_node_direct(1), 4),
+       {.variant = kLocalLoopRow, .storage = "heap", .reps = o.reps, .work = x.all, .prepare = x.reset(),
+        .run = [&] { gather_local(private_table, x.idx, x.tgt); }, .verify = x.check(x.idx.size())}},
+      1e6, "M reads/s");
+  std::vector<std::uint64_t> copy(x.idx.size());
+  auto bandwidth = run_variants(rt, report, {memcpy_variant(rt, x.idx, copy, o.reps)}, 1e9, "GB/s");
   add_ceiling_summary(report, rows, rows.back(), bandwidth.front());
-  add_multi_hop_summary(report, agg, rows, "heap", "heap multi-hop");
+  add_multi_hop_summary(report, x.agg, rows, "heap", "heap multi-hop");
   add_transport_summary(report, rows);
   add_colocale_summary(report, rt, rows);
   add_bytes_summary(report, rows, "heap", "read");

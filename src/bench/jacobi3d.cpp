@@ -279,6 +279,23 @@ Outcome run_chunked(Runtime& rt, const Problem& p, const ChunkGrid& grid, const 
   return o;
 }
 
+namespace {
+// The checkpoint after iteration `it`: the problem's shape (rank 0) and the
+// blocks; its stall (slowest rank) and the largest rank's bytes go to o.
+void commit_checkpoint(Runtime& rt, Checkpoint& ck, const std::vector<std::int64_t>& shape, ChunkArray<Block>& arr,
+                       int it, Outcome& o) {
+  const auto c0 = std::chrono::steady_clock::now();
+  auto w = ck.begin(static_cast<std::uint64_t>(it));
+  w.add("problem", std::span<const std::int64_t>(shape).first(rt.rank() == 0 ? shape.size() : 0));
+  w.add("blocks", arr);
+  const std::uint64_t bytes = w.bytes();
+  w.commit();
+  const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  o.checkpoint_seconds.push_back(all_reduce(rt.comm(), stall, MPI_MAX));
+  o.checkpoint_bytes_per_rank = std::max(o.checkpoint_bytes_per_rank, all_reduce(rt.comm(), bytes, MPI_MAX));
+}
+}  // namespace
+
 Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, const Recovery& recovery,
                         std::uint64_t* resumed_from) {
   CheckpointOptions options = recovery.checkpoint;
@@ -321,17 +338,7 @@ Outcome run_recoverable(Runtime& rt, const Problem& p, const ChunkGrid& grid, co
     traced.arg("iteration", it);
     arr.exchange_and_compute(receive_face, [&](std::uint64_t id, Block& b) { iterate(b, p, face_buffers(arr, grid, id, b)); });
     arr.end_step();
-    if (recovery.every > 0 && it % recovery.every == 0 && it < p.iterations) {
-      const auto c0 = std::chrono::steady_clock::now();
-      auto w = ck.begin(static_cast<std::uint64_t>(it));
-      w.add("problem", std::span<const std::int64_t>(shape).first(rt.rank() == 0 ? shape.size() : 0));
-      w.add("blocks", arr);
-      const std::uint64_t bytes = w.bytes();
-      w.commit();
-      const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-      o.checkpoint_seconds.push_back(all_reduce(rt.comm(), stall, MPI_MAX));
-      o.checkpoint_bytes_per_rank = std::max(o.checkpoint_bytes_per_rank, all_reduce(rt.comm(), bytes, MPI_MAX));
-    }
+    if (recovery.every > 0 && it % recovery.every == 0 && it < p.iterations) commit_checkpoint(rt, ck, shape, arr, it, o);
     FaultInjection::at_step(rt.rank(), static_cast<std::uint64_t>(it));
   }
   const int done = std::max(1, p.iterations - static_cast<int>(start));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/bench/report.hpp"
 #include "tessera/chunks/balance.hpp"
 #include "tessera/resilience/checkpoint.hpp"
 #include "tessera/chunks/mapping.hpp"
@@ -79,6 +80,11 @@ Outcome run_plain(const Problem& p);
 // One line: "ok: ..." when the outcome agrees with the theory (and with
 // `reference`'s checksum when given), else "WRONG: ..." with the figures.
 std::string check(const Problem& p, const Outcome& o, const Outcome* reference = nullptr);
+
+// The plain loop as a one-process baseline row (rank 0; the time is its own
+// per iteration): verified against the theory, and its checksum sent to
+// every rank, the reference for the chunked runs' checks.
+Variant plain_variant(Runtime& rt, const Problem& p, Outcome& plain, std::string group = "");
 
 // The chunk one step along `axis` (0, 1, 2) in `direction` (-1, +1), or -1
 // past the edge of the grid.

@@ -38,6 +38,18 @@ std::string check(const Problem& p, const Outcome& o, const Outcome* reference) 
   return text;
 }
 
+Variant plain_variant(Runtime& rt, const Problem& p, Outcome& plain, std::string group) {
+  return Variant{.group = std::move(group), .variant = "plain sequential loop", .storage = "-", .reps = 1,
+                 .work = std::pow(static_cast<double>(p.n), 3), .run = [&plain, p] { plain = run_plain(p); },
+                 .verify = [&rt, &plain, p](bool& ok) {
+                   std::string text = broadcast(rt.comm(), rt.rank() == 0 ? check(p, plain) : "", 0);
+                   ok = text.rfind("ok", 0) == 0;
+                   plain.checksum = broadcast(rt.comm(), plain.checksum, 0);
+                   return text;
+                 },
+                 .rank0_only = true, .measured_seconds = [&plain] { return plain.seconds_per_iteration; }};
+}
+
 std::int64_t face_neighbour(const ChunkGrid& grid, std::uint64_t id, int axis, int direction) {
   auto ix = grid.index(static_cast<int>(id));
   const std::array<int, 3> dims{grid.di, grid.dj, grid.dk};
@@ -100,9 +112,8 @@ nlohmann::json report_json(const std::vector<BalanceReport>& reports) {
 }
 }  // namespace
 
-bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
-  auto lb = parse_strategy(o.lb, "--lb");
-  jacobi::Problem problem{o.n, o.iterations, false};
+namespace {
+std::vector<ChunkGrid> jacobi_grids(const Jacobi3dOptions& o) {
   std::vector<ChunkGrid> grids;
   if (!o.chunks.empty())
     grids.push_back(ChunkGrid::parse(o.chunks));
@@ -113,36 +124,47 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
   for (auto& g : grids)
     for (int d : {g.di, g.dj, g.dk})
       if (d > o.n) throw ConfigError("--chunks " + grid_name(g) + ": more chunks than grid points along an axis (--n " + std::to_string(o.n) + ")");
-  const MappingKind mapping = parse_mapping(o.mapping);  // a bad --mapping fails before any work
-  // The machine's hop distance: the comm strategy's objective.
-  std::shared_ptr<const NetworkTopology> topology = make_topology("machine", rt);
-  const HopDistance hops = [topology](int a, int b) { return static_cast<double>(topology->hops(a, b)); };
-  const double cells = std::pow(static_cast<double>(o.n), 3);
-  Report report(rt, "jacobi3d", {{"n", o.n}, {"iterations", o.iterations}, {"mapping", o.mapping}, {"imbalance", o.imbalance}},
-                o.format);
-  report.set_baselines({o.imbalance ? "lb=none" : "plain"});
+  return grids;
+}
 
-  // The plain loop: the baseline row (and the reference iterate) on rank 0.
-  jacobi::Outcome plain;
-  std::vector<Variant> variants;
-  variants.push_back(Variant{
-      .group = o.imbalance ? "reference" : "", .variant = "plain sequential loop", .storage = "-",
-      .reps = 1, .work = cells, .run = [&] { plain = jacobi::run_plain(problem); },  // more samples: sample_plain
-      .verify = [&](bool& ok) {
-        std::string problem_text = rt.rank() == 0 ? jacobi::check(problem, plain) : "";
-        problem_text = broadcast(rt.comm(), problem_text, 0);
-        ok = problem_text.rfind("ok", 0) == 0;
-        plain.checksum = broadcast(rt.comm(), plain.checksum, 0);
-        return problem_text;
-      },
-      .rank0_only = true, .measured_seconds = [&] { return plain.seconds_per_iteration; }});
-  double plain_best = run_variants(rt, report, variants, 1e6, "M cells/s").front().timing.best;
-  double plain_cpu_best = plain.cpu_seconds_per_iteration;
+// One chunked case: its samples over the repetitions and its last outcome.
+struct Case {
+  ChunkGrid grid;
+  Strategy strategy;
+  bool imbalanced;
+  std::vector<double> times{}, whole{};
+  double cpu_best = 1e300;
+  std::vector<double> paired{}, paired_cpu{};  // this run / the plain loop's run just before it
+  jacobi::Outcome last{};
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct JacobiRun {
+  Runtime& rt;
+  const Jacobi3dOptions& o;
+  jacobi::Problem problem;
+  MappingKind mapping;
+  std::shared_ptr<const NetworkTopology> topology;
+  HopDistance hops;
+  double cells;
+  jacobi::Outcome plain{};
+  double plain_best = 0, plain_cpu_best = 0;
+  std::vector<Case> cases{};
+
+  std::string label(const Case& c) const {
+    return (o.imbalance ? std::string(c.imbalanced ? "imbalanced " : "balanced ") : std::string()) + grid_name(c.grid) +
+           " lb=" + to_string(c.strategy);
+  }
+
   // The plain loop runs again before every chunked repetition (on rank 0,
   // untimed there): the overhead ratio compares bests sampled in the same
   // stretch of time, so a noisy neighbour on a shared machine hits both.
   // Returns that sample (wall, CPU seconds per iteration) on every rank.
-  auto sample_plain = [&] {
+  std::array<double, 2> sample_plain() {
     std::array<double, 2> sample{0, 0};
     if (o.imbalance) return sample;
     if (rt.rank() == 0) {
@@ -153,135 +175,154 @@ bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
     }
     broadcast(rt.comm(), sample.data(), 2, 0);
     return sample;
-  };
+  }
 
-  // The chunked runs, repetitions interleaved (rep 1 of every case, then rep
-  // 2, ...) so that a noisy stretch on a shared machine hits every case alike.
-  struct Case {
-    ChunkGrid grid;
-    Strategy strategy;
-    bool imbalanced;
-    std::vector<double> times{}, whole{};
-    double cpu_best = 1e300;
-    std::vector<double> paired{}, paired_cpu{};  // this run / the plain loop's run just before it
-    jacobi::Outcome last{};
-  };
-  std::vector<Case> cases;
-  if (o.imbalance) {
-    for (bool imbalanced : {true, false})
-      for (Strategy s : {Strategy::none, Strategy::greedy, Strategy::refine, Strategy::comm})
-        cases.push_back({grids[0], s, imbalanced});
-  } else {
-    for (auto& g : grids) {
-      cases.push_back({g, Strategy::none, false});
-      if (lb != Strategy::none) cases.push_back({g, lb, false});
+  void make_cases(const std::vector<ChunkGrid>& grids, Strategy lb) {
+    if (o.imbalance) {
+      for (bool imbalanced : {true, false})
+        for (Strategy s : {Strategy::none, Strategy::greedy, Strategy::refine, Strategy::comm})
+          cases.push_back({grids[0], s, imbalanced});
+    } else {
+      for (auto& g : grids) {
+        cases.push_back({g, Strategy::none, false});
+        if (lb != Strategy::none) cases.push_back({g, lb, false});
+      }
     }
   }
-  auto label = [&](const Case& c) {
-    return (o.imbalance ? std::string(c.imbalanced ? "imbalanced " : "balanced ") : std::string()) + grid_name(c.grid) +
-           " lb=" + to_string(c.strategy);
-  };
-  for (int rep = 0; rep < std::max(1, o.reps); ++rep)
-    for (auto& c : cases) {
-      progress(rt, o.format, "rep " + std::to_string(rep + 1) + ": " + label(c) + " ...");
-      auto plain_now = sample_plain();
-      jacobi::Problem p = problem;
-      p.imbalance = c.imbalanced;
-      c.last = jacobi::run_chunked(rt, p, c.grid, map_chunks(mapping, c.grid, *topology),
-                                   jacobi::Balancing{.strategy = c.strategy, .hops = hops,
-                                                     .print_measurements = o.show_measurements && rep == 0 && !o.format.quiet});
-      // The imbalanced runs compare the iterations after the balancing step
-      // (what balancing changes); the step itself is reported beside them.
-      c.times.push_back(o.imbalance ? c.last.steady_seconds_per_iteration : c.last.seconds_per_iteration);
-      c.whole.push_back(c.last.seconds_per_iteration);
-      c.cpu_best = std::min(c.cpu_best, c.last.cpu_seconds_per_iteration);
-      if (plain_now[0] > 0) {
-        c.paired.push_back(c.last.seconds_per_iteration / plain_now[0]);
-        c.paired_cpu.push_back(c.last.cpu_seconds_per_iteration / plain_now[1]);
-      }
-      for (auto& r : c.last.balancing) progress(rt, o.format, "  " + r.to_string());
-    }
-  for (auto& c : cases) {
-    std::sort(c.times.begin(), c.times.end());
-    Result r = rate_result("lb=" + to_string(c.strategy), grid_name(c.grid) + " " + o.mapping,
-                           Timing{c.times.front(), c.times[c.times.size() / 2], static_cast<int>(c.times.size())}, cells,
-                           1e6, "M cells/s");
-    r.group = o.imbalance ? (c.imbalanced ? "imbalanced" : "balanced") : "";
+
+  // Repetition rep of case c, its samples recorded.
+  void run_case(Case& c, int rep) {
+    progress(rt, o.format, "rep " + std::to_string(rep + 1) + ": " + label(c) + " ...");
+    auto plain_now = sample_plain();
     jacobi::Problem p = problem;
     p.imbalance = c.imbalanced;
-    r.check = jacobi::check(p, c.last, &plain);
-    r.verified = r.check.rfind("ok", 0) == 0;
-    nlohmann::json values{{"lb", to_string(c.strategy)}, {"case", c.imbalanced ? "imbalanced" : "balanced"},
-                          {"chunks", grid_name(c.grid)}, {"seconds_per_iteration", r.timing.best},
-                          {"verified", r.verified}, {"balancing", report_json(c.last.balancing)}};
-    if (o.imbalance)
-      values["whole_run_seconds_per_iteration"] = *std::min_element(c.whole.begin(), c.whole.end());
-    // Projections' evidence: how long the ranks waited, before the balancing
-    // step and after it (the last repetition).
-    std::string idle_text;
-    auto mean_max = [](const std::vector<double>& v) {
-      double sum = 0, max = 0;
-      for (double x : v) sum += x, max = std::max(max, x);
-      return std::pair{sum / static_cast<double>(std::max<std::size_t>(1, v.size())), max};
-    };
-    for (auto [key, shares] : {std::pair{"idle_share_before_balancing", &c.last.idle_share_before},
-                               {"idle_share_after_balancing", &c.last.idle_share_after}}) {
-      if (shares->empty()) continue;
-      const auto [mean, max] = mean_max(*shares);
-      values[key] = {{"mean", mean}, {"max", max}, {"per_rank", *shares}};
-      char text[96];
-      std::snprintf(text, sizeof(text), "%sidle %.1f%% (most idle rank %.1f%%)%s", idle_text.empty() ? "; " : ", ",
-                    100 * mean, 100 * max, shares == &c.last.idle_share_before ? " before balancing" : " after");
-      idle_text += text;
+    c.last = jacobi::run_chunked(rt, p, c.grid, map_chunks(mapping, c.grid, *topology),
+                                 jacobi::Balancing{.strategy = c.strategy, .hops = hops,
+                                                   .print_measurements = o.show_measurements && rep == 0 && !o.format.quiet});
+    // The imbalanced runs compare the iterations after the balancing step
+    // (what balancing changes); the step itself is reported beside them.
+    c.times.push_back(o.imbalance ? c.last.steady_seconds_per_iteration : c.last.seconds_per_iteration);
+    c.whole.push_back(c.last.seconds_per_iteration);
+    c.cpu_best = std::min(c.cpu_best, c.last.cpu_seconds_per_iteration);
+    if (plain_now[0] > 0) {
+      c.paired.push_back(c.last.seconds_per_iteration / plain_now[0]);
+      c.paired_cpu.push_back(c.last.cpu_seconds_per_iteration / plain_now[1]);
     }
-    r.extra = values;
-    report.add(r);
-    report.add_summary(label(c) + ": " + std::to_string(r.timing.best) + " s/iteration" + idle_text, values);
+    for (auto& r : c.last.balancing) progress(rt, o.format, "  " + r.to_string());
   }
-  if (o.imbalance) {
-    // What balancing can gain here, from the chunk loads measured in the
-    // imbalanced lb=none run and where the ranks may run.
-    const auto ranks = rank_cores(rt);
-    auto [bound_none, bound_lb] = balance_bounds(cases[0].last, ranks);
-    const double ideal = 1 - bound_lb / bound_none;
-    report.add_summary("binding: " + describe_binding(ranks) + "; compute bound per iteration from the measured chunk loads: " +
-                           std::to_string(bound_none * 1e3) + " ms without balancing, " + std::to_string(bound_lb * 1e3) +
-                           " ms balanced: at most " + std::to_string(ideal * 100) + "% faster",
-                       {{"bound_none_seconds", bound_none}, {"bound_balanced_seconds", bound_lb}, {"bound_faster_than_none", ideal}});
-    for (std::size_t base : {std::size_t{0}, std::size_t{4}})
-      for (std::size_t k = base + 1; k < base + 4; ++k) {
-        double gain = 1 - cases[k].times.front() / cases[base].times.front();
-        std::string text = label(cases[k]) + ": " + std::to_string(gain * 100) + "% faster than lb=none after the balancing step";
-        nlohmann::json values{{"compare", label(cases[k])}, {"faster_than_none", gain}};
-        if (base == 0) {
-          const double whole = 1 - *std::min_element(cases[k].whole.begin(), cases[k].whole.end()) /
-                                       *std::min_element(cases[base].whole.begin(), cases[base].whole.end());
-          text += " (bound " + std::to_string(ideal * 100) + "%: " + std::to_string(ideal > 0 ? gain / ideal * 100 : 0) +
-                  "% of it); whole run with the step " + std::to_string(whole * 100) + "%";
-          values["bound_faster_than_none"] = ideal;
-          values["whole_run_faster_than_none"] = whole;
-        }
-        report.add_summary(text, values);
+};
+
+// Projections' evidence: how long the ranks waited, before the balancing
+// step and after it (the last repetition); adds the JSON, returns the text.
+std::string idle_evidence(const jacobi::Outcome& last, nlohmann::json& values) {
+  std::string idle_text;
+  for (auto [key, shares] : {std::pair{"idle_share_before_balancing", &last.idle_share_before},
+                             {"idle_share_after_balancing", &last.idle_share_after}}) {
+    if (shares->empty()) continue;
+    double mean = 0, max = 0;
+    for (double x : *shares) mean += x, max = std::max(max, x);
+    mean /= static_cast<double>(shares->size());
+    values[key] = {{"mean", mean}, {"max", max}, {"per_rank", *shares}};
+    idle_text += strprintf("%sidle %.1f%% (most idle rank %.1f%%)%s", idle_text.empty() ? "; " : ", ", 100 * mean,
+                           100 * max, shares == &last.idle_share_before ? " before balancing" : " after");
+  }
+  return idle_text;
+}
+
+// Case c's row (best of its repetitions, verified against the plain loop)
+// and its summary line.
+void report_case(Report& report, const JacobiRun& x, const Case& c) {
+  Result r = rate_result("lb=" + to_string(c.strategy), grid_name(c.grid) + " " + x.o.mapping, timing_of(c.times),
+                         x.cells, 1e6, "M cells/s");
+  r.group = x.o.imbalance ? (c.imbalanced ? "imbalanced" : "balanced") : "";
+  jacobi::Problem p = x.problem;
+  p.imbalance = c.imbalanced;
+  r.check = jacobi::check(p, c.last, &x.plain);
+  r.verified = r.check.rfind("ok", 0) == 0;
+  nlohmann::json values{{"lb", to_string(c.strategy)}, {"case", c.imbalanced ? "imbalanced" : "balanced"},
+                        {"chunks", grid_name(c.grid)}, {"seconds_per_iteration", r.timing.best},
+                        {"verified", r.verified}, {"balancing", report_json(c.last.balancing)}};
+  if (x.o.imbalance) values["whole_run_seconds_per_iteration"] = *std::min_element(c.whole.begin(), c.whole.end());
+  const std::string idle_text = idle_evidence(c.last, values);
+  r.extra = values;
+  report.add(r);
+  report.add_summary(x.label(c) + ": " + std::to_string(r.timing.best) + " s/iteration" + idle_text, values);
+}
+
+// What balancing can gain here, from the chunk loads measured in the
+// imbalanced lb=none run and where the ranks may run, and what each balancer gained.
+void imbalance_summaries(Report& report, Runtime& rt, const JacobiRun& x) {
+  const auto& cases = x.cases;
+  const auto ranks = rank_cores(rt);
+  auto [bound_none, bound_lb] = balance_bounds(cases[0].last, ranks);
+  const double ideal = 1 - bound_lb / bound_none;
+  report.add_summary("binding: " + describe_binding(ranks) + "; compute bound per iteration from the measured chunk loads: " +
+                         std::to_string(bound_none * 1e3) + " ms without balancing, " + std::to_string(bound_lb * 1e3) +
+                         " ms balanced: at most " + std::to_string(ideal * 100) + "% faster",
+                     {{"bound_none_seconds", bound_none}, {"bound_balanced_seconds", bound_lb}, {"bound_faster_than_none", ideal}});
+  auto best_whole = [](const Case& c) { return *std::min_element(c.whole.begin(), c.whole.end()); };
+  for (std::size_t base : {std::size_t{0}, std::size_t{4}})
+    for (std::size_t k = base + 1; k < base + 4; ++k) {
+      double gain = 1 - timing_of(cases[k].times).best / timing_of(cases[base].times).best;
+      std::string text = x.label(cases[k]) + ": " + std::to_string(gain * 100) + "% faster than lb=none after the balancing step";
+      nlohmann::json values{{"compare", x.label(cases[k])}, {"faster_than_none", gain}};
+      if (base == 0) {
+        const double whole = 1 - best_whole(cases[k]) / best_whole(cases[base]);
+        text += " (bound " + std::to_string(ideal * 100) + "%: " + std::to_string(ideal > 0 ? gain / ideal * 100 : 0) +
+                "% of it); whole run with the step " + std::to_string(whole * 100) + "%";
+        values["bound_faster_than_none"] = ideal;
+        values["whole_run_faster_than_none"] = whole;
       }
-  } else {
-    // Wall time is what counts; CPU time (the main thread's) is the same
-    // comparison blind to the other jobs that share this machine's cores.
-    plain_best = broadcast(rt.comm(), plain_best, 0);
-    plain_cpu_best = broadcast(rt.comm(), plain_cpu_best, 0);
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.empty() ? 0.0 : v[v.size() / 2];
-    };
-    // Best against best, and the median of paired ratios (each chunked run
-    // against the plain run just before it: robust to slow stretches).
-    for (auto& c : cases)
-      report.add_summary("overhead " + label(c) + " vs plain loop: best/best " + std::to_string(c.times.front() / plain_best) +
-                             "x wall, " + std::to_string(c.cpu_best / plain_cpu_best) + "x CPU; median paired " +
-                             std::to_string(median(c.paired)) + "x wall, " + std::to_string(median(c.paired_cpu)) + "x CPU",
-                         {{"overhead_of", label(c)}, {"overhead", c.times.front() / plain_best},
-                          {"cpu_overhead", c.cpu_best / plain_cpu_best}, {"paired_overhead", median(c.paired)},
-                          {"paired_cpu_overhead", median(c.paired_cpu)}});
+      report.add_summary(text, values);
+    }
+}
+
+// Wall time is what counts; CPU time (the main thread's) is the same
+// comparison blind to the other jobs that share this machine's cores. Best
+// against best, and the median of paired ratios (each chunked run against
+// the plain run just before it: robust to slow stretches).
+void overhead_summaries(Report& report, Runtime& rt, JacobiRun& x) {
+  x.plain_best = broadcast(rt.comm(), x.plain_best, 0);
+  x.plain_cpu_best = broadcast(rt.comm(), x.plain_cpu_best, 0);
+  for (auto& c : x.cases) {
+    const double best = timing_of(c.times).best;
+    report.add_summary("overhead " + x.label(c) + " vs plain loop: best/best " + std::to_string(best / x.plain_best) +
+                           "x wall, " + std::to_string(c.cpu_best / x.plain_cpu_best) + "x CPU; median paired " +
+                           std::to_string(median(c.paired)) + "x wall, " + std::to_string(median(c.paired_cpu)) + "x CPU",
+                       {{"overhead_of", x.label(c)}, {"overhead", best / x.plain_best},
+                        {"cpu_overhead", c.cpu_best / x.plain_cpu_best}, {"paired_overhead", median(c.paired)},
+                        {"paired_cpu_overhead", median(c.paired_cpu)}});
   }
+}
+}  // namespace
+
+bool run_jacobi3d(Runtime& rt, const Jacobi3dOptions& o) {
+  auto lb = parse_strategy(o.lb, "--lb");
+  const std::vector<ChunkGrid> grids = jacobi_grids(o);
+  const MappingKind mapping = parse_mapping(o.mapping);  // a bad --mapping fails before any work
+  // The machine's hop distance: the comm strategy's objective.
+  std::shared_ptr<const NetworkTopology> topology = make_topology("machine", rt);
+  const HopDistance hops = [topology](int a, int b) { return static_cast<double>(topology->hops(a, b)); };
+  JacobiRun x{rt, o, jacobi::Problem{o.n, o.iterations, false}, mapping, topology, hops,
+              std::pow(static_cast<double>(o.n), 3)};
+  Report report(rt, "jacobi3d", {{"n", o.n}, {"iterations", o.iterations}, {"mapping", o.mapping}, {"imbalance", o.imbalance}},
+                o.format);
+  report.set_baselines({o.imbalance ? "lb=none" : "plain"});
+  // The plain loop: the baseline row (and the reference iterate) on rank 0;
+  // more samples of it in sample_plain.
+  x.plain_best = run_variants(rt, report, {plain_variant(rt, x.problem, x.plain, o.imbalance ? "reference" : "")}, 1e6,
+                              "M cells/s").front().timing.best;
+  x.plain_cpu_best = x.plain.cpu_seconds_per_iteration;
+  // The chunked runs, repetitions interleaved (rep 1 of every case, then rep
+  // 2, ...) so that a noisy stretch on a shared machine hits every case alike.
+  x.make_cases(grids, lb);
+  for (int rep = 0; rep < std::max(1, o.reps); ++rep)
+    for (auto& c : x.cases) x.run_case(c, rep);
+  for (auto& c : x.cases) report_case(report, x, c);
+  if (o.imbalance)
+    imbalance_summaries(report, rt, x);
+  else
+    overhead_summaries(report, rt, x);
   return report.print();
 }
 

@@ -81,6 +81,18 @@ struct TemporaryEdgeList {
 
 }  // namespace
 
+namespace {
+// The file's size in bytes, as rank 0 sees it, on every rank.
+std::uint64_t file_size(Runtime& rt, const std::string& path) {
+  std::uint64_t bytes = 0;
+  if (rt.rank() == 0) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) bytes = static_cast<std::uint64_t>(st.st_size);
+  }
+  return broadcast(rt.comm(), bytes, 0);
+}
+}  // namespace
+
 bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o) {
   auto spec = graph::GraphSpec::kronecker(o.kron_scale);
   progress(rt, o.format, "parse: " + spec.describe() + ", generating and writing the edge list (untimed)...");
@@ -89,15 +101,7 @@ bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o) {
   graph::write_graph(g, file.path);
   const ArcFingerprint want = fingerprint(rt, g);
   const std::uint64_t vertices = g.vertices();
-  std::uint64_t file_bytes = 0;
-  {
-    std::uint64_t bytes = 0;
-    if (rt.rank() == 0) {
-      struct stat st {};
-      if (::stat(file.path.c_str(), &st) == 0) bytes = static_cast<std::uint64_t>(st.st_size);
-    }
-    file_bytes = broadcast(rt.comm(), bytes, 0);
-  }
+  const std::uint64_t file_bytes = file_size(rt, file.path);
   const double per_rank = static_cast<double>(file_bytes) / rt.size();
   Report report(rt, "parse",
                 {{"kron_scale", o.kron_scale}, {"file_bytes", file_bytes}, {"arcs", want.arcs}, {"reps", o.reps}},
@@ -134,10 +138,7 @@ bool run_parse_bench(Runtime& rt, const ParseBenchOptions& o) {
        .prepare = [&] { loaded.reset(); },
        .run = [&] { loaded = graph::read_graph(rt, file.path); },
        .verify =
-           [&](bool& ok) {
-             return verdict(fingerprint(rt, loaded->graph),
-                            loaded->graph.vertices(), ok);
-           },
+           [&](bool& ok) { return verdict(fingerprint(rt, loaded->graph), loaded->graph.vertices(), ok); },
        .details = [&] { return nlohmann::json{{"bytes_per_rank", per_rank}, {"what", "parse + build"}}; }}};
   run_variants(rt, report, variants, 1e6, "MB/s per rank");
   return report.print();

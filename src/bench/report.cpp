@@ -1,6 +1,7 @@
 #include "tessera/bench/report.hpp"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 
 #include "tessera/runtime/collective.hpp"
@@ -90,6 +91,8 @@ nlohmann::json idle_json(Runtime& rt, const RepetitionIdle& mine) {
           {"seconds_per_rank", idle}};
 }
 
+}  // namespace
+
 Timing timing_of(std::vector<double> samples) {
   Timing t;
   t.samples = samples;
@@ -99,7 +102,18 @@ Timing timing_of(std::vector<double> samples) {
   t.reps = static_cast<int>(samples.size());
   return t;
 }
-}  // namespace
+
+std::string strprintf(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(static_cast<std::size_t>(std::max(0, n)), '\0');
+  std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
+  return text;
+}
 
 Timing time_reps(Runtime& rt, int reps, const std::function<void()>& prepare, const std::function<void()>& run) {
   const Variant v{.prepare = prepare, .run = run};

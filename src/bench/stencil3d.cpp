@@ -27,18 +27,7 @@ bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o) {
   Report report(rt, "stencil3d", {{"n", o.n}, {"block", o.block}, {"iterations", o.iterations}}, o.format);
   report.set_baselines({"plain"});
   jacobi::Outcome plain;
-  std::vector<Variant> variants;
-  variants.push_back(Variant{
-      .variant = "plain sequential loop", .storage = "-", .reps = 1, .work = cells,
-      .run = [&] { plain = jacobi::run_plain(problem); },
-      .verify = [&](bool& ok) {
-        std::string text = broadcast(rt.comm(), rt.rank() == 0 ? jacobi::check(problem, plain) : "", 0);
-        ok = text.rfind("ok", 0) == 0;
-        plain.checksum = broadcast(rt.comm(), plain.checksum, 0);
-        return text;
-      },
-      .rank0_only = true, .measured_seconds = [&] { return plain.seconds_per_iteration; }});
-  run_variants(rt, report, variants, 1e6, "M cells/s");
+  run_variants(rt, report, {jacobi::plain_variant(rt, problem, plain)}, 1e6, "M cells/s");
 
   const CommGraph graph = jacobi::stencil_graph(problem, grid);
   for (std::string mapping : {"rnd", "rr", "to"}) {
@@ -67,10 +56,8 @@ bool run_stencil3d(Runtime& rt, const Stencil3dOptions& o) {
       const auto& idle = row.extra["idle"];
       values["idle_share_mean"] = idle["share_mean"];
       values["idle_share_max"] = idle["share_max"];
-      char share[96];
-      std::snprintf(share, sizeof(share), "; idle %.1f%% of the time on average, %.1f%% on the most idle rank",
-                    100 * idle["share_mean"].get<double>(), 100 * idle["share_max"].get<double>());
-      text += share;
+      text += strprintf("; idle %.1f%% of the time on average, %.1f%% on the most idle rank",
+                        100 * idle["share_mean"].get<double>(), 100 * idle["share_max"].get<double>());
     }
     report.add_summary(text, values);
   }

@@ -63,6 +63,23 @@ std::uint64_t remote_operations(const Array& array, const std::vector<std::uint6
   return n;
 }
 
+// An aggregated row's last repetition: its own seconds (construction to the
+// end of its flush, traffic read after the clock stops) and its traffic.
+struct Counted {
+  Traffic traffic{};
+  double seconds = 0;
+};
+
+// Variant v running `kernel` (which returns its own seconds and records into
+// the Traffic): the row's time is those seconds, its extra the traffic.
+template <class Kernel>
+Variant counted_variant(Runtime& rt, Variant v, Counted& c, Kernel kernel) {
+  v.run = [&c, kernel] { c.seconds = kernel(c.traffic); };
+  v.measured_seconds = [&c] { return c.seconds; };
+  v.details = [&rt, &c] { return c.traffic.json(rt); };
+  return v;
+}
+
 // One summary line: the wire and side bytes per operation of the messages-only
 // row (`storage`), as its traffic measured them; `what` names an operation.
 inline void add_bytes_summary(Report& report, const std::vector<Result>& rows, const std::string& storage,

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <cstdio>
+#include <initializer_list>
 
 #include "tessera/bench/benchmarks.hpp"
 #include "tessera/comm/options.hpp"
@@ -47,21 +48,10 @@ void apply_common(const BenchOptions& o, bench::CommonOptions& c) {
 int run(BenchOptions o, const std::string& which) {
   Runtime rt;
   trace::Span command(trace::Category::phase, trace::recording() ? trace::intern("tessera bench " + which) : nullptr);
-  apply_common(o, o.stream);
-  apply_common(o, o.ra);
-  apply_common(o, o.gather);
-  apply_common(o, o.histo);
-  apply_common(o, o.cc);
-  apply_common(o, o.hitting);
-  apply_common(o, o.interop);
-  apply_common(o, o.parse);
-  apply_common(o, o.isx);
-  apply_common(o, o.argsort);
-  apply_common(o, o.jacobi);
-  apply_common(o, o.stencil);
-  apply_common(o, o.pagerank);
-  apply_common(o, o.bfs);
-  apply_common(o, o.spectral);
+  const std::initializer_list<bench::CommonOptions*> every{&o.stream, &o.ra,      &o.gather, &o.histo,   &o.cc,
+                                                           &o.hitting, &o.interop, &o.parse,  &o.isx,     &o.argsort,
+                                                           &o.jacobi,  &o.stencil, &o.pagerank, &o.bfs,   &o.spectral};
+  for (bench::CommonOptions* c : every) apply_common(o, *c);
   if (o.demo) {  // the suite in about a minute at 4 ranks on a 2-core machine
     o.stream.elements = std::uint64_t{1} << 26;
     o.ra.log_table_per_rank = 21;

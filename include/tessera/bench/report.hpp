@@ -22,12 +22,18 @@ struct ReportFormat {
 // A progress note on stderr (rank 0), unless quiet.
 void progress(Runtime& rt, const ReportFormat& format, const std::string& text);
 
+// printf into a string: the one-line texts of checks, notes and summaries.
+std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 struct Timing {
   double best = 0;    // seconds, slowest rank, fastest repetition
   double median = 0;
   int reps = 0;
   std::vector<double> samples{};  // every repetition's seconds, in run order
 };
+
+// Best, median and count of samples (seconds, in run order).
+Timing timing_of(std::vector<double> samples);
 
 // Wall time of run() from a barrier before to a barrier after (slowest rank).
 double time_once(Runtime& rt, const std::function<void()>& run);
