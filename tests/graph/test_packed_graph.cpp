@@ -1,0 +1,166 @@
+// PackedGraph: the byte code against a plain reference encoder, every row
+// decoded (whole, in part, until found) equal to the EdgeList it came from,
+// the numbering by degree against a serial one (the same at every rank
+// count), the arcs mapped back through original_ids equal to the input's,
+// multigraph rows, and a weighted graph refused.
+#include <gtest/gtest.h>
+
+#include "../test_util.hpp"
+#include "graph_test_util.hpp"
+#include "tessera/graph/generators.hpp"
+#include "tessera/graph/packed_graph.hpp"
+#include "tessera/runtime/error.hpp"
+
+using namespace tessera;
+using namespace tessera::graph;
+using tessera::test::EdgeTuple;
+
+namespace {
+
+// LEB128 written out the long way, as a reference.
+std::vector<std::uint8_t> leb128(std::uint64_t x) {
+  std::vector<std::uint8_t> out;
+  do {
+    std::uint8_t b = x % 128;
+    x /= 128;
+    out.push_back(x ? b + 128 : b);
+  } while (x);
+  return out;
+}
+
+std::vector<std::uint64_t> row_of(const EdgeList& g, std::size_t i) {
+  std::vector<std::uint64_t> out;
+  g.with_dst([&](auto dst) {
+    auto rows = g.row_offsets();
+    for (auto k = rows[i]; k < rows[i + 1]; ++k) out.push_back(dst[k]);
+  });
+  return out;
+}
+
+// Every local row decoded each way equals the EdgeList's.
+void expect_same_rows(const EdgeList& g, const PackedGraph& p) {
+  ASSERT_EQ(p.local_vertices(), g.local_vertices());
+  auto r = p.rows();
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    auto want = row_of(g, i);
+    ASSERT_EQ(r.degree(i), want.size()) << "row " << i;
+    std::vector<std::uint64_t> all, middle;
+    r.for_each(i, [&](std::uint64_t v) { all.push_back(v); });
+    ASSERT_EQ(all, want) << "row " << i;
+    r.for_range(i, 1, 3, [&](std::uint64_t v) { middle.push_back(v); });
+    std::vector<std::uint64_t> want_middle;
+    for (std::size_t k = 1; k < std::min<std::size_t>(3, want.size()); ++k) want_middle.push_back(want[k]);
+    ASSERT_EQ(middle, want_middle) << "row " << i;
+    if (!want.empty()) {
+      std::size_t seen = 0;
+      EXPECT_TRUE(r.find(i, [&](std::uint64_t v) { return ++seen, v == want.back(); }));
+      EXPECT_EQ(seen, std::find(want.begin(), want.end(), want.back()) - want.begin() + 1);
+    }
+    EXPECT_FALSE(r.find(i, [](std::uint64_t) { return false; }));
+  }
+}
+
+}  // namespace
+
+TEST(ByteCode, MatchesTheReferenceAtEveryLengthBoundary) {
+  std::vector<std::uint64_t> values = {0, 1, 127, 128, 300, 16383, 16384, (1ull << 21) - 1, 1ull << 21,
+                                       (1ull << 32) - 1, 1ull << 32, (1ull << 63) + 5, ~0ull};
+  for (auto x : values) {
+    std::uint8_t buf[16];
+    auto* end = byte_code::put(x, buf);
+    EXPECT_EQ(std::vector<std::uint8_t>(buf, end), leb128(x)) << x;
+    EXPECT_EQ(byte_code::size_of(x), leb128(x).size()) << x;
+    const std::uint8_t* p = buf;
+    EXPECT_EQ(byte_code::get(p), x);
+    EXPECT_EQ(p, end);
+  }
+  for (std::int64_t d : {0LL, 1LL, -1LL, 63LL, -64LL, 1LL << 40, -(1LL << 40)})
+    EXPECT_EQ(byte_code::unzigzag(byte_code::zigzag(d)), d);
+  EXPECT_EQ(byte_code::zigzag(-1), 1u);
+  EXPECT_EQ(byte_code::zigzag(1), 2u);
+}
+
+TEST(PackedGraph, RowsDecodeAsTheEdgeListsInTheSameIds) {
+  Runtime& rt = Runtime::current();
+  for (auto spec : {GraphSpec::kronecker(10, 8, 3), GraphSpec::grid({20, 30}), GraphSpec::uniform(9, 4, 2)}) {
+    auto g = generate(rt, spec);
+    PackOptions o;
+    o.by_degree = false;
+    auto p = PackedGraph::pack(g, o);
+    EXPECT_EQ(p.original_ids(), nullptr);
+    EXPECT_EQ(p.vertices(), g.vertices());
+    EXPECT_EQ(p.arcs(), g.arcs());
+    EXPECT_EQ(p.edges(), g.edges());
+    EXPECT_EQ(p.vertex_ranges(), g.vertex_ranges());
+    expect_same_rows(g, p);
+    // The bytes are the reference encoder's, row by row.
+    std::uint64_t want_bytes = 0;
+    for (std::size_t i = 0; i < g.local_vertices(); ++i) {
+      auto row = row_of(g, i);
+      if (row.empty()) continue;
+      want_bytes += leb128(row.size()).size();
+      const auto u = static_cast<std::int64_t>(g.local_vertex_begin() + i);
+      const auto d0 = static_cast<std::int64_t>(row[0]) - u;
+      want_bytes += leb128(d0 >= 0 ? 2 * static_cast<std::uint64_t>(d0) : 2 * static_cast<std::uint64_t>(-d0) - 1).size();
+      for (std::size_t k = 1; k < row.size(); ++k) want_bytes += leb128(row[k] - row[k - 1]).size();
+    }
+    EXPECT_EQ(p.bytes().local().size(), want_bytes);
+    EXPECT_EQ(test::gather_edges(p.unpacked()), test::gather_edges(g));
+  }
+}
+
+TEST(PackedGraph, ByDegreeNumbersAsASerialStableSortAndKeepsEveryArc) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::kronecker(11, 8, 5));
+  auto p = PackedGraph::pack(g);
+  ASSERT_NE(p.original_ids(), nullptr);
+  auto old_of_new = test::gather_all(*p.original_ids());
+  // Serial: vertices by decreasing degree, ties by id.
+  auto degree = test::gather_all(g.out_degrees());
+  std::vector<std::uint64_t> want(g.vertices());
+  std::iota(want.begin(), want.end(), 0);
+  std::stable_sort(want.begin(), want.end(), [&](auto a, auto b) { return degree[a] > degree[b]; });
+  EXPECT_EQ(old_of_new, want);
+  // The arcs, renamed back, are the input's.
+  auto packed = test::gather_edges(p.unpacked());
+  for (auto& [u, v, w] : packed) u = old_of_new[u], v = old_of_new[v];
+  std::sort(packed.begin(), packed.end());
+  EXPECT_EQ(packed, test::gather_edges(g));
+  EXPECT_EQ(p.edges(), g.edges());
+  // Numbering by degree shrinks a Kronecker graph's rows.
+  PackOptions same;
+  same.by_degree = false;
+  EXPECT_LT(p.edge_array_bytes(), PackedGraph::pack(g, same).edge_array_bytes());
+  EXPECT_LT(p.bytes_per_edge(), 4.0);
+}
+
+TEST(PackedGraph, MultigraphRowsAndSelfLoopsPack) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == 0) {
+    for (auto [u, v] : {std::pair{0, 1}, {0, 1}, {2, 2}, {3, 0}, {3, 3}, {1, 2}}) e.add(u, v);
+  }
+  BuildOptions b;
+  b.symmetrize = true;
+  b.keep_duplicates = true;
+  auto g = EdgeList::build(rt, 5, false, std::move(e), b);
+  PackOptions o;
+  o.by_degree = false;
+  auto p = PackedGraph::pack(g, o);
+  expect_same_rows(g, p);
+  EXPECT_EQ(p.edges(), g.edges());
+  EXPECT_EQ(p.self_loops(), g.self_loops());
+}
+
+TEST(PackedGraph, AWeightedGraphIsRefusedByName) {
+  Runtime& rt = Runtime::current();
+  LocalEdges e;
+  if (rt.rank() == 0) e.add(0, 1, 2.5);
+  auto g = EdgeList::build(rt, 2, true, std::move(e));
+  try {
+    PackedGraph::pack(g);
+    FAIL() << "a weighted graph packed";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("weights"), std::string::npos) << err.what();
+  }
+}
