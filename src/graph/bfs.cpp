@@ -51,7 +51,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void check_source(const EdgeList& g, std::uint64_t source) {
+template <class G>
+void check_source(const G& g, std::uint64_t source) {
   agree(g.runtime().comm(), [&] {
     if (source >= g.vertices())
       throw RangeError("source vertex " + std::to_string(source) + " is outside the graph's vertex ids " +
@@ -68,7 +69,8 @@ void check_source(const EdgeList& g, std::uint64_t source) {
 // collective rounds).
 class FrontierBitmap {
  public:
-  explicit FrontierBitmap(const EdgeList& g) : comm_(g.runtime().comm()), words_((g.vertices() + 63) / 64 + 1, 0) {
+  template <class G>
+  explicit FrontierBitmap(const G& g) : comm_(g.runtime().comm()), words_((g.vertices() + 63) / 64 + 1, 0) {
     const Distribution& r = g.vertex_ranges();
     int total = 0;
     for (int p = 0; p < r.ranks(); ++p) {
@@ -179,11 +181,12 @@ const EdgeList& in_arcs_of(const EdgeList& g, const EdgeList* given, bool needed
   return *given;
 }
 
-// The search at the graph's id width: out_dst is g's destinations, and
-// `in` (g itself, or its transpose, same width) gives the in-arcs.
-template <class Id>
-Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, std::uint64_t source,
-           const BfsOptions& o, Clock::time_point t0) {
+// The search over g's rows (`out`: an EdgeList's at its id width, or a
+// packed graph's), with `in` the rows of the in-arcs (g's own, or its
+// transpose's on the same ranges, in the same form).
+template <class G, class Rows>
+Bfs bfs_at(const G& g, const Rows& out_rows, const Rows& in_rows, std::uint64_t source, const BfsOptions& o,
+           Clock::time_point t0) {
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   Runtime& rt = g.runtime();
   MPI_Comm comm = rt.comm();
@@ -209,10 +212,6 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
   auto is_set = [](const std::vector<std::uint64_t>& bits, std::size_t i) { return bits[i >> 6] >> (i & 63) & 1; };
   auto set = [](std::vector<std::uint64_t>& bits, std::size_t i) { bits[i >> 6] |= 1ull << (i & 63); };
   for (std::size_t i = 0; i < n_local; ++i) parent[i] = depth[i] = -1;
-  const std::uint64_t* out_row = g.row_offsets().data();
-  const Id* out_col = out_dst.data();
-  const std::uint64_t* in_row = in.row_offsets().data();
-  const Id* in_col = in.local_dst_as<Id>().data();
 
   // Room for every local vertex up front: only the pages a search fills are
   // touched, and no step copies a growing list.
@@ -226,7 +225,7 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     depth[source - base] = 0;
     set(found, source - base);
     frontier.push_back(source);
-    scout = out_row[source - base + 1] - out_row[source - base];
+    scout = out_rows.degree(source - base);
   }
   scout = all_reduce(comm, scout, MPI_SUM);
   std::uint64_t edges_to_check = g.arcs();  // GAPBS's num_edges_directed(): arcs, as the scout counts
@@ -271,18 +270,16 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
     step.arg("level", level + 1).arg("direction", "top-down");
     if (bitmap_holds_frontier) bitmap->list_own(frontier);
     for (auto u : frontier)
-      // The bounds read once: parents are written in the loop, and int64 may alias the uint64 offsets.
-      for (std::uint64_t k = out_row[u - base], last = out_row[u - base + 1]; k < last; ++k) {
-        const std::uint64_t v = out_col[k];
+      out_rows.for_each(u - base, [&](std::uint64_t v) {
         if (v >= base && v < end) offer(v, u);
         else offers->send(ranges.owner(v), {v, u});
-      }
+      });
     if (offers) offers->flush();
     for (auto v : next) fresh[(v - base) >> 6] = 0;
     // GAPBS's scout count (the new frontier's out-arcs) and the frontier's
     // size, summed in one all-reduce.
     std::uint64_t sums[2] = {0, next.size()};
-    for (auto v : next) sums[0] += out_row[v - base + 1] - out_row[v - base];
+    for (auto v : next) sums[0] += out_rows.degree(v - base);
     all_reduce(comm, sums, 2, MPI_SUM);
     scout = sums[0];
     bitmap_holds_frontier = false;
@@ -304,17 +301,15 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
       std::uint64_t now_found = 0;
       for (; unfound; unfound &= unfound - 1) {
         const std::size_t i = w * 64 + static_cast<std::size_t>(std::countr_zero(unfound));
-        for (std::uint64_t k = in_row[i], last = in_row[i + 1]; k < last; ++k) {
-          const std::uint64_t u = in_col[k];
-          if (front[u >> 6] >> (u & 63) & 1) {
-            parent[i] = static_cast<std::int64_t>(u);
-            depth[i] = level + 1;
-            now_found |= unfound & -unfound;
-            bitmap->mark_next(base + i);
-            ++marked;
-            break;
-          }
-        }
+        in_rows.find(i, [&](std::uint64_t u) {
+          if (!(front[u >> 6] >> (u & 63) & 1)) return false;
+          parent[i] = static_cast<std::int64_t>(u);
+          depth[i] = level + 1;
+          now_found |= unfound & -unfound;
+          bitmap->mark_next(base + i);
+          ++marked;
+          return true;
+        });
       }
       found[w] |= now_found;
     }
@@ -354,15 +349,44 @@ Bfs bfs_at(const EdgeList& g, const EdgeList& in, std::span<const Id> out_dst, s
 
 }  // namespace
 
-Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const EdgeList* given_in_arcs) {
+namespace {
+template <class G>
+void check_options(const G& g, std::uint64_t source, const BfsOptions& o) {
   check_source(g, source);
   if (o.alpha < 1 || o.beta < 1)
     throw ConfigError("BFS alpha and beta must be at least 1 (GAPBS: 15 and 18)");
   if (o.max_depth < -1) throw ConfigError("the BFS depth limit must be >= 0 (or -1: none)");
+}
+}  // namespace
+
+Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& o, const EdgeList* given_in_arcs) {
+  check_options(g, source, o);
   const auto t0 = Clock::now();
   std::optional<EdgeList> holder;
   const EdgeList& in = in_arcs_of(g, given_in_arcs, o.direction != BfsDirection::top_down, holder);
-  return g.with_dst([&](auto dst) { return bfs_at(g, in, dst, source, o, t0); });
+  return g.with_dst([&](auto dst) {
+    using Id = std::remove_const_t<typename decltype(dst)::element_type>;
+    const PlainRows<Id> out(g.row_offsets(), dst.data()), in_rows(in.row_offsets(), in.local_dst_as<Id>().data());
+    return bfs_at(g, out, in_rows, source, o, t0);
+  });
+}
+
+Bfs bfs(const PackedGraph& g, std::uint64_t source, const BfsOptions& o, const PackedGraph* given_in_arcs) {
+  check_options(g, source, o);
+  const auto t0 = Clock::now();
+  const PackedGraph* in = &g;
+  if (g.directed() && o.direction != BfsDirection::top_down) {
+    if (!given_in_arcs)
+      throw ConfigError("BFS on a directed packed graph reads in-arcs bottom-up: pass its transpose packed on the "
+                        "same vertex ranges, or search top-down");
+    agree(g.runtime().comm(), [&] {
+      if (given_in_arcs->vertices() != g.vertices() || !(given_in_arcs->vertex_ranges() == g.vertex_ranges()) ||
+          given_in_arcs->arcs() != g.arcs())
+        throw MismatchError("the in-arcs given to BFS are not the packed graph's transpose on its vertex ranges");
+    });
+    in = given_in_arcs;
+  }
+  return bfs_at(g, g.rows(), in->rows(), source, o, t0);
 }
 
 Subgraph khop_subgraph(const EdgeList& g, std::uint64_t source, int hops, const StorageOptions& storage,
@@ -385,7 +409,9 @@ struct ArcFact {
 };
 }  // namespace
 
-std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents) {
+namespace {
+template <class G>
+std::string check_bfs_of(const G& g, std::uint64_t source, const DistArray<std::int64_t>& parents) {
   if (!(parents.distribution() == g.vertex_ranges()))
     throw MismatchError("the parents are not distributed like the graph's vertices (" +
                         std::to_string(parents.size()) + " parents, " + std::to_string(g.vertices()) + " vertices)");
@@ -416,13 +442,11 @@ std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<s
   // Every parent arc exists: asked of the parent's owner, whose out-neighbours are sorted.
   {
     // The row searched in place (out_neighbours would copy a hub's row per child).
-    g.with_dst([&](auto dst) {
+    with_rows(g, [&](const auto& rows) {
       MessageAggregator<ArcFact> ask(
           rt,
           [&](int, const ArcFact& m) {
-            auto [first, last] = g.out_edges(m.from);
-            if (!std::binary_search(dst.begin() + static_cast<std::ptrdiff_t>(first),
-                                    dst.begin() + static_cast<std::ptrdiff_t>(last), m.to))
+            if (!rows.contains(m.from - base, m.to))
               note("vertex " + id(m.to) + " has parent " + id(m.from) + " but the graph has no arc (" + id(m.from) +
                    ", " + id(m.to) + ")");
           });
@@ -494,15 +518,22 @@ std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<s
         note("vertex " + id(m.to) + " has depth " + std::to_string(dv) + " but its in-neighbour " + id(m.from) +
              " has depth " + std::to_string(m.depth) + " (not a shortest path)");
     });
-    g.with_dst([&](auto dst) {
-      g.for_each_row([&](std::uint64_t u, std::size_t first, std::size_t last) {
-        const std::int64_t du = h[u - base];
-        if (du < 0) return;
-        for (std::size_t k = first; k < last; ++k) tell.send(ranges.owner(dst[k]), {dst[k], u, du});
-      });
+    with_rows(g, [&](const auto& rows) {
+      for (std::size_t i = 0; i < n_local; ++i) {
+        const std::int64_t du = h[i];
+        if (du >= 0) rows.for_each(i, [&](std::uint64_t v) { tell.send(ranges.owner(v), {v, base + i, du}); });
+      }
     });
   }
   return first_problem(comm, problem);
+}
+}  // namespace
+
+std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents) {
+  return check_bfs_of(g, source, parents);
+}
+std::string check_bfs(const PackedGraph& g, std::uint64_t source, const DistArray<std::int64_t>& parents) {
+  return check_bfs_of(g, source, parents);
 }
 
 }  // namespace tessera::graph

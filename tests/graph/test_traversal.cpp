@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <numeric>
 
 #include "../test_util.hpp"
 #include "graph_test_util.hpp"
@@ -164,6 +165,43 @@ TEST(PageRank, MatchesSerialOnGeneratedGraphs) {
       EXPECT_EQ(check_pagerank(g, pr.scores, {}, 1e-10), "") << spec.describe();
     }
   }
+}
+
+// A packed graph's rows are summed in place: in the same ids Jacobi gives
+// the EdgeList's bits; numbered by degree, the scores mapped back agree to
+// rounding. Gauss-Seidel (its own order) passes the verifier either way.
+TEST(PageRank, PackedGraphMatchesTheEdgeList) {
+  Runtime& rt = Runtime::current();
+  auto g = generate(rt, GraphSpec::kronecker(11, 8, 4));
+  PageRankOptions jacobi;
+  jacobi.method = PageRankMethod::jacobi;
+  jacobi.tolerance = 1e-8;
+  auto want = test::gather_all(pagerank(g, jacobi).scores);
+  PackOptions same;
+  same.by_degree = false;
+  auto p = PackedGraph::pack(g, same);
+  EXPECT_EQ(test::gather_all(pagerank(p, jacobi).scores), want);
+  auto q = PackedGraph::pack(g);
+  auto old_of_new = test::gather_all(*q.original_ids());
+  auto got = test::gather_all(pagerank(q, jacobi).scores);
+  for (std::size_t v = 0; v < got.size(); ++v) ASSERT_NEAR(got[v], want[old_of_new[v]], 1e-12) << "vertex " << v;
+  // Gauss-Seidel in the same ids: the EdgeList's bits. Numbered by degree
+  // it sweeps in another order and needs more iterations on Kronecker
+  // graphs (docs/graph-formats.md): allowed 100.
+  auto gs_plain = pagerank(g);
+  EXPECT_EQ(test::gather_all(pagerank(p).scores), test::gather_all(gs_plain.scores));
+  PageRankOptions patient;
+  patient.max_iterations = 100;
+  auto gs = pagerank(q, patient);
+  EXPECT_TRUE(gs.converged) << gs.iterations << " iterations, change " << gs.change;
+  EXPECT_EQ(check_pagerank(q, gs.scores, {}, 1e-4), "");
+  EXPECT_NE(check_pagerank(q, altered(gs.scores, 9, 0.5), {}, 1e-4), "");
+  // Directed: its in-arcs packed beside it.
+  auto d = awkward_directed(rt);
+  auto pd = PackedGraph::pack(d, same);
+  auto pt = PackedGraph::pack(d.transposed({}, true), same);
+  EXPECT_EQ(test::gather_all(pagerank(pd, jacobi, &pt).scores), test::gather_all(pagerank(d, jacobi).scores));
+  test::expect_error<ConfigError>([&] { pagerank(pd); }, "pass its transpose packed");
 }
 
 TEST(PageRank, DirectedWithDanglingSelfLoopsAndDuplicates) {
@@ -394,6 +432,75 @@ TEST(Bfs, VerifierRejectsWrongParents) {
   expect_rejected(cycle, "does not reach the source");
   // Another source's tree is wrong for this one.
   expect_rejected(bfs(g, 5).parents, "the source 0 has parent");
+}
+
+// A packed graph is searched in place: in the packed numbering (by degree)
+// the depths, mapped back, are the EdgeList's; parents are smallest in the
+// packed ids, so they are checked by the verifier and the serial search
+// run on the packed graph's own arcs.
+TEST(Bfs, PackedGraphMatchesSerialInEveryDirection) {
+  Runtime& rt = Runtime::current();
+  std::vector<std::pair<std::string, EdgeList>> graphs;
+  graphs.emplace_back("kron 11", generate(rt, GraphSpec::kronecker(11, 8, 4)));
+  graphs.emplace_back("grid", generate(rt, GraphSpec::grid({15, 40}, 1)));
+  for (auto& [name, g] : graphs)
+    for (bool by_degree : {true, false}) {
+      PackOptions po;
+      po.by_degree = by_degree;
+      auto p = PackedGraph::pack(g, po);
+      std::vector<std::uint64_t> old_of_new(g.vertices());
+      std::iota(old_of_new.begin(), old_of_new.end(), 0);
+      if (by_degree) old_of_new = test::gather_all(*p.original_ids());
+      std::vector<std::uint64_t> new_of_old(g.vertices());
+      for (std::uint64_t v = 0; v < g.vertices(); ++v) new_of_old[old_of_new[v]] = v;
+      auto packed_edges = test::gather_edges(p.unpacked());
+      for (std::uint64_t source : {std::uint64_t{0}, g.vertices() / 3}) {
+        auto plain = test::gather_all(bfs(g, source).depths);
+        auto want = serial_bfs(g.vertices(), packed_edges, new_of_old[source]);
+        for (auto dir : {BfsDirection::optimizing, BfsDirection::top_down, BfsDirection::bottom_up}) {
+          BfsOptions o;
+          o.direction = dir;
+          auto b = bfs(p, new_of_old[source], o);
+          const std::string what = name + (by_degree ? " by degree" : "") + " from " + std::to_string(source) + " " +
+                                   bfs_direction_name(dir);
+          auto depths = test::gather_all(b.depths);
+          EXPECT_EQ(depths, want.depth) << what;
+          EXPECT_EQ(test::gather_all(b.parents), want.parent) << what;
+          for (std::uint64_t v = 0; v < g.vertices(); ++v)
+            ASSERT_EQ(depths[new_of_old[v]], plain[v]) << what << " vertex " << v;
+          EXPECT_EQ(check_bfs(p, new_of_old[source], b.parents), "") << what;
+        }
+      }
+    }
+}
+
+TEST(Bfs, PackedVerifierRejectsWrongParentsAndDirectedNeedsInArcs) {
+  Runtime& rt = Runtime::current();
+  PackOptions same;
+  same.by_degree = false;
+  auto p = PackedGraph::pack(generate(rt, GraphSpec::grid({10, 12}, 1)), same);
+  auto b = bfs(p, 0);
+  ASSERT_EQ(check_bfs(p, 0, b.parents), "");
+  auto expect_rejected = [&](const DistArray<std::int64_t>& q, const std::string& fragment) {
+    std::string found = check_bfs(p, 0, q);
+    EXPECT_NE(found.find(fragment), std::string::npos) << "'" << found << "' lacks '" << fragment << "'";
+  };
+  expect_rejected(altered(b.parents, 50, 77), "no arc (77, 50)");
+  expect_rejected(altered(b.parents, 50, 60), "no arc (60, 50)");  // row 60 is decoded past 50
+  expect_rejected(altered(b.parents, 119, -1), "not reached");
+  expect_rejected(altered(b.parents, 13, 14), "not a shortest path");
+  expect_rejected(altered(altered(b.parents, 1, 2), 2, 1), "does not reach the source");
+  // A directed packed graph: top-down alone, or with its packed transpose.
+  auto d = awkward_directed(rt);
+  auto pd = PackedGraph::pack(d, same);
+  auto pt = PackedGraph::pack(d.transposed({}, true), same);
+  auto want = serial_bfs(d.vertices(), test::gather_edges(d), 0);
+  BfsOptions top;
+  top.direction = BfsDirection::top_down;
+  EXPECT_EQ(test::gather_all(bfs(pd, 0, top).parents), want.parent);
+  EXPECT_EQ(test::gather_all(bfs(pd, 0, {}, &pt).parents), want.parent);
+  EXPECT_EQ(check_bfs(pd, 0, bfs(pd, 0, {}, &pt).parents), "");
+  test::expect_error<ConfigError>([&] { bfs(pd, 0); }, "pass its transpose packed");
 }
 
 TEST(Bfs, KhopSubgraphInSharedStorage) {

@@ -14,6 +14,7 @@
 
 #include "tessera/comm/options.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 #include "tessera/graph/subgraph.hpp"
 
 namespace tessera::graph {
@@ -59,6 +60,11 @@ struct Bfs {
 // in-arcs of another graph or id width. RangeError when the source is not a
 // vertex.
 Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& options = {}, const EdgeList* in_arcs = nullptr);
+// The same search reading a packed graph's rows as they are. A directed
+// packed graph's in-arcs are its transpose packed on the same vertex ranges
+// and numbering (PackOptions::by_degree off), passed as `in_arcs`; without
+// them only BfsDirection::top_down runs (ConfigError).
+Bfs bfs(const PackedGraph& g, std::uint64_t source, const BfsOptions& options = {}, const PackedGraph* in_arcs = nullptr);
 
 // GAPBS's BFS verifier, distributed and without a search of its own: the
 // source is its own parent; every other parent is -1 or a vertex p with an
@@ -68,6 +74,7 @@ Bfs bfs(const EdgeList& g, std::uint64_t source, const BfsOptions& options = {},
 // the shortest distances, and every reachable vertex is reached). "" when
 // it passes, else the first thing wrong (the same on every rank). Collective.
 std::string check_bfs(const EdgeList& g, std::uint64_t source, const DistArray<std::int64_t>& parents);
+std::string check_bfs(const PackedGraph& g, std::uint64_t source, const DistArray<std::int64_t>& parents);
 
 // The k-hop neighbourhood of `source` (the vertices at most `hops` arcs
 // away, by a BFS stopped at that depth) as the subgraph it induces, into

@@ -18,6 +18,7 @@
 // kernel (BFS's bottom-up steps, PageRank's pull, Afforest's sampling) reads
 // a vertex's neighbours from its own row.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -109,6 +110,11 @@ class PlainRows {
       if (f(static_cast<std::uint64_t>(dst_[k]))) return true;
     return false;
   }
+  // Whether row i holds v (rows are sorted: a binary search).
+  bool contains(std::size_t i, std::uint64_t v) const {
+    return std::binary_search(dst_ + off_[i], dst_ + off_[i + 1], v,
+                              [](auto a, auto b) { return static_cast<std::uint64_t>(a) < static_cast<std::uint64_t>(b); });
+  }
 
  private:
   const std::uint64_t* off_;
@@ -156,6 +162,12 @@ class PackedRows {
       if (++k == d) return false;
       v += byte_code::get(p);
     }
+  }
+  // Whether row i holds v: decoded up to v (rows are sorted).
+  bool contains(std::size_t i, std::uint64_t v) const {
+    bool hit = false;
+    find(i, [&](std::uint64_t w) { return w >= v ? (hit = w == v, true) : false; });
+    return hit;
   }
 
  private:

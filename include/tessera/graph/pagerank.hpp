@@ -16,6 +16,7 @@
 
 #include "tessera/comm/options.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 
 namespace tessera::graph {
 
@@ -97,6 +98,12 @@ class PageRankIndex {
 // MismatchError for an index made for another graph.
 PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const EdgeList* in_arcs = nullptr,
                   const PageRankIndex* index = nullptr);
+// The same reading a packed graph's rows in place at each sweep: no column
+// array is made; each neighbour's place is found from a bitmap of the
+// ghosts (n / 4 bytes a rank; none at one rank) beside the out-degrees (8
+// bytes a local vertex). A directed packed graph's in-arcs are its
+// transpose packed on the same ranges and numbering (ConfigError without).
+PageRank pagerank(const PackedGraph& g, const PageRankOptions& options = {}, const PackedGraph* in_arcs = nullptr);
 
 // GAPBS's PRVerifier, distributed: one power iteration recomputed from
 // `scores` by pushing along out-arcs (an aggregated add, not the kernel's
@@ -104,6 +111,8 @@ PageRank pagerank(const EdgeList& g, const PageRankOptions& options = {}, const 
 // `tolerance`. Uses options' damping and personalization. "" when it passes,
 // else what is wrong (the same on every rank). Collective.
 std::string check_pagerank(const EdgeList& g, const DistArray<double>& scores, const PageRankOptions& options,
+                           double tolerance);
+std::string check_pagerank(const PackedGraph& g, const DistArray<double>& scores, const PageRankOptions& options,
                            double tolerance);
 
 // "gauss-seidel" / "jacobi" (ConfigError otherwise), and back.
