@@ -13,48 +13,91 @@ namespace tessera::graph {
 
 namespace {
 
-// New ids by decreasing degree, ties in id order, for g's local vertices:
-// every rank learns how many vertices of each degree the ranks before it
-// hold, so the numbering is a prefix sum over (degree, rank, vertex).
+// A class of vertices numbered together: its block of old ids, its degree.
+struct DegreeClass {
+  std::uint64_t block, degree;
+  bool operator==(const DegreeClass&) const = default;
+};
+struct DegreeClassHash {
+  std::size_t operator()(const DegreeClass& c) const noexcept { return std::hash<std::uint64_t>()(c.block * 0x9e3779b97f4a7c15ull ^ c.degree); }
+};
+using ClassCounts = std::unordered_map<DegreeClass, std::uint64_t, DegreeClassHash>;
+
+// New ids for g's local vertices: the old ids cut into `blocks` equal
+// blocks, each block's vertices by decreasing degree, ties in id order.
+// Every rank learns how many vertices of each class the ranks before it
+// hold, so the numbering is a prefix sum over (block, degree, rank, vertex)
+// and does not depend on the rank count.
+// `ranges` receives the vertex ranges of the numbered graph: contiguous
+// new ids with about equal arcs + vertices a rank (a sweep costs per vertex
+// too, and a block's hubs and its low-degree vertices differ tenfold).
 template <class Id>
-DistArray<Id> ids_by_degree(const EdgeList& g) {
+DistArray<Id> ids_by_degree(const EdgeList& g, std::uint64_t blocks, std::optional<Distribution>& ranges) {
   Runtime& rt = g.runtime();
   auto rows = g.row_offsets();
-  std::unordered_map<std::uint64_t, std::uint64_t> mine;
-  for (std::size_t i = 0; i + 1 < rows.size(); ++i) ++mine[rows[i + 1] - rows[i]];
-  std::vector<std::uint64_t> flat;  // (degree, count) pairs
-  for (auto [d, c] : mine) flat.insert(flat.end(), {d, c});
-  const auto sizes = all_gather(rt.comm(), static_cast<int>(flat.size()));
-  std::vector<int> displs(sizes.size() + 1, 0);
-  for (std::size_t r = 0; r < sizes.size(); ++r) displs[r + 1] = displs[r] + sizes[r];
+  const std::uint64_t n = g.vertices(), base = g.local_vertex_begin();
+  auto block_of = [&](std::uint64_t v) {
+    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(v) * blocks / std::max<std::uint64_t>(n, 1));
+  };
+  ClassCounts mine;
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i) ++mine[{block_of(base + i), rows[i + 1] - rows[i]}];
+  std::vector<std::uint64_t> flat;  // (block, degree, count) triples
+  for (auto [c, k] : mine) flat.insert(flat.end(), {c.block, c.degree, k});
+  const auto counts = all_gather(rt.comm(), static_cast<int>(flat.size()));
+  std::vector<int> displs(counts.size() + 1, 0);
+  for (std::size_t r = 0; r < counts.size(); ++r) displs[r + 1] = displs[r] + counts[r];
   std::vector<std::uint64_t> all(static_cast<std::size_t>(displs.back()));
   std::copy(flat.begin(), flat.end(), all.begin() + displs[static_cast<std::size_t>(rt.rank())]);
-  all_gather_in_place<std::uint64_t>(rt.comm(), all, sizes, std::span<const int>(displs).first(sizes.size()));
-  // total[d] over all ranks, before[d] over the ranks before this one.
-  std::unordered_map<std::uint64_t, std::uint64_t> total, before;
+  all_gather_in_place<std::uint64_t>(rt.comm(), all, counts, std::span<const int>(displs).first(counts.size()));
+  // total over all ranks, before over the ranks before this one.
+  ClassCounts total, before;
   for (int r = 0; r < rt.size(); ++r)
-    for (int k = displs[static_cast<std::size_t>(r)]; k < displs[static_cast<std::size_t>(r) + 1]; k += 2) {
-      total[all[static_cast<std::size_t>(k)]] += all[static_cast<std::size_t>(k) + 1];
-      if (r < rt.rank()) before[all[static_cast<std::size_t>(k)]] += all[static_cast<std::size_t>(k) + 1];
+    for (int k = displs[static_cast<std::size_t>(r)]; k < displs[static_cast<std::size_t>(r) + 1]; k += 3) {
+      const DegreeClass c{all[static_cast<std::size_t>(k)], all[static_cast<std::size_t>(k) + 1]};
+      total[c] += all[static_cast<std::size_t>(k) + 2];
+      if (r < rt.rank()) before[c] += all[static_cast<std::size_t>(k) + 2];
     }
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> degrees(total.begin(), total.end());
-  std::sort(degrees.begin(), degrees.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::unordered_map<std::uint64_t, std::uint64_t> next;  // the next new id of each degree here
-  std::uint64_t start = 0;
-  for (auto [d, c] : degrees) {
-    next[d] = start + before[d];
-    start += c;
+  std::vector<std::pair<DegreeClass, std::uint64_t>> classes(total.begin(), total.end());
+  std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) {
+    return a.first.block != b.first.block ? a.first.block < b.first.block : a.first.degree > b.first.degree;
+  });
+  ClassCounts next;  // the next new id of each class here
+  std::uint64_t start = 0, cost = 0;
+  for (auto [c, k] : classes) {
+    next[c] = start + before[c];
+    start += k;
+    cost += (c.degree + 1) * k;
   }
+  const auto P = static_cast<std::uint64_t>(rt.size());
+  std::vector<std::uint64_t> range_sizes(P, 0);
+  std::uint64_t cut_id = 0;  // where the current rank's range starts
+  for (std::uint64_t r = 1; r < P; ++r) {
+    const std::uint64_t target = cost / P * r + cost % P * r / P;
+    auto it = classes.begin();
+    std::uint64_t first_id = 0, spent = 0;  // at the start of class *it
+    for (; it != classes.end() && spent + (it->first.degree + 1) * it->second <= target; ++it) {
+      spent += (it->first.degree + 1) * it->second;
+      first_id += it->second;
+    }
+    std::uint64_t cut = first_id;
+    if (it != classes.end()) cut += std::min(it->second, (target - spent) / (it->first.degree + 1));
+    cut = std::max(cut, cut_id);
+    range_sizes[r - 1] = cut - cut_id;
+    cut_id = cut;
+  }
+  range_sizes[P - 1] = n - cut_id;
+  ranges = Distribution::weighted_block(range_sizes);
   DistArray<Id> ids(g.vertex_map(), StorageOptions::heap());
   auto out = ids.local();
-  for (std::size_t i = 0; i + 1 < rows.size(); ++i) out[i] = static_cast<Id>(next[rows[i + 1] - rows[i]]++);
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+    out[i] = static_cast<Id>(next[{block_of(base + i), rows[i + 1] - rows[i]}]++);
   return ids;
 }
 
 // g with vertex v renamed new_id[v]; `original` receives new -> old ids.
 template <class Id>
-EdgeList renamed(const EdgeList& g, const DistArray<Id>& new_id, std::optional<DistArray<std::uint64_t>>& original,
-                 const StorageOptions& ids_storage) {
+EdgeList renamed(const EdgeList& g, const DistArray<Id>& new_id, const Distribution& ranges,
+                 std::optional<DistArray<std::uint64_t>>& original, const StorageOptions& ids_storage) {
   Runtime& rt = g.runtime();
   auto dst = g.local_dst_as<Id>();
   std::vector<Id> heads(dst.size());
@@ -84,6 +127,7 @@ EdgeList renamed(const EdgeList& g, const DistArray<Id>& new_id, std::optional<D
   BuildOptions build;
   build.id_width = g.id_width();
   build.storage = StorageOptions::heap();
+  build.vertex_ranges = ranges;
   EdgeList out = EdgeList::build(rt, g.vertices(), g.directed(), source, build);
   original.emplace(out.vertex_map(), ids_storage);
   {
@@ -125,7 +169,9 @@ PackedGraph PackedGraph::pack(const EdgeList& g, const PackOptions& options) {
   if (options.by_degree)
     g.with_dst([&](auto dst) {
       using Id = std::remove_const_t<typename decltype(dst)::element_type>;
-      numbered.emplace(renamed(g, ids_by_degree<Id>(g), original, array_storage(options.storage, "ids")));
+      std::optional<Distribution> ranges;
+      auto ids = ids_by_degree<Id>(g, std::max<std::uint64_t>(options.blocks, 1), ranges);
+      numbered.emplace(renamed(g, ids, *ranges, original, array_storage(options.storage, "ids")));
     });
   const EdgeList& plain = numbered ? *numbered : g;
   const std::uint64_t base = plain.local_vertex_begin();
