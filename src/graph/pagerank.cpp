@@ -276,12 +276,9 @@ struct PackedSums {
   template <class Value, class F>
   void operator()(const Value* c, F&& f) const {
     auto one = [&](std::size_t i) {
-      double sum = 0, length = 0;
-      rows.for_each(i, [&](std::uint64_t u) {
-        sum += static_cast<double>(c[u]);
-        length += 1;
-      });
-      f(i, sum, length);
+      double sum = 0;
+      const std::uint64_t length = rows.for_each(i, [&](std::uint64_t u) { sum += static_cast<double>(c[u]); });
+      f(i, sum, static_cast<double>(length));
     };
     if (order)
       for (std::uint32_t i : *order) one(i);

@@ -91,10 +91,12 @@ class PlainRows {
   PlainRows(std::span<const std::uint64_t> offsets, const Id* dst) : off_(offsets.data()), dst_(dst), n_(offsets.size() - 1) {}
   std::size_t size() const noexcept { return n_; }
   std::uint64_t degree(std::size_t i) const noexcept { return off_[i + 1] - off_[i]; }
-  // f(v) for each neighbour v of row i, increasing.
+  // f(v) for each neighbour v of row i, increasing; returns the degree.
   template <class F>
-  void for_each(std::size_t i, F&& f) const {
-    for (std::uint64_t k = off_[i], last = off_[i + 1]; k < last; ++k) f(static_cast<std::uint64_t>(dst_[k]));
+  std::uint64_t for_each(std::size_t i, F&& f) const {
+    const std::uint64_t first = off_[i], last = off_[i + 1];
+    for (std::uint64_t k = first; k < last; ++k) f(static_cast<std::uint64_t>(dst_[k]));
+    return last - first;
   }
   // f(v) for the neighbours at positions [first, last) of row i (last
   // clipped to the degree).
@@ -134,8 +136,17 @@ class PackedRows {
     return byte_code::get(p);
   }
   template <class F>
-  void for_each(std::size_t i, F&& f) const {
-    for_range(i, 0, ~std::uint64_t{0}, f);
+  std::uint64_t for_each(std::size_t i, F&& f) const {
+    if (off_[i] == off_[i + 1]) return 0;
+    const std::uint8_t* p = bytes_ + off_[i];
+    const std::uint64_t d = byte_code::get(p);
+    std::uint64_t v = static_cast<std::uint64_t>(static_cast<std::int64_t>(base_ + i) + byte_code::unzigzag(byte_code::get(p)));
+    f(v);
+    for (std::uint64_t k = 1; k < d; ++k) {
+      v += byte_code::get(p);
+      f(v);
+    }
+    return d;
   }
   template <class F>
   void for_range(std::size_t i, std::uint64_t first, std::uint64_t last, F&& f) const {
