@@ -124,6 +124,13 @@ std::vector<double> weighted_degrees(const graph::EdgeList& g) {
   }
   return d;
 }
+// Unweighted: the row lengths (self loops in).
+std::vector<double> weighted_degrees(const graph::PackedGraph& g) {
+  const auto rows = g.rows();
+  std::vector<double> d(g.local_vertices());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = static_cast<double>(rows.degree(i));
+  return d;
+}
 
 // Weights must be positive and finite: L is then positive semidefinite with
 // the constants as its kernel on a connected graph, and A nonnegative.
@@ -151,10 +158,40 @@ std::span<double> column(TpetraMultiVector& v, std::size_t j) {
   return {view.data() + j * view.stride(1), view.extent(0)};
 }
 
+void check_weights(const graph::PackedGraph&) {}  // every weight is 1
+
+// Refuses a disconnected graph for the Fiedler vector (λ₂ = 0), naming how
+// many components: an EdgeList's by Afforest.
+void check_connected(const graph::EdgeList& g) {
+  auto c = graph::afforest(g);
+  const auto s = graph::summarize(g, c.labels);
+  if (s.count > 1)
+    throw ConfigError("the graph has " + std::to_string(s.count) + " connected components (" +
+                      std::to_string(s.isolated) + " of them isolated vertices), so λ₂ = 0 and its Fiedler vector "
+                      "is not defined; analyse one component, e.g. the largest: tessera lcc GRAPH -o LCC.tsg");
+}
+// A PackedGraph's by a breadth-first walk from vertex 0 through its
+// Laplacian's products (the components kernels read EdgeLists): what it
+// does not reach.
+void check_connected(const graph::PackedGraph& g) {
+  const PackedRowMatrix plain(g, {}, TpetraColumns::omitted);
+  const std::uint64_t seed = 0;
+  const auto reached = reached_from(plain, std::span<const std::uint64_t>(&seed, 1));
+  std::uint64_t missed = 0;
+  for (auto r : reached) missed += r ? 0 : 1;
+  missed = all_reduce(g.runtime().comm(), missed, MPI_SUM);
+  if (missed > 0)
+    throw ConfigError("the graph is not connected (" + std::to_string(missed) + " of its " +
+                      std::to_string(g.vertices()) + " vertices are not reached from vertex 0), so λ₂ = 0 and its "
+                      "Fiedler vector is not defined; analyse one component, e.g. the largest: tessera lcc GRAPH "
+                      "-o LCC.tsg");
+}
+
 // The problem stated and refused early: an undirected graph with
 // nonnegative weights; for the Fiedler vector a connected one (λ₂ = 0
 // exactly when it is not), said before any solve.
-void check_problem(const graph::EdgeList& g, const SpectralOptions& o) {
+template <class Graph>
+void check_problem(const Graph& g, const SpectralOptions& o) {
   if (!Session::active())
     throw ConfigError("Anasazi needs Kokkos and Tpetra running: create a tessera::trilinos::Session after the Runtime");
   if (g.directed())
@@ -166,12 +203,7 @@ void check_problem(const graph::EdgeList& g, const SpectralOptions& o) {
   if (n == 0) throw ConfigError("spectral analysis of a graph without vertices");
   if (o.what != SpectralWhat::fiedler) return;
   if (n < 2) throw ConfigError("the Fiedler vector needs a graph of at least 2 vertices; this one has 1");
-  auto c = graph::afforest(g);
-  const auto s = graph::summarize(g, c.labels);
-  if (s.count > 1)
-    throw ConfigError("the graph has " + std::to_string(s.count) + " connected components (" +
-                      std::to_string(s.isolated) + " of them isolated vertices), so λ₂ = 0 and its Fiedler vector "
-                      "is not defined; analyse one component, e.g. the largest: tessera lcc GRAPH -o LCC.tsg");
+  check_connected(g);
 }
 
 // The operator Anasazi applies (L, or A = D - L for centrality) over the
@@ -183,13 +215,14 @@ struct SpectralOperator {
   std::uint64_t measured_bytes = 0;  // the heap's growth over its construction and first product
 };
 
-SpectralOperator build_operator(const graph::EdgeList& g, const SpectralOptions& o) {
+template <class Graph>
+SpectralOperator build_operator(const Graph& g, const SpectralOptions& o) {
   Runtime& rt = g.runtime();
   SpectralOperator m;
   m.rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
   TpetraMultiVector probe(m.rows, 1, true), probe_out(m.rows, 1, true);
   AnonymousMemoryMeter meter(rt.comm());
-  auto lap = Teuchos::rcp(new EdgeListRowMatrix(g, {}, TpetraColumns::omitted));
+  auto lap = Teuchos::rcp(new LaplacianRowMatrix<Graph>(g, {}, TpetraColumns::omitted));
   Teuchos::RCP<const TpetraOperator> laplacian = lap;
   std::uint64_t extra = lap->extra_memory_bytes();
   if (o.matrix == MatrixKind::crs) {
@@ -213,7 +246,8 @@ SpectralOperator build_operator(const graph::EdgeList& g, const SpectralOptions&
 // At most 4 vertices: Krylov–Schur needs a basis of 3 or more, larger than
 // the wanted pairs and smaller than the space, which a space this small
 // cannot give. The n x n operator, from n products, solved by LAPACK.
-void solve_densely(const graph::EdgeList& g, const SpectralOperator& m, bool fiedler, TpetraMultiVector& x,
+template <class Graph>
+void solve_densely(const Graph& g, const SpectralOperator& m, bool fiedler, TpetraMultiVector& x,
                    SpectralResult& r) {
   const std::uint64_t n = g.vertices(), begin = g.local_vertex_begin();
   const std::size_t local = g.local_vertices();
@@ -244,8 +278,9 @@ constexpr int kLobpcgBlock = 4;
 using Eigenproblem = Anasazi::BasicEigenproblem<Scalar, TpetraMultiVector, TpetraOperator>;
 
 // What every Anasazi attempt on one problem shares.
+template <class Graph>
 struct Attempts {
-  const graph::EdgeList& g;
+  const Graph& g;
   const SpectralOptions& o;
   Teuchos::RCP<const TpetraMap> rows;
   Teuchos::RCP<TimedOperator> op;
@@ -256,7 +291,8 @@ struct Attempts {
 
 // The start vectors, seeded per vertex id, so every rank count starts from
 // the same block.
-Teuchos::RCP<TpetraMultiVector> start_block(const graph::EdgeList& g, const Teuchos::RCP<const TpetraMap>& rows,
+template <class Graph>
+Teuchos::RCP<TpetraMultiVector> start_block(const Graph& g, const Teuchos::RCP<const TpetraMap>& rows,
                                             std::size_t columns, bool fiedler) {
   auto start = Teuchos::rcp(new TpetraMultiVector(rows, columns, false));
   const std::uint64_t begin = g.local_vertex_begin();
@@ -289,11 +325,25 @@ Teuchos::RCP<DiagonalInverse> jacobi(const graph::EdgeList& g, const Teuchos::RC
   });
   return Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse)));
 }
+// Unweighted: the row's length less its self loops.
+Teuchos::RCP<DiagonalInverse> jacobi(const graph::PackedGraph& g, const Teuchos::RCP<const TpetraMap>& rows) {
+  const std::size_t local = g.local_vertices();
+  const std::uint64_t begin = g.local_vertex_begin();
+  const auto r = g.rows();
+  std::vector<double> inverse(local);
+  for (std::size_t i = 0; i < local; ++i) {
+    double d = 0;
+    r.for_each(i, [&](std::uint64_t v) { d += v != begin + i ? 1.0 : 0.0; });
+    inverse[i] = 1.0 / d;
+  }
+  return Teuchos::rcp(new DiagonalInverse(rows, std::move(inverse)));
+}
 
 // One solve by LOBPCG or Krylov–Schur; Anasazi's messages go to stderr
 // (stdout may carry a JSON document) when `last`, else nowhere (another
 // solver follows up).
-Teuchos::RCP<Eigenproblem> attempt(const Attempts& a, bool use_lobpcg, bool last, SpectralResult& r) {
+template <class Graph>
+Teuchos::RCP<Eigenproblem> attempt(const Attempts<Graph>& a, bool use_lobpcg, bool last, SpectralResult& r) {
   const bool fiedler = a.o.what == SpectralWhat::fiedler;
   // Krylov–Schur starts from one vector, LOBPCG from its block.
   auto problem = Teuchos::rcp(
@@ -338,14 +388,15 @@ Teuchos::RCP<Eigenproblem> attempt(const Attempts& a, bool use_lobpcg, bool last
 // the other fails (LOBPCG's Rayleigh-Ritz breaks down where the space has
 // few distinct eigenvalues, a star; Krylov–Schur may stall). The wanted
 // eigenvector goes to x.
-void solve_iteratively(const graph::EdgeList& g, const SpectralOptions& o, const SpectralOperator& m,
+template <class Graph>
+void solve_iteratively(const Graph& g, const SpectralOptions& o, const SpectralOperator& m,
                        TpetraMultiVector& x, SpectralResult& r) {
   const bool fiedler = o.what == SpectralWhat::fiedler;
   const std::uint64_t n = g.vertices();
   const std::uint64_t dim = fiedler ? n - 1 : n;  // the space searched: the constants' complement for Fiedler
   const bool lobpcg = o.method == EigenMethod::lobpcg && dim > 3 * kLobpcgBlock;
   r.method = lobpcg ? EigenMethod::lobpcg : EigenMethod::krylov_schur;
-  Attempts a{g, o, m.rows, Teuchos::rcp(new TimedOperator(m.op)), start_block(g, m.rows, lobpcg ? kLobpcgBlock : 1, fiedler),
+  Attempts<Graph> a{g, o, m.rows, Teuchos::rcp(new TimedOperator(m.op)), start_block(g, m.rows, lobpcg ? kLobpcgBlock : 1, fiedler),
              Teuchos::null,
              // The basis stays below the space's dimension (Krylov–Schur
              // cannot orthogonalize a vector more) and above the wanted pairs.
@@ -386,7 +437,8 @@ void solve_iteratively(const graph::EdgeList& g, const SpectralOptions& o, const
 // The answer judged apart from Anasazi: unit norm, the sign fixed (so every
 // rank count gives the same vector), the Rayleigh quotient, the true
 // residual ||Mx - λx|| / |λ|.
-void normalize_and_judge(const graph::EdgeList& g, bool fiedler, const SpectralOperator& m, TpetraMultiVector& x,
+template <class Graph>
+void normalize_and_judge(const Graph& g, bool fiedler, const SpectralOperator& m, TpetraMultiVector& x,
                          SpectralResult& r) {
   MPI_Comm comm = g.runtime().comm();
   const std::size_t local = g.local_vertices();
@@ -428,9 +480,9 @@ void normalize_and_judge(const graph::EdgeList& g, bool fiedler, const SpectralO
   r.vector.assign(xs.begin(), xs.end());
 }
 
-}  // namespace
-
-SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
+// One implementation for both graph forms.
+template <class Graph>
+SpectralResult spectral_of(const Graph& g, const SpectralOptions& o) {
   check_problem(g, o);
   const bool fiedler = o.what == SpectralWhat::fiedler;
   SpectralResult r;
@@ -450,5 +502,10 @@ SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) {
   normalize_and_judge(g, fiedler, m, x, r);
   return r;
 }
+
+}  // namespace
+
+SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& o) { return spectral_of(g, o); }
+SpectralResult spectral(const graph::PackedGraph& g, const SpectralOptions& o) { return spectral_of(g, o); }
 
 }  // namespace tessera::trilinos

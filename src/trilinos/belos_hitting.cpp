@@ -7,6 +7,7 @@
 #include <Ifpack2_Relaxation.hpp>
 #include <Tpetra_CrsMatrix.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -21,7 +22,8 @@
 
 namespace tessera::trilinos {
 
-Teuchos::RCP<TpetraCrsMatrix> crs_copy(const EdgeListRowMatrix& m) {
+template <class Graph>
+Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<Graph>& m) {
   // Built the conventional way, from global column ids: fillComplete makes
   // Tpetra's own column map (owned, then ghosts by owner) and Import, as for
   // any CrsMatrix, whatever column layout the RowMatrix chose.
@@ -44,6 +46,8 @@ Teuchos::RCP<TpetraCrsMatrix> crs_copy(const EdgeListRowMatrix& m) {
   crs->fillComplete(m.getDomainMap(), m.getRangeMap());
   return crs;
 }
+template Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<graph::EdgeList>&);
+template Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<graph::PackedGraph>&);
 
 std::size_t crs_bytes(const TpetraCrsMatrix& crs) {
   return crs.TESSERA_TPETRA_LOCAL(NumEntries)() * (sizeof(LocalOrdinal) + sizeof(Scalar)) +
@@ -146,75 +150,186 @@ TpetraMultiVector view_of(const Teuchos::RCP<const TpetraMap>& rows, const linal
   return TpetraMultiVector(rows, local);
 }
 
+// A grounded Laplacian in Tpetra form as linalg sees an operator: what
+// linalg::solve_to_tolerance needs to judge Belos' answers (products, and
+// ||A||_inf bounded as linalg::Laplacian bounds it: 2 (d_i - a_ii) = twice
+// the diagonal on a row that is not grounded, 1 on a grounded one). The
+// PackedGraph path's judge: linalg's own Laplacian needs an EdgeList, and
+// this one costs no second matrix.
+class TpetraJudge final : public linalg::LinearOperator {
+ public:
+  TpetraJudge(const Map& rows, Teuchos::RCP<const TpetraRowMatrix> a, std::span<const std::uint8_t> grounded)
+      : rows_(rows), a_(std::move(a)) {
+    TpetraVector d(a_->getRowMap());
+    a_->getLocalDiagCopy(d);
+    auto dv = d.getLocalViewHost(Tpetra::Access::ReadOnly);
+    double largest = 0;
+    for (std::size_t i = 0; i < dv.extent(0); ++i)
+      largest = std::max(largest, !grounded.empty() && grounded[i] ? 1.0 : 2.0 * dv(i, 0));
+    norm_inf_ = all_reduce(rows.comm(), largest, MPI_MAX);
+  }
+  const Map& row_map() const override { return rows_; }
+  void apply(const linalg::Vector& x, linalg::Vector& y, double alpha, double beta) const override {
+    const TpetraMultiVector tx = view_of(a_->getDomainMap(), x);
+    TpetraMultiVector ty = view_of(a_->getRangeMap(), y);
+    a_->apply(tx, ty, Teuchos::NO_TRANS, alpha, beta);
+  }
+  void diagonal(linalg::Vector& d) const override {
+    TpetraVector t(a_->getRowMap());
+    a_->getLocalDiagCopy(t);
+    auto tv = t.getLocalViewHost(Tpetra::Access::ReadOnly);
+    auto ds = d.local();
+    for (std::size_t i = 0; i < ds.size(); ++i) ds[i] = tv(i, 0);
+  }
+  double norm_inf() const override { return norm_inf_; }
+
+ private:
+  const Map& rows_;
+  Teuchos::RCP<const TpetraRowMatrix> a_;
+  double norm_inf_ = 0;
+};
+
+// What a Belos solve reports besides its answer (BelosHittingTimes' fields).
+struct SolveCost {
+  std::uint64_t extra_bytes = 0, measured_bytes = 0;
+  int belos_solves = 0;
+};
+
+// The grounded system L x = b of hitting times, solved by Belos CG with
+// Ifpack2 Jacobi on g's LaplacianRowMatrix (or its CrsMatrix copy) from x,
+// round after round until `judge`'s true residual meets the test
+// (linalg::solve_to_tolerance); no judge: the operator Belos iterates on
+// judges itself. One implementation for both graph forms.
+template <class Graph>
+linalg::CgResult belos_grounded_solve(const Graph& g, std::span<const std::uint8_t> grounded, const linalg::Vector& b,
+                                      linalg::Vector& x, const BelosHittingOptions& options,
+                                      const linalg::LinearOperator* judge, SolveCost& cost) {
+  Runtime& rt = g.runtime();
+  // Every Tpetra object lives in this scope: gone before the Session ends.
+  Teuchos::RCP<const TpetraMap> rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
+  const TpetraMultiVector tb = view_of(rows, b);
+  Teuchos::RCP<const TpetraRowMatrix> op;
+  {
+    // The product's output exists before the memory meter starts: only
+    // the operator (its construction and its first apply) is measured.
+    TpetraMultiVector scratch(rows, 1, false);
+    scratch.putScalar(0.0);
+    const TpetraMultiVector tx = view_of(rows, x);
+    std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
+    std::size_t accounted = 0;
+    if (options.matrix == MatrixKind::crs) {  // the conventional path holds the copy only
+      auto crs = crs_copy(LaplacianRowMatrix<Graph>(g, grounded));
+      accounted = crs_bytes(*crs);
+      op = crs;
+    } else {
+      // Tpetra's column Map and Import only when the preconditioner asks.
+      auto lap = Teuchos::rcp(new LaplacianRowMatrix<Graph>(
+          g, grounded,
+          options.preconditioner == Preconditioner::relaxation ? TpetraColumns::built : TpetraColumns::omitted));
+      accounted = lap->extra_memory_bytes();
+      op = lap;
+    }
+    op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
+    cost.measured_bytes = meter->growth_bytes();
+    cost.extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
+  }  // the scratch vector goes before Belos allocates its own
+  std::optional<TpetraJudge> own_judge;
+  if (!judge) judge = &own_judge.emplace(g.vertex_map(), op, grounded);
+  BelosCg belos(op, options.preconditioner);
+  if (const auto& report = options.hitting.cg.on_iteration) {
+    // Belos' own residual estimate is not reachable while it iterates:
+    // the progress says the iteration and the time (NaN residual).
+    const auto start = std::chrono::steady_clock::now();
+    belos.on_product([&report, start, products = 0]() mutable {
+      report(++products, std::numeric_limits<double>::quiet_NaN(),
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    });
+  }
+  auto round = [&](linalg::Vector& v, const linalg::Vector& residual, double tolerance, int budget) {
+    TpetraMultiVector tv = view_of(rows, v);
+    const TpetraMultiVector tr = view_of(rows, residual);
+    return belos.solve(tb, tv, tolerance, budget, &tr);
+  };
+  auto c = linalg::solve_to_tolerance(*judge, b, x, options.hitting.cg, round, "Belos");
+  cost.belos_solves = c.rounds;
+  return c;
+}
+
+void require_session() {
+  if (!Session::active())
+    throw ConfigError("Belos needs Kokkos and Tpetra running: create a tessera::trilinos::Session after the Runtime");
+}
+
 }  // namespace
 
 BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
                                       const BelosHittingOptions& options) {
-  if (!Session::active())
-    throw ConfigError("Belos needs Kokkos and Tpetra running: create a tessera::trilinos::Session after the Runtime");
-  std::uint64_t matrix_extra_bytes = 0, matrix_measured_bytes = 0;
-  int belos_solves = 0;
+  require_session();
+  SolveCost cost;
   linalg::HittingOptions o = options.hitting;
   // Tessera's Laplacian checks Belos' answer between rounds only: its
   // buffers (and the adjacency matrix's) go while Belos iterates.
   o.laplacian_buffers = linalg::ProductBuffers::released;
   o.solver = [&](const linalg::Laplacian& laplacian, std::span<const std::uint8_t> grounded, const linalg::Vector& b,
                  linalg::Vector& x) {
-    Runtime& rt = g.runtime();
-    // Every Tpetra object lives in this scope: gone before the Session ends.
-    // The vectors exist before the memory meter starts: only the operator
-    // (its construction and its first apply) is measured.
-    Teuchos::RCP<const TpetraMap> rows = Teuchos::rcp(new TpetraMap(g.vertices(), g.local_vertices(), 0, teuchos_comm(rt)));
-    const TpetraMultiVector tb = view_of(rows, b);
-    Teuchos::RCP<const TpetraRowMatrix> op;
-    {
-      // The product's output exists before the memory meter starts: only
-      // the operator (its construction and its first apply) is measured.
-      TpetraMultiVector scratch(rows, 1, false);
-      scratch.putScalar(0.0);
-      const TpetraMultiVector tx = view_of(rows, x);
-      std::optional<AnonymousMemoryMeter> meter(std::in_place, rt.comm());
-      std::size_t accounted = 0;
-      if (options.matrix == MatrixKind::crs) {  // the conventional path holds the copy only
-        auto crs = crs_copy(EdgeListRowMatrix(g, grounded));
-        accounted = crs_bytes(*crs);
-        op = crs;
-      } else {
-        // Tpetra's column Map and Import only when the preconditioner asks.
-        auto lap = Teuchos::rcp(new EdgeListRowMatrix(
-            g, grounded,
-            options.preconditioner == Preconditioner::relaxation ? TpetraColumns::built : TpetraColumns::omitted));
-        accounted = lap->extra_memory_bytes();
-        op = lap;
-      }
-      op->apply(tx, scratch);  // what a product allocates (a CrsMatrix: its import buffers) counts
-      matrix_measured_bytes = meter->growth_bytes();
-      matrix_extra_bytes = all_reduce<std::uint64_t>(rt.comm(), accounted, MPI_SUM);
-    }  // the scratch vector goes before Belos allocates its own
     // Belos iterates; Tessera's Laplacian (the same operator) judges the
     // answer, so both solvers meet one convergence test.
-    BelosCg belos(op, options.preconditioner);
-    if (const auto& report = options.hitting.cg.on_iteration) {
-      // Belos' own residual estimate is not reachable while it iterates:
-      // the progress says the iteration and the time (NaN residual).
-      const auto start = std::chrono::steady_clock::now();
-      belos.on_product([&report, start, products = 0]() mutable {
-        report(++products, std::numeric_limits<double>::quiet_NaN(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      });
-    }
-    auto round = [&](linalg::Vector& v, const linalg::Vector& residual, double tolerance, int budget) {
-      TpetraMultiVector tv = view_of(rows, v);
-      const TpetraMultiVector tr = view_of(rows, residual);
-      return belos.solve(tb, tv, tolerance, budget, &tr);
-    };
-    auto c = linalg::solve_to_tolerance(laplacian, b, x, options.hitting.cg, round, "Belos");
-    belos_solves = c.rounds;
-    return c;
+    return belos_grounded_solve(g, grounded, b, x, options, &laplacian, cost);
   };
   linalg::EdgeListMatrix adjacency(g);
   adjacency.set_product_buffers(linalg::ProductBuffers::released);
-  return {linalg::hitting_times(g, adjacency, targets, o), matrix_extra_bytes, belos_solves, matrix_measured_bytes};
+  return {linalg::hitting_times(g, adjacency, targets, o), cost.extra_bytes, cost.belos_solves, cost.measured_bytes};
+}
+
+// linalg::hitting_times' steps on a PackedGraph, with what needs its rows
+// done through PackedRowMatrix: reachability (reached_from instead of
+// FastSV) and the judge of the answer.
+BelosHittingTimes belos_hitting_times(const graph::PackedGraph& g, std::span<const std::uint64_t> targets,
+                                      const BelosHittingOptions& options) {
+  require_session();
+  const auto t0 = std::chrono::steady_clock::now();
+  Runtime& rt = g.runtime();
+  if (g.directed())
+    throw ConfigError("hitting times need an undirected graph: symmetrize it before packing (--undirected)");
+  if (targets.empty()) throw ConfigError("hitting times need at least one target vertex");
+  std::vector<std::uint64_t> t(targets.begin(), targets.end());
+  for (auto v : t)
+    if (v >= g.vertices())
+      throw RangeError("target vertex " + std::to_string(v) + " is outside [0, " + std::to_string(g.vertices()) + ")");
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+
+  const std::uint64_t base = g.local_vertex_begin();
+  const std::size_t local = g.local_vertices();
+  std::vector<std::uint8_t> grounded(local, 0), unreachable(local, 0);
+  std::uint64_t lost = 0;
+  if (!options.hitting.connected) {
+    // A vertex never arrives when no target is in its component: grounded
+    // (nothing to solve there) and reported NaN, as linalg::hitting_times does.
+    const PackedRowMatrix plain(g, {}, TpetraColumns::omitted);
+    const auto reached = reached_from(plain, t);
+    for (std::size_t i = 0; i < local; ++i)
+      if (!reached[i]) unreachable[i] = grounded[i] = 1, ++lost;
+  }
+  for (auto v : t)
+    if (v - base < local) grounded[static_cast<std::size_t>(v - base)] = 1;
+  // The right-hand side d_U: the degrees (A's row sums, self loops in) on
+  // the rows not grounded, 0 on the grounded ones.
+  linalg::Vector b(rt, g.vertex_ranges());
+  {
+    auto bs = b.local();
+    const auto rows = g.rows();
+    for (std::size_t i = 0; i < local; ++i) bs[i] = grounded[i] ? 0.0 : static_cast<double>(rows.degree(i));
+  }
+  linalg::HittingTimes out{linalg::Vector(rt, g.vertex_ranges()), all_reduce(rt.comm(), lost, MPI_SUM), t.size(), {}, 0};
+  out.times.fill(0.0);
+  out.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SolveCost cost;
+  out.solve = belos_grounded_solve(g, grounded, b, out.times, options, nullptr, cost);
+  auto h = out.times.local();
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (unreachable[i]) h[i] = std::numeric_limits<double>::quiet_NaN();
+  return {std::move(out), cost.extra_bytes, cost.belos_solves, cost.measured_bytes};
 }
 
 }  // namespace tessera::trilinos

@@ -3,6 +3,7 @@
 #include <Teuchos_DefaultMpiComm.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -17,81 +18,123 @@ namespace tessera::trilinos {
 
 namespace {
 
+// The rows of g as the product reads them: f(rows, weight, arc offsets),
+// the weights and offsets empty for an unweighted graph (every PackedGraph).
+// EdgeList: with_rows picks the id width once (PlainRows<Id>); weighted
+// graphs read a weight by its arc's position, row offset + rank in the row.
+template <class Graph, class F>
+decltype(auto) with_weighted_rows(const Graph& g, F&& f) {
+  return graph::with_rows(g, [&](const auto& rows) {
+    if constexpr (detail::kMayBeWeighted<Graph>)
+      return f(rows, detail::local_weights(g), detail::arc_offsets(g));
+    else
+      return f(rows, std::span<const double>{}, std::span<const std::uint64_t>{});
+  });
+}
+
 // y[i] = alpha (L x)[i] + beta y[i] for every local row, with column v's
 // value from value(v) (x itself for owned columns) and x_i from x. L x = d x - A x
 // row by row: a self loop adds w x_i to both terms and cancels. Grounded
 // rows (sorted local rows) are identity rows; grounded ghost columns read 0
 // from value(), grounded owned columns are taken back out by the caller.
-// One instantiation per layout, weighting and id width (the width chosen
-// once, by with_dst), so the per-edge loop holds one load and one add (two
-// for weights) and no test.
-template <bool kWeighted, class Value>
-void laplacian_rows(const graph::EdgeList& g, const double* x, Value value, std::span<const std::size_t> grounded_rows,
-                    double* y, double alpha, double beta) {
-  auto offsets = g.row_offsets();
-  const double* weight = g.local_weight().data();
-  const std::size_t rows = g.local_vertices();
-  g.with_dst([&](auto dst_span) {
-    const auto* dst = dst_span.data();
-    std::size_t next_grounded = 0;
-    for (std::size_t i = 0; i < rows; ++i) {
-      double lx;
-      if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
-        lx = x[i];
-        ++next_grounded;
-      } else {
-        double sum = 0;
-        const std::uint64_t end = offsets[i + 1];
-        double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
-        for (std::uint64_t e = offsets[i]; e < end; ++e) {
-          if constexpr (kWeighted) {
-            degree += weight[e];
-            sum += weight[e] * value(dst[e]);
-          } else {
-            sum += value(dst[e]);
-          }
-        }
+// One instantiation per graph form, layout, weighting and id width (the
+// width chosen once, by with_rows), so the per-edge loop holds one load
+// and one add (two for weights) and no test: PlainRows::for_each inlines
+// to the loop over the destination array, PackedRows::for_each to the
+// decoding loop.
+template <bool kWeighted, class Rows, class Value>
+void laplacian_rows(const Rows& rows, std::span<const double> weights, std::span<const std::uint64_t> offsets,
+                    const double* x, Value value, std::span<const std::size_t> grounded_rows, double* y, double alpha,
+                    double beta) {
+  const std::size_t n = rows.size();
+  const double* weight = weights.data();
+  std::size_t next_grounded = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double lx;
+    if (next_grounded < grounded_rows.size() && grounded_rows[next_grounded] == i) {
+      lx = x[i];
+      ++next_grounded;
+    } else {
+      double sum = 0;
+      if constexpr (kWeighted) {
+        double degree = 0;
+        std::uint64_t e = offsets[i];
+        rows.for_each(i, [&](std::uint64_t v) {
+          degree += weight[e];
+          sum += weight[e] * value(v);
+          ++e;
+        });
         lx = degree * x[i] - sum;
+      } else {
+        rows.for_each(i, [&](std::uint64_t v) { sum += value(v); });
+        lx = static_cast<double>(rows.degree(i)) * x[i] - sum;
       }
-      y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
     }
-  });
+    y[i] = alpha * lx + (beta == 0.0 ? 0.0 : beta * y[i]);
+  }
 }
 
 // The product of a block of k columns in one sweep: `block` holds the k
 // values of every vertex from `base` on side by side (vertex v's at
 // (v - base) * k), so an edge reads its column's k values from one place.
 // y(i, j) for this rank's rows through `at` (the view's element access).
-template <bool kWeighted, class YAt>
-void laplacian_rows_block(const graph::EdgeList& g, const double* block, std::uint64_t base, std::size_t k,
-                          std::uint64_t begin, YAt at, double alpha, double beta) {
+template <bool kWeighted, class Rows, class YAt>
+void laplacian_rows_block(const Rows& rows, std::span<const double> weights, std::span<const std::uint64_t> offsets,
+                          const double* block, std::uint64_t base, std::size_t k, std::uint64_t begin, YAt at,
+                          double alpha, double beta) {
   constexpr std::size_t kMax = 16;
-  auto offsets = g.row_offsets();
-  const double* weight = g.local_weight().data();
-  const std::size_t rows = g.local_vertices();
+  const std::size_t n = rows.size();
+  const double* weight = weights.data();
   double sum[kMax];
-  g.with_dst([&](auto dst_span) {
-    const auto* dst = dst_span.data();
-    for (std::size_t i = 0; i < rows; ++i) {
-      std::fill(sum, sum + k, 0.0);
-      const std::uint64_t end = offsets[i + 1];
-      double degree = kWeighted ? 0.0 : static_cast<double>(end - offsets[i]);
-      for (std::uint64_t e = offsets[i]; e < end; ++e) {
-        const double* xv = block + (dst[e] - base) * k;
-        if constexpr (kWeighted) {
-          degree += weight[e];
-          for (std::size_t j = 0; j < k; ++j) sum[j] += weight[e] * xv[j];
-        } else {
-          for (std::size_t j = 0; j < k; ++j) sum[j] += xv[j];
-        }
-      }
-      const double* xi = block + (begin - base + i) * k;
-      for (std::size_t j = 0; j < k; ++j) {
-        double& yij = at(i, j);
-        yij = alpha * (degree * xi[j] - sum[j]) + (beta == 0.0 ? 0.0 : beta * yij);
-      }
+  for (std::size_t i = 0; i < n; ++i) {
+    std::fill(sum, sum + k, 0.0);
+    double degree = 0;
+    if constexpr (kWeighted) {
+      std::uint64_t e = offsets[i];
+      rows.for_each(i, [&](std::uint64_t v) {
+        const double* xv = block + (v - base) * k;
+        degree += weight[e];
+        for (std::size_t j = 0; j < k; ++j) sum[j] += weight[e] * xv[j];
+        ++e;
+      });
+    } else {
+      degree = static_cast<double>(rows.degree(i));
+      rows.for_each(i, [&](std::uint64_t v) {
+        const double* xv = block + (v - base) * k;
+        for (std::size_t j = 0; j < k; ++j) sum[j] += xv[j];
+      });
     }
-  });
+    const double* xi = block + (begin - base + i) * k;
+    for (std::size_t j = 0; j < k; ++j) {
+      double& yij = at(i, j);
+      yij = alpha * (degree * xi[j] - sum[j]) + (beta == 0.0 ? 0.0 : beta * yij);
+    }
+  }
+}
+
+// The distinct columns of this rank's rows outside [begin, end): every row
+// read once through the view into a bitmap of the vertex range (n bits,
+// transient), as GhostSet::remote_of reads an id array, so neither form
+// lists its arcs.
+template <class Rows>
+GhostSet remote_columns(const Rows& rows, std::uint64_t begin, std::uint64_t end, std::uint64_t n) {
+  std::vector<std::uint64_t> bits((n + 63) / 64, 0);
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows.for_each(i, [&](std::uint64_t v) {
+      if (v - begin < end - begin) return;  // owned (wraps below begin)
+      if (v >= n) throw RangeError("column " + std::to_string(v) + " is outside [0, " + std::to_string(n) + ")");
+      std::uint64_t& word = bits[v >> 6];
+      const std::uint64_t bit = 1ull << (v & 63);
+      count += (word & bit) == 0;
+      word |= bit;
+    });
+  std::vector<std::uint64_t> ids;
+  ids.reserve(count);
+  for (std::size_t w = 0; w < bits.size(); ++w)
+    for (std::uint64_t b = bits[w]; b; b &= b - 1) ids.push_back(w * 64 + static_cast<std::uint64_t>(std::countr_zero(b)));
+  bits = {};
+  return GhostSet(std::move(ids), n);
 }
 
 // The Import from the row map to the column map "owned vertices, then
@@ -111,8 +154,9 @@ Teuchos::RCP<const TpetraImport> import_to_ghosts(const Teuchos::RCP<const Tpetr
 
 }  // namespace
 
-EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded,
-                                     TpetraColumns columns)
+template <class Graph>
+LaplacianRowMatrix<Graph>::LaplacianRowMatrix(const Graph& g, std::span<const std::uint8_t> grounded,
+                                              TpetraColumns columns)
     : g_(g), begin_(g.local_vertex_begin()), owned_(g.local_vertices()), columns_(columns) {
   Runtime& rt = g.runtime();
   if (g.directed())
@@ -127,7 +171,7 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
                      " vertices, more than Tpetra's 32-bit local indices allow: use more ranks");
   const Map& rows = g.vertex_map();
   const std::uint64_t n = g.vertices();
-  GhostSet ghosts = g.with_dst([&](auto dst) { return GhostSet::remote_of(dst, begin_, g.local_vertex_end(), n); });
+  GhostSet ghosts = graph::with_rows(g, [&](const auto& r) { return remote_columns(r, begin_, g.local_vertex_end(), n); });
   ghost_count_ = ghosts.size();
   agree(rt.comm(), [&] {
     if (owned_ + ghost_count_ > static_cast<std::size_t>(std::numeric_limits<LocalOrdinal>::max()))
@@ -215,37 +259,39 @@ EdgeListRowMatrix::EdgeListRowMatrix(const graph::EdgeList& g, std::span<const s
   // one; these entries take it back out (the edges into it from this rank's
   // other rows).
   if (!grounded_rows_.empty() && layout_ != ColumnLayout::dense) {
-    auto offsets = g.row_offsets();
-    auto weight = g.local_weight();
-    g.with_dst([&](auto dst) {
+    with_weighted_rows(g, [&](const auto& r, std::span<const double> weight, std::span<const std::uint64_t> offsets) {
       for (std::size_t i = 0; i < owned_; ++i) {
         if (row_grounded(i)) continue;
-        for (std::size_t e = offsets[i]; e < offsets[i + 1]; ++e) {
-          const std::uint64_t o = dst[e] - begin_;
+        std::uint64_t e = weight.empty() ? 0 : offsets[i];
+        r.for_each(i, [&](std::uint64_t v) {
+          const std::uint64_t o = v - begin_;
           if (o < owned_ && o != i && row_grounded(static_cast<std::size_t>(o)))
             owned_grounded_entries_.push_back({i, static_cast<std::size_t>(o), weight.empty() ? 1.0 : weight[e]});
-        }
+          ++e;
+        });
       }
     });
   }
 
-  g.with_dst([&](auto dst) {
+  graph::with_rows(g, [&](const auto& r) {
     for (std::size_t i = 0; i < owned_; ++i) {
       std::size_t entries = 0;
-      for_each_entry(dst, i, [&](std::uint64_t, double) { ++entries; });
+      for_each_entry(r, i, [&](std::uint64_t, double) { ++entries; });
       local_entries_ += entries;
       local_max_row_ = std::max(local_max_row_, entries);
     }
   });
   global_entries_ = all_reduce<std::uint64_t>(rt.comm(), local_entries_, MPI_SUM);
   global_max_row_ = all_reduce<std::uint64_t>(rt.comm(), local_max_row_, MPI_MAX);
-  graph_ = Teuchos::rcp(new EdgeListRowGraph(*this));
+  graph_ = Teuchos::rcp(new LaplacianRowGraph<Graph>(*this));
 }
 
-EdgeListRowMatrix::~EdgeListRowMatrix() = default;
+template <class Graph>
+LaplacianRowMatrix<Graph>::~LaplacianRowMatrix() = default;
 
+template <class Graph>
 template <class XView>
-void EdgeListRowMatrix::load_columns(const XView& x, std::size_t j) const {
+void LaplacianRowMatrix<Graph>::load_columns(const XView& x, std::size_t j) const {
   std::span<const double> own(owned_ ? &x(0, j) : nullptr, owned_);
   switch (layout_) {
     case ColumnLayout::owned:
@@ -261,18 +307,18 @@ void EdgeListRowMatrix::load_columns(const XView& x, std::size_t j) const {
   for (std::size_t s : grounded_slots_) values_[s] = 0.0;  // a grounded column contributes nothing
 }
 
-void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp, Scalar alpha,
-                              Scalar beta) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::apply(const TpetraMultiVector& x, TpetraMultiVector& y, Teuchos::ETransp,
+                                      Scalar alpha, Scalar beta) const {
   if (x.getNumVectors() != y.getNumVectors())
-    throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getNumVectors()) + " columns, Y " +
+    throw MismatchError("LaplacianRowMatrix::apply: X has " + std::to_string(x.getNumVectors()) + " columns, Y " +
                         std::to_string(y.getNumVectors()));
   if (x.getLocalLength() != owned_ || y.getLocalLength() != owned_)
-    throw MismatchError("EdgeListRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
+    throw MismatchError("LaplacianRowMatrix::apply: X has " + std::to_string(x.getLocalLength()) + " rows, Y " +
                         std::to_string(y.getLocalLength()) + ", the matrix " + std::to_string(owned_) + " on this rank");
   // Every rank applies the matrix in step: the solvers' iterations stop here
   // when a session's client cancels (Belos and Anasazi pass the error on).
   cancellation_point(g_.runtime().comm());
-  const bool weighted = g_.weighted();
   // Several columns, nothing grounded, every column owned or all gathered
   // (owned, dense): one sweep over the edges for the whole block (a block
   // eigensolver multiplies blocks of 4), and for dense one all-gather,
@@ -297,10 +343,11 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
     }
     auto multiply = [&](const auto& yv) {
       auto at = [&yv](std::size_t i, std::size_t j) -> double& { return yv(i, j); };
-      if (weighted)
-        laplacian_rows_block<true>(g_, block.data(), base, k, begin_, at, alpha, beta);
-      else
-        laplacian_rows_block<false>(g_, block.data(), base, k, begin_, at, alpha, beta);
+      with_weighted_rows(g_, [&](const auto& r, std::span<const double> weight, std::span<const std::uint64_t> offsets) {
+        if constexpr (detail::kMayBeWeighted<Graph>)
+          if (!weight.empty()) return laplacian_rows_block<true>(r, weight, offsets, block.data(), base, k, begin_, at, alpha, beta);
+        laplacian_rows_block<false>(r, weight, offsets, block.data(), base, k, begin_, at, alpha, beta);
+      });
     };
     if (beta == 0.0) multiply(y.getLocalViewHost(Tpetra::Access::OverwriteAll));
     else multiply(y.getLocalViewHost(Tpetra::Access::ReadWrite));
@@ -322,10 +369,11 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
     auto multiply = [&](const auto& yv) {
       double* yj = owned_ ? &yv(0, j) : nullptr;
       auto run = [&](auto value) {
-        if (weighted)
-          laplacian_rows<true>(g_, xj, value, grounded_rows_, yj, alpha, beta);
-        else
-          laplacian_rows<false>(g_, xj, value, grounded_rows_, yj, alpha, beta);
+        with_weighted_rows(g_, [&](const auto& r, std::span<const double> weight, std::span<const std::uint64_t> offsets) {
+          if constexpr (detail::kMayBeWeighted<Graph>)
+            if (!weight.empty()) return laplacian_rows<true>(r, weight, offsets, xj, value, grounded_rows_, yj, alpha, beta);
+          laplacian_rows<false>(r, weight, offsets, xj, value, grounded_rows_, yj, alpha, beta);
+        });
       };
       switch (layout_) {
         case ColumnLayout::owned:
@@ -350,26 +398,30 @@ void EdgeListRowMatrix::apply(const TpetraMultiVector& x, TpetraMultiVector& y, 
   }
 }
 
-void EdgeListRowMatrix::require_columns(const char* what) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::require_columns(const char* what) const {
   if (!hasColMap())
-    throw ConfigError(std::string("this EdgeListRowMatrix was built without Tpetra's column Map and Import "
+    throw ConfigError(std::string("this Laplacian RowMatrix was built without Tpetra's column Map and Import "
                                   "(TpetraColumns::omitted), so it has no ") +
                       what +
                       ": build it with TpetraColumns::built for code that asks for them (Ifpack2's Relaxation asks "
                       "for the Import at 2+ ranks; Belos and Ifpack2's Diagonal do not)");
 }
 
-Teuchos::RCP<const TpetraMap> EdgeListRowMatrix::getColMap() const {
+template <class Graph>
+Teuchos::RCP<const TpetraMap> LaplacianRowMatrix<Graph>::getColMap() const {
   require_columns("column Map");
   return column_map_;
 }
 
-Teuchos::RCP<const TpetraImport> EdgeListRowMatrix::importer() const {
+template <class Graph>
+Teuchos::RCP<const TpetraImport> LaplacianRowMatrix<Graph>::importer() const {
   require_columns("Import");
   return importer_;
 }
 
-size_t EdgeListRowMatrix::TESSERA_TPETRA_LOCAL(NumCols)() const {
+template <class Graph>
+size_t LaplacianRowMatrix<Graph>::TESSERA_TPETRA_LOCAL(NumCols)() const {
   switch (layout_) {
     case ColumnLayout::owned:
       return owned_;
@@ -381,7 +433,8 @@ size_t EdgeListRowMatrix::TESSERA_TPETRA_LOCAL(NumCols)() const {
   return owned_ + ghost_count_;
 }
 
-LocalOrdinal EdgeListRowMatrix::local_column(std::uint64_t v) const {
+template <class Graph>
+LocalOrdinal LaplacianRowMatrix<Graph>::local_column(std::uint64_t v) const {
   const std::uint64_t o = v - begin_;  // wraps for columns below begin
   switch (layout_) {
     case ColumnLayout::owned:
@@ -395,24 +448,28 @@ LocalOrdinal EdgeListRowMatrix::local_column(std::uint64_t v) const {
   return o < owned_ ? static_cast<LocalOrdinal>(o) : -1;
 }
 
-void EdgeListRowMatrix::check_local_row(LocalOrdinal row) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::check_local_row(LocalOrdinal row) const {
   if (row < 0 || static_cast<std::size_t>(row) >= owned_)
     throw RangeError("local row " + std::to_string(row) + " is outside [0, " + std::to_string(owned_) + ")");
 }
 
-LocalOrdinal EdgeListRowMatrix::local_row_of(GlobalOrdinal row) const {
+template <class Graph>
+LocalOrdinal LaplacianRowMatrix<Graph>::local_row_of(GlobalOrdinal row) const {
   if (row < 0 || !g_.vertex_map().is_local(static_cast<std::uint64_t>(row))) return -1;
   return static_cast<LocalOrdinal>(static_cast<std::uint64_t>(row) - begin_);
 }
 
-size_t EdgeListRowMatrix::getNumEntriesInLocalRow(LocalOrdinal row) const {
+template <class Graph>
+size_t LaplacianRowMatrix<Graph>::getNumEntriesInLocalRow(LocalOrdinal row) const {
   if (row < 0 || static_cast<std::size_t>(row) >= owned_) return Teuchos::OrdinalTraits<size_t>::invalid();
   std::size_t n = 0;
   for_each_entry(static_cast<std::size_t>(row), [&](std::uint64_t, double) { ++n; });
   return n;
 }
 
-size_t EdgeListRowMatrix::getNumEntriesInGlobalRow(GlobalOrdinal row) const {
+template <class Graph>
+size_t LaplacianRowMatrix<Graph>::getNumEntriesInGlobalRow(GlobalOrdinal row) const {
   LocalOrdinal local = local_row_of(row);
   return local < 0 ? Teuchos::OrdinalTraits<size_t>::invalid() : getNumEntriesInLocalRow(local);
 }
@@ -421,8 +478,8 @@ namespace {
 // Copies row `row` of `m` through `put(k, global column, value)` after
 // checking the caller's capacity, Tpetra's way: length = the row's length,
 // std::runtime_error (a RangeError) when the buffers are shorter.
-template <class Put>
-void copy_row(const EdgeListRowMatrix& m, LocalOrdinal row, std::size_t capacity, size_t& length, Put&& put) {
+template <class Graph, class Put>
+void copy_row(const LaplacianRowMatrix<Graph>& m, LocalOrdinal row, std::size_t capacity, size_t& length, Put&& put) {
   length = m.getNumEntriesInLocalRow(row);
   if (length > capacity)
     throw RangeError("row copy of local row " + std::to_string(row) + " needs " + std::to_string(length) +
@@ -432,7 +489,8 @@ void copy_row(const EdgeListRowMatrix& m, LocalOrdinal row, std::size_t capacity
 }
 }  // namespace
 
-void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getLocalRowCopy(LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
                                         nonconst_values_host_view_type& values, size_t& length) const {
   check_local_row(row);
   copy_row(*this, row, std::min(columns.extent(0), values.extent(0)), length, [&](std::size_t k, std::uint64_t c, double v) {
@@ -441,7 +499,8 @@ void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, nonconst_local_inds_ho
   });
 }
 
-void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
                                          nonconst_values_host_view_type& values, size_t& length) const {
   LocalOrdinal local = local_row_of(row);
   if (local < 0) {
@@ -454,19 +513,23 @@ void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, nonconst_global_inds
   });
 }
 
-void EdgeListRowMatrix::no_views() const {
-  throw ConfigError("EdgeListRowMatrix has no row views (its values are computed from the edge arrays and its columns "
+template <class Graph>
+void LaplacianRowMatrix<Graph>::no_views() const {
+  throw ConfigError("the Laplacian RowMatrix has no row views (its values are computed from the graph's arrays and its columns "
                     "are global ids there, 4 or 8 bytes wide): use getLocalRowCopy / getGlobalRowCopy (supportsRowViews() is false)");
 }
-void EdgeListRowMatrix::getGlobalRowView(GlobalOrdinal, global_inds_host_view_type&, values_host_view_type&) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getGlobalRowView(GlobalOrdinal, global_inds_host_view_type&, values_host_view_type&) const {
   no_views();
 }
-void EdgeListRowMatrix::getLocalRowView(LocalOrdinal, local_inds_host_view_type&, values_host_view_type&) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getLocalRowView(LocalOrdinal, local_inds_host_view_type&, values_host_view_type&) const {
   no_views();
 }
 
 #ifdef TPETRA_ENABLE_DEPRECATED_CODE
-void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
                                         const Teuchos::ArrayView<Scalar>& values, size_t& length) const {
   check_local_row(row);
   copy_row(*this, row, static_cast<std::size_t>(std::min(columns.size(), values.size())), length,
@@ -475,7 +538,8 @@ void EdgeListRowMatrix::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayVi
              values[static_cast<Teuchos::Ordinal>(k)] = v;
            });
 }
-void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
                                          const Teuchos::ArrayView<Scalar>& values, size_t& length) const {
   LocalOrdinal local = local_row_of(row);
   if (local < 0) {
@@ -488,49 +552,56 @@ void EdgeListRowMatrix::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::Array
              values[static_cast<Teuchos::Ordinal>(k)] = v;
            });
 }
-void EdgeListRowMatrix::getGlobalRowView(GlobalOrdinal, Teuchos::ArrayView<const GlobalOrdinal>&,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getGlobalRowView(GlobalOrdinal, Teuchos::ArrayView<const GlobalOrdinal>&,
                                          Teuchos::ArrayView<const Scalar>&) const {
   no_views();
 }
-void EdgeListRowMatrix::getLocalRowView(LocalOrdinal, Teuchos::ArrayView<const LocalOrdinal>&,
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getLocalRowView(LocalOrdinal, Teuchos::ArrayView<const LocalOrdinal>&,
                                         Teuchos::ArrayView<const Scalar>&) const {
   no_views();
 }
 #endif
 
-void EdgeListRowMatrix::getLocalDiagCopy(TpetraVector& diagonal) const {
+template <class Graph>
+void LaplacianRowMatrix<Graph>::getLocalDiagCopy(TpetraVector& diagonal) const {
   if (diagonal.getLocalLength() != owned_)
     throw MismatchError("getLocalDiagCopy: the vector has " + std::to_string(diagonal.getLocalLength()) +
                         " local entries, the matrix " + std::to_string(owned_) + " rows");
   auto d = diagonal.getLocalViewHost(Tpetra::Access::OverwriteAll);
-  g_.with_dst([&](auto dst) {
+  graph::with_rows(g_, [&](const auto& r) {
     for (std::size_t i = 0; i < owned_; ++i) {
       d(i, 0) = 0.0;
-      for_each_entry(dst, i, [&](std::uint64_t c, double v) {
+      for_each_entry(r, i, [&](std::uint64_t c, double v) {
         if (c == begin_ + i) d(i, 0) += v;
       });
     }
   });
 }
 
-void EdgeListRowMatrix::leftScale(const TpetraVector&) {
-  throw ConfigError("EdgeListRowMatrix does not support leftScale: it reads the graph's edge arrays and never writes "
+template <class Graph>
+void LaplacianRowMatrix<Graph>::leftScale(const TpetraVector&) {
+  throw ConfigError("the Laplacian RowMatrix does not support leftScale: it reads the graph's arrays and never writes "
                     "them (they may be another process's read-only mapping); scale a CrsMatrix copy instead");
 }
-void EdgeListRowMatrix::rightScale(const TpetraVector&) {
-  throw ConfigError("EdgeListRowMatrix does not support rightScale: it reads the graph's edge arrays and never writes "
+template <class Graph>
+void LaplacianRowMatrix<Graph>::rightScale(const TpetraVector&) {
+  throw ConfigError("the Laplacian RowMatrix does not support rightScale: it reads the graph's arrays and never writes "
                     "them (they may be another process's read-only mapping); scale a CrsMatrix copy instead");
 }
 
-EdgeListRowMatrix::mag_type EdgeListRowMatrix::getFrobeniusNorm() const {
+template <class Graph>
+typename LaplacianRowMatrix<Graph>::mag_type LaplacianRowMatrix<Graph>::getFrobeniusNorm() const {
   double sum = 0;
-  g_.with_dst([&](auto dst) {
-    for (std::size_t i = 0; i < owned_; ++i) for_each_entry(dst, i, [&](std::uint64_t, double v) { sum += v * v; });
+  graph::with_rows(g_, [&](const auto& r) {
+    for (std::size_t i = 0; i < owned_; ++i) for_each_entry(r, i, [&](std::uint64_t, double v) { sum += v * v; });
   });
   return std::sqrt(all_reduce(g_.runtime().comm(), sum, MPI_SUM));
 }
 
-std::size_t EdgeListRowMatrix::extra_memory_bytes() const {
+template <class Graph>
+std::size_t LaplacianRowMatrix<Graph>::extra_memory_bytes() const {
   std::size_t bytes = values_.capacity() * sizeof(double) + slots_.memory_bytes() +
                       import_.memory_bytes() + (counts_.capacity() + displs_.capacity()) * sizeof(int) +
                       grounded_columns_.capacity() * sizeof(std::uint64_t) +
@@ -594,57 +665,121 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g) {
 }
 
 // The graph: the matrix's structure, row for row.
-Teuchos::RCP<const TpetraComm> EdgeListRowGraph::getComm() const { return m_.getComm(); }
-Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRowMap() const { return m_.getRowMap(); }
-Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getColMap() const { return m_.getColMap(); }
-bool EdgeListRowGraph::hasColMap() const { return m_.hasColMap(); }
-Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getDomainMap() const { return m_.getDomainMap(); }
-Teuchos::RCP<const TpetraMap> EdgeListRowGraph::getRangeMap() const { return m_.getRangeMap(); }
-Teuchos::RCP<const TpetraImport> EdgeListRowGraph::getImporter() const { return m_.importer(); }
-Tpetra::global_size_t EdgeListRowGraph::getGlobalNumRows() const { return m_.getGlobalNumRows(); }
-Tpetra::global_size_t EdgeListRowGraph::getGlobalNumCols() const { return m_.getGlobalNumCols(); }
-size_t EdgeListRowGraph::TESSERA_TPETRA_LOCAL(NumRows)() const { return m_.TESSERA_TPETRA_LOCAL(NumRows)(); }
-size_t EdgeListRowGraph::TESSERA_TPETRA_LOCAL(NumCols)() const { return m_.TESSERA_TPETRA_LOCAL(NumCols)(); }
-Tpetra::global_size_t EdgeListRowGraph::getGlobalNumEntries() const { return m_.getGlobalNumEntries(); }
-size_t EdgeListRowGraph::TESSERA_TPETRA_LOCAL(NumEntries)() const { return m_.TESSERA_TPETRA_LOCAL(NumEntries)(); }
-size_t EdgeListRowGraph::getNumEntriesInGlobalRow(GlobalOrdinal row) const { return m_.getNumEntriesInGlobalRow(row); }
-size_t EdgeListRowGraph::getNumEntriesInLocalRow(LocalOrdinal row) const { return m_.getNumEntriesInLocalRow(row); }
-size_t EdgeListRowGraph::getGlobalMaxNumRowEntries() const { return m_.getGlobalMaxNumRowEntries(); }
-size_t EdgeListRowGraph::TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const {
+template <class Graph>
+Teuchos::RCP<const TpetraComm> LaplacianRowGraph<Graph>::getComm() const { return m_.getComm(); }
+template <class Graph>
+Teuchos::RCP<const TpetraMap> LaplacianRowGraph<Graph>::getRowMap() const { return m_.getRowMap(); }
+template <class Graph>
+Teuchos::RCP<const TpetraMap> LaplacianRowGraph<Graph>::getColMap() const { return m_.getColMap(); }
+template <class Graph>
+bool LaplacianRowGraph<Graph>::hasColMap() const { return m_.hasColMap(); }
+template <class Graph>
+Teuchos::RCP<const TpetraMap> LaplacianRowGraph<Graph>::getDomainMap() const { return m_.getDomainMap(); }
+template <class Graph>
+Teuchos::RCP<const TpetraMap> LaplacianRowGraph<Graph>::getRangeMap() const { return m_.getRangeMap(); }
+template <class Graph>
+Teuchos::RCP<const TpetraImport> LaplacianRowGraph<Graph>::getImporter() const { return m_.importer(); }
+template <class Graph>
+Tpetra::global_size_t LaplacianRowGraph<Graph>::getGlobalNumRows() const { return m_.getGlobalNumRows(); }
+template <class Graph>
+Tpetra::global_size_t LaplacianRowGraph<Graph>::getGlobalNumCols() const { return m_.getGlobalNumCols(); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::TESSERA_TPETRA_LOCAL(NumRows)() const { return m_.TESSERA_TPETRA_LOCAL(NumRows)(); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::TESSERA_TPETRA_LOCAL(NumCols)() const { return m_.TESSERA_TPETRA_LOCAL(NumCols)(); }
+template <class Graph>
+Tpetra::global_size_t LaplacianRowGraph<Graph>::getGlobalNumEntries() const { return m_.getGlobalNumEntries(); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::TESSERA_TPETRA_LOCAL(NumEntries)() const { return m_.TESSERA_TPETRA_LOCAL(NumEntries)(); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::getNumEntriesInGlobalRow(GlobalOrdinal row) const { return m_.getNumEntriesInGlobalRow(row); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::getNumEntriesInLocalRow(LocalOrdinal row) const { return m_.getNumEntriesInLocalRow(row); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::getGlobalMaxNumRowEntries() const { return m_.getGlobalMaxNumRowEntries(); }
+template <class Graph>
+size_t LaplacianRowGraph<Graph>::TESSERA_TPETRA_LOCAL(MaxNumRowEntries)() const {
   return m_.TESSERA_TPETRA_LOCAL(MaxNumRowEntries)();
 }
 
-void EdgeListRowGraph::getLocalRowCopy(const LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
+template <class Graph>
+void LaplacianRowGraph<Graph>::getLocalRowCopy(const LocalOrdinal row, nonconst_local_inds_host_view_type& columns,
                                        size_t& length) const {
   Kokkos::View<double*, Kokkos::HostSpace> values("values", columns.extent(0));
   nonconst_local_inds_host_view_type c = columns;
   typename TpetraRowMatrix::nonconst_values_host_view_type v = values;
   m_.getLocalRowCopy(row, c, v, length);
 }
-void EdgeListRowGraph::getGlobalRowCopy(const GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
+template <class Graph>
+void LaplacianRowGraph<Graph>::getGlobalRowCopy(const GlobalOrdinal row, nonconst_global_inds_host_view_type& columns,
                                         size_t& length) const {
   Kokkos::View<double*, Kokkos::HostSpace> values("values", columns.extent(0));
   nonconst_global_inds_host_view_type c = columns;
   typename TpetraRowMatrix::nonconst_values_host_view_type v = values;
   m_.getGlobalRowCopy(row, c, v, length);
 }
-void EdgeListRowGraph::getLocalRowView(const LocalOrdinal, local_inds_host_view_type&) const {
-  throw ConfigError("EdgeListRowGraph has no row views: use getLocalRowCopy");
+template <class Graph>
+void LaplacianRowGraph<Graph>::getLocalRowView(const LocalOrdinal, local_inds_host_view_type&) const {
+  throw ConfigError("the Laplacian RowGraph has no row views: use getLocalRowCopy");
 }
-void EdgeListRowGraph::getGlobalRowView(const GlobalOrdinal, global_inds_host_view_type&) const {
-  throw ConfigError("EdgeListRowGraph has no row views: use getGlobalRowCopy");
+template <class Graph>
+void LaplacianRowGraph<Graph>::getGlobalRowView(const GlobalOrdinal, global_inds_host_view_type&) const {
+  throw ConfigError("the Laplacian RowGraph has no row views: use getGlobalRowCopy");
 }
 #ifdef TPETRA_ENABLE_DEPRECATED_CODE
-void EdgeListRowGraph::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
+template <class Graph>
+void LaplacianRowGraph<Graph>::getLocalRowCopy(LocalOrdinal row, const Teuchos::ArrayView<LocalOrdinal>& columns,
                                        size_t& length) const {
   std::vector<double> values(static_cast<std::size_t>(columns.size()));
   m_.getLocalRowCopy(row, columns, Teuchos::ArrayView<Scalar>(values), length);
 }
-void EdgeListRowGraph::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
+template <class Graph>
+void LaplacianRowGraph<Graph>::getGlobalRowCopy(GlobalOrdinal row, const Teuchos::ArrayView<GlobalOrdinal>& columns,
                                         size_t& length) const {
   std::vector<double> values(static_cast<std::size_t>(columns.size()));
   m_.getGlobalRowCopy(row, columns, Teuchos::ArrayView<Scalar>(values), length);
 }
 #endif
+
+template <class Graph>
+std::vector<std::uint8_t> reached_from(const LaplacianRowMatrix<Graph>& m, std::span<const std::uint64_t> seeds) {
+  const Graph& g = m.graph();
+  MPI_Comm comm = g.runtime().comm();
+  if (m.grounded_anywhere())  // the same list on every rank: every rank throws
+    throw ConfigError("reached_from needs an ungrounded Laplacian: grounded rows and columns stop the walk");
+  const std::uint64_t begin = g.local_vertex_begin();
+  const std::size_t local = g.local_vertices();
+  std::vector<std::uint8_t> reached(local, 0);
+  for (auto s : seeds)
+    if (s - begin < local) reached[static_cast<std::size_t>(s - begin)] = 1;
+  TpetraMultiVector x(m.getDomainMap(), 1, false), y(m.getRangeMap(), 1, false);
+  for (;;) {
+    {
+      auto xv = x.getLocalViewHost(Tpetra::Access::OverwriteAll);
+      for (std::size_t i = 0; i < local; ++i) xv(i, 0) = reached[i];
+    }
+    m.apply(x, y);
+    // An unreached row reads y_i = -(sum of its reached neighbours' weights):
+    // positive weights and zeros only, so it is negative exactly when some
+    // neighbour is reached (no rounding question).
+    std::uint64_t added = 0;
+    {
+      auto yv = y.getLocalViewHost(Tpetra::Access::ReadOnly);
+      for (std::size_t i = 0; i < local; ++i)
+        if (!reached[i] && yv(i, 0) < 0) reached[i] = 1, ++added;
+    }
+    if (all_reduce<std::uint64_t>(comm, added, MPI_SUM) == 0) return reached;
+  }
+}
+
+// The two graph forms, compiled here once (the header declares them extern).
+template class LaplacianRowMatrix<graph::EdgeList>;
+template class LaplacianRowMatrix<graph::PackedGraph>;
+template class LaplacianRowGraph<graph::EdgeList>;
+template class LaplacianRowGraph<graph::PackedGraph>;
+template std::vector<std::uint8_t> reached_from(const LaplacianRowMatrix<graph::EdgeList>&,
+                                                std::span<const std::uint64_t>);
+template std::vector<std::uint8_t> reached_from(const LaplacianRowMatrix<graph::PackedGraph>&,
+                                                std::span<const std::uint64_t>);
 
 }  // namespace tessera::trilinos

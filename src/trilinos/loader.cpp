@@ -96,4 +96,13 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const 
   return entry().belos_hitting_times(g, targets, options);
 }
 
+SpectralResult spectral(const graph::PackedGraph& g, const SpectralOptions& options) {
+  return entry().spectral_packed(g, options);
+}
+
+BelosHittingTimes belos_hitting_times(const graph::PackedGraph& g, std::span<const std::uint64_t> targets,
+                                      const BelosHittingOptions& options) {
+  return entry().belos_hitting_times_packed(g, targets, options);
+}
+
 }  // namespace tessera::trilinos

@@ -28,4 +28,11 @@ BelosHittingTimes belos_hitting_times(const graph::EdgeList&, std::span<const st
   not_built();
 }
 
+SpectralResult spectral(const graph::PackedGraph&, const SpectralOptions&) { not_built(); }
+
+BelosHittingTimes belos_hitting_times(const graph::PackedGraph&, std::span<const std::uint64_t>,
+                                      const BelosHittingOptions&) {
+  not_built();
+}
+
 }  // namespace tessera::trilinos

@@ -24,6 +24,9 @@ const EntryPoints kEntryPoints{
     .spectral = [](const graph::EdgeList& g, const SpectralOptions& o) { return trilinos::spectral(g, o); },
     .belos_hitting_times = [](const graph::EdgeList& g, std::span<const std::uint64_t> t,
                               const BelosHittingOptions& o) { return trilinos::belos_hitting_times(g, t, o); },
+    .spectral_packed = [](const graph::PackedGraph& g, const SpectralOptions& o) { return trilinos::spectral(g, o); },
+    .belos_hitting_times_packed = [](const graph::PackedGraph& g, std::span<const std::uint64_t> t,
+                                     const BelosHittingOptions& o) { return trilinos::belos_hitting_times(g, t, o); },
 };
 
 }  // namespace

@@ -15,7 +15,7 @@
 namespace tessera::trilinos::plugin {
 
 // Raised whenever the table's layout changes: a stale plugin is refused.
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;  // 2: the PackedGraph entry points
 
 struct EntryPoints {
   int version = kVersion;
@@ -28,6 +28,9 @@ struct EntryPoints {
   SpectralResult (*spectral)(const graph::EdgeList& g, const SpectralOptions& options) = nullptr;
   BelosHittingTimes (*belos_hitting_times)(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
                                            const BelosHittingOptions& options) = nullptr;
+  SpectralResult (*spectral_packed)(const graph::PackedGraph& g, const SpectralOptions& options) = nullptr;
+  BelosHittingTimes (*belos_hitting_times_packed)(const graph::PackedGraph& g, std::span<const std::uint64_t> targets,
+                                                  const BelosHittingOptions& options) = nullptr;
 };
 
 inline constexpr const char* kFileName = "libtessera-trilinos.so";

@@ -1,6 +1,6 @@
 // Belos CG with an Ifpack2 Jacobi preconditioner (Diagonal or Relaxation)
-// on any Tpetra RowMatrix, and the conventional CrsMatrix copy of an EdgeListRowMatrix
-// (the comparison). Trilinos-facing: for tests and the layer itself; the CLI
+// on any Tpetra RowMatrix, and the conventional CrsMatrix copy of a
+// LaplacianRowMatrix (the comparison). Trilinos-facing: for tests and the layer itself; the CLI
 // uses hitting.hpp. Belos and Ifpack2 live in one translation unit
 // (belos_hitting.cpp, the slowest file to compile).
 #pragma once
@@ -17,8 +17,12 @@ namespace tessera::trilinos {
 using TpetraCrsMatrix = Tpetra::CrsMatrix<Scalar, LocalOrdinal, GlobalOrdinal, Node>;
 
 // Collective. The same operator as `m` (rows, columns, values), copied into
-// a fill-complete CrsMatrix on m's row, column, domain and range maps.
-Teuchos::RCP<TpetraCrsMatrix> crs_copy(const EdgeListRowMatrix& m);
+// a fill-complete CrsMatrix on m's row, domain and range maps (Tpetra makes
+// its own column map). Either graph form (EdgeListRowMatrix, PackedRowMatrix).
+template <class Graph>
+Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<Graph>& m);
+extern template Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<graph::EdgeList>&);
+extern template Teuchos::RCP<TpetraCrsMatrix> crs_copy(const LaplacianRowMatrix<graph::PackedGraph>&);
 // Bytes a CrsMatrix holds for its entries and row offsets on this rank.
 std::size_t crs_bytes(const TpetraCrsMatrix& crs);
 

@@ -1,8 +1,21 @@
-// EdgeListRowMatrix: a Tpetra::RowMatrix read straight from an EdgeList's
-// arrays as they are (Heap or Shared storage), the way Grafiki replaced
-// Tpetra::CrsMatrix with a RowMatrix over Chapel's edge lists. It is the
-// grounded graph Laplacian L = D - A of an undirected graph (D = weighted
-// degrees): grounded rows are identity rows and grounded columns are dropped,
+// LaplacianRowMatrix<Graph>: a Tpetra::RowMatrix read straight from a
+// graph's own arrays as they are (Heap or Shared storage), the way Grafiki
+// replaced Tpetra::CrsMatrix with a RowMatrix over Chapel's edge lists. One
+// implementation for both graph forms, written against the rows view of
+// graph/packed_graph.hpp (degree, for_each in increasing neighbour order):
+// - EdgeListRowMatrix = LaplacianRowMatrix<graph::EdgeList>: the CSR arrays
+//   through PlainRows<Id> (the id width chosen once per sweep by with_rows),
+//   whose loops inline to the ones written on the arrays directly; weighted
+//   or not (a weight is read by the arc's position, row offset + rank in
+//   the row).
+// - PackedRowMatrix = LaplacianRowMatrix<graph::PackedGraph>: the byte-coded
+//   rows decoded as they are read (PackedRows), never expanded into an id
+//   array; unweighted (weight 1 per arc).
+// Both are compiled once, in edge_list_row_matrix.cpp (the explicit
+// instantiations declared at the end of this header).
+//
+// It is the grounded graph Laplacian L = D - A of an undirected graph (D =
+// weighted degrees): grounded rows are identity rows and grounded columns are dropped,
 // exactly as linalg::Laplacian, so Ifpack2 and Belos see the operator they
 // precondition and solve. With no grounded vertex it is the plain Laplacian.
 //
@@ -37,7 +50,9 @@
 // 1/(2 x average degree) of 16-byte edge arrays; with the replicated column
 // map (dense) the Import also caches the range's ids on every rank.
 // Every exchange of the product goes through runtime/collective.hpp
-// (non-blocking, yielding waits: ranks may share cores).
+// (non-blocking, yielding waits: ranks may share cores). The ghost columns
+// are found by reading every local row once (for_each) into a bitmap of the
+// vertex range, never by listing the arcs.
 // Row i of L: the out-edges of vertex begin + i in destination order,
 // minus self loops and grounded columns, with value -w, and the diagonal
 // d - (self-loop weight) in its sorted place; a grounded row is just (i, 1).
@@ -61,6 +76,8 @@
 // have.
 //
 // Requires a live trilinos::Session. The graph must outlive the matrix.
+// A PackedGraph's matrix is in the packed graph's numbering (its rows,
+// columns and vectors by packed vertex id; original_ids() maps back).
 #pragma once
 #include <Tpetra_Core.hpp>
 #include <Tpetra_Import.hpp>
@@ -74,11 +91,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/array/ghost_set.hpp"
 #include "tessera/array/ghost_slots.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 #include "tessera/linalg/row_matrix.hpp"
 
 // 13.2 names the per-process sizes getNode*; 13.4 renamed them getLocal*.
@@ -108,19 +127,36 @@ using TpetraComm = Teuchos::Comm<int>;
 // copy: Tpetra's messages use their own tags).
 Teuchos::RCP<const TpetraComm> teuchos_comm(Runtime& rt);
 
-class EdgeListRowMatrix;
+template <class Graph>
+class LaplacianRowMatrix;
 
-// Whether an EdgeListRowMatrix builds Tpetra's column Map and Import.
+// Whether a LaplacianRowMatrix builds Tpetra's column Map and Import.
 enum class TpetraColumns {
   built,    // as any RowMatrix: what Ifpack2's Relaxation asks for at 2+ ranks
   omitted,  // not built (no Tpetra memory per column): for Belos with Ifpack2's Diagonal
 };
 
-// The sparsity of an EdgeListRowMatrix, for Ifpack2 (which asks for its
+// How the product holds the columns it does not read from x (header comment).
+enum class ColumnLayout { owned, dense, compact };
+
+namespace detail {
+// The graph forms a LaplacianRowMatrix reads. Only an EdgeList carries
+// weights, found by an arc's position in the rank's arrays (its row's
+// offset plus its rank in the row); a PackedGraph has none, so its
+// instantiation compiles no weighted loop at all.
+template <class Graph>
+inline constexpr bool kMayBeWeighted = std::is_same_v<Graph, graph::EdgeList>;
+inline std::span<const double> local_weights(const graph::EdgeList& g) noexcept { return g.local_weight(); }
+inline std::span<const double> local_weights(const graph::PackedGraph&) noexcept { return {}; }
+inline std::span<const std::uint64_t> arc_offsets(const graph::EdgeList& g) noexcept { return g.row_offsets(); }
+}  // namespace detail
+
+// The sparsity of a LaplacianRowMatrix, for Ifpack2 (which asks for its
 // importer at 2+ ranks) and anything else reading structure only.
-class EdgeListRowGraph final : public TpetraRowGraph {
+template <class Graph>
+class LaplacianRowGraph final : public TpetraRowGraph {
  public:
-  explicit EdgeListRowGraph(const EdgeListRowMatrix& matrix) : m_(matrix) {}
+  explicit LaplacianRowGraph(const LaplacianRowMatrix<Graph>& matrix) : m_(matrix) {}
 
   Teuchos::RCP<const TpetraComm> getComm() const override;
   Teuchos::RCP<const TpetraMap> getRowMap() const override;
@@ -159,17 +195,18 @@ class EdgeListRowGraph final : public TpetraRowGraph {
 #endif
 
  private:
-  const EdgeListRowMatrix& m_;
+  const LaplacianRowMatrix<Graph>& m_;
 };
 
-class EdgeListRowMatrix final : public TpetraRowMatrix {
+template <class Graph>
+class LaplacianRowMatrix final : public TpetraRowMatrix {
  public:
   // Collective. `grounded` is empty (the plain Laplacian) or one flag per
   // local vertex (1 = grounded). ConfigError for a directed graph,
   // MismatchError for flags of the wrong length (on every rank).
-  explicit EdgeListRowMatrix(const graph::EdgeList& g, std::span<const std::uint8_t> grounded = {},
-                             TpetraColumns columns = TpetraColumns::built);
-  ~EdgeListRowMatrix() override;
+  explicit LaplacianRowMatrix(const Graph& g, std::span<const std::uint8_t> grounded = {},
+                              TpetraColumns columns = TpetraColumns::built);
+  ~LaplacianRowMatrix() override;
 
   // Operator
   Teuchos::RCP<const TpetraMap> getDomainMap() const override { return row_map_; }
@@ -230,11 +267,13 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   mag_type getFrobeniusNorm() const override;
 
   // Tessera side.
-  enum class ColumnLayout { owned, dense, compact };
+  using ColumnLayout = trilinos::ColumnLayout;
   ColumnLayout column_layout() const noexcept { return layout_; }
-  const graph::EdgeList& graph() const noexcept { return g_; }
+  const Graph& graph() const noexcept { return g_; }
   std::size_t ghost_count() const noexcept { return ghost_count_; }
   TpetraColumns tpetra_columns() const noexcept { return columns_; }
+  // Whether some vertex is grounded (on any rank: the same on every rank).
+  bool grounded_anywhere() const noexcept { return !grounded_columns_.empty(); }
   // Tpetra's Import from the domain to the column map: null when every
   // column is owned; ConfigError when it was omitted.
   Teuchos::RCP<const TpetraImport> importer() const;
@@ -249,12 +288,12 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   // increasing column id order (the diagonal in its place).
   template <class F>
   void for_each_entry(std::size_t row, F&& f) const {
-    g_.with_dst([&](auto dst) { for_each_entry(dst, row, f); });
+    graph::with_rows(g_, [&](const auto& rows) { for_each_entry(rows, row, f); });
   }
-  // The same with this rank's destinations at the graph's width already in
-  // hand (g_.with_dst): loops over many rows choose the width once.
-  template <class Id, class F>
-  void for_each_entry(std::span<const Id> dst, std::size_t row, F&& f) const;
+  // The same with this rank's rows view already in hand (graph::with_rows):
+  // loops over many rows choose the EdgeList's id width once.
+  template <class Rows, class F>
+  void for_each_entry(const Rows& rows, std::size_t row, F&& f) const;
 
  private:
   void check_local_row(LocalOrdinal row) const;
@@ -274,7 +313,7 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   template <class XView>
   void load_columns(const XView& x, std::size_t j) const;
 
-  const graph::EdgeList& g_;
+  const Graph& g_;
   std::uint64_t begin_ = 0;
   std::size_t owned_ = 0;
   ColumnLayout layout_ = ColumnLayout::owned;
@@ -302,38 +341,76 @@ class EdgeListRowMatrix final : public TpetraRowMatrix {
   std::vector<GroundedEntry> owned_grounded_entries_;
   Teuchos::RCP<const TpetraMap> row_map_, column_map_;
   Teuchos::RCP<const TpetraImport> importer_;
-  Teuchos::RCP<const EdgeListRowGraph> graph_;
+  Teuchos::RCP<const LaplacianRowGraph<Graph>> graph_;
   std::size_t local_entries_ = 0, local_max_row_ = 0, global_max_row_ = 0;
   Tpetra::global_size_t global_entries_ = 0;
 };
 
-template <class Id, class F>
-void EdgeListRowMatrix::for_each_entry(std::span<const Id> dst, std::size_t row, F&& f) const {
+template <class Graph>
+template <class Rows, class F>
+void LaplacianRowMatrix<Graph>::for_each_entry(const Rows& rows, std::size_t row, F&& f) const {
   const std::uint64_t u = begin_ + row;
   if (row_grounded(row)) {
     f(u, 1.0);
     return;
   }
-  auto offsets = g_.row_offsets();
-  auto weight = g_.local_weight();
-  double degree = 0, self = 0;
-  for (std::size_t e = offsets[row]; e < offsets[row + 1]; ++e) {
-    double w = weight.empty() ? 1.0 : weight[e];
-    degree += w;
-    if (dst[e] == u) self += w;
-  }
+  // Rows are sorted, so a self loop (u, u) comes before every column above
+  // u, where the diagonal goes: unweighted, one pass (the degree is the
+  // row's length, the self loops counted on the way); weighted, the weighted
+  // degree needs a pass of its own first.
   bool diagonal_done = false;
-  for (std::size_t e = offsets[row]; e < offsets[row + 1]; ++e) {
-    const std::uint64_t v = dst[e];
-    if (v == u) continue;
+  double degree = static_cast<double>(rows.degree(row)), self = 0;
+  auto emit = [&](std::uint64_t v, double w) {
+    if (v == u) return;
     if (v > u && !diagonal_done) {
       f(u, degree - self);
       diagonal_done = true;
     }
-    if (column_grounded(v)) continue;
-    f(v, -(weight.empty() ? 1.0 : weight[e]));
+    if (!column_grounded(v)) f(v, -w);
+  };
+  std::span<const double> weight;
+  if constexpr (detail::kMayBeWeighted<Graph>) weight = detail::local_weights(g_);
+  if (weight.empty()) {
+    rows.for_each(row, [&](std::uint64_t v) {
+      self += v == u ? 1.0 : 0.0;
+      emit(v, 1.0);
+    });
+  } else {
+    if constexpr (detail::kMayBeWeighted<Graph>) {
+      const std::uint64_t first = detail::arc_offsets(g_)[row];
+      degree = 0;
+      std::uint64_t e = first;
+      rows.for_each(row, [&](std::uint64_t v) {
+        degree += weight[e];
+        if (v == u) self += weight[e];
+        ++e;
+      });
+      e = first;
+      rows.for_each(row, [&](std::uint64_t v) { emit(v, weight[e++]); });
+    }
   }
   if (!diagonal_done) f(u, degree - self);
 }
+
+// The two forms, compiled once in edge_list_row_matrix.cpp.
+extern template class LaplacianRowMatrix<graph::EdgeList>;
+extern template class LaplacianRowMatrix<graph::PackedGraph>;
+extern template class LaplacianRowGraph<graph::EdgeList>;
+extern template class LaplacianRowGraph<graph::PackedGraph>;
+using EdgeListRowMatrix = LaplacianRowMatrix<graph::EdgeList>;
+using EdgeListRowGraph = LaplacianRowGraph<graph::EdgeList>;
+using PackedRowMatrix = LaplacianRowMatrix<graph::PackedGraph>;
+using PackedRowGraph = LaplacianRowGraph<graph::PackedGraph>;
+
+// Collective. Which local vertices of m's graph a walk from `seeds` (global
+// ids, the same on every rank) reaches: 1 per reached local vertex. `m`
+// must be ungrounded (grounded rows and columns would stop the walk there):
+// ConfigError otherwise. Breadth-first through m's own products (x the seeds'
+// indicator, then every vertex with a reached neighbour, by (diag(L) - L) x),
+// so it needs no other structure and works on both graph forms; one product
+// per level, as many as the seeds' eccentricity + 1, fewer than the CG
+// iterations of a solve on the same graph need to carry information as far.
+template <class Graph>
+std::vector<std::uint8_t> reached_from(const LaplacianRowMatrix<Graph>& m, std::span<const std::uint64_t> seeds);
 
 }  // namespace tessera::trilinos

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 #include "tessera/linalg/hitting_times.hpp"
 
 namespace tessera::trilinos {
@@ -89,6 +90,17 @@ RowMatrixMemory row_matrix_memory(const graph::EdgeList& g);
 // Collective. Like linalg::hitting_times (same grounding, unreachable
 // vertices NaN) with the solve done by Belos; `g` must be undirected.
 BelosHittingTimes belos_hitting_times(const graph::EdgeList& g, std::span<const std::uint64_t> targets,
+                                      const BelosHittingOptions& options = {});
+
+// The same on a PackedGraph read in place (PackedRowMatrix: its byte-coded
+// rows decoded by every product; no id array, no CrsMatrix unless
+// options.matrix asks). Targets, times and the vertex ranges are the packed
+// graph's (original_ids() maps them back). Unreachable vertices (NaN) are
+// found by a breadth-first walk from the targets through the matrix's own
+// products (reached_from), skipped with options.hitting.connected; the true
+// residual is judged on the same grounded operator (Tessera's Laplacian
+// needs an EdgeList). Collective; `g` undirected.
+BelosHittingTimes belos_hitting_times(const graph::PackedGraph& g, std::span<const std::uint64_t> targets,
                                       const BelosHittingOptions& options = {});
 
 }  // namespace tessera::trilinos

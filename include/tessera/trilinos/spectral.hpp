@@ -89,6 +89,13 @@ struct SpectralResult {
 // Fiedler: ConfigError when the graph has fewer than 2 vertices or several
 // components (λ₂ = 0), naming how many and suggesting `tessera lcc`.
 SpectralResult spectral(const graph::EdgeList& g, const SpectralOptions& options = {});
+// The same on a PackedGraph read in place (PackedRowMatrix), in its
+// numbering: `vector` is by packed vertex id (original_ids() maps back), and
+// the start vector and sign rule follow those ids, so the vector may differ
+// from the EdgeList's in sign. Fiedler: connectivity is checked by a
+// breadth-first walk from vertex 0 through the matrix's own products
+// (ConfigError naming the vertices not reached).
+SpectralResult spectral(const graph::PackedGraph& g, const SpectralOptions& options = {});
 
 // Spectral bisection from a vertex vector (the Fiedler vector): part 1 =
 // the vertices whose value is above the split, part 0 the others.
