@@ -170,7 +170,9 @@ PackedGraph PackedGraph::pack(const EdgeList& g, const PackOptions& options) {
     g.with_dst([&](auto dst) {
       using Id = std::remove_const_t<typename decltype(dst)::element_type>;
       std::optional<Distribution> ranges;
-      auto ids = ids_by_degree<Id>(g, std::max<std::uint64_t>(options.blocks, 1), ranges);
+      const std::uint64_t blocks =
+          options.blocks ? options.blocks : std::clamp<std::uint64_t>(g.vertices() >> 16, 1, 16);
+      auto ids = ids_by_degree<Id>(g, blocks, ranges);
       numbered.emplace(renamed(g, ids, *ranges, original, array_storage(options.storage, "ids")));
     });
   const EdgeList& plain = numbered ? *numbered : g;

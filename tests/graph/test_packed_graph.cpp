@@ -137,6 +137,9 @@ TEST(PackedGraph, ByDegreeNumbersAsASerialStableSortAndKeepsEveryArc) {
     EXPECT_LT(p.bytes_per_edge(), 4.0);
     if (blocks == 1) one_block_bytes = p.edge_array_bytes();
   }
+  // By default the vertex count chooses the blocks: one below 2^17 vertices.
+  EXPECT_EQ(test::gather_all(*PackedGraph::pack(g).original_ids()),
+            test::gather_all(*PackedGraph::pack(g, PackOptions{.by_degree = true, .blocks = 1, .storage = {}}).original_ids()));
   // Numbering by degree shrinks a Kronecker graph's rows.
   PackOptions same;
   same.by_degree = false;

@@ -192,14 +192,17 @@ struct PackOptions {
   // Number the vertices by decreasing degree first (ties in id order: the
   // numbering does not depend on the rank count). Off: the graph's own ids.
   bool by_degree = true;
-  // ... within each of this many equal blocks of the old ids, in block
+  // ... within each of `blocks` equal blocks of the old ids, in block
   // order. One block packs smallest (kron-18: 2.81 bytes an edge; 16
-  // blocks: 2.96), but puts every hub on the first ranks and every
+  // blocks: 2.96) but puts every hub on the first ranks and every
   // low-degree vertex on the last: a Gauss-Seidel sweep then reads its
   // neighbours' scores from the other rank, a sweep late, and PageRank
-  // needs twice the sweeps at 2 ranks. With blocks, each rank of up to
-  // `blocks` ranks holds hubs and their neighbours as the EdgeList's does.
-  std::uint64_t blocks = 16;
+  // needs 17 sweeps at 2 ranks instead of 10. With blocks, each rank of up
+  // to `blocks` ranks holds hubs and their neighbours as the EdgeList's
+  // does. 0: one block per 2^16 vertices, from 1 to 16 (small graphs are
+  // quick either way and their bytes grow most with blocks). Only the
+  // vertex count chooses it, never the rank count.
+  std::uint64_t blocks = 0;
   StorageOptions storage;  // Shared: arrays named <name>-offsets, <name>-bytes, <name>-ids
 };
 
