@@ -49,6 +49,11 @@
 // outside c and one per remote label) with the pairs and the hash forest
 // they are reduced in; on rank 0 the gathered pairs (at most the gather
 // limit, O(vertices per rank)): no copy of the edges.
+//
+// One implementation for both graph forms: every step reads a rank's rows
+// through a rows view (PlainRows over an EdgeList's CSR, PackedRows
+// decoding a PackedGraph's bytes in place), and names an arc by its row and
+// its position in that row.
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
@@ -61,6 +66,7 @@
 #include "tessera/runtime/trace.hpp"
 #include "afforest_node.hpp"
 #include "local_forest.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -273,22 +279,24 @@ void join_across_ranks(Run& run, DistArray<std::uint64_t>& parent, std::vector<C
   solve_pairs(run, parent, route_to_far_owners(run, parent.local(), parent.local_begin(), 1, fill, reached));
 }
 
-// One run at the graph's id width (dst: this rank's destinations, so every
-// arc loop indexes a span of Id), in the phases of the header's steps. The
-// local phases link in a forest of local indices, as wide as the ids (a
-// graph of 32-bit ids: half the bytes of the labels, and the finds' random
-// reads are what the sampling waits on); the labels (global ids) are
-// written from it before each exchange.
-template <class Id>
+// One run over a rank's rows as `Rows` reads them (PlainRows: an EdgeList's
+// destinations at its width, each row loop over a span of Id; PackedRows:
+// decoded as read), in the phases of the header's steps. Arcs are named by
+// their position within their row, never by an index into an id array. The
+// local phases link in a forest of local indices of type Id (a graph of
+// 32-bit ids: half the bytes of the labels, and the finds' random reads are
+// what the sampling waits on); the labels (global ids) are written from it
+// before each exchange.
+template <class Rows, class Id>
 class Afforest {
   using Index = Id;
 
  public:
-  Afforest(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options)
+  template <class G>
+  Afforest(const G& g, const Rows& rows, const ComponentsOptions& options)
       : rt_(g.runtime()),
-        run_{rt_, g.vertex_ranges(), options, Clock::now(), gather_limit(g, options)},
-        dst_(dst),
-        rows_(g.row_offsets()),
+        run_{rt_, g.vertex_ranges(), options, Clock::now(), gather_limit(g.vertices(), options)},
+        rows_(rows),
         base_(g.local_vertex_begin()),
         end_(g.local_vertex_end()),
         n_(g.local_vertices()),
@@ -324,11 +332,12 @@ class Afforest {
   static constexpr std::size_t kNeighbourRounds = 2, kScan = 8;
   // done[i] for a vertex of the likely largest component: nothing more to link.
   static constexpr std::uint8_t kInGiant = 0xff;
+  // for_range's last position: to the row's end.
+  static constexpr std::uint64_t kAllPositions = ~std::uint64_t{0};
 
-  static std::uint64_t gather_limit(const EdgeList& g, const ComponentsOptions& o) {
+  std::uint64_t gather_limit(std::uint64_t vertices, const ComponentsOptions& o) const {
     return o.gather_limit ? o.gather_limit
-                          : std::max<std::uint64_t>(g.vertices() / static_cast<std::uint64_t>(g.runtime().size()),
-                                                    1 << 16);
+                          : std::max<std::uint64_t>(vertices / static_cast<std::uint64_t>(rt_.size()), 1 << 16);
   }
   bool is_local(std::uint64_t x) const { return x >= base_ && x < end_; }
   Index index_of(std::uint64_t local_vertex) const { return static_cast<Index>(local_vertex - base_); }
@@ -345,8 +354,7 @@ class Afforest {
 
   Runtime& rt_;
   Run run_;
-  std::span<const Id> dst_;
-  std::span<const std::uint64_t> rows_;
+  Rows rows_;
   std::uint64_t base_, end_;
   std::size_t n_;
   Components out_;
@@ -356,29 +364,39 @@ class Afforest {
   std::vector<CutArc> cut_;  // (local vertex or root, vertex of another rank)
 };
 
-template <class Id>
-void Afforest<Id>::link_every_arc() {
+template <class Rows, class Id>
+void Afforest<Rows, Id>::link_every_arc() {
   // Every arc crossing ranks is sent, so they travel in chunks of
   // O(vertices per rank) instead of all at once.
   std::uint64_t remote = 0;
   for (std::size_t i = 0; i < n_; ++i)
-    for (std::size_t k = rows_[i]; k < rows_[i + 1]; ++k)
-      if (std::uint64_t v = dst_[k]; is_local(v))
+    rows_.for_each(i, [&](std::uint64_t v) {
+      if (is_local(v))
         forest_.link(static_cast<Index>(i), index_of(v));
       else
         ++remote;
+    });
   forest_.compress();
   export_roots();
   out_.local_rounds = 1;
   const std::size_t chunk = std::max<std::size_t>(n_, 1 << 16);
   const std::uint64_t chunks = all_reduce<std::uint64_t>(rt_.comm(), (remote + chunk - 1) / chunk, MPI_MAX);
-  std::size_t next = 0, at = n_ ? rows_[0] : 0;  // the next arc to send: of vertex `next`, at `at`
+  // The next arc to send: of local vertex `next`, at position `at` in its row.
+  std::size_t next = 0;
+  std::uint64_t at = 0;
   auto fill = [&](std::vector<CutArc>& arcs) {
     arcs.reserve(chunk);
-    for (; next < n_ && arcs.size() < chunk; ++next, at = next < n_ ? rows_[next] : at) {
-      for (; at < rows_[next + 1] && arcs.size() < chunk; ++at)
-        if (!is_local(dst_[at])) arcs.push_back({parent_[next], dst_[at]});
-      if (at < rows_[next + 1]) break;  // the chunk is full inside this row
+    for (; next < n_; ++next, at = 0) {
+      std::uint64_t pos = at;
+      const bool full = find_from(rows_, next, at, [&](std::uint64_t v) {
+        ++pos;
+        if (!is_local(v)) arcs.push_back({parent_[next], v});
+        return arcs.size() == chunk;
+      });
+      if (full) {  // inside this row (or at its end): the next chunk goes on from there
+        at = pos;
+        return;
+      }
     }
   };
   solve_pairs(run_, out_.labels, route_to_far_owners(run_, parent_, base_, chunks, fill, {}));
@@ -388,14 +406,14 @@ void Afforest<Id>::link_every_arc() {
 // vertex, looked for among its first kScan (at 1 rank: GAPBS's first two).
 // The local ones grow big local trees, so the cut arcs collapse into few
 // pairs of roots. Returns, per vertex, how many leading neighbours are linked.
-template <class Id>
-std::vector<std::uint8_t> Afforest<Id>::sample() {
+template <class Rows, class Id>
+std::vector<std::uint8_t> Afforest<Rows, Id>::sample() {
   std::vector<std::uint8_t> done(n_, 0);
+  const bool single = rt_.size() == 1;
   for (std::size_t i = 0; i < n_; ++i) {
-    std::size_t locals = 0, remotes = 0, prefix = 0;
+    std::size_t locals = 0, remotes = 0, prefix = 0, scanned = 0;
     bool whole = true;
-    for (std::size_t k = rows_[i]; k < rows_[i + 1] && k < rows_[i] + kScan; ++k) {
-      std::uint64_t v = dst_[k];
+    rows_.find(i, [&](std::uint64_t v) {
       bool linked = false;
       if (is_local(v)) {
         if (locals < kNeighbourRounds) forest_.link(static_cast<Index>(i), index_of(v)), ++locals, linked = true;
@@ -404,9 +422,8 @@ std::vector<std::uint8_t> Afforest<Id>::sample() {
       }
       whole = whole && linked;
       prefix += whole;
-      if (locals == kNeighbourRounds && remotes == 1) break;
-      if (locals == kNeighbourRounds && rt_.size() == 1) break;
-    }
+      return ++scanned == kScan || (locals == kNeighbourRounds && (remotes == 1 || single));
+    });
     done[i] = static_cast<std::uint8_t>(prefix);
   }
   forest_.compress();
@@ -416,8 +433,8 @@ std::vector<std::uint8_t> Afforest<Id>::sample() {
 
 // Step 1's components of the sampled graph, in place: every vertex ends
 // holding its sampled label.
-template <class Id>
-void Afforest<Id>::solve_sample() {
+template <class Rows, class Id>
+void Afforest<Rows, Id>::solve_sample() {
   // Roots send at most kArcsPerRoot of their vertices' arcs (a big tree's
   // thousands of arcs mostly repeat one pair of roots). A tree of one vertex
   // is a leaf: it only reads its far end's label afterwards (most of them,
@@ -454,8 +471,8 @@ void Afforest<Id>::solve_sample() {
 
 // Step 1's end: the label most frequent among 1024 sampled vertices per
 // rank, weighted by the rank's vertex count, summed where ranks agree.
-template <class Id>
-std::uint64_t Afforest<Id>::likely_largest() {
+template <class Rows, class Id>
+std::uint64_t Afforest<Rows, Id>::likely_largest() {
   struct Candidate {
     std::uint64_t label;
     double weight;
@@ -490,8 +507,8 @@ std::uint64_t Afforest<Id>::likely_largest() {
 // local label is a root already (the smallest id of its component); a
 // remote one gets its first vertex here as the root, and one cut arc to the
 // label. Vertices of the likely largest component are marked done.
-template <class Id>
-void Afforest<Id>::carry_over_sample(std::uint64_t giant, std::vector<std::uint8_t>& done) {
+template <class Rows, class Id>
+void Afforest<Rows, Id>::carry_over_sample(std::uint64_t giant, std::vector<std::uint8_t>& done) {
   std::unordered_map<std::uint64_t, std::uint64_t> root_of_label;  // remote label -> its local root
   for (std::size_t i = 0; i < n_; ++i) {
     const std::uint64_t u = base_ + i, l = parent_[i];
@@ -516,16 +533,17 @@ void Afforest<Id>::carry_over_sample(std::uint64_t giant, std::vector<std::uint8
 // Step 2's skipping and step 3: vertices outside the likely largest
 // component link the rest of their neighbours (local ones in the forest,
 // remote ones as cut arcs), and the cut arcs join the trees across ranks.
-template <class Id>
-void Afforest<Id>::link_outside(const std::vector<std::uint8_t>& done) {
+template <class Rows, class Id>
+void Afforest<Rows, Id>::link_outside(const std::vector<std::uint8_t>& done) {
   for (std::size_t i = 0; i < n_; ++i) {
     if (done[i] == kInGiant) continue;
     const std::uint64_t u = base_ + i;
-    for (std::size_t k = rows_[i] + done[i]; k < rows_[i + 1]; ++k)
-      if (std::uint64_t v = dst_[k]; is_local(v))
+    rows_.for_range(i, done[i], kAllPositions, [&](std::uint64_t v) {
+      if (is_local(v))
         forest_.link(static_cast<Index>(i), index_of(v));
       else
         cut_.push_back({u, v});
+    });
   }
   forest_.compress();
   export_roots();
@@ -534,22 +552,25 @@ void Afforest<Id>::link_outside(const std::vector<std::uint8_t>& done) {
   join_across_ranks(run_, out_.labels, std::move(cut_));
 }
 
-template <class Id>
-Components afforest_at(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options) {
-  if (auto on_node = afforest_on_node(g, dst, options)) return std::move(*on_node);
-  Afforest<Id> run(g, dst, options);
-  if (g.directed())
-    run.link_every_arc();  // an arc is stored at its source only (step 2 above)
-  else
-    run.sample_skip_and_join();
-  return run.finish();
+// Either graph form: the node-shared form when it applies, else the
+// distributed one, both over g's rows view.
+template <class G>
+Components afforest_of(const G& g, const ComponentsOptions& options) {
+  if (auto on_node = afforest_on_node(g, options)) return std::move(*on_node);
+  return with_rows_and_id(g, [&]<class Rows, class Id>(const Rows& rows, Id) {
+    Afforest<Rows, Id> run(g, rows, options);
+    if (g.directed())
+      run.link_every_arc();  // an arc is stored at its source only (step 2 above)
+    else
+      run.sample_skip_and_join();
+    return run.finish();
+  });
 }
 
 }  // namespace
 
-Components afforest(const EdgeList& g, const ComponentsOptions& options) {
-  return g.with_dst([&](auto dst) { return afforest_at(g, dst, options); });
-}
+Components afforest(const EdgeList& g, const ComponentsOptions& options) { return afforest_of(g, options); }
+Components afforest(const PackedGraph& g, const ComponentsOptions& options) { return afforest_of(g, options); }
 
 Components components_by(const std::string& algorithm, const EdgeList& g, const ComponentsOptions& options) {
   if (algorithm == "afforest") return afforest(g, options);

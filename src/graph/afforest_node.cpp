@@ -17,7 +17,8 @@
 // threads never do, and at 2 ranks here took 1.5x GAPBS's time at 2
 // threads. Ranks meet at a barrier between phases; no message carries a
 // vertex. Memory: the parent array, an id's width per vertex, once per node
-// (on its first rank).
+// (on its first rank). Either graph form: the rows are read through their
+// view (an EdgeList's CSR, or a PackedGraph's bytes decoded in place).
 #include "afforest_node.hpp"
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "tessera/runtime/trace.hpp"
 #include "tessera/runtime/wait.hpp"
 #include "tessera/storage/node_segment.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -77,9 +79,12 @@ bool afforest_on_one_node(const Runtime& rt, const ComponentsOptions& options) {
   return options.node_shared && rt.size() > 1 && rt.node().count == 1;
 }
 
-template <class Id>
-std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id> dst,
-                                           const ComponentsOptions& options) {
+namespace {
+
+// The kernel, once for both graph forms: Rows reads a rank's rows (plain or
+// decoding), Id is the parent array's width.
+template <class G, class Rows, class Id>
+std::optional<Components> afforest_on_node_at(const G& g, const Rows& rows, Id, const ComponentsOptions& options) {
   Runtime& rt = g.runtime();
   const auto t0 = std::chrono::steady_clock::now();
   const NodeGroup& node = rt.node();
@@ -94,25 +99,28 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
   const SharedParents<Id> p(reinterpret_cast<Id*>(all.data()));
 
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  const auto rows = g.row_offsets();
   const std::size_t local = g.local_vertices();
   for (std::uint64_t u = base; u < end; ++u) p.set(u, static_cast<Id>(u));
   barrier(rt.comm());
   int phases = 1;
-  constexpr std::size_t kNeighbourRounds = 2, kAll = static_cast<std::size_t>(-1);
-  auto link_rows = [&](std::size_t first, std::size_t last, Id skip) {
-    // A round: link the rows' arcs [first, last), then compress.
+  constexpr std::uint64_t kNeighbourRounds = 2, kAll = ~std::uint64_t{0};
+  auto link_rows = [&](std::uint64_t first, std::uint64_t last, Id skip) {
+    // A round: link the neighbours at positions [first, last) of every
+    // row, then compress.
     trace::Span round(trace::Category::round, "Afforest round");
     round.arg("round", phases).arg("first_arc", first).arg("arcs", last == kAll ? -1 : static_cast<std::int64_t>(last - first));
+    // Copies of the view and the array handle: locals whose address never
+    // escapes, so their pointers stay in registers across the swaps (read
+    // through the closure, every arc reloaded them).
+    const Rows view = rows;
+    const SharedParents<Id> parents = p;
     for (std::size_t i = 0; i < local; ++i) {
       const std::uint64_t u = base + i;
-      if (p.get(u) == skip) continue;
-      const std::size_t from = rows[i] + first;
-      const std::size_t to = last == kAll ? rows[i + 1] : std::min<std::size_t>(rows[i + 1], rows[i] + last);
-      for (std::size_t k = from; k < to; ++k) p.link(u, dst[k]);
+      if (parents.get(u) == skip) continue;
+      view.for_range(i, first, last, [&](std::uint64_t v) { parents.link(u, v); });
     }
     barrier(rt.comm());
-    p.compress(base, end);
+    parents.compress(base, end);
     barrier(rt.comm());
     cancellation_point(rt.comm());
     ++phases;
@@ -153,9 +161,14 @@ std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id
   return out;
 }
 
-template std::optional<Components> afforest_on_node<std::uint32_t>(const EdgeList&, std::span<const std::uint32_t>,
-                                                                   const ComponentsOptions&);
-template std::optional<Components> afforest_on_node<std::uint64_t>(const EdgeList&, std::span<const std::uint64_t>,
-                                                                   const ComponentsOptions&);
+}  // namespace
+
+template <class G>
+std::optional<Components> afforest_on_node(const G& g, const ComponentsOptions& options) {
+  return with_rows_and_id(g, [&](const auto& rows, auto id) { return afforest_on_node_at(g, rows, id, options); });
+}
+
+template std::optional<Components> afforest_on_node(const EdgeList&, const ComponentsOptions&);
+template std::optional<Components> afforest_on_node(const PackedGraph&, const ComponentsOptions&);
 
 }  // namespace tessera::graph

@@ -2,7 +2,6 @@
 // the components path when every rank of the job shares one node.
 #pragma once
 #include <optional>
-#include <span>
 
 #include "tessera/graph/components.hpp"
 
@@ -11,8 +10,9 @@ namespace tessera::graph {
 // Collective. nullopt, on every rank alike, when it does not apply: one
 // rank, ranks on several nodes, an empty graph, options.node_shared off, or
 // a rank that could not map the first rank's array; afforest() then runs
-// the distributed form.
-template <class Id>
-std::optional<Components> afforest_on_node(const EdgeList& g, std::span<const Id> dst, const ComponentsOptions& options);
+// the distributed form. G: EdgeList or PackedGraph (instantiated for both,
+// one kernel over their rows views).
+template <class G>
+std::optional<Components> afforest_on_node(const G& g, const ComponentsOptions& options);
 
 }  // namespace tessera::graph

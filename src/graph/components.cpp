@@ -23,6 +23,7 @@
 #include "tessera/runtime/cancellation.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "local_forest.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -181,14 +182,16 @@ Components fastsv(const EdgeList& input, const ComponentsOptions& options) {
 }
 
 namespace {
-void check_fits(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
+template <class G>
+void check_fits(const G& g, const DistArray<std::uint64_t>& labels) {
   if (!(labels.distribution() == g.vertex_ranges()))
     throw MismatchError("the labels are not distributed like the graph's vertices (" + std::to_string(labels.size()) +
                         " labels, " + std::to_string(g.vertices()) + " vertices)");
 }
-}  // namespace
 
-ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
+// Either graph form: only its vertex ranges are read.
+template <class G>
+ComponentSummary summarize_of(const G& g, const DistArray<std::uint64_t>& labels) {
   check_fits(g, labels);
   Runtime& rt = g.runtime();
   // A bad label is found on its rank before any traffic and reported on
@@ -234,14 +237,13 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
 // The search is the distributed form of GAPBS's per-label BFS verifier; it
 // expands locally as far as it can and messages only boundary crossings, so
 // its rounds count rank crossings, not hops.
-std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block) {
-  check_fits(input, labels);
-  std::optional<EdgeList> holder;
-  const EdgeList& g = undirected_view(input, holder);
+// g: an undirected graph of either form, read through its rows view.
+template <class G>
+std::string check_labels_of(const G& g, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block) {
   Runtime& rt = g.runtime();
   auto l = labels.local();
   const std::uint64_t base = g.local_vertex_begin(), end = g.local_vertex_end();
-  return g.with_dst([&](auto d) {
+  return with_rows(g, [&](const auto& rows) {
   std::string problem;
 
   // (1) Local bounds first: only labels below their vertex are read remotely.
@@ -262,28 +264,30 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
                   " whose own label is " + std::to_string(of_label[i]) +
                   " (a label must be a vertex labelled with itself)";
   }
-  // (2) A block of arcs at a time: the far ends' labels take O(vertices),
-  // not 8 bytes an arc. Every rank reads as many blocks (each read is
-  // collective).
+  // (2) A block of arcs at a time (rows cut where a block ends): the far
+  // ends' labels take O(vertices), not 8 bytes an arc. Every rank reads as
+  // many blocks (each read is collective).
+  const std::uint64_t arcs = g.local_arcs();
   const std::size_t block =
       arcs_per_block ? arcs_per_block : std::max<std::size_t>(l.size(), std::size_t{1} << 20);
-  const auto blocks = all_reduce<std::uint64_t>(rt.comm(), (d.size() + block - 1) / block, MPI_MAX);
-  std::vector<std::uint64_t> of_dst(std::min(block, d.size()));
-  auto rows = g.row_offsets();
-  std::size_t row = 0;  // the row of the block's first arc
+  const auto blocks = all_reduce<std::uint64_t>(rt.comm(), (arcs + block - 1) / block, MPI_MAX);
+  std::vector<std::uint64_t> of_dst(std::min<std::uint64_t>(block, arcs));
+  ArcCursor next;  // the block's first arc
   for (std::uint64_t b = 0; b < blocks; ++b) {
-    const std::size_t lo = std::min(d.size(), static_cast<std::size_t>(b) * block),
-                      hi = std::min(d.size(), lo + block);
+    const ArcCursor first = next;
     {
       SrcAggregator<std::uint64_t> read(labels);
-      for (std::size_t k = lo; k < hi; ++k) read.get(d[k], of_dst[k - lo]);
+      std::size_t j = 0;
+      for_next_arcs(rows, next, block, [&](std::size_t, std::uint64_t v) { read.get(v, of_dst[j++]); });
     }
-    for (std::size_t k = lo; k < hi && problem.empty(); ++k) {
-      while (rows[row + 1] <= k) ++row;
-      if (of_dst[k - lo] != l[row])
-        problem = "edge (" + std::to_string(base + row) + ", " + std::to_string(d[k]) + ") joins labels " +
-                  std::to_string(l[row]) + " and " + std::to_string(of_dst[k - lo]);
-    }
+    if (!problem.empty()) continue;
+    ArcCursor at = first;
+    std::size_t j = 0;
+    for_next_arcs(rows, at, block, [&](std::size_t i, std::uint64_t v) {
+      if (const std::uint64_t far = of_dst[j++]; far != l[i] && problem.empty())
+        problem = "edge (" + std::to_string(base + i) + ", " + std::to_string(v) + ") joins labels " +
+                  std::to_string(l[i]) + " and " + std::to_string(far);
+    });
   }
   if (problem = first_problem(rt.comm(), problem); !problem.empty()) return problem;
 
@@ -303,16 +307,14 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
       while (!frontier.empty()) {
         std::uint64_t v = frontier.back();
         frontier.pop_back();
-        auto [first, last] = g.out_edges(v);
-        for (std::size_t k = first; k < last; ++k) {
-          std::uint64_t w = d[k];
+        rows.for_each(v - base, [&](std::uint64_t w) {
           if (w >= base && w < end) {
             if (!reached[w - base]) reached[w - base] = 1, frontier.push_back(w);
           } else if (auto& word = told[w >> 6]; !(word >> (w & 63) & 1)) {
             word |= std::uint64_t{1} << (w & 63);
             reach.update(w, 1);
           }
-        }
+        });
       }
     }  // the aggregator flushes here: arrivals from every rank are in
     auto a = arrived.local();
@@ -327,6 +329,29 @@ std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& 
                 ": two or more components share that label";
   return first_problem(rt.comm(), problem);
   });
+}
+
+}  // namespace
+
+ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels) {
+  return summarize_of(g, labels);
+}
+ComponentSummary summarize(const PackedGraph& g, const DistArray<std::uint64_t>& labels) {
+  return summarize_of(g, labels);
+}
+
+std::string check_labels(const EdgeList& input, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block) {
+  check_fits(input, labels);
+  std::optional<EdgeList> holder;
+  return check_labels_of(undirected_view(input, holder), labels, arcs_per_block);
+}
+
+std::string check_labels(const PackedGraph& g, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block) {
+  check_fits(g, labels);
+  // A directed graph's rows hold out-arcs only; the search needs in-arcs
+  // too, which only a symmetrized copy gives (its vertex ranges are g's).
+  if (g.directed()) return check_labels(g.unpacked(), labels, arcs_per_block);
+  return check_labels_of(g, labels, arcs_per_block);
 }
 
 namespace {

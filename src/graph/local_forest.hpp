@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/runtime/vector_clones.hpp"
+
 namespace tessera::graph {
 
 // A union-find over this rank's vertices, held in a span of parents (ids
@@ -21,7 +23,9 @@ class LocalForest {
  public:
   LocalForest(std::span<Id> parent, Id base) : parent_(parent), base_(base) {}
 
-  Id find(Id x) {
+  // Always inlined: they are the kernels' inner loop, and a caller written
+  // once for every rows view (afforest.cpp) grows past GCC's inlining limits.
+  TESSERA_INLINE Id find(Id x) {
     // Path splitting: every vertex on the path skips to its grandparent.
     for (;;) {
       Id p = parent_[x - base_];
@@ -31,7 +35,7 @@ class LocalForest {
       x = p;
     }
   }
-  void link(Id u, Id v) {
+  TESSERA_INLINE void link(Id u, Id v) {
     Id a = find(u), b = find(v);
     if (a == b) return;
     if (a < b) std::swap(a, b);

@@ -1,11 +1,14 @@
-// Connected components of an EdgeList, and its largest component.
+// Connected components of an EdgeList or a PackedGraph, and an EdgeList's
+// largest component.
 //
 // Labels: every vertex gets the smallest vertex id of its component, so the
 // result does not depend on the algorithm or the rank count. A directed graph
 // gets its weakly connected components: afforest reads each arc in both
 // directions and makes no copy; label_propagation, fastsv and check_labels
 // symmetrize first (a copy: symmetrize once yourself when you call these
-// repeatedly).
+// repeatedly). A PackedGraph is read in place by the same kernels (Afforest,
+// the verifier, the summary), never expanded back into an id array, except
+// for check_labels on a directed one (see there).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,6 +16,7 @@
 
 #include "tessera/comm/options.hpp"
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 
 namespace tessera::graph {
 
@@ -55,6 +59,17 @@ struct Components {
 // rank shares one node (and options.node_shared), Afforest itself over one
 // node-shared parent array instead: 4 rounds, each a barrier, no exchange.
 Components afforest(const EdgeList& g, const ComponentsOptions& options = {});
+// The same kernels over a packed graph's rows, decoded as they are read (the
+// labels in the packed graph's ids: map them through original_ids() for
+// the packed EdgeList's). The node-shared parent array and the local forest
+// are as wide as an EdgeList of as many vertices would hold ids.
+Components afforest(const PackedGraph& g, const ComponentsOptions& options = {});
+// The components of either form by the default algorithm (Afforest; the
+// only one that reads a packed graph).
+inline Components components(const EdgeList& g, const ComponentsOptions& options = {}) { return afforest(g, options); }
+inline Components components(const PackedGraph& g, const ComponentsOptions& options = {}) {
+  return afforest(g, options);
+}
 // True when afforest() on a graph of `rt` links in one node-shared parent
 // array: more than one rank, all on one node, and options.node_shared
 // (unless a rank then cannot map the array: the distributed form runs).
@@ -79,6 +94,7 @@ struct ComponentSummary {
 Components components_by(const std::string& algorithm, const EdgeList& g, const ComponentsOptions& options = {});
 // Component sizes through an aggregated histogram.
 ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& labels);
+ComponentSummary summarize(const PackedGraph& g, const DistArray<std::uint64_t>& labels);
 
 // The verifier: "" when `labels` are exactly the components' labels (each
 // vertex labelled with the smallest id of its component), else what is wrong,
@@ -90,6 +106,11 @@ ComponentSummary summarize(const EdgeList& g, const DistArray<std::uint64_t>& la
 // Memory O(vertices): the far ends' labels are read `arcs_per_block` arcs at
 // a time (0: as many as the rank has vertices, at least 2^20).
 std::string check_labels(const EdgeList& g, const DistArray<std::uint64_t>& labels, std::size_t arcs_per_block = 0);
+// The same over a packed graph's rows in place when it is undirected. A
+// directed one is unpacked and symmetrized first (a copy, as for a directed
+// EdgeList: the search needs each arc from both ends).
+std::string check_labels(const PackedGraph& g, const DistArray<std::uint64_t>& labels,
+                         std::size_t arcs_per_block = 0);
 
 struct LargestComponent {
   EdgeList graph;                         // vertices renumbered 0..size-1, order kept
