@@ -152,6 +152,20 @@ TEST(Verifiers, ComponentsRejectTwoComponentsUnderOneLabel) {
   EXPECT_NE(merged.found.find("first at vertex 3"), std::string::npos) << merged.found;
   EXPECT_FALSE(labelled({0, 0, 0, 3, 3, 3, 6, 7, 8}).ok) << "an edge split across two labels";
   EXPECT_FALSE(labelled({1, 1, 1, 3, 3, 3, 6, 7, 7}).ok) << "a label that is not the smallest id";
+
+  // Renumbered (vertex k is original vertex ids[k], here n-1-k): labels in
+  // the new ids, any member's id as a component's label.
+  DistArray<std::uint64_t> ids(rt(), n);
+  for (std::uint64_t v = ids.local_begin(); v < ids.local_end(); ++v) ids.at(v) = n - 1 - v;
+  auto renumbered = [&](std::vector<std::uint64_t> all) {
+    for (std::uint64_t v = labels.local_begin(); v < labels.local_end(); ++v) labels.at(v) = all[v];
+    return check_components(rt(), labels.local(), reference_on_root, ids.local());
+  };
+  // New ids: 8,7 = old 0,1 ... {0,1,2} -> {8,7,6}, {3,4,5} -> {5,4,3}, 6 -> 2, {7,8} -> {1,0}.
+  Verdict renamed = renumbered({0, 0, 2, 3, 3, 3, 6, 6, 6});
+  EXPECT_TRUE(renamed.ok) << renamed.found;
+  EXPECT_FALSE(renumbered({0, 0, 2, 3, 3, 3, 3, 3, 3}).ok) << "two components under one label";
+  EXPECT_FALSE(renumbered({0, 0, 2, 3, 3, 5, 6, 6, 6}).ok) << "a component split";
 }
 
 TEST(Verifiers, HittingTimesRejectAWrongTimeEvenWhenTheReferenceAgrees) {

@@ -92,8 +92,13 @@ Verdict check_stream(Runtime& rt, std::span<const double> a, std::span<const dou
 // The labels (every rank's part, in rank order) equal the reference labels
 // (bench::UnionFind's: the smallest vertex id of each component), which only
 // rank 0 needs to hold.
+// With `local_original_ids` (a renumbered graph's, such as a PackedGraph's
+// original_ids(): vertex k here is vertex ids[k] of the reference's graph),
+// the labels are ids of the renumbered graph: each component is labelled by
+// its smallest original id before the comparison.
 Verdict check_components(Runtime& rt, std::span<const std::uint64_t> local_labels,
-                         const std::vector<std::uint64_t>& reference_on_root);
+                         const std::vector<std::uint64_t>& reference_on_root,
+                         std::span<const std::uint64_t> local_original_ids = {});
 
 // --- Hitting times ---------------------------------------------------------
 // Expected hitting times to vertex 0 of a connected graph (this rank's part,
