@@ -4,7 +4,7 @@ with this build and with the build of an earlier commit, interleaved in the
 same run, and prints each row's rate in both and their ratio.
 
   scripts/bench_vs_commit.py --base REV [--tessera BUILD] [--ranks 2] [--rounds 3]
-                             [--bench isx,argsort,cc,ra,indexgather,histogram,python-gather]
+                             [--bench isx,argsort,cc,pagerank,bfs,ra,indexgather,histogram,python-gather]
                              [--within 0.05] [--json]
 
 The base is built once from `git archive REV` of this checkout, in
@@ -42,6 +42,8 @@ BENCHES = {
     "isx": ["--keys", "4194304"],
     "argsort": ["--keys", "4194304"],
     "cc": ["--scale", "18"],
+    "pagerank": ["--scale", "18"],
+    "bfs": ["--scale", "18"],
     "ra": [],
     "indexgather": [],
     "histogram": [],

@@ -94,7 +94,7 @@ void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
 // The memory guardrail of a graph command: null when there is nothing to
 // size (standard input, an input a checkpoint replaces).
 nlohmann::json check_command_memory(Runtime& rt, const std::string& command, const pipeline::Options& o,
-                                    pipeline::Progress& progress) {
+                                    bool packed, pipeline::Progress& progress) {
   const std::string& path = o.input.path;
   if (path == "-" || (!path.empty() && !std::filesystem::exists(path))) return nullptr;
   pipeline::MemoryContext where;
@@ -109,6 +109,7 @@ nlohmann::json check_command_memory(Runtime& rt, const std::string& command, con
   } catch (const SystemError&) {
   }
   if (all_reduce<int>(rt.comm(), sized ? 1 : 0, MPI_MIN) == 0) return nullptr;
+  if (packed) add_packed_arrays(*sized);
   const auto& estimate = *sized;
   auto checked = pipeline::check_memory(rt, estimate, o.memory_limit, false);
   if (progress.verbose())
@@ -141,7 +142,7 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
   // Memory guardrails (pipeline/memory.hpp): the command's peak on each
   // node estimated and checked before anything is allocated; refused on
   // every rank, naming the numbers and the ways out, when it does not fit.
-  const nlohmann::json memory_estimate = check_command_memory(rt, args.command, o, progress);
+  const nlohmann::json memory_estimate = check_command_memory(rt, args.command, o, args.packed, progress);
   auto result = workflow(rt, o, progress);
   if (!memory_estimate.is_null()) result.json["memory_estimate"] = memory_estimate;
   if (comm_stats_requested()) {
