@@ -44,15 +44,6 @@ double gapbs_bytes_per_edge(std::uint64_t arcs, std::uint64_t edges) {
   return edges ? 4.0 * static_cast<double>(arcs) / static_cast<double>(edges) : 0.0;
 }
 
-// The packed run's graph statistics say GAPBS's bytes per edge beside the
-// EdgeList's ("bytes_per_edge"). (The plain run's document is the pipeline
-// layer's, the one Python returns too: a field added here alone would part
-// the two.)
-void add_gapbs_bytes(json& stats) {
-  stats["gapbs_bytes_per_edge"] =
-      gapbs_bytes_per_edge(stats["arcs"].get<std::uint64_t>(), stats["edges"].get<std::uint64_t>());
-}
-
 // ---- --packed ------------------------------------------------------------
 
 std::string shortest(double x) {
@@ -137,7 +128,6 @@ PackedInput read_packed(Runtime& rt, const pipeline::Options& a, pipeline::Progr
   });
   describe_packed(p, packed, g, seconds);
   doc["stats"] = pipeline::graph_json(g);
-  add_gapbs_bytes(doc["stats"]);
   doc["packed"] = packed_json(packed, seconds);
   auto packed_ids = packed.original_ids() ? loaded.ids.compose(*packed.original_ids())
                                           : loaded.ids.redistributed(packed.vertex_ranges());
@@ -191,46 +181,8 @@ void finish(pipeline::Result& r, graph::PendingOutputs& outputs, pipeline::Repor
   report.finish(r.json, in.arrays);
 }
 
-graph::PageRankOptions pagerank_options(const pipeline::Options& a) {
-  graph::PageRankOptions o;
-  o.damping = a.pagerank.damping;
-  o.tolerance = a.pagerank.tolerance;
-  o.max_iterations = a.pagerank.max_iterations;
-  o.method = graph::parse_pagerank_method(a.pagerank.method);
-  return o;
-}
-
-// The PageRank document of the plain run; the top vertex by its file id.
-json pagerank_json(const graph::PageRank& pr, const graph::PageRankOptions& o, const PackedInput& in,
-                   const pipeline::Options& a) {
-  auto x = pr.scores.local();
-  double best = -1, sum = 0;
-  std::uint64_t best_v = kNoIndex;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    sum += x[i];
-    if (x[i] > best) best = x[i], best_v = in.graph.local_vertex_begin() + i;
-  }
-  Runtime& rt = in.graph.runtime();
-  const auto top = all_argmax<double>(rt.comm(), best, best_v);
-  sum = all_reduce(rt.comm(), sum, MPI_SUM);
-  return {{"method", graph::pagerank_method_name(o.method)},
-          {"damping", o.damping},
-          {"tolerance", o.tolerance},
-          {"max_iterations", o.max_iterations},
-          {"personalization", a.pagerank.personalize},
-          {"iterations", pr.iterations},
-          {"change", pr.change},
-          {"converged", pr.converged},
-          {"seconds", pr.seconds},
-          {"extra_bytes", pr.extra_bytes},
-          {"single_precision", pr.single_precision},
-          {"score_sum", sum},
-          {"top_vertex", top.index == kNoIndex ? json(nullptr) : json(in.packed_ids.file_id(top.index))},
-          {"top_score", top.value}};
-}
-
 pipeline::Result packed_pagerank(Runtime& rt, const pipeline::Options& a, pipeline::Progress& p) {
-  graph::PageRankOptions o = pagerank_options(a);
+  graph::PageRankOptions o = pipeline::pagerank_options(a);
   pipeline::Report report(rt, p);
   check_output(rt, a);
   pipeline::Result r;
@@ -249,7 +201,7 @@ pipeline::Result packed_pagerank(Runtime& rt, const pipeline::Options& a, pipeli
     p.step("not converged: the last change " + shortest(pr.change) + " is not below the tolerance (raise the "
            "iteration cap)");
   json& j = r.json["pagerank"];
-  j = pagerank_json(pr, o, in, a);
+  j = pipeline::pagerank_json(pr, o, a, in.graph.local_vertex_begin(), in.packed_ids);
   p.step(std::to_string(pr.iterations) + " iterations (" + std::to_string(pr.seconds) + " s), last L1 change " +
          shortest(pr.change));
   if (a.verify) {

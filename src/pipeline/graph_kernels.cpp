@@ -83,6 +83,8 @@ std::string shortest(double x) {
   return b;
 }
 
+}  // namespace
+
 graph::PageRankOptions pagerank_options(const Options& a) {
   graph::PageRankOptions o;
   o.damping = a.pagerank.damping;
@@ -96,10 +98,40 @@ graph::PageRankOptions pagerank_options(const Options& a) {
   return o;
 }
 
+json pagerank_json(const graph::PageRank& pr, const graph::PageRankOptions& o, const Options& a,
+                   std::uint64_t local_begin, const graph::IdMap& ids) {
+  // The top vertex and the mass kept (dangling vertices pass theirs to nobody).
+  Runtime& rt = ids.runtime();
+  auto x = pr.scores.local();
+  double best = -1, sum = 0;
+  std::uint64_t best_v = kNoIndex;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sum += x[i];
+    if (x[i] > best) best = x[i], best_v = local_begin + i;
+  }
+  const auto top = all_argmax<double>(rt.comm(), best, best_v);
+  sum = all_reduce(rt.comm(), sum, MPI_SUM);
+  return {{"method", graph::pagerank_method_name(o.method)},
+          {"damping", o.damping},
+          {"tolerance", o.tolerance},
+          {"max_iterations", o.max_iterations},
+          {"personalization", a.pagerank.personalize},
+          {"iterations", pr.iterations},
+          {"change", pr.change},
+          {"converged", pr.converged},
+          {"seconds", pr.seconds},
+          {"extra_bytes", pr.extra_bytes},
+          {"single_precision", pr.single_precision},
+          {"score_sum", sum},
+          {"top_vertex", top.index == kNoIndex ? json(nullptr) : json(ids.file_id(top.index))},
+          {"top_score", top.value}};
+}
+
+namespace {
+
 // The PageRank phases: index, kernel, summary, verification, output.
 void pagerank_phases(const graph::EdgeList& g, const graph::IdMap& ids, const graph::EdgeList* in_arcs,
                      const Options& a, const std::string& where, KernelRun& s) {
-  Runtime& rt = g.runtime();
   graph::PageRankOptions o = pagerank_options(a);
   o.personalization = find_vertices(ids, a.pagerank.personalize, "personalization vertex", where);
   s.p.step(std::string(o.personalization.empty() ? "PageRank" : "personalized PageRank") + " (" +
@@ -114,31 +146,8 @@ void pagerank_phases(const graph::EdgeList& g, const graph::IdMap& ids, const gr
   if (!pr.converged)
     s.p.step("not converged: the last change " + shortest(pr.change) + " is not below the tolerance (raise the "
              "iteration cap)");
-  // The top vertex and the mass kept (dangling vertices pass theirs to nobody).
-  auto x = pr.scores.local();
-  double best = -1, sum = 0;
-  std::uint64_t best_v = kNoIndex;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    sum += x[i];
-    if (x[i] > best) best = x[i], best_v = g.local_vertex_begin() + i;
-  }
-  const auto top = all_argmax<double>(rt.comm(), best, best_v);
-  sum = all_reduce(rt.comm(), sum, MPI_SUM);
   json& j = s.doc()["pagerank"];
-  j = {{"method", graph::pagerank_method_name(o.method)},
-       {"damping", o.damping},
-       {"tolerance", o.tolerance},
-       {"max_iterations", o.max_iterations},
-       {"personalization", a.pagerank.personalize},
-       {"iterations", pr.iterations},
-       {"change", pr.change},
-       {"converged", pr.converged},
-       {"seconds", pr.seconds},
-       {"extra_bytes", pr.extra_bytes},
-       {"single_precision", pr.single_precision},
-       {"score_sum", sum},
-       {"top_vertex", top.index == kNoIndex ? json(nullptr) : json(ids.file_id(top.index))},
-       {"top_score", top.value}};
+  j = pagerank_json(pr, o, a, g.local_vertex_begin(), ids);
   s.p.step(std::to_string(pr.iterations) + " iterations (" + std::to_string(pr.seconds) + " s), last L1 change " +
            shortest(pr.change));
   if (a.verify) {

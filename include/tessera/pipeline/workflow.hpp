@@ -145,6 +145,13 @@ Result run_pipeline(const graph::EdgeList& g, const graph::IdMap& ids, const Opt
 // output: "vertex score" lines. The document's "pagerank" object holds the
 // settings, the iterations, the score sum and the top vertex (a file id).
 Result run_pagerank(Runtime& rt, const Options& options, Progress& progress);
+// The settings of options.pagerank (ConfigError for a bad one), and a run's
+// "pagerank" object: `ids` is the map of the scored graph's vertices
+// (local_begin its first here), so the top vertex is a file id. The
+// EdgeList's and the packed run (tessera pagerank --packed) share them.
+graph::PageRankOptions pagerank_options(const Options& options);
+nlohmann::json pagerank_json(const graph::PageRank& pr, const graph::PageRankOptions& o, const Options& options,
+                             std::uint64_t local_begin, const graph::IdMap& ids);
 Result run_pagerank(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
 // bfs: breadth-first search from options.bfs.source; output: "vertex parent
 // depth" lines (file ids; -1 -1 when not reached); with hops, the
