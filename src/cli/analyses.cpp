@@ -279,15 +279,7 @@ pipeline::Result packed_bfs(Runtime& rt, const pipeline::Options& a, pipeline::P
   };
   auto b = report.timed("bfs", [&] { return graph::bfs(in.graph, source, o); });
   json& j = r.json["bfs"];
-  j = {{"source", a.bfs.source},
-       {"direction", graph::bfs_direction_name(o.direction)},
-       {"reached", b.reached},
-       {"levels", b.levels},
-       {"top_down_steps", b.top_down_steps},
-       {"bottom_up_steps", b.bottom_up_steps},
-       {"seconds", b.seconds},
-       {"extra_bytes", b.extra_bytes},
-       {"hops", a.bfs.hops >= 0 ? json(a.bfs.hops) : json(nullptr)}};
+  j = pipeline::bfs_json(b, o, a);
   p.step(count_of(b.reached, "vertex", "vertices") + " reached, " + std::to_string(b.levels) + " levels deep (" +
          std::to_string(b.seconds) + " s)");
   if (a.verify) {

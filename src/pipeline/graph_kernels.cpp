@@ -127,6 +127,18 @@ json pagerank_json(const graph::PageRank& pr, const graph::PageRankOptions& o, c
           {"top_score", top.value}};
 }
 
+json bfs_json(const graph::Bfs& b, const graph::BfsOptions& o, const Options& a) {
+  return {{"source", a.bfs.source},
+          {"direction", graph::bfs_direction_name(o.direction)},
+          {"reached", b.reached},
+          {"levels", b.levels},
+          {"top_down_steps", b.top_down_steps},
+          {"bottom_up_steps", b.bottom_up_steps},
+          {"seconds", b.seconds},
+          {"extra_bytes", b.extra_bytes},
+          {"hops", a.bfs.hops >= 0 ? json(a.bfs.hops) : json(nullptr)}};
+}
+
 namespace {
 
 // The PageRank phases: index, kernel, summary, verification, output.
@@ -248,15 +260,7 @@ void bfs_phases(const graph::EdgeList& g, const graph::IdMap& ids, const graph::
   };
   auto b = s.report.timed("bfs", [&] { return graph::bfs(g, source, o, in_arcs); });
   json& j = s.doc()["bfs"];
-  j = {{"source", a.bfs.source},
-       {"direction", graph::bfs_direction_name(o.direction)},
-       {"reached", b.reached},
-       {"levels", b.levels},
-       {"top_down_steps", b.top_down_steps},
-       {"bottom_up_steps", b.bottom_up_steps},
-       {"seconds", b.seconds},
-       {"extra_bytes", b.extra_bytes},
-       {"hops", a.bfs.hops >= 0 ? json(a.bfs.hops) : json(nullptr)}};
+  j = bfs_json(b, o, a);
   s.p.step(count_of(b.reached, "vertex", "vertices") + " reached, " + std::to_string(b.levels) + " levels deep (" +
            std::to_string(b.seconds) + " s)");
   if (a.verify) {

@@ -157,6 +157,9 @@ Result run_pagerank(const graph::EdgeList& g, const graph::IdMap& ids, const Opt
 // depth" lines (file ids; -1 -1 when not reached); with hops, the
 // neighbourhood's subgraph (options.bfs.subgraph) and its ids.
 Result run_bfs(Runtime& rt, const Options& options, Progress& progress);
+// A search's "bfs" object (the source as the file id given), the same for
+// the EdgeList's and the packed run.
+nlohmann::json bfs_json(const graph::Bfs& b, const graph::BfsOptions& o, const Options& options);
 Result run_bfs(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
 // spectral: options.analysis.kind fiedler (with the bisection of
 // options.spectral) or centrality, by Anasazi in process on the edge arrays
