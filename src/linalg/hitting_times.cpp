@@ -12,6 +12,17 @@
 
 namespace tessera::linalg {
 
+std::vector<std::uint64_t> checked_targets(std::span<const std::uint64_t> targets, std::uint64_t vertices) {
+  if (targets.empty()) throw ConfigError("hitting times need at least one target vertex");
+  std::vector<std::uint64_t> t(targets.begin(), targets.end());
+  for (auto v : t)
+    if (v >= vertices)
+      throw RangeError("target vertex " + std::to_string(v) + " is outside [0, " + std::to_string(vertices) + ")");
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
 HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::span<const std::uint64_t> targets,
                            const HittingOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
@@ -20,13 +31,7 @@ HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::sp
     throw ConfigError("hitting times need an undirected graph: symmetrize it first (--undirected)");
   if (!(a.row_distribution() == g.vertex_ranges()))
     throw MismatchError("the matrix rows are not distributed like the graph's vertices");
-  if (targets.empty()) throw ConfigError("hitting times need at least one target vertex");
-  std::vector<std::uint64_t> t(targets.begin(), targets.end());
-  for (auto v : t)
-    if (v >= g.vertices())
-      throw RangeError("target vertex " + std::to_string(v) + " is outside [0, " + std::to_string(g.vertices()) + ")");
-  std::sort(t.begin(), t.end());
-  t.erase(std::unique(t.begin(), t.end()), t.end());
+  const std::vector<std::uint64_t> t = checked_targets(targets, g.vertices());
 
   // A vertex can reach a target iff its component holds one (every vertex
   // of a graph the caller knows to be connected).

@@ -291,13 +291,7 @@ BelosHittingTimes belos_hitting_times(const graph::PackedGraph& g, std::span<con
   Runtime& rt = g.runtime();
   if (g.directed())
     throw ConfigError("hitting times need an undirected graph: symmetrize it before packing (--undirected)");
-  if (targets.empty()) throw ConfigError("hitting times need at least one target vertex");
-  std::vector<std::uint64_t> t(targets.begin(), targets.end());
-  for (auto v : t)
-    if (v >= g.vertices())
-      throw RangeError("target vertex " + std::to_string(v) + " is outside [0, " + std::to_string(g.vertices()) + ")");
-  std::sort(t.begin(), t.end());
-  t.erase(std::unique(t.begin(), t.end()), t.end());
+  const std::vector<std::uint64_t> t = linalg::checked_targets(targets, g.vertices());
 
   const std::uint64_t base = g.local_vertex_begin();
   const std::size_t local = g.local_vertices();

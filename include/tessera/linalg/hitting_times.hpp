@@ -47,6 +47,11 @@ struct HittingTimes {
 
 // Collective. `a` is the graph's adjacency matrix (an EdgeListMatrix or any
 // RowMatrix on the same vertex ranges); every rank passes the same targets.
+// The targets sorted and distinct: ConfigError for none, RangeError for one
+// that is not among the graph's `vertices`. Every hitting-time solver
+// checks its targets through it.
+std::vector<std::uint64_t> checked_targets(std::span<const std::uint64_t> targets, std::uint64_t vertices);
+
 HittingTimes hitting_times(const graph::EdgeList& g, const RowMatrix& a, std::span<const std::uint64_t> targets,
                            const HittingOptions& options = {});
 
