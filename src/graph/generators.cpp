@@ -305,14 +305,16 @@ std::vector<std::uint64_t> parse_grid_dims(const std::string& text) {
   return dims;
 }
 
-EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage,
-                  std::function<void(const std::string&)> on_phase) {
+namespace {
+
+// This rank's block of candidate edges, in batches. Every candidate is a
+// pure function of its index, so a build's passes regenerate the block
+// instead of holding it.
+EdgeSource candidates_of(Runtime& rt, const GraphSpec& spec) {
   spec.validate();
-  // Every candidate edge is a pure function of its index, so the build's two
-  // passes regenerate this rank's block instead of holding it.
   const auto indices = Distribution::block(spec.candidate_edges(), rt.size());
   const std::uint64_t first = indices.begin(rt.rank()), last = indices.end(rt.rank());
-  EdgeSource candidates = [&](const EdgeSink& take) {
+  return [spec, first, last](const EdgeSink& take) {
     constexpr std::uint64_t kBatch = 1 << 16;
     std::vector<std::uint64_t> src, dst;
     src.reserve(kBatch), dst.reserve(kBatch);
@@ -324,13 +326,30 @@ EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& stor
       take(EdgeBatch{src, dst, {}});
     }
   };
+}
+
+// A generated graph is undirected and simple.
+BuildOptions generated(std::function<void(const std::string&)> on_phase) {
   BuildOptions o;
   o.symmetrize = true;
   o.drop_self_loops = true;
   o.drop_duplicates = true;
-  o.storage = storage;
   o.on_phase = std::move(on_phase);
-  return EdgeList::build(rt, spec.vertices(), false, candidates, o);
+  return o;
+}
+
+}  // namespace
+
+EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage,
+                  std::function<void(const std::string&)> on_phase) {
+  auto o = generated(std::move(on_phase));
+  o.storage = storage;
+  return EdgeList::build(rt, spec.vertices(), false, candidates_of(rt, spec), o);
+}
+
+PackedGraph generate_packed(Runtime& rt, const GraphSpec& spec, const PackOptions& options,
+                            std::function<void(const std::string&)> on_phase) {
+  return PackedGraph::build(rt, spec.vertices(), false, candidates_of(rt, spec), generated(std::move(on_phase)), options);
 }
 
 }  // namespace tessera::graph

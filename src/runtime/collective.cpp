@@ -140,6 +140,7 @@ void all_gather_in_place(MPI_Comm comm, std::span<T> values, std::span<const int
 }
 template void all_gather_in_place<double>(MPI_Comm, std::span<double>, std::span<const int>, std::span<const int>);
 template void all_gather_in_place<std::uint64_t>(MPI_Comm, std::span<std::uint64_t>, std::span<const int>, std::span<const int>);
+template void all_gather_in_place<std::uint32_t>(MPI_Comm, std::span<std::uint32_t>, std::span<const int>, std::span<const int>);
 
 template <class T>
 void reduce_scatter_sum(MPI_Comm comm, std::span<const T> values, std::span<T> mine, std::span<const int> counts) {

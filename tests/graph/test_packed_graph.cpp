@@ -5,6 +5,9 @@
 // multigraph rows, and a weighted graph refused.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <numeric>
+
 #include "../test_util.hpp"
 #include "graph_test_util.hpp"
 #include "tessera/graph/generators.hpp"
@@ -175,4 +178,80 @@ TEST(PackedGraph, AWeightedGraphIsRefusedByName) {
   } catch (const ConfigError& err) {
     EXPECT_NE(std::string(err.what()).find("weights"), std::string::npos) << err.what();
   }
+}
+
+// Serial reference of a generated graph's numbering: each vertex's arcs as
+// the generator gives them (both directions, loops dropped, duplicates
+// counted), then by block of old ids, decreasing count, id.
+std::vector<std::uint64_t> numbering_of(const GraphSpec& spec, std::uint64_t blocks) {
+  const std::uint64_t n = spec.vertices();
+  std::vector<std::uint64_t> src, dst, count(n, 0);
+  spec.edges(0, spec.candidate_edges(), src, dst);
+  for (std::size_t k = 0; k < src.size(); ++k)
+    if (src[k] != dst[k]) ++count[src[k]], ++count[dst[k]];
+  std::vector<std::uint64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto block = [&](std::uint64_t v) { return v * blocks / n; };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+    return block(a) != block(b) ? block(a) < block(b) : count[a] > count[b];
+  });
+  return order;
+}
+
+TEST(PackedGraph, BuiltStraightFromTheGeneratorInWindowsIsTheGeneratedGraph) {
+  Runtime& rt = Runtime::current();
+  GraphSpec thinned = GraphSpec::kronecker(11, 8, 9);
+  thinned.delete_fraction = 0.4;
+  GraphSpec grid = GraphSpec::grid({30, 41}, 2);
+  grid.permute = true;
+  for (const GraphSpec& spec : {GraphSpec::kronecker(12, 8, 3), thinned, grid, GraphSpec::uniform(11, 6, 4)}) {
+    auto g = generate(rt, spec);
+    auto want = test::gather_edges(g);
+    std::vector<std::uint8_t> one_window;
+    for (const char* window : {"", "3K"}) {  // one window; many (each a pass over the generator)
+      ::setenv("TESSERA_FILL_WINDOW_BYTES", window, 1);
+      std::vector<std::string> phases;
+      auto p = generate_packed(rt, spec, PackOptions{.by_degree = true, .blocks = 3, .storage = {}},
+                               [&](const std::string& s) { phases.push_back(s); });
+      ::unsetenv("TESSERA_FILL_WINDOW_BYTES");
+      ASSERT_NE(p.original_ids(), nullptr);
+      auto old_of_new = test::gather_all(*p.original_ids());
+      EXPECT_EQ(old_of_new, numbering_of(spec, 3)) << spec.describe();
+      auto got = test::gather_edges(p.unpacked());
+      for (auto& [u, v, w] : got) u = old_of_new[u], v = old_of_new[v];
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, want) << spec.describe() << " window " << window;
+      EXPECT_EQ(p.edges(), g.edges());
+      EXPECT_EQ(p.self_loops(), 0u);
+      EXPECT_FALSE(p.directed());
+      auto bytes = test::gather_all(p.bytes());
+      if (*window == '\0') {
+        one_window = bytes;
+        EXPECT_EQ(phases.size(), 3u);
+      } else {
+        EXPECT_EQ(bytes, one_window) << spec.describe() << ": windows changed the rows";
+        EXPECT_GT(phases.size(), 3u) << "a 3 KB window is one pass";
+      }
+    }
+  }
+}
+
+TEST(PackedGraph, ABuildFromASourceRefusesWhatItCannotHold) {
+  Runtime& rt = Runtime::current();
+  auto refused = [&](const EdgeSource& source, const std::string& words) {
+    try {
+      PackedGraph::build(rt, 8, true, source);
+      ADD_FAILURE() << "built, expected: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  std::vector<std::uint64_t> a{0, 1, 2}, b{1, 2, 9};
+  std::vector<double> w{1, 2, 3};
+  refused([&](const EdgeSink& take) { take({a, b, {}}); }, "outside [0, 8)");
+  b[2] = 3;
+  refused([&](const EdgeSink& take) { take({a, b, w}); }, "no weights");
+  int calls = 0;  // a source that gives more edges on its second pass
+  refused([&](const EdgeSink& take) { take({std::span(a).first(++calls == 1 ? 2 : 3), std::span(b).first(calls == 1 ? 2 : 3), {}}); },
+          "other edges");
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tessera/graph/edge_list.hpp"
+#include "tessera/graph/packed_graph.hpp"
 
 namespace tessera::graph {
 
@@ -60,6 +61,12 @@ std::uint64_t permute_vertex(std::uint64_t v, std::uint64_t n, std::uint64_t see
 // Collective: each rank generates a block of candidate edges, then builds.
 EdgeList generate(Runtime& rt, const GraphSpec& spec, const StorageOptions& storage = {},
                   std::function<void(const std::string&)> on_phase = {});
+
+// Collective: the same graph packed (PackedGraph::build), never an
+// EdgeList: its vertices numbered as options say (by degree: the degrees
+// counted before duplicates are dropped), original_ids() the generated ids.
+PackedGraph generate_packed(Runtime& rt, const GraphSpec& spec, const PackOptions& options = {},
+                            std::function<void(const std::string&)> on_phase = {});
 
 // Parses "kron", "urand", "grid"; throws ConfigError otherwise.
 GraphSpec::Kind parse_graph_kind(const std::string& name);

@@ -212,6 +212,22 @@ class PackedGraph {
   // weights); g is unchanged. With by_degree, vertex v of the result is
   // vertex original_ids()[v] of g, and its vertex ranges balance bytes.
   static PackedGraph pack(const EdgeList& g, const PackOptions& options = {});
+  // Collective. The same graph built straight from an EdgeSource (a
+  // generator, a parsed file) without an EdgeList first: a pass counts each
+  // vertex's arcs (before cleaning: the numbering's degrees), then windows
+  // of rows, each a pass over the source, are placed, sorted, cleaned as
+  // `build` says and packed. Holds the rows packed so far, one window of
+  // 4- or 8-byte ids (TESSERA_FILL_WINDOW_BYTES sets its size; default a
+  // third of the node's available memory, shared by its ranks) and 4 or 8
+  // bytes a vertex of numbering on every rank. No weights.
+  static PackedGraph build(Runtime& rt, std::uint64_t vertices, bool directed, const EdgeSource& source,
+                           const BuildOptions& build = {}, const PackOptions& options = {});
+  // Collective. Wraps arrays already in the layout above (subgraphs made in
+  // place): `offsets` local_vertices + 1 byte offsets a rank, `bytes` the
+  // rows, `original_ids` (may be empty) new id -> id in the graph packed.
+  static PackedGraph adopt(std::uint64_t vertices, bool directed, std::uint64_t self_loops,
+                           DistArray<std::uint64_t> offsets, DistArray<std::uint8_t> bytes,
+                           std::optional<DistArray<std::uint64_t>> original_ids = std::nullopt);
 
   PackedGraph(PackedGraph&&) noexcept = default;
   PackedGraph& operator=(PackedGraph&&) noexcept = default;
@@ -243,6 +259,14 @@ class PackedGraph {
   // new id -> id in the packed EdgeList (by_degree); none: the same ids.
   const DistArray<std::uint64_t>* original_ids() const noexcept { return original_ids_ ? &*original_ids_ : nullptr; }
   std::optional<DistArray<std::uint64_t>> release_original_ids() { return std::exchange(original_ids_, std::nullopt); }
+  // The arrays themselves, the graph given up (subgraphs made in place,
+  // then adopt()).
+  struct Arrays {
+    DistArray<std::uint64_t> offsets;
+    DistArray<std::uint8_t> bytes;
+    std::optional<DistArray<std::uint64_t>> original_ids;
+  };
+  Arrays release_arrays() && { return {std::move(offsets_), std::move(bytes_), std::move(original_ids_)}; }
 
   PackedRows rows() const noexcept { return PackedRows(offsets_.local(), bytes_.local().data(), local_vertex_begin()); }
   template <class F>

@@ -39,6 +39,7 @@ MPI_Datatype mpi_type() {
   else if constexpr (std::is_same_v<T, int>) return MPI_INT;
   else if constexpr (std::is_same_v<T, char>) return MPI_CHAR;
   else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return MPI_UINT32_T;
   else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
   else if constexpr (std::is_same_v<T, std::uint8_t>) return MPI_UINT8_T;
   else if constexpr (std::is_same_v<T, unsigned long long>) return MPI_UNSIGNED_LONG_LONG;
