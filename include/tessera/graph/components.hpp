@@ -128,4 +128,20 @@ LargestComponent largest_component(const EdgeList& g, const DistArray<std::uint6
 LargestComponent largest_component(EdgeList&& g, const DistArray<std::uint64_t>& labels,
                                    const StorageOptions& ids_storage = {});
 
+struct PackedLargestComponent {
+  PackedGraph graph;                      // vertices renumbered 0..size-1, order kept
+  DistArray<std::uint64_t> original_ids;  // new id -> id in the input packed graph
+  ComponentSummary summary;
+};
+// The largest component of a packed graph in its own arrays: each rank
+// re-codes its kept rows in place (an order-kept renumbering never makes a
+// difference larger, so a row never grows) and shrinks the arrays; one pass
+// over the kept rows, the degrees unchanged (see induced_subgraph(PackedGraph&&)
+// in subgraph.hpp for the memory, the ids and the errors). The summary and
+// the tie rule are summarize()'s. `labels` must be the components' (as
+// components() gives them): a kept vertex with a neighbour outside its
+// label is a MismatchError, found once g is gone. g is consumed. Collective.
+PackedLargestComponent largest_component(PackedGraph&& g, const DistArray<std::uint64_t>& labels,
+                                         const StorageOptions& ids_storage = {});
+
 }  // namespace tessera::graph
