@@ -178,7 +178,8 @@ inline std::vector<std::size_t> fill_windows(std::span<const std::uint64_t> row,
 
 // Arcs a fill window holds: `share` of the memory available (a disk-tier
 // build: half, the other half for the page cache the window is copied
-// through; a packed build: a third, beside the rows packed so far), shared
+// through; a packed build: half of what is left as each window starts,
+// beside the rows packed so far), shared
 // by the node's ranks; TESSERA_FILL_WINDOW_BYTES sets the bytes (tests make
 // many windows of a small graph with it). Every window is a pass that
 // generates or reads the whole source again, so the windows are as large as

@@ -10,6 +10,7 @@
 #include "tessera/runtime/trace.hpp"
 #include "tessera/storage/mapping.hpp"
 #include "build_parts.hpp"
+#include "row_blocks.hpp"
 
 namespace tessera::graph {
 
@@ -188,26 +189,31 @@ PackedGraph build_packed(Runtime& rt, std::uint64_t n, bool directed, const Edge
                                    array_storage(options.storage, "offsets"));
   auto off = offsets.local();
   off[0] = 0;
-  const auto cuts = fill_windows(row, fill_window_arcs(rt, sizeof(Id), 1.0 / 3));
-  const auto passes = all_reduce<std::uint64_t>(rt.comm(), cuts.size() - 1, MPI_MAX);
-  std::uint64_t largest = 0;
-  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) largest = std::max(largest, row[cuts[k + 1]] - row[cuts[k]]);
-  std::vector<Id> window_dst(largest);
+  // Windows are sized as each pass starts, from the memory then available:
+  // the first takes most of the rows, later ones what the packed rows of the
+  // earlier ones left (kron-27 at 2 ranks: 2 passes where windows sized once
+  // at a third of memory took 3, each a pass over the source).
+  std::vector<Id> window_dst;
   std::vector<std::vector<std::uint8_t>> pieces;  // each window's rows, packed
   std::uint64_t overflow = 0, loops = 0, repeats[2] = {0, 0};
   auto rename = [&](std::uint64_t v) { return numbering.empty() ? static_cast<Id>(v) : numbering[v]; };
-  for (std::uint64_t pass = 0; pass < passes; ++pass) {
+  std::size_t next_row = 0;  // the first local row no window has taken
+  for (std::uint64_t pass = 0; all_reduce<int>(rt.comm(), next_row < local_n ? 1 : 0, MPI_MAX); ++pass) {
+    release(window_dst);
+    const std::uint64_t window_arcs = fill_window_arcs(rt, sizeof(Id), 0.5);
+    const std::size_t first_row = next_row;
+    if (next_row < local_n) next_row = row_block_end(row, next_row, window_arcs);
+    const std::size_t window_rows = next_row - first_row;
+    const bool mine = window_rows > 0;
+    const bool whole = all_reduce<int>(rt.comm(), pass == 0 && next_row == local_n ? 1 : 0, MPI_MIN) != 0;
     if (opt.on_phase)
-      opt.on_phase(passes > 1 ? "placing the arcs: window " + std::to_string(pass + 1) + " of " +
-                                    std::to_string(passes) + " (each a pass over the source)"
-                              : std::string("placing the arcs"));
-    const bool mine = pass + 1 < cuts.size();
-    const std::size_t first_row = mine ? cuts[pass] : local_n;
-    const std::size_t window_rows = mine ? cuts[pass + 1] - first_row : 0;
+      opt.on_phase(whole ? std::string("placing the arcs")
+                         : "placing the arcs: window " + std::to_string(pass + 1) + " (each window a pass over the source)");
     std::array<std::uint64_t, 2> window{0, 0};  // global new ids [from, to) of the rows filled here in this pass
     if (mine) window = {lo + first_row, lo + first_row + window_rows};
     const auto windows = all_gather(rt.comm(), window);
     const std::uint64_t shift = row[first_row];
+    window_dst.resize(row[next_row] - shift);
     auto write = [&](const FillArc<Id, false>& a) {
       const std::size_t i = a.u - lo;
       if (cursor[i] == row[i + 1]) return void(++overflow);  // more than counted: reported below
@@ -225,7 +231,8 @@ PackedGraph build_packed(Runtime& rt, std::uint64_t n, bool directed, const Edge
         throw MismatchError("the edge source gave other edges on this pass than on its first (" + what +
                             "): it must give the same edges every pass");
     });
-    if (opt.on_phase) opt.on_phase("sorting, cleaning and packing the rows" + (passes > 1 ? " of window " + std::to_string(pass + 1) : std::string()));
+    if (opt.on_phase)
+      opt.on_phase("sorting, cleaning and packing the rows" + (whole ? std::string() : " of window " + std::to_string(pass + 1)));
     if (!mine) continue;
     // Sorted and cleaned in the window, then packed: sizes first, then bytes.
     std::vector<std::uint64_t> window_row(row.begin() + static_cast<std::ptrdiff_t>(first_row),

@@ -217,9 +217,10 @@ class PackedGraph {
   // vertex's arcs (before cleaning: the numbering's degrees), then windows
   // of rows, each a pass over the source, are placed, sorted, cleaned as
   // `build` says and packed. Holds the rows packed so far, one window of
-  // 4- or 8-byte ids (TESSERA_FILL_WINDOW_BYTES sets its size; default a
-  // third of the node's available memory, shared by its ranks) and 4 or 8
-  // bytes a vertex of numbering on every rank. No weights.
+  // 4- or 8-byte ids (TESSERA_FILL_WINDOW_BYTES sets its size; default
+  // half the node's memory available as the window starts, shared by its
+  // ranks), 16 bytes a local vertex of counts and cursors, and 4 or 8 bytes
+  // a vertex of numbering on every rank. No weights.
   static PackedGraph build(Runtime& rt, std::uint64_t vertices, bool directed, const EdgeSource& source,
                            const BuildOptions& build = {}, const PackOptions& options = {});
   // Collective. Wraps arrays already in the layout above (subgraphs made in
