@@ -55,6 +55,7 @@ void each_option(pipeline::Options& o, F&& f) {
   f("control", o.analysis.control);
   f("attach_timeout", o.analysis.attach_timeout);
   f("timeout", o.analysis.timeout);
+  f("packed", o.packed);
 }
 
 py::dict defaults() {

@@ -9,10 +9,12 @@
 // --packed runs the kernel on the graph packed (graph::PackedGraph: rows in
 // byte codes after numbering the vertices by degree, about 3 bytes an
 // undirected edge against the EdgeList's 8). The pipeline layer's workflows
-// take an EdgeList, so this file holds the packed one: read as they read,
-// packed (the "pack" step), the EdgeList given up, the kernel and its
-// verifier on the packed rows, and the outputs put back in the file's
-// vertex order, so they are the same files the plain run writes.
+// take an EdgeList, so this file holds the packed one: read and packed by
+// pipeline::load_packed (the "pack" step; the pipeline's --packed loads the
+// same way), the EdgeList given up, the kernel and its verifier on the
+// packed rows, and the outputs put back in the file's vertex order, so they
+// are the same files the plain run writes. Their memory estimate is
+// pipeline::estimate_command's (Options::packed).
 #include "commands.hpp"
 
 #include <algorithm>
@@ -36,14 +38,6 @@ using nlohmann::json;
 using pipeline::count_of;
 using pipeline::shown;
 
-// GAPBS's CSR of the same graph: a 4-byte id per stored arc (both arcs of
-// an undirected edge), per edge as the field counts edges. (GAPBS also
-// builds a directed graph's in-arcs, as the EdgeList's run builds its
-// transpose; neither is counted.)
-double gapbs_bytes_per_edge(std::uint64_t arcs, std::uint64_t edges) {
-  return edges ? 4.0 * static_cast<double>(arcs) / static_cast<double>(edges) : 0.0;
-}
-
 // ---- --packed ------------------------------------------------------------
 
 std::string shortest(double x) {
@@ -51,103 +45,37 @@ std::string shortest(double x) {
   std::snprintf(b, sizeof b, "%g", x);
   return b;
 }
-std::string mib(std::uint64_t bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
-  return b;
-}
 
-// What a packed run works on once the file's EdgeList is given up.
-struct PackedInput {
-  graph::PackedGraph graph;
-  graph::IdMap ids;         // the file's ids on the EdgeList's vertex ranges: where the outputs' lines go
+// What a packed run works on once the file's EdgeList is given up
+// (pipeline::load_packed, which the pipeline's --packed uses too).
+struct PackedInput : pipeline::PackedInput {
   graph::IdMap packed_ids;  // the file's ids of the packed vertices
-  pipeline::ArrayBytes arrays;  // the EdgeList's: what the memory report measures against
   std::vector<std::uint64_t> vertices;  // the packed ids of the file ids the command named
 };
-
-// Only an undirected unweighted graph is packed: a directed one would need
-// its transpose packed too (the in-arcs BFS's bottom-up steps and
-// PageRank's pull read), and the packed rows hold no weights.
-void refuse_unpackable(const graph::EdgeList& g, const std::string& where) {
-  if (g.directed())
-    throw ConfigError("--packed packs undirected graphs only: " + where +
-                      " is directed, and its in-arcs (which BFS's bottom-up steps and PageRank's pull read) would need "
-                      "its transpose packed too; read it as undirected (--undirected) or drop --packed");
-  if (g.weighted())
-    throw ConfigError("--packed holds no weights: " + where +
-                      " is weighted; ignore the weights (--pattern) or drop --packed");
-}
-
-// The packed vertices' ids in the EdgeList (8 B a vertex).
-std::uint64_t id_array_bytes(const graph::PackedGraph& packed) {
-  return packed.original_ids() ? 8 * packed.original_ids()->size() : 0;
-}
-
-// The pack step's line: the three forms' bytes per edge and the packed arrays.
-void describe_packed(pipeline::Progress& p, const graph::PackedGraph& packed, const graph::EdgeList& g,
-                     double seconds) {
-  char line[200];
-  std::snprintf(line, sizeof line,
-                "packed in %.3f s: %.2f bytes per undirected edge (EdgeList %.2f, GAPBS %.2f); rows %s, offsets %s, "
-                "original ids %s",
-                seconds, packed.bytes_per_edge(), g.bytes_per_edge(), gapbs_bytes_per_edge(g.arcs(), g.edges()),
-                mib(packed.edge_array_bytes()).c_str(), mib(packed.offset_array_bytes()).c_str(),
-                mib(id_array_bytes(packed)).c_str());
-  p.step(line);
-}
-
-json packed_json(const graph::PackedGraph& packed, double seconds) {
-  const std::uint64_t ids = id_array_bytes(packed);
-  return {{"bytes_per_edge", packed.bytes_per_edge()},
-          {"edge_array_bytes", packed.edge_array_bytes()},
-          {"offset_array_bytes", packed.offset_array_bytes()},
-          {"id_array_bytes", ids},
-          {"array_bytes", packed.edge_array_bytes() + packed.offset_array_bytes() + ids},
-          {"seconds", seconds}};
-}
 
 // Reads the graph as the plain run does, checks `file_ids` (the source, the
 // personalization) against it, packs it (timed as "pack") and gives the
 // EdgeList up. `doc` receives "stats" and "packed".
 PackedInput read_packed(Runtime& rt, const pipeline::Options& a, pipeline::Progress& p, pipeline::Report& report,
                         const std::vector<std::uint64_t>& file_ids, const std::string& role, json& doc) {
-  const std::string where = pipeline::where(a.input);
-  auto loaded = report.timed("read", [&] { return pipeline::load(rt, a.input, p); });
-  pipeline::describe(p, loaded.graph);
-  const graph::EdgeList& g = loaded.graph;
-  refuse_unpackable(g, where);
-  pipeline::find_vertices(loaded.ids, file_ids, role, where);  // refused in the plain run's words, before packing
-  p.step("packing the graph (vertices numbered by degree, rows as byte codes of the differences)");
-  double seconds = 0;
-  auto packed = report.timed("pack", [&] {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto made = graph::PackedGraph::pack(g);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return made;
-  });
-  describe_packed(p, packed, g, seconds);
-  doc["stats"] = pipeline::graph_json(g);
-  doc["packed"] = packed_json(packed, seconds);
-  auto packed_ids = packed.original_ids() ? loaded.ids.compose(*packed.original_ids())
-                                          : loaded.ids.redistributed(packed.vertex_ranges());
+  pipeline::PackedLoadOptions o;
+  o.vertices = file_ids;
+  o.role = role;
+  auto in = pipeline::load_packed(rt, a.input, p, report, o);
+  doc["stats"] = in.stats;
+  doc["packed"] = in.packed;
+  auto packed_ids = in.graph.original_ids() ? in.ids.compose(*in.graph.original_ids())
+                                            : in.ids.redistributed(in.graph.vertex_ranges());
   auto vertices = packed_ids.find(file_ids);
-  return {std::move(packed), std::move(loaded.ids), std::move(packed_ids), pipeline::array_bytes(g),
-          std::move(vertices)};
-}  // the EdgeList is freed here: the kernel reads the packed rows only
+  return {std::move(in), std::move(packed_ids), std::move(vertices)};
+}
 
 // `values` (on the packed vertex ranges) in the file's vertex order: on the
 // EdgeList's ranges, where `in.ids` gives each line its file id. So the
 // outputs are the lines the plain run writes, in its order.
 template <class T>
 DistArray<T> in_file_order(const PackedInput& in, std::span<const T> values) {
-  DistArray<T> out(Map(in.ids.runtime(), in.ids.vertex_ranges()));
-  DstAggregator<T> put(out);
-  const std::uint64_t begin = in.graph.local_vertex_begin();
-  for (std::size_t i = 0; i < values.size(); ++i)
-    put.put(in.graph.original_ids() ? in.graph.original_ids()->local()[i] : begin + i, values[i]);
-  put.flush();
-  return out;
+  return pipeline::in_file_order(in.graph, in.ids, values);
 }
 
 // An output checked before any work, as the plain run checks it.
@@ -299,77 +227,7 @@ pipeline::Result packed_bfs(Runtime& rt, const pipeline::Options& a, pipeline::P
   return r;
 }
 
-// ---- the memory estimate of a --packed run ---------------------------------
-
-using Item = pipeline::MemoryItem;
-
-bool edge_list_array(const Item& i) {
-  return i.name.starts_with("graph offsets") || i.name.starts_with("graph destinations");
-}
-bool runtime_item(const Item& i) { return i.name.starts_with("the ranks' runtime"); }
-
-// A phase's bytes on this node, as the estimate sums them.
-std::uint64_t on_node(const pipeline::MemoryPhase& p, const pipeline::MemoryEstimate& e, bool shared) {
-  std::uint64_t bytes = 0;
-  for (const auto& i : p.items)
-    if ((i.place == Item::Place::shared) == shared) bytes += i.on_node(e.ranks, e.ranks_on_node);
-  return bytes;
-}
-
-// The peak phase and the totals again, after the phases changed.
-void total_again(pipeline::MemoryEstimate& e) {
-  e.bytes = e.shared_bytes = e.private_bytes = 0;
-  bool first = true;
-  for (const auto& p : e.phases) {
-    const std::uint64_t shared = on_node(p, e, true), other = on_node(p, e, false);
-    if (first || shared + other > e.bytes) e.bytes = shared + other, e.peak_phase = p.name;
-    if (first || shared > e.shared_bytes) e.shared_bytes = shared, e.shared_phase = p.name;
-    e.private_bytes = std::max(e.private_bytes, other);
-    first = false;
-  }
-}
-
 }  // namespace
-
-void add_packed_arrays(pipeline::MemoryEstimate& e) {
-  // A directed graph is refused once read; its estimate stays the plain run's.
-  if (e.graph.directed) return;
-  const auto kernel = std::find_if(e.phases.begin(), e.phases.end(), [&](const auto& p) { return p.name == e.command; });
-  if (kernel == e.phases.end()) return;
-  const double n = static_cast<double>(e.graph.vertices), m = static_cast<double>(e.graph.arcs);
-  const double idb = e.graph.id_bytes, ranks = e.ranks;
-  const std::string id = std::to_string(e.graph.id_bytes);
-  const auto mem = Item::Place::memory;
-  // The rows' byte codes take 1.3-1.5 bytes an arc on Kronecker graphs;
-  // counted at the id width, which a difference rarely needs more than.
-  const std::vector<Item> packed = {
-      {"packed offsets (8 B a vertex)", 8 * (n + ranks), 0, 0, mem},
-      {"packed rows (byte codes: counted at " + id + " B an arc)", idb * m, 0, 0, mem},
-      {"packed vertices' original ids (8 B a vertex)", 8 * n, 0, 0, mem}};
-  // Packing holds the EdgeList (unless mapped from a .tsg: page cache), its
-  // copy renumbered by degree (each arc's new head gathered first) and the
-  // packed arrays at once.
-  pipeline::MemoryPhase pack{"pack", {}};
-  for (const auto& i : kernel->items)
-    if (edge_list_array(i) || runtime_item(i)) pack.items.push_back(i);
-  pack.items.push_back({"packing: each arc's head renumbered (" + id + " B an arc)", idb * m, 0, 0, mem});
-  pack.items.push_back({"packing: the graph renumbered by degree (8 B a vertex, " + id +
-                            " B an arc) and its row cursors (8 B a vertex)",
-                        16 * n + idb * m, 0, 0, mem});
-  pack.items.push_back({"packing: the new ids (" + id + " B a vertex)", idb * n, 0, 0, mem});
-  pack.items.insert(pack.items.end(), packed.begin(), packed.end());
-  // Then the EdgeList is given up: the kernel and the writing hold the
-  // packed arrays instead (the writing also the answer put back in the
-  // file's order, at most 16 B a vertex).
-  for (auto p = kernel; p != e.phases.end(); ++p) {
-    std::erase_if(p->items, edge_list_array);
-    p->items.insert(p->items.end(), packed.begin(), packed.end());
-    if (p->name == "write")
-      p->items.push_back({"the answer in the file's vertex order (at most 16 B a vertex)", 16 * n, 0, 0, mem});
-  }
-  e.phases.insert(kernel, std::move(pack));
-  total_again(e);
-}
 
 void add_analyses(CLI::App& app, Action& selected) {
   auto a = std::make_shared<GraphArgs>();
@@ -377,10 +235,10 @@ void add_analyses(CLI::App& app, Action& selected) {
     return [&selected, a, plain, packed] {
       selected = [a, plain, packed] {
         // A session's resident graph is an EdgeList; packing it is not a session command.
-        if (a->packed && !a->session.empty())
+        if (a->o.packed && !a->session.empty())
           throw ConfigError("--packed packs the graph this command reads; a session's resident graph stays an "
                             "EdgeList: drop --packed or --session");
-        return run_workflow(*a, a->packed ? packed : plain, false);
+        return run_workflow(*a, a->o.packed ? packed : plain, false);
       };
     };
   };
@@ -391,7 +249,7 @@ void add_analyses(CLI::App& app, Action& selected) {
     c->add_option("-o,--output", a->o.output, output_help + kOutputNote);
     c->add_flag("--verify", a->o.verify,
                 "Check the answer (GAPBS's verifier, distributed) and print what it proved; exit status 3 if wrong");
-    c->add_flag("--packed", a->packed,
+    c->add_flag("--packed", a->o.packed,
                 "Run on the graph packed (rows in byte codes, vertices numbered by degree: about 3 bytes an "
                 "undirected edge against 8); the same outputs in the file's ids; undirected unweighted graphs only");
     add_common(c, *a);

@@ -73,9 +73,6 @@ struct GraphArgs {
   // --session PATH: run in an analyst's session on its resident graph @NAME
   // (src/cli/session_client.cpp); `command` is the subcommand's name.
   std::string session, command;
-  // pagerank, bfs --packed: the kernel on the graph packed (graph::PackedGraph),
-  // the file's EdgeList given up once packed (analyses.cpp).
-  bool packed = false;
 };
 // The workflow run by the session at args.session on its resident graph
 // (args.o.input.path = "@NAME"): progress lines as they come, the document
@@ -90,10 +87,6 @@ using Workflow = pipeline::Result (*)(Runtime&, const pipeline::Options&, pipeli
 // --json. Returns the exit code.
 int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis);
 void add_common(CLI::App* c, GraphArgs& a);  // --json -q --shm-dir
-// The memory estimate of a --packed run (analyses.cpp): the pack phase (the
-// EdgeList, its renumbered copy and the packed arrays at once) after the
-// read, and the packed arrays in place of the EdgeList's in the later phases.
-void add_packed_arrays(pipeline::MemoryEstimate& estimate);
 
 template <class T>
 CLI::Option* add_old_spelling(CLI::App* c, const std::string& old_name, const std::string& new_name, T& variable) {

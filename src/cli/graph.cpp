@@ -94,7 +94,7 @@ void add_symmetric_option(CLI::App* c, pipeline::Input& in) {
 // The memory guardrail of a graph command: null when there is nothing to
 // size (standard input, an input a checkpoint replaces).
 nlohmann::json check_command_memory(Runtime& rt, const std::string& command, const pipeline::Options& o,
-                                    bool packed, pipeline::Progress& progress) {
+                                    pipeline::Progress& progress) {
   const std::string& path = o.input.path;
   if (path == "-" || (!path.empty() && !std::filesystem::exists(path))) return nullptr;
   pipeline::MemoryContext where;
@@ -109,7 +109,6 @@ nlohmann::json check_command_memory(Runtime& rt, const std::string& command, con
   } catch (const SystemError&) {
   }
   if (all_reduce<int>(rt.comm(), sized ? 1 : 0, MPI_MIN) == 0) return nullptr;
-  if (packed) add_packed_arrays(*sized);
   const auto& estimate = *sized;
   auto checked = pipeline::check_memory(rt, estimate, o.memory_limit, false);
   if (progress.verbose())
@@ -142,7 +141,7 @@ int run_workflow(const GraphArgs& args, Workflow workflow, bool analysis) {
   // Memory guardrails (pipeline/memory.hpp): the command's peak on each
   // node estimated and checked before anything is allocated; refused on
   // every rank, naming the numbers and the ways out, when it does not fit.
-  const nlohmann::json memory_estimate = check_command_memory(rt, args.command, o, args.packed, progress);
+  const nlohmann::json memory_estimate = check_command_memory(rt, args.command, o, progress);
   auto result = workflow(rt, o, progress);
   if (!memory_estimate.is_null()) result.json["memory_estimate"] = memory_estimate;
   if (comm_stats_requested()) {
@@ -356,6 +355,12 @@ void add_graph(CLI::App& app, Action& selected) {
                    "unit-norm Fiedler or centrality vector" + kOutputNote);
   add_components_algorithm(pipe, *a, false);
   pipe->add_flag("--verify", a->o.verify, std::string(kVerifyComponents) + "; stop there when wrong");
+  pipe->add_flag("--packed", a->o.packed,
+                 "Pack the graph once loaded (rows in byte codes, vertices numbered by degree: about 3-4 bytes an "
+                 "undirected edge against 8) and give its EdgeList up: components (Afforest), --verify, the "
+                 "largest component and the analysis (Belos, Anasazi in process) on the packed rows; the same "
+                 "outputs in the file's ids. Unweighted graphs; not with --algorithm lp|fastsv, --solver tessera, "
+                 "--analysis process|container or --checkpoint");
   add_input_options(pipe, a->o.input);
   add_symmetric_option(pipe, a->o.input);
   add_generator_options(pipe, *a);

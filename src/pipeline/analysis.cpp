@@ -2,12 +2,14 @@
 #include "tessera/pipeline/analysis.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "tessera/analyze/client.hpp"
 #include "tessera/linalg/crs_matrix.hpp"
 #include "tessera/linalg/edge_list_matrix.hpp"
 #include "tessera/linalg/hitting_summary.hpp"
+#include "tessera/pipeline/input.hpp"
 #include "tessera/runtime/collective.hpp"
 #include "tessera/runtime/error.hpp"
 #include "tessera/runtime/fault_injection.hpp"
@@ -49,6 +51,20 @@ AnalysisOptions resolved(AnalysisOptions o) {
   return o;
 }
 
+void check_packed(const AnalysisOptions& o) {
+  if (o.analysis != "inprocess")
+    throw ConfigError("--packed analyses the packed rows in this process; tessera-analyze (--analysis " + o.analysis +
+                      ", analysis=\"" + o.analysis + "\") reads an EdgeList's Shared arrays: run the analysis in "
+                      "process (--analysis inprocess) or drop --packed");
+  if (!trilinos::available())
+    throw ConfigError("--packed analyses the packed rows with Trilinos (Belos, Anasazi), and this tessera was built "
+                      "without it (" + trilinos::description() + "): drop --packed, or install Trilinos "
+                      "(scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
+  if (o.kind == "hitting" && o.solver != "belos")
+    throw ConfigError("--solver " + o.solver + " reads an EdgeList; on the packed rows hitting times are solved by "
+                      "Belos: use --solver belos (solver=\"belos\", the default) or drop --packed");
+}
+
 std::string verdict(const linalg::CgResult& r) {
   char text[200];
   std::snprintf(text, sizeof(text), "%d iterations%s: true relative residual %.3e, backward error %.1e (%s)",
@@ -69,6 +85,10 @@ linalg::HittingOptions hitting_options(const AnalysisOptions& o, bool connected)
   return h;
 }
 }  // namespace
+
+Solved AnalysisBackend::solve(const graph::PackedGraph&, std::span<const std::uint64_t>, bool, Progress&) const {
+  throw ConfigError("this analysis backend reads an EdgeList, not the packed form: drop --packed");
+}
 
 Solved TesseraCg::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                         Progress& p) const {
@@ -100,26 +120,46 @@ void BelosInProcess::check() const {
                       "(scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
 }
 
-Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
-                             Progress& p) const {
-  if (o_.kind != "hitting")
-    throw ConfigError("Belos solves hitting times, not the " + o_.kind + " analysis (AnasaziInProcess does)");
-  std::optional<trilinos::Session> session;
-  if (!trilinos::Session::active()) session.emplace(g.runtime());
+namespace {
+// Belos' options from the analysis' (the progress reports each product).
+trilinos::BelosHittingOptions belos_options(const AnalysisOptions& a, bool connected, Progress& p) {
   trilinos::BelosHittingOptions o;
-  o.hitting = hitting_options(o_, connected);
+  o.hitting = hitting_options(a, connected);
   o.hitting.cg.on_iteration = [&p](int it, double, double seconds) {
     p.tick(false, "Belos iteration %d (%.3g s each)", it, seconds / it);
   };
-  o.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  o.matrix = a.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
   o.preconditioner =
-      o_.preconditioner == "relaxation" ? trilinos::Preconditioner::relaxation : trilinos::Preconditioner::diagonal;
-  p.step("hitting times: Belos CG with Ifpack2 Jacobi (" + o_.preconditioner + ") on the grounded Laplacian, " +
-         (o_.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
-         " (" + trilinos::description() + ")");
+      a.preconditioner == "relaxation" ? trilinos::Preconditioner::relaxation : trilinos::Preconditioner::diagonal;
+  return o;
+}
+
+// Either graph form: Belos on its RowMatrix (`rows` says which, in the progress line).
+template <class Graph>
+Solved belos_solve(const AnalysisOptions& a, const Graph& g, std::span<const std::uint64_t> targets, bool connected,
+                   Progress& p, const char* rows) {
+  if (a.kind != "hitting")
+    throw ConfigError("Belos solves hitting times, not the " + a.kind + " analysis (AnasaziInProcess does)");
+  std::optional<trilinos::Session> session;
+  if (!trilinos::Session::active()) session.emplace(g.runtime());
+  const auto o = belos_options(a, connected, p);
+  p.step("hitting times: Belos CG with Ifpack2 Jacobi (" + a.preconditioner + ") on the grounded Laplacian, " +
+         (a.matrix == "crs" ? std::string("a Tpetra::CrsMatrix copy of the edges") : std::string(rows)) + " (" +
+         trilinos::description() + ")");
   auto r = trilinos::belos_hitting_times(g, targets, o);
   p.tick(true, "Belos stopped after %s", verdict(r.result.solve).c_str());
   return {std::move(r.result), std::nullopt, r.matrix_extra_bytes, r.matrix_measured_bytes, json()};
+}
+}  // namespace
+
+Solved BelosInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
+                             Progress& p) const {
+  return belos_solve(o_, g, targets, connected, p, "a Tpetra::RowMatrix over the edge arrays (no copy)");
+}
+
+Solved BelosInProcess::solve(const graph::PackedGraph& g, std::span<const std::uint64_t> targets, bool connected,
+                             Progress& p) const {
+  return belos_solve(o_, g, targets, connected, p, "a Tpetra::RowMatrix over the packed rows (decoded as read, no copy)");
 }
 
 namespace {
@@ -139,29 +179,67 @@ void AnasaziInProcess::check() const {
                       "(scripts/setup.sh) and rebuild with -DTESSERA_WITH_TRILINOS=ON");
 }
 
-Solved AnasaziInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t>, bool, Progress& p) const {
-  if (!spectral_kind(o_.kind)) throw ConfigError("Anasazi computes the spectral kinds, not " + o_.kind);
+namespace {
+// Either graph form: Anasazi on its RowMatrix (`rows` says which). `fix_sign`
+// may change the vector's sign before it is reported.
+template <class Graph, class FixSign>
+Solved anasazi_solve(const AnalysisOptions& a, const Graph& g, Progress& p, const char* rows, FixSign fix_sign) {
+  if (!spectral_kind(a.kind)) throw ConfigError("Anasazi computes the spectral kinds, not " + a.kind);
   std::optional<trilinos::Session> session;
   if (!trilinos::Session::active()) session.emplace(g.runtime());
   trilinos::SpectralOptions so;
-  so.what = o_.kind == "fiedler" ? trilinos::SpectralWhat::fiedler : trilinos::SpectralWhat::centrality;
-  so.tolerance = o_.tolerance;
-  so.max_iterations = o_.max_iterations;
-  so.matrix = o_.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
-  so.method = o_.eigensolver == "krylov-schur" ? trilinos::EigenMethod::krylov_schur : trilinos::EigenMethod::lobpcg;
-  so.max_restarts = o_.max_restarts;
-  so.subspace = o_.subspace;
-  p.step(std::string(spectral_title(o_.kind)) + " by Anasazi " + trilinos::to_string(so.method) + " on " +
-         (o_.matrix == "crs" ? "a Tpetra::CrsMatrix copy of the edges" : "a Tpetra::RowMatrix over the edge arrays (no copy)") +
-         " (" + trilinos::description() + ")");
+  so.what = a.kind == "fiedler" ? trilinos::SpectralWhat::fiedler : trilinos::SpectralWhat::centrality;
+  so.tolerance = a.tolerance;
+  so.max_iterations = a.max_iterations;
+  so.matrix = a.matrix == "crs" ? trilinos::MatrixKind::crs : trilinos::MatrixKind::edge_list;
+  so.method = a.eigensolver == "krylov-schur" ? trilinos::EigenMethod::krylov_schur : trilinos::EigenMethod::lobpcg;
+  so.max_restarts = a.max_restarts;
+  so.subspace = a.subspace;
+  p.step(std::string(spectral_title(a.kind)) + " by Anasazi " + trilinos::to_string(so.method) + " on " +
+         (a.matrix == "crs" ? std::string("a Tpetra::CrsMatrix copy of the edges") : std::string(rows)) + " (" +
+         trilinos::description() + ")");
   auto r = trilinos::spectral(g, so);
+  fix_sign(r.vector);
   linalg::Vector vector(g.vertex_map());
   std::copy(r.vector.begin(), r.vector.end(), vector.local().begin());
   Spectrum s{std::move(vector), r.lambda,    r.next_lambda,
              r.residual,        r.iterations, r.converged,
              r.seconds,         r.iterations == 0 ? "dense (LAPACK)" : trilinos::to_string(r.method)};
-  report_spectrum(p, o_.kind, s);
+  report_spectrum(p, a.kind, s);
   return {std::nullopt, std::move(s), r.matrix_extra_bytes, r.matrix_measured_bytes, json()};
+}
+
+// The Fiedler vector's sign by the ids of the graph g was packed from, as
+// trilinos::spectral fixes an EdgeList's by its own ids: the entry of the
+// smallest id above 1e-6 of the largest entry is positive.
+void sign_by_original_ids(const graph::PackedGraph& g, std::vector<double>& x) {
+  const DistArray<std::uint64_t>* original = g.original_ids();
+  if (!original) return;  // the packed ids are the graph's own: trilinos::spectral's rule holds
+  MPI_Comm comm = g.runtime().comm();
+  auto ids = original->local();
+  double largest = 0;
+  for (double v : x) largest = std::max(largest, std::abs(v));
+  largest = all_reduce(comm, largest, MPI_MAX);
+  std::uint64_t first = std::numeric_limits<std::uint64_t>::max();
+  double value = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::abs(x[i]) > 1e-6 * largest && ids[i] < first) first = ids[i], value = x[i];
+  const std::uint64_t global_first = all_reduce(comm, first, MPI_MIN);
+  if (all_reduce(comm, global_first == first && value < 0 ? -1.0 : 1.0, MPI_MIN) < 0)
+    for (double& v : x) v = -v;
+}
+}  // namespace
+
+Solved AnasaziInProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t>, bool, Progress& p) const {
+  return anasazi_solve(o_, g, p, "a Tpetra::RowMatrix over the edge arrays (no copy)", [](std::vector<double>&) {});
+}
+
+Solved AnasaziInProcess::solve(const graph::PackedGraph& g, std::span<const std::uint64_t>, bool, Progress& p) const {
+  const bool fiedler = o_.kind == "fiedler";
+  return anasazi_solve(o_, g, p, "a Tpetra::RowMatrix over the packed rows (decoded as read, no copy)",
+                       [&](std::vector<double>& x) {
+                         if (fiedler) sign_by_original_ids(g, x);
+                       });
 }
 
 Solved AnalyzeProcess::solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
@@ -235,15 +313,50 @@ std::unique_ptr<AnalysisBackend> make_backend(const AnalysisOptions& o) {
   return std::make_unique<TesseraCg>(o);
 }
 
+namespace {
+// The columns of an analysis' output.
+graph::VertexValuesOptions columns(const Analyzed& a, graph::PendingOutputs& pending) {
+  if (a.hitting)
+    return {"vertex", "hitting_time", "nan", &pending, "nan: unreachable (no walk from the vertex reaches a target)"};
+  return {"vertex", a.kind, "nan", &pending, ""};
+}
+std::span<const double> values_of(const Analyzed& a) {
+  return a.hitting ? std::span<const double>(a.hitting->times.local()) : std::span<const double>(a.spectrum->vector.local());
+}
+}  // namespace
+
 void write_result(const graph::IdMap& ids, const Analyzed& a, const std::string& output, Progress& p,
                   graph::PendingOutputs& pending) {
   p.step("writing " + shown(output));
-  if (a.hitting)
-    graph::write_vertex_values(ids, a.hitting->times.local(), output,
-                               {"vertex", "hitting_time", "nan", &pending,
-                                "nan: unreachable (no walk from the vertex reaches a target)"});
-  else
-    graph::write_vertex_values(ids, a.spectrum->vector.local(), output, {"vertex", a.kind, "nan", &pending, ""});
+  graph::write_vertex_values(ids, values_of(a), output, columns(a, pending));
+}
+
+void write_result(const graph::PackedGraph& g, const graph::IdMap& file_ids, const Analyzed& a,
+                  const std::string& output, Progress& p, graph::PendingOutputs& pending) {
+  p.step("writing " + shown(output) + " (in the file's vertex order)");
+  Runtime& rt = file_ids.runtime();
+  // The values and which vertices have one, on the vertex ranges of the
+  // graph g was packed from; then this rank's vertices that have one, in
+  // order, as a graph of their own (a map of their file ids).
+  const auto values = values_of(a);
+  const auto placed = in_file_order(g, file_ids, values);
+  const std::vector<std::uint8_t> ones(values.size(), 1);
+  const auto held = in_file_order(g, file_ids, std::span<const std::uint8_t>(ones));
+  const auto h = held.local();
+  const auto v = placed.local();
+  const DistArray<std::uint64_t>* relabelled = file_ids.relabelled_ids();
+  const std::uint64_t begin = file_ids.vertex_ranges().begin(rt.rank());
+  std::vector<std::uint64_t> kept_ids;  // file id - base
+  std::vector<double> kept_values;
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (h[i]) {
+      kept_ids.push_back(relabelled ? relabelled->local()[i] : begin + i);
+      kept_values.push_back(v[i]);
+    }
+  DistArray<std::uint64_t> ids(rt, Distribution::weighted_block(all_gather(rt.comm(), std::uint64_t{kept_ids.size()})));
+  std::copy(kept_ids.begin(), kept_ids.end(), ids.local().begin());
+  const auto lines = graph::IdMap::relabelled(std::move(ids), file_ids.base());
+  graph::write_vertex_values(lines, std::span<const double>(kept_values), output, columns(a, pending));
 }
 
 namespace {
@@ -306,8 +419,10 @@ json spectral_json(const AnalysisOptions& o, Solved& s) {
 
 }  // namespace
 
-Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
-                       bool connected, const AnalysisOptions& options, Progress& p) {
+namespace {
+template <class Graph>
+Analyzed analysis_of(const Graph& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                     bool connected, const AnalysisOptions& options, Progress& p) {
   const AnalysisOptions o = resolved(options);
   auto backend = make_backend(o);
   backend->check();
@@ -316,6 +431,19 @@ Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const 
     throw Error("the " + o.analysis + " analysis answered another kind than " + o.kind);
   json j = s.hitting ? hitting_json(o, ids, targets, s, p) : spectral_json(o, s);
   return {o.kind, std::move(j), std::move(s.hitting), std::move(s.spectrum)};
+}
+}  // namespace
+
+Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
+                       bool connected, const AnalysisOptions& options, Progress& p) {
+  return analysis_of(g, ids, targets, connected, options, p);
+}
+
+Analyzed analysis_step(const graph::PackedGraph& g, const graph::IdMap& ids,
+                       const std::vector<std::uint64_t>& targets, bool connected, const AnalysisOptions& options,
+                       Progress& p) {
+  check_packed(resolved(options));
+  return analysis_of(g, ids, targets, connected, options, p);
 }
 
 }  // namespace tessera::pipeline

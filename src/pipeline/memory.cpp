@@ -437,6 +437,29 @@ namespace {
 
 using Place = MemoryItem::Place;
 
+// Bytes an arc of a packed graph's rows (PackedGraph: a LEB128 code a
+// neighbour's difference, the degree and the first neighbour a row),
+// conservative. Kronecker graphs of edge factor 16 (their hubs, numbered
+// first, take most arcs: small differences) by a fit of the measured
+// bytes per undirected edge: 2.43 (scale 14), 2.61 (16), 2.90 (18), 3.26
+// (20), 3.36 (21), 3.47 (22), growing 0.11 a scale from 20 on, taken as
+// 3.47 + 0.13 a scale from 22 (at least 2.6), plus 5%. Any other graph as if
+// each row's neighbours were spread uniformly (a uniform graph's case, the
+// worst a mean degree d gives): a difference is exponential of mean n/d,
+// and its code takes 1 + sum over k >= 1 of exp(-2^(7k) d/n) bytes; plus 2
+// bytes a vertex (its degree and first neighbour), at most the id width + 1.
+double packed_bytes_per_arc(const GraphSize& g) {
+  const double n = static_cast<double>(std::max<std::uint64_t>(g.vertices, 1));
+  const double m = static_cast<double>(g.arcs);
+  if (m <= 0) return 1;
+  if (g.kron_scale > 0 && g.kron_edge_factor == 16)
+    return 1.05 * std::max(2.6, 3.47 + 0.13 * (g.kron_scale - 22)) / 2;
+  const double mean_gap = n / (m / n);
+  double bytes = 1;
+  for (int k = 1; k < 10; ++k) bytes += std::exp(-std::ldexp(1.0, 7 * k) / mean_gap);
+  return std::min(bytes + 2 * n / m, g.id_bytes + 1.0);
+}
+
 // Builds a command's phases: `shared_graph` puts the graph's arrays in
 // Shared storage, `shared_arrays` every DistArray (the session's layout).
 class Model {
@@ -612,6 +635,91 @@ class Model {
              lines * (std::max(per_line, reserve) + per_line), 0, 0, Place::memory}};
   }
 
+  // -- the packed form (graph::PackedGraph) ------------------------------------
+
+  // A packed graph's arrays: its rows (`per_arc` bytes an arc), byte offsets
+  // and its vertices' ids in the graph packed.
+  void packed_arrays(std::vector<MemoryItem>& v, const std::string& what, double n, double arcs, double per_arc,
+                     Place place) const {
+    v.push_back({what + " rows (byte codes, " + fixed(per_arc, 2) + " B an arc)", per_arc * arcs, 0, 0, place});
+    v.push_back({what + " byte offsets (8 B a vertex)", 8 * (n + P_), 0, 0, place});
+    v.push_back({what + " vertices' ids in the graph packed (8 B a vertex)", 8 * n, 0, 0, place});
+  }
+
+  // PackedGraph::build (and pack, which builds from an EdgeList's rows), its
+  // two peaks: numbering the vertices by degree (the arcs counted a vertex,
+  // their new owner's copy, the new ids, the original ids and the numbering
+  // copied to every rank), and the last window of rows placed (the rows
+  // packed so far, all of them at the last window, the window of ids, the
+  // numbering, the rows' cursors and offsets; the window's ids are given
+  // back before the rows are copied into their array, one window's rows at
+  // a time). The window is what fill_window_arcs gives: a third of the
+  // node's available memory (TESSERA_FILL_WINDOW_BYTES a rank), at most
+  // the arcs the source gives (`from_source`: before loops and duplicates
+  // are dropped; an EdgeList packed gives its own).
+  std::pair<std::vector<MemoryItem>, std::vector<MemoryItem>> packed_build(const GraphSize& g, double per_arc,
+                                                                           Place place, bool from_source) const {
+    const double n = static_cast<double>(g.vertices), m = static_cast<double>(g.arcs);
+    const double m0 = from_source ? static_cast<double>(std::max(g.build_arcs, g.arcs)) : m;
+    const std::string id = std::to_string(g.id_bytes);
+    std::vector<MemoryItem> numbering, windows;
+    numbering.push_back({"packing: the arcs counted a vertex and at its new owner (16 B a vertex)", 16 * n, 0, 0,
+                         Place::memory});
+    numbering.push_back({"packing: the new ids (" + id + " B a vertex)", g.id_bytes * n, 0, 0, Place::memory});
+    numbering.push_back({"packed vertices' ids in the graph packed (8 B a vertex)", 8 * n, 0, 0, place});
+    const MemoryItem copy{"packing: the numbering, a copy on every rank (" + id + " B a vertex)", 0, g.id_bytes * n,
+                          0, Place::memory};
+    numbering.push_back(copy);
+    double window = g.id_bytes * m0 * c_.ranks_on_node / P_;  // this node's share of the arcs
+    if (const char* set = std::getenv("TESSERA_FILL_WINDOW_BYTES"); set && *set) {
+      try {
+        window = std::min(window, static_cast<double>(parse_bytes(set, "TESSERA_FILL_WINDOW_BYTES",
+                                                                  std::uint64_t{1} << 50)) * c_.ranks_on_node);
+      } catch (const std::exception&) {
+      }
+    } else {
+      window = std::min(window, static_cast<double>(available_memory_bytes()) / 3);
+    }
+    windows.push_back(copy);
+    windows.push_back({"packing: the rows' cursors and arc offsets (16 B a vertex)", 16 * n, 0, 0, Place::memory});
+    windows.push_back({"packing: a window of rows' ids (" + id + " B an arc, at most a third of the node's available "
+                       "memory)", 0, 0, window, Place::memory});
+    packed_arrays(windows, "packed", n, m, per_arc, place);
+    for (auto* v : {&numbering, &windows}) {
+      v->push_back({"edge source batches", 0, kSourceBatch, 0, Place::memory});
+      if (P_ > 1) v->push_back({"aggregation buffers (placing arcs)", 0, aggregators(1), 0, Place::memory});
+    }
+    return {numbering, windows};
+  }
+
+  // check_labels (--verify): the far ends' labels of a block of arcs (at
+  // least 2^20 a rank), the reached flags, the frontier, the arrivals, and
+  // on every rank a bit per vertex of those told.
+  std::vector<MemoryItem> verify(const GraphSize& g) const {
+    const double n = static_cast<double>(g.vertices);
+    std::vector<MemoryItem> v{{"component labels (8 B a vertex)", 8 * n, 0, 0, array_place()},
+                              {"component sizes (summary, 8 B a vertex, kept by the heap)", 8 * n, 0, 0,
+                               Place::memory},
+                              {"the verifier: far ends' labels, frontier, arrivals (24 B a vertex, 8 MiB a rank at "
+                               "least), reached flags (1 B)",
+                               25 * n, 8.0 * (1 << 20), 0, Place::memory},
+                              {"the verifier: a bit per vertex on every rank", 0, n / 8, 0, Place::memory}};
+    if (P_ > 1) v.push_back({"aggregation buffers (reading labels)", 0, aggregators(1), 0, Place::memory});
+    return v;
+  }
+
+  // The largest component of a packed graph in its own arrays: the labels
+  // and their summary's counts, the kept vertices' bitmap with their counts
+  // on every rank (n/8 + n/56 bytes), and the component's new -> old ids.
+  std::vector<MemoryItem> packed_largest(const GraphSize& g) const {
+    const double n = static_cast<double>(g.vertices), L = static_cast<double>(g.largest);
+    return {{"component labels (8 B a vertex)", 8 * n, 0, 0, array_place()},
+            {"component sizes (summary, 8 B a vertex, kept by the heap)", 8 * n, 0, 0, Place::memory},
+            {"the kept vertices' bitmap and counts, on every rank (n/8 + n/56 bytes)", 0, n / 8 + n / 56, 0,
+             Place::memory},
+            {"the component's ids in the packed graph (8 B a vertex of it)", 8 * L, 0, 0, array_place()}};
+  }
+
   std::vector<MemoryItem> bfs(const GraphSize& g) const {
     std::vector<MemoryItem> v;
     const double n = static_cast<double>(g.vertices);
@@ -711,6 +819,93 @@ void write_phase(MemoryEstimate& e, const Model& m, const Options& o, const std:
   e.phases.push_back(std::move(p));
 }
 
+// The pipeline with --packed (Options::packed): the graph loaded into an
+// EdgeList and packed (or, for an input packs_from_source() names, built
+// packed from its source, no EdgeList), then every stage on the packed
+// arrays (pipeline::load_packed, run_pipeline).
+MemoryEstimate packed_pipeline(MemoryEstimate e, const Model& m, const Options& o, GraphSize g,
+                               const AnalysisOptions& a) {
+  const Place gp = m.graph_place();
+  const std::string load = o.input.path.empty() ? "generate" : "read";
+  const bool from_source = packs_from_source(o.input);
+  std::vector<MemoryItem> ids;  // the file's ids (--relabel), held to the end
+  if (g.relabel)
+    ids.push_back({"the file's ids (--relabel, 8 B a vertex)", 8 * static_cast<double>(g.vertices), 0, 0,
+                   Place::memory});
+  std::vector<MemoryItem> edge_list;  // held while it is packed
+  if (!from_source) e.phases.push_back(make_phase(m, load, g, false, gp));
+  if (g.directed) {
+    if (!from_source) {
+      MemoryPhase sym = make_phase(m, "symmetrize", g, true, gp);
+      append(sym.items, loaded(m, g, gp));
+      e.phases.push_back(sym);
+    }
+    g.arcs *= 2;
+    g.build_arcs = g.arcs;
+    g.largest_arcs = g.arcs;
+    g.directed = false;
+    g.mapped = false;
+    e.graph = g;
+  }
+  if (!from_source && !g.mapped) edge_list = loaded(m, g, gp);
+  const double n = static_cast<double>(g.vertices), L = static_cast<double>(g.largest);
+  const double per_arc = packed_bytes_per_arc(g);
+  auto [numbering, windows] = m.packed_build(g, per_arc, gp, from_source);
+  const std::string pack = from_source ? load : "pack";
+  e.phases.push_back(with(with({pack + ": numbering by degree", numbering}, edge_list), ids));
+  e.phases.push_back(with(with({pack, windows}, edge_list), ids));
+  std::vector<MemoryItem> packed = ids;
+  m.packed_arrays(packed, "packed", n, static_cast<double>(g.arcs), per_arc, gp);
+  e.phases.push_back(with({"components", m.components(g, "afforest")}, packed));
+  if (o.verify) e.phases.push_back(with({"verify", m.verify(g)}, packed));
+  e.phases.push_back(with({"largest component", m.packed_largest(g)}, packed));
+  GraphSize l = g;
+  l.vertices = l.largest;
+  l.arcs = l.largest_arcs;
+  std::vector<MemoryItem> lcc = ids;
+  m.packed_arrays(lcc, "the component's packed", L, static_cast<double>(l.arcs), per_arc, gp);
+  lcc.push_back({"the component's file ids (8 B a vertex)", 8 * L, 0, 0, Place::memory});
+  if (spectral_kind(a.kind)) e.phases.push_back(with(MemoryPhase{a.kind, m.spectral(l, a)}, lcc));
+  else e.phases.push_back(with(MemoryPhase{"hitting times", m.hitting(g, true, a)}, lcc));
+  lcc.push_back({"the answer (8 B a vertex)", 8 * L, 0, 0, m.array_place()});
+  lcc.push_back({"the answer in the file's order: a value and a flag a vertex of the graph (9 B), the lines' ids "
+                 "and values (24 B a vertex of the component)",
+                 9 * n + 24 * L, 0, 0, Place::memory});
+  write_phase(e, m, o, "pipeline", g, lcc);
+  return e;
+}
+
+bool edge_list_array(const MemoryItem& i) {
+  return i.name.starts_with("graph offsets") || i.name.starts_with("graph destinations");
+}
+
+// bfs and pagerank --packed (the CLI's): the graph read, then packed while
+// the EdgeList is held (the pack phases), the kernel and the writing on the
+// packed arrays in place of the EdgeList's (the writing also the answer put
+// back in the file's order, at most 16 B a vertex). A directed graph is
+// refused once read: its estimate stays the plain run's.
+void packed_kernel(MemoryEstimate& e, const Model& m, const GraphSize& g) {
+  if (g.directed) return;
+  const auto kernel = std::find_if(e.phases.begin(), e.phases.end(), [&](const auto& p) { return p.name == e.command; });
+  if (kernel == e.phases.end()) return;
+  const double n = static_cast<double>(g.vertices);
+  const double per_arc = packed_bytes_per_arc(g);
+  std::vector<MemoryItem> packed, edge_list;
+  m.packed_arrays(packed, "packed", n, static_cast<double>(g.arcs), per_arc, Place::memory);
+  for (const auto& i : kernel->items)
+    if (edge_list_array(i)) edge_list.push_back(i);
+  auto [numbering, windows] = m.packed_build(g, per_arc, Place::memory, false);
+  for (auto p = kernel; p != e.phases.end(); ++p) {
+    std::erase_if(p->items, edge_list_array);
+    append(p->items, packed);
+    if (p->name == "write")
+      p->items.push_back({"the answer in the file's vertex order (at most 16 B a vertex)", 16 * n, 0, 0,
+                          Place::memory});
+  }
+  const auto at = e.phases.insert(kernel, with({"pack", windows}, edge_list));
+  e.phases.insert(at, with({"pack: numbering by degree", numbering}, edge_list));
+}
+
 }  // namespace
 
 MemoryEstimate estimate_command(const std::string& command, const Options& o, const MemoryContext& c) {
@@ -728,6 +923,7 @@ MemoryEstimate estimate_command(const std::string& command, const Options& o, co
   e.command = command;
   e.graph = g;
   e.what = input_name(o.input);
+  if (command == "pipeline" && o.packed) return finish(packed_pipeline(e, m, o, g, a), where, m);
   const Place gp = m.graph_place();
   const bool symmetrize = o.input.undirected || command == "hitting" || command == "pipeline";
   MemoryPhase make = make_phase(m, o.input.path.empty() ? "generate" : "read", g, false, gp);
@@ -763,6 +959,7 @@ MemoryEstimate estimate_command(const std::string& command, const Options& o, co
   }
   if (command == "lcc" || command == "pipeline") {
     e.phases.push_back(with(MemoryPhase{"components", m.components(g, o.algorithm)}, graph));
+    if (command == "pipeline" && o.verify) e.phases.push_back(with(MemoryPhase{"verify", m.verify(g)}, graph));
     // In place, unless the graph is another's files mapped: then copied out.
     e.phases.push_back(with(MemoryPhase{"largest component", m.largest(g, g.mapped)}, graph));
     if (command == "lcc") {
@@ -810,6 +1007,7 @@ MemoryEstimate estimate_command(const std::string& command, const Options& o, co
     held.push_back({"the answer (" + std::string(command == "bfs" ? "16" : "8") + " B a vertex)",
                     (command == "bfs" ? 16 : 8) * static_cast<double>(g.vertices), 0, 0, m.array_place()});
     write_phase(e, m, o, command, g, held);
+    if (o.packed) packed_kernel(e, m, g);
     return finish(e, where, m);
   }
   if (command == "spectral") {

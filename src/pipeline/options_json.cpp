@@ -22,7 +22,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BfsSettings, source, direction, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SpectralSettings, count, parts, split)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Options, input, analysis, algorithm, strong, targets, output,
                                                 ids_output, group_access, document_on_stdout, checkpoint, pagerank,
-                                                bfs, spectral, verify, memory_limit)
+                                                bfs, spectral, verify, packed, memory_limit)
 
 std::string options_json(const Options& options) { return nlohmann::json(options).dump(); }
 

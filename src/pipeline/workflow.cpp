@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
 
 #include "tessera/graph/components.hpp"
 #include "tessera/graph/strong_components.hpp"
@@ -60,24 +61,35 @@ std::string algorithm_name(const std::string& algorithm, const Runtime& rt) {
   return algorithm == "lp" ? "label propagation" : "FastSV";
 }
 
-graph::Components components_of(const graph::EdgeList& g, const std::string& algorithm, Progress& p) {
-  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " +
-         algorithm_name(algorithm, g.runtime()));
+// The progress each round of `algorithm` reports.
+graph::ComponentsOptions reporting(const std::string& algorithm, Progress& p) {
   graph::ComponentsOptions o;
   o.on_round = [&p](int round, std::uint64_t changed, double) {
     p.tick(changed == 0, "round %d: %" PRIu64 " labels changed", round, changed);
   };
-  if (algorithm == "scc") {
+  if (algorithm == "scc")
     o.on_round = [&p](int pass, std::uint64_t found, double) {
       p.tick(false, "round %d: %" PRIu64 " vertices placed by colouring", pass, found);
     };
-    return graph::strong_components(g, o);
-  }
   if (algorithm == "afforest")
     o.on_round = [&p](int round, std::uint64_t pairs, double) {
       p.tick(pairs == 0, "round %d: %" PRIu64 " cut-edge pairs still join two trees", round, pairs);
     };
+  return o;
+}
+
+graph::Components components_of(const graph::EdgeList& g, const std::string& algorithm, Progress& p) {
+  p.step(std::string(algorithm == "scc" ? "strongly" : "connected") + " components by " +
+         algorithm_name(algorithm, g.runtime()));
+  const auto o = reporting(algorithm, p);
+  if (algorithm == "scc") return graph::strong_components(g, o);
   return graph::components_by(algorithm, g, o);
+}
+
+// Afforest, the one algorithm that reads a packed graph.
+graph::Components components_of(const graph::PackedGraph& g, Progress& p) {
+  p.step("connected components by " + algorithm_name("afforest", g.runtime()) + ", on the packed rows");
+  return graph::afforest(g, reporting("afforest", p));
 }
 
 // `largest_label` is a file id.
@@ -98,8 +110,9 @@ json components_json(const graph::Components& c, const graph::ComponentSummary& 
 // its vertex, one label across every edge, each label's vertices connected)
 // and the component sizes summed to the vertex count. Records "verified"
 // (and the problem) in `object`; true when right.
-bool verify_components(const graph::EdgeList& g, const DistArray<std::uint64_t>& labels,
-                       const graph::ComponentSummary& s, json& object, Progress& p, Report& report) {
+template <class Graph>
+bool verify_components(const Graph& g, const DistArray<std::uint64_t>& labels, const graph::ComponentSummary& s,
+                       json& object, Progress& p, Report& report) {
   p.step("verifying the components (every edge inside one label, each label connected, sizes summed)");
   const bool right = record_verification(report, p, object, "components", [&]() -> std::string {
     if (s.vertices != g.vertices())
@@ -116,6 +129,18 @@ void check_algorithm(const std::string& algorithm, bool all) {
   if (all && (algorithm == "all" || algorithm == "both")) return;
   throw ConfigError("the components algorithm must be afforest, lp or fastsv" + std::string(all ? " (or all)" : "") +
                     ", not '" + algorithm + "'");
+}
+
+// What the pipeline refuses with --packed, before any work: the options
+// whose stages read or keep an EdgeList.
+void check_packed_pipeline(const Options& a) {
+  if (a.algorithm != "afforest")
+    throw ConfigError("--packed finds the components by Afforest, the only algorithm that reads the packed form, "
+                      "not " + a.algorithm + ": drop --algorithm " + a.algorithm + " (algorithm=) or --packed");
+  if (!a.checkpoint.dir.empty())
+    throw ConfigError("--checkpoint keeps each stage's graph as an EdgeList, which --packed gives up: drop "
+                      "--checkpoint or --packed");
+  check_packed(resolved(a.analysis));
 }
 
 // Names of a pipeline's Shared arrays: one set per call in this process.
@@ -157,6 +182,47 @@ struct LargestStage {
   graph::EdgeList graph;  // in Shared storage
   graph::IdMap ids;       // file ids of its vertices
 };
+
+// The packed pipeline's: `file_ids` maps the graph that graph.original_ids()
+// leads to (the EdgeList packed), where the output's lines go.
+struct PackedLargestStage {
+  graph::PackedGraph graph;  // in Shared storage; original_ids(): ids in the EdgeList packed
+  graph::IdMap ids;          // file ids of its vertices
+  graph::IdMap file_ids;
+};
+
+// The default hitting-time target: the highest-degree vertex, the smallest
+// id among equals (ids in the file's order).
+std::uint64_t default_target(const LargestStage& s) { return linalg::highest_degree_vertex(s.graph); }
+// The same vertex in the packed numbering: degrees are the EdgeList's, and
+// ties go to the smallest id in the EdgeList packed (whose ids keep the
+// file's order).
+std::uint64_t default_target(const PackedLargestStage& s) {
+  const auto& g = s.graph;
+  MPI_Comm comm = g.runtime().comm();
+  const auto rows = g.rows();
+  const auto* original = g.original_ids();
+  const std::uint64_t begin = g.local_vertex_begin(), none = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t best = 0, order = none, at = none;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::uint64_t d = rows.degree(i), o = original ? original->local()[i] : begin + i;
+    if (d > 0 && (d > best || (d == best && o < order))) best = d, order = o, at = begin + i;
+  }
+  const std::uint64_t most = all_reduce(comm, best, MPI_MAX);
+  const std::uint64_t first = all_reduce(comm, best == most ? order : none, MPI_MIN);
+  return all_reduce(comm, best == most && order == first ? at : none, MPI_MIN);
+}
+
+void write_answer(const LargestStage& s, const Analyzed& h, const std::string& output, Progress& p,
+                  graph::PendingOutputs& outputs) {
+  write_result(s.ids, h, output, p, outputs);
+}
+void write_answer(const PackedLargestStage& s, const Analyzed& h, const std::string& output, Progress& p,
+                  graph::PendingOutputs& outputs) {
+  write_result(s.graph, s.file_ids, h, output, p, outputs);
+}
+const char* rows_name(const LargestStage&) { return "edge arrays"; }
+const char* rows_name(const PackedLargestStage&) { return "packed rows"; }
 
 // From the undirected graph on: components (unless `restored` holds the
 // labels), verified with --verify (nullopt when wrong: j says why), the
@@ -240,7 +306,8 @@ Result unverified(json j, Report& report, const ArrayBytes& arrays, StageStore* 
 // The analysis of the largest component, its output, the report; the
 // checkpoints removed at the end unless kept (or the solve did not converge:
 // a rerun with other solver options then starts from them).
-Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progress& p, Report& report,
+template <class Stage>
+Result analyse_largest(const Stage& lcc, json j, const Options& a, Progress& p, Report& report,
                        const ArrayBytes& arrays, const AnonymousMemoryMeter& heap, StageStore* store) {
   Runtime& rt = lcc.graph.runtime();
   const auto& lcc_ids = lcc.ids;
@@ -251,7 +318,7 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
   const bool hitting = a.analysis.kind == "hitting";
   std::vector<std::uint64_t> targets;
   if (hitting) {
-    targets = a.targets.empty() ? std::vector<std::uint64_t>{linalg::highest_degree_vertex(lcc.graph)}
+    targets = a.targets.empty() ? std::vector<std::uint64_t>{default_target(lcc)}
                                 : find_targets(lcc_ids, a.targets, "the largest component");
     std::vector<std::uint64_t> shown_ids(targets);
     lcc_ids.translate(shown_ids);
@@ -269,14 +336,14 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
   const int iterations = h.hitting ? h.hitting->solve.iterations : h.spectrum ? h.spectrum->iterations : 0;
   FaultInjection::at_step(rt.rank(), kLargest + static_cast<std::uint64_t>(std::max(1, iterations)));
   const std::uint64_t growth = heap.growth_bytes();
-  const std::uint64_t edge_bytes = array_bytes(lcc.graph).edges;
+  const std::uint64_t edge_bytes = lcc.graph.edge_array_bytes();
   auto mib = [](double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
     return std::string(buf);
   };
-  p.step("edge arrays of the largest component: " + mib(static_cast<double>(edge_bytes)) +
-         ", shared, never copied; the matrix added " + mib(h.json["matrix_extra_bytes"].get<double>()) +
+  p.step(std::string(rows_name(lcc)) + " of the largest component: " + mib(static_cast<double>(edge_bytes)) +
+         ", shared, never copied; the matrix added " + mib(h.json["matrix_extra_bytes"].template get<double>()) +
          "; anonymous (heap) memory grew " + mib(static_cast<double>(growth)) +
          " over all ranks (vertex arrays, aggregation buffers)");
   j["analysis_kind"] = h.kind;
@@ -286,7 +353,7 @@ Result analyse_largest(const LargestStage& lcc, json j, const Options& a, Progre
   if (!a.output.empty())
     report.timed("write", [&] {
       graph::PendingOutputs outputs(rt);
-      write_result(lcc_ids, h, a.output, p, outputs);
+      write_answer(lcc, h, a.output, p, outputs);
       outputs.commit();
     });
   Result result;
@@ -313,6 +380,55 @@ Result pipeline_on(const graph::EdgeList& g, graph::EdgeList* consumable, const 
                    const ArrayBytes& arrays) {
   AnonymousMemoryMeter heap(g.runtime().comm());
   auto lcc = largest_of(g, consumable, ids, name, j, a, p, report, nullptr, std::nullopt);
+  if (!lcc) return unverified(std::move(j), report, arrays, nullptr, a);
+  return analyse_largest(*lcc, std::move(j), a, p, report, arrays, heap, nullptr);
+}
+
+// The packed pipeline from the packed graph on: components (Afforest on the
+// packed rows), verified with --verify (nullopt when wrong: j says why), the
+// largest component compacted in the packed graph's own arrays.
+std::optional<PackedLargestStage> packed_largest_of(PackedInput in, json& j, const Options& a, Progress& p,
+                                                    Report& report) {
+  Runtime& rt = in.graph.runtime();
+  j["graph"] = graph_json(in.graph, in.stats);
+  j["packed"] = std::move(in.packed);
+  std::optional<DistArray<std::uint64_t>> labels;
+  json cj;
+  {
+    auto c = report.timed("components", [&] { return components_of(in.graph, p); });
+    cj = components_fields(c, "afforest");
+    labels.emplace(std::move(c.labels));
+  }
+  if (a.verify && !verify_components(in.graph, *labels, graph::summarize(in.graph, *labels), cj, p, report)) {
+    j["components"] = std::move(cj);
+    return std::nullopt;  // a wrong labelling is not extracted from
+  }
+  stage_done(rt, kLabelled);
+  p.step("extracting the largest component in place (the packed rows re-coded in their own arrays)");
+  auto lcc = report.timed("largest component", [&] { return graph::largest_component(std::move(in.graph), *labels); });
+  labels.reset();
+  const DistArray<std::uint64_t>* original = lcc.graph.original_ids();
+  if (!original) throw Error("the packed largest component lost the ids of the graph packed");
+  // Its label in the EdgeList's run: the smallest id, which keeps the file's order.
+  std::uint64_t smallest = std::numeric_limits<std::uint64_t>::max();
+  for (auto v : original->local()) smallest = std::min(smallest, v);
+  smallest = all_reduce(rt.comm(), smallest, MPI_MIN);
+  const auto& s = lcc.summary;
+  cj.update(json{{"components", s.count},
+                 {"largest_size", s.largest_size},
+                 {"largest_label", in.ids.file_id(smallest)},
+                 {"isolated_vertices", s.isolated}});
+  j["components"] = std::move(cj);
+  auto lcc_ids = in.ids.compose(*original);
+  stage_done(rt, kLargest);
+  return PackedLargestStage{std::move(lcc.graph), std::move(lcc_ids), std::move(in.ids)};
+}
+
+// The packed pipeline from the packed graph to its report.
+Result packed_pipeline_on(PackedInput in, json j, const Options& a, Progress& p, Report& report,
+                          const AnonymousMemoryMeter& heap) {
+  const ArrayBytes arrays = in.arrays;
+  auto lcc = packed_largest_of(std::move(in), j, a, p, report);
   if (!lcc) return unverified(std::move(j), report, arrays, nullptr, a);
   return analyse_largest(*lcc, std::move(j), a, p, report, arrays, heap, nullptr);
 }
@@ -641,6 +757,7 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
   check_options(a, true);
   check_kind(a, true);
   check_algorithm(a.algorithm, false);
+  if (a.packed) check_packed_pipeline(a);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   Report report(rt, p);
   const std::string name = shared_base(rt);
@@ -653,6 +770,20 @@ Result run_pipeline(Runtime& rt, const Options& a, Progress& p) {
     throw ConfigError("the input graph " + a.input.path + " does not exist" +
                       (store ? " (and " + a.checkpoint.dir + " holds no checkpoint to resume from)" : ""));
   AnonymousMemoryMeter heap(rt.comm());
+  if (a.packed) {
+    PackedLoadOptions o;
+    o.storage = StorageOptions::shared(name);
+    o.symmetrize = true;
+    o.vertices = a.targets;
+    o.role = "target vertex";
+    auto in = load_packed(rt, a.input, p, report, o);
+    p.step("packed into Shared storage (" +
+           std::filesystem::path(in.graph.offsets().metadata_path()).parent_path().string() +
+           ", one segment per rank; removed when the command ends)" +
+           (packs_from_source(a.input) ? "" : "; the EdgeList given up"));
+    stage_done(rt, kLoaded);
+    return packed_pipeline_on(std::move(in), std::move(j), a, p, report, heap);
+  }
   if (from == kLargest) {
     auto lcc = report.timed("restore", [&] {
       auto g = resilience::read_edge_list(store->reader(), "lcc", StorageOptions::shared(name + "-lcc"));
@@ -684,12 +815,20 @@ Result run_pipeline(const graph::EdgeList& given, const graph::IdMap& given_ids,
   check_options(a, true);
   check_kind(a, true);
   check_algorithm(a.algorithm, false);
+  if (a.packed) check_packed_pipeline(a);
   Runtime& rt = given.runtime();
   Report report(rt, p);
   if (!a.output.empty()) check_output(rt, a, a.output, graph::OutputKind::text_lines, "-o");
   const std::string name = shared_base(rt);
   json j = {{"command", "pipeline"}, {"ranks", rt.size()}, {"input", "a graph in memory"}};
   find_targets(given_ids, a.targets, "the graph");
+  if (a.packed) {  // the caller's graph stays: it is copied into the packed form
+    AnonymousMemoryMeter heap(rt.comm());
+    PackedLoadOptions o;
+    o.storage = StorageOptions::shared(name);
+    o.symmetrize = true;
+    return packed_pipeline_on(pack_graph(given, given_ids, p, report, o), std::move(j), a, p, report, heap);
+  }
   if (!given.directed())  // the caller's graph: the component is copied out of it
     return pipeline_on(given, nullptr, given_ids, name, std::move(j), a, p, report, array_bytes(given));
   auto g = report.timed("symmetrize", [&] {

@@ -286,3 +286,44 @@ def test_bad_options_are_named(rt):
         tessera.pipeline(scale="large")
     with pytest.raises(tessera.RangeError, match="target vertex 999 is outside the vertex ids of the generated graph, 0..63"):
         tessera.pipeline(scale=6, targets=[999])
+
+
+def by_file_id(rt, result):
+    """{file id: value} of the result's vector over every rank."""
+    ids, x = everyone(rt, result.file_ids.astype(np.int64)), everyone(rt, result.values.local)
+    return dict(zip(ids.tolist(), x.tolist()))
+
+
+@pytest.mark.skipif(not tessera.trilinos_available(), reason="built without Trilinos (Belos reads the packed rows)")
+def test_packed_equals_the_edge_lists_and_the_command(rt, reference, source_dir):
+    """packed=True: the EdgeList's document keys and answers (components, the
+    largest component, the target, the times by file id), plus the packed
+    facts; the command's --packed document; a Graph given is copied into the
+    packed form and gives the same; refusals named."""
+    plain = tessera.pipeline(scale=SCALE, tolerance=1e-12)
+    packed = tessera.pipeline(scale=SCALE, tolerance=1e-12, packed=True)
+    assert packed.exit_code == 0 and packed["graph"]["form"] == "packed" and "form" not in plain["graph"]
+    extra = {"components": set(), "lcc": {"form", "id_array_bytes"},
+             "graph": {"form", "id_array_bytes", "edge_list_bytes_per_edge"}}
+    for key in extra:
+        assert set(packed[key]) == set(plain[key]) | extra[key]
+    assert set(packed) == set(plain) | {"packed"} and set(packed["hitting"]) == set(plain["hitting"])
+    for k in ("components", "largest_size", "largest_label", "isolated_vertices"):
+        assert packed["components"][k] == plain["components"][k]
+    assert packed["lcc"]["vertices"] == plain["lcc"]["vertices"] and packed["lcc"]["edges"] == plain["lcc"]["edges"]
+    assert packed["hitting"]["target_file_ids"] == plain["hitting"]["target_file_ids"]
+    want, got = by_file_id(rt, plain), by_file_id(rt, packed)
+    assert want.keys() == got.keys() and all(abs(got[v] - want[v]) <= 1e-6 * max(1.0, abs(want[v])) for v in want)
+    check_times_match_scipy(rt, packed, reference)
+    command = cli_json(rt, "pipeline", "--scale", str(SCALE), "--tolerance", "1e-12", "--packed")
+    if rt.rank == 0:
+        assert comparable(dict(packed)) == comparable(command)
+    given = tessera.pipeline(tessera.kron(scale=SCALE), tolerance=1e-12, packed=True)
+    assert given["input"] == "a graph in memory" and given["graph"]["form"] == "packed"
+    assert comparable(given["components"]) == comparable(packed["components"])
+    mine = by_file_id(rt, given)
+    assert mine.keys() == got.keys() and all(abs(mine[v] - got[v]) <= 1e-9 * max(1.0, abs(got[v])) for v in got)
+    with pytest.raises(tessera.ConfigError, match="only algorithm that reads the packed form"):
+        tessera.pipeline(scale=6, packed=True, algorithm="lp")
+    with pytest.raises(tessera.ConfigError, match="--solver tessera reads an EdgeList"):
+        tessera.pipeline(scale=6, packed=True, solver="tessera")

@@ -17,6 +17,8 @@
 //
 // Every backend's operator reads the graph's own edge arrays: no copy of the
 // graph in any mode (matrix=crs asks for the conventional copy in process).
+// BelosInProcess and AnasaziInProcess also read a graph::PackedGraph's rows
+// in place (the pipeline's --packed); check_packed names what else to use.
 //
 // THE DEFAULT SOLVER of `tessera hitting`, `tessera pipeline` and Python's
 // hitting_times() and pipeline() is default_solver(): Belos when this
@@ -35,6 +37,7 @@
 
 #include "tessera/graph/edge_list.hpp"
 #include "tessera/graph/id_map.hpp"
+#include "tessera/graph/packed_graph.hpp"
 #include "tessera/graph/write.hpp"
 #include "tessera/linalg/hitting_times.hpp"
 #include "tessera/linalg/vector.hpp"
@@ -75,6 +78,10 @@ struct AnalysisOptions {
 // The options checked (ConfigError naming the bad value and the choices)
 // and the solver filled in with default_solver() when empty.
 AnalysisOptions resolved(AnalysisOptions options);
+// ConfigError, naming what to use instead, unless `options` (resolved) run
+// on a packed graph (graph::PackedGraph): in process, by Belos (hitting
+// times) or Anasazi (the spectral kinds), which read its rows in place.
+void check_packed(const AnalysisOptions& options);
 
 // The kinds, in the order error messages name them.
 inline constexpr const char* kAnalysisKinds[] = {"hitting", "fiedler", "centrality"};
@@ -113,10 +120,16 @@ class AnalysisBackend {
   // when `g` is not connected).
   virtual Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                        Progress& progress) const = 0;
+  // The same on a packed graph's rows read in place (targets, times and the
+  // vector in its numbering). BelosInProcess and AnasaziInProcess read
+  // them; the others throw check_packed's ConfigError.
+  virtual Solved solve(const graph::PackedGraph& g, std::span<const std::uint64_t> targets, bool connected,
+                       Progress& progress) const;
 };
 
 class TesseraCg : public AnalysisBackend {
  public:
+  using AnalysisBackend::solve;
   explicit TesseraCg(AnalysisOptions options) : o_(std::move(options)) {}
   Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                Progress& progress) const override;
@@ -134,6 +147,9 @@ class BelosInProcess : public AnalysisBackend {
   void check() const override;
   Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                Progress& progress) const override;
+  // trilinos::belos_hitting_times on the packed rows (PackedRowMatrix).
+  Solved solve(const graph::PackedGraph& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
 
  private:
   AnalysisOptions o_;
@@ -147,6 +163,11 @@ class AnasaziInProcess : public AnalysisBackend {
   void check() const override;
   Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                Progress& progress) const override;
+  // trilinos::spectral on the packed rows; the Fiedler vector's sign fixed by
+  // the ids of the graph packed (g.original_ids()) as the EdgeList's run
+  // fixes it by its own, so both forms give the same vector.
+  Solved solve(const graph::PackedGraph& g, std::span<const std::uint64_t> targets, bool connected,
+               Progress& progress) const override;
 
  private:
   AnalysisOptions o_;
@@ -156,6 +177,7 @@ class AnasaziInProcess : public AnalysisBackend {
 // its own to say (it refuses a Belos request it cannot serve).
 class AnalyzeProcess : public AnalysisBackend {
  public:
+  using AnalysisBackend::solve;
   explicit AnalyzeProcess(AnalysisOptions options) : o_(std::move(options)) {}
   Solved solve(const graph::EdgeList& g, std::span<const std::uint64_t> targets, bool connected,
                Progress& progress) const override;
@@ -188,10 +210,20 @@ struct Analyzed {
 };
 Analyzed analysis_step(const graph::EdgeList& g, const graph::IdMap& ids, const std::vector<std::uint64_t>& targets,
                        bool connected, const AnalysisOptions& options, Progress& progress);
+// The same on a packed graph (check_packed's backends); `ids` maps its
+// vertices, `targets` are its ids.
+Analyzed analysis_step(const graph::PackedGraph& g, const graph::IdMap& ids,
+                       const std::vector<std::uint64_t>& targets, bool connected, const AnalysisOptions& options,
+                       Progress& progress);
 // "vertex time" lines (file ids; "unreachable"), or "vertex fiedler" /
 // "vertex centrality" lines, to `output`, through `pending`.
 void write_result(const graph::IdMap& ids, const Analyzed& result, const std::string& output, Progress& progress,
                   graph::PendingOutputs& pending);
+// The same for a result on packed `g`, in the file's vertex order (the
+// lines the EdgeList's run writes): `file_ids` maps the graph g.original_ids()
+// leads to (pipeline::in_file_order). Collective.
+void write_result(const graph::PackedGraph& g, const graph::IdMap& file_ids, const Analyzed& result,
+                  const std::string& output, Progress& progress, graph::PendingOutputs& pending);
 
 // "123 iterations: true relative residual 1e-11, backward error 2e-17 (converged)".
 std::string verdict(const linalg::CgResult& r);

@@ -2,15 +2,18 @@
 // `tessera` commands read it, or a generated graph when no file is named;
 // and the checks every workflow makes on it before long work starts.
 #pragma once
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "tessera/graph/generators.hpp"
 #include "tessera/graph/io.hpp"
+#include "tessera/graph/packed_graph.hpp"
 #include "tessera/pipeline/progress.hpp"
+#include "tessera/pipeline/report.hpp"
 
 namespace tessera::pipeline {
 
@@ -63,5 +66,72 @@ std::vector<std::uint64_t> find_targets(const graph::IdMap& ids, const std::vect
 nlohmann::json graph_json(const graph::EdgeList& g);
 // "N vertices, M edges (undirected, weighted)" as a step.
 void describe(Progress& progress, const graph::EdgeList& g);
+
+// -- the packed form (graph::PackedGraph): pipeline, bfs, pagerank --packed --
+
+// A graph packed for a workflow, its EdgeList given up.
+struct PackedInput {
+  // original_ids(): each vertex's id in the graph packed (the EdgeList
+  // `ids` describes; a generated graph: the generator's ids), kept so that
+  // answers go back to the file's order.
+  graph::PackedGraph graph;
+  graph::IdMap ids;        // the file's ids of the graph packed, on its vertex ranges (not the packed ones)
+  ArrayBytes arrays;       // the EdgeList's (packed, or that generate() makes): what the memory report measures against
+  nlohmann::json stats;    // graph_json of the EdgeList packed (generated: its fields the packed graph knows)
+  nlohmann::json packed;   // packed_json: the packed arrays and the pack's seconds
+};
+
+struct PackedLoadOptions {
+  // The packed arrays (Shared: <name>-offsets, -bytes, -ids). The EdgeList
+  // read first lives there too until it is packed (<name>-edges; symmetrized:
+  // <name>-sym).
+  StorageOptions storage;
+  // A directed graph made undirected first (timed "symmetrize"): the
+  // pipeline's weak components and walk. Off: refused (BFS and PageRank
+  // would need its in-arcs packed too).
+  bool symmetrize = false;
+  // File ids the command names (a source, targets): refused in the words of
+  // find_vertices(..., role, where) before anything is packed.
+  std::vector<std::uint64_t> vertices;
+  std::string role = "vertex";
+};
+
+// Collective: `input`'s graph packed (vertices numbered by degree), each
+// step timed in `report`. A generated graph is packed as it is generated
+// (graph::generate_packed, the "generate" step: never an EdgeList; its
+// document's "arc_hash" is null); a file is read into an EdgeList (the
+// "read" step), symmetrized ("symmetrize") and packed ("pack",
+// PackedGraph::pack), the EdgeList given up as soon as the rows are packed.
+// packs_from_source() says which inputs take the first way (the memory
+// estimate follows it). Undirected (or symmetrized) unweighted graphs only:
+// ConfigError naming the way out otherwise.
+PackedInput load_packed(Runtime& rt, const Input& input, Progress& progress, Report& report,
+                        const PackedLoadOptions& options = {});
+// The same from a graph the caller holds (g stays; a directed one is
+// symmetrized into a copy first when options.symmetrize).
+PackedInput pack_graph(const graph::EdgeList& g, const graph::IdMap& ids, Progress& progress, Report& report,
+                       const PackedLoadOptions& options = {});
+// Whether load_packed builds `input`'s packed graph straight from its source,
+// never holding an EdgeList (the memory estimate follows it): a generated
+// graph (a file is read into an EdgeList first).
+bool packs_from_source(const Input& input);
+
+// The "graph" object of a packed graph: graph_json's keys (a fact the
+// packed rows do not keep, such as "dropped", "arc_hash" or "id_type",
+// taken from `packed_from`, graph_json of the EdgeList packed, when given:
+// else zero, null, or the id width an EdgeList of as many vertices holds),
+// with the packed rows' sizes ("bytes_per_edge": the rows' bytes per edge,
+// "gapbs_bytes_per_edge" beside it), "form": "packed", and the EdgeList's
+// "edge_list_bytes_per_edge" when known. Collective (the edge imbalance).
+nlohmann::json graph_json(const graph::PackedGraph& g, const nlohmann::json& packed_from = nullptr);
+// The document's "packed" object: the packed arrays' bytes and `seconds` of packing.
+nlohmann::json packed_json(const graph::PackedGraph& g, double seconds);
+
+// Collective: `values` of g's local vertices put on `ids`' vertex ranges (the
+// graph g was packed from, or whose subgraph g is: g.original_ids() leads
+// there), so that they are written in the file's vertex order. Vertices
+// that g does not hold keep T{}.
+template <class T>
+DistArray<T> in_file_order(const graph::PackedGraph& g, const graph::IdMap& ids, std::span<const T> values);
 
 }  // namespace tessera::pipeline

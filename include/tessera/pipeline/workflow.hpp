@@ -86,6 +86,18 @@ struct Options {
   // vertex count (the pipeline stops there when they are wrong). A wrong
   // answer makes exit_code() 3.
   bool verify = false;
+  // run_pipeline (and the CLI's bfs, pagerank --packed): the graph packed
+  // (graph::PackedGraph: vertices numbered by degree, rows as byte codes,
+  // about 3-4 bytes an undirected edge against the EdgeList's 8) once
+  // loaded, the EdgeList given up. The pipeline's components (Afforest, the
+  // only algorithm that reads the packed form), --verify, the largest
+  // component (in place) and its analysis (Belos or Anasazi in this
+  // process) read the packed rows; the document has the same keys (its
+  // "graph" the packed sizes and "form": "packed", a "packed" object
+  // beside) and the outputs are the same files, in the file's ids and
+  // order. ConfigError, before any work, with another algorithm, solver,
+  // an analysis out of process, or checkpoints (which hold EdgeLists).
+  bool packed = false;
   // The memory limit the command is checked against before it allocates
   // (pipeline/memory.hpp): a fraction of the node's memory ("0.9", "90%"),
   // bytes ("20G") or "none"; "" = 90%. --memory-limit, memory_limit=.
@@ -134,7 +146,8 @@ Result run_hitting(const graph::EdgeList& g, const graph::IdMap& ids, bool conne
                    Progress& progress);
 // pipeline: the graph into Shared storage, components, the largest
 // component (Shared, zero-copy), the analysis of options.analysis.kind on it
-// (hitting times, fiedler, centrality) where options.analysis.analysis says.
+// (hitting times, fiedler, centrality) where options.analysis.analysis says;
+// with options.packed, all of it on the graph packed (Options::packed).
 Result run_pipeline(Runtime& rt, const Options& options, Progress& progress);
 // The same from a graph the caller holds (options.input names nothing).
 Result run_pipeline(const graph::EdgeList& g, const graph::IdMap& ids, const Options& options, Progress& progress);
