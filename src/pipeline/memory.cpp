@@ -653,8 +653,10 @@ class Model {
   // packed so far, all of them at the last window, the window of ids, the
   // numbering, the rows' cursors and offsets; the window's ids are given
   // back before the rows are copied into their array, one window's rows at
-  // a time). The window is what fill_window_arcs gives: a third of the
-  // node's available memory (TESSERA_FILL_WINDOW_BYTES a rank), at most
+  // a time). The window is what fill_window_arcs gives as each window
+  // starts: half the node's memory then available, so at the last window,
+  // with the rows packed before it held, half of what the rows leave
+  // (TESSERA_FILL_WINDOW_BYTES a rank), at most
   // the arcs the source gives (`from_source`: before loops and duplicates
   // are dropped; an EdgeList packed gives its own).
   std::pair<std::vector<MemoryItem>, std::vector<MemoryItem>> packed_build(const GraphSize& g, double per_arc,
@@ -678,12 +680,13 @@ class Model {
       } catch (const std::exception&) {
       }
     } else {
-      window = std::min(window, static_cast<double>(available_memory_bytes()) / 3);
+      const double rows = per_arc * m * c_.ranks_on_node / P_;  // this node's packed rows
+      window = std::min(window, std::max(0.0, static_cast<double>(available_memory_bytes()) - rows) / 2);
     }
     windows.push_back(copy);
     windows.push_back({"packing: the rows' cursors and arc offsets (16 B a vertex)", 16 * n, 0, 0, Place::memory});
-    windows.push_back({"packing: a window of rows' ids (" + id + " B an arc, at most a third of the node's available "
-                       "memory)", 0, 0, window, Place::memory});
+    windows.push_back({"packing: a window of rows' ids (" + id + " B an arc, at most half the node's memory "
+                       "available as it starts)", 0, 0, window, Place::memory});
     packed_arrays(windows, "packed", n, m, per_arc, place);
     for (auto* v : {&numbering, &windows}) {
       v->push_back({"edge source batches", 0, kSourceBatch, 0, Place::memory});
