@@ -247,6 +247,24 @@ class StagedFill {
   std::vector<Arc> buffer_;
 };
 
+// After a fill pass: every local row in [first, last) got exactly the arcs
+// the count gave it (its cursor at its end, none sent over): otherwise the
+// source gave other edges on `pass` than on its first. Collective.
+inline void check_filled(MPI_Comm comm, std::uint64_t overflow, std::span<const std::uint64_t> cursor,
+                         std::span<const std::uint64_t> row, std::uint64_t lo, std::size_t first, std::size_t last,
+                         const std::string& pass, const std::string& rule) {
+  agree(comm, [&] {
+    std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
+    for (std::size_t i = first; i < last && what.empty(); ++i)
+      if (cursor[i] != row[i + 1])
+        what = "vertex " + std::to_string(lo + i) + " " + std::to_string(cursor[i] - row[i]) + " arcs, not " +
+               std::to_string(row[i + 1] - row[i]);
+    if (!what.empty())
+      throw MismatchError("the edge source gave other edges on " + pass + " than on its first (" + what +
+                          "): it must give " + rule);
+  });
+}
+
 // A source over a graph's own arcs, reversed or not, in batches (edge_list.cpp).
 EdgeSource source_of(const EdgeList& g, bool reversed);
 

@@ -155,16 +155,7 @@ EdgeList build_from(Runtime& rt, std::uint64_t n, bool directed, const EdgeSourc
     }
     release(window_dst);
     release(window_weight);
-    agree(rt.comm(), [&] {
-      std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
-      for (std::size_t i = 0; i < local_n && what.empty(); ++i)
-        if (cursor[i] != row[i + 1])
-          what = "vertex " + std::to_string(lo + i) + " " + std::to_string(cursor[i] - row[i]) + " arcs, not " +
-                 std::to_string(row[i + 1] - row[i]);
-      if (!what.empty())
-        throw MismatchError("the edge source gave other edges on its second pass than on its first (" + what +
-                            "): it must give the same edges twice");
-    });
+    check_filled(rt.comm(), overflow, cursor, row, lo, 0, local_n, "its second pass", "the same edges twice");
     release(cursor);
     if (opt.on_phase) opt.on_phase("sorting and cleaning the rows");
     std::uint64_t repeats[2] = {0, 0};

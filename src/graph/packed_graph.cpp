@@ -221,16 +221,8 @@ PackedGraph build_packed(Runtime& rt, std::uint64_t n, bool directed, const Edge
     };
     place_arcs<Id, false>(rt, source, *ranges, windows, lo + first_row, window_rows,
                           row[first_row + window_rows] - shift, sym, drop_loops, rename, write);
-    agree(rt.comm(), [&] {
-      std::string what = overflow ? std::to_string(overflow) + " arcs more than counted" : "";
-      for (std::size_t i = first_row; i < first_row + window_rows && what.empty(); ++i)
-        if (cursor[i] != row[i + 1])
-          what = "vertex " + std::to_string(lo + i) + " " + std::to_string(cursor[i] - row[i]) + " arcs, not " +
-                 std::to_string(row[i + 1] - row[i]);
-      if (!what.empty())
-        throw MismatchError("the edge source gave other edges on this pass than on its first (" + what +
-                            "): it must give the same edges every pass");
-    });
+    check_filled(rt.comm(), overflow, cursor, row, lo, first_row, first_row + window_rows, "this pass",
+                 "the same edges every pass");
     if (opt.on_phase)
       opt.on_phase("sorting, cleaning and packing the rows" + (whole ? std::string() : " of window " + std::to_string(pass + 1)));
     if (!mine) continue;
