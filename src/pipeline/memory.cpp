@@ -767,6 +767,22 @@ MemoryPhase make_phase(const Model& m, const std::string& command, const GraphSi
   return p;
 }
 
+// A directed graph symmetrized: a second build while the first is held.
+MemoryPhase symmetrize_phase(const Model& m, const GraphSize& g, Place place) {
+  MemoryPhase sym = make_phase(m, "symmetrize", g, true, place);
+  append(sym.items, loaded(m, g, place));
+  return sym;
+}
+
+// g's sizes once symmetrized: twice the arcs (a build before cleaning, the
+// largest component's bound too), undirected.
+void symmetrized(GraphSize& g) {
+  g.arcs *= 2;
+  g.build_arcs = g.arcs;
+  g.largest_arcs = g.arcs;
+  g.directed = false;
+}
+
 MemoryPhase with(MemoryPhase p, const std::vector<MemoryItem>& more) {
   append(p.items, more);
   return p;
@@ -838,15 +854,8 @@ MemoryEstimate packed_pipeline(MemoryEstimate e, const Model& m, const Options& 
   std::vector<MemoryItem> edge_list;  // held while it is packed
   if (!from_source) e.phases.push_back(make_phase(m, load, g, false, gp));
   if (g.directed) {
-    if (!from_source) {
-      MemoryPhase sym = make_phase(m, "symmetrize", g, true, gp);
-      append(sym.items, loaded(m, g, gp));
-      e.phases.push_back(sym);
-    }
-    g.arcs *= 2;
-    g.build_arcs = g.arcs;
-    g.largest_arcs = g.arcs;
-    g.directed = false;
+    if (!from_source) e.phases.push_back(symmetrize_phase(m, g, gp));
+    symmetrized(g);
     g.mapped = false;
     e.graph = g;
   }
@@ -937,13 +946,8 @@ MemoryEstimate estimate_command(const std::string& command, const Options& o, co
   }
   if (g.directed && symmetrize) {
     // A directed graph symmetrized (a second build while the first is held).
-    MemoryPhase sym = make_phase(m, "symmetrize", g, true, gp);
-    append(sym.items, loaded(m, g, gp));
-    e.phases.push_back(sym);
-    g.arcs *= 2;
-    g.build_arcs = g.arcs;
-    g.largest_arcs = g.arcs;
-    g.directed = false;
+    e.phases.push_back(symmetrize_phase(m, g, gp));
+    symmetrized(g);
     e.graph = g;
   }
   const auto graph = g.mapped ? std::vector<MemoryItem>{} : loaded(m, g, gp);
