@@ -1,4 +1,4 @@
-"""tessera pipeline --analysis process|container across nodes: tessera-analyze
+"""tessera pipeline --analysis process|container (and --packed) across nodes: tessera-analyze
 started per node (analysis rank r on the node of caller rank r, attached to
 that node's control segment) on an emulated 2-node cluster
 (scripts/cluster.py), at 2 nodes x 2 ranks and 2 nodes x 1 rank.
@@ -55,6 +55,20 @@ def times(path):
 
 def same_times(a, b, rel=1e-9):
     return a.keys() == b.keys() and len(a) > 0 and all(abs(a[k] - b[k]) <= rel * max(1.0, abs(b[k])) for k in a)
+
+
+def packed_agrees(cl, work, layout, ranks, by_node, reference):
+    """pipeline --packed over the nodes (its rows, Afforest's parent array
+    and the solve's RowMatrix each node's own): the EdgeList's one-node
+    hitting times, to the solver's tolerance."""
+    out = os.path.join(work, f"{layout}-packed.txt")
+    p = cl.exec("node0", pipeline_args(ranks, "belos", "inprocess", out, "--packed", "--verify", "-q"),
+                env=env_for(by_node))
+    what = f"{layout} --packed"
+    check(p.returncode == 0, f"{what}: exited {p.returncode}: {p.stderr.strip()[-800:]}")
+    if p.returncode == 0:
+        check(same_times(times(out), reference, rel=1e-6), f"{what}: the one-node EdgeList answer")
+    clean(cl, what)
 
 
 def node_processes(cl, node):
@@ -201,6 +215,8 @@ def main():
         agrees(cl, work, "2x2", 4, False, "container", "belos", refs[4, "belos"])
         agrees(cl, work, "2x1", 2, True, "process", "belos", refs[2, "belos"])
         agrees(cl, work, "2x1", 2, True, "container", "tessera", refs[2, "tessera"])
+        packed_agrees(cl, work, "2x2", 4, False, refs[4, "belos"])
+        packed_agrees(cl, work, "2x1", 2, True, refs[2, "belos"])
         user_started(cl, work, refs[4, "belos"])
         killed(cl, 4, False, "process", "node1")
         killed(cl, 2, True, "container", "node0")
